@@ -1,0 +1,357 @@
+//! Real `redis-server` processes on free loopback ports, for distlock's tests, its `demo` and
+//! its `bench`.
+//!
+//! Every server is a child process started from the `redis-server` binary named by the
+//! `DISTLOCK_REDIS_SERVER` environment variable, or found on `PATH`. A missing binary is a
+//! loud failure that says what to install; nothing here ever skips silently. Servers bind to
+//! `127.0.0.1` only, keep their files in a private temporary directory, and are killed when
+//! their handle drops.
+//!
+//! The shape follows redis-rs's `redis-test` crate (`RedisServer`): pick a free port, spawn,
+//! poll with `PING` until the server answers.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What to tell a person whose machine has no `redis-server`.
+pub const INSTALL_HINT: &str = "redis-server was not found: install it with \
+`sudo apt-get install redis-server redis-tools` (Debian/Ubuntu), or point \
+DISTLOCK_REDIS_SERVER at a redis-server (or valkey-server) binary";
+
+/// How long a server may take to answer its first `PING`.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The `redis-server` binary: `$DISTLOCK_REDIS_SERVER`, else `redis-server` on `PATH`.
+///
+/// # Errors
+/// Returns an error whose message is [`INSTALL_HINT`] when no binary can be found.
+pub fn redis_server_binary() -> io::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("DISTLOCK_REDIS_SERVER") {
+        let path = PathBuf::from(path);
+        if path.is_file() {
+            return Ok(path);
+        }
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "DISTLOCK_REDIS_SERVER={} is not a file; {INSTALL_HINT}",
+                path.display()
+            ),
+        ));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join("redis-server");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::NotFound, INSTALL_HINT))
+}
+
+/// A free TCP port on 127.0.0.1, as the kernel hands it out for port 0.
+///
+/// There is a window between this call and the server's bind in which another process may
+/// take the port; [`RedisServer::start`] retries on a fresh port when that happens.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free loopback port")
+}
+
+/// Options for a [`RedisServer`]: extra `redis-server` arguments, a password, persistence.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    password: Option<String>,
+    persistent: bool,
+    extra_args: Vec<String>,
+}
+
+impl ServerOptions {
+    /// Require this password (`--requirepass`).
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Keep an RDB snapshot (`dump.rdb`) in the server's directory, written on `SAVE` and
+    /// loaded on [`RedisServer::restart`]. Off by default (`--save ''`).
+    pub fn persistent(mut self) -> Self {
+        self.persistent = true;
+        self
+    }
+
+    /// Pass one more argument to `redis-server` (e.g. `"--maxmemory"`, `"10mb"`).
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.extra_args.push(arg.into());
+        self
+    }
+
+    /// Start the server.
+    ///
+    /// # Panics
+    /// Panics with [`INSTALL_HINT`] when `redis-server` is missing, and with the server's own
+    /// log when it does not answer within 10 s.
+    pub fn start(self) -> RedisServer {
+        RedisServer::start_with(self).unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+/// A `redis-server` child process on a free port of 127.0.0.1; killed (SIGKILL) on drop.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+    options: ServerOptions,
+    binary: PathBuf,
+}
+
+impl RedisServer {
+    /// Start a server with no password and no persistence.
+    ///
+    /// # Panics
+    /// As [`ServerOptions::start`].
+    pub fn start() -> RedisServer {
+        ServerOptions::default().start()
+    }
+
+    /// Options for a server that needs more than the defaults.
+    pub fn options() -> ServerOptions {
+        ServerOptions::default()
+    }
+
+    /// Start a server, returning an error instead of panicking (for the CLI's embedded mode).
+    ///
+    /// # Errors
+    /// [`io::ErrorKind::NotFound`] with [`INSTALL_HINT`] when the binary is missing; other
+    /// I/O errors when it cannot be spawned or does not answer within 10 s.
+    pub fn start_with(options: ServerOptions) -> io::Result<RedisServer> {
+        let binary = redis_server_binary()?;
+        let mut last_err = None;
+        for _ in 0..5 {
+            let mut server = RedisServer {
+                child: None,
+                port: free_port(),
+                dir: tempfile::Builder::new()
+                    .prefix("distlock-redis-")
+                    .tempdir()?,
+                options: options.clone(),
+                binary: binary.clone(),
+            };
+            match server.spawn() {
+                Ok(()) => return Ok(server),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| io::Error::other("redis-server did not start")))
+    }
+
+    fn spawn(&mut self) -> io::Result<()> {
+        let log = self.dir.path().join("redis.log");
+        let mut cmd = Command::new(&self.binary);
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(&log)
+            .arg("--daemonize")
+            .arg("no")
+            .arg("--appendonly")
+            .arg("no")
+            .arg("--protected-mode")
+            .arg("no")
+            // Our tests use DEBUG SLEEP / DEBUG RELOAD on 7.x servers, where DEBUG is off
+            // by default for remote connections.
+            .arg("--enable-debug-command")
+            .arg("yes");
+        if self.options.persistent {
+            cmd.arg("--save")
+                .arg("3600 1")
+                .arg("--dbfilename")
+                .arg("dump.rdb");
+        } else {
+            cmd.arg("--save").arg("");
+        }
+        if let Some(pw) = &self.options.password {
+            cmd.arg("--requirepass").arg(pw);
+        }
+        cmd.args(&self.options.extra_args);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn()?;
+        let deadline = Instant::now() + START_TIMEOUT;
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        loop {
+            if let Some(status) = child.try_wait()? {
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(io::Error::other(format!(
+                    "redis-server on port {} exited with {status}; log:\n{log}",
+                    self.port
+                )));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()
+                && self.ping_ok()
+            {
+                self.child = Some(child);
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(io::Error::other(format!(
+                    "redis-server on port {} did not answer PING within {START_TIMEOUT:?}; log:\n{log}",
+                    self.port
+                )));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn ping_ok(&self) -> bool {
+        let Ok(client) = redis::Client::open(self.url()) else {
+            return false;
+        };
+        let Ok(mut con) = client.get_connection_with_timeout(Duration::from_millis(500)) else {
+            return false;
+        };
+        redis::cmd("PING").query::<String>(&mut con).is_ok()
+    }
+
+    /// The server's TCP port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://[:password@]127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        match &self.options.password {
+            Some(pw) => format!("redis://:{pw}@127.0.0.1:{}/", self.port),
+            None => format!("redis://127.0.0.1:{}/", self.port),
+        }
+    }
+
+    /// The server's working directory (where `dump.rdb` lives).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The child's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// A new synchronous connection, for test set-up and assertions.
+    ///
+    /// # Panics
+    /// Panics when the server does not accept the connection.
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            .unwrap_or_else(|e| panic!("cannot connect to test redis on {}: {e}", self.port))
+    }
+
+    /// Kill the server with SIGKILL (no shutdown save), as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Pause the server with SIGSTOP (it keeps its connections but answers nothing).
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Resume a server paused by [`RedisServer::pause`].
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid as libc::pid_t, sig);
+            }
+        }
+    }
+
+    /// Start the server again on the same port and directory (loading `dump.rdb` when the
+    /// server is [persistent](ServerOptions::persistent)). Kills it first if it still runs.
+    ///
+    /// # Panics
+    /// Panics when the server does not come back within 10 s.
+    pub fn restart(&mut self) {
+        self.kill();
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            match self.spawn() {
+                Ok(()) => return,
+                // The old socket may linger for a moment after SIGKILL.
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("restart failed: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_answers_and_dies_on_drop() {
+        let server = RedisServer::start();
+        let port = server.port();
+        let mut con = server.connection();
+        let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+        assert_eq!(pong, "PONG");
+        drop(con);
+        drop(server);
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        assert!(TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err());
+    }
+
+    #[test]
+    fn restart_reloads_snapshot() {
+        let mut server = RedisServer::options().persistent().start();
+        let mut con = server.connection();
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg("before")
+            .query(&mut con)
+            .unwrap();
+        let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg("after")
+            .query(&mut con)
+            .unwrap();
+        drop(con);
+        server.restart();
+        let mut con = server.connection();
+        let v: String = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+        assert_eq!(v, "before");
+    }
+}

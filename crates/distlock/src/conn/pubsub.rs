@@ -1,0 +1,311 @@
+//! One shared subscription connection per client, with one server subscription per channel
+//! however many local waiters want it.
+//!
+//! Waiters hold a [`Subscription`]; the first one for a channel makes the hub task send
+//! `SUBSCRIBE`, the last one to drop makes it send `UNSUBSCRIBE`. Messages are delivered
+//! through a [`tokio::sync::Notify`] per channel: message `0` (Redisson's unlock message)
+//! wakes one waiter, `1` wakes all. When the connection breaks, the hub reconnects with
+//! backoff, subscribes again to every channel that still has waiters, and wakes every waiter
+//! so that each retries at once (a release during the outage published to nobody).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// The local end of one channel: waiters wait on `notify`.
+#[derive(Debug, Default)]
+pub(crate) struct Channel {
+    pub(crate) notify: Notify,
+}
+
+impl Channel {
+    fn wake(&self, payload: &[u8]) {
+        if payload == b"0" {
+            self.notify.notify_one();
+        } else {
+            self.wake_all();
+        }
+    }
+
+    fn wake_all(&self) {
+        self.notify.notify_waiters();
+        // Also leave a permit for a waiter that is between two attempts.
+        self.notify.notify_one();
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Channel name → (local subscriber count, channel).
+    channels: Mutex<HashMap<String, (usize, Arc<Channel>)>>,
+}
+
+enum Cmd {
+    /// Make the server's subscription state for this channel match the local one; answer
+    /// once the server confirmed (when the sender is given).
+    Sync(String, Option<oneshot::Sender<bool>>),
+}
+
+/// The subscription hub of one client.
+pub(crate) struct Hub {
+    shared: Arc<Shared>,
+    tx: mpsc::UnboundedSender<Cmd>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A local waiter's interest in a channel. Dropping it unsubscribes when it was the last.
+pub(crate) struct Subscription {
+    shared: Arc<Shared>,
+    tx: mpsc::UnboundedSender<Cmd>,
+    name: String,
+    channel: Arc<Channel>,
+    ready: Option<oneshot::Receiver<bool>>,
+}
+
+impl Subscription {
+    /// The channel's wake-ups.
+    pub(crate) fn channel(&self) -> &Channel {
+        &self.channel
+    }
+
+    /// Wait until the server confirmed the subscription, at most `limit`. Returns whether it
+    /// did; a waiter that goes on without confirmation still makes progress through its
+    /// PTTL-bounded waits, only slower.
+    pub(crate) async fn ready(&mut self, limit: Duration) -> bool {
+        match self.ready.take() {
+            None => true,
+            Some(rx) => matches!(tokio::time::timeout(limit, rx).await, Ok(Ok(true))),
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let last = {
+            let mut map = self.shared.channels.lock().unwrap();
+            match map.get_mut(&self.name) {
+                Some((refs, ch)) if Arc::ptr_eq(ch, &self.channel) => {
+                    *refs -= 1;
+                    if *refs == 0 {
+                        map.remove(&self.name);
+                        true
+                    } else {
+                        false
+                    }
+                }
+                _ => false,
+            }
+        };
+        if last {
+            let _ = self
+                .tx
+                .send(Cmd::Sync(std::mem::take(&mut self.name), None));
+        }
+    }
+}
+
+impl Hub {
+    /// Start the hub task on the current runtime. The first connection is made lazily, on
+    /// the first subscription.
+    pub(crate) fn start(client: redis::Client, connect_timeout: Duration) -> Hub {
+        let shared = Arc::new(Shared::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run(client, connect_timeout, shared.clone(), rx)).abort_handle();
+        Hub { shared, tx, task }
+    }
+
+    /// Register interest in `name`; the returned subscription is usable at once and
+    /// [`Subscription::ready`] waits for the server's confirmation.
+    pub(crate) fn subscribe(&self, name: &str) -> Subscription {
+        let (channel, first) = {
+            let mut map = self.shared.channels.lock().unwrap();
+            let entry = map
+                .entry(name.to_string())
+                .or_insert_with(|| (0, Arc::new(Channel::default())));
+            entry.0 += 1;
+            (entry.1.clone(), entry.0 == 1)
+        };
+        let ready = if first {
+            let (ack_tx, ack_rx) = oneshot::channel();
+            let _ = self.tx.send(Cmd::Sync(name.to_string(), Some(ack_tx)));
+            Some(ack_rx)
+        } else {
+            None
+        };
+        Subscription {
+            shared: self.shared.clone(),
+            tx: self.tx.clone(),
+            name: name.to_string(),
+            channel,
+            ready,
+        }
+    }
+
+    /// Local channels with at least one waiter (for tests and `status`).
+    #[allow(dead_code)]
+    pub(crate) fn local_channels(&self) -> usize {
+        self.shared.channels.lock().unwrap().len()
+    }
+}
+
+struct Conn {
+    sink: redis::aio::PubSubSink,
+    stream: redis::aio::PubSubStream,
+    /// Channels the server has us subscribed to.
+    server: HashSet<String>,
+}
+
+async fn connect(client: &redis::Client, timeout: Duration) -> Option<Conn> {
+    match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
+        Ok(Ok(pubsub)) => {
+            let (sink, stream) = pubsub.split();
+            Some(Conn {
+                sink,
+                stream,
+                server: HashSet::new(),
+            })
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "subscription connection failed");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("subscription connection timed out");
+            None
+        }
+    }
+}
+
+/// Bring the server's subscription for `name` in line with the local map.
+async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::RedisResult<()> {
+    let wanted = shared.channels.lock().unwrap().contains_key(name);
+    let has = conn.server.contains(name);
+    if wanted && !has {
+        conn.sink.subscribe(name).await?;
+        conn.server.insert(name.to_string());
+    } else if !wanted && has {
+        conn.sink.unsubscribe(name).await?;
+        conn.server.remove(name);
+    }
+    Ok(())
+}
+
+fn wake_everyone(shared: &Shared) {
+    let channels: Vec<Arc<Channel>> = shared
+        .channels
+        .lock()
+        .unwrap()
+        .values()
+        .map(|(_, c)| c.clone())
+        .collect();
+    for c in channels {
+        c.wake_all();
+    }
+}
+
+async fn run(
+    client: redis::Client,
+    connect_timeout: Duration,
+    shared: Arc<Shared>,
+    mut rx: mpsc::UnboundedReceiver<Cmd>,
+) {
+    let mut conn: Option<Conn> = None;
+    let mut backoff = Duration::from_millis(20);
+    // Acknowledgements waiting for a connection.
+    let mut pending: Vec<(String, Option<oneshot::Sender<bool>>)> = Vec::new();
+    loop {
+        if conn.is_none() {
+            if pending.is_empty() && shared.channels.lock().unwrap().is_empty() {
+                // Nothing to subscribe to: wait for the first request before connecting.
+                match rx.recv().await {
+                    Some(Cmd::Sync(name, ack)) => pending.push((name, ack)),
+                    None => return,
+                }
+                continue;
+            }
+            match connect(&client, connect_timeout).await {
+                Some(mut c) => {
+                    let names: Vec<String> =
+                        shared.channels.lock().unwrap().keys().cloned().collect();
+                    let mut ok = true;
+                    for name in &names {
+                        if reconcile(&mut c, &shared, name).await.is_err() {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    if !ok {
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(2));
+                        continue;
+                    }
+                    backoff = Duration::from_millis(20);
+                    for (_, ack) in pending.drain(..) {
+                        if let Some(ack) = ack {
+                            let _ = ack.send(true);
+                        }
+                    }
+                    conn = Some(c);
+                    // Whatever was released while we were away published to nobody.
+                    wake_everyone(&shared);
+                }
+                None => {
+                    // Let waiters fall back to their PTTL-bounded waits meanwhile.
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    while let Ok(Cmd::Sync(name, ack)) = rx.try_recv() {
+                        pending.push((name, ack));
+                    }
+                    continue;
+                }
+            }
+        }
+        let c = conn.as_mut().expect("connected");
+        tokio::select! {
+            cmd = rx.recv() => {
+                let Some(Cmd::Sync(name, ack)) = cmd else { return };
+                match reconcile(c, &shared, &name).await {
+                    Ok(()) => {
+                        if let Some(ack) = ack {
+                            let _ = ack.send(true);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "subscription connection broke");
+                        pending.push((name, ack));
+                        conn = None;
+                    }
+                }
+            }
+            msg = c.stream.next() => {
+                match msg {
+                    Some(msg) => {
+                        let name = msg.get_channel_name();
+                        let channel = shared
+                            .channels
+                            .lock()
+                            .unwrap()
+                            .get(name)
+                            .map(|(_, c)| c.clone());
+                        if let Some(channel) = channel {
+                            channel.wake(msg.get_payload_bytes());
+                        }
+                    }
+                    None => {
+                        tracing::warn!("subscription connection closed; reconnecting");
+                        conn = None;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! # distlock
+//!
+//! Distributed locks and coordination primitives for Rust services, on Redis and Valkey.
+//!
+//! - [`Lock`]: a reentrant lock with a lease, a watchdog that renews it while the holder
+//!   lives, waiting by pub/sub wake-ups (not polling), ownership-checked release, a lost-lease
+//!   signal and a [`FencingToken`] on every grant. Its data layout is Redisson's `RLock`, so
+//!   Java services using Redisson and Rust services using distlock share one lock.
+//! - [`Client`]: one multiplexed command connection, one shared subscription connection and
+//!   one watchdog task per client.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! # async fn f() -> distlock::Result<()> {
+//! let client = distlock::Client::connect("redis://127.0.0.1:6379/").await?;
+//! let lock = client.lock("stock:sku-1");
+//! let guard = lock.acquire().await?;              // waits at most 60 s by default
+//! let token = guard.fencing_token();              // pass it to the protected resource
+//! tokio::select! {
+//!     _ = guard.lost() => eprintln!("lease lost: stop writing"),
+//!     _ = tokio::time::sleep(Duration::from_millis(10)) => { /* the work */ }
+//! }
+//! guard.release().await?;
+//! # let _ = token; Ok(()) }
+//! ```
+//!
+//! See `doc/design.md` in the repository for the data layout and the design choices.
+
+#![warn(missing_docs)]
+
+mod client;
+mod conn;
+mod error;
+pub mod keys;
+mod lock;
+mod scripts;
+mod watchdog;
+
+pub use client::{
+    Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT,
+    DEFAULT_WATCHDOG_LEASE,
+};
+pub use error::{Error, ErrorKind, NotHeldReason, Result};
+pub use lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
+
+/// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests
+/// (e.g. to inspect them or load them into another client).
+pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::SOURCES;
+
+#[cfg(test)]
+mod send_sync {
+    //! Compile-time checks: every public future and guard is `Send`.
+    use super::*;
+
+    fn is_send<T: Send>(_: &T) {}
+    fn is_send_sync<T: Send + Sync>() {}
+
+    #[allow(dead_code, unused_must_use)]
+    fn futures_are_send(lock: Lock, guard: LockGuard, owner: Owner) {
+        is_send(&lock.acquire());
+        is_send(&lock.try_acquire());
+        is_send(&lock.try_acquire_for(std::time::Duration::ZERO));
+        is_send(&lock.acquire_as(&owner));
+        is_send(&lock.adopt(owner.clone()));
+        is_send(&lock.is_locked());
+        is_send(&lock.force_unlock());
+        is_send(&guard.reenter());
+        is_send(&guard.extend(std::time::Duration::from_secs(1)));
+        is_send(&guard.is_held());
+        is_send(&guard.remaining());
+        is_send(&guard.lost());
+        is_send(&guard.release());
+        is_send(&Client::connect("redis://x"));
+    }
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        is_send_sync::<Client>();
+        is_send_sync::<Lock>();
+        is_send_sync::<LockGuard>();
+        is_send_sync::<Owner>();
+        is_send_sync::<Error>();
+    }
+}

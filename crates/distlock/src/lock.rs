@@ -1,0 +1,1016 @@
+//! [`Lock`]: a reentrant lock with a lease, Redisson's RLock semantics and wire format.
+//!
+//! # Data layout (shared with Redisson)
+//! The lock is a hash at the key `<key prefix><name>`: field `<client-uuid>:<owner-id>` →
+//! hold count, key TTL = lease. The final release deletes the key and publishes `0` on
+//! `redisson_lock__channel:{<key>}`. A Java service using Redisson's `RLock` on the same
+//! name excludes distlock owners and is excluded by them, and each side's release wakes
+//! the other side's waiters. distlock adds one field, `distlock:fencing-token`, holding the
+//! current holder's [`FencingToken`]; Redisson's scripts never read it.
+//!
+//! # Ownership
+//! Redisson's owner is a thread; async tasks move between threads, so distlock's owner is an
+//! explicit value, [`Owner`]. [`Lock::acquire`] mints a fresh owner per call: two calls never
+//! share a hold by accident. Re-entry is explicit: [`LockGuard::reenter`] or
+//! [`Lock::acquire_as`] with the same owner increments the hold count and resets the lease;
+//! each guard's release takes back one hold.
+//!
+//! # Waiting
+//! As Redisson's `tryLock(wait, lease)` (seed 000): one attempt; on failure subscribe to the
+//! wake channel; attempt again; then wait for a wake message or the holder's PTTL, whichever
+//! comes first, and repeat until the wait elapses. A lost wake message costs at most one
+//! PTTL. All local waiters for one name share one subscription.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::keys::{self, TOKEN_FIELD, UNLOCK_MESSAGE};
+use crate::scripts;
+use crate::watchdog::Registration;
+
+/// Longest owner string accepted, in bytes.
+const MAX_OWNER_LEN: usize = 512;
+
+/// Re-check interval while the holder's key has no TTL (a foreign lock set without expiry).
+const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
+
+/// Who holds a lock: the hash field `<client-uuid>:<owner-id>`.
+///
+/// Owners are values: clone one, send it to another task, or serialize it with
+/// [`Owner::as_str`] and [`Owner::parse`] to hand a held lock to another process
+/// ([`Lock::adopt`]).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Owner(Arc<str>);
+
+impl Owner {
+    pub(crate) fn from_parts(client_id: &str, n: u64) -> Owner {
+        Owner(format!("{client_id}:{n}").into())
+    }
+
+    /// An owner from its string form `<client-id>:<owner-id>` (e.g. a Redisson
+    /// `<uuid>:<threadId>` field).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when either part is empty, the string has no `:`, is longer
+    /// than 512 bytes, or is the reserved fencing-token field name.
+    pub fn parse(s: &str) -> Result<Owner> {
+        let valid = s.len() <= MAX_OWNER_LEN
+            && s != TOKEN_FIELD
+            && matches!(s.rsplit_once(':'), Some((a, b)) if !a.is_empty() && !b.is_empty());
+        if !valid {
+            return Err(Error::invalid(format!(
+                "owner {s:?} is not of the form <client-id>:<owner-id> (at most {MAX_OWNER_LEN} bytes)"
+            )));
+        }
+        Ok(Owner(s.into()))
+    }
+
+    /// The hash field this owner holds a lock under.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Owner({})", self.0)
+    }
+}
+
+/// A fencing token: a number issued with every grant, strictly increasing per lock name
+/// across releases, expiries, a server restart from an older snapshot and a failover to a
+/// replica that missed the last writes (as long as server clocks agree within the failover
+/// time). Pass it with every write to the protected resource and have the resource refuse a
+/// token lower than the highest it has seen: a holder that was paused past its lease is
+/// then refused.
+///
+/// Tokens are `max(last + 1, server TIME in µs)`, kept in one counter key per server.
+/// What they cannot fix: two masters that both grant during a network partition (the
+/// resource still sees two increasing streams; only the later-seen lower token is refused).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct FencingToken(pub u64);
+
+impl FencingToken {
+    /// The token's value.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What [`Lock::status`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockStatus {
+    /// The lock's name.
+    pub name: String,
+    /// The lock's Redis key.
+    pub key: String,
+    /// Owner fields (`<client-uuid>:<owner-id>`) with their hold counts; empty when free.
+    pub holders: Vec<(String, u64)>,
+    /// Time left on the lease; `None` when free or without TTL.
+    pub ttl: Option<Duration>,
+    /// The current holder's fencing token, when the holder is a distlock owner.
+    pub fencing_token: Option<FencingToken>,
+    /// The last token issued by the fencing counter this lock draws from (shared by the
+    /// locks on one server, so an upper bound of this lock's last token).
+    pub fencing_counter: u64,
+    /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`): one per waiting client.
+    pub subscribers: u64,
+}
+
+/// A reentrant distributed lock named by a string; see the [module docs](self).
+///
+/// Made by [`Client::lock`]. Cheap to clone; clones are the same lock with the same lease
+/// setting. Holding is represented by [`LockGuard`]s, never by the `Lock` value.
+///
+/// # Examples
+/// ```no_run
+/// # async fn f() -> distlock::Result<()> {
+/// let client = distlock::Client::connect("redis://127.0.0.1/").await?;
+/// let lock = client.lock("order:user:42");
+/// if let Some(guard) = lock.try_acquire().await? {
+///     // one order per user: the critical section
+///     println!("token {}", guard.fencing_token());
+///     guard.release().await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Lock {
+    inner: Arc<LockInner>,
+}
+
+struct LockInner {
+    client: Client,
+    name: String,
+    key: String,
+    channel: String,
+    lease: Option<Duration>,
+}
+
+impl fmt::Debug for Lock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lock")
+            .field("key", &self.inner.key)
+            .field("lease", &self.inner.lease)
+            .finish()
+    }
+}
+
+enum Attempt {
+    Granted { hold_count: u32, token: u64 },
+    Held { pttl_ms: i64 },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    New,
+    As,
+    Nested,
+}
+
+impl Mode {
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::New => "new",
+            Mode::As => "as",
+            Mode::Nested => "nested",
+        }
+    }
+}
+
+fn not_held_reason(code: i64) -> Option<NotHeldReason> {
+    match code {
+        -1 => Some(NotHeldReason::Gone),
+        -2 => Some(NotHeldReason::HeldByOther),
+        _ => None,
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(client: Client, name: String) -> Lock {
+        let key = format!("{}{}", client.inner.key_prefix, name);
+        let channel = keys::lock_channel(&key);
+        Lock {
+            inner: Arc::new(LockInner {
+                client,
+                name,
+                key,
+                channel,
+                lease: None,
+            }),
+        }
+    }
+
+    /// The same lock with an explicit lease: guards it grants expire after `lease` unless
+    /// extended, and no watchdog renews them (Redisson's `lock(leaseTime, unit)`). The lease
+    /// is checked (≥ 1 ms, ≤ 365 days) when the lock is acquired.
+    pub fn lease(&self, lease: Duration) -> Lock {
+        Lock {
+            inner: Arc::new(LockInner {
+                client: self.inner.client.clone(),
+                name: self.inner.name.clone(),
+                key: self.inner.key.clone(),
+                channel: self.inner.channel.clone(),
+                lease: Some(lease),
+            }),
+        }
+    }
+
+    /// The name given to [`Client::lock`].
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The Redis key: key prefix + name.
+    pub fn key(&self) -> &str {
+        &self.inner.key
+    }
+
+    /// The wake channel: `redisson_lock__channel:{key}`.
+    pub fn channel(&self) -> &str {
+        &self.inner.channel
+    }
+
+    /// The client this lock belongs to.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// The explicit lease, if one was set with [`Lock::lease`].
+    pub fn lease_setting(&self) -> Option<Duration> {
+        self.inner.lease
+    }
+
+    /// Acquire the lock for a fresh owner, waiting at most the client's default wait
+    /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 s unless set).
+    ///
+    /// Without an explicit [lease](Lock::lease) the lock gets the watchdog lease (30 s) and
+    /// the watchdog renews it every third of it while the guard lives.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::NotAcquired`] when the wait elapsed;
+    /// - [`ErrorKind::InvalidInput`] for an empty or oversized name or a bad lease;
+    /// - [`ErrorKind::WrongType`] when the key holds another Redis type;
+    /// - [`ErrorKind::Connection`], [`ErrorKind::Backend`] for server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future leaves no hold (a grant that raced the drop is
+    /// released in the background), no subscription and no key behind.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        let wait = self.inner.client.inner.default_wait;
+        self.try_acquire_for(wait)
+            .await?
+            .ok_or_else(|| self.not_acquired(wait))
+    }
+
+    /// One attempt for a fresh owner: `Ok(None)` when another owner holds the lock.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`], except that contention is `Ok(None)`, not an error.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire`].
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.acquire_inner(None, Mode::New, Some(Duration::ZERO))
+            .await
+    }
+
+    /// Acquire for a fresh owner, waiting at most `wait` (zero: one attempt). `Ok(None)` when
+    /// the wait elapsed.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`], except that an elapsed wait is `Ok(None)`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire`].
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
+        self.acquire_inner(None, Mode::New, Some(wait)).await
+    }
+
+    /// Acquire as `owner`, waiting at most the client's default wait: grant if the lock is
+    /// free, add a hold if `owner` holds it already (re-entry: hold count + 1, lease reset).
+    /// This is seed 003's `method1 → method2`: method2 takes the owner (or the guard, see
+    /// [`LockGuard::reenter`]) from method1.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire`]; a resent request never counts two holds.
+    pub async fn acquire_as(&self, owner: &Owner) -> Result<LockGuard> {
+        let wait = self.inner.client.inner.default_wait;
+        self.try_acquire_as(owner, wait)
+            .await?
+            .ok_or_else(|| self.not_acquired(wait))
+    }
+
+    /// Like [`Lock::acquire_as`] but waits at most `wait` and returns `Ok(None)` when it
+    /// elapsed.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire`].
+    pub async fn try_acquire_as(&self, owner: &Owner, wait: Duration) -> Result<Option<LockGuard>> {
+        self.acquire_inner(Some(owner.clone()), Mode::As, Some(wait))
+            .await
+    }
+
+    /// Take over a hold that `owner` has now (e.g. an owner handed over from another
+    /// process): the returned guard stands for one of its holds, without adding one. The
+    /// guard's lease is this lock's lease setting (the watchdog renews it when none is set).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when `owner` does not hold the lock; otherwise as
+    /// [`Lock::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn adopt(&self, owner: Owner) -> Result<LockGuard> {
+        self.check()?;
+        let started = Instant::now();
+        let (count, token, pttl) = self.inspect(&owner).await?;
+        if count == 0 {
+            return Err(Error::not_held(&self.inner.name, NotHeldReason::Gone));
+        }
+        let lease = self.effective_lease()?;
+        let pttl = Duration::from_millis(pttl.max(0) as u64);
+        let valid_until = started + pttl.saturating_sub(keys::drift(lease));
+        Ok(self.guard(owner, count, token, lease, valid_until))
+    }
+
+    /// Whether anyone holds the lock (the key exists), whoever it is.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a bad name; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn is_locked(&self) -> Result<bool> {
+        self.check()?;
+        self.backend()
+            .query(
+                &self.context("is_locked"),
+                redis::cmd("EXISTS").arg(&self.inner.key),
+            )
+            .await
+    }
+
+    /// Time left on the lock's lease, whoever holds it: `None` when it is free or has no TTL.
+    ///
+    /// # Errors
+    /// As [`Lock::is_locked`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn remaining(&self) -> Result<Option<Duration>> {
+        self.check()?;
+        let pttl: i64 = self
+            .backend()
+            .query(
+                &self.context("remaining"),
+                redis::cmd("PTTL").arg(&self.inner.key),
+            )
+            .await?;
+        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
+    }
+
+    /// Delete the lock whoever holds it and wake its waiters (Redisson's `forceUnlock`).
+    /// Returns whether it was held. The holder's guard then reports [`ErrorKind::NotHeld`]
+    /// and its lost signal fires at its next renewal.
+    ///
+    /// # Errors
+    /// As [`Lock::is_locked`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: one script, idempotent.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.check()?;
+        let mut inv = scripts::LOCK_FORCE_UNLOCK.prepare_invoke();
+        inv.key(&self.inner.key)
+            .key(&self.inner.channel)
+            .arg(UNLOCK_MESSAGE);
+        let deleted: i64 = self
+            .backend()
+            .eval(&self.context("force_unlock"), &inv)
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    /// A snapshot of the lock as the server sees it: holders with hold counts, TTL,
+    /// fencing token, and the number of connections subscribed to its wake channel (each
+    /// distlock client subscribes once however many local waiters it has). Two round trips,
+    /// not atomic with respect to each other.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key holds something other than a lock hash; as
+    /// [`Lock::is_locked`] otherwise.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn status(&self) -> Result<LockStatus> {
+        self.check()?;
+        let client = &self.inner.client.inner;
+        let mut pipe = redis::pipe();
+        pipe.cmd("TYPE")
+            .arg(&self.inner.key)
+            .cmd("PTTL")
+            .arg(&self.inner.key)
+            .cmd("GET")
+            .arg(&client.fencing_counter)
+            .cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&self.inner.channel);
+        let (kind, pttl, counter, numsub): (String, i64, Option<u64>, (String, u64)) = self
+            .backend()
+            .pipeline(&self.context("status"), &pipe)
+            .await?;
+        let mut status = LockStatus {
+            name: self.inner.name.clone(),
+            key: self.inner.key.clone(),
+            holders: Vec::new(),
+            ttl: (pttl >= 0).then(|| Duration::from_millis(pttl as u64)),
+            fencing_token: None,
+            fencing_counter: counter.unwrap_or(0),
+            subscribers: numsub.1,
+        };
+        match kind.as_str() {
+            "none" => {}
+            "hash" => {
+                let fields: Vec<(String, String)> = self
+                    .backend()
+                    .query(
+                        &self.context("status"),
+                        redis::cmd("HGETALL").arg(&self.inner.key),
+                    )
+                    .await?;
+                for (field, value) in fields {
+                    if field == TOKEN_FIELD {
+                        status.fencing_token = value.parse().ok().map(FencingToken);
+                    } else {
+                        status
+                            .holders
+                            .push((field, value.parse().unwrap_or_default()));
+                    }
+                }
+            }
+            other => {
+                return Err(Error::new(
+                    ErrorKind::WrongType,
+                    format!(
+                        "{}: the key holds a {other}, not a lock hash",
+                        self.context("status")
+                    ),
+                ))
+            }
+        }
+        Ok(status)
+    }
+
+    // ---- internals ----
+
+    fn backend(&self) -> &crate::conn::Backend {
+        &self.inner.client.inner.backend
+    }
+
+    fn context(&self, op: &str) -> String {
+        let name = &self.inner.name;
+        if name.len() > 80 {
+            let end = (0..=80)
+                .rev()
+                .find(|&i| name.is_char_boundary(i))
+                .unwrap_or(0);
+            format!("{op} {:?}…", &name[..end])
+        } else {
+            format!("{op} {name:?}")
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        keys::check_name(&self.inner.name)
+    }
+
+    fn effective_lease(&self) -> Result<Duration> {
+        match self.inner.lease {
+            Some(l) => {
+                keys::lease_ms("lease", l)?;
+                Ok(l)
+            }
+            None => Ok(self.inner.client.inner.watchdog_lease),
+        }
+    }
+
+    fn not_acquired(&self, wait: Duration) -> Error {
+        Error::new(
+            ErrorKind::NotAcquired,
+            format!("lock {:?} not acquired within {wait:?}", self.inner.name),
+        )
+    }
+
+    async fn inspect(&self, owner: &Owner) -> Result<(u32, u64, i64)> {
+        let mut inv = scripts::LOCK_INSPECT.prepare_invoke();
+        inv.key(&self.inner.key)
+            .arg(owner.as_str())
+            .arg(TOKEN_FIELD);
+        let r: Vec<i64> = self.backend().eval(&self.context("inspect"), &inv).await?;
+        match r.as_slice() {
+            [-2] => Ok((0, 0, -2)),
+            [count, token, pttl] if *count >= 0 => Ok((*count as u32, *token as u64, *pttl)),
+            _ => Err(Error::unexpected(format!(
+                "{}: reply {r:?}",
+                self.context("inspect")
+            ))),
+        }
+    }
+
+    async fn attempt(
+        &self,
+        owner: &Owner,
+        mode: Mode,
+        lease_ms: u64,
+        request_id: &str,
+    ) -> Result<Attempt> {
+        let client = &self.inner.client.inner;
+        let latch = keys::acquire_latch(&self.inner.key, request_id);
+        let latch_ms = client.command_timeout.as_millis().max(1) as u64;
+        let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
+        inv.key(&self.inner.key)
+            .key(&client.fencing_counter)
+            .key(&latch)
+            .arg(lease_ms)
+            .arg(owner.as_str())
+            .arg(mode.as_str())
+            .arg(latch_ms)
+            .arg(TOKEN_FIELD);
+        let r: Vec<i64> = self.backend().eval(&self.context("acquire"), &inv).await?;
+        match r.as_slice() {
+            [1, count, token] if *count > 0 && *token >= 0 => Ok(Attempt::Granted {
+                hold_count: *count as u32,
+                token: *token as u64,
+            }),
+            [0, pttl] => Ok(Attempt::Held { pttl_ms: *pttl }),
+            [code] if not_held_reason(*code).is_some() => Err(Error::not_held(
+                &self.inner.name,
+                not_held_reason(*code).expect("checked"),
+            )),
+            _ => Err(Error::unexpected(format!(
+                "{}: reply {r:?}",
+                self.context("acquire")
+            ))),
+        }
+    }
+
+    /// The acquire loop. `wait` None is never used for waiting forever: every public caller
+    /// passes a bound.
+    async fn acquire_inner(
+        &self,
+        owner: Option<Owner>,
+        mode: Mode,
+        wait: Option<Duration>,
+    ) -> Result<Option<LockGuard>> {
+        self.check()?;
+        let lease = self.effective_lease()?;
+        let lease_ms = lease.as_millis() as u64;
+        let wait = wait.unwrap_or(self.inner.client.inner.default_wait);
+        keys::check_wait(wait)?;
+        let deadline = Instant::now() + wait;
+        let owner = owner.unwrap_or_else(|| self.inner.client.new_owner());
+        let request_id = self.inner.client.request_id();
+
+        // A grant that lands after this future was dropped must be given back: the pending
+        // guard releases it when dropped before `disarm`.
+        let mut pending = PendingGrant::new(self, &owner, mode);
+
+        let started = Instant::now();
+        match self.attempt(&owner, mode, lease_ms, &request_id).await? {
+            Attempt::Granted { hold_count, token } => {
+                pending.disarm();
+                return Ok(Some(self.granted(owner, hold_count, token, lease, started)));
+            }
+            Attempt::Held { .. } if Instant::now() >= deadline => {
+                pending.disarm();
+                return Ok(None);
+            }
+            Attempt::Held { .. } => {}
+        }
+
+        let mut sub = self.inner.client.inner.hub.subscribe(&self.inner.channel);
+        let confirm = deadline
+            .saturating_duration_since(Instant::now())
+            .min(self.inner.client.inner.command_timeout);
+        sub.ready(confirm).await;
+        loop {
+            let notified = sub.channel().notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let started = Instant::now();
+            let pttl_ms = match self.attempt(&owner, mode, lease_ms, &request_id).await? {
+                Attempt::Granted { hold_count, token } => {
+                    pending.disarm();
+                    return Ok(Some(self.granted(owner, hold_count, token, lease, started)));
+                }
+                Attempt::Held { pttl_ms } => pttl_ms,
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                pending.disarm();
+                return Ok(None);
+            }
+            let mut nap = deadline - now;
+            if pttl_ms >= 0 {
+                nap = nap.min(Duration::from_millis(pttl_ms.max(1) as u64));
+            } else {
+                nap = nap.min(NO_TTL_RECHECK);
+            }
+            let _ = tokio::time::timeout(nap, notified).await;
+        }
+    }
+
+    fn granted(
+        &self,
+        owner: Owner,
+        hold_count: u32,
+        token: u64,
+        lease: Duration,
+        started: Instant,
+    ) -> LockGuard {
+        let valid_until = started + lease.saturating_sub(keys::drift(lease));
+        self.guard(owner, hold_count, token, lease, valid_until)
+    }
+
+    fn guard(
+        &self,
+        owner: Owner,
+        hold_count: u32,
+        token: u64,
+        lease: Duration,
+        valid_until: Instant,
+    ) -> LockGuard {
+        let renew = self.inner.lease.is_none();
+        let registration = self.inner.client.inner.leases.register(
+            &self.inner.key,
+            owner.as_str(),
+            valid_until,
+            renew,
+        );
+        LockGuard {
+            state: Some(GuardState {
+                lock: self.clone(),
+                owner,
+                token: FencingToken(token),
+                hold_count,
+                lease,
+                registration,
+            }),
+        }
+    }
+
+    async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        let client = &self.inner.client.inner;
+        let request_id = self.inner.client.request_id();
+        let latch = keys::unlock_latch(&self.inner.key, &request_id);
+        let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
+        inv.key(&self.inner.key)
+            .key(&self.inner.channel)
+            .key(&latch)
+            .arg(UNLOCK_MESSAGE)
+            .arg(lease.as_millis() as u64)
+            .arg(owner.as_str())
+            .arg(client.command_timeout.as_millis().max(1) as u64);
+        let r: i64 = self.backend().eval(&self.context("release"), &inv).await?;
+        match r {
+            0 | 1 => Ok(()),
+            code => match not_held_reason(code) {
+                Some(reason) => Err(Error::not_held(&self.inner.name, reason)),
+                None => Err(Error::unexpected(format!(
+                    "{}: reply {code}",
+                    self.context("release")
+                ))),
+            },
+        }
+    }
+
+    async fn renew_one(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
+        let mut inv = scripts::LOCK_RENEW.prepare_invoke();
+        inv.key(&self.inner.key).arg(lease_ms).arg(owner.as_str());
+        let r: Vec<i64> = self.backend().eval(&self.context("extend"), &inv).await?;
+        r.first()
+            .copied()
+            .ok_or_else(|| Error::unexpected(format!("{}: empty reply", self.context("extend"))))
+    }
+}
+
+/// Gives back a grant whose acquire future was dropped mid-flight (cancel safety).
+struct PendingGrant {
+    armed: Option<(Lock, Owner, Mode)>,
+}
+
+impl PendingGrant {
+    fn new(lock: &Lock, owner: &Owner, mode: Mode) -> PendingGrant {
+        PendingGrant {
+            armed: Some((lock.clone(), owner.clone(), mode)),
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = None;
+    }
+}
+
+impl Drop for PendingGrant {
+    fn drop(&mut self) {
+        let Some((lock, owner, mode)) = self.armed.take() else {
+            return;
+        };
+        // Dropped while an attempt may have been granted on the server. For a fresh owner,
+        // any hold it has is ours to give back entirely; a re-entrant request may have added
+        // one hold, which we cannot tell apart from earlier ones, so leave it to the lease.
+        if mode != Mode::New {
+            return;
+        }
+        let runtime = lock.inner.client.inner.runtime.clone();
+        runtime.spawn(async move {
+            let lease = lock.effective_lease().unwrap_or(Duration::from_millis(1));
+            if let Ok((count, _, _)) = lock.inspect(&owner).await {
+                for _ in 0..count {
+                    if lock.release_hold(&owner, lease).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// One hold of a [`Lock`]. Release it with [`LockGuard::release`]; dropping it releases in
+/// the background (never blocking the runtime) and stops its renewal.
+///
+/// Local accessors ([`fencing_token`](LockGuard::fencing_token), [`owner`](LockGuard::owner),
+/// [`valid_until`](LockGuard::valid_until), [`hold_count`](LockGuard::hold_count)) do no
+/// I/O. The guard is `Send` and `Sync`: it can be released from any task.
+#[must_use = "dropping the guard releases the lock at once; bind it to a variable"]
+pub struct LockGuard {
+    state: Option<GuardState>,
+}
+
+struct GuardState {
+    lock: Lock,
+    owner: Owner,
+    token: FencingToken,
+    hold_count: u32,
+    lease: Duration,
+    registration: Registration,
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.state {
+            Some(s) => f
+                .debug_struct("LockGuard")
+                .field("key", &s.lock.inner.key)
+                .field("owner", &s.owner)
+                .field("token", &s.token)
+                .field("hold_count", &s.hold_count)
+                .finish(),
+            None => f.write_str("LockGuard(released)"),
+        }
+    }
+}
+
+impl LockGuard {
+    fn state(&self) -> &GuardState {
+        self.state.as_ref().expect("guard used after release")
+    }
+
+    /// The lock this guard holds.
+    pub fn lock(&self) -> &Lock {
+        &self.state().lock
+    }
+
+    /// The fencing token of this grant (re-entry returns the holder's current token).
+    pub fn fencing_token(&self) -> FencingToken {
+        self.state().token
+    }
+
+    /// The owner this guard holds for.
+    pub fn owner(&self) -> &Owner {
+        &self.state().owner
+    }
+
+    /// The owner's hold count right after this guard was granted (1 for a first grant).
+    pub fn hold_count(&self) -> u32 {
+        self.state().hold_count
+    }
+
+    /// The lease this guard was granted with (the watchdog lease when none was set).
+    pub fn lease(&self) -> Duration {
+        self.state().lease
+    }
+
+    /// Until when the lock is surely ours by the local monotonic clock: the start of the
+    /// latest successful grant, renewal or extension, plus its lease, minus drift (1 % of
+    /// the lease + 2 ms). No I/O.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.state().registration.lease().valid_until().into_std()
+    }
+
+    /// Whether the lease is known lost (by a renewal, or its local deadline passed). No I/O;
+    /// use [`LockGuard::is_held`] to ask the server.
+    pub fn is_lost(&self) -> bool {
+        self.state().registration.lease().is_lost()
+    }
+
+    /// Resolves when the lease is lost: the watchdog found the lock gone or held by another
+    /// owner, or the lease ended locally before a renewal (or, with an explicit lease,
+    /// before an [`extend`](LockGuard::extend)). Never resolves while the lease is kept.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.state().registration.lease().lost()
+    }
+
+    /// Take one more hold with the same owner (hold count + 1, lease reset) and return its
+    /// guard; each guard releases one hold.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when the lock is no longer held by this owner (it is not
+    /// granted anew); server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in that a resent request never counts two holds; a hold granted after the
+    /// future was dropped stays until the owner's last release or the lease ends.
+    pub async fn reenter(&self) -> Result<LockGuard> {
+        let s = self.state();
+        let lock = &s.lock;
+        let lease = s.lease;
+        let request_id = lock.inner.client.request_id();
+        let started = Instant::now();
+        match lock
+            .attempt(
+                &s.owner,
+                Mode::Nested,
+                lease.as_millis() as u64,
+                &request_id,
+            )
+            .await?
+        {
+            Attempt::Granted { hold_count, token } => {
+                Ok(lock.granted(s.owner.clone(), hold_count, token, lease, started))
+            }
+            Attempt::Held { .. } => Err(Error::not_held(
+                &lock.inner.name,
+                NotHeldReason::HeldByOther,
+            )),
+        }
+    }
+
+    /// Whether the server still has this owner's hold.
+    ///
+    /// # Errors
+    /// Server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn is_held(&self) -> Result<bool> {
+        let s = self.state();
+        let held: bool = s
+            .lock
+            .backend()
+            .query(
+                &s.lock.context("is_held"),
+                redis::cmd("HEXISTS")
+                    .arg(&s.lock.inner.key)
+                    .arg(s.owner.as_str()),
+            )
+            .await?;
+        if !held {
+            s.registration.lease().mark_lost();
+        }
+        Ok(held)
+    }
+
+    /// Time left on the lease by the server's clock (PTTL).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when this owner no longer holds the lock; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn remaining(&self) -> Result<Duration> {
+        let s = self.state();
+        let (count, _, pttl) = s.lock.inspect(&s.owner).await?;
+        if count == 0 {
+            let reason = if pttl == -2 {
+                NotHeldReason::Gone
+            } else {
+                NotHeldReason::HeldByOther
+            };
+            return Err(Error::not_held(&s.lock.inner.name, reason));
+        }
+        Ok(Duration::from_millis(pttl.max(0) as u64))
+    }
+
+    /// Set the lock's TTL to `lease` from now, if this owner still holds it. Under the
+    /// watchdog, its next renewal sets the TTL back to the watchdog lease.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing `lease`; [`ErrorKind::NotHeld`]
+    /// when the lock was lost (the lost signal fires too); server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: PEXPIRE is idempotent.
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        let lease_ms = keys::lease_ms("extension", lease)?;
+        let s = self.state();
+        let started = Instant::now();
+        match s.lock.renew_one(&s.owner, lease_ms).await? {
+            1 => {
+                s.registration
+                    .lease()
+                    .renewed(started + lease.saturating_sub(keys::drift(lease)));
+                Ok(())
+            }
+            code => {
+                s.registration.lease().mark_lost();
+                Err(Error::not_held(
+                    &s.lock.inner.name,
+                    not_held_reason(code).unwrap_or(NotHeldReason::Gone),
+                ))
+            }
+        }
+    }
+
+    /// Release this guard's hold: decrement the hold count; on the last hold delete the key
+    /// and wake one waiter (Redisson's unlock script). Idempotent under resends (unlock latch
+    /// per request, seed 004). Renewal of the owner stops once none of its guards is left.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when the lock had expired or was taken by another owner
+    /// ([`Error::not_held_reason`] tells which); nothing is changed then. Server failures.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe in the sense that a dropped release may or may not have happened; if
+    /// it did not, the lease ends it.
+    pub async fn release(mut self) -> Result<()> {
+        let s = self.state.take().expect("guard released twice");
+        let GuardState {
+            lock,
+            owner,
+            lease,
+            registration,
+            ..
+        } = s;
+        drop(registration);
+        lock.release_hold(&owner, lease).await
+    }
+
+    /// Stop tracking this hold without releasing it: no renewal, no release on drop. The
+    /// lock stays until its lease ends, or until the returned owner is
+    /// [adopted](Lock::adopt) (e.g. by another process) and released.
+    pub fn forget(mut self) -> Owner {
+        let s = self.state.take().expect("guard released twice");
+        s.owner
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let Some(s) = self.state.take() else { return };
+        let GuardState {
+            lock,
+            owner,
+            lease,
+            registration,
+            ..
+        } = s;
+        drop(registration);
+        let runtime = tokio::runtime::Handle::try_current()
+            .unwrap_or_else(|_| lock.inner.client.inner.runtime.clone());
+        runtime.spawn(async move {
+            if let Err(e) = lock.release_hold(&owner, lease).await {
+                tracing::warn!(lock = %lock.inner.name, error = %e, "background release of a dropped guard failed");
+            }
+        });
+    }
+}

@@ -1,0 +1,73 @@
+-- lock_acquire.lua: grant a reentrant lock (Redisson RLock layout) and issue a fencing token.
+--
+-- Redisson's tryLockInnerAsync (seeds 000, 002, 004) plus two distlock additions: a fencing
+-- token issued in the same script, and idempotency under a resent request.
+--
+-- KEYS[1]  lock key: hash, field <client-uuid>:<owner-id> -> hold count, TTL = lease
+-- KEYS[2]  fencing counter (string, same slot): last token issued
+-- KEYS[3]  acquire latch (string, same slot): result of this request, for resends
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  owner field <client-uuid>:<owner-id>
+-- ARGV[3]  mode: 'new'    fresh owner minted for this call: if the field already exists,
+--                         this is a resend of a request that was granted; answer again
+--                         without counting a second hold
+--                'as'     acquire with a caller-given owner: grant if free, +1 if held by
+--                         this owner (idempotent through the latch)
+--                'nested' like 'as' but only if this owner holds the lock now (re-entry)
+-- ARGV[4]  latch TTL in milliseconds (modes 'as' and 'nested')
+-- ARGV[5]  name of the token field inside the lock hash
+--
+-- Returns  {1, hold_count, fencing_token}  granted (or re-entered)
+--          {0, pttl}                        held by another owner; pttl in ms (-1: no TTL)
+--          {-1}                             mode 'nested': the lock is gone
+--          {-2}                             mode 'nested': another owner holds it
+-- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
+
+local mode = ARGV[3]
+if mode ~= 'new' then
+  local prior = redis.call('get', KEYS[3])
+  if prior then
+    return {1, tonumber(prior), tonumber(redis.call('hget', KEYS[1], ARGV[5]) or '0')}
+  end
+end
+
+local exists = redis.call('exists', KEYS[1])
+if exists == 1 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  if mode == 'new' then
+    -- A resend of a granted request: same hold, same token.
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
+            tonumber(redis.call('hget', KEYS[1], ARGV[5]) or '0')}
+  end
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  redis.call('set', KEYS[3], count, 'px', ARGV[4])
+  return {1, count, tonumber(redis.call('hget', KEYS[1], ARGV[5]) or '0')}
+end
+
+if exists == 1 then
+  if mode == 'nested' then
+    return {-2}
+  end
+  return {0, redis.call('pttl', KEYS[1])}
+end
+if mode == 'nested' then
+  return {-1}
+end
+
+-- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
+-- after a restart from an old snapshot or a failover to a lagging replica.
+local t = redis.call('time')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local token = tonumber(redis.call('get', KEYS[2]) or '0') + 1
+if now_us > token then
+  token = now_us
+end
+local token_s = string.format('%.0f', token)
+redis.call('set', KEYS[2], token_s)
+redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token_s)
+redis.call('pexpire', KEYS[1], ARGV[1])
+if mode ~= 'new' then
+  redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+end
+return {1, 1, token}

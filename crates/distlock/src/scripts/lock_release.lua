@@ -1,0 +1,40 @@
+-- lock_release.lua: release one hold of a reentrant lock; wake a waiter on the last one.
+--
+-- Redisson's unlockInnerAsync with its unlock latch (seed 004), so a resent release of the
+-- same request returns the first answer instead of releasing twice. Unlike Redisson it says
+-- why a release was refused (gone vs. held by another owner) instead of returning nil.
+--
+-- KEYS[1]  lock key (hash)
+-- KEYS[2]  wake channel redisson_lock__channel:{name}
+-- KEYS[3]  unlock latch redisson_unlock_latch:{name}:<request-id>
+-- ARGV[1]  unlock message ('0': wake one waiter)
+-- ARGV[2]  lease in milliseconds to apply when holds remain
+-- ARGV[3]  owner field <client-uuid>:<owner-id>
+-- ARGV[4]  latch TTL in milliseconds
+--
+-- Returns  1   the last hold was released: key deleted, message published
+--          0   one hold released, others remain (TTL reset to ARGV[2])
+--          -1  not held: the lock is gone
+--          -2  not held: another owner holds it
+-- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
+
+local prior = redis.call('get', KEYS[3])
+if prior then
+  return tonumber(prior)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  if redis.call('exists', KEYS[1]) == 0 then
+    return -1
+  end
+  return -2
+end
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if counter > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+return 1

@@ -1,0 +1,26 @@
+-- lock_renew.lua: renew the leases of many held locks in one call (the watchdog's batch),
+-- or extend one (LockGuard::extend).
+--
+-- Redisson's renewExpirationAsync (seeds 000, 004) over n locks at once.
+--
+-- KEYS[1]..KEYS[n]  lock keys (hashes; all in one slot on Redis Cluster)
+-- ARGV[1]       lease in milliseconds
+-- ARGV[2..n+1]  owner field of KEYS[i] is ARGV[i+1]
+--
+-- Returns  array of n integers:  1  renewed (PEXPIRE applied)
+--                                 -1 not held: the lock is gone
+--                                 -2 not held: another owner holds it
+-- Errors   WRONGTYPE when a key holds another type.
+
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('hexists', key, ARGV[i + 1]) == 1 then
+    redis.call('pexpire', key, ARGV[1])
+    out[i] = 1
+  elseif redis.call('exists', key) == 0 then
+    out[i] = -1
+  else
+    out[i] = -2
+  end
+end
+return out

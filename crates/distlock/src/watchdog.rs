@@ -1,0 +1,302 @@
+//! Leases held by this client, and the watchdog that renews them.
+//!
+//! Every held lock has one [`LeaseState`] per (key, owner), shared by all guards of that
+//! owner (re-entry, adopt), carrying the local validity deadline and the lost-lease signal.
+//! Locks acquired without an explicit lease are renewed by one task per client: every
+//! `watchdog lease / 3` (Redisson's `internalLockLeaseTime / 3`, 10 s of 30 s) it renews all
+//! of them with one `lock_renew.lua` call per 500 locks, instead of Redisson's one timer and
+//! one round trip per lock. A renewal that finds the lock gone or held by another owner
+//! fires the lost signal at once; renewals that keep failing let the local deadline pass,
+//! which fires it too.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+
+use crate::conn::Backend;
+use crate::keys::drift;
+use crate::scripts;
+
+/// Renewals per script call.
+const BATCH: usize = 500;
+
+/// Local state of one held lease.
+#[derive(Debug)]
+pub(crate) struct LeaseState {
+    lost: watch::Sender<bool>,
+    valid_until: Mutex<Instant>,
+}
+
+impl LeaseState {
+    pub(crate) fn new(valid_until: Instant) -> LeaseState {
+        LeaseState {
+            lost: watch::Sender::new(false),
+            valid_until: Mutex::new(valid_until),
+        }
+    }
+
+    pub(crate) fn valid_until(&self) -> Instant {
+        *self.valid_until.lock().unwrap()
+    }
+
+    /// Move the deadline (after a renewal, extension or re-entry); never backwards, since
+    /// the server's TTL was reset at least as late as the previous grant's.
+    pub(crate) fn renewed(&self, valid_until: Instant) {
+        let mut v = self.valid_until.lock().unwrap();
+        if valid_until > *v {
+            *v = valid_until;
+        }
+    }
+
+    pub(crate) fn mark_lost(&self) {
+        self.lost.send_replace(true);
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        *self.lost.borrow() || Instant::now() >= self.valid_until()
+    }
+
+    /// Resolves when the lease is lost: marked by a renewal, or its deadline passed.
+    pub(crate) async fn lost(&self) {
+        let mut rx = self.lost.subscribe();
+        loop {
+            if *rx.borrow_and_update() {
+                return;
+            }
+            let deadline = self.valid_until();
+            if Instant::now() >= deadline {
+                self.mark_lost();
+                return;
+            }
+            tokio::select! {
+                r = rx.changed() => {
+                    if r.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+}
+
+struct Entry {
+    refs: usize,
+    renew_refs: usize,
+    lease: Arc<LeaseState>,
+}
+
+type EntryKey = (String, String);
+
+#[derive(Default)]
+struct Shared {
+    entries: Mutex<HashMap<EntryKey, Entry>>,
+    wake: Notify,
+}
+
+/// The leases of one client, and its watchdog task.
+pub(crate) struct Leases {
+    shared: Arc<Shared>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Leases {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One guard's claim on a lease; dropping it stops renewal once no guard of the owner is left.
+pub(crate) struct Registration {
+    shared: Arc<Shared>,
+    key: EntryKey,
+    renew: bool,
+    lease: Arc<LeaseState>,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("key", &self.key.0)
+            .field("renew", &self.renew)
+            .finish()
+    }
+}
+
+impl Registration {
+    pub(crate) fn lease(&self) -> &Arc<LeaseState> {
+        &self.lease
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut map = self.shared.entries.lock().unwrap();
+        if let Some(e) = map.get_mut(&self.key) {
+            if !Arc::ptr_eq(&e.lease, &self.lease) {
+                return;
+            }
+            e.refs -= 1;
+            if self.renew {
+                e.renew_refs = e.renew_refs.saturating_sub(1);
+            }
+            if e.refs == 0 {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Leases {
+    /// Start the watchdog task; it renews registered leases to `watchdog_lease` every
+    /// `watchdog_lease / 3`.
+    pub(crate) fn start(backend: Backend, watchdog_lease: Duration) -> Leases {
+        let shared = Arc::new(Shared::default());
+        let task = tokio::spawn(run(backend, watchdog_lease, shared.clone())).abort_handle();
+        Leases { shared, task }
+    }
+
+    /// Register a guard of `owner` on `key`, valid until `valid_until`; `renew` asks the
+    /// watchdog to keep it alive. Guards of one owner share one [`LeaseState`].
+    pub(crate) fn register(
+        &self,
+        key: &str,
+        owner: &str,
+        valid_until: Instant,
+        renew: bool,
+    ) -> Registration {
+        let entry_key = (key.to_string(), owner.to_string());
+        let mut map = self.shared.entries.lock().unwrap();
+        let entry = match map.get_mut(&entry_key) {
+            // A lost lease is not revived by a new grant: start a fresh state.
+            Some(e) if !*e.lease.lost.borrow() => e,
+            _ => {
+                map.insert(
+                    entry_key.clone(),
+                    Entry {
+                        refs: 0,
+                        renew_refs: 0,
+                        lease: Arc::new(LeaseState::new(valid_until)),
+                    },
+                );
+                map.get_mut(&entry_key).expect("just inserted")
+            }
+        };
+        entry.refs += 1;
+        if renew {
+            entry.renew_refs += 1;
+        }
+        entry.lease.renewed(valid_until);
+        let lease = entry.lease.clone();
+        drop(map);
+        if renew {
+            self.shared.wake.notify_one();
+        }
+        Registration {
+            shared: self.shared.clone(),
+            key: entry_key,
+            renew,
+            lease,
+        }
+    }
+
+    /// Leases the watchdog renews now (for tests and `bench`).
+    #[allow(dead_code)]
+    pub(crate) fn renewing(&self) -> usize {
+        self.shared
+            .entries
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|e| e.renew_refs > 0)
+            .count()
+    }
+}
+
+async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
+    let period = lease / 3;
+    let lease_ms = lease.as_millis().max(1) as u64;
+    let mut next = Instant::now() + period;
+    loop {
+        {
+            let idle = !shared
+                .entries
+                .lock()
+                .unwrap()
+                .values()
+                .any(|e| e.renew_refs > 0);
+            if idle {
+                shared.wake.notified().await;
+                next = Instant::now() + period;
+                continue;
+            }
+        }
+        tokio::time::sleep_until(next).await;
+        let batch: Vec<(EntryKey, Arc<LeaseState>)> = shared
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, e)| e.renew_refs > 0)
+            .map(|(k, e)| (k.clone(), e.lease.clone()))
+            .collect();
+        let mut failed = false;
+        for chunk in batch.chunks(BATCH) {
+            let started = Instant::now();
+            let mut inv = scripts::LOCK_RENEW.prepare_invoke();
+            inv.arg(lease_ms);
+            for ((key, owner), _) in chunk {
+                inv.key(key.as_str());
+                inv.arg(owner.as_str());
+            }
+            match backend.eval::<Vec<i64>>("watchdog renewal", &inv).await {
+                Ok(results) if results.len() == chunk.len() => {
+                    for ((entry_key, state), r) in chunk.iter().zip(results) {
+                        if r == 1 {
+                            state.renewed(started + lease - drift(lease));
+                        } else {
+                            tracing::warn!(lock = %entry_key.0, "watchdog found the lock gone; lease lost");
+                            state.mark_lost();
+                            stop_renewing(&shared, entry_key, state);
+                        }
+                    }
+                }
+                Ok(results) => {
+                    tracing::error!(
+                        got = results.len(),
+                        want = chunk.len(),
+                        "renewal reply of the wrong length"
+                    );
+                    failed = true;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, locks = chunk.len(), "watchdog renewal failed");
+                    failed = true;
+                    for (_, state) in chunk {
+                        if Instant::now() >= state.valid_until() {
+                            state.mark_lost();
+                        }
+                    }
+                }
+            }
+        }
+        next = Instant::now()
+            + if failed {
+                period.min(Duration::from_millis(500))
+            } else {
+                period
+            };
+    }
+}
+
+/// Stop renewing a lost lease (its guards keep their registrations, which become no-ops).
+fn stop_renewing(shared: &Shared, key: &EntryKey, state: &Arc<LeaseState>) {
+    if let Some(e) = shared.entries.lock().unwrap().get_mut(key) {
+        if Arc::ptr_eq(&e.lease, state) {
+            e.renew_refs = 0;
+        }
+    }
+}

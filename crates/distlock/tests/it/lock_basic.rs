@@ -1,0 +1,264 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use distlock::{ErrorKind, NotHeldReason};
+
+use crate::util::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_owner_refused() {
+    let (_server, client) = setup().await;
+    let lock = client.lock("orders");
+    let first = lock.try_acquire().await.unwrap().expect("first grant");
+    // The same Lock value, another call: a fresh owner, refused.
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    // Another client too.
+    let other = client_for(&_server).await;
+    assert!(other.lock("orders").try_acquire().await.unwrap().is_none());
+    assert!(other
+        .lock("orders")
+        .try_acquire_for(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    first.release().await.unwrap();
+    assert!(other.lock("orders").try_acquire().await.unwrap().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_independent() {
+    let (_server, client) = setup().await;
+    let a = client.lock("a").try_acquire().await.unwrap().expect("a");
+    let b = client.lock("b").try_acquire().await.unwrap().expect("b");
+    assert_ne!(a.owner(), b.owner());
+    a.release().await.unwrap();
+    assert!(b.is_held().await.unwrap());
+    b.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_expiry_frees_the_lock() {
+    let (server, client) = setup().await;
+    let lock = client.lock("short").lease(Duration::from_millis(300));
+    let guard = lock.try_acquire().await.unwrap().expect("grant");
+    let pttl: i64 = cmd(&server, &["PTTL", "short"]);
+    assert!(pttl > 0 && pttl <= 300, "pttl {pttl}");
+    assert!(client.lock("short").try_acquire().await.unwrap().is_none());
+    // No watchdog for an explicit lease: the key expires and another owner gets in.
+    let next = client
+        .lock("short")
+        .try_acquire_for(Duration::from_secs(3))
+        .await
+        .unwrap()
+        .expect("granted after expiry");
+    assert!(!guard.is_held().await.unwrap());
+    let err = guard.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    assert_eq!(err.not_held_reason(), Some(NotHeldReason::HeldByOther));
+    next.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relock_right_after_release_ten_times() {
+    let (server, client) = setup().await;
+    let lock = client.lock("again");
+    let mut last = 0;
+    for _ in 0..10 {
+        let g = lock
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("free after release");
+        assert!(g.fencing_token().get() > last);
+        last = g.fencing_token().get();
+        g.release().await.unwrap();
+        let exists: bool = cmd(&server, &["EXISTS", "again"]);
+        assert!(!exists);
+    }
+}
+
+/// Seed 003's method1 → method2: method2 re-enters the lock method1 holds; hold counts go
+/// 1 → 2 → 1 → released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrancy_method1_method2() {
+    let (server, client) = setup().await;
+    let lock = client.lock("lock:order:1");
+
+    async fn method2(outer: &distlock::LockGuard, server: &RedisServer) {
+        let inner = outer.reenter().await.expect("re-enter");
+        assert_eq!(inner.hold_count(), 2);
+        assert_eq!(inner.fencing_token(), outer.fencing_token());
+        let count: u64 = cmd(server, &["HGET", "lock:order:1", outer.owner().as_str()]);
+        assert_eq!(count, 2);
+        inner.release().await.unwrap();
+        let count: u64 = cmd(server, &["HGET", "lock:order:1", outer.owner().as_str()]);
+        assert_eq!(count, 1);
+    }
+
+    let outer = lock.try_acquire().await.unwrap().expect("method1");
+    assert_eq!(outer.hold_count(), 1);
+    method2(&outer, &server).await;
+    assert!(outer.is_held().await.unwrap());
+    // acquire_as with the same owner is re-entry too.
+    let again = lock.acquire_as(outer.owner()).await.unwrap();
+    assert_eq!(again.hold_count(), 2);
+    again.release().await.unwrap();
+    outer.release().await.unwrap();
+    let exists: bool = cmd(&server, &["EXISTS", "lock:order:1"]);
+    assert!(!exists);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_by_non_owner_is_refused_and_changes_nothing() {
+    let (server, client) = setup().await;
+    let holder = client.lock("res").try_acquire().await.unwrap().unwrap();
+    let before: Vec<(String, String)> = cmd(&server, &["HGETALL", "res"]);
+    // An adopted guard for an owner that does not hold the lock is refused up front.
+    let stranger = client.new_owner();
+    let err = client
+        .lock("res")
+        .adopt(stranger.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    // A stale guard (its lease ran out, someone else got in) cannot release the new holder.
+    holder.release().await.unwrap();
+    let stale = client
+        .lock("res")
+        .lease(Duration::from_millis(100))
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let current = client.lock("res").try_acquire().await.unwrap().unwrap();
+    let snapshot: Vec<(String, String)> = cmd(&server, &["HGETALL", "res"]);
+    let pttl_before: i64 = cmd(&server, &["PTTL", "res"]);
+    let err = stale.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    assert_eq!(err.not_held_reason(), Some(NotHeldReason::HeldByOther));
+    let after: Vec<(String, String)> = cmd(&server, &["HGETALL", "res"]);
+    assert_eq!(snapshot, after);
+    let pttl_after: i64 = cmd(&server, &["PTTL", "res"]);
+    assert!(pttl_after <= pttl_before && pttl_after > 0);
+    assert_eq!(before.len(), 2, "owner field + token field: {before:?}");
+    current.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reports_holder_and_ttl() {
+    let (_server, client) = setup().await;
+    let lock = client.lock("st");
+    let free = lock.status().await.unwrap();
+    assert!(free.holders.is_empty());
+    let g = lock.acquire().await.unwrap();
+    let held = lock.status().await.unwrap();
+    assert_eq!(held.holders, vec![(g.owner().to_string(), 1)]);
+    assert_eq!(held.fencing_token, Some(g.fencing_token()));
+    assert!(held.ttl.unwrap() > Duration::from_secs(25));
+    assert!(lock.is_locked().await.unwrap());
+    assert!(lock.force_unlock().await.unwrap());
+    assert!(!lock.is_locked().await.unwrap());
+    assert!(!g.is_held().await.unwrap());
+}
+
+/// 16 tasks × 200 increments of a GET/SET counter under the lock: the exact total.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counter_fuzz_16_tasks() {
+    let (server, client) = setup().await;
+    let url = server.url();
+    let mut tasks = Vec::new();
+    let hits = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    for _ in 0..16 {
+        let lock = client.lock("fuzz");
+        let url = url.clone();
+        let hits = hits.clone();
+        tasks.push(tokio::spawn(async move {
+            let redis = redis::Client::open(url).unwrap();
+            let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+            for _ in 0..200 {
+                let g = lock.acquire().await.unwrap();
+                let v: Option<u64> = redis::cmd("GET")
+                    .arg("counter")
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+                let _: () = redis::cmd("SET")
+                    .arg("counter")
+                    .arg(v.unwrap_or(0) + 1)
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+                hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let total: u64 = cmd(&server, &["GET", "counter"]);
+    assert_eq!(hits.load(std::sync::atomic::Ordering::Relaxed), 3200);
+    assert_eq!(total, 3200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_guard_is_released_in_the_background() {
+    let (server, client) = setup().await;
+    {
+        let _g = client.lock("dropped").acquire().await.unwrap();
+        assert_eq!(client.watchdog_locks(), 1);
+    }
+    assert_eq!(client.watchdog_locks(), 0);
+    assert!(
+        eventually(Duration::from_secs(2), || !cmd::<bool>(
+            &server,
+            &["EXISTS", "dropped"]
+        ))
+        .await,
+        "the dropped guard's lock was not released"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_and_adopt_hand_a_lock_over() {
+    let (_server, client) = setup().await;
+    let g = client.lock("handover").acquire().await.unwrap();
+    let token = g.fencing_token();
+    let owner = g.forget();
+    let serialized = owner.as_str().to_string();
+    // "Another process": a second client adopts the owner from its string form.
+    let other = client_for(&_server).await;
+    let adopted = other
+        .lock("handover")
+        .adopt(distlock::Owner::parse(&serialized).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(adopted.fencing_token(), token);
+    assert_eq!(adopted.hold_count(), 1);
+    adopted.release().await.unwrap();
+    assert!(!other.lock("handover").is_locked().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_and_remaining() {
+    let (_server, client) = setup().await;
+    let g = client
+        .lock("ext")
+        .lease(Duration::from_secs(1))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(g.remaining().await.unwrap() <= Duration::from_secs(1));
+    let before = g.valid_until();
+    g.extend(Duration::from_secs(20)).await.unwrap();
+    assert!(g.remaining().await.unwrap() > Duration::from_secs(15));
+    assert!(g.valid_until() > before);
+    g.lock().force_unlock().await.unwrap();
+    let err = g.extend(Duration::from_secs(20)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    assert_eq!(err.not_held_reason(), Some(NotHeldReason::Gone));
+    assert!(g.is_lost());
+    assert_eq!(g.remaining().await.unwrap_err().kind(), ErrorKind::NotHeld);
+    let _ = g.forget();
+}

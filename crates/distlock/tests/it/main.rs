@@ -1,0 +1,14 @@
+//! distlock's integration tests: every test runs against real `redis-server` processes
+//! started by `distlock-harness` on free loopback ports.
+
+mod util;
+
+mod bad_input;
+mod cancel;
+mod fencing;
+mod lock_basic;
+mod lost;
+mod processes;
+mod scripts;
+mod wakeup;
+mod watchdog;

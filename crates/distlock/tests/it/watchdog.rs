@@ -1,0 +1,70 @@
+use std::time::Duration;
+
+use crate::util::*;
+
+/// A holder that works for 3× the watchdog lease keeps the lock; after release no renewal
+/// brings the key back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_a_slow_holder_and_stops_after_release() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(600);
+    let client = client_with_watchdog(&server, lease).await;
+    let other = client_for(&server).await;
+    let guard = client.lock("slow").acquire().await.unwrap();
+    assert_eq!(guard.lease(), lease);
+    let mut min_pttl = i64::MAX;
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < lease * 3 {
+        let pttl: i64 = cmd(&server, &["PTTL", "slow"]);
+        assert!(
+            pttl > 0,
+            "lease ran out while the holder lived (pttl {pttl})"
+        );
+        min_pttl = min_pttl.min(pttl);
+        assert!(other.lock("slow").try_acquire().await.unwrap().is_none());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Renewed every lease/3 = 200 ms, so the TTL never fell far below 2/3 of the lease.
+    assert!(min_pttl > 200, "min pttl {min_pttl}");
+    assert!(guard.valid_until() > std::time::Instant::now());
+    assert!(!guard.is_lost());
+    guard.release().await.unwrap();
+    assert_eq!(client.watchdog_locks(), 0);
+    tokio::time::sleep(lease).await;
+    let exists: bool = cmd(&server, &["EXISTS", "slow"]);
+    assert!(!exists, "a renewal recreated or kept the key after release");
+}
+
+/// The watchdog renews many locks in one script call per batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_renews_many_locks_in_batches() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(900);
+    let client = client_with_watchdog(&server, lease).await;
+    let mut guards = Vec::new();
+    for i in 0..1200 {
+        guards.push(client.lock(format!("many:{i}")).acquire().await.unwrap());
+    }
+    let before: String = cmd(&server, &["INFO", "commandstats"]);
+    let evalsha_calls = |info: &str| -> u64 {
+        info.lines()
+            .find(|l| l.starts_with("cmdstat_evalsha:"))
+            .and_then(|l| l.split("calls=").nth(1))
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    tokio::time::sleep(lease * 2).await;
+    let after: String = cmd(&server, &["INFO", "commandstats"]);
+    let calls = evalsha_calls(&after) - evalsha_calls(&before);
+    // 2 lease periods = ~6 renewal rounds × 3 batches of ≤ 500.
+    assert!(
+        calls > 0 && calls <= 30,
+        "{calls} renewal calls for 1200 locks"
+    );
+    for i in [0, 599, 1199] {
+        let pttl: i64 = cmd(&server, &["PTTL", &format!("many:{i}")]);
+        assert!(pttl > 0);
+    }
+    drop(guards);
+}
