@@ -1,1 +1,104 @@
-fn main() {}
+//! `distlock`: run a command under a distributed lock, inspect and break locks, and run the
+//! flash-sale demo. A thin layer over the `distlock` library: errors are `anyhow` here and
+//! typed there; exit codes are documented in [`exit`].
+
+mod cmd;
+mod connect;
+mod exit;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+/// Distributed locks on Redis: run commands once at a time across hosts.
+#[derive(Parser, Debug)]
+#[command(name = "distlock", version, about, long_about = None)]
+struct Cli {
+    /// Redis URL (redis://[user][:password@]host[:port][/db], rediss:// for TLS). Without it,
+    /// `run`, `status` and `unlock` use redis://127.0.0.1:6379/ and `demo` starts a private
+    /// redis-server.
+    #[arg(long, env = "DISTLOCK_URL", global = true, hide_env_values = true)]
+    url: Option<String>,
+
+    /// Prefix put before every lock name to form its Redis key.
+    #[arg(long, env = "DISTLOCK_KEY_PREFIX", global = true, default_value = "")]
+    key_prefix: String,
+
+    /// Lease of locks held without --lease; the watchdog renews it every third.
+    #[arg(long, env = "DISTLOCK_WATCHDOG_LEASE", global = true, default_value = "30s", value_parser = parse_duration)]
+    watchdog_lease: Duration,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command while holding a lock; exit with the command's code (75 when the lock
+    /// was not acquired in time).
+    Run(cmd::run::RunArgs),
+    /// Show who holds locks, hold counts, TTLs and fencing tokens.
+    Status(cmd::status::StatusArgs),
+    /// Delete a lock whoever holds it, and wake its waiters.
+    Unlock(cmd::unlock::UnlockArgs),
+    /// The flash sale from the seeds: many processes buy under locks; checks no oversell and
+    /// no duplicate orders.
+    Demo(cmd::demo::DemoArgs),
+    /// One worker process of `demo` (started by `demo` itself).
+    #[command(hide = true)]
+    DemoWorker(cmd::demo::WorkerArgs),
+}
+
+/// Parse a human duration (`30s`, `5m`, `1500ms`) and refuse zero.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))?;
+    if d.is_zero() {
+        return Err(format!("{s:?}: must be greater than zero"));
+    }
+    Ok(d)
+}
+
+/// Parse a human duration that may be zero (waits).
+pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DISTLOCK_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("distlock: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    let result = runtime.block_on(async move {
+        let opts = connect::Options {
+            url: cli.url,
+            key_prefix: cli.key_prefix,
+            watchdog_lease: cli.watchdog_lease,
+        };
+        match cli.command {
+            Command::Run(args) => cmd::run::run(&opts, args).await,
+            Command::Status(args) => cmd::status::run(&opts, args).await,
+            Command::Unlock(args) => cmd::unlock::run(&opts, args).await,
+            Command::Demo(args) => cmd::demo::run(&opts, args).await,
+            Command::DemoWorker(args) => cmd::demo::worker(&opts, args).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("distlock: {e:#}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}

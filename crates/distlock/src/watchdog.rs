@@ -257,10 +257,9 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
                     for ((entry_key, state), r) in chunk.iter().zip(results) {
                         if r == 1 {
                             state.renewed(started + lease - drift(lease));
-                        } else {
+                        } else if stop_renewing(&shared, entry_key, state) {
                             tracing::warn!(lock = %entry_key.0, "watchdog found the lock gone; lease lost");
                             state.mark_lost();
-                            stop_renewing(&shared, entry_key, state);
                         }
                     }
                 }
@@ -292,11 +291,15 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
     }
 }
 
-/// Stop renewing a lost lease (its guards keep their registrations, which become no-ops).
-fn stop_renewing(shared: &Shared, key: &EntryKey, state: &Arc<LeaseState>) {
-    if let Some(e) = shared.entries.lock().unwrap().get_mut(key) {
-        if Arc::ptr_eq(&e.lease, state) {
+/// Stop renewing a lease the server no longer has (its guards keep their registrations,
+/// which become no-ops). Returns false when no guard wanted it renewed any more: then the
+/// lock was released while the renewal was in flight, and nothing was lost.
+fn stop_renewing(shared: &Shared, key: &EntryKey, state: &Arc<LeaseState>) -> bool {
+    match shared.entries.lock().unwrap().get_mut(key) {
+        Some(e) if Arc::ptr_eq(&e.lease, state) && e.renew_refs > 0 => {
             e.renew_refs = 0;
+            true
         }
+        _ => false,
     }
 }

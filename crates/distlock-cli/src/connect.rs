@@ -1,0 +1,50 @@
+//! Where the CLI's Redis comes from: `--url` / `DISTLOCK_URL`, a default local server, or
+//! (for `demo`) a private `redis-server` started on a free port and stopped at exit.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use distlock::Client;
+use distlock_harness::RedisServer;
+
+/// Connection options shared by every subcommand.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub url: Option<String>,
+    pub key_prefix: String,
+    pub watchdog_lease: Duration,
+}
+
+/// The URL used when none is given, for commands that talk to an existing server.
+pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
+
+impl Options {
+    /// A client for `url` with these options.
+    pub async fn client_for(&self, url: &str) -> Result<Client> {
+        Client::builder()
+            .url(url)
+            .key_prefix(self.key_prefix.clone())
+            .watchdog_lease(self.watchdog_lease)
+            .build()
+            .await
+            // The library's message names the server with its password masked.
+            .context("cannot connect")
+    }
+
+    /// A client for `--url`, or the default local server.
+    pub async fn client(&self) -> Result<Client> {
+        self.client_for(self.url.as_deref().unwrap_or(DEFAULT_URL)).await
+    }
+
+    /// The URL to use, starting a private server when none was given. The server lives as
+    /// long as the returned handle.
+    pub fn url_or_embedded(&self) -> Result<(String, Option<RedisServer>)> {
+        if let Some(url) = &self.url {
+            return Ok((url.clone(), None));
+        }
+        let server = RedisServer::start_with(RedisServer::options()).map_err(|e| {
+            anyhow::anyhow!("no --url given and a private redis-server could not be started: {e}")
+        })?;
+        Ok((server.url(), Some(server)))
+    }
+}

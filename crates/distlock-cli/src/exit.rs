@@ -1,0 +1,18 @@
+//! Exit codes of `distlock` (documented in the README).
+
+/// Success (or, for `run`, the command's own code, passed through).
+#[allow(dead_code)]
+pub const OK: u8 = 0;
+/// An error: unreachable server, bad input, wrong password, wrong key type.
+pub const ERROR: u8 = 1;
+/// Usage error (clap's own code).
+#[allow(dead_code)]
+pub const USAGE: u8 = 2;
+/// `demo`: an invariant broke (oversold, duplicate order, inconsistent total).
+pub const INVARIANT_BROKEN: u8 = 3;
+/// `run`: the lock was not acquired within `--wait` (EX_TEMPFAIL, like `flock -E 75`).
+pub const NOT_ACQUIRED: u8 = 75;
+/// `run`: the command could not be started (as shells report "command not found").
+pub const CANNOT_EXEC: u8 = 127;
+/// `run`: the command died of signal N → 128 + N, as shells report it.
+pub const SIGNAL_BASE: u8 = 128;

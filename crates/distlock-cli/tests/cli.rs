@@ -1,0 +1,251 @@
+//! End-to-end tests of the `distlock` binary against real redis-server processes.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use distlock_harness::RedisServer;
+
+fn distlock(server: &RedisServer) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env("DISTLOCK_URL", server.url()).env_remove("DISTLOCK_LOG");
+    c
+}
+
+fn output(mut c: Command) -> Output {
+    c.output().expect("run distlock")
+}
+
+fn redis_cmd<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
+    let mut con = server.connection();
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(&mut con).unwrap()
+}
+
+fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn run_exits_0_and_gives_the_command_its_token() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args(["run", "job", "--", "sh", "-c", "echo token=$DISTLOCK_FENCING_TOKEN lock=$DISTLOCK_LOCK"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let token: u64 = stdout
+        .trim()
+        .strip_prefix("token=")
+        .and_then(|s| s.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no token in {stdout:?}"));
+    assert!(token > 0);
+    assert!(stdout.contains("lock=job"));
+    let exists: bool = redis_cmd(&server, &["EXISTS", "job"]);
+    assert!(!exists, "released after the command");
+}
+
+#[test]
+fn run_passes_the_command_exit_code_through() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args(["run", "job", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(output(c).status.code(), Some(7));
+    let mut c = distlock(&server);
+    c.args(["run", "job", "--", "/nonexistent/command"]);
+    assert_eq!(output(c).status.code(), Some(127));
+    let exists: bool = redis_cmd(&server, &["EXISTS", "job"]);
+    assert!(!exists);
+}
+
+#[test]
+fn run_exits_75_when_the_lock_is_held() {
+    let server = RedisServer::start();
+    let mut holder = distlock(&server);
+    holder
+        .args(["run", "cron", "--", "sleep", "30"])
+        .stdout(Stdio::null());
+    let mut holder = holder.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+        &server,
+        &["EXISTS", "cron"]
+    )));
+    let mut c = distlock(&server);
+    c.args(["run", "cron", "--wait", "200ms", "--", "touch", "/tmp/distlock-should-not-run"]);
+    let started = Instant::now();
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not acquired"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
+
+#[test]
+fn run_forwards_sigterm_and_releases() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args(["run", "svc", "--", "sleep", "30"]);
+    let mut child = c.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+        &server,
+        &["EXISTS", "svc"]
+    )));
+    // Give the child time to exec before signalling.
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    let exists: bool = redis_cmd(&server, &["EXISTS", "svc"]);
+    assert!(!exists, "the lock was released after the child died");
+}
+
+#[test]
+fn run_terminates_the_command_when_the_lease_is_lost() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args(["--watchdog-lease", "600ms", "run", "fragile", "--", "sleep", "30"])
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+        &server,
+        &["EXISTS", "fragile"]
+    )));
+    let _: i64 = redis_cmd(&server, &["DEL", "fragile"]);
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lost"));
+}
+
+#[test]
+fn status_json_and_force_unlock() {
+    let server = RedisServer::start();
+    let mut holder = distlock(&server);
+    holder.args(["run", "inspect-me", "--", "sleep", "30"]);
+    let mut holder = holder.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+        &server,
+        &["EXISTS", "inspect-me"]
+    )));
+    let mut c = distlock(&server);
+    c.args(["status", "inspect-me", "free-one", "--json"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let held = &v[0];
+    assert_eq!(held["name"], "inspect-me");
+    assert_eq!(held["held"], true);
+    assert_eq!(held["holders"][0]["hold_count"], 1);
+    assert!(held["ttl_ms"].as_u64().unwrap() > 20_000);
+    assert!(held["fencing_token"].as_u64().unwrap() > 0);
+    assert_eq!(v[1]["held"], false);
+
+    let mut c = distlock(&server);
+    c.args(["unlock", "inspect-me"]);
+    assert_eq!(output(c).status.code(), Some(2), "--force is required");
+    let mut c = distlock(&server);
+    c.args(["unlock", "--force", "inspect-me"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("unlocked"));
+    let exists: bool = redis_cmd(&server, &["EXISTS", "inspect-me"]);
+    assert!(!exists);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
+
+#[test]
+fn status_reports_wrong_type_as_an_error() {
+    let server = RedisServer::start();
+    let _: () = redis_cmd(&server, &["SET", "not-a-lock", "x"]);
+    let mut c = distlock(&server);
+    c.args(["status", "not-a-lock"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a lock"));
+}
+
+#[test]
+fn wrong_password_never_appears_in_output() {
+    let server = RedisServer::options().password("s3cr3t-correct").start();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env(
+        "DISTLOCK_URL",
+        format!("redis://:s3cr3t-wrong@127.0.0.1:{}/", server.port()),
+    )
+    .args(["status", "x"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains("authentication") || all.contains("credentials"), "{all}");
+    assert!(!all.contains("s3cr3t"), "{all}");
+}
+
+/// The demo on its embedded server (no --url): sells out exactly, no oversell, no duplicates.
+#[test]
+fn demo_on_the_embedded_server() {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env_remove("DISTLOCK_URL").args([
+        "demo",
+        "--stock",
+        "60",
+        "--vouchers",
+        "5",
+        "--users",
+        "20",
+        "--attempts",
+        "20",
+        "--processes",
+        "2",
+        "--concurrency",
+        "4",
+        "--json",
+    ]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stock_initial"], 60);
+    assert_eq!(v["oversold"], 0);
+    assert_eq!(v["duplicate_orders"], 0);
+    let orders = v["orders"].as_i64().unwrap();
+    let left = v["stock_left"].as_i64().unwrap();
+    assert_eq!(orders + left, 60);
+    assert!(orders > 0);
+    assert!(v["acquisitions"].as_u64().unwrap() >= 400);
+    assert!(v["acquisitions_per_s"].as_f64().unwrap() > 0.0);
+    assert!(v["wait_p99_us"].as_u64().unwrap() >= v["wait_p50_us"].as_u64().unwrap());
+}
+
+#[test]
+fn demo_without_redis_server_says_how_to_install_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env_remove("DISTLOCK_URL")
+        .env_remove("DISTLOCK_REDIS_SERVER")
+        .env("PATH", empty.path())
+        .args(["demo"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("apt-get install redis-server"), "{stderr}");
+}
