@@ -33,7 +33,8 @@ impl Options {
 
     /// A client for `--url`, or the default local server.
     pub async fn client(&self) -> Result<Client> {
-        self.client_for(self.url.as_deref().unwrap_or(DEFAULT_URL)).await
+        self.client_for(self.url.as_deref().unwrap_or(DEFAULT_URL))
+            .await
     }
 
     /// The URL to use, starting a private server when none was given. The server lives as

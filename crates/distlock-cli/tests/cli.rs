@@ -7,7 +7,8 @@ use distlock_harness::RedisServer;
 
 fn distlock(server: &RedisServer) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
-    c.env("DISTLOCK_URL", server.url()).env_remove("DISTLOCK_LOG");
+    c.env("DISTLOCK_URL", server.url())
+        .env_remove("DISTLOCK_LOG");
     c
 }
 
@@ -39,7 +40,14 @@ fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
 fn run_exits_0_and_gives_the_command_its_token() {
     let server = RedisServer::start();
     let mut c = distlock(&server);
-    c.args(["run", "job", "--", "sh", "-c", "echo token=$DISTLOCK_FENCING_TOKEN lock=$DISTLOCK_LOCK"]);
+    c.args([
+        "run",
+        "job",
+        "--",
+        "sh",
+        "-c",
+        "echo token=$DISTLOCK_FENCING_TOKEN lock=$DISTLOCK_LOCK",
+    ]);
     let out = output(c);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -81,7 +89,15 @@ fn run_exits_75_when_the_lock_is_held() {
         &["EXISTS", "cron"]
     )));
     let mut c = distlock(&server);
-    c.args(["run", "cron", "--wait", "200ms", "--", "touch", "/tmp/distlock-should-not-run"]);
+    c.args([
+        "run",
+        "cron",
+        "--wait",
+        "200ms",
+        "--",
+        "touch",
+        "/tmp/distlock-should-not-run",
+    ]);
     let started = Instant::now();
     let out = output(c);
     assert_eq!(out.status.code(), Some(75), "{out:?}");
@@ -118,8 +134,16 @@ fn run_forwards_sigterm_and_releases() {
 fn run_terminates_the_command_when_the_lease_is_lost() {
     let server = RedisServer::start();
     let mut c = distlock(&server);
-    c.args(["--watchdog-lease", "600ms", "run", "fragile", "--", "sleep", "30"])
-        .stderr(Stdio::piped());
+    c.args([
+        "--watchdog-lease",
+        "600ms",
+        "run",
+        "fragile",
+        "--",
+        "sleep",
+        "30",
+    ])
+    .stderr(Stdio::piped());
     let child = c.spawn().unwrap();
     assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
         &server,
@@ -197,7 +221,10 @@ fn wrong_password_never_appears_in_output() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(all.contains("authentication") || all.contains("credentials"), "{all}");
+    assert!(
+        all.contains("authentication") || all.contains("credentials"),
+        "{all}"
+    );
     assert!(!all.contains("s3cr3t"), "{all}");
 }
 

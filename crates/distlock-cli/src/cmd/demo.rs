@@ -270,7 +270,10 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     }
     let consistent = orders.len() as i64 + stock_left == args.stock as i64;
 
-    let mut waits: Vec<u64> = reports.iter().flat_map(|r| r.wait_us.iter().copied()).collect();
+    let mut waits: Vec<u64> = reports
+        .iter()
+        .flat_map(|r| r.wait_us.iter().copied())
+        .collect();
     waits.sort_unstable();
     let acquisitions: u64 = reports.iter().map(|r| r.acquisitions).sum();
     let summary = Summary {
@@ -307,7 +310,11 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     } else {
         print_table(&summary);
     }
-    Ok(if summary.ok { 0 } else { exit::INVARIANT_BROKEN })
+    Ok(if summary.ok {
+        0
+    } else {
+        exit::INVARIANT_BROKEN
+    })
 }
 
 fn print_table(s: &Summary) {
@@ -384,7 +391,10 @@ pub async fn worker(opts: &Options, args: WorkerArgs) -> Result<u8> {
 
     // This worker's attempts: (user, voucher) for every (u, j) with (u + j) mod P == worker.
     // The voucher of attempt (u, j) is fixed by the run id, the same in every process.
-    let seed = args.run.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+    let seed = args
+        .run
+        .bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut work = Vec::new();
     for u in 0..args.users {

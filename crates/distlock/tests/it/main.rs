@@ -5,9 +5,11 @@ mod util;
 
 mod bad_input;
 mod cancel;
+mod faults;
 mod fencing;
 mod lock_basic;
 mod lost;
+mod model;
 mod processes;
 mod scripts;
 mod wakeup;
