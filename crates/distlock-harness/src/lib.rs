@@ -69,6 +69,7 @@ pub fn free_port() -> u16 {
 pub struct ServerOptions {
     password: Option<String>,
     persistent: bool,
+    tls: bool,
     extra_args: Vec<String>,
 }
 
@@ -83,6 +84,13 @@ impl ServerOptions {
     /// loaded on [`RedisServer::restart`]. Off by default (`--save ''`).
     pub fn persistent(mut self) -> Self {
         self.persistent = true;
+        self
+    }
+
+    /// Serve TLS only, with a self-signed certificate for 127.0.0.1 made by the `openssl`
+    /// command; [`RedisServer::url`] is then `rediss://…/#insecure` (no certificate check).
+    pub fn tls(mut self) -> Self {
+        self.tls = true;
         self
     }
 
@@ -173,6 +181,23 @@ impl RedisServer {
             // by default for remote connections.
             .arg("--enable-debug-command")
             .arg("yes");
+        if self.options.tls {
+            let (cert, key) = self.self_signed_cert()?;
+            cmd.arg("--port")
+                .arg("0")
+                .arg("--tls-port")
+                .arg(self.port.to_string())
+                .arg("--tls-cert-file")
+                .arg(&cert)
+                .arg("--tls-key-file")
+                .arg(&key)
+                .arg("--tls-ca-cert-file")
+                .arg(&cert)
+                .arg("--tls-auth-clients")
+                .arg("no");
+        } else {
+            cmd.arg("--port").arg(self.port.to_string());
+        }
         if self.options.persistent {
             cmd.arg("--save")
                 .arg("3600 1")
@@ -199,8 +224,9 @@ impl RedisServer {
                     self.port
                 )));
             }
+            // A TLS server listens only once it is ready; plain ones must answer PING.
             if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()
-                && self.ping_ok()
+                && (self.options.tls || self.ping_ok())
             {
                 self.child = Some(child);
                 return Ok(());
@@ -218,6 +244,34 @@ impl RedisServer {
         }
     }
 
+    fn self_signed_cert(&self) -> io::Result<(PathBuf, PathBuf)> {
+        let cert = self.dir.path().join("cert.pem");
+        let key = self.dir.path().join("key.pem");
+        if cert.is_file() {
+            return Ok((cert, key));
+        }
+        let status = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+            .args(["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("openssl is needed for TLS test servers (sudo apt-get install openssl): {e}"),
+                )
+            })?;
+        if !status.success() {
+            return Err(io::Error::other(format!("openssl req failed: {status}")));
+        }
+        Ok((cert, key))
+    }
+
     fn ping_ok(&self) -> bool {
         let Ok(client) = redis::Client::open(self.url()) else {
             return false;
@@ -233,11 +287,16 @@ impl RedisServer {
         self.port
     }
 
-    /// `redis://[:password@]127.0.0.1:<port>/`.
+    /// `redis://[:password@]127.0.0.1:<port>/`, or `rediss://…/#insecure` for a TLS server.
     pub fn url(&self) -> String {
-        match &self.options.password {
-            Some(pw) => format!("redis://:{pw}@127.0.0.1:{}/", self.port),
-            None => format!("redis://127.0.0.1:{}/", self.port),
+        let auth = match &self.options.password {
+            Some(pw) => format!(":{pw}@"),
+            None => String::new(),
+        };
+        if self.options.tls {
+            format!("rediss://{auth}127.0.0.1:{}/#insecure", self.port)
+        } else {
+            format!("redis://{auth}127.0.0.1:{}/", self.port)
         }
     }
 

@@ -12,5 +12,6 @@ mod lost;
 mod model;
 mod processes;
 mod scripts;
+mod tls;
 mod wakeup;
 mod watchdog;
