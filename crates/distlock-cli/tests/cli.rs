@@ -276,3 +276,144 @@ fn demo_without_redis_server_says_how_to_install_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("apt-get install redis-server"), "{stderr}");
 }
+
+/// Cron on many hosts: the second `run --at-most` exits 75 at once, without waiting.
+#[test]
+fn job_mode_skips_at_once_when_another_host_runs_it() {
+    let server = RedisServer::start();
+    let mut first = distlock(&server);
+    first
+        .args([
+            "run",
+            "nightly",
+            "--at-most",
+            "1m",
+            "--env",
+            "prod",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(Stdio::null());
+    let mut first = first.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+        &server,
+        &["EXISTS", "job-lock:prod:nightly"]
+    )));
+    let mut second = distlock(&server);
+    second.args([
+        "run",
+        "nightly",
+        "--at-most",
+        "1m",
+        "--env",
+        "prod",
+        "--",
+        "true",
+    ]);
+    let started = Instant::now();
+    let out = output(second);
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "job mode must not wait"
+    );
+
+    // status recognizes the job lock, by --env or by key.
+    let mut status = distlock(&server);
+    status.args(["status", "--env", "prod", "nightly", "--json"]);
+    let out = output(status);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["kind"], "job");
+    assert_eq!(v[0]["held"], true);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(v[0]["host"], host.trim());
+    assert!(v[0]["locked_at"].as_str().unwrap().ends_with('Z'));
+    let mut status = distlock(&server);
+    status.args(["status", "job-lock:prod:nightly"]);
+    let out = output(status);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("held by"));
+
+    first.kill().unwrap();
+    first.wait().unwrap();
+}
+
+#[test]
+fn job_mode_runs_and_keeps_the_lock_for_at_least() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args([
+        "run",
+        "report",
+        "--at-most",
+        "10s",
+        "--at-least",
+        "2s",
+        "--",
+        "sh",
+        "-c",
+        "exit 4",
+    ]);
+    assert_eq!(output(c).status.code(), Some(4));
+    let pttl: i64 = redis_cmd(&server, &["PTTL", "job-lock:default:report"]);
+    assert!(
+        pttl > 0 && pttl <= 2000,
+        "kept for the rest of --at-least: {pttl}"
+    );
+    let mut again = distlock(&server);
+    again.args(["run", "report", "--at-most", "10s", "--", "true"]);
+    assert_eq!(output(again).status.code(), Some(75));
+}
+
+/// At-most passing does not stop the command (ShedLock semantics) and the release afterwards
+/// leaves the next holder's lock alone.
+#[test]
+fn job_mode_overrun_leaves_the_next_holders_lock_alone() {
+    let server = RedisServer::start();
+    let mut slow = distlock(&server);
+    slow.args(["run", "overrun", "--at-most", "300ms", "--", "sleep", "1"])
+        .stderr(Stdio::piped());
+    let slow = slow.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut next = distlock(&server);
+    next.args(["run", "overrun", "--at-most", "1m", "--", "sleep", "30"])
+        .stdout(Stdio::null());
+    let mut next = next.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || {
+        redis_cmd::<i64>(&server, &["PTTL", "job-lock:default:overrun"]) > 30_000
+    }));
+    let value: String = redis_cmd(&server, &["GET", "job-lock:default:overrun"]);
+    let out = slow.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the command was not stopped: {out:?}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not held"));
+    let after: String = redis_cmd(&server, &["GET", "job-lock:default:overrun"]);
+    assert_eq!(value, after);
+    next.kill().unwrap();
+    next.wait().unwrap();
+}
+
+#[test]
+fn job_mode_rejects_bad_durations() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args(["run", "j", "--at-most", "0s", "--", "true"]);
+    assert_eq!(output(c).status.code(), Some(2));
+    let mut c = distlock(&server);
+    c.args([
+        "run",
+        "j",
+        "--at-most",
+        "1s",
+        "--at-least",
+        "5s",
+        "--",
+        "true",
+    ]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at_least_for"));
+}

@@ -32,6 +32,7 @@
 mod client;
 mod conn;
 mod error;
+pub mod job;
 pub mod keys;
 mod lock;
 mod scripts;
@@ -42,6 +43,7 @@ pub use client::{
     DEFAULT_WATCHDOG_LEASE,
 };
 pub use error::{Error, ErrorKind, NotHeldReason, Result};
+pub use job::{JobGuard, JobHolder, JobLock};
 pub use lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
 
 /// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests

@@ -1,9 +1,15 @@
 //! `distlock run NAME [--wait 10s] [--lease 30s] [--on-lost term|ignore] -- CMD ARGS…`
+//! `distlock run NAME --at-most 10m [--at-least 30s] [--env prod] [--keep-alive] -- CMD ARGS…`
 //!
-//! Acquire the lock (watchdog on unless `--lease`), run CMD with the lock's name and fencing
-//! token in its environment (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward SIGINT,
-//! SIGTERM and SIGHUP to it, release when it exits and exit with its code. Not acquired in
-//! time: exit 75 with one line on stderr, like `flock -E 75`.
+//! Lock mode: acquire the lock (watchdog on unless `--lease`), run CMD with the lock's name
+//! and fencing token in its environment (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward
+//! SIGINT, SIGTERM and SIGHUP to it, release when it exits and exit with its code. Not
+//! acquired in time: exit 75 with one line on stderr, like `flock -E 75`.
+//!
+//! Job mode (`--at-most`, cron on many hosts): take the job lock `job-lock:<env>:NAME` if
+//! free, without waiting (else exit 75 at once), run CMD, release with the ownership-checked
+//! script (kept until `--at-least` has passed). As in ShedLock, `--at-most` passing does not
+//! stop CMD unless `--on-lost term` is given.
 
 use std::time::Duration;
 
@@ -34,9 +40,22 @@ pub struct RunArgs {
     /// renews the lock while the command runs.
     #[arg(long, value_parser = crate::parse_duration)]
     pub lease: Option<Duration>,
-    /// What to do if the lease is lost while the command runs.
-    #[arg(long, value_enum, default_value = "term")]
-    pub on_lost: OnLost,
+    /// What to do if the lease is lost while the command runs [default: term; with
+    /// --at-most: ignore].
+    #[arg(long, value_enum)]
+    pub on_lost: Option<OnLost>,
+    /// Job mode: the lock lives at most this long (ShedLock's lockAtMostFor); never waits.
+    #[arg(long, value_parser = crate::parse_duration, conflicts_with_all = ["lease", "wait"])]
+    pub at_most: Option<Duration>,
+    /// Job mode: keep the lock at least this long from the start (lockAtLeastFor).
+    #[arg(long, value_parser = crate::parse_wait, requires = "at_most")]
+    pub at_least: Option<Duration>,
+    /// Job mode: the environment part of the key job-lock:<env>:NAME.
+    #[arg(long, default_value = "default", requires = "at_most")]
+    pub env: String,
+    /// Job mode: extend the lock to --at-most every half of it while CMD runs.
+    #[arg(long, requires = "at_most")]
+    pub keep_alive: bool,
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true)]
     pub command: Vec<String>,
@@ -51,35 +70,90 @@ fn send_signal(pid: Option<u32>, sig: libc::c_int) {
     }
 }
 
-pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
+/// What `run` holds while CMD runs.
+enum Held {
+    Lock(distlock::LockGuard),
+    Job(distlock::JobGuard),
+}
+
+impl Held {
+    async fn lost(&self) {
+        match self {
+            Held::Lock(g) => g.lost().await,
+            Held::Job(g) => g.lost().await,
+        }
+    }
+
+    async fn release(self) -> distlock::Result<()> {
+        match self {
+            Held::Lock(g) => g.release().await,
+            Held::Job(g) => g.release().await,
+        }
+    }
+}
+
+async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     let client = opts.client().await?;
+    if let Some(at_most) = args.at_most {
+        let mut job = client
+            .job_lock(args.name.as_str())
+            .environment(args.env.as_str())
+            .at_most_for(at_most)
+            .at_least_for(args.at_least.unwrap_or_default());
+        if args.keep_alive {
+            job = job.keep_alive();
+        }
+        let guard = job
+            .try_lock()
+            .await
+            .with_context(|| format!("job lock {:?}", args.name))?;
+        if guard.is_none() {
+            eprintln!(
+                "distlock: job {:?} (env {}) is running elsewhere; skipped",
+                args.name, args.env
+            );
+        }
+        return Ok(guard.map(Held::Job));
+    }
     let mut lock = client.lock(args.name.as_str());
     if let Some(lease) = args.lease {
         lock = lock.lease(lease);
     }
-    let Some(guard) = lock
+    let guard = lock
         .try_acquire_for(args.wait)
         .await
-        .with_context(|| format!("lock {:?}", args.name))?
-    else {
+        .with_context(|| format!("lock {:?}", args.name))?;
+    if guard.is_none() {
         eprintln!(
             "distlock: lock {:?} not acquired within {}",
             args.name,
             humantime::format_duration(args.wait)
         );
+    }
+    Ok(guard.map(Held::Lock))
+}
+
+pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
+    let Some(held) = take(opts, &args).await? else {
         return Ok(exit::NOT_ACQUIRED);
     };
-
-    let mut child = match tokio::process::Command::new(&args.command[0])
+    let on_lost = args.on_lost.unwrap_or(if args.at_most.is_some() {
+        OnLost::Ignore
+    } else {
+        OnLost::Term
+    });
+    let mut command = tokio::process::Command::new(&args.command[0]);
+    command
         .args(&args.command[1..])
-        .env("DISTLOCK_LOCK", &args.name)
-        .env("DISTLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
-        .spawn()
-    {
+        .env("DISTLOCK_LOCK", &args.name);
+    if let Held::Lock(g) = &held {
+        command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
+    }
+    let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("distlock: cannot run {:?}: {e}", args.command[0]);
-            guard.release().await.ok();
+            held.release().await.ok();
             return Ok(exit::CANNOT_EXEC);
         }
     };
@@ -94,17 +168,18 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
             _ = sigint.recv() => send_signal(pid, libc::SIGINT),
             _ = sigterm.recv() => send_signal(pid, libc::SIGTERM),
             _ = sighup.recv() => send_signal(pid, libc::SIGHUP),
-            _ = guard.lost(), if !lost_seen => {
+            _ = held.lost(), if !lost_seen => {
                 lost_seen = true;
                 eprintln!("distlock: the lease on {:?} was lost while the command ran", args.name);
-                if args.on_lost == OnLost::Term {
+                if on_lost == OnLost::Term {
                     send_signal(pid, libc::SIGTERM);
                 }
             }
         }
     };
-    if let Err(e) = guard.release().await {
-        // The command's result stands; the lock was lost or already gone.
+    if let Err(e) = held.release().await {
+        // The command's result stands; the lock was lost or already gone, and another
+        // holder's lock was left alone.
         eprintln!("distlock: release of {:?}: {e}", args.name);
     }
     Ok(exit_code(status))

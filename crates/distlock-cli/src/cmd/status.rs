@@ -1,5 +1,6 @@
-//! `distlock status NAME… [--json]`: holders with hold counts, TTL, fencing token, waiting
-//! clients.
+//! `distlock status NAME… [--json] [--env ENV]`: holders with hold counts, TTL, fencing
+//! token, waiting clients; for job locks (`--env`, or a name `job-lock:<env>:<job>`) the
+//! holder's host and the time it took the lock.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -15,6 +16,37 @@ pub struct StatusArgs {
     /// Print one JSON array instead of text.
     #[arg(long)]
     pub json: bool,
+    /// The names are job locks (`distlock run --at-most`) in this environment.
+    #[arg(long)]
+    pub env: Option<String>,
+}
+
+/// One line of output, in the order the names were given.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Item {
+    Lock(Row),
+    Job(JobRow),
+}
+
+#[derive(Serialize)]
+struct JobRow {
+    kind: &'static str,
+    name: String,
+    key: String,
+    held: bool,
+    host: Option<String>,
+    locked_at: Option<String>,
+    id: Option<String>,
+    ttl_ms: Option<u64>,
+}
+
+/// `(env, job)` when `name` is a job-lock key or `--env` was given.
+fn job_name<'a>(args: &'a StatusArgs, name: &'a str) -> Option<(&'a str, &'a str)> {
+    if let Some(env) = &args.env {
+        return Some((env.as_str(), name));
+    }
+    name.strip_prefix("job-lock:")?.split_once(':')
 }
 
 #[derive(Serialize)]
@@ -25,6 +57,7 @@ struct Holder {
 
 #[derive(Serialize)]
 struct Row {
+    kind: &'static str,
     name: String,
     key: String,
     held: bool,
@@ -37,14 +70,36 @@ struct Row {
 
 pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
     let client = opts.client().await?;
-    let mut rows = Vec::new();
+    let mut items = Vec::new();
     for name in &args.names {
+        if let Some((env, job)) = job_name(&args, name) {
+            let lock = client.job_lock(job).environment(env);
+            let holder = lock
+                .status()
+                .await
+                .with_context(|| format!("status of job {job:?}"))?;
+            items.push(Item::Job(JobRow {
+                kind: "job",
+                name: job.to_string(),
+                key: lock.key(),
+                held: holder.is_some(),
+                ttl_ms: holder
+                    .as_ref()
+                    .and_then(|h| h.ttl)
+                    .map(|t| t.as_millis() as u64),
+                host: holder.as_ref().map(|h| h.host.clone()),
+                locked_at: holder.as_ref().map(|h| h.locked_at.clone()),
+                id: holder.and_then(|h| h.id),
+            }));
+            continue;
+        }
         let s = client
             .lock(name.as_str())
             .status()
             .await
             .with_context(|| format!("status of {name:?}"))?;
-        rows.push(Row {
+        items.push(Item::Lock(Row {
+            kind: "lock",
             held: !s.holders.is_empty(),
             holders: s
                 .holders
@@ -57,30 +112,49 @@ pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
             waiting_clients: s.subscribers,
             name: s.name,
             key: s.key,
-        });
+        }));
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(0);
     }
-    for r in rows {
-        if !r.held {
-            println!("{}: free (fencing counter {})", r.name, r.fencing_counter);
-            continue;
+    for item in items {
+        match item {
+            Item::Job(j) => print_job(&j),
+            Item::Lock(r) => print_lock(&r),
         }
-        let ttl = r
-            .ttl_ms
-            .map(|ms| format!("{ms} ms"))
-            .unwrap_or_else(|| "no TTL".into());
-        println!("{}: held, TTL {ttl}", r.name);
-        for h in &r.holders {
-            println!("  owner {}  hold count {}", h.owner, h.hold_count);
-        }
-        match r.fencing_token {
-            Some(t) => println!("  fencing token {t}"),
-            None => println!("  fencing token: none (holder is not a distlock client)"),
-        }
-        println!("  waiting clients {}", r.waiting_clients);
     }
     Ok(0)
+}
+
+fn print_job(j: &JobRow) {
+    match (&j.host, &j.locked_at) {
+        (Some(host), Some(at)) => println!(
+            "{} (job, {}): held by {host} since {at}, TTL {} ms",
+            j.name,
+            j.key,
+            j.ttl_ms.unwrap_or(0)
+        ),
+        _ => println!("{} (job, {}): free", j.name, j.key),
+    }
+}
+
+fn print_lock(r: &Row) {
+    if !r.held {
+        println!("{}: free (fencing counter {})", r.name, r.fencing_counter);
+        return;
+    }
+    let ttl = r
+        .ttl_ms
+        .map(|ms| format!("{ms} ms"))
+        .unwrap_or_else(|| "no TTL".into());
+    println!("{}: held, TTL {ttl}", r.name);
+    for h in &r.holders {
+        println!("  owner {}  hold count {}", h.owner, h.hold_count);
+    }
+    match r.fencing_token {
+        Some(t) => println!("  fencing token {t}"),
+        None => println!("  fencing token: none (holder is not a distlock client)"),
+    }
+    println!("  waiting clients {}", r.waiting_clients);
 }

@@ -41,6 +41,22 @@ script!(
     "lock_inspect.lua"
 );
 
+script!(
+    /// Take a job lock if free; WRONGTYPE for a key of another type.
+    JOB_ACQUIRE,
+    "job_acquire.lua"
+);
+script!(
+    /// Release a job lock if ours (delete, or keep for the at-least time).
+    JOB_RELEASE,
+    "job_release.lua"
+);
+script!(
+    /// Extend a job lock if ours.
+    JOB_EXTEND,
+    "job_extend.lua"
+);
+
 /// Sources of every script, by file name, for tools and tests that run them directly.
 pub const SOURCES: &[(&str, &str)] = &[
     ("lock_acquire.lua", include_str!("lock_acquire.lua")),
@@ -51,6 +67,9 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("lock_force_unlock.lua"),
     ),
     ("lock_inspect.lua", include_str!("lock_inspect.lua")),
+    ("job_acquire.lua", include_str!("job_acquire.lua")),
+    ("job_release.lua", include_str!("job_release.lua")),
+    ("job_extend.lua", include_str!("job_extend.lua")),
 ];
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod bad_input;
 mod cancel;
 mod faults;
 mod fencing;
+mod job;
 mod lock_basic;
 mod lost;
 mod model;

@@ -1,0 +1,601 @@
+//! [`JobLock`]: run scheduled work on one instance at a time — ShedLock's model (seed 001)
+//! without its unsafe unlock.
+//!
+//! A job lock is a string key `<key prefix>job-lock:<env>:<name>` holding
+//! `ADDED:<ISO-8601 UTC>@<hostname>:<uuid>`, set with `SET NX PX <at_most_for>`: the formats of
+//! ShedLock's Redis provider, so a Java service using ShedLock on the same Redis sees the
+//! same lock. The job does not wait: if another instance holds the lock, this instance skips
+//! the run ([`JobLock::run`] returns `Ok(None)`).
+//!
+//! - `at_most_for`: the lock expires after it even if the holder dies or hangs (required).
+//! - `at_least_for`: after a short job the lock is kept until this much time has passed since
+//!   the start, so instances whose clocks or schedules differ slightly do not run the job
+//!   again (default 0).
+//! - `keep_alive`: extend the lock to `at_most_for` every half of it while the job runs
+//!   (ShedLock's `KeepAliveLockProvider`).
+//!
+//! Unlike ShedLock's provider (seed 001 §7, ShedLock issue #2583), release and extension
+//! compare the value first, in one script each: a job that outran `at_most_for` never
+//! deletes or shortens the lock of the instance that took over; it gets
+//! [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) instead.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::keys;
+use crate::scripts;
+use crate::watchdog::LeaseState;
+
+tokio::task_local! {
+    /// Jobs (client id, env, name) the current task runs under.
+    static RUNNING: Vec<(uuid::Uuid, String, String)>;
+}
+
+/// Whether the current task runs inside [`JobLock::run`] of a job called `name` (any
+/// environment) — ShedLock's `LockAssert.assertLocked`, as a boolean.
+///
+/// The answer is per task: a task spawned from inside the job is not "under the lock" by this
+/// test, since it may outlive the job.
+pub fn assert_locked(name: &str) -> bool {
+    RUNNING
+        .try_with(|jobs| jobs.iter().any(|(_, _, n)| n == name))
+        .unwrap_or(false)
+}
+
+/// Whether this task runs inside this client's run of the job (a nested run).
+fn running_under(client: &Client, env: &str, name: &str) -> bool {
+    let id = client.id();
+    RUNNING
+        .try_with(|jobs| {
+            jobs.iter()
+                .any(|(c, e, n)| *c == id && e == env && n == name)
+        })
+        .unwrap_or(false)
+}
+
+/// A job lock; see the [module docs](self). Made by [`Client::job_lock`]; configure with the
+/// builder methods, then [`run`](JobLock::run) or [`try_lock`](JobLock::try_lock).
+///
+/// # Examples
+/// ```no_run
+/// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+/// use std::time::Duration;
+/// let ran = client
+///     .job_lock("nightly-report")
+///     .environment("prod")
+///     .at_most_for(Duration::from_secs(600))
+///     .at_least_for(Duration::from_secs(30))
+///     .run(async { /* build the report */ 42 })
+///     .await?;
+/// match ran {
+///     Some(v) => println!("this instance ran it: {v}"),
+///     None => println!("another instance holds it"),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct JobLock {
+    client: Client,
+    name: String,
+    env: String,
+    at_most_for: Option<Duration>,
+    at_least_for: Duration,
+    keep_alive: bool,
+}
+
+impl fmt::Debug for JobLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobLock")
+            .field("key", &self.key())
+            .field("at_most_for", &self.at_most_for)
+            .field("at_least_for", &self.at_least_for)
+            .field("keep_alive", &self.keep_alive)
+            .finish()
+    }
+}
+
+/// Who holds a job lock, read from its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobHolder {
+    /// The whole value, `ADDED:<time>@<host>[:<uuid>]`.
+    pub value: String,
+    /// When the holder took the lock, as it wrote it (ISO-8601 UTC, the holder's clock).
+    pub locked_at: String,
+    /// The holder's hostname.
+    pub host: String,
+    /// The holder's grant id, when present (absent in values written by older ShedLocks).
+    pub id: Option<String>,
+    /// Time left until the lock expires.
+    pub ttl: Option<Duration>,
+}
+
+impl JobHolder {
+    /// Parse a ShedLock value; `None` when it does not start with `ADDED:` and contain `@`.
+    pub fn parse(value: &str, ttl: Option<Duration>) -> Option<JobHolder> {
+        let rest = value.strip_prefix("ADDED:")?;
+        let (locked_at, who) = rest.split_once('@')?;
+        let (host, id) = match who.rsplit_once(':') {
+            Some((host, id)) if uuid::Uuid::parse_str(id).is_ok() => {
+                (host.to_string(), Some(id.to_string()))
+            }
+            _ => (who.to_string(), None),
+        };
+        Some(JobHolder {
+            value: value.to_string(),
+            locked_at: locked_at.to_string(),
+            host,
+            id,
+            ttl,
+        })
+    }
+}
+
+impl Client {
+    /// The job lock called `name`, in environment `"default"`, with no `at_most_for` yet
+    /// (set it before use). No I/O.
+    pub fn job_lock(&self, name: impl Into<String>) -> JobLock {
+        JobLock {
+            client: self.clone(),
+            name: name.into(),
+            env: "default".into(),
+            at_most_for: None,
+            at_least_for: Duration::ZERO,
+            keep_alive: false,
+        }
+    }
+}
+
+/// The job-lock key of `name` in `env`: `<prefix>job-lock:<env>:<name>` (ShedLock's format).
+pub fn job_key(key_prefix: &str, env: &str, name: &str) -> String {
+    format!("{key_prefix}job-lock:{env}:{name}")
+}
+
+impl JobLock {
+    /// The environment, the middle part of the key (ShedLock's `env`). Default `"default"`.
+    pub fn environment(mut self, env: impl Into<String>) -> Self {
+        self.env = env.into();
+        self
+    }
+
+    /// How long the lock lives at most, whatever the holder does (required, ≥ 1 ms).
+    pub fn at_most_for(mut self, d: Duration) -> Self {
+        self.at_most_for = Some(d);
+        self
+    }
+
+    /// How long the lock lives at least, from the start of the run (default 0, at most
+    /// `at_most_for`).
+    pub fn at_least_for(mut self, d: Duration) -> Self {
+        self.at_least_for = d;
+        self
+    }
+
+    /// Extend the lock to `at_most_for` every half of it while the job runs.
+    pub fn keep_alive(mut self) -> Self {
+        self.keep_alive = true;
+        self
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The Redis key: `<prefix>job-lock:<env>:<name>`.
+    pub fn key(&self) -> String {
+        job_key(self.client.key_prefix(), &self.env, &self.name)
+    }
+
+    fn check(&self) -> Result<Duration> {
+        keys::check_name(&self.name)?;
+        if self.env.is_empty() {
+            return Err(Error::invalid("job environment is empty"));
+        }
+        keys::check_name(&self.key())?;
+        let at_most = self
+            .at_most_for
+            .ok_or_else(|| Error::invalid("at_most_for is required for a job lock"))?;
+        keys::lease_ms("at_most_for", at_most)?;
+        if self.at_least_for > at_most {
+            return Err(Error::invalid(format!(
+                "at_least_for ({:?}) exceeds at_most_for ({at_most:?})",
+                self.at_least_for
+            )));
+        }
+        Ok(at_most)
+    }
+
+    /// Take the lock if free, without waiting: `Ok(None)` when another instance holds it.
+    /// The caller runs the job and then [releases](JobGuard::release) the guard.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput): empty name or
+    /// environment, `at_most_for` missing, zero or over 365 days, `at_least_for` over
+    /// `at_most_for`. [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key
+    /// holds another type. Server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: a grant that raced the drop expires after `at_most_for` (it
+    /// cannot be told apart from another instance's without its value).
+    pub async fn try_lock(&self) -> Result<Option<JobGuard>> {
+        let at_most = self.check()?;
+        let key = self.key();
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        let value = format!(
+            "ADDED:{}@{}:{}",
+            humantime::format_rfc3339_millis(SystemTime::now()),
+            host,
+            uuid::Uuid::new_v4()
+        );
+        let started = Instant::now();
+        let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
+        inv.key(&key).arg(&value).arg(at_most.as_millis() as u64);
+        let taken: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&format!("job lock {key:?}"), &inv)
+            .await?;
+        if taken != 1 {
+            return Ok(None);
+        }
+        let lease = Arc::new(LeaseState::new(
+            started + at_most.saturating_sub(keys::drift(at_most)),
+        ));
+        let mut guard = JobGuard {
+            inner: Some(Arc::new(GuardInner {
+                client: self.client.clone(),
+                key,
+                value,
+                env: self.env.clone(),
+                name: self.name.clone(),
+                started,
+                at_least_for: self.at_least_for,
+                at_most_for: at_most,
+                lease,
+            })),
+            keep_alive: None,
+        };
+        if self.keep_alive {
+            guard.start_keep_alive();
+        }
+        Ok(Some(guard))
+    }
+
+    /// Run `task` if this instance gets the lock: `Ok(Some(output))` when it ran, `Ok(None)`
+    /// when another instance holds the lock (not an error). After the task, the lock is
+    /// released with the ownership-checked script (kept until `at_least_for` has passed).
+    ///
+    /// Inside a running job of the same name and environment, run by the same client in the
+    /// same task, the inner task runs at once without locking again (ShedLock's `alreadyLockedBy`), and
+    /// [`assert_locked`] returns true.
+    ///
+    /// # Errors
+    /// As [`JobLock::try_lock`]; and [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when
+    /// the task outran `at_most_for` and the lock expired (or was taken over) before the
+    /// release: the output is dropped, the other holder's lock is untouched, and a warning
+    /// is logged. Use [`JobLock::try_lock`] to keep the output in that case.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the task and releases the lock in the background.
+    pub async fn run<F, T>(&self, task: F) -> Result<Option<T>>
+    where
+        F: Future<Output = T>,
+    {
+        self.check()?;
+        if running_under(&self.client, &self.env, &self.name) {
+            return Ok(Some(task.await));
+        }
+        let Some(guard) = self.try_lock().await? else {
+            return Ok(None);
+        };
+        let mut jobs = RUNNING.try_with(|j| j.clone()).unwrap_or_default();
+        jobs.push((self.client.id(), self.env.clone(), self.name.clone()));
+        let output = RUNNING.scope(jobs, task).await;
+        match guard.release().await {
+            Ok(()) => Ok(Some(output)),
+            Err(e) => {
+                if e.kind() == ErrorKind::NotHeld {
+                    tracing::warn!(job = %self.name, error = %e, "the job outran at_most_for; the lock was not ours at release and was left alone");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Who holds the job lock now, if anyone.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key holds another type;
+    /// [`ErrorKind::UnexpectedReply`](crate::ErrorKind::UnexpectedReply) when the value is
+    /// not a ShedLock value. Server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn status(&self) -> Result<Option<JobHolder>> {
+        keys::check_name(&self.name)?;
+        let key = self.key();
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(&key).cmd("PTTL").arg(&key);
+        let (value, pttl): (Option<String>, i64) = self
+            .client
+            .inner
+            .backend
+            .pipeline(&format!("job status {key:?}"), &pipe)
+            .await?;
+        let Some(value) = value else { return Ok(None) };
+        let ttl = (pttl >= 0).then(|| Duration::from_millis(pttl as u64));
+        JobHolder::parse(&value, ttl)
+            .map(Some)
+            .ok_or_else(|| Error::unexpected(format!("{key:?} does not hold a job-lock value")))
+    }
+}
+
+/// A held job lock. Release it with [`JobGuard::release`]; dropping it releases in the
+/// background.
+#[must_use = "dropping the guard releases the job lock at once"]
+pub struct JobGuard {
+    inner: Option<Arc<GuardInner>>,
+    keep_alive: Option<tokio::task::AbortHandle>,
+}
+
+struct GuardInner {
+    client: Client,
+    key: String,
+    value: String,
+    env: String,
+    name: String,
+    started: Instant,
+    at_least_for: Duration,
+    at_most_for: Duration,
+    lease: Arc<LeaseState>,
+}
+
+impl fmt::Debug for JobGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner {
+            Some(g) => f
+                .debug_struct("JobGuard")
+                .field("key", &g.key)
+                .field("value", &g.value)
+                .finish(),
+            None => f.write_str("JobGuard(released)"),
+        }
+    }
+}
+
+impl GuardInner {
+    async fn extend(&self, ttl: Duration) -> Result<()> {
+        let started = Instant::now();
+        let mut inv = scripts::JOB_EXTEND.prepare_invoke();
+        inv.key(&self.key)
+            .arg(&self.value)
+            .arg(ttl.as_millis() as u64);
+        let r: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&format!("extend job {:?}", self.name), &inv)
+            .await?;
+        match r {
+            1 => {
+                self.lease
+                    .renewed(started + ttl.saturating_sub(keys::drift(ttl)));
+                Ok(())
+            }
+            -2 => {
+                self.lease.mark_lost();
+                Err(Error::not_held(&self.name, NotHeldReason::HeldByOther))
+            }
+            _ => {
+                self.lease.mark_lost();
+                Err(Error::not_held(&self.name, NotHeldReason::Gone))
+            }
+        }
+    }
+
+    async fn release(&self) -> Result<()> {
+        let keep = self.at_least_for.saturating_sub(self.started.elapsed());
+        let keep_ms = if keep.is_zero() {
+            0
+        } else {
+            keep.as_millis().max(1) as u64
+        };
+        let mut inv = scripts::JOB_RELEASE.prepare_invoke();
+        inv.key(&self.key).arg(&self.value).arg(keep_ms);
+        let r: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&format!("release job {:?}", self.name), &inv)
+            .await?;
+        match r {
+            0 | 1 => Ok(()),
+            -2 => Err(Error::not_held(&self.name, NotHeldReason::HeldByOther)),
+            _ => Err(Error::not_held(&self.name, NotHeldReason::Gone)),
+        }
+    }
+}
+
+impl JobGuard {
+    fn inner(&self) -> &GuardInner {
+        self.inner.as_ref().expect("guard used after release")
+    }
+
+    fn start_keep_alive(&mut self) {
+        let me = self.inner.clone().expect("fresh guard");
+        let period = me.at_most_for / 2;
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                match me.extend(me.at_most_for).await {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::NotHeld => {
+                        tracing::warn!(job = %me.name, "keep-alive found the job lock gone");
+                        return;
+                    }
+                    Err(e) => tracing::warn!(job = %me.name, error = %e, "keep-alive failed"),
+                }
+            }
+        });
+        self.keep_alive = Some(task.abort_handle());
+    }
+
+    /// The value this guard wrote: `ADDED:<time>@<host>:<uuid>`.
+    pub fn value(&self) -> &str {
+        &self.inner().value
+    }
+
+    /// The key: `<prefix>job-lock:<env>:<name>`.
+    pub fn key(&self) -> &str {
+        &self.inner().key
+    }
+
+    /// The environment the job runs in.
+    pub fn environment(&self) -> &str {
+        &self.inner().env
+    }
+
+    /// Until when the lock is surely ours by the local monotonic clock (start + at_most_for,
+    /// or the last extension, minus drift).
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.inner().lease.valid_until().into_std()
+    }
+
+    /// Resolves when the lock is lost: `at_most_for` (or the last extension) passed, or an
+    /// extension found another holder.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.inner().lease.lost()
+    }
+
+    /// Set the lock's TTL to `ttl` from now, if it is still ours.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a zero or
+    /// overflowing `ttl`; [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock
+    /// expired or another instance holds it (nothing changed then). Server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: PEXPIRE is idempotent.
+    pub async fn extend(&self, ttl: Duration) -> Result<()> {
+        keys::lease_ms("extension", ttl)?;
+        self.inner().extend(ttl).await
+    }
+
+    /// Release: delete the lock if it is ours, or, while `at_least_for` has not passed since
+    /// the start, shorten its TTL to what remains of it. Never touches another holder's lock.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock expired (the job
+    /// outran `at_most_for`) or another instance took it over. Server failures.
+    ///
+    /// # Cancel safety
+    /// A dropped release may or may not have happened; `at_most_for` ends it anyway.
+    pub async fn release(mut self) -> Result<()> {
+        let g = self.inner.take().expect("released twice");
+        if let Some(task) = self.keep_alive.take() {
+            task.abort();
+        }
+        g.release().await
+    }
+}
+
+impl Drop for JobGuard {
+    fn drop(&mut self) {
+        let Some(g) = self.inner.take() else { return };
+        if let Some(task) = self.keep_alive.take() {
+            task.abort();
+        }
+        let runtime = tokio::runtime::Handle::try_current()
+            .unwrap_or_else(|_| g.client.inner.runtime.clone());
+        runtime.spawn(async move {
+            if let Err(e) = g.release().await {
+                tracing::warn!(job = %g.name, error = %e, "background release of a dropped job guard failed");
+            }
+        });
+    }
+}
+
+/// Run `job` every `interval` on this instance, with `lock` making it run once per interval
+/// across all instances that call this with the same lock.
+///
+/// Ticks are aligned to multiples of `interval` since the Unix epoch (every 60 s at :00), so
+/// all instances try at the same moment and one wins. Set `at_least_for` on the lock to more
+/// than the clock difference between instances (and less than `interval`), or an instance
+/// whose clock is late may run the job again after the winner finished. Skipped runs and
+/// errors are logged; the loop goes on until the returned handle is aborted.
+///
+/// # Panics
+/// Panics when `interval` is zero, or outside a tokio runtime.
+pub fn spawn_every<F, Fut>(
+    lock: JobLock,
+    interval: Duration,
+    mut job: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    assert!(!interval.is_zero(), "interval must be greater than zero");
+    tokio::spawn(async move {
+        loop {
+            let since_epoch = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            let period = interval.as_nanos();
+            let wait = period - since_epoch.as_nanos() % period;
+            tokio::time::sleep(Duration::from_nanos(wait as u64)).await;
+            match lock.run(job()).await {
+                Ok(Some(())) => tracing::debug!(job = %lock.name, "ran"),
+                Ok(None) => {
+                    tracing::debug!(job = %lock.name, "skipped: another instance holds the lock")
+                }
+                Err(e) => tracing::warn!(job = %lock.name, error = %e, "scheduled run failed"),
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_shedlock_values() {
+        let h = JobHolder::parse(
+            "ADDED:2021-05-12T13:31:45.006Z@lixin-macbook.local:1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+            None,
+        )
+        .unwrap();
+        assert_eq!(h.locked_at, "2021-05-12T13:31:45.006Z");
+        assert_eq!(h.host, "lixin-macbook.local");
+        assert_eq!(
+            h.id.as_deref(),
+            Some("1b4e28ba-2fa1-11d2-883f-0016d3cca427")
+        );
+        // Seed 001's older format, without the id.
+        let h =
+            JobHolder::parse("ADDED:2021-05-12T13:31:45.006Z@lixin-macbook.local", None).unwrap();
+        assert_eq!(h.host, "lixin-macbook.local");
+        assert_eq!(h.id, None);
+        assert!(JobHolder::parse("something else", None).is_none());
+    }
+
+    #[test]
+    fn key_format_is_shedlocks() {
+        assert_eq!(
+            job_key("", "test", "hello-world"),
+            "job-lock:test:hello-world"
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! Job locks (ShedLock's model) on a real server, including ShedLock's provider test cases.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use distlock::{job, ErrorKind, NotHeldReason};
+
+use crate::util::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_instance_is_skipped_while_the_first_runs() {
+    let (server, client) = setup().await;
+    let other = client_for(&server).await;
+    let lock = client
+        .job_lock("report")
+        .at_most_for(Duration::from_secs(10));
+    let other_lock = other
+        .job_lock("report")
+        .at_most_for(Duration::from_secs(10));
+    let ran = lock
+        .run(async {
+            let skipped = other_lock.run(async { "second" }).await.unwrap();
+            assert_eq!(skipped, None);
+            "first"
+        })
+        .await
+        .unwrap();
+    assert_eq!(ran, Some("first"));
+    // Released after the run: the next run goes through.
+    assert_eq!(other_lock.run(async { 2 }).await.unwrap(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_expires_after_at_most_for() {
+    let (server, client) = setup().await;
+    let lock = client
+        .job_lock("crashy")
+        .at_most_for(Duration::from_millis(300));
+    let guard = lock.try_lock().await.unwrap().expect("free");
+    let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:crashy"]);
+    assert!(pttl > 0 && pttl <= 300);
+    assert!(lock.try_lock().await.unwrap().is_none());
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let next = lock
+        .try_lock()
+        .await
+        .unwrap()
+        .expect("expired after at_most_for");
+    next.release().await.unwrap();
+    let _ = guard; // dropped: its background release finds another value and leaves it
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rerun_right_after_finish() {
+    let (_server, client) = setup().await;
+    let lock = client.job_lock("again").at_most_for(Duration::from_secs(5));
+    for i in 0..5 {
+        assert_eq!(lock.run(async { i }).await.unwrap(), Some(i));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_least_for_keeps_the_lock_after_a_short_job_then_frees_it() {
+    let (server, client) = setup().await;
+    let lock = client
+        .job_lock("min-spacing")
+        .at_most_for(Duration::from_secs(10))
+        .at_least_for(Duration::from_millis(600));
+    let start = tokio::time::Instant::now();
+    assert_eq!(lock.run(async { 1 }).await.unwrap(), Some(1));
+    // Still locked: the TTL was shortened to what remains of at_least_for.
+    let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:min-spacing"]);
+    assert!(pttl > 0 && pttl <= 600, "pttl {pttl}");
+    assert_eq!(lock.run(async { 2 }).await.unwrap(), None);
+    tokio::time::sleep(Duration::from_millis(650).saturating_sub(start.elapsed())).await;
+    assert_eq!(lock.run(async { 3 }).await.unwrap(), Some(3));
+}
+
+/// ShedLock's fuzz test: 8 tasks × 100 increments, each increment a job run that skips when
+/// another task holds the lock; the total is exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuzz_8_tasks_100_increments() {
+    let (server, client) = setup().await;
+    let url = server.url();
+    let mut tasks = Vec::new();
+    let skipped = Arc::new(AtomicU64::new(0));
+    for _ in 0..8 {
+        let lock = client.job_lock("fuzz").at_most_for(Duration::from_secs(5));
+        let url = url.clone();
+        let skipped = skipped.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut con = redis::Client::open(url)
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap();
+            let mut done = 0;
+            while done < 100 {
+                let mut c = con.clone();
+                let ran = lock
+                    .run(async move {
+                        let v: Option<u64> = redis::cmd("GET")
+                            .arg("fuzz-counter")
+                            .query_async(&mut c)
+                            .await
+                            .unwrap();
+                        let _: () = redis::cmd("SET")
+                            .arg("fuzz-counter")
+                            .arg(v.unwrap_or(0) + 1)
+                            .query_async(&mut c)
+                            .await
+                            .unwrap();
+                    })
+                    .await
+                    .unwrap();
+                if ran.is_some() {
+                    done += 1;
+                } else {
+                    skipped.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            }
+            let _: () = redis::cmd("PING").query_async(&mut con).await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let total: u64 = cmd(&server, &["GET", "fuzz-counter"]);
+    assert_eq!(total, 800);
+    assert!(
+        skipped.load(Ordering::Relaxed) > 0,
+        "no contention happened"
+    );
+}
+
+/// Seed 001 §7: the first instance's job outruns at_most_for, a second instance takes the
+/// lock, the first finishes. ShedLock's DEL would delete the second's lock; here the second's
+/// lock is untouched and the first gets NotHeld.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overrun_never_deletes_the_next_holders_lock() {
+    let (server, client) = setup().await;
+    let second_client = client_for(&server).await;
+    let first = client
+        .job_lock("overrun")
+        .at_most_for(Duration::from_millis(200));
+    let second = second_client
+        .job_lock("overrun")
+        .at_most_for(Duration::from_secs(30));
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let first_run = tokio::spawn(async move {
+        first
+            .run(async {
+                // Outrun at_most_for; the second instance takes over meanwhile.
+                rx.await.unwrap();
+            })
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second_guard = second
+        .try_lock()
+        .await
+        .unwrap()
+        .expect("first lock expired");
+    let value_before: String = cmd(&server, &["GET", "job-lock:default:overrun"]);
+    tx.send(()).unwrap();
+    let err = first_run.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    assert_eq!(err.not_held_reason(), Some(NotHeldReason::HeldByOther));
+    let value_after: String = cmd(&server, &["GET", "job-lock:default:overrun"]);
+    assert_eq!(value_before, value_after);
+    let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:overrun"]);
+    assert!(pttl > 25_000, "the second holder's TTL was touched: {pttl}");
+    second_guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_keeps_a_long_job_locked() {
+    let (server, client) = setup().await;
+    let at_most = Duration::from_millis(400);
+    let lock = client.job_lock("long").at_most_for(at_most).keep_alive();
+    // Another instance probes (the same client would count as a nested run).
+    let other = client_for(&server).await;
+    let probe = other.job_lock("long").at_most_for(at_most);
+    let ran = lock
+        .run(async {
+            let start = tokio::time::Instant::now();
+            while start.elapsed() < at_most * 3 {
+                let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:long"]);
+                assert!(pttl > 0, "lock expired during the job");
+                assert_eq!(probe.run(async {}).await.unwrap(), None);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(ran, Some(()));
+    let exists: bool = cmd(&server, &["EXISTS", "job-lock:default:long"]);
+    assert!(!exists);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_and_value_match_shedlocks_formats() {
+    let (server, client) = setup().await;
+    let lock = client
+        .job_lock("hello-world")
+        .environment("test")
+        .at_most_for(Duration::from_secs(30));
+    assert_eq!(lock.key(), "job-lock:test:hello-world");
+    let guard = lock.try_lock().await.unwrap().unwrap();
+    let value: String = cmd(&server, &["GET", "job-lock:test:hello-world"]);
+    assert_eq!(value, guard.value());
+    // ADDED:<ISO-8601 UTC with millis>@<hostname>:<uuid>
+    let rest = value.strip_prefix("ADDED:").expect("ADDED: prefix");
+    let (time, who) = rest.split_once('@').expect("@");
+    assert_eq!(time.len(), "2021-05-12T13:31:45.006Z".len(), "{time}");
+    assert!(time.ends_with('Z') && time.as_bytes()[10] == b'T', "{time}");
+    let (host, id) = who.rsplit_once(':').unwrap();
+    assert_eq!(host, gethostname_str());
+    assert_eq!(id.len(), 36);
+    let holder = lock.status().await.unwrap().unwrap();
+    assert_eq!(holder.host, host);
+    assert_eq!(holder.locked_at, time);
+    guard.release().await.unwrap();
+    assert_eq!(lock.status().await.unwrap(), None);
+}
+
+fn gethostname_str() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_job_inputs_are_refused() {
+    let (server, client) = setup().await;
+    let ok = Duration::from_secs(10);
+    let cases = [
+        ("empty name", client.job_lock("").at_most_for(ok)),
+        ("no at_most_for", client.job_lock("j")),
+        (
+            "zero at_most_for",
+            client.job_lock("j").at_most_for(Duration::ZERO),
+        ),
+        (
+            "at_least_for > at_most_for",
+            client
+                .job_lock("j")
+                .at_most_for(ok)
+                .at_least_for(Duration::from_secs(11)),
+        ),
+        (
+            "empty environment",
+            client.job_lock("j").environment("").at_most_for(ok),
+        ),
+    ];
+    for (what, lock) in cases {
+        let err = lock.try_lock().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
+        let err = lock.run(async {}).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}");
+    }
+    assert!(keys(&server).is_empty());
+    let _: () = cmd(&server, &["HSET", "job-lock:default:hashy", "f", "v"]);
+    let err = client
+        .job_lock("hashy")
+        .at_most_for(ok)
+        .try_lock()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+    let fields: Vec<String> = cmd(&server, &["HKEYS", "job-lock:default:hashy"]);
+    assert_eq!(fields, vec!["f".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_run_and_assert_locked() {
+    let (_server, client) = setup().await;
+    let lock = client
+        .job_lock("outer")
+        .at_most_for(Duration::from_secs(10));
+    assert!(!job::assert_locked("outer"));
+    let inner_lock = lock.clone();
+    let ran = lock
+        .run(async move {
+            assert!(job::assert_locked("outer"));
+            // Same job inside itself: runs without locking again.
+            inner_lock
+                .run(async { job::assert_locked("outer") })
+                .await
+                .unwrap()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ran, Some(Some(true)));
+    assert!(!job::assert_locked("outer"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_every_runs_once_per_interval_across_instances() {
+    let (server, client) = setup().await;
+    let other = client_for(&server).await;
+    let runs = Arc::new(AtomicU64::new(0));
+    let interval = Duration::from_millis(300);
+    let mut handles = Vec::new();
+    for c in [&client, &other] {
+        let lock = c
+            .job_lock("tick")
+            .at_most_for(Duration::from_millis(250))
+            .at_least_for(Duration::from_millis(200));
+        let runs = runs.clone();
+        handles.push(job::spawn_every(lock, interval, move || {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    tokio::time::sleep(interval * 5 + Duration::from_millis(50)).await;
+    for h in &handles {
+        h.abort();
+    }
+    let n = runs.load(Ordering::Relaxed);
+    assert!(
+        (4..=6).contains(&n),
+        "{n} runs in 5 intervals by 2 instances"
+    );
+}
