@@ -417,3 +417,76 @@ fn job_mode_rejects_bad_durations() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("at_least_for"));
 }
+
+#[test]
+fn redlock_mode_runs_under_a_quorum_and_exits_75_without_one() {
+    let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let urls = nodes.iter().map(|n| n.url()).collect::<Vec<_>>().join(",");
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    holder
+        .args([
+            "run",
+            "rl",
+            "--redlock",
+            &urls,
+            "--lease",
+            "900ms",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(Stdio::null());
+    let mut holder = holder.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || nodes
+        .iter()
+        .filter(|n| redis_cmd::<bool>(n, &["EXISTS", "rl"]))
+        .count()
+        >= 2));
+    // Held past its TTL: the extension loop keeps it.
+    std::thread::sleep(Duration::from_millis(1500));
+    let held = nodes
+        .iter()
+        .filter(|n| redis_cmd::<bool>(n, &["EXISTS", "rl"]))
+        .count();
+    assert!(held >= 2, "the RedLock was not extended: {held} nodes");
+
+    let mut second = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    second.args([
+        "run",
+        "rl",
+        "--redlock",
+        &urls,
+        "--wait",
+        "300ms",
+        "--",
+        "true",
+    ]);
+    let out = output(second);
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("quorum"));
+
+    let mut status = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    status.args(["status", "rl", "--redlock", &urls, "--json"]);
+    let out = output(status);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["kind"], "redlock");
+    let held_views = v[0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["held"] == true)
+        .count();
+    assert!(held_views >= 2, "{v}");
+
+    unsafe {
+        libc::kill(holder.id() as libc::pid_t, libc::SIGTERM);
+    }
+    holder.wait().unwrap();
+    for n in &nodes {
+        let exists: bool = redis_cmd(n, &["EXISTS", "rl"]);
+        assert!(!exists, "released on every node");
+    }
+    let mut third = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    third.args(["run", "rl", "--redlock", &urls, "--", "true"]);
+    assert_eq!(output(third).status.code(), Some(0));
+}

@@ -36,6 +36,9 @@ pub enum ErrorKind {
     UnexpectedReply,
     /// Any other server error (e.g. `NOPERM`, `READONLY`, `OOM`, `BUSY`).
     Backend,
+    /// A [`RedLock`](crate::RedLock) could not get a quorum of nodes within the lock's
+    /// validity; [`Error::node_failures`] names each failing node and its cause.
+    QuorumNotReached,
 }
 
 impl fmt::Display for ErrorKind {
@@ -50,6 +53,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::WrongType => "wrong key type",
             ErrorKind::UnexpectedReply => "unexpected reply",
             ErrorKind::Backend => "server error",
+            ErrorKind::QuorumNotReached => "quorum not reached",
         })
     }
 }
@@ -64,11 +68,21 @@ pub enum NotHeldReason {
     HeldByOther,
 }
 
+/// One node's part in a failed multi-node operation ([`ErrorKind::QuorumNotReached`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeFailure {
+    /// The node's URL, password masked.
+    pub node: String,
+    /// What happened there: held by another owner, timed out, unreachable, …
+    pub cause: String,
+}
+
 /// A distlock error: a [`ErrorKind`], a message, and the underlying cause if any.
 pub struct Error {
     kind: ErrorKind,
     message: String,
     reason: Option<NotHeldReason>,
+    nodes: Vec<NodeFailure>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -81,8 +95,20 @@ impl Error {
             kind,
             message: message.into(),
             reason: None,
+            nodes: Vec::new(),
             source: None,
         }
+    }
+
+    pub(crate) fn quorum(message: impl Into<String>, nodes: Vec<NodeFailure>) -> Self {
+        let mut e = Error::new(ErrorKind::QuorumNotReached, message);
+        e.nodes = nodes;
+        e
+    }
+
+    /// For [`ErrorKind::QuorumNotReached`]: each node that did not grant, and why.
+    pub fn node_failures(&self) -> &[NodeFailure] {
+        &self.nodes
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
@@ -165,6 +191,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
+        for n in &self.nodes {
+            write!(f, "; {}: {}", n.node, n.cause)?;
+        }
         if let Some(src) = &self.source {
             write!(f, " ({src})")?;
         }
@@ -178,6 +207,9 @@ impl fmt::Debug for Error {
         d.field("kind", &self.kind).field("message", &self.message);
         if let Some(r) = self.reason {
             d.field("reason", &r);
+        }
+        if !self.nodes.is_empty() {
+            d.field("nodes", &self.nodes);
         }
         if let Some(s) = &self.source {
             d.field("source", &s.to_string());

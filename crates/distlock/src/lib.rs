@@ -6,6 +6,9 @@
 //!   lives, waiting by pub/sub wake-ups (not polling), ownership-checked release, a lost-lease
 //!   signal and a [`FencingToken`] on every grant. Its data layout is Redisson's `RLock`, so
 //!   Java services using Redisson and Rust services using distlock share one lock.
+//! - [`JobLock`]: scheduled work once per cluster, ShedLock's format, safe release.
+//! - [`MultiLock`]: several locks (on one or several servers) taken all or nothing;
+//!   [`RedLock`]: the Redlock algorithm over independent masters.
 //! - [`Client`]: one multiplexed command connection, one shared subscription connection and
 //!   one watchdog task per client.
 //!
@@ -35,6 +38,8 @@ mod error;
 pub mod job;
 pub mod keys;
 mod lock;
+mod multi;
+mod redlock;
 mod scripts;
 mod watchdog;
 
@@ -42,9 +47,11 @@ pub use client::{
     Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT,
     DEFAULT_WATCHDOG_LEASE,
 };
-pub use error::{Error, ErrorKind, NotHeldReason, Result};
+pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
 pub use job::{JobGuard, JobHolder, JobLock};
 pub use lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
+pub use multi::{MultiLock, MultiLockGuard};
+pub use redlock::{RedLock, RedLockBuilder, RedLockGuard};
 
 /// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests
 /// (e.g. to inspect them or load them into another client).

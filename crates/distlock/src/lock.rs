@@ -175,13 +175,13 @@ impl fmt::Debug for Lock {
     }
 }
 
-enum Attempt {
+pub(crate) enum Attempt {
     Granted { hold_count: u32, token: u64 },
     Held { pttl_ms: i64 },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     New,
     As,
     Nested,
@@ -506,7 +506,7 @@ impl Lock {
         }
     }
 
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         keys::check_name(&self.inner.name)
     }
 
@@ -543,7 +543,7 @@ impl Lock {
         }
     }
 
-    async fn attempt(
+    pub(crate) async fn attempt(
         &self,
         owner: &Owner,
         mode: Mode,
@@ -685,7 +685,7 @@ impl Lock {
         }
     }
 
-    async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
+    pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
         let client = &self.inner.client.inner;
         let request_id = self.inner.client.request_id();
         let latch = keys::unlock_latch(&self.inner.key, &request_id);
@@ -710,7 +710,7 @@ impl Lock {
         }
     }
 
-    async fn renew_one(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
+    pub(crate) async fn renew_one(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
         let mut inv = scripts::LOCK_RENEW.prepare_invoke();
         inv.key(&self.inner.key).arg(lease_ms).arg(owner.as_str());
         let r: Vec<i64> = self.backend().eval(&self.context("extend"), &inv).await?;

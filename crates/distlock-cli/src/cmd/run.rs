@@ -6,6 +6,10 @@
 //! SIGINT, SIGTERM and SIGHUP to it, release when it exits and exit with its code. Not
 //! acquired in time: exit 75 with one line on stderr, like `flock -E 75`.
 //!
+//! RedLock mode (`--redlock URL,URL,…`): the Redlock algorithm over independent masters,
+//! TTL `--lease` (30 s), extended every third of it while CMD runs; no quorum within `--wait`
+//! → exit 75.
+//!
 //! Job mode (`--at-most`, cron on many hosts): take the job lock `job-lock:<env>:NAME` if
 //! free, without waiting (else exit 75 at once), run CMD, release with the ownership-checked
 //! script (kept until `--at-least` has passed). As in ShedLock, `--at-most` passing does not
@@ -56,6 +60,9 @@ pub struct RunArgs {
     /// Job mode: extend the lock to --at-most every half of it while CMD runs.
     #[arg(long, requires = "at_most")]
     pub keep_alive: bool,
+    /// RedLock mode: independent masters, comma-separated URLs.
+    #[arg(long, value_delimiter = ',', conflicts_with = "at_most")]
+    pub redlock: Vec<String>,
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true)]
     pub command: Vec<String>,
@@ -74,6 +81,7 @@ fn send_signal(pid: Option<u32>, sig: libc::c_int) {
 enum Held {
     Lock(distlock::LockGuard),
     Job(distlock::JobGuard),
+    RedLock(distlock::RedLockGuard, Duration),
 }
 
 impl Held {
@@ -81,6 +89,22 @@ impl Held {
         match self {
             Held::Lock(g) => g.lost().await,
             Held::Job(g) => g.lost().await,
+            Held::RedLock(g, _) => g.lost().await,
+        }
+    }
+
+    /// RedLock has no watchdog: extend it every third of its TTL while CMD runs. Other locks
+    /// never need this.
+    async fn keep_alive(&self) {
+        match self {
+            Held::RedLock(g, ttl) => loop {
+                tokio::time::sleep(*ttl / 3).await;
+                if let Err(e) = g.extend().await {
+                    eprintln!("distlock: extending the RedLock failed: {e}");
+                    std::future::pending::<()>().await;
+                }
+            },
+            _ => std::future::pending().await,
         }
     }
 
@@ -88,11 +112,33 @@ impl Held {
         match self {
             Held::Lock(g) => g.release().await,
             Held::Job(g) => g.release().await,
+            Held::RedLock(g, _) => g.release().await,
         }
     }
 }
 
 async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
+    if !args.redlock.is_empty() {
+        let ttl = args.lease.unwrap_or(Duration::from_secs(30));
+        let redlock = distlock::RedLock::builder_from_urls(args.redlock.iter().cloned())
+            .ttl(ttl)
+            .build()
+            .await
+            .context("RedLock nodes")?;
+        let guard = redlock
+            .try_acquire_for(&args.name, args.wait)
+            .await
+            .with_context(|| format!("RedLock {:?}", args.name))?;
+        if guard.is_none() {
+            eprintln!(
+                "distlock: RedLock {:?} got no quorum of {} nodes within {}",
+                args.name,
+                redlock.node_count(),
+                humantime::format_duration(args.wait)
+            );
+        }
+        return Ok(guard.map(|g| Held::RedLock(g, ttl)));
+    }
     let client = opts.client().await?;
     if let Some(at_most) = args.at_most {
         let mut job = client
@@ -168,6 +214,7 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
             _ = sigint.recv() => send_signal(pid, libc::SIGINT),
             _ = sigterm.recv() => send_signal(pid, libc::SIGTERM),
             _ = sighup.recv() => send_signal(pid, libc::SIGHUP),
+            _ = held.keep_alive() => {}
             _ = held.lost(), if !lost_seen => {
                 lost_seen = true;
                 eprintln!("distlock: the lease on {:?} was lost while the command ran", args.name);

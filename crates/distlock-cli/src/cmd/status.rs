@@ -19,6 +19,18 @@ pub struct StatusArgs {
     /// The names are job locks (`distlock run --at-most`) in this environment.
     #[arg(long)]
     pub env: Option<String>,
+    /// The names are RedLocks over these independent masters (comma-separated URLs): show
+    /// each node's view.
+    #[arg(long, value_delimiter = ',', conflicts_with = "env")]
+    pub redlock: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct NodeView {
+    node: String,
+    #[serde(flatten)]
+    view: Option<Row>,
+    error: Option<String>,
 }
 
 /// One line of output, in the order the names were given.
@@ -27,6 +39,29 @@ pub struct StatusArgs {
 enum Item {
     Lock(Row),
     Job(JobRow),
+    RedLock {
+        kind: &'static str,
+        name: String,
+        nodes: Vec<NodeView>,
+    },
+}
+
+fn row(s: distlock::LockStatus) -> Row {
+    Row {
+        kind: "lock",
+        held: !s.holders.is_empty(),
+        holders: s
+            .holders
+            .into_iter()
+            .map(|(owner, hold_count)| Holder { owner, hold_count })
+            .collect(),
+        ttl_ms: s.ttl.map(|t| t.as_millis() as u64),
+        fencing_token: s.fencing_token.map(|t| t.get()),
+        fencing_counter: s.fencing_counter,
+        waiting_clients: s.subscribers,
+        name: s.name,
+        key: s.key,
+    }
 }
 
 #[derive(Serialize)]
@@ -69,6 +104,9 @@ struct Row {
 }
 
 pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
+    if !args.redlock.is_empty() {
+        return redlock_status(args).await;
+    }
     let client = opts.client().await?;
     let mut items = Vec::new();
     for name in &args.names {
@@ -98,31 +136,78 @@ pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
             .status()
             .await
             .with_context(|| format!("status of {name:?}"))?;
-        items.push(Item::Lock(Row {
-            kind: "lock",
-            held: !s.holders.is_empty(),
-            holders: s
-                .holders
-                .into_iter()
-                .map(|(owner, hold_count)| Holder { owner, hold_count })
-                .collect(),
-            ttl_ms: s.ttl.map(|t| t.as_millis() as u64),
-            fencing_token: s.fencing_token.map(|t| t.get()),
-            fencing_counter: s.fencing_counter,
-            waiting_clients: s.subscribers,
-            name: s.name,
-            key: s.key,
-        }));
+        items.push(Item::Lock(row(s)));
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(0);
     }
+    print_items(items);
+    Ok(0)
+}
+
+fn print_items(items: Vec<Item>) {
     for item in items {
         match item {
             Item::Job(j) => print_job(&j),
             Item::Lock(r) => print_lock(&r),
+            Item::RedLock { name, nodes, .. } => {
+                println!("{name} (RedLock over {} nodes):", nodes.len());
+                for n in nodes {
+                    match (n.view, n.error) {
+                        (Some(r), _) if r.held => println!(
+                            "  {}: held by {} (TTL {} ms)",
+                            n.node,
+                            r.holders.first().map(|h| h.owner.as_str()).unwrap_or("?"),
+                            r.ttl_ms.unwrap_or(0)
+                        ),
+                        (Some(_), _) => println!("  {}: free", n.node),
+                        (None, e) => {
+                            println!("  {}: unreachable ({})", n.node, e.unwrap_or_default())
+                        }
+                    }
+                }
+            }
         }
+    }
+}
+
+async fn redlock_status(args: StatusArgs) -> Result<u8> {
+    let redlock = distlock::RedLock::builder_from_urls(args.redlock.iter().cloned())
+        .build()
+        .await
+        .context("RedLock nodes")?;
+    let mut items = Vec::new();
+    for name in &args.names {
+        let views = redlock
+            .status(name)
+            .await
+            .with_context(|| format!("status of {name:?}"))?;
+        let nodes = views
+            .into_iter()
+            .map(|(node, r)| match r {
+                Ok(s) => NodeView {
+                    node,
+                    view: Some(row(s)),
+                    error: None,
+                },
+                Err(e) => NodeView {
+                    node,
+                    view: None,
+                    error: Some(e.to_string()),
+                },
+            })
+            .collect();
+        items.push(Item::RedLock {
+            kind: "redlock",
+            name: name.clone(),
+            nodes,
+        });
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&items)?);
+    } else {
+        print_items(items);
     }
     Ok(0)
 }

@@ -1,0 +1,271 @@
+//! RedLock over independent redis-server processes.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use distlock::{ErrorKind, RedLock};
+
+use crate::util::*;
+
+async fn nodes(n: usize) -> (Vec<RedisServer>, Vec<distlock::Client>) {
+    let servers: Vec<RedisServer> = (0..n).map(|_| RedisServer::start()).collect();
+    let mut clients = Vec::new();
+    for s in &servers {
+        clients.push(client_for(s).await);
+    }
+    (servers, clients)
+}
+
+/// Every pattern of nodes pre-locked by another owner: the acquire succeeds exactly when the
+/// free nodes form a quorum, and after a failure no node keeps our hold.
+async fn quorum_masks(n: usize) {
+    let (servers, clients) = nodes(n).await;
+    let redlock = RedLock::builder(clients.clone())
+        .ttl(Duration::from_secs(10))
+        .node_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let quorum = n / 2 + 1;
+    assert_eq!(redlock.quorum(), quorum);
+    for mask in 0u32..(1 << n) {
+        let name = format!("mask:{mask}");
+        let mut blockers = Vec::new();
+        for (i, c) in clients.iter().enumerate() {
+            if mask & (1 << i) != 0 {
+                blockers.push(c.lock(name.as_str()).acquire().await.unwrap());
+            }
+        }
+        let free = n - mask.count_ones() as usize;
+        let got = redlock.try_acquire(&name).await.unwrap();
+        assert_eq!(got.is_some(), free >= quorum, "mask {mask:0n$b}");
+        if let Some(g) = got {
+            assert_eq!(g.granted_nodes(), free);
+            g.release().await.unwrap();
+        }
+        // No node keeps a hold of ours: only the blockers' fields remain.
+        for (i, s) in servers.iter().enumerate() {
+            let fields: Vec<String> = cmd(s, &["HKEYS", &name]);
+            let blocked = mask & (1 << i) != 0;
+            assert_eq!(
+                fields.len(),
+                if blocked { 2 } else { 0 },
+                "mask {mask:0n$b} node {i}: {fields:?}"
+            );
+        }
+        for b in blockers {
+            b.release().await.unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quorum_masks_3_nodes() {
+    quorum_masks(3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quorum_masks_5_nodes() {
+    quorum_masks(5).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn minority_killed_still_locks_majority_killed_fails_fast() {
+    let (mut servers, clients) = nodes(5).await;
+    let redlock = RedLock::builder(clients)
+        .ttl(Duration::from_secs(10))
+        .node_timeout(Duration::from_millis(100))
+        .retry(1, Duration::ZERO, Duration::ZERO)
+        .build()
+        .await
+        .unwrap();
+    servers[0].kill();
+    servers[1].kill();
+    let g = redlock.acquire("k").await.expect("3 of 5 alive");
+    assert_eq!(g.granted_nodes(), 3);
+    g.release().await.unwrap();
+    servers[2].kill();
+    let start = tokio::time::Instant::now();
+    let err = redlock.acquire("k").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
+    assert!(
+        start.elapsed() < Duration::from_millis(400),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(err.node_failures().len(), 3, "{err}");
+    for f in err.node_failures() {
+        assert!(!f.node.is_empty() && !f.cause.is_empty());
+    }
+    // The surviving nodes keep nothing.
+    for s in &servers[3..] {
+        let exists: bool = cmd(s, &["EXISTS", "k"]);
+        assert!(!exists);
+    }
+}
+
+/// One node hangs (SIGSTOP): the lock is had within the node timeout from the others, and
+/// the hung node's late grant is released once it resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_node_is_skipped_and_its_late_grant_released() {
+    let (servers, clients) = nodes(3).await;
+    let redlock = RedLock::builder(clients)
+        .ttl(Duration::from_secs(30))
+        .node_timeout(Duration::from_millis(100))
+        .build()
+        .await
+        .unwrap();
+    servers[2].pause();
+    let start = tokio::time::Instant::now();
+    let g = redlock
+        .try_acquire("hung")
+        .await
+        .unwrap()
+        .expect("2 of 3 answer");
+    assert!(
+        start.elapsed() < Duration::from_millis(300),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(g.granted_nodes(), 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    servers[2].resume();
+    // The late grant lands, then its release.
+    assert!(
+        eventually(Duration::from_secs(3), || !cmd::<bool>(
+            &servers[2],
+            &["EXISTS", "hung"]
+        ))
+        .await,
+        "the paused node kept the late grant"
+    );
+    let exists: bool = cmd(&servers[0], &["EXISTS", "hung"]);
+    assert!(exists, "the counted nodes keep the lock");
+    g.release().await.unwrap();
+}
+
+/// Acquiring takes longer than the TTL (slow nodes): the round fails and every node is
+/// released right away (checked before the TTL could have expired the keys).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_slower_than_ttl_fails_and_releases() {
+    let (servers, clients) = nodes(3).await;
+    let redlock = RedLock::builder(clients)
+        .ttl(Duration::from_millis(300))
+        .node_timeout(Duration::from_millis(290))
+        // drift = 152 ms: grants arriving after ~280 ms leave no validity.
+        .drift_factor(0.5)
+        .build()
+        .await
+        .unwrap();
+    // Slow down two nodes: their grants arrive after ~280 ms, leaving less than the drift.
+    let sleepers: Vec<_> = servers[1..]
+        .iter()
+        .map(|s| {
+            let url = s.url();
+            std::thread::spawn(move || {
+                let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+                let _: () = redis::cmd("DEBUG")
+                    .arg("SLEEP")
+                    .arg("0.299")
+                    .query(&mut con)
+                    .unwrap();
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+    let err = redlock.try_acquire("slow").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
+    for s in sleepers {
+        s.join().unwrap();
+    }
+    for (i, s) in servers.iter().enumerate() {
+        let fields: Vec<String> = cmd(s, &["HKEYS", "slow"]);
+        assert!(fields.is_empty(), "node {i} kept {fields:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_needs_a_quorum_and_respects_the_limit() {
+    let (servers, clients) = nodes(3).await;
+    let redlock = RedLock::builder(clients)
+        .ttl(Duration::from_millis(800))
+        .max_extensions(2)
+        .build()
+        .await
+        .unwrap();
+    let g = redlock.acquire("ext").await.unwrap();
+    let before = g.valid_until();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    g.extend().await.unwrap();
+    assert!(g.valid_until() > before);
+    // Lose the lock on two nodes: an extension no longer reaches a quorum.
+    let _: i64 = cmd(&servers[0], &["DEL", "ext"]);
+    let _: i64 = cmd(&servers[1], &["DEL", "ext"]);
+    assert_eq!(g.extend().await.unwrap_err().kind(), ErrorKind::NotHeld);
+    let g2 = redlock.acquire("ext2").await.unwrap();
+    g2.extend().await.unwrap();
+    g2.extend().await.unwrap();
+    assert_eq!(
+        g2.extend().await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    g2.release().await.unwrap();
+    assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::NotHeld);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_redlock_settings_are_config_errors() {
+    let (_servers, clients) = nodes(3).await;
+    for (what, b) in [
+        (
+            "quorum of half",
+            RedLock::builder(clients.clone()).quorum(1),
+        ),
+        ("quorum over n", RedLock::builder(clients.clone()).quorum(4)),
+        (
+            "zero ttl",
+            RedLock::builder(clients.clone()).ttl(Duration::ZERO),
+        ),
+        (
+            "node timeout >= ttl",
+            RedLock::builder(clients.clone())
+                .ttl(Duration::from_secs(1))
+                .node_timeout(Duration::from_secs(1)),
+        ),
+        (
+            "drift factor",
+            RedLock::builder(clients.clone()).drift_factor(1.5),
+        ),
+        ("no nodes", RedLock::builder(Vec::new())),
+    ] {
+        let err = b.build().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config, "{what}: {err}");
+    }
+}
+
+/// Counter fuzz across 3 OS processes through RedLock over 5 nodes: the exact total.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counter_fuzz_three_processes_over_five_nodes() {
+    let (servers, _clients) = nodes(5).await;
+    let data = RedisServer::start();
+    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let bin = example_bin("redlock_counter");
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(&bin)
+                .args([&urls.join(","), &data.url(), "rl-counter", "60"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        let status = tokio::task::spawn_blocking(move || c.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success());
+    }
+    let total: u64 = cmd(&data, &["GET", "rl-counter"]);
+    assert_eq!(total, 180);
+}
