@@ -41,6 +41,7 @@ mod lock;
 mod multi;
 mod redlock;
 mod scripts;
+mod wait;
 mod watchdog;
 
 pub use client::{

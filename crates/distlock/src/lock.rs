@@ -29,9 +29,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::Client;
+use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::keys::{self, TOKEN_FIELD, UNLOCK_MESSAGE};
 use crate::scripts;
+use crate::wait::Step;
 use crate::watchdog::Registration;
 
 /// Longest owner string accepted, in bytes.
@@ -601,49 +603,32 @@ impl Lock {
         // guard releases it when dropped before `disarm`.
         let mut pending = PendingGrant::new(self, &owner, mode);
 
-        let started = Instant::now();
-        match self.attempt(&owner, mode, lease_ms, &request_id).await? {
-            Attempt::Granted { hold_count, token } => {
-                pending.disarm();
-                return Ok(Some(self.granted(owner, hold_count, token, lease, started)));
-            }
-            Attempt::Held { .. } if Instant::now() >= deadline => {
-                pending.disarm();
-                return Ok(None);
-            }
-            Attempt::Held { .. } => {}
-        }
-
-        let mut sub = self.inner.client.inner.hub.subscribe(&self.inner.channel);
-        let confirm = deadline
-            .saturating_duration_since(Instant::now())
-            .min(self.inner.client.inner.command_timeout);
-        sub.ready(confirm).await;
-        loop {
-            let notified = sub.channel().notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let started = Instant::now();
-            let pttl_ms = match self.attempt(&owner, mode, lease_ms, &request_id).await? {
-                Attempt::Granted { hold_count, token } => {
-                    pending.disarm();
-                    return Ok(Some(self.granted(owner, hold_count, token, lease, started)));
-                }
-                Attempt::Held { pttl_ms } => pttl_ms,
-            };
-            let now = Instant::now();
-            if now >= deadline {
-                pending.disarm();
-                return Ok(None);
-            }
-            let mut nap = deadline - now;
-            if pttl_ms >= 0 {
-                nap = nap.min(Duration::from_millis(pttl_ms.max(1) as u64));
-            } else {
-                nap = nap.min(NO_TTL_RECHECK);
-            }
-            let _ = tokio::time::timeout(nap, notified).await;
-        }
+        let granted = crate::wait::wait_loop(
+            &self.inner.client,
+            &self.inner.channel,
+            Wake::OneOnZero,
+            deadline,
+            keys::MAX_DURATION,
+            || async {
+                let started = Instant::now();
+                Ok(match self.attempt(&owner, mode, lease_ms, &request_id).await? {
+                    Attempt::Granted { hold_count, token } => {
+                        Step::Done((hold_count, token, started))
+                    }
+                    // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked
+                    // every NO_TTL_RECHECK.
+                    Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
+                        Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
+                    }
+                    Attempt::Held { .. } => Step::Wait(Some(NO_TTL_RECHECK)),
+                })
+            },
+        )
+        .await;
+        pending.disarm_unless_error(&granted);
+        Ok(granted?.map(|(hold_count, token, started)| {
+            self.granted(owner, hold_count, token, lease, started)
+        }))
     }
 
     fn granted(
@@ -732,8 +717,13 @@ impl PendingGrant {
         }
     }
 
-    fn disarm(&mut self) {
-        self.armed = None;
+    /// Nothing to give back once the loop returned an answer: a grant became a guard, a
+    /// timeout means the last attempt was refused. After an error the last attempt's fate is
+    /// unknown, so stay armed.
+    fn disarm_unless_error<T>(&mut self, r: &Result<T>) {
+        if r.is_ok() {
+            self.armed = None;
+        }
     }
 }
 

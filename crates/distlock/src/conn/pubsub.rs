@@ -15,15 +15,25 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot, Notify};
 
+/// How a channel's messages wake its local waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Locks (Redisson's `LockPubSub`): `0` wakes one waiter, anything else wakes all.
+    OneOnZero,
+    /// Latches and semaphores: every message wakes every waiter.
+    All,
+}
+
 /// The local end of one channel: waiters wait on `notify`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Channel {
     pub(crate) notify: Notify,
+    wake: Wake,
 }
 
 impl Channel {
     fn wake(&self, payload: &[u8]) {
-        if payload == b"0" {
+        if self.wake == Wake::OneOnZero && payload == b"0" {
             self.notify.notify_one();
         } else {
             self.wake_all();
@@ -125,12 +135,18 @@ impl Hub {
 
     /// Register interest in `name`; the returned subscription is usable at once and
     /// [`Subscription::ready`] waits for the server's confirmation.
-    pub(crate) fn subscribe(&self, name: &str) -> Subscription {
+    pub(crate) fn subscribe(&self, name: &str, wake: Wake) -> Subscription {
         let (channel, first) = {
             let mut map = self.shared.channels.lock().unwrap();
-            let entry = map
-                .entry(name.to_string())
-                .or_insert_with(|| (0, Arc::new(Channel::default())));
+            let entry = map.entry(name.to_string()).or_insert_with(|| {
+                (
+                    0,
+                    Arc::new(Channel {
+                        notify: Notify::new(),
+                        wake,
+                    }),
+                )
+            });
             entry.0 += 1;
             (entry.1.clone(), entry.0 == 1)
         };
