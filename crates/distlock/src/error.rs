@@ -36,6 +36,9 @@ pub enum ErrorKind {
     UnexpectedReply,
     /// Any other server error (e.g. `NOPERM`, `READONLY`, `OOM`, `BUSY`).
     Backend,
+    /// The call would deadlock and was refused: a read -> write upgrade of a
+    /// [`RwLock`](crate::RwLock) by an owner holding only a read lock.
+    WouldDeadlock,
     /// A [`RedLock`](crate::RedLock) could not get a quorum of nodes within the lock's
     /// validity; [`Error::node_failures`] names each failing node and its cause.
     QuorumNotReached,
@@ -54,6 +57,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::UnexpectedReply => "unexpected reply",
             ErrorKind::Backend => "server error",
             ErrorKind::QuorumNotReached => "quorum not reached",
+            ErrorKind::WouldDeadlock => "would deadlock",
         })
     }
 }

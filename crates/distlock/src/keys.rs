@@ -15,6 +15,10 @@ pub const MAX_NAME_LEN: usize = 64 * 1024;
 /// Longest lease, wait or extension accepted: 365 days.
 pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// Largest count or number of permits accepted: 2^53, the largest integer a Lua number
+/// (a double) holds exactly.
+pub const MAX_COUNT: u64 = 1 << 53;
+
 /// The hash field that stores the current holder's fencing token inside a lock hash.
 /// Redisson's scripts only look at their own `<uuid>:<threadId>` field, so the extra field
 /// does not disturb them; distlock's scripts and `status` skip it when counting owners.
@@ -30,6 +34,21 @@ pub fn prefixed(prefix: &str, key: &str) -> String {
         format!("{prefix}:{key}")
     } else {
         format!("{prefix}:{{{key}}}")
+    }
+}
+
+/// Redisson's `suffixName(name, suffix)`: `{<key>}:<suffix>`, or `<key>:<suffix>` when the key
+/// already carries a `{hash tag}`.
+pub fn suffixed(key: &str, suffix: &str) -> String {
+    format!("{}:{suffix}", hash_tagged(key))
+}
+
+/// `{<key>}`, or the key itself when it already carries a `{hash tag}`.
+pub fn hash_tagged(key: &str) -> String {
+    if key.contains('{') {
+        key.to_string()
+    } else {
+        format!("{{{key}}}")
     }
 }
 

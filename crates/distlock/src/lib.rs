@@ -6,6 +6,9 @@
 //!   lives, waiting by pub/sub wake-ups (not polling), ownership-checked release, a lost-lease
 //!   signal and a [`FencingToken`] on every grant. Its data layout is Redisson's `RLock`, so
 //!   Java services using Redisson and Rust services using distlock share one lock.
+//! - [`FairLock`] (FIFO), [`RwLock`] (write-preferring), [`Semaphore`],
+//!   [`LeasedSemaphore`] (permits with leases), [`CountDownLatch`]: the rest of Redisson's
+//!   family, in Redisson's layouts.
 //! - [`JobLock`]: scheduled work once per cluster, ShedLock's format, safe release.
 //! - [`MultiLock`]: several locks (on one or several servers) taken all or nothing;
 //!   [`RedLock`]: the Redlock algorithm over independent masters.
@@ -35,12 +38,16 @@
 mod client;
 mod conn;
 mod error;
+mod fair;
 pub mod job;
 pub mod keys;
+mod latch;
 mod lock;
 mod multi;
 mod redlock;
+mod rwlock;
 mod scripts;
+mod semaphore;
 mod wait;
 mod watchdog;
 
@@ -49,10 +56,14 @@ pub use client::{
     DEFAULT_WATCHDOG_LEASE,
 };
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
+pub use fair::FairLock;
 pub use job::{JobGuard, JobHolder, JobLock};
+pub use latch::CountDownLatch;
 pub use lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use redlock::{RedLock, RedLockBuilder, RedLockGuard};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 
 /// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests
 /// (e.g. to inspect them or load them into another client).

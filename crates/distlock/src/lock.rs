@@ -134,8 +134,15 @@ pub struct LockStatus {
     /// The last token issued by the fencing counter this lock draws from (shared by the
     /// locks on one server, so an upper bound of this lock's last token).
     pub fencing_counter: u64,
-    /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`): one per waiting client.
+    /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`): one per waiting client
+    /// (per waiter for a fair lock, whose waiters have channels of their own).
     pub subscribers: u64,
+    /// Read-write locks: `"read"` or `"write"` while held.
+    pub mode: Option<String>,
+    /// Fair locks: the waiting owners, first in line first.
+    pub queue: Vec<String>,
+    /// Read-write locks: writers waiting (new readers hold back while there are any).
+    pub waiting_writers: u64,
 }
 
 /// A reentrant distributed lock named by a string; see the [module docs](self).
@@ -166,6 +173,32 @@ struct LockInner {
     key: String,
     channel: String,
     lease: Option<Duration>,
+    kind: Kind,
+}
+
+/// Which of the lock family a [`Lock`] value is: they share guards, leases, the watchdog and
+/// the wait loop, and differ in scripts, hash field and wake channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Redisson `RLock`.
+    Plain,
+    /// Redisson `RFairLock`; waiters in the queue stay alive by re-attempting within
+    /// `liveness`.
+    Fair { liveness: Duration },
+    /// Read side of Redisson `RReadWriteLock`.
+    Read,
+    /// Write side of Redisson `RReadWriteLock`; a waiting writer holds readers back while it
+    /// re-attempts within `liveness`.
+    Write { liveness: Duration },
+}
+
+/// What the watchdog runs to renew one hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// `lock_renew.lua` on the hash field.
+    Hash,
+    /// `rw_read_renew.lua`, with the owner's read-hold key prefix.
+    Read { prefix: String },
 }
 
 impl fmt::Debug for Lock {
@@ -209,8 +242,15 @@ fn not_held_reason(code: i64) -> Option<NotHeldReason> {
 
 impl Lock {
     pub(crate) fn new(client: Client, name: String) -> Lock {
+        Lock::with_kind(client, name, Kind::Plain)
+    }
+
+    pub(crate) fn with_kind(client: Client, name: String, kind: Kind) -> Lock {
         let key = format!("{}{}", client.inner.key_prefix, name);
-        let channel = keys::lock_channel(&key);
+        let channel = match kind {
+            Kind::Plain | Kind::Fair { .. } => keys::lock_channel(&key),
+            Kind::Read | Kind::Write { .. } => keys::prefixed("redisson_rwlock", &key),
+        };
         Lock {
             inner: Arc::new(LockInner {
                 client,
@@ -218,7 +258,54 @@ impl Lock {
                 key,
                 channel,
                 lease: None,
+                kind,
             }),
+        }
+    }
+
+    /// The same lock with another kind (the other side of a read-write lock, a fair lock's
+    /// liveness), keeping the lease setting.
+    pub(crate) fn rekind(&self, kind: Kind) -> Lock {
+        let mut l = Lock::with_kind(self.inner.client.clone(), self.inner.name.clone(), kind);
+        Arc::get_mut(&mut l.inner).expect("fresh").lease = self.inner.lease;
+        l
+    }
+
+    /// The hash field `owner` holds this lock under (`<owner>:write` for a write lock).
+    fn field(&self, owner: &Owner) -> String {
+        match self.inner.kind {
+            Kind::Write { .. } => format!("{}:write", owner.as_str()),
+            _ => owner.as_str().to_string(),
+        }
+    }
+
+    /// The read-hold key prefix of `owner`: `{<key>}:<owner>:rwlock_timeout` (Redisson's
+    /// `suffixName(name, lockName) + ":rwlock_timeout"`).
+    fn read_prefix(&self, owner: &Owner) -> String {
+        format!(
+            "{}:rwlock_timeout",
+            keys::suffixed(&self.inner.key, owner.as_str())
+        )
+    }
+
+    /// Where a waiter of `owner` is woken, and how.
+    fn wake_channel(&self, owner: &Owner) -> (String, Wake) {
+        match self.inner.kind {
+            Kind::Plain => (self.inner.channel.clone(), Wake::OneOnZero),
+            Kind::Fair { .. } => (
+                format!("{}:{}", self.inner.channel, owner.as_str()),
+                Wake::OneOnZero,
+            ),
+            Kind::Read | Kind::Write { .. } => (self.inner.channel.clone(), Wake::All),
+        }
+    }
+
+    /// Longest wait between two attempts of a waiter (liveness heartbeats).
+    fn recheck(&self) -> Duration {
+        match self.inner.kind {
+            Kind::Plain => keys::MAX_DURATION,
+            Kind::Fair { liveness } | Kind::Write { liveness } => liveness / 3,
+            Kind::Read => NO_TTL_RECHECK,
         }
     }
 
@@ -233,6 +320,7 @@ impl Lock {
                 key: self.inner.key.clone(),
                 channel: self.inner.channel.clone(),
                 lease: Some(lease),
+                kind: self.inner.kind,
             }),
         }
     }
@@ -408,10 +496,17 @@ impl Lock {
     /// Cancel safe: one script, idempotent.
     pub async fn force_unlock(&self) -> Result<bool> {
         self.check()?;
+        if let Kind::Fair { .. } = self.inner.kind {
+            return Ok(self.leave_queue("", true).await? == 1);
+        }
+        let message = match self.inner.kind {
+            Kind::Read | Kind::Write { .. } => "1",
+            _ => UNLOCK_MESSAGE,
+        };
         let mut inv = scripts::LOCK_FORCE_UNLOCK.prepare_invoke();
         inv.key(&self.inner.key)
             .key(&self.inner.channel)
-            .arg(UNLOCK_MESSAGE);
+            .arg(message);
         let deleted: i64 = self
             .backend()
             .eval(&self.context("force_unlock"), &inv)
@@ -455,6 +550,9 @@ impl Lock {
             fencing_token: None,
             fencing_counter: counter.unwrap_or(0),
             subscribers: numsub.1,
+            mode: None,
+            queue: Vec::new(),
+            waiting_writers: 0,
         };
         match kind.as_str() {
             "none" => {}
@@ -469,10 +567,10 @@ impl Lock {
                 for (field, value) in fields {
                     if field == TOKEN_FIELD {
                         status.fencing_token = value.parse().ok().map(FencingToken);
-                    } else {
-                        status
-                            .holders
-                            .push((field, value.parse().unwrap_or_default()));
+                    } else if field == "mode" {
+                        status.mode = Some(value);
+                    } else if let Ok(holds) = value.parse() {
+                        status.holders.push((field, holds));
                     }
                 }
             }
@@ -486,10 +584,67 @@ impl Lock {
                 ))
             }
         }
+        match self.inner.kind {
+            Kind::Fair { .. } => {
+                status.queue = self
+                    .backend()
+                    .query(
+                        &self.context("status"),
+                        redis::cmd("LRANGE")
+                            .arg(keys::prefixed("redisson_lock_queue", &self.inner.key))
+                            .arg(0)
+                            .arg(-1),
+                    )
+                    .await?;
+            }
+            Kind::Read | Kind::Write { .. } => {
+                status.waiting_writers = self
+                    .backend()
+                    .query(
+                        &self.context("status"),
+                        redis::cmd("ZCARD").arg(self.writers_key()),
+                    )
+                    .await?;
+            }
+            Kind::Plain => {}
+        }
         Ok(status)
     }
 
     // ---- internals ----
+
+    fn writers_key(&self) -> String {
+        keys::prefixed("distlock_rwlock_writers", &self.inner.key)
+    }
+
+    /// Leave a fair queue or the waiting writers (after a timeout or cancel); with `force`,
+    /// delete a fair lock first. Returns the script's answer.
+    async fn leave_queue(&self, owner: &str, force: bool) -> Result<i64> {
+        match self.inner.kind {
+            Kind::Fair { .. } => {
+                let mut inv = scripts::FAIR_LEAVE.prepare_invoke();
+                inv.key(&self.inner.key)
+                    .key(keys::prefixed("redisson_lock_queue", &self.inner.key))
+                    .key(keys::prefixed("redisson_lock_timeout", &self.inner.key))
+                    .arg(owner)
+                    .arg(if force { "1" } else { "0" })
+                    .arg(&self.inner.channel);
+                self.backend()
+                    .eval(&self.context("leave queue"), &inv)
+                    .await
+            }
+            Kind::Write { .. } => {
+                let mut inv = scripts::RW_WRITER_LEAVE.prepare_invoke();
+                inv.key(self.writers_key())
+                    .key(&self.inner.channel)
+                    .arg(owner);
+                self.backend()
+                    .eval(&self.context("leave queue"), &inv)
+                    .await
+            }
+            _ => Ok(0),
+        }
+    }
 
     fn backend(&self) -> &crate::conn::Backend {
         &self.inner.client.inner.backend
@@ -532,7 +687,7 @@ impl Lock {
     async fn inspect(&self, owner: &Owner) -> Result<(u32, u64, i64)> {
         let mut inv = scripts::LOCK_INSPECT.prepare_invoke();
         inv.key(&self.inner.key)
-            .arg(owner.as_str())
+            .arg(self.field(owner))
             .arg(TOKEN_FIELD);
         let r: Vec<i64> = self.backend().eval(&self.context("inspect"), &inv).await?;
         match r.as_slice() {
@@ -551,34 +706,94 @@ impl Lock {
         mode: Mode,
         lease_ms: u64,
         request_id: &str,
+        enqueue: bool,
     ) -> Result<Attempt> {
         let client = &self.inner.client.inner;
-        let latch = keys::acquire_latch(&self.inner.key, request_id);
-        let latch_ms = client.command_timeout.as_millis().max(1) as u64;
-        let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
-        inv.key(&self.inner.key)
-            .key(&client.fencing_counter)
-            .key(&latch)
-            .arg(lease_ms)
-            .arg(owner.as_str())
-            .arg(mode.as_str())
-            .arg(latch_ms)
-            .arg(TOKEN_FIELD);
-        let r: Vec<i64> = self.backend().eval(&self.context("acquire"), &inv).await?;
+        let key = &self.inner.key;
+        let context = self.context("acquire");
+        let enqueue = if enqueue { "1" } else { "0" };
+        // Acquiring as a given owner ('as') exists for plain locks only; the others take
+        // fresh owners or nest under a guard.
+        let short_mode = if mode == Mode::Nested {
+            "nested"
+        } else {
+            "new"
+        };
+        let r: Vec<i64> = match self.inner.kind {
+            Kind::Plain => {
+                let latch = keys::acquire_latch(key, request_id);
+                let latch_ms = client.command_timeout.as_millis().max(1) as u64;
+                let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
+                inv.key(key)
+                    .key(&client.fencing_counter)
+                    .key(&latch)
+                    .arg(lease_ms)
+                    .arg(owner.as_str())
+                    .arg(mode.as_str())
+                    .arg(latch_ms)
+                    .arg(TOKEN_FIELD);
+                self.backend().eval(&context, &inv).await?
+            }
+            Kind::Fair { liveness } => {
+                let mut inv = scripts::FAIR_ACQUIRE.prepare_invoke();
+                inv.key(key)
+                    .key(keys::prefixed("redisson_lock_queue", key))
+                    .key(keys::prefixed("redisson_lock_timeout", key))
+                    .key(&client.fencing_counter)
+                    .arg(lease_ms)
+                    .arg(owner.as_str())
+                    .arg(liveness.as_millis() as u64)
+                    .arg(short_mode)
+                    .arg(enqueue)
+                    .arg(TOKEN_FIELD)
+                    .arg(&self.inner.channel);
+                self.backend().eval(&context, &inv).await?
+            }
+            Kind::Read => {
+                let mut inv = scripts::RW_READ_ACQUIRE.prepare_invoke();
+                inv.key(key)
+                    .key(self.read_prefix(owner))
+                    .key(self.writers_key())
+                    .key(&client.fencing_counter)
+                    .arg(lease_ms)
+                    .arg(owner.as_str())
+                    .arg(format!("{}:write", owner.as_str()))
+                    .arg(short_mode);
+                self.backend().eval(&context, &inv).await?
+            }
+            Kind::Write { liveness } => {
+                let mut inv = scripts::RW_WRITE_ACQUIRE.prepare_invoke();
+                inv.key(key)
+                    .key(self.writers_key())
+                    .key(&client.fencing_counter)
+                    .arg(lease_ms)
+                    .arg(self.field(owner))
+                    .arg(owner.as_str())
+                    .arg(short_mode)
+                    .arg(liveness.as_millis() as u64)
+                    .arg(enqueue);
+                self.backend().eval(&context, &inv).await?
+            }
+        };
         match r.as_slice() {
             [1, count, token] if *count > 0 && *token >= 0 => Ok(Attempt::Granted {
                 hold_count: *count as u32,
                 token: *token as u64,
             }),
             [0, pttl] => Ok(Attempt::Held { pttl_ms: *pttl }),
+            [-3] => Err(Error::new(
+                ErrorKind::WouldDeadlock,
+                format!(
+                    "lock {:?}: this owner holds a read lock; a read -> write upgrade would \
+                     deadlock (release the read lock first)",
+                    self.inner.name
+                ),
+            )),
             [code] if not_held_reason(*code).is_some() => Err(Error::not_held(
                 &self.inner.name,
                 not_held_reason(*code).expect("checked"),
             )),
-            _ => Err(Error::unexpected(format!(
-                "{}: reply {r:?}",
-                self.context("acquire")
-            ))),
+            _ => Err(Error::unexpected(format!("{context}: reply {r:?}"))),
         }
     }
 
@@ -603,29 +818,44 @@ impl Lock {
         // guard releases it when dropped before `disarm`.
         let mut pending = PendingGrant::new(self, &owner, mode);
 
+        let (channel, wake) = self.wake_channel(&owner);
+        let enqueue = !wait.is_zero();
         let granted = crate::wait::wait_loop(
             &self.inner.client,
-            &self.inner.channel,
-            Wake::OneOnZero,
+            &channel,
+            wake,
             deadline,
-            keys::MAX_DURATION,
+            self.recheck(),
             || async {
                 let started = Instant::now();
-                Ok(match self.attempt(&owner, mode, lease_ms, &request_id).await? {
-                    Attempt::Granted { hold_count, token } => {
-                        Step::Done((hold_count, token, started))
-                    }
-                    // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked
-                    // every NO_TTL_RECHECK.
-                    Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
-                        Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
-                    }
-                    Attempt::Held { .. } => Step::Wait(Some(NO_TTL_RECHECK)),
-                })
+                Ok(
+                    match self
+                        .attempt(&owner, mode, lease_ms, &request_id, enqueue)
+                        .await?
+                    {
+                        Attempt::Granted { hold_count, token } => {
+                            Step::Done((hold_count, token, started))
+                        }
+                        // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked
+                        // every NO_TTL_RECHECK.
+                        Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
+                            Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
+                        }
+                        Attempt::Held { pttl_ms: -1 } => Step::Wait(Some(NO_TTL_RECHECK)),
+                        // Free, but another waiter is first in line: wait for a wake-up.
+                        Attempt::Held { .. } => Step::Wait(None),
+                    },
+                )
             },
         )
         .await;
         pending.disarm_unless_error(&granted);
+        if enqueue && matches!(granted, Ok(None)) {
+            // Timed out: leave the queue at once rather than at the end of our liveness.
+            if let Err(e) = self.leave_queue(owner.as_str(), false).await {
+                tracing::debug!(error = %e, "leaving the wait queue failed; liveness ends it");
+            }
+        }
         Ok(granted?.map(|(hold_count, token, started)| {
             self.granted(owner, hold_count, token, lease, started)
         }))
@@ -651,12 +881,17 @@ impl Lock {
         lease: Duration,
         valid_until: Instant,
     ) -> LockGuard {
-        let renew = self.inner.lease.is_none();
+        let renewal = self.inner.lease.is_none().then(|| match self.inner.kind {
+            Kind::Read => Renewal::Read {
+                prefix: self.read_prefix(&owner),
+            },
+            _ => Renewal::Hash,
+        });
         let registration = self.inner.client.inner.leases.register(
             &self.inner.key,
-            owner.as_str(),
+            &self.field(&owner),
             valid_until,
-            renew,
+            renewal,
         );
         LockGuard {
             state: Some(GuardState {
@@ -670,35 +905,107 @@ impl Lock {
         }
     }
 
+    /// One more hold for `owner`, which must hold this lock (or, for a read lock, the write
+    /// side of it): re-entry and downgrade.
+    pub(crate) async fn nest_as(&self, owner: &Owner, lease: Duration) -> Result<LockGuard> {
+        let request_id = self.inner.client.request_id();
+        let started = Instant::now();
+        let lease_ms = lease.as_millis() as u64;
+        match self
+            .attempt(owner, Mode::Nested, lease_ms, &request_id, false)
+            .await?
+        {
+            Attempt::Granted { hold_count, token } => {
+                Ok(self.granted(owner.clone(), hold_count, token, lease, started))
+            }
+            Attempt::Held { .. } => Err(Error::not_held(
+                &self.inner.name,
+                NotHeldReason::HeldByOther,
+            )),
+        }
+    }
+
     pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
         let client = &self.inner.client.inner;
+        let key = &self.inner.key;
         let request_id = self.inner.client.request_id();
-        let latch = keys::unlock_latch(&self.inner.key, &request_id);
-        let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
-        inv.key(&self.inner.key)
-            .key(&self.inner.channel)
-            .key(&latch)
-            .arg(UNLOCK_MESSAGE)
-            .arg(lease.as_millis() as u64)
-            .arg(owner.as_str())
-            .arg(client.command_timeout.as_millis().max(1) as u64);
-        let r: i64 = self.backend().eval(&self.context("release"), &inv).await?;
+        let latch = keys::unlock_latch(key, &request_id);
+        let latch_ms = client.command_timeout.as_millis().max(1) as u64;
+        let lease_ms = lease.as_millis() as u64;
+        let context = self.context("release");
+        let r: i64 = match self.inner.kind {
+            Kind::Plain => {
+                let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
+                inv.key(key)
+                    .key(&self.inner.channel)
+                    .key(&latch)
+                    .arg(UNLOCK_MESSAGE)
+                    .arg(lease_ms)
+                    .arg(owner.as_str())
+                    .arg(latch_ms);
+                self.backend().eval(&context, &inv).await?
+            }
+            Kind::Fair { .. } => {
+                let mut inv = scripts::FAIR_RELEASE.prepare_invoke();
+                inv.key(key)
+                    .key(keys::prefixed("redisson_lock_queue", key))
+                    .key(keys::prefixed("redisson_lock_timeout", key))
+                    .key(&latch)
+                    .arg(UNLOCK_MESSAGE)
+                    .arg(lease_ms)
+                    .arg(owner.as_str())
+                    .arg(latch_ms)
+                    .arg(&self.inner.channel);
+                self.backend().eval(&context, &inv).await?
+            }
+            Kind::Read => {
+                let mut inv = scripts::RW_READ_RELEASE.prepare_invoke();
+                inv.key(key)
+                    .key(&self.inner.channel)
+                    .key(self.read_prefix(owner))
+                    .key(keys::hash_tagged(key))
+                    .key(&latch)
+                    .arg(UNLOCK_MESSAGE)
+                    .arg(owner.as_str())
+                    .arg(latch_ms);
+                self.backend().eval(&context, &inv).await?
+            }
+            Kind::Write { .. } => {
+                let mut inv = scripts::RW_WRITE_RELEASE.prepare_invoke();
+                inv.key(key)
+                    .key(&self.inner.channel)
+                    .key(&latch)
+                    .arg("1")
+                    .arg(lease_ms)
+                    .arg(self.field(owner))
+                    .arg(latch_ms);
+                self.backend().eval(&context, &inv).await?
+            }
+        };
         match r {
             0 | 1 => Ok(()),
             code => match not_held_reason(code) {
                 Some(reason) => Err(Error::not_held(&self.inner.name, reason)),
-                None => Err(Error::unexpected(format!(
-                    "{}: reply {code}",
-                    self.context("release")
-                ))),
+                None => Err(Error::unexpected(format!("{context}: reply {code}"))),
             },
         }
     }
 
     pub(crate) async fn renew_one(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
-        let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-        inv.key(&self.inner.key).arg(lease_ms).arg(owner.as_str());
-        let r: Vec<i64> = self.backend().eval(&self.context("extend"), &inv).await?;
+        let r: Vec<i64> = if self.inner.kind == Kind::Read {
+            let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
+            inv.key(&self.inner.key)
+                .arg(lease_ms)
+                .arg(owner.as_str())
+                .arg(self.read_prefix(owner));
+            self.backend().eval(&self.context("extend"), &inv).await?
+        } else {
+            let mut inv = scripts::LOCK_RENEW.prepare_invoke();
+            inv.key(&self.inner.key)
+                .arg(lease_ms)
+                .arg(self.field(owner));
+            self.backend().eval(&self.context("extend"), &inv).await?
+        };
         r.first()
             .copied()
             .ok_or_else(|| Error::unexpected(format!("{}: empty reply", self.context("extend"))))
@@ -735,11 +1042,13 @@ impl Drop for PendingGrant {
         // Dropped while an attempt may have been granted on the server. For a fresh owner,
         // any hold it has is ours to give back entirely; a re-entrant request may have added
         // one hold, which we cannot tell apart from earlier ones, so leave it to the lease.
-        if mode != Mode::New {
-            return;
-        }
+        // A queued waiter (fair lock, waiting writer) leaves the queue at once.
         let runtime = lock.inner.client.inner.runtime.clone();
         runtime.spawn(async move {
+            let _ = lock.leave_queue(owner.as_str(), false).await;
+            if mode != Mode::New {
+                return;
+            }
             let lease = lock.effective_lease().unwrap_or(Duration::from_millis(1));
             if let Ok((count, _, _)) = lock.inspect(&owner).await {
                 for _ in 0..count {
@@ -852,27 +1161,7 @@ impl LockGuard {
     /// future was dropped stays until the owner's last release or the lease ends.
     pub async fn reenter(&self) -> Result<LockGuard> {
         let s = self.state();
-        let lock = &s.lock;
-        let lease = s.lease;
-        let request_id = lock.inner.client.request_id();
-        let started = Instant::now();
-        match lock
-            .attempt(
-                &s.owner,
-                Mode::Nested,
-                lease.as_millis() as u64,
-                &request_id,
-            )
-            .await?
-        {
-            Attempt::Granted { hold_count, token } => {
-                Ok(lock.granted(s.owner.clone(), hold_count, token, lease, started))
-            }
-            Attempt::Held { .. } => Err(Error::not_held(
-                &lock.inner.name,
-                NotHeldReason::HeldByOther,
-            )),
-        }
+        s.lock.nest_as(&s.owner, s.lease).await
     }
 
     /// Whether the server still has this owner's hold.
@@ -891,7 +1180,7 @@ impl LockGuard {
                 &s.lock.context("is_held"),
                 redis::cmd("HEXISTS")
                     .arg(&s.lock.inner.key)
-                    .arg(s.owner.as_str()),
+                    .arg(s.lock.field(&s.owner)),
             )
             .await?;
         if !held {

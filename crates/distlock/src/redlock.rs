@@ -327,7 +327,7 @@ impl RedLock {
                 let outcome = async {
                     let c = node.client(me.inner.node_timeout).await?;
                     let lock = c.lock(name.as_str());
-                    lock.attempt(&owner, Mode::New, ttl_ms, &c.request_id())
+                    lock.attempt(&owner, Mode::New, ttl_ms, &c.request_id(), false)
                         .await
                 }
                 .await;

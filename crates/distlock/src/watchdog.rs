@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use crate::conn::Backend;
 use crate::keys::drift;
+use crate::lock::Renewal;
 use crate::scripts;
 
 /// Renewals per script call.
@@ -86,6 +87,7 @@ impl LeaseState {
 struct Entry {
     refs: usize,
     renew_refs: usize,
+    renewal: Renewal,
     lease: Arc<LeaseState>,
 }
 
@@ -164,11 +166,12 @@ impl Leases {
     pub(crate) fn register(
         &self,
         key: &str,
-        owner: &str,
+        field: &str,
         valid_until: Instant,
-        renew: bool,
+        renewal: Option<Renewal>,
     ) -> Registration {
-        let entry_key = (key.to_string(), owner.to_string());
+        let renew = renewal.is_some();
+        let entry_key = (key.to_string(), field.to_string());
         let mut map = self.shared.entries.lock().unwrap();
         let entry = match map.get_mut(&entry_key) {
             // A lost lease is not revived by a new grant: start a fresh state.
@@ -179,6 +182,7 @@ impl Leases {
                     Entry {
                         refs: 0,
                         renew_refs: 0,
+                        renewal: Renewal::Hash,
                         lease: Arc::new(LeaseState::new(valid_until)),
                     },
                 );
@@ -186,8 +190,9 @@ impl Leases {
             }
         };
         entry.refs += 1;
-        if renew {
+        if let Some(r) = renewal {
             entry.renew_refs += 1;
+            entry.renewal = r;
         }
         entry.lease.renewed(valid_until);
         let lease = entry.lease.clone();
@@ -235,51 +240,21 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
             }
         }
         tokio::time::sleep_until(next).await;
-        let batch: Vec<(EntryKey, Arc<LeaseState>)> = shared
-            .entries
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(_, e)| e.renew_refs > 0)
-            .map(|(k, e)| (k.clone(), e.lease.clone()))
-            .collect();
-        let mut failed = false;
-        for chunk in batch.chunks(BATCH) {
-            let started = Instant::now();
-            let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-            inv.arg(lease_ms);
-            for ((key, owner), _) in chunk {
-                inv.key(key.as_str());
-                inv.arg(owner.as_str());
+        let mut hash = Vec::new();
+        let mut read = Vec::new();
+        for (k, e) in shared.entries.lock().unwrap().iter() {
+            if e.renew_refs == 0 {
+                continue;
             }
-            match backend.eval::<Vec<i64>>("watchdog renewal", &inv).await {
-                Ok(results) if results.len() == chunk.len() => {
-                    for ((entry_key, state), r) in chunk.iter().zip(results) {
-                        if r == 1 {
-                            state.renewed(started + lease - drift(lease));
-                        } else if stop_renewing(&shared, entry_key, state) {
-                            tracing::warn!(lock = %entry_key.0, "watchdog found the lock gone; lease lost");
-                            state.mark_lost();
-                        }
-                    }
-                }
-                Ok(results) => {
-                    tracing::error!(
-                        got = results.len(),
-                        want = chunk.len(),
-                        "renewal reply of the wrong length"
-                    );
-                    failed = true;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, locks = chunk.len(), "watchdog renewal failed");
-                    failed = true;
-                    for (_, state) in chunk {
-                        if Instant::now() >= state.valid_until() {
-                            state.mark_lost();
-                        }
-                    }
-                }
+            match &e.renewal {
+                Renewal::Hash => hash.push((k.clone(), String::new(), e.lease.clone())),
+                Renewal::Read { prefix } => read.push((k.clone(), prefix.clone(), e.lease.clone())),
+            }
+        }
+        let mut failed = false;
+        for (batch, is_read) in [(hash, false), (read, true)] {
+            for chunk in batch.chunks(BATCH) {
+                failed |= !renew_chunk(&backend, &shared, lease, lease_ms, chunk, is_read).await;
             }
         }
         next = Instant::now()
@@ -288,6 +263,62 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
             } else {
                 period
             };
+    }
+}
+
+/// One renewal script call for up to [`BATCH`] leases of one kind; false when it failed.
+async fn renew_chunk(
+    backend: &Backend,
+    shared: &Shared,
+    lease: Duration,
+    lease_ms: u64,
+    chunk: &[(EntryKey, String, Arc<LeaseState>)],
+    is_read: bool,
+) -> bool {
+    let started = Instant::now();
+    let script = if is_read {
+        &scripts::RW_READ_RENEW
+    } else {
+        &scripts::LOCK_RENEW
+    };
+    let mut inv = script.prepare_invoke();
+    inv.arg(lease_ms);
+    for ((key, field), prefix, _) in chunk {
+        inv.key(key.as_str());
+        inv.arg(field.as_str());
+        if is_read {
+            inv.arg(prefix.as_str());
+        }
+    }
+    match backend.eval::<Vec<i64>>("watchdog renewal", &inv).await {
+        Ok(results) if results.len() == chunk.len() => {
+            for ((entry_key, _, state), r) in chunk.iter().zip(results) {
+                if r == 1 {
+                    state.renewed(started + lease - drift(lease));
+                } else if stop_renewing(shared, entry_key, state) {
+                    tracing::warn!(lock = %entry_key.0, "watchdog found the lock gone; lease lost");
+                    state.mark_lost();
+                }
+            }
+            true
+        }
+        Ok(results) => {
+            tracing::error!(
+                got = results.len(),
+                want = chunk.len(),
+                "renewal reply of the wrong length"
+            );
+            false
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, locks = chunk.len(), "watchdog renewal failed");
+            for (_, _, state) in chunk {
+                if Instant::now() >= state.valid_until() {
+                    state.mark_lost();
+                }
+            }
+            false
+        }
     }
 }
 

@@ -1,0 +1,198 @@
+//! [`CountDownLatch`]: wait until N events happened somewhere in the cluster (Redisson's
+//! `RCountDownLatch`, same layout).
+//!
+//! The latch is a string key holding the count; `count_down` decrements it and, at zero,
+//! deletes it and publishes `0` on `redisson_countdownlatch__channel__{<name>}`, which wakes
+//! every waiter. A latch whose key does not exist is open (count 0).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::conn::pubsub::Wake;
+use crate::error::{Error, ErrorKind, Result};
+use crate::keys;
+use crate::scripts;
+use crate::wait::{wait_loop, Step};
+
+/// Re-check interval while waiting, in case a wake-up message was lost.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// A distributed count-down latch; see the [module docs](self). Made by
+/// [`Client::count_down_latch`]; cheap to clone.
+///
+/// # Examples
+/// ```no_run
+/// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+/// let latch = client.count_down_latch("batch-42");
+/// latch.try_set_count(5).await?;          // one process sets it up
+/// // ... five workers each call latch.count_down().await? when done
+/// latch.wait().await?;                     // everyone waiting wakes at zero
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct CountDownLatch {
+    client: Client,
+    name: String,
+    key: String,
+    channel: String,
+}
+
+impl Client {
+    /// The count-down latch called `name`. No I/O.
+    pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
+        let name = name.into();
+        let key = format!("{}{}", self.key_prefix(), name);
+        let channel = format!("redisson_countdownlatch__channel__{{{key}}}");
+        CountDownLatch {
+            client: self.clone(),
+            name,
+            key,
+            channel,
+        }
+    }
+}
+
+impl CountDownLatch {
+    /// The latch's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Set the count to `count` if the latch has none (is open). Returns whether it was set.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a zero count or a bad name; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: one idempotent script.
+    pub async fn try_set_count(&self, count: u64) -> Result<bool> {
+        keys::check_name(&self.name)?;
+        if count == 0 || count > keys::MAX_COUNT {
+            return Err(Error::invalid(format!(
+                "latch count {count} is not between 1 and {}",
+                keys::MAX_COUNT
+            )));
+        }
+        let mut inv = scripts::LATCH_SET.prepare_invoke();
+        inv.key(&self.key).key(&self.channel).arg("1").arg(count);
+        let set: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&self.context("set count"), &inv)
+            .await?;
+        Ok(set == 1)
+    }
+
+    /// Count down by one; at zero the latch opens and every waiter wakes. Returns the count
+    /// left (0 when it opened, or was open already).
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key holds another type; server failures.
+    ///
+    /// # Cancel safety
+    /// Not idempotent: a count-down whose reply was lost may have happened.
+    pub async fn count_down(&self) -> Result<u64> {
+        keys::check_name(&self.name)?;
+        let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
+        inv.key(&self.key).key(&self.channel).arg("0");
+        let left: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&self.context("count down"), &inv)
+            .await?;
+        Ok(left.max(0) as u64)
+    }
+
+    /// The current count (0 when open).
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key holds another type; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn count(&self) -> Result<u64> {
+        keys::check_name(&self.name)?;
+        let v: Option<i64> = self
+            .client
+            .inner
+            .backend
+            .query(&self.context("count"), redis::cmd("GET").arg(&self.key))
+            .await?;
+        Ok(v.unwrap_or(0).max(0) as u64)
+    }
+
+    /// Wait until the count reaches zero, at most the client's default wait (60 s unless
+    /// set).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotAcquired`] when the wait elapsed first; as [`CountDownLatch::count`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it leaves only its subscription, which is removed at once.
+    pub async fn wait(&self) -> Result<()> {
+        let wait = self.client.default_wait();
+        if self.wait_for(wait).await? {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::NotAcquired,
+                format!("latch {:?} did not open within {wait:?}", self.name),
+            ))
+        }
+    }
+
+    /// Wait at most `wait` for the count to reach zero; returns whether it did.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for an overflowing wait; as [`CountDownLatch::count`].
+    ///
+    /// # Cancel safety
+    /// As [`CountDownLatch::wait`].
+    pub async fn wait_for(&self, wait: Duration) -> Result<bool> {
+        keys::check_name(&self.name)?;
+        keys::check_wait(wait)?;
+        let deadline = Instant::now() + wait;
+        let opened = wait_loop(
+            &self.client,
+            &self.channel,
+            Wake::All,
+            deadline,
+            RECHECK,
+            || async {
+                Ok(if self.count().await? == 0 {
+                    Step::Done(())
+                } else {
+                    Step::Wait(None)
+                })
+            },
+        )
+        .await?;
+        Ok(opened.is_some())
+    }
+
+    /// Delete the latch (open it without waking anyone). Returns whether it existed.
+    ///
+    /// # Errors
+    /// Server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent.
+    pub async fn delete(&self) -> Result<bool> {
+        keys::check_name(&self.name)?;
+        let n: i64 = self
+            .client
+            .inner
+            .backend
+            .query(&self.context("delete"), redis::cmd("DEL").arg(&self.key))
+            .await?;
+        Ok(n == 1)
+    }
+
+    fn context(&self, op: &str) -> String {
+        format!("latch {:?}: {op}", self.name)
+    }
+}

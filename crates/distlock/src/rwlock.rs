@@ -1,0 +1,293 @@
+//! [`RwLock`]: a distributed reentrant read-write lock (Redisson's `RReadWriteLock` layout).
+//!
+//! Many readers or one writer. The writer may also take read holds (downgrade: take the read
+//! lock, then release the write lock); a reader asking for the write lock is refused with
+//! [`ErrorKind::WouldDeadlock`](crate::ErrorKind::WouldDeadlock) instead of waiting forever
+//! for itself.
+//!
+//! **Write-preferring.** Redisson's read lock lets new readers in whenever the mode is `read`,
+//! so a steady stream of readers starves writers. Here a waiting writer registers in
+//! `distlock_rwlock_writers:{<name>}` (a zset with server-time liveness deadlines, renewed by
+//! each of its attempts) and new readers wait while a live writer is registered; re-entrant
+//! reads still go through. Redisson readers do not know this set, so they can still overtake
+//! distlock writers on a shared lock.
+//!
+//! Layout: hash `<name>` with `mode`, `<owner>` → read holds and `<owner>:write` → write
+//! holds; each read hold has a key `{<name>}:<owner>:rwlock_timeout:<n>` with its own lease,
+//! so a crashed reader's holds run out on their own; wake channel `redisson_rwlock:{<name>}`.
+//! Every grant, re-entrant or not, draws a fresh fencing token (the hash keeps no token, to
+//! stay readable by Redisson's scripts).
+
+use std::ops::Deref;
+use std::time::Duration;
+
+use crate::client::Client;
+use crate::error::Result;
+use crate::lock::{Kind, Lock, LockGuard, LockStatus};
+
+/// Default time a waiting writer holds readers back without renewing: 5 s.
+pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
+
+/// A read-write lock; see the [module docs](self). Made by [`Client::rw_lock`]; cheap to
+/// clone.
+///
+/// # Examples
+/// ```no_run
+/// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+/// let rw = client.rw_lock("catalog");
+/// let r = rw.read().await?;        // many readers at once
+/// r.release().await?;
+/// let w = rw.write().await?;       // one writer, no readers
+/// let r = w.downgrade().await?;    // keep reading after writing
+/// w.release().await?;
+/// r.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RwLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl Client {
+    /// The read-write lock called `name`. No I/O.
+    pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
+        let name = name.into();
+        RwLock {
+            read: Lock::with_kind(self.clone(), name.clone(), Kind::Read),
+            write: Lock::with_kind(
+                self.clone(),
+                name,
+                Kind::Write {
+                    liveness: DEFAULT_WRITER_LIVENESS,
+                },
+            ),
+        }
+    }
+}
+
+/// A read hold of an [`RwLock`]; derefs to [`LockGuard`] for its accessors, `lost()`,
+/// `extend()` and `is_held()`.
+#[must_use = "dropping the guard releases the read lock at once"]
+#[derive(Debug)]
+pub struct RwLockReadGuard(LockGuard);
+
+/// A write hold of an [`RwLock`]; derefs to [`LockGuard`].
+#[must_use = "dropping the guard releases the write lock at once"]
+#[derive(Debug)]
+pub struct RwLockWriteGuard(LockGuard);
+
+impl Deref for RwLockReadGuard {
+    type Target = LockGuard;
+    fn deref(&self) -> &LockGuard {
+        &self.0
+    }
+}
+
+impl Deref for RwLockWriteGuard {
+    type Target = LockGuard;
+    fn deref(&self) -> &LockGuard {
+        &self.0
+    }
+}
+
+impl RwLock {
+    /// The same lock with an explicit lease for its holds (no watchdog).
+    pub fn lease(&self, lease: Duration) -> RwLock {
+        RwLock {
+            read: self.read.lease(lease),
+            write: self.write.lease(lease),
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.read.name()
+    }
+
+    /// Take a read hold, waiting at most the client's default wait.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a grant that raced the drop is released.
+    pub async fn read(&self) -> Result<RwLockReadGuard> {
+        self.read.acquire().await.map(RwLockReadGuard)
+    }
+
+    /// One attempt at a read hold.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`RwLock::read`].
+    pub async fn try_read(&self) -> Result<Option<RwLockReadGuard>> {
+        Ok(self.read.try_acquire().await?.map(RwLockReadGuard))
+    }
+
+    /// A read hold within `wait`.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// As [`RwLock::read`].
+    pub async fn try_read_for(&self, wait: Duration) -> Result<Option<RwLockReadGuard>> {
+        Ok(self.read.try_acquire_for(wait).await?.map(RwLockReadGuard))
+    }
+
+    /// Take the write hold, waiting at most the client's default wait. While it waits, new
+    /// readers hold back.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a waiting writer that is dropped stops holding readers back at once.
+    pub async fn write(&self) -> Result<RwLockWriteGuard> {
+        self.write.acquire().await.map(RwLockWriteGuard)
+    }
+
+    /// One attempt at the write hold.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`RwLock::write`].
+    pub async fn try_write(&self) -> Result<Option<RwLockWriteGuard>> {
+        Ok(self.write.try_acquire().await?.map(RwLockWriteGuard))
+    }
+
+    /// The write hold within `wait`.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// As [`RwLock::write`].
+    pub async fn try_write_for(&self, wait: Duration) -> Result<Option<RwLockWriteGuard>> {
+        Ok(self
+            .write
+            .try_acquire_for(wait)
+            .await?
+            .map(RwLockWriteGuard))
+    }
+
+    /// Mode (`read`/`write`), holders, TTL and waiting writers.
+    ///
+    /// # Errors
+    /// As [`Lock::status`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn status(&self) -> Result<LockStatus> {
+        self.write.status().await
+    }
+
+    /// Delete the lock whoever holds it and wake every waiter.
+    ///
+    /// # Errors
+    /// As [`Lock::force_unlock`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.write.force_unlock().await
+    }
+}
+
+impl RwLockReadGuard {
+    /// Another read hold for the same owner.
+    ///
+    /// # Errors
+    /// As [`LockGuard::reenter`].
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::reenter`].
+    pub async fn reenter(&self) -> Result<RwLockReadGuard> {
+        self.0.reenter().await.map(RwLockReadGuard)
+    }
+
+    /// Ask for the write lock while holding this read lock: always refused with
+    /// [`ErrorKind::WouldDeadlock`](crate::ErrorKind::WouldDeadlock) (the writer would wait
+    /// for this very reader). Release the read hold, then take the write lock.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WouldDeadlock`](crate::ErrorKind::WouldDeadlock); server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    pub async fn upgrade(&self) -> Result<RwLockWriteGuard> {
+        let write = self.0.lock().rekind(Kind::Write {
+            liveness: DEFAULT_WRITER_LIVENESS,
+        });
+        write
+            .nest_as(self.0.owner(), self.0.lease())
+            .await
+            .map(RwLockWriteGuard)
+    }
+
+    /// Release this read hold.
+    ///
+    /// # Errors
+    /// As [`LockGuard::release`].
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::release`].
+    pub async fn release(self) -> Result<()> {
+        self.0.release().await
+    }
+
+    /// The inner guard.
+    pub fn into_inner(self) -> LockGuard {
+        self.0
+    }
+}
+
+impl RwLockWriteGuard {
+    /// Another write hold for the same owner.
+    ///
+    /// # Errors
+    /// As [`LockGuard::reenter`].
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::reenter`].
+    pub async fn reenter(&self) -> Result<RwLockWriteGuard> {
+        self.0.reenter().await.map(RwLockWriteGuard)
+    }
+
+    /// Take a read hold with this writer's owner (allowed while writing); releasing the
+    /// write hold afterwards leaves the read hold: a downgrade.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the write hold was lost; server
+    /// failures.
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::reenter`].
+    pub async fn downgrade(&self) -> Result<RwLockReadGuard> {
+        let read = self.0.lock().rekind(Kind::Read);
+        read.nest_as(self.0.owner(), self.0.lease())
+            .await
+            .map(RwLockReadGuard)
+    }
+
+    /// Release this write hold.
+    ///
+    /// # Errors
+    /// As [`LockGuard::release`].
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::release`].
+    pub async fn release(self) -> Result<()> {
+        self.0.release().await
+    }
+
+    /// The inner guard.
+    pub fn into_inner(self) -> LockGuard {
+        self.0
+    }
+}

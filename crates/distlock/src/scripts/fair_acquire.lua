@@ -1,0 +1,92 @@
+-- fair_acquire.lua: grant a fair (FIFO) reentrant lock, or queue the caller.
+--
+-- Redisson's RedissonFairLock layout (hash + queue list + timeout zset), with one change:
+-- a waiter's zset score is its *liveness deadline* in server time (TIME, ms), renewed by
+-- every attempt it makes, instead of Redisson's cumulative client-clock timeout of 5 minutes
+-- per waiter. A waiter that crashed is dropped from the head of the queue once its liveness
+-- deadline passes (seconds, not minutes: Redisson issues #2883, #3004, #6150).
+--
+-- KEYS[1]  lock key (hash, field <owner> -> hold count)
+-- KEYS[2]  queue redisson_lock_queue:{name} (list of owners, head first)
+-- KEYS[3]  timeouts redisson_lock_timeout:{name} (zset owner -> liveness deadline, ms)
+-- KEYS[4]  fencing counter (string)
+-- ARGV[1]  lease in ms
+-- ARGV[2]  owner field
+-- ARGV[3]  liveness timeout in ms
+-- ARGV[4]  mode: 'new' (fresh owner; a resend of a granted request answers the same grant)
+--                'nested' (re-entry: only if this owner holds the lock)
+-- ARGV[5]  '1' to join (or stay in) the queue when not granted; '0' for a single attempt
+-- ARGV[6]  name of the token field in the lock hash
+-- ARGV[7]  wake channel prefix redisson_lock__channel:{name} (a waiter's channel is
+--          <prefix>:<owner>)
+--
+-- Returns  {1, hold_count, fencing_token}  granted (or re-entered)
+--          {0, wait_ms}                     not granted (wait_ms: lock PTTL, -2 when free but
+--                                            an earlier waiter is first, -1 no TTL)
+--          {-1} / {-2}                      mode 'nested': gone / another owner holds it
+-- Errors   WRONGTYPE when KEYS[1] holds another type (raised before any write).
+
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local exists = redis.call('exists', KEYS[1])
+local mine = exists == 1 and redis.call('hexists', KEYS[1], ARGV[2]) == 1
+
+-- Drop waiters at the head whose liveness deadline passed; wake the new head if the lock
+-- is free.
+local dropped = false
+while true do
+  local first = redis.call('lindex', KEYS[2], 0)
+  if first == false then break end
+  local deadline = redis.call('zscore', KEYS[3], first)
+  if deadline == false or tonumber(deadline) <= now_ms then
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], first)
+    dropped = true
+  else
+    break
+  end
+end
+
+if mine then
+  if ARGV[4] == 'new' then
+    return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
+            tonumber(redis.call('hget', KEYS[1], ARGV[6]) or '0')}
+  end
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, count, tonumber(redis.call('hget', KEYS[1], ARGV[6]) or '0')}
+end
+if ARGV[4] == 'nested' then
+  if exists == 1 then return {-2} end
+  return {-1}
+end
+
+local head = redis.call('lindex', KEYS[2], 0)
+if exists == 0 and (head == false or head == ARGV[2]) then
+  if head == ARGV[2] then
+    redis.call('lpop', KEYS[2])
+  end
+  redis.call('zrem', KEYS[3], ARGV[2])
+  local token = tonumber(redis.call('get', KEYS[4]) or '0') + 1
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now_us > token then token = now_us end
+  local token_s = string.format('%.0f', token)
+  redis.call('set', KEYS[4], token_s)
+  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[6], token_s)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, 1, token}
+end
+
+if exists == 0 and dropped and head ~= false then
+  redis.call('publish', ARGV[7] .. ':' .. head, 0)
+end
+if ARGV[5] == '1' then
+  local deadline = now_ms + tonumber(ARGV[3])
+  if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
+    redis.call('rpush', KEYS[2], ARGV[2])
+  end
+end
+if exists == 0 then
+  return {0, -2}
+end
+return {0, redis.call('pttl', KEYS[1])}

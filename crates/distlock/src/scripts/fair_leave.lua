@@ -1,0 +1,29 @@
+-- fair_leave.lua: take a waiter out of a fair lock's queue (cancelled or timed out), or
+-- force-unlock; then wake the head waiter if the lock is free.
+--
+-- KEYS[1]  lock key (hash)
+-- KEYS[2]  queue redisson_lock_queue:{name}
+-- KEYS[3]  timeouts redisson_lock_timeout:{name}
+-- ARGV[1]  owner leaving the queue ('' for none)
+-- ARGV[2]  '1' to delete the lock first (force unlock), '0' otherwise
+-- ARGV[3]  wake channel prefix redisson_lock__channel:{name}
+--
+-- Returns  1 when the lock was deleted (force) or the owner was queued, else 0.
+
+local result = 0
+if ARGV[2] == '1' then
+  result = redis.call('del', KEYS[1])
+end
+if ARGV[1] ~= '' then
+  redis.call('lrem', KEYS[2], 0, ARGV[1])
+  if redis.call('zrem', KEYS[3], ARGV[1]) == 1 then
+    result = 1
+  end
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head ~= false then
+    redis.call('publish', ARGV[3] .. ':' .. head, 0)
+  end
+end
+return result

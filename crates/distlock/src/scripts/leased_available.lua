@@ -1,0 +1,18 @@
+-- leased_available.lua: reclaim expired leases, then report available permits and live
+-- leases.
+--
+-- KEYS[1]  semaphore key (string: available permits)
+-- KEYS[2]  leases redisson__timeout__set:{<name>}
+-- KEYS[3]  channel redisson_sc:{<name>}
+--
+-- Returns  {available, leased}
+-- Errors   WRONGTYPE when a key holds another type.
+
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms)
+if expired > 0 then
+  local v = redis.call('incrby', KEYS[1], expired)
+  redis.call('publish', KEYS[3], v)
+end
+return {tonumber(redis.call('get', KEYS[1]) or '0'), redis.call('zcard', KEYS[2])}

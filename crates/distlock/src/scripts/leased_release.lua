@@ -1,0 +1,23 @@
+-- leased_release.lua: give back a leased permit if its lease is still running.
+--
+-- KEYS[1]  semaphore key (string: available permits)
+-- KEYS[2]  leases redisson__timeout__set:{<name>}
+-- KEYS[3]  channel redisson_sc:{<name>}
+-- ARGV[1]  permit id
+--
+-- Returns  1 given back; -1 not held (unknown id, or its lease ended: it was or will be
+--          reclaimed).
+
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expiry = redis.call('zscore', KEYS[2], ARGV[1])
+if expiry == false then
+  return -1
+end
+redis.call('zrem', KEYS[2], ARGV[1])
+local v = redis.call('incrby', KEYS[1], 1)
+redis.call('publish', KEYS[3], v)
+if tonumber(expiry) <= now_ms then
+  return -1
+end
+return 1

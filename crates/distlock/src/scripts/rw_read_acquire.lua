@@ -1,0 +1,66 @@
+-- rw_read_acquire.lua: take a read hold of a read-write lock (Redisson RedissonReadLock
+-- layout), write-preferring.
+--
+-- Layout: hash <name> with field 'mode' ('read'|'write'), field <owner> -> read holds,
+-- field <owner>:write -> write holds; one string per read hold,
+-- {<name>}:<owner>:rwlock_timeout:<n>, with the hold's lease, so a crashed reader's holds
+-- expire on their own. distlock addition: zset distlock_rwlock_writers:{<name>} of waiting
+-- writers (owner -> liveness deadline, server ms). While a live writer waits, new readers
+-- are refused (re-entrant reads are not, to avoid deadlock): readers cannot starve writers.
+--
+-- KEYS[1]  lock key (hash)
+-- KEYS[2]  this owner's read-hold prefix {<name>}:<owner>:rwlock_timeout
+-- KEYS[3]  waiting writers distlock_rwlock_writers:{<name>}
+-- KEYS[4]  fencing counter
+-- ARGV[1]  lease in ms
+-- ARGV[2]  owner field
+-- ARGV[3]  owner's write field <owner>:write
+-- ARGV[4]  mode: 'new' (fresh owner; a resend answers the same grant) | 'nested' (re-entry)
+--
+-- Returns  {1, read_holds, fencing_token}  granted (every grant draws a fresh token)
+--          {0, wait_ms}                     not granted (lock PTTL; -2: a writer waits)
+--          {-1} / {-2}                      'nested': gone / not held by this owner
+-- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local mode = redis.call('hget', KEYS[1], 'mode')
+local reading = redis.call('hexists', KEYS[1], ARGV[2]) == 1
+local writing = redis.call('hexists', KEYS[1], ARGV[3]) == 1
+redis.call('zremrangebyscore', KEYS[3], '-inf', now_ms)
+
+local function token()
+  local tok = tonumber(redis.call('get', KEYS[4]) or '0') + 1
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now_us > tok then tok = now_us end
+  redis.call('set', KEYS[4], string.format('%.0f', tok))
+  return tok
+end
+
+if ARGV[4] == 'new' and reading then
+  return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), token()}
+end
+if ARGV[4] == 'nested' and not reading and not writing then
+  if mode == false then return {-1} end
+  return {-2}
+end
+local reentry = reading or writing
+if not reentry and redis.call('zcard', KEYS[3]) > 0 then
+  if mode == false then return {0, -2} end
+  return {0, redis.call('pttl', KEYS[1])}
+end
+
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, 1, token()}
+end
+if mode == 'read' or (mode == 'write' and writing) then
+  local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', ARGV[1])
+  local remain = redis.call('pttl', KEYS[1])
+  redis.call('pexpire', KEYS[1], math.max(remain, tonumber(ARGV[1])))
+  return {1, ind, token()}
+end
+return {0, redis.call('pttl', KEYS[1])}

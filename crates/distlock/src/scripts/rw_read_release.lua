@@ -1,0 +1,52 @@
+-- rw_read_release.lua: release one read hold (Redisson's RedissonReadLock unlock, with the
+-- unlock latch of seed 004 and not-held codes).
+--
+-- KEYS[1]  lock key (hash)
+-- KEYS[2]  wake channel redisson_rwlock:{<name>}
+-- KEYS[3]  this owner's read-hold prefix {<name>}:<owner>:rwlock_timeout
+-- KEYS[4]  read-hold prefix of the lock {<name>}
+-- KEYS[5]  unlock latch redisson_unlock_latch:{<name>}:<request-id>
+-- ARGV[1]  unlock message ('0')
+-- ARGV[2]  owner field
+-- ARGV[3]  latch TTL in ms
+--
+-- Returns  1 the lock was freed (key deleted, waiters woken); 0 other holds remain;
+--          -1 gone; -2 this owner has no read hold.
+-- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+
+local prior = redis.call('get', KEYS[5])
+if prior then return tonumber(prior) end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then return -1 end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return -2 end
+local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if counter == 0 then
+  redis.call('hdel', KEYS[1], ARGV[2])
+end
+redis.call('del', KEYS[3] .. ':' .. (counter + 1))
+if redis.call('hlen', KEYS[1]) > 1 then
+  local max_remain = -3
+  local fields = redis.call('hkeys', KEYS[1])
+  for _, field in ipairs(fields) do
+    local holds = tonumber(redis.call('hget', KEYS[1], field))
+    if type(holds) == 'number' then
+      for i = holds, 1, -1 do
+        local remain = redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. i)
+        max_remain = math.max(remain, max_remain)
+      end
+    end
+  end
+  if max_remain > 0 then
+    redis.call('pexpire', KEYS[1], max_remain)
+    redis.call('set', KEYS[5], 0, 'px', ARGV[3])
+    return 0
+  end
+  if mode == 'write' then
+    redis.call('set', KEYS[5], 0, 'px', ARGV[3])
+    return 0
+  end
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+return 1

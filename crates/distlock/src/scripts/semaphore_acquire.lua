@@ -1,0 +1,22 @@
+-- semaphore_acquire.lua: take k permits, all or nothing (Redisson's
+-- RedissonSemaphore.tryAcquire), recording the grant in a latch so a resend or a cancelled
+-- caller can tell whether it happened.
+--
+-- KEYS[1]  semaphore key (string: available permits)
+-- KEYS[2]  grant latch distlock_semaphore_grant:{<name>}:<request-id> (string k, PX)
+-- ARGV[1]  permits k
+-- ARGV[2]  latch TTL in ms
+--
+-- Returns  1 taken (or already taken by this request); 0 not enough permits.
+-- Errors   WRONGTYPE when KEYS[1] holds another type.
+
+if redis.call('exists', KEYS[2]) == 1 then
+  return 1
+end
+local value = redis.call('get', KEYS[1])
+if value ~= false and tonumber(value) >= tonumber(ARGV[1]) then
+  redis.call('decrby', KEYS[1], ARGV[1])
+  redis.call('set', KEYS[2], ARGV[1], 'px', ARGV[2])
+  return 1
+end
+return 0

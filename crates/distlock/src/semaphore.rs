@@ -1,0 +1,738 @@
+//! [`Semaphore`] (Redisson's `RSemaphore`) and [`LeasedSemaphore`] (Redisson's
+//! `RPermitExpirableSemaphore`): at most N holders at once across the cluster.
+//!
+//! Both keep the available permits in a string key and wake waiters with a message on
+//! `redisson_sc:{<name>}`, as Redisson does, so Java and Rust services can share them.
+//!
+//! **A plain semaphore's permits are not owned**: if a process takes a permit and crashes,
+//! the permit is gone for good (the same holds in Redisson). Use [`LeasedSemaphore`] when
+//! holders can crash: each of its permits has an id and a lease, and a crashed holder's
+//! permit returns when its lease ends.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::conn::pubsub::Wake;
+use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::keys::{self, MAX_COUNT};
+use crate::scripts;
+use crate::wait::{wait_loop, Step};
+use crate::watchdog::LeaseState;
+
+/// Re-check interval while waiting, in case a wake-up message was lost.
+const RECHECK: Duration = Duration::from_secs(1);
+
+fn check_permits(what: &str, n: u64) -> Result<()> {
+    if n == 0 || n > MAX_COUNT {
+        return Err(Error::invalid(format!(
+            "{what} {n} is not between 1 and {MAX_COUNT}"
+        )));
+    }
+    Ok(())
+}
+
+/// Names shared by both semaphores.
+#[derive(Clone)]
+struct Names {
+    client: Client,
+    name: String,
+    key: String,
+    channel: String,
+}
+
+impl Names {
+    fn new(client: &Client, name: String) -> Names {
+        let key = format!("{}{}", client.key_prefix(), name);
+        let channel = keys::prefixed("redisson_sc", &key);
+        Names {
+            client: client.clone(),
+            name,
+            key,
+            channel,
+        }
+    }
+
+    fn context(&self, op: &str) -> String {
+        format!("semaphore {:?}: {op}", self.name)
+    }
+
+    async fn try_set_permits(&self, permits: u64) -> Result<bool> {
+        keys::check_name(&self.name)?;
+        check_permits("permits", permits)?;
+        let mut inv = scripts::SEMAPHORE_SET.prepare_invoke();
+        inv.key(&self.key).key(&self.channel).arg(permits);
+        let set: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&self.context("set permits"), &inv)
+            .await?;
+        Ok(set == 1)
+    }
+
+    async fn add(&self, permits: u64) -> Result<u64> {
+        let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
+        inv.key(&self.key)
+            .key(&self.channel)
+            .key(format!(
+                "{}:none",
+                keys::prefixed("distlock_semaphore_grant", &self.key)
+            ))
+            .arg(permits)
+            .arg("0");
+        let v: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&self.context("release"), &inv)
+            .await?;
+        Ok(v.max(0) as u64)
+    }
+}
+
+/// A distributed counting semaphore; see the [module docs](self). Made by
+/// [`Client::semaphore`]; cheap to clone.
+///
+/// # Examples
+/// ```no_run
+/// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+/// let sem = client.semaphore("exports");
+/// sem.try_set_permits(3).await?;                 // at most 3 exports at once
+/// let permit = sem.acquire().await?;
+/// // ... export ...
+/// permit.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Semaphore {
+    names: Names,
+}
+
+impl fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("key", &self.names.key)
+            .finish()
+    }
+}
+
+impl Client {
+    /// The semaphore called `name` (Redisson `RSemaphore` layout). No I/O.
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        Semaphore {
+            names: Names::new(self, name.into()),
+        }
+    }
+
+    /// The leased semaphore called `name` (Redisson `RPermitExpirableSemaphore` layout).
+    /// No I/O.
+    pub fn leased_semaphore(&self, name: impl Into<String>) -> LeasedSemaphore {
+        LeasedSemaphore {
+            names: Names::new(self, name.into()),
+        }
+    }
+}
+
+impl Semaphore {
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        &self.names.name
+    }
+
+    /// Set the number of permits if the semaphore has none yet. Returns whether it was set.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for 0 or more than 2^53 permits, or a bad name; server
+    /// failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent.
+    pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
+        self.names.try_set_permits(permits).await
+    }
+
+    /// Permits available now.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key holds another type; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn available_permits(&self) -> Result<u64> {
+        keys::check_name(&self.names.name)?;
+        let v: Option<i64> = self
+            .names
+            .client
+            .inner
+            .backend
+            .query(
+                &self.names.context("available"),
+                redis::cmd("GET").arg(&self.names.key),
+            )
+            .await?;
+        Ok(v.unwrap_or(0).max(0) as u64)
+    }
+
+    /// Add `permits` permits (also: give back permits taken by a holder that is gone) and
+    /// wake waiters. Returns the permits available afterwards.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// Not idempotent: a call whose reply was lost may have added the permits.
+    pub async fn add_permits(&self, permits: u64) -> Result<u64> {
+        keys::check_name(&self.names.name)?;
+        check_permits("permits", permits)?;
+        self.names.add(permits).await
+    }
+
+    /// Give back `permits` permits without a [`SemaphorePermit`] (Redisson's `release(n)`,
+    /// e.g. for permits another process took). Same as [`Semaphore::add_permits`].
+    ///
+    /// # Errors
+    /// As [`Semaphore::add_permits`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::add_permits`].
+    pub async fn release(&self, permits: u64) -> Result<u64> {
+        self.add_permits(permits).await
+    }
+
+    /// Take every available permit; returns how many.
+    ///
+    /// # Errors
+    /// As [`Semaphore::available_permits`].
+    ///
+    /// # Cancel safety
+    /// Not idempotent: a call whose reply was lost may have drained.
+    pub async fn drain_permits(&self) -> Result<u64> {
+        keys::check_name(&self.names.name)?;
+        let mut inv = scripts::SEMAPHORE_DRAIN.prepare_invoke();
+        inv.key(&self.names.key);
+        let v: i64 = self
+            .names
+            .client
+            .inner
+            .backend
+            .eval(&self.names.context("drain"), &inv)
+            .await?;
+        Ok(v.max(0) as u64)
+    }
+
+    /// Take one permit, waiting at most the client's default wait.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotAcquired`] when the wait elapsed; as [`Semaphore::acquire_many`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a permit granted to a dropped call is given back.
+    pub async fn acquire(&self) -> Result<SemaphorePermit> {
+        self.acquire_many(1).await
+    }
+
+    /// Take `permits` permits at once (all or nothing), waiting at most the client's default
+    /// wait.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotAcquired`] when the wait elapsed; [`ErrorKind::InvalidInput`] for 0 or
+    /// more than 2^53 permits; [`ErrorKind::WrongType`]; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a grant that raced the drop is given back in the background.
+    pub async fn acquire_many(&self, permits: u64) -> Result<SemaphorePermit> {
+        let wait = self.names.client.default_wait();
+        self.try_acquire_many_for(permits, wait)
+            .await?
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotAcquired,
+                    format!(
+                        "{} permits of semaphore {:?} not acquired within {wait:?}",
+                        permits, self.names.name
+                    ),
+                )
+            })
+    }
+
+    /// One attempt at one permit: `Ok(None)` when none is available.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire_many`], except that no permit is `Ok(None)`.
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire_many`].
+    pub async fn try_acquire(&self) -> Result<Option<SemaphorePermit>> {
+        self.try_acquire_many_for(1, Duration::ZERO).await
+    }
+
+    /// One permit, waiting at most `wait`: `Ok(None)` when it elapsed.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire_many`].
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<SemaphorePermit>> {
+        self.try_acquire_many_for(1, wait).await
+    }
+
+    /// `permits` permits at once, waiting at most `wait` (zero: one attempt): `Ok(None)` when
+    /// it elapsed.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire_many`].
+    pub async fn try_acquire_many_for(
+        &self,
+        permits: u64,
+        wait: Duration,
+    ) -> Result<Option<SemaphorePermit>> {
+        let n = &self.names;
+        keys::check_name(&n.name)?;
+        check_permits("permits", permits)?;
+        keys::check_wait(wait)?;
+        let deadline = Instant::now() + wait;
+        let request = n.client.request_id();
+        let latch = format!(
+            "{}:{request}",
+            keys::prefixed("distlock_semaphore_grant", &n.key)
+        );
+        let latch_ms = n.client.inner.command_timeout.as_millis().max(1) as u64;
+        let mut pending = PendingPermits {
+            names: Some(n.clone()),
+            latch: latch.clone(),
+            permits,
+        };
+        let got = wait_loop(
+            &n.client,
+            &n.channel,
+            Wake::All,
+            deadline,
+            RECHECK,
+            || async {
+                let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
+                inv.key(&n.key).key(&latch).arg(permits).arg(latch_ms);
+                let got: i64 = n
+                    .client
+                    .inner
+                    .backend
+                    .eval(&n.context("acquire"), &inv)
+                    .await?;
+                Ok(if got == 1 {
+                    Step::Done(())
+                } else {
+                    Step::Wait(None)
+                })
+            },
+        )
+        .await;
+        if got.is_ok() {
+            pending.names = None;
+        }
+        Ok(got?.map(|()| SemaphorePermit {
+            names: Some(n.clone()),
+            permits,
+        }))
+    }
+}
+
+/// Gives back a grant of a dropped or failed acquire, if it happened.
+struct PendingPermits {
+    names: Option<Names>,
+    latch: String,
+    permits: u64,
+}
+
+impl Drop for PendingPermits {
+    fn drop(&mut self) {
+        let Some(n) = self.names.take() else { return };
+        let (latch, permits) = (std::mem::take(&mut self.latch), self.permits);
+        n.client.inner.runtime.clone().spawn(async move {
+            let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
+            inv.key(&n.key)
+                .key(&n.channel)
+                .key(&latch)
+                .arg(permits)
+                .arg("1");
+            let _ = n
+                .client
+                .inner
+                .backend
+                .eval::<i64>(&n.context("give back"), &inv)
+                .await;
+        });
+    }
+}
+
+/// Permits taken from a [`Semaphore`]. Release with [`SemaphorePermit::release`]; dropping
+/// it gives the permits back in the background; [`SemaphorePermit::forget`] keeps them taken.
+#[must_use = "dropping the permit gives it back at once"]
+pub struct SemaphorePermit {
+    names: Option<Names>,
+    permits: u64,
+}
+
+impl fmt::Debug for SemaphorePermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SemaphorePermit")
+            .field("permits", &self.permits)
+            .finish()
+    }
+}
+
+impl SemaphorePermit {
+    /// How many permits this holds.
+    pub fn permits(&self) -> u64 {
+        self.permits
+    }
+
+    /// Give the permits back and wake waiters. Returns the permits available afterwards.
+    ///
+    /// # Errors
+    /// Server failures (the permits may then be lost: plain semaphores do not track owners).
+    ///
+    /// # Cancel safety
+    /// A dropped release may or may not have happened.
+    pub async fn release(mut self) -> Result<u64> {
+        let n = self.names.take().expect("released twice");
+        n.add(self.permits).await
+    }
+
+    /// Keep the permits taken: nothing is given back (Redisson's semantics of an acquire
+    /// without release). Returns how many permits were held.
+    pub fn forget(mut self) -> u64 {
+        self.names = None;
+        self.permits
+    }
+}
+
+impl Drop for SemaphorePermit {
+    fn drop(&mut self) {
+        let Some(n) = self.names.take() else { return };
+        let permits = self.permits;
+        let runtime = tokio::runtime::Handle::try_current()
+            .unwrap_or_else(|_| n.client.inner.runtime.clone());
+        runtime.spawn(async move {
+            if let Err(e) = n.add(permits).await {
+                tracing::warn!(error = %e, "background release of a dropped semaphore permit failed");
+            }
+        });
+    }
+}
+
+/// A semaphore whose permits have ids and leases (Redisson's `RPermitExpirableSemaphore`); see
+/// the [module docs](self). Made by [`Client::leased_semaphore`]; cheap to clone.
+#[derive(Clone)]
+pub struct LeasedSemaphore {
+    names: Names,
+}
+
+impl fmt::Debug for LeasedSemaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeasedSemaphore")
+            .field("key", &self.names.key)
+            .finish()
+    }
+}
+
+impl LeasedSemaphore {
+    fn leases_key(&self) -> String {
+        keys::prefixed("redisson__timeout__set", &self.names.key)
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        &self.names.name
+    }
+
+    /// Set the number of permits if the semaphore has none yet. Returns whether it was set.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent.
+    pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
+        self.names.try_set_permits(permits).await
+    }
+
+    /// Add permits and wake waiters. Returns the permits available afterwards.
+    ///
+    /// # Errors
+    /// As [`Semaphore::add_permits`].
+    ///
+    /// # Cancel safety
+    /// Not idempotent.
+    pub async fn add_permits(&self, permits: u64) -> Result<u64> {
+        keys::check_name(&self.names.name)?;
+        check_permits("permits", permits)?;
+        self.names.add(permits).await
+    }
+
+    /// Permits available now and permits leased out, after reclaiming expired leases.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`]; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn permits(&self) -> Result<(u64, u64)> {
+        keys::check_name(&self.names.name)?;
+        let mut inv = scripts::LEASED_AVAILABLE.prepare_invoke();
+        inv.key(&self.names.key)
+            .key(self.leases_key())
+            .key(&self.names.channel);
+        let v: (i64, i64) = self
+            .names
+            .client
+            .inner
+            .backend
+            .eval(&self.names.context("available"), &inv)
+            .await?;
+        Ok((v.0.max(0) as u64, v.1.max(0) as u64))
+    }
+
+    /// Permits available now (after reclaiming expired leases).
+    ///
+    /// # Errors
+    /// As [`LeasedSemaphore::permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn available_permits(&self) -> Result<u64> {
+        Ok(self.permits().await?.0)
+    }
+
+    /// Take one permit with a `lease`, waiting at most the client's default wait.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotAcquired`] when the wait elapsed; as
+    /// [`LeasedSemaphore::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a permit granted to a dropped call is given back.
+    pub async fn acquire(&self, lease: Duration) -> Result<LeasedPermit> {
+        let wait = self.names.client.default_wait();
+        self.try_acquire_for(lease, wait).await?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotAcquired,
+                format!(
+                    "a permit of {:?} was not acquired within {wait:?}",
+                    self.names.name
+                ),
+            )
+        })
+    }
+
+    /// One attempt: `Ok(None)` when no permit is available.
+    ///
+    /// # Errors
+    /// As [`LeasedSemaphore::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// As [`LeasedSemaphore::acquire`].
+    pub async fn try_acquire(&self, lease: Duration) -> Result<Option<LeasedPermit>> {
+        self.try_acquire_for(lease, Duration::ZERO).await
+    }
+
+    /// Take one permit with a `lease`, waiting at most `wait`: `Ok(None)` when it elapsed.
+    /// Waits are also bounded by the earliest running lease, so a crashed holder's permit is
+    /// picked up when its lease ends even if no message arrives.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing lease or wait, or a bad name;
+    /// [`ErrorKind::WrongType`]; server failures.
+    ///
+    /// # Cancel safety
+    /// As [`LeasedSemaphore::acquire`].
+    pub async fn try_acquire_for(
+        &self,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<Option<LeasedPermit>> {
+        let n = &self.names;
+        keys::check_name(&n.name)?;
+        let lease_ms = keys::lease_ms("lease", lease)?;
+        keys::check_wait(wait)?;
+        let deadline = Instant::now() + wait;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let leases = self.leases_key();
+        let mut pending = PendingLeased {
+            sem: Some(self.clone()),
+            id: id.clone(),
+        };
+        let got = wait_loop(
+            &n.client,
+            &n.channel,
+            Wake::All,
+            deadline,
+            RECHECK,
+            || async {
+                let started = Instant::now();
+                let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
+                inv.key(&n.key)
+                    .key(&leases)
+                    .key(&n.channel)
+                    .arg(&id)
+                    .arg(lease_ms);
+                let r: (i64, i64) = n
+                    .client
+                    .inner
+                    .backend
+                    .eval(&n.context("acquire"), &inv)
+                    .await?;
+                Ok(match r {
+                    (1, _) => Step::Done(started),
+                    (_, wait_ms) if wait_ms >= 0 => {
+                        Step::Wait(Some(Duration::from_millis(wait_ms as u64)))
+                    }
+                    _ => Step::Wait(None),
+                })
+            },
+        )
+        .await;
+        if got.is_ok() {
+            pending.sem = None;
+        }
+        Ok(got?.map(|started| LeasedPermit {
+            sem: Some(self.clone()),
+            id,
+            lease: Arc::new(LeaseState::new(
+                started + lease.saturating_sub(keys::drift(lease)),
+            )),
+        }))
+    }
+
+    async fn release_id(&self, id: &str) -> Result<i64> {
+        let mut inv = scripts::LEASED_RELEASE.prepare_invoke();
+        inv.key(&self.names.key)
+            .key(self.leases_key())
+            .key(&self.names.channel)
+            .arg(id);
+        self.names
+            .client
+            .inner
+            .backend
+            .eval(&self.names.context("release"), &inv)
+            .await
+    }
+}
+
+/// Gives back a leased permit whose acquire was dropped or failed, if it was granted.
+struct PendingLeased {
+    sem: Option<LeasedSemaphore>,
+    id: String,
+}
+
+impl Drop for PendingLeased {
+    fn drop(&mut self) {
+        let Some(sem) = self.sem.take() else { return };
+        let id = std::mem::take(&mut self.id);
+        sem.names.client.inner.runtime.clone().spawn(async move {
+            let _ = sem.release_id(&id).await;
+        });
+    }
+}
+
+/// One permit of a [`LeasedSemaphore`], with an id and a lease. Release it with
+/// [`LeasedPermit::release`]; dropping it releases in the background.
+#[must_use = "dropping the permit gives it back at once"]
+pub struct LeasedPermit {
+    sem: Option<LeasedSemaphore>,
+    id: String,
+    lease: Arc<LeaseState>,
+}
+
+impl fmt::Debug for LeasedPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeasedPermit")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl LeasedPermit {
+    /// The permit's id (a member of `redisson__timeout__set:{<name>}`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Until when the permit is surely ours by the local monotonic clock.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.lease.valid_until().into_std()
+    }
+
+    /// Resolves when the lease ends without an extension (or an extension found it gone).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        self.lease.lost().await
+    }
+
+    /// Move the lease's end to `lease` from now.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when the lease had ended (the permit is reclaimed);
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing lease; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent.
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        let lease_ms = keys::lease_ms("lease", lease)?;
+        let sem = self.sem.as_ref().expect("released");
+        let started = Instant::now();
+        let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
+        inv.key(sem.leases_key()).arg(&self.id).arg(lease_ms);
+        let r: Vec<i64> = sem
+            .names
+            .client
+            .inner
+            .backend
+            .eval(&sem.names.context("extend"), &inv)
+            .await?;
+        if r.first() == Some(&1) {
+            self.lease
+                .renewed(started + lease.saturating_sub(keys::drift(lease)));
+            Ok(())
+        } else {
+            self.lease.mark_lost();
+            Err(Error::not_held(&sem.names.name, NotHeldReason::Gone))
+        }
+    }
+
+    /// Give the permit back and wake waiters.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when the lease had ended (the permit went back to the pool
+    /// already); server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: giving back twice is refused by the id.
+    pub async fn release(mut self) -> Result<()> {
+        let sem = self.sem.take().expect("released twice");
+        match sem.release_id(&self.id).await? {
+            1 => Ok(()),
+            _ => Err(Error::not_held(&sem.names.name, NotHeldReason::Gone)),
+        }
+    }
+}
+
+impl Drop for LeasedPermit {
+    fn drop(&mut self) {
+        let Some(sem) = self.sem.take() else { return };
+        let id = std::mem::take(&mut self.id);
+        let runtime = tokio::runtime::Handle::try_current()
+            .unwrap_or_else(|_| sem.names.client.inner.runtime.clone());
+        runtime.spawn(async move {
+            let _ = sem.release_id(&id).await;
+        });
+    }
+}

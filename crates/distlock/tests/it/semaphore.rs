@@ -1,0 +1,221 @@
+//! Semaphore and LeasedSemaphore.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use distlock::ErrorKind;
+
+use crate::util::*;
+
+/// 32 tasks, 5 permits: never more than 5 holders at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_than_n_holders() {
+    let (_server, client) = setup().await;
+    let sem = client.semaphore("pool");
+    assert!(sem.try_set_permits(5).await.unwrap());
+    assert!(!sem.try_set_permits(7).await.unwrap(), "set only once");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let max = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let (sem, inside, max) = (sem.clone(), inside.clone(), max.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                let p = sem.acquire().await.unwrap();
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                max.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                p.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let max = max.load(Ordering::SeqCst);
+    assert!(max <= 5, "{max} holders at once");
+    assert!(max >= 2, "no concurrency at all ({max})");
+    assert_eq!(sem.available_permits().await.unwrap(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_many_is_all_or_nothing() {
+    let (_server, client) = setup().await;
+    let sem = client.semaphore("bulk");
+    sem.try_set_permits(5).await.unwrap();
+    let three = sem.acquire_many(3).await.unwrap();
+    assert!(sem
+        .try_acquire_many_for(3, Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        sem.available_permits().await.unwrap(),
+        2,
+        "a refused acquire took nothing"
+    );
+    let two = sem.acquire_many(2).await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 0);
+    three.release().await.unwrap();
+    two.release().await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 5);
+    assert_eq!(sem.drain_permits().await.unwrap(), 5);
+    assert_eq!(sem.add_permits(2).await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_wake_when_permits_return_and_cancel_gives_nothing_away() {
+    let (_server, client) = setup().await;
+    let sem = client.semaphore("wake");
+    sem.try_set_permits(1).await.unwrap();
+    let held = sem.acquire().await.unwrap();
+    let waiter = {
+        let sem = sem.clone();
+        tokio::spawn(async move {
+            sem.acquire()
+                .await
+                .map(|p| (tokio::time::Instant::now(), p))
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let released = tokio::time::Instant::now();
+    held.release().await.unwrap();
+    let (at, p) = waiter.await.unwrap().unwrap();
+    assert!(at.duration_since(released) < Duration::from_millis(500));
+    // A waiter cancelled mid-wait takes no permit.
+    let cancelled = {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    cancelled.abort();
+    let _ = cancelled.await;
+    p.release().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(2), || true).await,
+        "settle background work"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_semaphore_inputs_are_refused() {
+    let (server, client) = setup().await;
+    let sem = client.semaphore("bad");
+    assert_eq!(
+        sem.try_set_permits(0).await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        sem.try_set_permits(u64::MAX).await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        sem.acquire_many(0).await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        sem.acquire_many((1 << 53) + 1).await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        sem.add_permits(0).await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let leased = client.leased_semaphore("bad-leased");
+    assert_eq!(
+        leased.try_acquire(Duration::ZERO).await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        client
+            .semaphore("")
+            .available_permits()
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidInput
+    );
+    assert!(keys(&server).is_empty());
+    let _: () = cmd(&server, &["HSET", "hashy", "f", "v"]);
+    assert_eq!(
+        client
+            .semaphore("hashy")
+            .try_acquire()
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::WrongType
+    );
+}
+
+/// A holder process killed with SIGKILL gets its leased permit back after the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_holder_returns_its_leased_permit_after_the_lease() {
+    let (_server, client) = setup().await;
+    let sem = client.leased_semaphore("workers");
+    sem.try_set_permits(1).await.unwrap();
+    let mut child = Command::new(example_bin("family"))
+        .args(["leased-hold", &_server.url(), "workers", "1000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("held "), "{line}");
+    assert!(sem
+        .try_acquire(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .is_none());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let start = tokio::time::Instant::now();
+    let p = sem
+        .try_acquire_for(Duration::from_secs(10), Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("the dead holder's permit came back");
+    assert!(
+        start.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        start.elapsed()
+    );
+    p.release().await.unwrap();
+    assert_eq!(sem.permits().await.unwrap(), (1, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leased_permits_extend_and_signal_loss() {
+    let (_server, client) = setup().await;
+    let sem = client.leased_semaphore("leases");
+    sem.try_set_permits(2).await.unwrap();
+    let p = sem.acquire(Duration::from_millis(300)).await.unwrap();
+    p.extend(Duration::from_secs(5)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        sem.permits().await.unwrap(),
+        (1, 1),
+        "extended, still leased"
+    );
+    let q = sem.acquire(Duration::from_millis(200)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(1), q.lost())
+        .await
+        .expect("lost() at the end of the lease");
+    // lost() fires at the local deadline (lease minus drift), a little before the server's.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        q.extend(Duration::from_secs(1)).await.unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+    assert_eq!(q.release().await.unwrap_err().kind(), ErrorKind::NotHeld);
+    p.release().await.unwrap();
+    assert_eq!(sem.permits().await.unwrap(), (2, 0));
+}
