@@ -63,6 +63,20 @@ pub struct RunArgs {
     /// RedLock mode: independent masters, comma-separated URLs.
     #[arg(long, value_delimiter = ',', conflicts_with = "at_most")]
     pub redlock: Vec<String>,
+    /// Take a fair (FIFO) lock: waiters are served in arrival order.
+    #[arg(long, conflicts_with_all = ["at_most", "redlock", "read", "write", "semaphore"])]
+    pub fair: bool,
+    /// Take the read side of a read-write lock (many readers at once).
+    #[arg(long, conflicts_with_all = ["at_most", "redlock", "write", "semaphore"])]
+    pub read: bool,
+    /// Take the write side of a read-write lock (one writer, no readers).
+    #[arg(long, conflicts_with_all = ["at_most", "redlock", "semaphore"])]
+    pub write: bool,
+    /// Hold one leased permit of a semaphore with N permits: at most N of these commands at
+    /// once across all hosts. The permit's lease (--lease, 30 s) is extended while CMD runs
+    /// and returns by itself if this host dies.
+    #[arg(long, value_name = "N", conflicts_with_all = ["at_most", "redlock"])]
+    pub semaphore: Option<u64>,
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true)]
     pub command: Vec<String>,
@@ -82,6 +96,7 @@ enum Held {
     Lock(distlock::LockGuard),
     Job(distlock::JobGuard),
     RedLock(distlock::RedLockGuard, Duration),
+    Permit(distlock::LeasedPermit, Duration),
 }
 
 impl Held {
@@ -90,6 +105,7 @@ impl Held {
             Held::Lock(g) => g.lost().await,
             Held::Job(g) => g.lost().await,
             Held::RedLock(g, _) => g.lost().await,
+            Held::Permit(p, _) => p.lost().await,
         }
     }
 
@@ -104,6 +120,13 @@ impl Held {
                     std::future::pending::<()>().await;
                 }
             },
+            Held::Permit(p, lease) => loop {
+                tokio::time::sleep(*lease / 3).await;
+                if let Err(e) = p.extend(*lease).await {
+                    eprintln!("distlock: extending the semaphore permit failed: {e}");
+                    std::future::pending::<()>().await;
+                }
+            },
             _ => std::future::pending().await,
         }
     }
@@ -113,6 +136,7 @@ impl Held {
             Held::Lock(g) => g.release().await,
             Held::Job(g) => g.release().await,
             Held::RedLock(g, _) => g.release().await,
+            Held::Permit(p, _) => p.release().await,
         }
     }
 }
@@ -140,6 +164,57 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
         return Ok(guard.map(|g| Held::RedLock(g, ttl)));
     }
     let client = opts.client().await?;
+    if let Some(permits) = args.semaphore {
+        let lease = args.lease.unwrap_or(Duration::from_secs(30));
+        let sem = client.leased_semaphore(args.name.as_str());
+        sem.try_set_permits(permits)
+            .await
+            .with_context(|| format!("semaphore {:?}", args.name))?;
+        let permit = sem
+            .try_acquire_for(lease, args.wait)
+            .await
+            .with_context(|| format!("semaphore {:?}", args.name))?;
+        if permit.is_none() {
+            eprintln!(
+                "distlock: no permit of semaphore {:?} within {}",
+                args.name,
+                humantime::format_duration(args.wait)
+            );
+        }
+        return Ok(permit.map(|p| Held::Permit(p, lease)));
+    }
+    if args.fair || args.read || args.write {
+        let guard = if args.fair {
+            let mut lock = client.fair_lock(args.name.as_str());
+            if let Some(lease) = args.lease {
+                lock = lock.lease(lease);
+            }
+            lock.try_acquire_for(args.wait).await
+        } else {
+            let mut rw = client.rw_lock(args.name.as_str());
+            if let Some(lease) = args.lease {
+                rw = rw.lease(lease);
+            }
+            if args.read {
+                rw.try_read_for(args.wait)
+                    .await
+                    .map(|g| g.map(|g| g.into_inner()))
+            } else {
+                rw.try_write_for(args.wait)
+                    .await
+                    .map(|g| g.map(|g| g.into_inner()))
+            }
+        }
+        .with_context(|| format!("lock {:?}", args.name))?;
+        if guard.is_none() {
+            eprintln!(
+                "distlock: lock {:?} not acquired within {}",
+                args.name,
+                humantime::format_duration(args.wait)
+            );
+        }
+        return Ok(guard.map(Held::Lock));
+    }
     if let Some(at_most) = args.at_most {
         let mut job = client
             .job_lock(args.name.as_str())

@@ -39,6 +39,7 @@ struct NodeView {
 enum Item {
     Lock(Row),
     Job(JobRow),
+    Semaphore(SemaphoreRow),
     RedLock {
         kind: &'static str,
         name: String,
@@ -59,8 +60,49 @@ fn row(s: distlock::LockStatus) -> Row {
         fencing_token: s.fencing_token.map(|t| t.get()),
         fencing_counter: s.fencing_counter,
         waiting_clients: s.subscribers,
+        mode: s.mode,
+        queue: s.queue,
+        waiting_writers: None,
         name: s.name,
         key: s.key,
+    }
+}
+
+/// Status of any lock-family name: a plain, fair or read-write lock (hash), or a semaphore
+/// (string of permits).
+async fn lock_item(client: &distlock::Client, name: &str) -> Result<Item> {
+    match client.lock(name).status().await {
+        Ok(s) if s.mode.is_some() => {
+            let rw = client.rw_lock(name).status().await?;
+            let waiting = rw.waiting_writers;
+            let mut r = row(rw);
+            r.kind = "rwlock";
+            r.waiting_writers = Some(waiting);
+            Ok(Item::Lock(r))
+        }
+        Ok(s) => {
+            let fair = client.fair_lock(name).status().await?;
+            if fair.queue.is_empty() {
+                return Ok(Item::Lock(row(s)));
+            }
+            let mut r = row(fair);
+            r.kind = "fair";
+            Ok(Item::Lock(r))
+        }
+        Err(e) if e.kind() == distlock::ErrorKind::WrongType => {
+            let (available, leased) = client
+                .leased_semaphore(name)
+                .permits()
+                .await
+                .with_context(|| format!("{name:?} is not a lock or a semaphore"))?;
+            Ok(Item::Semaphore(SemaphoreRow {
+                kind: "semaphore",
+                name: name.to_string(),
+                available_permits: available,
+                leased_permits: leased,
+            }))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -101,6 +143,24 @@ struct Row {
     fencing_token: Option<u64>,
     fencing_counter: u64,
     waiting_clients: u64,
+    /// Read-write locks: "read" or "write".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<String>,
+    /// Fair locks: waiting owners, first in line first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    queue: Vec<String>,
+    /// Read-write locks: writers waiting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waiting_writers: Option<u64>,
+}
+
+/// A semaphore (plain or leased): a string key of permits.
+#[derive(Serialize)]
+struct SemaphoreRow {
+    kind: &'static str,
+    name: String,
+    available_permits: u64,
+    leased_permits: u64,
 }
 
 pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
@@ -131,12 +191,11 @@ pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
             }));
             continue;
         }
-        let s = client
-            .lock(name.as_str())
-            .status()
-            .await
-            .with_context(|| format!("status of {name:?}"))?;
-        items.push(Item::Lock(row(s)));
+        items.push(
+            lock_item(&client, name)
+                .await
+                .with_context(|| format!("status of {name:?}"))?,
+        );
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&items)?);
@@ -151,6 +210,10 @@ fn print_items(items: Vec<Item>) {
         match item {
             Item::Job(j) => print_job(&j),
             Item::Lock(r) => print_lock(&r),
+            Item::Semaphore(s) => println!(
+                "{} (semaphore): {} permits available, {} leased",
+                s.name, s.available_permits, s.leased_permits
+            ),
             Item::RedLock { name, nodes, .. } => {
                 println!("{name} (RedLock over {} nodes):", nodes.len());
                 for n in nodes {
@@ -242,4 +305,17 @@ fn print_lock(r: &Row) {
         None => println!("  fencing token: none (holder is not a distlock client)"),
     }
     println!("  waiting clients {}", r.waiting_clients);
+    if let Some(mode) = &r.mode {
+        println!("  mode {mode}");
+    }
+    if let Some(w) = r.waiting_writers {
+        println!("  waiting writers {w}");
+    }
+    if !r.queue.is_empty() {
+        println!(
+            "  queue ({} waiting): {}",
+            r.queue.len(),
+            r.queue.join(", ")
+        );
+    }
 }

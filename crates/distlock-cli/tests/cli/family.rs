@@ -1,0 +1,121 @@
+//! `distlock run --fair | --read | --write | --semaphore N` and their `status`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use distlock_harness::RedisServer;
+
+use super::{distlock, output, redis_cmd, wait_until};
+
+fn hold(server: &RedisServer, args: &[&str]) -> Child {
+    let mut c = distlock(server);
+    c.arg("run")
+        .args(args)
+        .args(["--", "sleep", "30"])
+        .stdout(Stdio::null());
+    c.spawn().unwrap()
+}
+
+fn stop(mut c: Child) {
+    unsafe {
+        libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+    }
+    c.wait().unwrap();
+}
+
+fn status_json(server: &RedisServer, name: &str) -> serde_json::Value {
+    let mut c = distlock(server);
+    c.args(["status", name, "--json"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
+}
+
+/// At most N commands at once across hosts; status shows the permits.
+#[test]
+fn semaphore_mode_limits_concurrency() {
+    let server = RedisServer::start();
+    let a = hold(&server, &["jobs", "--semaphore", "2"]);
+    let b = hold(&server, &["jobs", "--semaphore", "2"]);
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
+        &server,
+        &["ZCARD", "redisson__timeout__set:{jobs}"]
+    ) == 2));
+    let mut third = distlock(&server);
+    third.args([
+        "run",
+        "jobs",
+        "--semaphore",
+        "2",
+        "--wait",
+        "200ms",
+        "--",
+        "true",
+    ]);
+    let out = output(third);
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no permit"));
+    let v = status_json(&server, "jobs");
+    assert_eq!(v["kind"], "semaphore");
+    assert_eq!(v["available_permits"], 0);
+    assert_eq!(v["leased_permits"], 2);
+    stop(a);
+    let mut third = distlock(&server);
+    third.args(["run", "jobs", "--semaphore", "2", "--", "true"]);
+    assert_eq!(output(third).status.code(), Some(0));
+    stop(b);
+    let v = status_json(&server, "jobs");
+    assert_eq!(v["available_permits"], 2);
+}
+
+#[test]
+fn fair_mode_queues_and_status_shows_the_queue() {
+    let server = RedisServer::start();
+    let holder = hold(&server, &["fifo", "--fair"]);
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+        &server,
+        &["EXISTS", "fifo"]
+    )));
+    let waiter = hold(&server, &["fifo", "--fair", "--wait", "20s"]);
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
+        &server,
+        &["LLEN", "redisson_lock_queue:{fifo}"]
+    ) == 1));
+    let v = status_json(&server, "fifo");
+    assert_eq!(v["kind"], "fair");
+    assert_eq!(v["queue"].as_array().unwrap().len(), 1);
+    stop(holder);
+    // The waiter gets the lock and holds it.
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
+        &server,
+        &["LLEN", "redisson_lock_queue:{fifo}"]
+    ) == 0));
+    assert!(redis_cmd::<bool>(&server, &["EXISTS", "fifo"]));
+    stop(waiter);
+}
+
+#[test]
+fn read_and_write_modes_share_and_exclude() {
+    let server = RedisServer::start();
+    let r1 = hold(&server, &["doc", "--read"]);
+    let r2 = hold(&server, &["doc", "--read"]);
+    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
+        &server,
+        &["HLEN", "doc"]
+    ) == 3));
+    let mut w = distlock(&server);
+    w.args(["run", "doc", "--write", "--wait", "200ms", "--", "true"]);
+    assert_eq!(output(w).status.code(), Some(75));
+    let v = status_json(&server, "doc");
+    assert_eq!(v["kind"], "rwlock");
+    assert_eq!(v["mode"], "read");
+    assert_eq!(v["holders"].as_array().unwrap().len(), 2);
+    stop(r1);
+    stop(r2);
+    let mut w = distlock(&server);
+    w.args(["run", "doc", "--write", "--", "true"]);
+    assert_eq!(output(w).status.code(), Some(0));
+    let mut bad = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    bad.args(["run", "doc", "--read", "--write", "--", "true"]);
+    assert_eq!(output(bad).status.code(), Some(2));
+}
