@@ -95,19 +95,10 @@ impl Backend {
         context: &str,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T> {
-        let mut attempt = 0;
-        loop {
-            let mut conn = self.conn.clone();
-            match invocation.invoke_async::<T>(&mut conn).await {
-                Ok(v) => return Ok(v),
-                Err(e) if retriable(&e) && attempt < RETRY_DELAYS.len() => {
-                    tracing::debug!(context, error = %e, attempt, "retrying script");
-                    tokio::time::sleep(RETRY_DELAYS[attempt]).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(Error::from_redis(context, e)),
-            }
-        }
+        self.with_retries(context, |mut conn| async move {
+            invocation.invoke_async::<T>(&mut conn).await
+        })
+        .await
     }
 
     /// Run one command, resending on connection failures (use for idempotent commands).
@@ -116,18 +107,10 @@ impl Backend {
         context: &str,
         cmd: &redis::Cmd,
     ) -> Result<T> {
-        let mut attempt = 0;
-        loop {
-            let mut conn = self.conn.clone();
-            match cmd.query_async::<T>(&mut conn).await {
-                Ok(v) => return Ok(v),
-                Err(e) if retriable(&e) && attempt < RETRY_DELAYS.len() => {
-                    tokio::time::sleep(RETRY_DELAYS[attempt]).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(Error::from_redis(context, e)),
-            }
-        }
+        self.with_retries(context, |mut conn| async move {
+            cmd.query_async::<T>(&mut conn).await
+        })
+        .await
     }
 
     /// Run a pipeline (read-only or idempotent), resending on connection failures.
@@ -136,12 +119,25 @@ impl Backend {
         context: &str,
         pipe: &redis::Pipeline,
     ) -> Result<T> {
+        self.with_retries(context, |mut conn| async move {
+            pipe.query_async::<T>(&mut conn).await
+        })
+        .await
+    }
+
+    /// Send a request, and send it again after [`RETRY_DELAYS`] while it fails in a way that
+    /// allows a resend.
+    async fn with_retries<T, F, Fut>(&self, context: &str, mut send: F) -> Result<T>
+    where
+        F: FnMut(ConnectionManager) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
         let mut attempt = 0;
         loop {
-            let mut conn = self.conn.clone();
-            match pipe.query_async::<T>(&mut conn).await {
+            match send(self.conn.clone()).await {
                 Ok(v) => return Ok(v),
                 Err(e) if retriable(&e) && attempt < RETRY_DELAYS.len() => {
+                    tracing::debug!(context, error = %e, attempt, "resending");
                     tokio::time::sleep(RETRY_DELAYS[attempt]).await;
                     attempt += 1;
                 }
