@@ -45,6 +45,9 @@ enum Command {
     /// The flash sale from the seeds: many processes buy under locks; checks no oversell and
     /// no duplicate orders.
     Demo(cmd::demo::DemoArgs),
+    /// Benchmark distlock: the bench-peers workloads (uncontended, distinct, contended,
+    /// handoff) plus watchdog, waiters and memory; a table, or JSON lines with --json.
+    Bench(cmd::bench::BenchArgs),
     /// One worker process of `demo` (started by `demo` itself).
     #[command(hide = true)]
     DemoWorker(cmd::demo::WorkerArgs),
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
             Command::Unlock(args) => cmd::unlock::run(&opts, args).await,
             Command::Demo(args) => cmd::demo::run(&opts, args).await,
             Command::DemoWorker(args) => cmd::demo::worker(&opts, args).await,
+            Command::Bench(args) => cmd::bench::run(&opts, args).await,
         }
     });
     match result {

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod demo;
 pub mod run;
 pub mod status;

@@ -1,5 +1,8 @@
 //! End-to-end tests of the `distlock` binary against real redis-server processes.
 
+mod bench;
+mod family;
+
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 

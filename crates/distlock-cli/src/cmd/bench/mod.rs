@@ -1,0 +1,418 @@
+//! `distlock bench`: the bench-peers workloads (`uncontended`, `distinct`, `contended`,
+//! `handoff`, exactly as `shared/bench-peers/README.md` § WORKLOADS defines them) measured on
+//! distlock's [`Lock`](distlock::Lock), plus three distlock-only workloads:
+//!
+//! - `watchdog`: one client holds many locks under the watchdog (short lease) and we count
+//!   the Redis commands and the CPU time their renewal costs;
+//! - `waiters`: many tasks of one client wait on one lock; one subscription serves them all,
+//!   and each release hands the lock to the next waiter;
+//! - `memory`: bytes and keys per held lock, and keys left behind per idle lock name.
+//!
+//! Output: a table, or with `--json` one line per workload in the peers' format
+//! (`impl` = `rust/distlock`), so `summarize.py` reads our lines next to the peers'. Sizes
+//! come from the same `BENCH_*` environment variables as the peers' drivers.
+//!
+//! Without `--url` (or `DISTLOCK_URL`) a private `redis-server` is started, as for `demo`.
+
+mod native;
+mod report;
+mod standard;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use distlock::Client;
+use serde_json::Value;
+
+use crate::connect::Options;
+use crate::exit;
+use report::Line;
+
+/// Every workload, in the default order.
+pub const WORKLOADS: &[&str] = &[
+    "uncontended",
+    "distinct",
+    "contended",
+    "handoff",
+    "watchdog",
+    "waiters",
+    "memory",
+];
+
+/// Key prefix of every benchmark key (the peers' `--prefix` default).
+pub const PREFIX: &str = "bench:";
+
+/// Arguments of `distlock bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Workloads to run, comma-separated, in the given order. Unknown names are skipped with
+    /// a warning, as the peers' drivers do.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "uncontended,distinct,contended,handoff,watchdog,waiters,memory"
+    )]
+    pub workloads: Vec<String>,
+
+    /// Concurrent clients of `distinct` and `contended`.
+    #[arg(long, env = "BENCH_CLIENTS", default_value_t = 16,
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub clients: u64,
+
+    /// Print one JSON line per workload (the bench-peers format) instead of the table, and no
+    /// progress bar.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Workload sizes: the bench-peers `BENCH_*` environment variables (same names, same
+/// defaults), plus the distlock-only ones.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `--clients` / `BENCH_CLIENTS` (16).
+    pub clients: u64,
+    /// `BENCH_WARMUP` (200): warm-up pairs of `uncontended` (`distinct`: per client
+    /// max(warmup / clients, 2)).
+    pub warmup: u64,
+    /// `BENCH_UNCONTENDED_OPS` (5,000).
+    pub uncontended_ops: u64,
+    /// `BENCH_DISTINCT_OPS` (20,000).
+    pub distinct_ops: u64,
+    /// `BENCH_KEYS` (10,000): lock names of `distinct`.
+    pub keys: u64,
+    /// `BENCH_CONTENDED_OPS` (5,000).
+    pub contended_ops: u64,
+    /// `BENCH_MAX_SECONDS` (10): measurement cap of the throughput workloads.
+    pub max: Duration,
+    /// `BENCH_HANDOFF_REPS` (200).
+    pub handoff_reps: u64,
+    /// `BENCH_HANDOFF_MAX_SECONDS` (120).
+    pub handoff_max: Duration,
+    /// `BENCH_HOLD_MIN_MS` (10).
+    pub hold_min_ms: u64,
+    /// `BENCH_HOLD_MAX_MS` (210).
+    pub hold_max_ms: u64,
+    /// `BENCH_WAIT_SECONDS` (10): the acquire wait bound.
+    pub wait: Duration,
+    /// `BENCH_WATCHDOG_LOCKS` (10,000): locks held in `watchdog`.
+    pub watchdog_locks: u64,
+    /// `BENCH_WATCHDOG_SECONDS` (60): how long `watchdog` holds them.
+    pub watchdog_hold: Duration,
+    /// `BENCH_WATCHDOG_LEASE_MS` (3,000): the watchdog lease of the `watchdog` client
+    /// (renewal every third of it).
+    pub watchdog_lease: Duration,
+    /// `BENCH_WAITERS` (1,000): tasks waiting in `waiters`.
+    pub waiters: u64,
+    /// `BENCH_MEMORY_LOCKS` (1,000): locks held in `memory`.
+    pub memory_locks: u64,
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn env_secs(name: &str, default: f64) -> Duration {
+    let secs = std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .unwrap_or(default);
+    Duration::from_secs_f64(secs.min(365.0 * 24.0 * 3600.0))
+}
+
+impl Settings {
+    /// Sizes from the environment; `clients` from `--clients` (which reads `BENCH_CLIENTS`).
+    pub fn from_env(clients: u64) -> Settings {
+        Settings {
+            clients: clients.max(1),
+            warmup: env_u64("BENCH_WARMUP", 200),
+            uncontended_ops: env_u64("BENCH_UNCONTENDED_OPS", 5000),
+            distinct_ops: env_u64("BENCH_DISTINCT_OPS", 20000),
+            keys: env_u64("BENCH_KEYS", 10000),
+            contended_ops: env_u64("BENCH_CONTENDED_OPS", 5000),
+            max: env_secs("BENCH_MAX_SECONDS", 10.0),
+            handoff_reps: env_u64("BENCH_HANDOFF_REPS", 200),
+            handoff_max: env_secs("BENCH_HANDOFF_MAX_SECONDS", 120.0),
+            hold_min_ms: env_u64("BENCH_HOLD_MIN_MS", 10),
+            hold_max_ms: env_u64("BENCH_HOLD_MAX_MS", 210),
+            wait: env_secs("BENCH_WAIT_SECONDS", 10.0),
+            watchdog_locks: env_u64("BENCH_WATCHDOG_LOCKS", 10000).max(1),
+            watchdog_hold: env_secs("BENCH_WATCHDOG_SECONDS", 60.0),
+            watchdog_lease: Duration::from_millis(env_u64("BENCH_WATCHDOG_LEASE_MS", 3000).max(3)),
+            waiters: env_u64("BENCH_WAITERS", 1000).max(1),
+            memory_locks: env_u64("BENCH_MEMORY_LOCKS", 1000).max(1),
+        }
+    }
+
+    /// Lock names per client in `distinct`: `keys / clients`, at least 1.
+    pub fn per_client_keys(&self) -> u64 {
+        (self.keys / self.clients).max(1)
+    }
+}
+
+/// What every workload needs: where the server is, the sizes, how to report progress.
+pub struct Bench {
+    url: String,
+    key_prefix: String,
+    watchdog_lease: Duration,
+    settings: Settings,
+    redis: redis::Client,
+    json: bool,
+}
+
+impl Bench {
+    /// A distlock client as the standard workloads use it: one per workload, shared by all
+    /// its clients; acquire waits `BENCH_WAIT_SECONDS`; the watchdog lease of the global
+    /// `--watchdog-lease` (30 s by default).
+    pub async fn client(&self) -> Result<Client> {
+        self.client_with_lease(self.watchdog_lease).await
+    }
+
+    /// A distlock client with the given watchdog lease.
+    pub async fn client_with_lease(&self, lease: Duration) -> Result<Client> {
+        Client::builder()
+            .url(self.url.as_str())
+            .key_prefix(self.key_prefix.clone())
+            .watchdog_lease(lease)
+            .default_wait(self.settings.wait)
+            .build()
+            .await
+            .context("cannot connect")
+    }
+
+    /// A plain redis-rs connection for the counter, `INFO`, `PUBSUB`, `MEMORY` and `SCAN`.
+    pub async fn conn(&self) -> Result<redis::aio::MultiplexedConnection> {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(Duration::from_secs(30)));
+        self.redis
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .context("cannot connect to redis")
+    }
+
+    /// The sizes.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// A progress bar on stderr (hidden with `--json`).
+    pub fn bar(&self, what: &str, len: u64) -> indicatif::ProgressBar {
+        let bar = indicatif::ProgressBar::new(len);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {msg:<24} {bar:40} {pos}/{len}  {per_sec}  {elapsed}",
+            )
+            .expect("template"),
+        );
+        bar.set_message(what.to_string());
+        if self.json {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        bar
+    }
+
+    /// The `notes` of a line: library version, wait strategy, settings, then `more`.
+    pub fn notes(&self, more: &str) -> String {
+        let mut n = format!(
+            "distlock {}; Lock::acquire: one attempt, then pub/sub wake-up on \
+             redisson_lock__channel (retry at the holder's PTTL), wait {:?}; lease {:?} \
+             renewed by the watchdog; one Client (1 multiplexed + 1 subscription connection) \
+             shared by all clients",
+            env!("CARGO_PKG_VERSION"),
+            self.settings.wait,
+            self.watchdog_lease,
+        );
+        if !self.key_prefix.is_empty() {
+            n.push_str(&format!("; key prefix {:?}", self.key_prefix));
+        }
+        if !more.is_empty() {
+            n.push_str("; ");
+            n.push_str(more);
+        }
+        n
+    }
+}
+
+/// `distlock bench`: run the workloads; exit 0, or 3 when an invariant broke (lost
+/// updates in `contended`, keys left behind by released locks in `memory`).
+pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
+    let settings = Settings::from_env(args.clients);
+    let mut workloads: Vec<&'static str> = Vec::new();
+    for w in args
+        .workloads
+        .iter()
+        .map(|w| w.trim())
+        .filter(|w| !w.is_empty())
+    {
+        match WORKLOADS.iter().find(|k| **k == w) {
+            Some(k) => workloads.push(k),
+            None => eprintln!(
+                "distlock bench: unknown workload {w:?} skipped (known: {})",
+                WORKLOADS.join(", ")
+            ),
+        }
+    }
+    let (url, server) = opts.url_or_embedded()?;
+    let bench = Bench {
+        redis: redis::Client::open(url.as_str()).context("bad URL")?,
+        url,
+        key_prefix: opts.key_prefix.clone(),
+        watchdog_lease: opts.watchdog_lease,
+        settings,
+        json: args.json,
+    };
+    // Fail fast (and with the library's message) when the server is unreachable.
+    let probe = bench.client().await?;
+    if !args.json {
+        println!(
+            "distlock bench: distlock {} on {}{}",
+            env!("CARGO_PKG_VERSION"),
+            probe.redacted_url(),
+            if server.is_some() {
+                " (private redis-server)"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "{:<12} {:>7} {:>8} {:>8} {:>10} {:>9} {:>9} {:>5}  notes",
+            "workload", "clients", "ops", "seconds", "ops/s", "p50 µs", "p99 µs", "lost"
+        );
+    }
+    drop(probe);
+
+    let mut failed = Vec::new();
+    let mut broken = false;
+    for w in workloads {
+        let result = match w {
+            "uncontended" => standard::uncontended(&bench).await,
+            "distinct" => standard::distinct(&bench).await,
+            "contended" => standard::contended(&bench).await,
+            "handoff" => standard::handoff(&bench).await,
+            "watchdog" => native::watchdog(&bench).await,
+            "waiters" => native::waiters(&bench).await,
+            "memory" => native::memory(&bench).await,
+            _ => unreachable!("checked above"),
+        };
+        match result {
+            Ok(line) => {
+                broken |= line.lost_updates.unwrap_or(0) != 0
+                    || line.extra.f64("keys_left_per_idle_name").unwrap_or(0.0) != 0.0;
+                if args.json {
+                    println!("{}", line.to_json());
+                } else {
+                    print_row(&line);
+                }
+            }
+            Err(e) => {
+                eprintln!("distlock bench: workload {w} failed: {e:#}");
+                failed.push(w);
+            }
+        }
+    }
+    drop(server);
+    if !failed.is_empty() {
+        anyhow::bail!("workloads failed: {}", failed.join(", "));
+    }
+    Ok(if broken { exit::INVARIANT_BROKEN } else { 0 })
+}
+
+fn lat(v: Option<f64>) -> String {
+    match v {
+        None => "–".into(),
+        Some(x) if x < 100.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.0}"),
+    }
+}
+
+fn ex(line: &Line, key: &str) -> String {
+    match line.extra.get(key) {
+        None | Some(Value::Null) => "–".into(),
+        Some(Value::Number(n)) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            if n.is_f64() {
+                lat(Some(x))
+            } else {
+                n.to_string()
+            }
+        }
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// The one-line summary of a workload's own figures in the table.
+fn row_notes(l: &Line) -> String {
+    let fails = ex(l, "failed_acquires");
+    let failed = if fails == "0" || fails == "–" {
+        String::new()
+    } else {
+        format!("; {fails} failed acquires")
+    };
+    match l.workload {
+        "uncontended" | "distinct" => format!("acquire latency{failed}"),
+        "contended" => format!(
+            "hand-off latency; same client {} %, served {}/{}, wait p50 {} p99 {} µs{failed}",
+            ex(l, "same_client_pct"),
+            ex(l, "clients_served"),
+            l.clients,
+            ex(l, "wait_p50_us"),
+            ex(l, "wait_p99_us"),
+        ),
+        "handoff" => format!(
+            "B acquired − A released; {} release races{failed}",
+            ex(l, "release_races")
+        ),
+        "watchdog" => format!(
+            "{} locks, lease {} ms: {} commands per renewal period = {} per 100 locks ({} run \
+             inside the scripts); CPU {} % of a core; {}/{} alive after {} s",
+            l.ops,
+            ex(l, "lease_ms"),
+            ex(l, "commands_per_period"),
+            ex(l, "round_trips_per_100_locks"),
+            ex(l, "server_commands_per_period"),
+            ex(l, "cpu_pct_of_core"),
+            ex(l, "alive_after"),
+            l.ops,
+            ex(l, "hold_s"),
+        ),
+        "waiters" => format!(
+            "hand-off between consecutive holders; PUBSUB NUMSUB {} while {} waited{failed}",
+            ex(l, "numsub"),
+            l.clients,
+        ),
+        "memory" => format!(
+            "held: {} B per lock key (MEMORY USAGE), {} keys per lock; released: {} keys per \
+             name + {} unlock latches (gone after {} ms) + {} fencing counter",
+            ex(l, "memory_usage_bytes"),
+            ex(l, "keys_per_held_lock"),
+            ex(l, "keys_left_per_idle_name"),
+            ex(l, "unlock_latches_after_release"),
+            ex(l, "latches_gone_after_ms"),
+            ex(l, "fencing_counter_keys"),
+        ),
+        _ => String::new(),
+    }
+}
+
+fn print_row(l: &Line) {
+    println!(
+        "{:<12} {:>7} {:>8} {:>8.3} {:>10.1} {:>9} {:>9} {:>5}  {}",
+        l.workload,
+        l.clients,
+        l.ops,
+        l.seconds,
+        l.ops_per_s,
+        lat(l.p50_us),
+        lat(l.p99_us),
+        l.lost_updates
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "–".into()),
+        row_notes(l),
+    );
+}
