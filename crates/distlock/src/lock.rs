@@ -650,16 +650,11 @@ impl Lock {
         &self.inner.client.inner.backend
     }
 
-    fn context(&self, op: &str) -> String {
-        let name = &self.inner.name;
-        if name.len() > 80 {
-            let end = (0..=80)
-                .rev()
-                .find(|&i| name.is_char_boundary(i))
-                .unwrap_or(0);
-            format!("{op} {:?}…", &name[..end])
-        } else {
-            format!("{op} {name:?}")
+    /// `"<op> <name>"` for messages; formatted only when an error needs it.
+    fn context(&self, op: &'static str) -> Ctx<'_> {
+        Ctx {
+            op,
+            name: &self.inner.name,
         }
     }
 
@@ -721,12 +716,17 @@ impl Lock {
         };
         let r: Vec<i64> = match self.inner.kind {
             Kind::Plain => {
-                let latch = keys::acquire_latch(key, request_id);
+                // A fresh owner's request needs no latch: pass the lock key in its place (it
+                // is never read then, and shares the lock's cluster slot).
+                let latch = match mode {
+                    Mode::New => None,
+                    _ => Some(keys::acquire_latch(key, request_id)),
+                };
                 let latch_ms = client.command_timeout.as_millis().max(1) as u64;
                 let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
                 inv.key(key)
                     .key(&client.fencing_counter)
-                    .key(&latch)
+                    .key(latch.as_deref().unwrap_or(key))
                     .arg(lease_ms)
                     .arg(owner.as_str())
                     .arg(mode.as_str())
@@ -812,7 +812,11 @@ impl Lock {
         keys::check_wait(wait)?;
         let deadline = Instant::now() + wait;
         let owner = owner.unwrap_or_else(|| self.inner.client.new_owner());
-        let request_id = self.inner.client.request_id();
+        // Only re-entrant requests need a request id (for their acquire latch).
+        let request_id = match mode {
+            Mode::New => String::new(),
+            _ => self.inner.client.request_id(),
+        };
 
         // A grant that lands after this future was dropped must be given back: the pending
         // guard releases it when dropped before `disarm`.
@@ -928,8 +932,7 @@ impl Lock {
     pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
         let client = &self.inner.client.inner;
         let key = &self.inner.key;
-        let request_id = self.inner.client.request_id();
-        let latch = keys::unlock_latch(key, &request_id);
+        let latch = keys::unlock_latch(key, &self.inner.client.request_id());
         let latch_ms = client.command_timeout.as_millis().max(1) as u64;
         let lease_ms = lease.as_millis() as u64;
         let context = self.context("release");
@@ -943,7 +946,14 @@ impl Lock {
                     .arg(lease_ms)
                     .arg(owner.as_str())
                     .arg(latch_ms);
-                self.backend().eval(&context, &inv).await?
+                let (r, resent): (i64, bool) = self.backend().eval_resent(&context, &inv).await?;
+                // The final release writes no latch: a resend that finds the lock gone or
+                // re-taken means an earlier send released it.
+                if resent && (r == -1 || r == -2) {
+                    1
+                } else {
+                    r
+                }
             }
             Kind::Fair { .. } => {
                 let mut inv = scripts::FAIR_RELEASE.prepare_invoke();
@@ -1009,6 +1019,27 @@ impl Lock {
         r.first()
             .copied()
             .ok_or_else(|| Error::unexpected(format!("{}: empty reply", self.context("extend"))))
+    }
+}
+
+/// An operation on a named lock, for error messages (names longer than 80 bytes are cut).
+pub(crate) struct Ctx<'a> {
+    op: &'static str,
+    name: &'a str,
+}
+
+impl fmt::Display for Ctx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name;
+        if name.len() > 80 {
+            let end = (0..=80)
+                .rev()
+                .find(|&i| name.is_char_boundary(i))
+                .unwrap_or(0);
+            write!(f, "{} {:?}…", self.op, &name[..end])
+        } else {
+            write!(f, "{} {name:?}", self.op)
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::conn::Backend;
@@ -96,7 +96,6 @@ type EntryKey = (String, String);
 #[derive(Default)]
 struct Shared {
     entries: Mutex<HashMap<EntryKey, Entry>>,
-    wake: Notify,
 }
 
 /// The leases of one client, and its watchdog task.
@@ -197,9 +196,6 @@ impl Leases {
         entry.lease.renewed(valid_until);
         let lease = entry.lease.clone();
         drop(map);
-        if renew {
-            self.shared.wake.notify_one();
-        }
         Registration {
             shared: self.shared.clone(),
             key: entry_key,
@@ -224,21 +220,11 @@ impl Leases {
 async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
     let period = lease / 3;
     let lease_ms = lease.as_millis().max(1) as u64;
+    // Tick every period whether or not there is work: registering a lock then costs no
+    // wake-up of this task (a cross-thread wake per acquire), and a new lock's first renewal
+    // comes within one period, well inside its lease (three periods).
     let mut next = Instant::now() + period;
     loop {
-        {
-            let idle = !shared
-                .entries
-                .lock()
-                .unwrap()
-                .values()
-                .any(|e| e.renew_refs > 0);
-            if idle {
-                shared.wake.notified().await;
-                next = Instant::now() + period;
-                continue;
-            }
-        }
         tokio::time::sleep_until(next).await;
         let mut hash = Vec::new();
         let mut read = Vec::new();

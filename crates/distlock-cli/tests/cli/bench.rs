@@ -158,7 +158,8 @@ fn bench_json_runs_every_workload_with_sane_figures() {
     assert_eq!(x(m, "keys_per_held_lock"), 1.0, "{m}");
     assert_eq!(x(m, "fencing_counter_keys"), 1.0, "{m}");
     assert!(x(m, "memory_usage_bytes") > 0.0, "{m}");
-    assert_eq!(x(m, "unlock_latches_after_release"), 20.0, "{m}");
+    // A final release writes no unlock latch (only releases that leave holds do).
+    assert_eq!(x(m, "unlock_latches_after_release"), 0.0, "{m}");
     assert_eq!(x(m, "latches_left_at_end"), 0.0, "the latches expire: {m}");
 
     // Nothing held or waited on is left behind.

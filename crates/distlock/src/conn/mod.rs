@@ -7,6 +7,7 @@
 
 pub(crate) mod pubsub;
 
+use std::fmt;
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
@@ -92,7 +93,7 @@ impl Backend {
     /// failures. `context` names the operation for error messages.
     pub(crate) async fn eval<T: FromRedisValue>(
         &self,
-        context: &str,
+        context: impl fmt::Display,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T> {
         self.with_retries(context, |mut conn| async move {
@@ -101,10 +102,27 @@ impl Backend {
         .await
     }
 
+    /// As [`Backend::eval`], also telling whether the request was sent more than once (an
+    /// earlier send may have been executed).
+    pub(crate) async fn eval_resent<T: FromRedisValue>(
+        &self,
+        context: impl fmt::Display,
+        invocation: &ScriptInvocation<'_>,
+    ) -> Result<(T, bool)> {
+        let mut sends = 0;
+        let v = self
+            .with_retries(context, |mut conn| {
+                sends += 1;
+                async move { invocation.invoke_async::<T>(&mut conn).await }
+            })
+            .await?;
+        Ok((v, sends > 1))
+    }
+
     /// Run one command, resending on connection failures (use for idempotent commands).
     pub(crate) async fn query<T: FromRedisValue>(
         &self,
-        context: &str,
+        context: impl fmt::Display,
         cmd: &redis::Cmd,
     ) -> Result<T> {
         self.with_retries(context, |mut conn| async move {
@@ -116,7 +134,7 @@ impl Backend {
     /// Run a pipeline (read-only or idempotent), resending on connection failures.
     pub(crate) async fn pipeline<T: FromRedisValue>(
         &self,
-        context: &str,
+        context: impl fmt::Display,
         pipe: &redis::Pipeline,
     ) -> Result<T> {
         self.with_retries(context, |mut conn| async move {
@@ -127,7 +145,8 @@ impl Backend {
 
     /// Send a request, and send it again after [`RETRY_DELAYS`] while it fails in a way that
     /// allows a resend.
-    async fn with_retries<T, F, Fut>(&self, context: &str, mut send: F) -> Result<T>
+    /// `context` is formatted only when something goes wrong (no allocation per call).
+    async fn with_retries<T, F, Fut>(&self, context: impl fmt::Display, mut send: F) -> Result<T>
     where
         F: FnMut(ConnectionManager) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
@@ -137,11 +156,11 @@ impl Backend {
             match send(self.conn.clone()).await {
                 Ok(v) => return Ok(v),
                 Err(e) if retriable(&e) && attempt < RETRY_DELAYS.len() => {
-                    tracing::debug!(context, error = %e, attempt, "resending");
+                    tracing::debug!(%context, error = %e, attempt, "resending");
                     tokio::time::sleep(RETRY_DELAYS[attempt]).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(Error::from_redis(context, e)),
+                Err(e) => return Err(Error::from_redis(&context.to_string(), e)),
             }
         }
     }

@@ -22,6 +22,9 @@
 --          {-1}                             mode 'nested': the lock is gone
 --          {-2}                             mode 'nested': another owner holds it
 -- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
+--
+-- Cost: the free-lock path (the common one) runs EXISTS, TIME, SET..GET, HSET, PEXPIRE. The
+-- token string is built from TIME's two parts (no float formatting); SET..GET needs Redis 6.2.
 
 local mode = ARGV[3]
 if mode ~= 'new' then
@@ -31,8 +34,31 @@ if mode ~= 'new' then
   end
 end
 
-local exists = redis.call('exists', KEYS[1])
-if exists == 1 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if redis.call('exists', KEYS[1]) == 0 then
+  if mode == 'nested' then
+    return {-1}
+  end
+  -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
+  -- after a restart from an old snapshot or a failover to a lagging replica.
+  local t = redis.call('time')
+  local token_s = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+  local last = redis.call('set', KEYS[2], token_s, 'GET')
+  local token = tonumber(token_s)
+  if last and tonumber(last) >= token then
+    -- The counter ran ahead of this server's clock: count on from it.
+    token = tonumber(last) + 1
+    token_s = string.format('%.0f', token)
+    redis.call('set', KEYS[2], token_s)
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token_s)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  if mode ~= 'new' then
+    redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+  end
+  return {1, 1, token}
+end
+
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if mode == 'new' then
     -- A resend of a granted request: same hold, same token.
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -45,29 +71,7 @@ if exists == 1 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   return {1, count, tonumber(redis.call('hget', KEYS[1], ARGV[5]) or '0')}
 end
 
-if exists == 1 then
-  if mode == 'nested' then
-    return {-2}
-  end
-  return {0, redis.call('pttl', KEYS[1])}
-end
 if mode == 'nested' then
-  return {-1}
+  return {-2}
 end
-
--- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
--- after a restart from an old snapshot or a failover to a lagging replica.
-local t = redis.call('time')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local token = tonumber(redis.call('get', KEYS[2]) or '0') + 1
-if now_us > token then
-  token = now_us
-end
-local token_s = string.format('%.0f', token)
-redis.call('set', KEYS[2], token_s)
-redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token_s)
-redis.call('pexpire', KEYS[1], ARGV[1])
-if mode ~= 'new' then
-  redis.call('set', KEYS[3], 1, 'px', ARGV[4])
-end
-return {1, 1, token}
+return {0, redis.call('pttl', KEYS[1])}

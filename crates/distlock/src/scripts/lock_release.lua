@@ -1,8 +1,11 @@
 -- lock_release.lua: release one hold of a reentrant lock; wake a waiter on the last one.
 --
--- Redisson's unlockInnerAsync with its unlock latch (seed 004), so a resent release of the
--- same request returns the first answer instead of releasing twice. Unlike Redisson it says
--- why a release was refused (gone vs. held by another owner) instead of returning nil.
+-- Redisson's unlockInnerAsync. The unlock latch of seed 004 is written when holds remain,
+-- where a resent request must not take a second hold away; the final release writes none
+-- (a key created and expired per release costs more server time than the whole rest of the
+-- script): a resend of it finds the lock gone or re-taken, and the client, knowing it resent,
+-- counts that as released. Unlike Redisson it says why a release was refused (gone vs. held
+-- by another owner) instead of returning nil.
 --
 -- KEYS[1]  lock key (hash)
 -- KEYS[2]  wake channel redisson_lock__channel:{name}
@@ -12,7 +15,7 @@
 -- ARGV[3]  owner field <client-uuid>:<owner-id>
 -- ARGV[4]  latch TTL in milliseconds
 --
--- Returns  1   the last hold was released: key deleted, message published
+-- Returns  1   the last hold was released: key deleted, message published (no latch)
 --          0   one hold released, others remain (TTL reset to ARGV[2])
 --          -1  not held: the lock is gone
 --          -2  not held: another owner holds it
@@ -22,19 +25,19 @@ local prior = redis.call('get', KEYS[3])
 if prior then
   return tonumber(prior)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local holds = redis.call('hget', KEYS[1], ARGV[3])
+if holds == false then
   if redis.call('exists', KEYS[1]) == 0 then
     return -1
   end
   return -2
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
+if tonumber(holds) > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
 end
 redis.call('del', KEYS[1])
 redis.call('publish', KEYS[2], ARGV[1])
-redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

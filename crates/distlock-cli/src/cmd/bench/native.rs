@@ -500,7 +500,7 @@ async fn census(con: &mut MultiplexedConnection, locks: &HashSet<String>) -> Res
 /// `memory`: hold `BENCH_MEMORY_LOCKS` locks (`bench:m:<i>`), measure `MEMORY USAGE` of
 /// their keys, `used_memory` per lock and the keys that exist per held lock; release them
 /// and count what is left per idle name: lock keys and anything else (should be 0), the
-/// short-lived unlock latches (one per release, TTL = the command timeout) until they
+/// short-lived unlock latches (one per release that leaves holds, TTL = the command timeout) until they
 /// expire, and the one fencing counter key shared by all names.
 ///
 /// `ops` = locks, `seconds` = the whole workload (including waiting for the latches).
