@@ -69,6 +69,52 @@ pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 /// (e.g. to inspect them or load them into another client).
 pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::SOURCES;
 
+/// Entry points for distlock's criterion benches: the client-side pieces of the hot path,
+/// callable without a server. Not part of the API; may change at any time.
+#[doc(hidden)]
+pub mod __bench {
+    use crate::lock::{self, Mode};
+
+    /// Build the `lock_acquire.lua` invocation a plain acquire sends.
+    pub fn acquire_invocation(key: &str, owner: &str) -> redis::ScriptInvocation<'static> {
+        lock::plain_acquire_invocation(
+            key,
+            "distlock:fencing-counter",
+            key,
+            30_000,
+            owner,
+            Mode::New,
+            3_000,
+        )
+    }
+
+    /// Build the `lock_release.lua` invocation a plain release sends.
+    pub fn release_invocation(
+        key: &str,
+        owner: &str,
+        latch: &str,
+    ) -> redis::ScriptInvocation<'static> {
+        let channel = crate::keys::lock_channel(key);
+        lock::plain_release_invocation(key, &channel, latch, 30_000, owner, 3_000)
+    }
+
+    /// Parse an acquire reply; true when it is a grant.
+    pub fn parse_acquire_reply(reply: &redis::Value) -> bool {
+        let Ok(v) = redis::from_redis_value::<Vec<i64>>(reply.clone()) else {
+            return false;
+        };
+        matches!(lock::parse_attempt(&v), Ok(lock::Attempt::Granted { .. }))
+    }
+
+    /// Hash every script source the way the registry does on first use (SHA-1 per script).
+    pub fn hash_all_scripts() -> usize {
+        crate::scripts::SOURCES
+            .iter()
+            .map(|(_, src)| redis::Script::new(src).get_hash().len())
+            .sum()
+    }
+}
+
 #[cfg(test)]
 mod send_sync {
     //! Compile-time checks: every public future and guard is `Send`.

@@ -232,6 +232,61 @@ impl Mode {
     }
 }
 
+/// The invocation of `lock_acquire.lua` (built on every plain acquire).
+pub(crate) fn plain_acquire_invocation(
+    key: &str,
+    counter: &str,
+    latch: &str,
+    lease_ms: u64,
+    owner: &str,
+    mode: Mode,
+    latch_ms: u64,
+) -> redis::ScriptInvocation<'static> {
+    let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
+    inv.key(key)
+        .key(counter)
+        .key(latch)
+        .arg(lease_ms)
+        .arg(owner)
+        .arg(mode.as_str())
+        .arg(latch_ms)
+        .arg(TOKEN_FIELD);
+    inv
+}
+
+/// The invocation of `lock_release.lua` (built on every plain release).
+pub(crate) fn plain_release_invocation(
+    key: &str,
+    channel: &str,
+    latch: &str,
+    lease_ms: u64,
+    owner: &str,
+    latch_ms: u64,
+) -> redis::ScriptInvocation<'static> {
+    let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
+    inv.key(key)
+        .key(channel)
+        .key(latch)
+        .arg(UNLOCK_MESSAGE)
+        .arg(lease_ms)
+        .arg(owner)
+        .arg(latch_ms);
+    inv
+}
+
+/// An acquire script's reply: a grant, a refusal with the holder's PTTL, or (as `Err`) a
+/// code for the caller to interpret (not held, would deadlock, malformed).
+pub(crate) fn parse_attempt(r: &[i64]) -> std::result::Result<Attempt, &[i64]> {
+    match r {
+        [1, count, token] if *count > 0 && *token >= 0 => Ok(Attempt::Granted {
+            hold_count: *count as u32,
+            token: *token as u64,
+        }),
+        [0, pttl] => Ok(Attempt::Held { pttl_ms: *pttl }),
+        other => Err(other),
+    }
+}
+
 fn not_held_reason(code: i64) -> Option<NotHeldReason> {
     match code {
         -1 => Some(NotHeldReason::Gone),
@@ -723,15 +778,15 @@ impl Lock {
                     _ => Some(keys::acquire_latch(key, request_id)),
                 };
                 let latch_ms = client.command_timeout.as_millis().max(1) as u64;
-                let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
-                inv.key(key)
-                    .key(&client.fencing_counter)
-                    .key(latch.as_deref().unwrap_or(key))
-                    .arg(lease_ms)
-                    .arg(owner.as_str())
-                    .arg(mode.as_str())
-                    .arg(latch_ms)
-                    .arg(TOKEN_FIELD);
+                let inv = plain_acquire_invocation(
+                    key,
+                    &client.fencing_counter,
+                    latch.as_deref().unwrap_or(key),
+                    lease_ms,
+                    owner.as_str(),
+                    mode,
+                    latch_ms,
+                );
                 self.backend().eval(&context, &inv).await?
             }
             Kind::Fair { liveness } => {
@@ -775,13 +830,9 @@ impl Lock {
                 self.backend().eval(&context, &inv).await?
             }
         };
-        match r.as_slice() {
-            [1, count, token] if *count > 0 && *token >= 0 => Ok(Attempt::Granted {
-                hold_count: *count as u32,
-                token: *token as u64,
-            }),
-            [0, pttl] => Ok(Attempt::Held { pttl_ms: *pttl }),
-            [-3] => Err(Error::new(
+        match parse_attempt(&r) {
+            Ok(a) => Ok(a),
+            Err([-3]) => Err(Error::new(
                 ErrorKind::WouldDeadlock,
                 format!(
                     "lock {:?}: this owner holds a read lock; a read -> write upgrade would \
@@ -789,11 +840,11 @@ impl Lock {
                     self.inner.name
                 ),
             )),
-            [code] if not_held_reason(*code).is_some() => Err(Error::not_held(
+            Err([code]) if not_held_reason(*code).is_some() => Err(Error::not_held(
                 &self.inner.name,
                 not_held_reason(*code).expect("checked"),
             )),
-            _ => Err(Error::unexpected(format!("{context}: reply {r:?}"))),
+            Err(_) => Err(Error::unexpected(format!("{context}: reply {r:?}"))),
         }
     }
 
@@ -938,14 +989,14 @@ impl Lock {
         let context = self.context("release");
         let r: i64 = match self.inner.kind {
             Kind::Plain => {
-                let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
-                inv.key(key)
-                    .key(&self.inner.channel)
-                    .key(&latch)
-                    .arg(UNLOCK_MESSAGE)
-                    .arg(lease_ms)
-                    .arg(owner.as_str())
-                    .arg(latch_ms);
+                let inv = plain_release_invocation(
+                    key,
+                    &self.inner.channel,
+                    &latch,
+                    lease_ms,
+                    owner.as_str(),
+                    latch_ms,
+                );
                 let (r, resent): (i64, bool) = self.backend().eval_resent(&context, &inv).await?;
                 // The final release writes no latch: a resend that finds the lock gone or
                 // re-taken means an earlier send released it.
