@@ -34,20 +34,21 @@
 //! See `doc/design.md` in the repository for the data layout and the design choices.
 
 #![warn(missing_docs)]
+#![allow(rustdoc::redundant_explicit_links)]
 
 mod client;
 mod conn;
 mod error;
-mod fair;
+pub mod fair;
 pub mod job;
 pub mod keys;
-mod latch;
-mod lock;
-mod multi;
-mod redlock;
-mod rwlock;
+pub mod latch;
+pub mod lock;
+pub mod multi;
+pub mod redlock;
+pub mod rwlock;
 mod scripts;
-mod semaphore;
+pub mod semaphore;
 mod wait;
 mod watchdog;
 
