@@ -183,38 +183,6 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
         }
         return Ok(permit.map(|p| Held::Permit(p, lease)));
     }
-    if args.fair || args.read || args.write {
-        let guard = if args.fair {
-            let mut lock = client.fair_lock(args.name.as_str());
-            if let Some(lease) = args.lease {
-                lock = lock.lease(lease);
-            }
-            lock.try_acquire_for(args.wait).await
-        } else {
-            let mut rw = client.rw_lock(args.name.as_str());
-            if let Some(lease) = args.lease {
-                rw = rw.lease(lease);
-            }
-            if args.read {
-                rw.try_read_for(args.wait)
-                    .await
-                    .map(|g| g.map(|g| g.into_inner()))
-            } else {
-                rw.try_write_for(args.wait)
-                    .await
-                    .map(|g| g.map(|g| g.into_inner()))
-            }
-        }
-        .with_context(|| format!("lock {:?}", args.name))?;
-        if guard.is_none() {
-            eprintln!(
-                "distlock: lock {:?} not acquired within {}",
-                args.name,
-                humantime::format_duration(args.wait)
-            );
-        }
-        return Ok(guard.map(Held::Lock));
-    }
     if let Some(at_most) = args.at_most {
         let mut job = client
             .job_lock(args.name.as_str())
@@ -236,18 +204,39 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
         }
         return Ok(guard.map(Held::Job));
     }
-    let mut lock = client.lock(args.name.as_str());
-    if let Some(lease) = args.lease {
-        lock = lock.lease(lease);
+    // A plain, fair, read or write lock: all give a LockGuard.
+    let name = args.name.as_str();
+    let guard = if args.fair {
+        let mut lock = client.fair_lock(name);
+        if let Some(lease) = args.lease {
+            lock = lock.lease(lease);
+        }
+        lock.try_acquire_for(args.wait).await
+    } else if args.read || args.write {
+        let mut rw = client.rw_lock(name);
+        if let Some(lease) = args.lease {
+            rw = rw.lease(lease);
+        }
+        if args.read {
+            rw.try_read_for(args.wait)
+                .await
+                .map(|g| g.map(|g| g.into_inner()))
+        } else {
+            rw.try_write_for(args.wait)
+                .await
+                .map(|g| g.map(|g| g.into_inner()))
+        }
+    } else {
+        let mut lock = client.lock(name);
+        if let Some(lease) = args.lease {
+            lock = lock.lease(lease);
+        }
+        lock.try_acquire_for(args.wait).await
     }
-    let guard = lock
-        .try_acquire_for(args.wait)
-        .await
-        .with_context(|| format!("lock {:?}", args.name))?;
+    .with_context(|| format!("lock {name:?}"))?;
     if guard.is_none() {
         eprintln!(
-            "distlock: lock {:?} not acquired within {}",
-            args.name,
+            "distlock: lock {name:?} not acquired within {}",
             humantime::format_duration(args.wait)
         );
     }
