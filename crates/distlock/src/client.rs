@@ -103,6 +103,12 @@ impl Client {
         Lock::new(self.clone(), name.into())
     }
 
+    /// How long request latches live, in ms: the whole window in which a request may be
+    /// resent (every send may wait the command timeout, plus the pauses between sends).
+    pub(crate) fn latch_ttl_ms(&self) -> u64 {
+        (self.inner.command_timeout.as_millis() as u64) * 4 + 1_000
+    }
+
     /// The prefix put before every lock name to form its key (empty by default).
     pub fn key_prefix(&self) -> &str {
         &self.inner.key_prefix
@@ -201,8 +207,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Timeout of one command; also how long a release stays idempotent under resends.
-    /// Default 3 s.
+    /// Timeout of one command. A request that fails by timeout or a broken connection is sent
+    /// again up to three times; its latches live 4 × this + 1 s. Default 3 s.
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.command_timeout = timeout;
         self

@@ -387,7 +387,7 @@ impl GuardInner {
         match r {
             1 => {
                 self.lease
-                    .renewed(started + ttl.saturating_sub(keys::drift(ttl)));
+                    .set_valid_until(started + ttl.saturating_sub(keys::drift(ttl)));
                 Ok(())
             }
             -2 => {

@@ -102,7 +102,7 @@ impl CountDownLatch {
             .client
             .inner
             .backend
-            .eval(&self.context("count down"), &inv)
+            .eval_once(self.context("count down"), &inv)
             .await?;
         Ok(left.max(0) as u64)
     }

@@ -777,7 +777,7 @@ impl Lock {
                     Mode::New => None,
                     _ => Some(keys::acquire_latch(key, request_id)),
                 };
-                let latch_ms = client.command_timeout.as_millis().max(1) as u64;
+                let latch_ms = self.inner.client.latch_ttl_ms();
                 let inv = plain_acquire_invocation(
                     key,
                     &client.fencing_counter,
@@ -802,7 +802,7 @@ impl Lock {
                     .arg(enqueue)
                     .arg(TOKEN_FIELD)
                     .arg(&self.inner.channel);
-                self.backend().eval(&context, &inv).await?
+                self.eval_acquire(mode, &context, &inv).await?
             }
             Kind::Read => {
                 let mut inv = scripts::RW_READ_ACQUIRE.prepare_invoke();
@@ -814,7 +814,7 @@ impl Lock {
                     .arg(owner.as_str())
                     .arg(format!("{}:write", owner.as_str()))
                     .arg(short_mode);
-                self.backend().eval(&context, &inv).await?
+                self.eval_acquire(mode, &context, &inv).await?
             }
             Kind::Write { liveness } => {
                 let mut inv = scripts::RW_WRITE_ACQUIRE.prepare_invoke();
@@ -827,7 +827,7 @@ impl Lock {
                     .arg(short_mode)
                     .arg(liveness.as_millis() as u64)
                     .arg(enqueue);
-                self.backend().eval(&context, &inv).await?
+                self.eval_acquire(mode, &context, &inv).await?
             }
         };
         match parse_attempt(&r) {
@@ -848,6 +848,22 @@ impl Lock {
         }
     }
 
+    /// Send a fair or read-write acquire: fresh-owner requests recognise a resend of
+    /// themselves and may be resent; re-entries carry no latch in these scripts, so they are
+    /// sent once (after a connection failure the extra hold, if any, ends with the lease).
+    async fn eval_acquire(
+        &self,
+        mode: Mode,
+        context: &Ctx<'_>,
+        inv: &redis::ScriptInvocation<'_>,
+    ) -> Result<Vec<i64>> {
+        if mode == Mode::Nested {
+            self.backend().eval_once(context, inv).await
+        } else {
+            self.backend().eval(context, inv).await
+        }
+    }
+
     /// The acquire loop. `wait` None is never used for waiting forever: every public caller
     /// passes a bound.
     async fn acquire_inner(
@@ -857,6 +873,12 @@ impl Lock {
         wait: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
         self.check()?;
+        if mode == Mode::As && self.inner.kind != Kind::Plain {
+            return Err(Error::invalid(
+                "acquiring as a given owner is for plain locks; re-enter a fair or read-write \
+                 lock through its guard",
+            ));
+        }
         let lease = self.effective_lease()?;
         let lease_ms = lease.as_millis() as u64;
         let wait = wait.unwrap_or(self.inner.client.inner.default_wait);
@@ -981,10 +1003,9 @@ impl Lock {
     }
 
     pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
-        let client = &self.inner.client.inner;
         let key = &self.inner.key;
         let latch = keys::unlock_latch(key, &self.inner.client.request_id());
-        let latch_ms = client.command_timeout.as_millis().max(1) as u64;
+        let latch_ms = self.inner.client.latch_ttl_ms();
         let lease_ms = lease.as_millis() as u64;
         let context = self.context("release");
         let r: i64 = match self.inner.kind {
@@ -1307,9 +1328,10 @@ impl LockGuard {
         let started = Instant::now();
         match s.lock.renew_one(&s.owner, lease_ms).await? {
             1 => {
+                // Exactly, not at least: the extension may have shortened the TTL.
                 s.registration
                     .lease()
-                    .renewed(started + lease.saturating_sub(keys::drift(lease)));
+                    .set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
                 Ok(())
             }
             code => {

@@ -84,11 +84,12 @@ impl Names {
             ))
             .arg(permits)
             .arg("0");
+        // Not idempotent: never resent (a resend would add the permits twice).
         let v: i64 = self
             .client
             .inner
             .backend
-            .eval(&self.context("release"), &inv)
+            .eval_once(self.context("release"), &inv)
             .await?;
         Ok(v.max(0) as u64)
     }
@@ -219,7 +220,7 @@ impl Semaphore {
             .client
             .inner
             .backend
-            .eval(&self.names.context("drain"), &inv)
+            .eval_once(self.names.context("drain"), &inv)
             .await?;
         Ok(v.max(0) as u64)
     }
@@ -304,7 +305,7 @@ impl Semaphore {
             "{}:{request}",
             keys::prefixed("distlock_semaphore_grant", &n.key)
         );
-        let latch_ms = n.client.inner.command_timeout.as_millis().max(1) as u64;
+        let latch_ms = n.client.latch_ttl_ms();
         let mut pending = PendingPermits {
             names: Some(n.clone()),
             latch: latch.clone(),
@@ -700,7 +701,7 @@ impl LeasedPermit {
             .await?;
         if r.first() == Some(&1) {
             self.lease
-                .renewed(started + lease.saturating_sub(keys::drift(lease)));
+                .set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
             Ok(())
         } else {
             self.lease.mark_lost();

@@ -52,6 +52,12 @@ impl LeaseState {
         }
     }
 
+    /// Set the deadline to exactly `valid_until` (after an extension, which may have
+    /// shortened the server's TTL).
+    pub(crate) fn set_valid_until(&self, valid_until: Instant) {
+        *self.valid_until.lock().unwrap() = valid_until;
+    }
+
     pub(crate) fn mark_lost(&self) {
         self.lost.send_replace(true);
     }
@@ -173,8 +179,8 @@ impl Leases {
         let entry_key = (key.to_string(), field.to_string());
         let mut map = self.shared.entries.lock().unwrap();
         let entry = match map.get_mut(&entry_key) {
-            // A lost lease is not revived by a new grant: start a fresh state.
-            Some(e) if !*e.lease.lost.borrow() => e,
+            // A lost or expired lease is not revived by a new grant: start a fresh state.
+            Some(e) if !*e.lease.lost.borrow() && e.lease.valid_until() > Instant::now() => e,
             _ => {
                 map.insert(
                     entry_key.clone(),

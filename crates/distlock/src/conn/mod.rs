@@ -102,6 +102,20 @@ impl Backend {
         .await
     }
 
+    /// Run a script that must not run twice (it is not idempotent), without resending it:
+    /// after a connection failure the caller cannot know whether it ran.
+    pub(crate) async fn eval_once<T: FromRedisValue>(
+        &self,
+        context: impl fmt::Display,
+        invocation: &ScriptInvocation<'_>,
+    ) -> Result<T> {
+        let mut conn = self.conn.clone();
+        invocation
+            .invoke_async::<T>(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(&context.to_string(), e))
+    }
+
     /// As [`Backend::eval`], also telling whether the request was sent more than once (an
     /// earlier send may have been executed).
     pub(crate) async fn eval_resent<T: FromRedisValue>(

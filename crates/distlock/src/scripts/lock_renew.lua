@@ -9,12 +9,16 @@
 --
 -- Returns  array of n integers:  1  renewed (PEXPIRE applied)
 --                                 -1 not held: the lock is gone
---                                 -2 not held: another owner holds it
--- Errors   WRONGTYPE when a key holds another type.
+--                                 -2 not held: another owner holds it, or the key now
+--                                    holds another type (one such key must not stop the
+--                                    renewal of the others in the batch)
 
 local out = {}
 for i, key in ipairs(KEYS) do
-  if redis.call('hexists', key, ARGV[i + 1]) == 1 then
+  local held = redis.pcall('hexists', key, ARGV[i + 1])
+  if type(held) == 'table' then
+    out[i] = -2
+  elseif held == 1 then
     redis.call('pexpire', key, ARGV[1])
     out[i] = 1
   elseif redis.call('exists', key) == 0 then

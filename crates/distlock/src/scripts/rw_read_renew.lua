@@ -7,14 +7,17 @@
 -- ARGV[2i]          owner field for KEYS[i]
 -- ARGV[2i+1]        that owner's read-hold prefix {<name>}:<owner>:rwlock_timeout
 --
--- Returns  array of n integers: 1 renewed; -1 gone; -2 this owner has no read hold.
--- Errors   WRONGTYPE when a key holds another type.
+-- Returns  array of n integers: 1 renewed; -1 gone; -2 this owner has no read hold, or the
+--          key now holds another type (one such key must not stop the rest of the batch).
 
 local out = {}
 for i, key in ipairs(KEYS) do
   local owner = ARGV[2 * i]
-  local holds = tonumber(redis.call('hget', key, owner))
-  if holds then
+  local reply = redis.pcall('hget', key, owner)
+  local holds = type(reply) == 'string' and tonumber(reply) or nil
+  if type(reply) == 'table' then
+    out[i] = -2
+  elseif holds then
     local remain = redis.call('pttl', key)
     redis.call('pexpire', key, math.max(remain, tonumber(ARGV[1])))
     for h = 1, holds do

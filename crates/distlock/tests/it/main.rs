@@ -16,6 +16,7 @@ mod model;
 mod multi;
 mod processes;
 mod redlock;
+mod review;
 mod rwlock;
 mod scripts;
 mod semaphore;

@@ -47,7 +47,7 @@ pub fn keys(server: &RedisServer) -> Vec<String> {
 }
 
 /// Keys other than the shared fencing counter and the short-lived release latches (each of
-/// which must carry a TTL of at most the 3 s command timeout).
+/// which must carry a TTL of at most the 13 s resend window: 4 × the 3 s command timeout + 1 s).
 pub fn lock_keys(server: &RedisServer) -> Vec<String> {
     keys(server)
         .into_iter()
@@ -55,7 +55,7 @@ pub fn lock_keys(server: &RedisServer) -> Vec<String> {
         .filter(|k| {
             if k.starts_with("redisson_unlock_latch:") {
                 let pttl: i64 = cmd(server, &["PTTL", k]);
-                assert!(pttl > 0 && pttl <= 3000, "latch {k} has PTTL {pttl}");
+                assert!(pttl > 0 && pttl <= 13_000, "latch {k} has PTTL {pttl}");
                 false
             } else {
                 true
