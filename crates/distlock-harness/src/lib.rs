@@ -5,7 +5,7 @@
 //! `DISTLOCK_REDIS_SERVER` environment variable, or found on `PATH`. A missing binary is a
 //! loud failure that says what to install; nothing here ever skips silently. Servers bind to
 //! `127.0.0.1` only, keep their files in a private temporary directory, and are killed when
-//! their handle drops.
+//! their handle drops — or, on Linux, when the thread that started them ends.
 //!
 //! The shape follows redis-rs's `redis-test` crate (`RedisServer`): pick a free port, spawn,
 //! poll with `PING` until the server answers.
@@ -213,6 +213,22 @@ impl RedisServer {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        // Die with the thread that started the server, so a server held in a `static` (never
+        // dropped) or left by a killed test process does not outlive it.
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of
+            // the parent; it runs in the child between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         let mut child = cmd.spawn()?;
         let deadline = Instant::now() + START_TIMEOUT;
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
