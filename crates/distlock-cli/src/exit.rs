@@ -1,13 +1,8 @@
 //! Exit codes of `distlock` (documented in the README).
 
-/// Success (or, for `run`, the command's own code, passed through).
-#[allow(dead_code)]
-pub const OK: u8 = 0;
 /// An error: unreachable server, bad input, wrong password, wrong key type.
 pub const ERROR: u8 = 1;
-/// Usage error (clap's own code).
-#[allow(dead_code)]
-pub const USAGE: u8 = 2;
+// 0: success (for `run`, the command's own code passes through); 2: usage error (clap's).
 /// `demo`: an invariant broke (oversold, duplicate order, inconsistent total).
 pub const INVARIANT_BROKEN: u8 = 3;
 /// `run`: the lock was not acquired within `--wait` (EX_TEMPFAIL, like `flock -E 75`).

@@ -211,7 +211,6 @@ impl Leases {
     }
 
     /// Leases the watchdog renews now (for tests and `bench`).
-    #[allow(dead_code)]
     pub(crate) fn renewing(&self) -> usize {
         self.shared
             .entries

@@ -112,22 +112,24 @@ impl Held {
     /// RedLock has no watchdog: extend it every third of its TTL while CMD runs. Other locks
     /// never need this.
     async fn keep_alive(&self) {
-        match self {
-            Held::RedLock(g, ttl) => loop {
-                tokio::time::sleep(*ttl / 3).await;
-                if let Err(e) = g.extend().await {
-                    eprintln!("distlock: extending the RedLock failed: {e}");
-                    std::future::pending::<()>().await;
-                }
-            },
-            Held::Permit(p, lease) => loop {
-                tokio::time::sleep(*lease / 3).await;
-                if let Err(e) = p.extend(*lease).await {
-                    eprintln!("distlock: extending the semaphore permit failed: {e}");
-                    std::future::pending::<()>().await;
-                }
-            },
-            _ => std::future::pending().await,
+        let (lease, what) = match self {
+            Held::RedLock(_, ttl) => (*ttl, "RedLock"),
+            Held::Permit(_, lease) => (*lease, "semaphore permit"),
+            // The watchdog or the job lock's own keep-alive looks after the others.
+            Held::Lock(_) | Held::Job(_) => return std::future::pending().await,
+        };
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            let extended = match self {
+                Held::RedLock(g, _) => g.extend().await,
+                Held::Permit(p, _) => p.extend(lease).await,
+                Held::Lock(_) | Held::Job(_) => unreachable!("returned above"),
+            };
+            if let Err(e) = extended {
+                // lost() reports the loss; stop extending.
+                eprintln!("distlock: extending the {what} failed: {e}");
+                return std::future::pending().await;
+            }
         }
     }
 

@@ -165,12 +165,6 @@ impl Hub {
             ready,
         }
     }
-
-    /// Local channels with at least one waiter (for tests and `status`).
-    #[allow(dead_code)]
-    pub(crate) fn local_channels(&self) -> usize {
-        self.shared.channels.lock().unwrap().len()
-    }
 }
 
 struct Conn {
