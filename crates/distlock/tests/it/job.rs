@@ -90,28 +90,12 @@ async fn fuzz_8_tasks_100_increments() {
         let url = url.clone();
         let skipped = skipped.clone();
         tasks.push(tokio::spawn(async move {
-            let mut con = redis::Client::open(url)
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap();
+            let con = data_connection(&url).await;
             let mut done = 0;
             while done < 100 {
                 let mut c = con.clone();
                 let ran = lock
-                    .run(async move {
-                        let v: Option<u64> = redis::cmd("GET")
-                            .arg("fuzz-counter")
-                            .query_async(&mut c)
-                            .await
-                            .unwrap();
-                        let _: () = redis::cmd("SET")
-                            .arg("fuzz-counter")
-                            .arg(v.unwrap_or(0) + 1)
-                            .query_async(&mut c)
-                            .await
-                            .unwrap();
-                    })
+                    .run(async move { unguarded_increment(&mut c, "fuzz-counter").await })
                     .await
                     .unwrap();
                 if ran.is_some() {
@@ -121,7 +105,6 @@ async fn fuzz_8_tasks_100_increments() {
                     tokio::task::yield_now().await;
                 }
             }
-            let _: () = redis::cmd("PING").query_async(&mut con).await.unwrap();
         }));
     }
     for t in tasks {

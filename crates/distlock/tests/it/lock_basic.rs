@@ -174,21 +174,10 @@ async fn counter_fuzz_16_tasks() {
         let url = url.clone();
         let hits = hits.clone();
         tasks.push(tokio::spawn(async move {
-            let redis = redis::Client::open(url).unwrap();
-            let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+            let mut con = data_connection(&url).await;
             for _ in 0..200 {
                 let g = lock.acquire().await.unwrap();
-                let v: Option<u64> = redis::cmd("GET")
-                    .arg("counter")
-                    .query_async(&mut con)
-                    .await
-                    .unwrap();
-                let _: () = redis::cmd("SET")
-                    .arg("counter")
-                    .arg(v.unwrap_or(0) + 1)
-                    .query_async(&mut con)
-                    .await
-                    .unwrap();
+                unguarded_increment(&mut con, "counter").await;
                 hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 g.release().await.unwrap();
             }

@@ -10,23 +10,13 @@ use crate::util::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counter_fuzz_across_three_processes() {
     let server = RedisServer::start();
-    let bin = example_bin("counter");
-    let children: Vec<_> = (0..3)
-        .map(|_| {
-            Command::new(&bin)
-                .args([&server.url(), "xproc", "xproc-counter", "100"])
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("spawn counter example")
-        })
-        .collect();
-    for mut c in children {
-        let status = tokio::task::spawn_blocking(move || c.wait())
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(status.success());
-    }
+    let url = server.url();
+    run_examples(
+        &example_bin("counter"),
+        &[&url, "xproc", "xproc-counter", "100"],
+        3,
+    )
+    .await;
     let total: u64 = cmd(&server, &["GET", "xproc-counter"]);
     assert_eq!(total, 300);
 }

@@ -1,6 +1,5 @@
 //! RedLock over independent redis-server processes.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use distlock::{ErrorKind, RedLock};
@@ -249,23 +248,13 @@ async fn counter_fuzz_three_processes_over_five_nodes() {
     let (servers, _clients) = nodes(5).await;
     let data = RedisServer::start();
     let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
-    let bin = example_bin("redlock_counter");
-    let children: Vec<_> = (0..3)
-        .map(|_| {
-            Command::new(&bin)
-                .args([&urls.join(","), &data.url(), "rl-counter", "60"])
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut c in children {
-        let status = tokio::task::spawn_blocking(move || c.wait())
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(status.success());
-    }
+    let (nodes, data_url) = (urls.join(","), data.url());
+    run_examples(
+        &example_bin("redlock_counter"),
+        &[&nodes, &data_url, "rl-counter", "60"],
+        3,
+    )
+    .await;
     let total: u64 = cmd(&data, &["GET", "rl-counter"]);
     assert_eq!(total, 180);
 }

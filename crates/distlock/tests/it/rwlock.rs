@@ -132,27 +132,13 @@ async fn mixed_fuzz_never_overlaps_a_writer() {
         let rw = client.rw_lock("mixed");
         let (readers_in, writer_in, url) = (readers_in.clone(), writer_in.clone(), url.clone());
         tasks.push(tokio::spawn(async move {
-            let mut con = redis::Client::open(url)
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap();
+            let mut con = data_connection(&url).await;
             for _ in 0..40 {
                 if i % 2 == 0 {
                     let w = rw.write().await.unwrap();
                     assert!(!writer_in.swap(true, Ordering::SeqCst), "two writers");
                     assert_eq!(readers_in.load(Ordering::SeqCst), 0, "writer with readers");
-                    let v: Option<u64> = redis::cmd("GET")
-                        .arg("mixed-counter")
-                        .query_async(&mut con)
-                        .await
-                        .unwrap();
-                    let _: () = redis::cmd("SET")
-                        .arg("mixed-counter")
-                        .arg(v.unwrap_or(0) + 1)
-                        .query_async(&mut con)
-                        .await
-                        .unwrap();
+                    unguarded_increment(&mut con, "mixed-counter").await;
                     writer_in.store(false, Ordering::SeqCst);
                     w.release().await.unwrap();
                 } else {

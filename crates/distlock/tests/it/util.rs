@@ -94,3 +94,45 @@ pub fn example_bin(name: &str) -> std::path::PathBuf {
     assert!(path.is_file(), "example binary {} missing", path.display());
     path
 }
+
+/// A multiplexed connection for a test's own commands on `url`.
+pub async fn data_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to test server")
+}
+
+/// Add one to `key` with two separate commands (GET, then SET), so that callers without
+/// mutual exclusion lose updates: the critical section of every counter fuzz test.
+pub async fn unguarded_increment(con: &mut redis::aio::MultiplexedConnection, key: &str) {
+    let v: Option<u64> = redis::cmd("GET").arg(key).query_async(con).await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg(v.unwrap_or(0) + 1)
+        .query_async(con)
+        .await
+        .unwrap();
+}
+
+/// Run `copies` processes of the example binary `bin` with `args` side by side, and assert
+/// that every one exits successfully.
+pub async fn run_examples(bin: &std::path::Path, args: &[&str], copies: usize) {
+    let children: Vec<_> = (0..copies)
+        .map(|_| {
+            std::process::Command::new(bin)
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()))
+        })
+        .collect();
+    for mut c in children {
+        let status = tokio::task::spawn_blocking(move || c.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "{} {args:?}: {status}", bin.display());
+    }
+}
