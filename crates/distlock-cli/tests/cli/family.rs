@@ -1,20 +1,11 @@
 //! `distlock run --fair | --read | --write | --semaphore N` and their `status`.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use distlock_harness::RedisServer;
 
-use super::{distlock, output, redis_cmd, wait_until};
-
-fn hold(server: &RedisServer, args: &[&str]) -> Child {
-    let mut c = distlock(server);
-    c.arg("run")
-        .args(args)
-        .args(["--", "sleep", "30"])
-        .stdout(Stdio::null());
-    c.spawn().unwrap()
-}
+use super::{distlock, hold, hold_until_key, output, redis_cmd, wait_until};
 
 fn stop(mut c: Child) {
     unsafe {
@@ -71,11 +62,7 @@ fn semaphore_mode_limits_concurrency() {
 #[test]
 fn fair_mode_queues_and_status_shows_the_queue() {
     let server = RedisServer::start();
-    let holder = hold(&server, &["fifo", "--fair"]);
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
-        &server,
-        &["EXISTS", "fifo"]
-    )));
+    let holder = hold_until_key(&server, &["fifo", "--fair"], "fifo");
     let waiter = hold(&server, &["fifo", "--fair", "--wait", "20s"]);
     assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
         &server,

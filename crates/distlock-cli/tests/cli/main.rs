@@ -3,7 +3,7 @@
 mod bench;
 mod family;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use distlock_harness::RedisServer;
@@ -37,6 +37,29 @@ fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     false
+}
+
+/// Start `distlock run ARGS -- sleep 30` (a holder that keeps its lock until stopped).
+fn hold(server: &RedisServer, run_args: &[&str]) -> Child {
+    let mut c = distlock(server);
+    c.arg("run")
+        .args(run_args)
+        .args(["--", "sleep", "30"])
+        .stdout(Stdio::null());
+    c.spawn().expect("spawn distlock run")
+}
+
+/// [`hold`], then wait until the lock's `key` exists (at most 5 s).
+fn hold_until_key(server: &RedisServer, run_args: &[&str], key: &str) -> Child {
+    let holder = hold(server, run_args);
+    assert!(
+        wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+            server,
+            &["EXISTS", key]
+        )),
+        "{key} was not taken by `distlock run {run_args:?}`"
+    );
+    holder
 }
 
 #[test]
@@ -82,15 +105,7 @@ fn run_passes_the_command_exit_code_through() {
 #[test]
 fn run_exits_75_when_the_lock_is_held() {
     let server = RedisServer::start();
-    let mut holder = distlock(&server);
-    holder
-        .args(["run", "cron", "--", "sleep", "30"])
-        .stdout(Stdio::null());
-    let mut holder = holder.spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
-        &server,
-        &["EXISTS", "cron"]
-    )));
+    let mut holder = hold_until_key(&server, &["cron"], "cron");
     let mut c = distlock(&server);
     c.args([
         "run",
@@ -115,13 +130,7 @@ fn run_exits_75_when_the_lock_is_held() {
 #[test]
 fn run_forwards_sigterm_and_releases() {
     let server = RedisServer::start();
-    let mut c = distlock(&server);
-    c.args(["run", "svc", "--", "sleep", "30"]);
-    let mut child = c.spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
-        &server,
-        &["EXISTS", "svc"]
-    )));
+    let mut child = hold_until_key(&server, &["svc"], "svc");
     // Give the child time to exec before signalling.
     std::thread::sleep(Duration::from_millis(200));
     unsafe {
@@ -163,13 +172,7 @@ fn run_terminates_the_command_when_the_lease_is_lost() {
 #[test]
 fn status_json_and_force_unlock() {
     let server = RedisServer::start();
-    let mut holder = distlock(&server);
-    holder.args(["run", "inspect-me", "--", "sleep", "30"]);
-    let mut holder = holder.spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
-        &server,
-        &["EXISTS", "inspect-me"]
-    )));
+    let mut holder = hold_until_key(&server, &["inspect-me"], "inspect-me");
     let mut c = distlock(&server);
     c.args(["status", "inspect-me", "free-one", "--json"]);
     let out = output(c);
@@ -284,25 +287,11 @@ fn demo_without_redis_server_says_how_to_install_it() {
 #[test]
 fn job_mode_skips_at_once_when_another_host_runs_it() {
     let server = RedisServer::start();
-    let mut first = distlock(&server);
-    first
-        .args([
-            "run",
-            "nightly",
-            "--at-most",
-            "1m",
-            "--env",
-            "prod",
-            "--",
-            "sleep",
-            "30",
-        ])
-        .stdout(Stdio::null());
-    let mut first = first.spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+    let mut first = hold_until_key(
         &server,
-        &["EXISTS", "job-lock:prod:nightly"]
-    )));
+        &["nightly", "--at-most", "1m", "--env", "prod"],
+        "job-lock:prod:nightly",
+    );
     let mut second = distlock(&server);
     second.args([
         "run",
