@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use distlock::Client;
+use anyhow::Result;
+use distlock::{Client, ClientBuilder};
 use distlock_harness::RedisServer;
 
 /// Connection options shared by every subcommand.
@@ -13,22 +13,53 @@ pub struct Options {
     pub url: Option<String>,
     pub key_prefix: String,
     pub watchdog_lease: Duration,
+    /// `--connect-timeout`: bound on establishing a connection.
+    pub connect_timeout: Duration,
+    /// `--timeout`: bound on one command (resent up to three times).
+    pub command_timeout: Duration,
 }
 
 /// The URL used when none is given, for commands that talk to an existing server.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
 
 impl Options {
-    /// A client for `url` with these options.
-    pub async fn client_for(&self, url: &str) -> Result<Client> {
+    /// A client builder for `url` with these options (prefix, watchdog lease, timeouts).
+    pub fn builder_for(&self, url: &str) -> ClientBuilder {
         Client::builder()
             .url(url)
             .key_prefix(self.key_prefix.clone())
             .watchdog_lease(self.watchdog_lease)
-            .build()
-            .await
+            .connect_timeout(self.connect_timeout)
+            .command_timeout(self.command_timeout)
+    }
+
+    /// A client for `url` with these options.
+    pub async fn client_for(&self, url: &str) -> Result<Client> {
+        self.connect(self.builder_for(url)).await
+    }
+
+    /// Build `builder`'s client; a connection failure names the connect timeout.
+    pub async fn connect(&self, builder: ClientBuilder) -> Result<Client> {
+        builder.build().await.map_err(|e| {
             // The library's message names the server with its password masked.
-            .context("cannot connect")
+            let context = if e.kind() == distlock::ErrorKind::Connection {
+                format!(
+                    "cannot connect (connect timeout {})",
+                    humantime::format_duration(self.connect_timeout)
+                )
+            } else {
+                "cannot connect".to_string()
+            };
+            anyhow::Error::new(e).context(context)
+        })
+    }
+
+    /// A plain redis-rs connection configuration with these timeouts, for the commands that
+    /// also talk to Redis directly (`demo`).
+    pub fn redis_config(&self) -> redis::AsyncConnectionConfig {
+        redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.command_timeout))
     }
 
     /// A client for `--url`, or the default local server.

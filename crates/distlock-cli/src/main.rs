@@ -29,6 +29,16 @@ struct Cli {
     #[arg(long, env = "DISTLOCK_WATCHDOG_LEASE", global = true, default_value = "30s", value_parser = parse_duration)]
     watchdog_lease: Duration,
 
+    /// Timeout for connecting to Redis (TCP, TLS, AUTH and the first PING). Not for
+    /// --redlock nodes, which use the RedLock's own timeouts.
+    #[arg(long, env = "DISTLOCK_CONNECT_TIMEOUT", global = true, default_value = "5s", value_parser = parse_duration)]
+    connect_timeout: Duration,
+
+    /// Timeout of one Redis command. A command that times out (or whose connection breaks)
+    /// is sent again up to three times before distlock gives up. Not for --redlock nodes.
+    #[arg(long, env = "DISTLOCK_TIMEOUT", global = true, default_value = "3s", value_parser = parse_duration)]
+    timeout: Duration,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -37,6 +47,13 @@ struct Cli {
 enum Command {
     /// Run a command while holding a lock; exit with the command's code (75 when the lock
     /// was not acquired in time).
+    ///
+    /// If distlock itself dies while the command runs (kill -9, the OOM killer, a crash), on
+    /// Linux the command (distlock's direct child) is killed with SIGKILL at once, so it never
+    /// runs on without the lock. The command's own children are not killed: use `exec` in
+    /// shell wrappers (sh -c 'setup; exec server') or have the command stop its children. On
+    /// other platforms there is no such guarantee: the command keeps running and the lock
+    /// expires after its lease.
     Run(cmd::run::RunArgs),
     /// Show who holds locks, hold counts, TTLs and fencing tokens.
     Status(cmd::status::StatusArgs),
@@ -91,6 +108,8 @@ fn main() -> ExitCode {
             url: cli.url,
             key_prefix: cli.key_prefix,
             watchdog_lease: cli.watchdog_lease,
+            connect_timeout: cli.connect_timeout,
+            command_timeout: cli.timeout,
         };
         match cli.command {
             Command::Run(args) => cmd::run::run(&opts, args).await,

@@ -51,6 +51,7 @@ pub(crate) struct ClientInner {
     pub(crate) runtime: tokio::runtime::Handle,
     seq: AtomicU64,
     redacted_url: String,
+    eviction_policy: Option<String>,
 }
 
 impl fmt::Debug for Client {
@@ -109,6 +110,37 @@ impl Client {
         (self.inner.command_timeout.as_millis() as u64) * 4 + 1_000
     }
 
+    /// Send a request whose latch makes it idempotent (a release, a count-down) until the
+    /// server answers, within [`Client::resolve_window`]; after that the error says the
+    /// outcome is unknown. Also says whether it was sent more than once.
+    ///
+    /// No resend goes out after the window: a send that reached the server after its latch
+    /// expired would be applied a second time. A send still queued on a stalled server runs
+    /// when the server resumes, and is then applied exactly once.
+    pub(crate) async fn eval_latched<T: redis::FromRedisValue>(
+        &self,
+        context: impl fmt::Display,
+        inv: &redis::ScriptInvocation<'_>,
+    ) -> Result<(T, bool)> {
+        self.inner
+            .backend
+            .eval_resolving(context, inv, self.resolve_window())
+            .await
+    }
+
+    /// How long a latch-protected request is resent: until its last send, waiting its
+    /// command timeout, still reaches the server well inside the latch's life
+    /// (latch TTL − command timeout − 500 ms).
+    pub(crate) fn resolve_window(&self) -> Duration {
+        self.latch_ttl()
+            .saturating_sub(self.inner.command_timeout + Duration::from_millis(500))
+    }
+
+    /// [`Client::latch_ttl_ms`] as a duration.
+    pub(crate) fn latch_ttl(&self) -> Duration {
+        Duration::from_millis(self.latch_ttl_ms())
+    }
+
     /// The prefix put before every lock name to form its key (empty by default).
     pub fn key_prefix(&self) -> &str {
         &self.inner.key_prefix
@@ -127,6 +159,13 @@ impl Client {
     /// The key of the fencing counter this client's locks draw tokens from.
     pub fn fencing_counter_key(&self) -> &str {
         &self.inner.fencing_counter
+    }
+
+    /// The server's `maxmemory-policy` as read at connect (`INFO memory`), or `None` when the
+    /// server did not say (e.g. an ACL user without `+info`). Anything but `noeviction` may
+    /// evict held lock keys under memory pressure; see [`ClientBuilder::require_noeviction`].
+    pub fn eviction_policy(&self) -> Option<&str> {
+        self.inner.eviction_policy.as_deref()
     }
 
     /// The server's URL with any password replaced by `***`.
@@ -149,6 +188,7 @@ pub struct ClientBuilder {
     default_wait: Duration,
     command_timeout: Duration,
     connect_timeout: Duration,
+    require_noeviction: bool,
 }
 
 impl Default for ClientBuilder {
@@ -160,6 +200,7 @@ impl Default for ClientBuilder {
             default_wait: DEFAULT_WAIT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            require_noeviction: false,
         }
     }
 }
@@ -173,6 +214,7 @@ impl fmt::Debug for ClientBuilder {
             .field("default_wait", &self.default_wait)
             .field("command_timeout", &self.command_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("require_noeviction", &self.require_noeviction)
             .finish()
     }
 }
@@ -220,6 +262,20 @@ impl ClientBuilder {
         self
     }
 
+    /// Refuse servers that may evict lock keys: with `true`, [`build`](ClientBuilder::build)
+    /// fails unless the server's `maxmemory-policy` is `noeviction` (and can be read).
+    /// Default `false`: other policies are logged as a warning at connect.
+    ///
+    /// Why: under memory pressure an `allkeys-*` policy evicts any key, a `volatile-*`
+    /// policy any key with a TTL — and every lock key has one. An evicted lock is free for
+    /// the next caller while its holder still believes it holds it (until its next
+    /// renewal). With `noeviction` a full server refuses writes instead: acquires fail with
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) and nothing is written.
+    pub fn require_noeviction(mut self, require: bool) -> Self {
+        self.require_noeviction = require;
+        self
+    }
+
     /// Connect, authenticate and start the background tasks on the current tokio runtime.
     ///
     /// # Errors
@@ -227,7 +283,10 @@ impl ClientBuilder {
     ///   duration out of range;
     /// - [`ErrorKind::Connection`](crate::ErrorKind::Connection): the server cannot be
     ///   reached within the connect timeout;
-    /// - [`ErrorKind::Auth`](crate::ErrorKind::Auth): the server refused the credentials.
+    /// - [`ErrorKind::Auth`](crate::ErrorKind::Auth): the server refused the credentials;
+    /// - [`ErrorKind::Config`](crate::ErrorKind::Config) also when
+    ///   [`require_noeviction`](ClientBuilder::require_noeviction) is set and the server's
+    ///   `maxmemory-policy` is not `noeviction` or cannot be read.
     ///
     /// Messages show the URL with its password masked.
     ///
@@ -267,12 +326,17 @@ impl ClientBuilder {
             command_timeout: self.command_timeout,
         };
         let backend = Backend::connect(&client, &settings, &redacted).await?;
+        let eviction_policy = check_eviction_policy(&backend, self.require_noeviction).await?;
+        preload_scripts(&backend).await;
         let id = uuid::Uuid::new_v4();
+        // Signalled by the subscription hub when it reconnects: the watchdog then checks
+        // every held lease at once.
+        let reconnected = Arc::new(tokio::sync::Notify::new());
         let inner = ClientInner {
             id,
             id_str: id.to_string(),
-            hub: Hub::start(client, self.connect_timeout),
-            leases: Leases::start(backend.clone(), self.watchdog_lease),
+            hub: Hub::start(client, self.connect_timeout, reconnected.clone()),
+            leases: Leases::start(backend.clone(), self.watchdog_lease, reconnected),
             backend,
             fencing_counter: keys::fencing_counter(&self.key_prefix),
             key_prefix: self.key_prefix,
@@ -282,9 +346,85 @@ impl ClientBuilder {
             runtime: tokio::runtime::Handle::current(),
             seq: AtomicU64::new(0),
             redacted_url: redacted,
+            eviction_policy,
         };
         Ok(Client {
             inner: Arc::new(inner),
         })
+    }
+}
+
+/// Read the server's `maxmemory-policy` (`INFO memory`); warn about policies that may evict
+/// lock keys, or refuse them when `require_noeviction`.
+async fn check_eviction_policy(
+    backend: &Backend,
+    require_noeviction: bool,
+) -> Result<Option<String>> {
+    let info: Result<String> = backend
+        .query("read maxmemory-policy", redis::cmd("INFO").arg("memory"))
+        .await;
+    let (policy, limited) = match info {
+        Ok(info) => {
+            let field = |name: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim().to_string())
+            };
+            // Without a maxmemory limit nothing is evicted (until an operator sets one).
+            let limited = field("maxmemory:").is_none_or(|m| m != "0");
+            (field("maxmemory_policy:"), limited)
+        }
+        Err(e) if e.kind() == crate::error::ErrorKind::NoPermission => (None, true),
+        Err(e) => return Err(e),
+    };
+    match policy.as_deref() {
+        Some("noeviction") => {}
+        Some(p) if !limited && !require_noeviction => {
+            tracing::debug!(policy = p, "no maxmemory limit: nothing is evicted for now");
+        }
+        Some(p) if require_noeviction => {
+            return Err(Error::config(format!(
+                "the server's maxmemory-policy is {p}: it may evict held lock keys (set it to \
+                 noeviction, or do not require it)"
+            )));
+        }
+        None if require_noeviction => {
+            return Err(Error::config(
+                "cannot read the server's maxmemory-policy (INFO memory); noeviction was required",
+            ));
+        }
+        Some(p) if p.starts_with("allkeys-") => {
+            tracing::warn!(
+                policy = p,
+                "the server's maxmemory-policy evicts ANY key under memory pressure, held locks \
+                 included: another client can then acquire a lock that is still held; use \
+                 noeviction on lock servers"
+            );
+        }
+        Some(p) => {
+            tracing::warn!(
+                policy = p,
+                "the server's maxmemory-policy evicts keys with a TTL under memory pressure, and \
+                 every lock key has one: held locks may be evicted; use noeviction on lock servers"
+            );
+        }
+        None => {
+            tracing::debug!("maxmemory-policy unknown (INFO denied); eviction not checked");
+        }
+    }
+    Ok(policy)
+}
+
+/// Load every script into the server's script cache (one pipelined round trip), so that no
+/// first use of a script needs a `NOSCRIPT` round trip — in particular none whose send is
+/// queued on a stalled server, where a `NOSCRIPT` answer would come back to nobody and the
+/// request would silently not run. Failures are left to the per-call fallback.
+async fn preload_scripts(backend: &Backend) {
+    let mut pipe = redis::pipe();
+    for (_, source) in crate::scripts::RUNNABLE {
+        pipe.cmd("SCRIPT").arg("LOAD").arg(*source).ignore();
+    }
+    if let Err(e) = backend.pipeline::<()>("load scripts", &pipe).await {
+        tracing::debug!(error = %e, "preloading scripts failed; each loads on first use");
     }
 }

@@ -34,7 +34,13 @@ pub enum ErrorKind {
     WrongType,
     /// The server answered in a shape the script contract does not allow.
     UnexpectedReply,
-    /// Any other server error (e.g. `NOPERM`, `READONLY`, `OOM`, `BUSY`).
+    /// The server's ACL refused a command or channel this operation needs (`NOPERM`); the
+    /// message names what is missing. Nothing was granted.
+    NoPermission,
+    /// The server is at its `maxmemory` limit with the `noeviction` policy and refused the
+    /// write (`OOM`); nothing was written.
+    OutOfMemory,
+    /// Any other server error (e.g. `READONLY`, `BUSY`).
     Backend,
     /// The call would deadlock and was refused: a read -> write upgrade of a
     /// [`RwLock`](crate::RwLock) by an owner holding only a read lock.
@@ -55,6 +61,8 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Auth => "authentication failed",
             ErrorKind::WrongType => "wrong key type",
             ErrorKind::UnexpectedReply => "unexpected reply",
+            ErrorKind::NoPermission => "permission denied by the server's ACL",
+            ErrorKind::OutOfMemory => "server out of memory",
             ErrorKind::Backend => "server error",
             ErrorKind::QuorumNotReached => "quorum not reached",
             ErrorKind::WouldDeadlock => "would deadlock",
@@ -87,6 +95,7 @@ pub struct Error {
     message: String,
     reason: Option<NotHeldReason>,
     nodes: Vec<NodeFailure>,
+    unknown: bool,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -100,6 +109,7 @@ impl Error {
             message: message.into(),
             reason: None,
             nodes: Vec::new(),
+            unknown: false,
             source: None,
         }
     }
@@ -148,6 +158,21 @@ impl Error {
         self
     }
 
+    /// Whether the request may or may not have been applied: the server answered none of
+    /// its sends within the resend window (a stalled or paused server can still run a send
+    /// queued there). Every such request is applied at most once. A grant whose outcome is
+    /// unknown (a re-entry, a semaphore acquire) is cancelled in the background: if it ran,
+    /// it is given back when the server answers. A release or count-down stays as the
+    /// server has it: applied once if any send reached the server.
+    pub fn is_outcome_unknown(&self) -> bool {
+        self.unknown
+    }
+
+    pub(crate) fn outcome_unknown(mut self) -> Self {
+        self.unknown = true;
+        self
+    }
+
     /// What went wrong.
     pub fn kind(&self) -> ErrorKind {
         self.kind
@@ -160,18 +185,32 @@ impl Error {
 
     /// Classify a driver error (`context` names the operation, e.g. `acquire "orders"`).
     pub(crate) fn from_redis(context: &str, err: redis::RedisError) -> Self {
-        use redis::ErrorKind as K;
+        use redis::{ErrorKind as K, ServerErrorKind as S};
         let code = err.code().unwrap_or("");
         let kind = if code == "WRONGTYPE" || err.to_string().contains("WRONGTYPE") {
             ErrorKind::WrongType
         } else if code == "NOAUTH" || code == "WRONGPASS" {
             ErrorKind::Auth
+        } else if code == "NOPERM"
+            || err.to_string().contains("NOPERM")
+            // Redis < 7.2 words an ACL refusal inside a script this way.
+            || err.to_string().contains("The user executing the script can't")
+        {
+            ErrorKind::NoPermission
+        } else if code == "OOM" || err.to_string().contains("OOM command not allowed") {
+            ErrorKind::OutOfMemory
         } else {
             match err.kind() {
                 K::AuthenticationFailed => ErrorKind::Auth,
                 K::Io => ErrorKind::Connection,
                 K::InvalidClientConfig => ErrorKind::Config,
                 K::UnexpectedReturnType | K::Parse => ErrorKind::UnexpectedReply,
+                // Not serving for now: loading its snapshot, a replica that lost its master,
+                // a cluster slot in transit. Retried like a broken connection.
+                K::Server(S::BusyLoading)
+                | K::Server(S::TryAgain)
+                | K::Server(S::MasterDown)
+                | K::Server(S::ClusterDown) => ErrorKind::Connection,
                 _ if err.is_timeout()
                     || err.is_connection_dropped()
                     || err.is_connection_refusal()
@@ -186,6 +225,14 @@ impl Error {
             ErrorKind::WrongType => format!("{context}: the key holds a value of another type"),
             ErrorKind::Auth => format!("{context}: the server refused the credentials"),
             ErrorKind::Connection => format!("{context}: cannot reach the server"),
+            ErrorKind::NoPermission => format!(
+                "{context}: the server's ACL denies a command or channel this needs \
+                 (see the minimal ACL in distlock's README)"
+            ),
+            ErrorKind::OutOfMemory => format!(
+                "{context}: the server is out of memory (maxmemory reached, noeviction); \
+                 nothing was written"
+            ),
             _ => format!("{context}: {kind}"),
         };
         Error::new(kind, message).with_source(err)
@@ -195,6 +242,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
+        if self.unknown {
+            f.write_str(" (no answer within the resend window: outcome unknown)")?;
+        }
         for n in &self.nodes {
             write!(f, "; {}: {}", n.node, n.cause)?;
         }

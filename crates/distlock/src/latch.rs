@@ -93,16 +93,28 @@ impl CountDownLatch {
     /// [`ErrorKind::WrongType`] when the key holds another type; server failures.
     ///
     /// # Cancel safety
-    /// Not idempotent: a count-down whose reply was lost may have happened.
+    /// Counted at most once: a request latch answers a resend. When the server does not answer
+    /// within the resend window the error says the outcome is unknown
+    /// ([`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)): it was counted at
+    /// most once, and a send still queued on a stalled server counts it when the server
+    /// resumes. A dropped future may or may not have counted down.
     pub async fn count_down(&self) -> Result<u64> {
         keys::check_name(&self.name)?;
         let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
-        inv.key(&self.key).key(&self.channel).arg("0");
-        let left: i64 = self
+        inv.key(&self.key)
+            .key(&self.channel)
+            .key(format!(
+                "{}:{}",
+                keys::prefixed("distlock_latch_count_down", &self.key),
+                self.client.request_id()
+            ))
+            .arg("0")
+            .arg(self.client.latch_ttl_ms());
+        // Idempotent through its request latch: resent until answered within the resend
+        // window (never counted down twice).
+        let (left, _): (i64, bool) = self
             .client
-            .inner
-            .backend
-            .eval_once(self.context("count down"), &inv)
+            .eval_latched(self.context("count down"), &inv)
             .await?;
         Ok(left.max(0) as u64)
     }

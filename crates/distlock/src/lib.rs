@@ -67,8 +67,9 @@ pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 
 /// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests
-/// (e.g. to inspect them or load them into another client).
-pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::SOURCES;
+/// (e.g. to inspect them or load them into another client): each source is the text as run,
+/// with the shared `prelude.lua` joined in front where the script uses it.
+pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::RUNNABLE;
 
 /// Entry points for distlock's criterion benches: the client-side pieces of the hot path,
 /// callable without a server. Not part of the API; may change at any time.
@@ -109,7 +110,7 @@ pub mod __bench {
 
     /// Hash every script source the way the registry does on first use (SHA-1 per script).
     pub fn hash_all_scripts() -> usize {
-        crate::scripts::SOURCES
+        crate::scripts::RUNNABLE
             .iter()
             .map(|(_, src)| redis::Script::new(src).get_hash().len())
             .sum()

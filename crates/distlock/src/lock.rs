@@ -98,7 +98,11 @@ impl fmt::Debug for Owner {
 /// token lower than the highest it has seen: a holder that was paused past its lease is
 /// then refused.
 ///
-/// Tokens are `max(last + 1, server TIME in µs)`, kept in one counter key per server.
+/// Tokens are `max(last + 1, server TIME in µs)`, kept in one counter key per server,
+/// computed by decimal-string arithmetic on the server and sent as decimal strings, so they
+/// are exact over their whole range (Lua numbers are doubles, exact only below 2^53). The
+/// largest token is `i64::MAX` (2^63 - 1); once the counter reaches it, every grant fails
+/// with an error naming the counter, and nothing is granted or written.
 /// What they cannot fix: two masters that both grant during a network partition (the
 /// resource still sees two increasing streams; only the later-seen lower token is refused).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -275,7 +279,9 @@ pub(crate) fn plain_release_invocation(
 }
 
 /// An acquire script's reply: a grant, a refusal with the holder's PTTL, or (as `Err`) a
-/// code for the caller to interpret (not held, would deadlock, malformed).
+/// code for the caller to interpret (not held, would deadlock, malformed). The scripts send
+/// the token as a decimal string (at most 2^63 - 1), which redis-rs parses into `i64`
+/// exactly; a token that is not one fails the parse instead of being rounded.
 pub(crate) fn parse_attempt(r: &[i64]) -> std::result::Result<Attempt, &[i64]> {
     match r {
         [1, count, token] if *count > 0 && *token >= 0 => Ok(Attempt::Granted {
@@ -575,8 +581,9 @@ impl Lock {
     /// not atomic with respect to each other.
     ///
     /// # Errors
-    /// [`ErrorKind::WrongType`] when the key holds something other than a lock hash; as
-    /// [`Lock::is_locked`] otherwise.
+    /// [`ErrorKind::WrongType`] when the key holds something other than a lock hash;
+    /// [`ErrorKind::UnexpectedReply`] when the fencing counter is not a decimal integer (no
+    /// grant can draw a token then either); as [`Lock::is_locked`] otherwise.
     ///
     /// # Cancel safety
     /// Cancel safe: read-only.
@@ -593,17 +600,31 @@ impl Lock {
             .cmd("PUBSUB")
             .arg("NUMSUB")
             .arg(&self.inner.channel);
-        let (kind, pttl, counter, numsub): (String, i64, Option<u64>, (String, u64)) = self
+        let (kind, pttl, counter, numsub): (String, i64, Option<String>, (String, u64)) = self
             .backend()
             .pipeline(&self.context("status"), &pipe)
             .await?;
+        let counter = match counter {
+            None => 0,
+            Some(c) => c.parse::<u64>().map_err(|_| {
+                Error::new(
+                    ErrorKind::UnexpectedReply,
+                    format!(
+                        "{}: the fencing counter {} holds {c:?}, not a decimal integer \
+                         (no grant can draw a token until it is fixed or deleted)",
+                        self.context("status"),
+                        client.fencing_counter
+                    ),
+                )
+            })?,
+        };
         let mut status = LockStatus {
             name: self.inner.name.clone(),
             key: self.inner.key.clone(),
             holders: Vec::new(),
             ttl: (pttl >= 0).then(|| Duration::from_millis(pttl as u64)),
             fencing_token: None,
-            fencing_counter: counter.unwrap_or(0),
+            fencing_counter: counter,
             subscribers: numsub.1,
             mode: None,
             queue: Vec::new(),
@@ -787,7 +808,13 @@ impl Lock {
                     mode,
                     latch_ms,
                 );
-                self.backend().eval(&context, &inv).await?
+                match mode {
+                    // Recognises its own resend by the owner's field, however late.
+                    Mode::New => self.backend().eval(&context, &inv).await?,
+                    // The latch answers a resend while it lives: resend until answered
+                    // within its window; after that the caller undoes it (`undo_reentry`).
+                    _ => self.inner.client.eval_latched(&context, &inv).await?.0,
+                }
             }
             Kind::Fair { liveness } => {
                 let mut inv = scripts::FAIR_ACQUIRE.prepare_invoke();
@@ -832,6 +859,10 @@ impl Lock {
         };
         match parse_attempt(&r) {
             Ok(a) => Ok(a),
+            Err([-4]) => Err(Error::new(
+                ErrorKind::Connection,
+                format!("{context}: the request was cancelled after its outcome was unknown"),
+            )),
             Err([-3]) => Err(Error::new(
                 ErrorKind::WouldDeadlock,
                 format!(
@@ -893,7 +924,7 @@ impl Lock {
 
         // A grant that lands after this future was dropped must be given back: the pending
         // guard releases it when dropped before `disarm`.
-        let mut pending = PendingGrant::new(self, &owner, mode);
+        let mut pending = PendingGrant::new(self, &owner, mode, &request_id);
 
         let (channel, wake) = self.wake_channel(&owner);
         let enqueue = !wait.is_zero();
@@ -988,10 +1019,15 @@ impl Lock {
         let request_id = self.inner.client.request_id();
         let started = Instant::now();
         let lease_ms = lease.as_millis() as u64;
-        match self
+        let attempt = self
             .attempt(owner, Mode::Nested, lease_ms, &request_id, false)
-            .await?
-        {
+            .await;
+        if let Err(e) = &attempt {
+            if e.is_outcome_unknown() && self.inner.kind == Kind::Plain {
+                self.undo_reentry(owner.clone(), request_id, lease);
+            }
+        }
+        match attempt? {
             Attempt::Granted { hold_count, token } => {
                 Ok(self.granted(owner.clone(), hold_count, token, lease, started))
             }
@@ -1000,6 +1036,40 @@ impl Lock {
                 NotHeldReason::HeldByOther,
             )),
         }
+    }
+
+    /// Resolve a re-entrant acquire (`as`, `nested`) whose outcome its caller never learnt:
+    /// in the background, tombstone its acquire latch (so a send still queued on the server
+    /// does nothing when it runs) and, if it had run, give its hold back. Resent until the
+    /// server answers, at most ten resend windows.
+    fn undo_reentry(&self, owner: Owner, request_id: String, lease: Duration) {
+        let lock = self.clone();
+        let client = self.inner.client.clone();
+        let mut inv = scripts::LATCH_CANCEL.prepare_invoke();
+        inv.key(keys::acquire_latch(&self.inner.key, &request_id))
+            .arg(client.latch_ttl_ms());
+        client.inner.backend.resend_in_background(
+            &client.inner.runtime,
+            self.context("undo re-entry").to_string(),
+            inv,
+            client.latch_ttl() * 10,
+            move |r: Result<String>| match r {
+                Ok(prior) if prior.is_empty() => {
+                    tracing::info!(lock = %lock.inner.name, "re-entry of unknown outcome cancelled before it ran");
+                }
+                Ok(_) => {
+                    tracing::info!(lock = %lock.inner.name, "re-entry of unknown outcome had run; giving its hold back");
+                    lock.inner.client.inner.runtime.clone().spawn(async move {
+                        if let Err(e) = lock.release_hold(&owner, lease).await {
+                            tracing::warn!(lock = %lock.inner.name, error = %e, "giving back a re-entry of unknown outcome failed");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(lock = %lock.inner.name, error = %e, "cancelling a re-entry of unknown outcome failed");
+                }
+            },
+        );
     }
 
     pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
@@ -1018,7 +1088,8 @@ impl Lock {
                     owner.as_str(),
                     latch_ms,
                 );
-                let (r, resent): (i64, bool) = self.backend().eval_resent(&context, &inv).await?;
+                let (r, resent): (i64, bool) =
+                    self.inner.client.eval_latched(&context, &inv).await?;
                 // The final release writes no latch: a resend that finds the lock gone or
                 // re-taken means an earlier send released it.
                 if resent && (r == -1 || r == -2) {
@@ -1038,7 +1109,7 @@ impl Lock {
                     .arg(owner.as_str())
                     .arg(latch_ms)
                     .arg(&self.inner.channel);
-                self.backend().eval(&context, &inv).await?
+                self.inner.client.eval_latched(&context, &inv).await?.0
             }
             Kind::Read => {
                 let mut inv = scripts::RW_READ_RELEASE.prepare_invoke();
@@ -1050,7 +1121,7 @@ impl Lock {
                     .arg(UNLOCK_MESSAGE)
                     .arg(owner.as_str())
                     .arg(latch_ms);
-                self.backend().eval(&context, &inv).await?
+                self.inner.client.eval_latched(&context, &inv).await?.0
             }
             Kind::Write { .. } => {
                 let mut inv = scripts::RW_WRITE_RELEASE.prepare_invoke();
@@ -1061,7 +1132,7 @@ impl Lock {
                     .arg(lease_ms)
                     .arg(self.field(owner))
                     .arg(latch_ms);
-                self.backend().eval(&context, &inv).await?
+                self.inner.client.eval_latched(&context, &inv).await?.0
             }
         };
         match r {
@@ -1117,13 +1188,13 @@ impl fmt::Display for Ctx<'_> {
 
 /// Gives back a grant whose acquire future was dropped mid-flight (cancel safety).
 struct PendingGrant {
-    armed: Option<(Lock, Owner, Mode)>,
+    armed: Option<(Lock, Owner, Mode, String)>,
 }
 
 impl PendingGrant {
-    fn new(lock: &Lock, owner: &Owner, mode: Mode) -> PendingGrant {
+    fn new(lock: &Lock, owner: &Owner, mode: Mode, request_id: &str) -> PendingGrant {
         PendingGrant {
-            armed: Some((lock.clone(), owner.clone(), mode)),
+            armed: Some((lock.clone(), owner.clone(), mode, request_id.to_string())),
         }
     }
 
@@ -1139,13 +1210,18 @@ impl PendingGrant {
 
 impl Drop for PendingGrant {
     fn drop(&mut self) {
-        let Some((lock, owner, mode)) = self.armed.take() else {
+        let Some((lock, owner, mode, request_id)) = self.armed.take() else {
             return;
         };
-        // Dropped while an attempt may have been granted on the server. For a fresh owner,
-        // any hold it has is ours to give back entirely; a re-entrant request may have added
-        // one hold, which we cannot tell apart from earlier ones, so leave it to the lease.
+        // Dropped (or failed with an unknown outcome) while an attempt may have been granted
+        // on the server. For a fresh owner, any hold it has is ours to give back entirely; a
+        // plain lock's re-entrant request is undone through its acquire latch.
         // A queued waiter (fair lock, waiting writer) leaves the queue at once.
+        if mode != Mode::New && lock.inner.kind == Kind::Plain {
+            let lease = lock.effective_lease().unwrap_or(Duration::from_millis(1));
+            lock.undo_reentry(owner, request_id, lease);
+            return;
+        }
         let runtime = lock.inner.client.inner.runtime.clone();
         runtime.spawn(async move {
             let _ = lock.leave_queue(owner.as_str(), false).await;

@@ -79,17 +79,18 @@ impl Names {
         inv.key(&self.key)
             .key(&self.channel)
             .key(format!(
-                "{}:none",
-                keys::prefixed("distlock_semaphore_grant", &self.key)
+                "{}:{}",
+                keys::prefixed("distlock_semaphore_release", &self.key),
+                self.client.request_id()
             ))
             .arg(permits)
-            .arg("0");
-        // Not idempotent: never resent (a resend would add the permits twice).
-        let v: i64 = self
+            .arg("0")
+            .arg(self.client.latch_ttl_ms());
+        // Idempotent through its request latch: resent until answered within the resend
+        // window (never added twice).
+        let (v, _): (i64, bool) = self
             .client
-            .inner
-            .backend
-            .eval_once(self.context("release"), &inv)
+            .eval_latched(self.context("release"), &inv)
             .await?;
         Ok(v.max(0) as u64)
     }
@@ -355,20 +356,27 @@ impl Drop for PendingPermits {
     fn drop(&mut self) {
         let Some(n) = self.names.take() else { return };
         let (latch, permits) = (std::mem::take(&mut self.latch), self.permits);
-        n.client.inner.runtime.clone().spawn(async move {
-            let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
-            inv.key(&n.key)
-                .key(&n.channel)
-                .key(&latch)
-                .arg(permits)
-                .arg("1");
-            let _ = n
-                .client
-                .inner
-                .backend
-                .eval::<i64>(&n.context("give back"), &inv)
-                .await;
-        });
+        // Give the grant back if the acquire ran; tombstone its latch if it has not, so that
+        // a send still queued on a stalled server does nothing when it runs.
+        let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
+        inv.key(&n.key)
+            .key(&n.channel)
+            .key(&latch)
+            .arg(permits)
+            .arg("1")
+            .arg(n.client.latch_ttl_ms());
+        let backend = &n.client.inner.backend;
+        backend.resend_in_background(
+            &n.client.inner.runtime,
+            n.context("give back"),
+            inv,
+            n.client.latch_ttl() * 10,
+            |r: Result<i64>| {
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "giving back a semaphore grant of unknown outcome failed");
+                }
+            },
+        );
     }
 }
 
@@ -397,7 +405,10 @@ impl SemaphorePermit {
     /// Give the permits back and wake waiters. Returns the permits available afterwards.
     ///
     /// # Errors
-    /// Server failures (the permits may then be lost: plain semaphores do not track owners).
+    /// Server failures. When the server does not answer within the resend window the error
+    /// says the outcome is unknown ([`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)):
+    /// the release was applied at most once (a request latch answers resends), and a send
+    /// still queued on a stalled server applies it when the server resumes.
     ///
     /// # Cancel safety
     /// A dropped release may or may not have happened.

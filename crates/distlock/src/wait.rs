@@ -8,6 +8,16 @@
 //! Registering (`Notify::enable`) before each attempt means a wake-up published between the
 //! attempt's reply and the wait is not missed; the nap bound means a lost message costs at
 //! most one hint (or one cap), never a hang.
+//!
+//! A waiter rides out an unreachable server (a restart, a failover, a broken connection):
+//! an attempt that fails with [`ErrorKind::Connection`] is retried with backoff (50 ms
+//! doubling to 1 s, cut short when the subscription reconnects) until the caller's deadline;
+//! only if the deadline passes while the server is still unreachable is the error returned.
+//! A waiter whose wake channel the server's ACL refuses (no `&channel` rights) polls every
+//! 100 ms instead of waiting for messages.
+//!
+//! An attempt whose outcome is unknown ([`Error::is_outcome_unknown`]) is never retried here:
+//! its caller resolves it.
 
 use std::future::Future;
 use std::time::Duration;
@@ -16,7 +26,20 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
+
+/// First pause after an attempt that could not reach the server; it doubles up to
+/// [`MAX_BACKOFF`].
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
+/// Longest pause between attempts while the server is unreachable.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// Longest nap of a waiter whose wake channel the server's ACL refused: it polls.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Whether a waiter keeps trying after this error (until its deadline).
+fn rides_out(e: &Error) -> bool {
+    e.kind() == ErrorKind::Connection && !e.is_outcome_unknown()
+}
 
 /// What one attempt found.
 pub(crate) enum Step<T> {
@@ -41,11 +64,21 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Step<T>>>,
 {
-    if let Step::Done(v) = attempt().await? {
-        return Ok(Some(v));
+    // The error of the latest attempt while the server is unreachable: returned if the
+    // deadline passes before it answers again.
+    let mut unreachable: Option<Error> = None;
+    let mut backoff = MIN_BACKOFF;
+    match attempt().await {
+        Ok(Step::Done(v)) => return Ok(Some(v)),
+        Ok(Step::Wait(_)) => {}
+        Err(e) if rides_out(&e) => {
+            tracing::debug!(error = %e, "waiter: server unreachable; retrying until the deadline");
+            unreachable = Some(e);
+        }
+        Err(e) => return Err(e),
     }
     if Instant::now() >= deadline {
-        return Ok(None);
+        return unreachable.map_or(Ok(None), Err);
     }
     let mut sub = client.inner.hub.subscribe(channel, wake);
     let confirm = deadline
@@ -56,17 +89,32 @@ where
         let notified = sub.channel().notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let hint = match attempt().await? {
-            Step::Done(v) => return Ok(Some(v)),
-            Step::Wait(hint) => hint,
+        let hint = match attempt().await {
+            Ok(Step::Done(v)) => return Ok(Some(v)),
+            Ok(Step::Wait(hint)) => {
+                unreachable = None;
+                backoff = MIN_BACKOFF;
+                hint
+            }
+            Err(e) if rides_out(&e) => {
+                tracing::debug!(error = %e, "waiter: server unreachable; retrying until the deadline");
+                unreachable = Some(e);
+                let pause = backoff;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                Some(pause)
+            }
+            Err(e) => return Err(e),
         };
         let now = Instant::now();
         if now >= deadline {
-            return Ok(None);
+            return unreachable.map_or(Ok(None), Err);
         }
         let mut nap = (deadline - now).min(recheck);
         if let Some(h) = hint {
             nap = nap.min(h.max(Duration::from_millis(1)));
+        }
+        if sub.channel().is_denied() {
+            nap = nap.min(POLL_INTERVAL);
         }
         let _ = tokio::time::timeout(nap, notified).await;
     }

@@ -8,12 +8,17 @@
 //! one round trip per lock. A renewal that finds the lock gone or held by another owner
 //! fires the lost signal at once; renewals that keep failing let the local deadline pass,
 //! which fires it too.
+//!
+//! When the client's subscription connection reconnects (the server restarted, or the
+//! connection broke), the watchdog does not wait for its next tick: it renews every
+//! watchdog lease and checks every explicit lease (`HEXISTS`) at once, so a holder learns
+//! that a restarted server lost its lock within a reconnect, not a renewal period later.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::conn::Backend;
@@ -159,10 +164,15 @@ impl Drop for Registration {
 
 impl Leases {
     /// Start the watchdog task; it renews registered leases to `watchdog_lease` every
-    /// `watchdog_lease / 3`.
-    pub(crate) fn start(backend: Backend, watchdog_lease: Duration) -> Leases {
+    /// `watchdog_lease / 3`, and checks every lease at once when `reconnected` is signalled.
+    pub(crate) fn start(
+        backend: Backend,
+        watchdog_lease: Duration,
+        reconnected: Arc<Notify>,
+    ) -> Leases {
         let shared = Arc::new(Shared::default());
-        let task = tokio::spawn(run(backend, watchdog_lease, shared.clone())).abort_handle();
+        let task =
+            tokio::spawn(run(backend, watchdog_lease, shared.clone(), reconnected)).abort_handle();
         Leases { shared, task }
     }
 
@@ -222,7 +232,7 @@ impl Leases {
     }
 }
 
-async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
+async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>, reconnected: Arc<Notify>) {
     let period = lease / 3;
     let lease_ms = lease.as_millis().max(1) as u64;
     // Tick every period whether or not there is work: registering a lock then costs no
@@ -230,7 +240,13 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
     // comes within one period, well inside its lease (three periods).
     let mut next = Instant::now() + period;
     loop {
-        tokio::time::sleep_until(next).await;
+        let check_all = tokio::select! {
+            _ = tokio::time::sleep_until(next) => false,
+            _ = reconnected.notified() => true,
+        };
+        if check_all {
+            check_explicit(&backend, &shared).await;
+        }
         let mut hash = Vec::new();
         let mut read = Vec::new();
         for (k, e) in shared.entries.lock().unwrap().iter() {
@@ -254,6 +270,41 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>) {
             } else {
                 period
             };
+    }
+}
+
+/// After a reconnection: ask the server whether each lease that the watchdog does not renew
+/// (explicit leases) still exists, and fire the lost signal of those that are gone.
+async fn check_explicit(backend: &Backend, shared: &Shared) {
+    let explicit: Vec<(EntryKey, Arc<LeaseState>)> = shared
+        .entries
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, e)| e.renew_refs == 0 && !e.lease.is_lost())
+        .map(|(k, e)| (k.clone(), e.lease.clone()))
+        .collect();
+    for chunk in explicit.chunks(BATCH) {
+        let mut pipe = redis::pipe();
+        for ((key, field), _) in chunk {
+            pipe.cmd("HEXISTS").arg(key).arg(field);
+        }
+        match backend
+            .pipeline::<Vec<bool>>("lease check after reconnect", &pipe)
+            .await
+        {
+            Ok(held) => {
+                for (((key, _), state), held) in chunk.iter().zip(held) {
+                    if !held {
+                        tracing::warn!(lock = %key, "lock gone after the server connection was re-established; lease lost");
+                        state.mark_lost();
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "lease check after reconnect failed");
+            }
+        }
     }
 }
 

@@ -166,7 +166,7 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     let k = keys(&run_id);
     let redis = redis::Client::open(url.as_str()).context("bad URL")?;
     let mut con = redis
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&opts.redis_config())
         .await
         .context("cannot connect to redis")?;
 
@@ -199,6 +199,10 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
             .arg(&url)
             .arg("--key-prefix")
             .arg(&opts.key_prefix)
+            .arg("--connect-timeout")
+            .arg(humantime::format_duration(opts.connect_timeout).to_string())
+            .arg("--timeout")
+            .arg(humantime::format_duration(opts.command_timeout).to_string())
             .arg("demo-worker")
             .args(["--run", &run_id])
             .args(["--users", &args.users.to_string()])
@@ -386,7 +390,9 @@ pub async fn worker(opts: &Options, args: WorkerArgs) -> Result<u8> {
         .context("demo-worker needs --url (it is started by `distlock demo`)")?;
     let client = opts.client_for(&url).await?;
     let redis = redis::Client::open(url.as_str())?;
-    let con = redis.get_multiplexed_async_connection().await?;
+    let con = redis
+        .get_multiplexed_async_connection_with_config(&opts.redis_config())
+        .await?;
     let k = Arc::new(keys(&args.run));
 
     // This worker's attempts: (user, voucher) for every (u, j) with (u + j) mod P == worker.

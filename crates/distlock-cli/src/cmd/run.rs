@@ -14,6 +14,19 @@
 //! free, without waiting (else exit 75 at once), run CMD, release with the ownership-checked
 //! script (kept until `--at-least` has passed). As in ShedLock, `--at-most` passing does not
 //! stop CMD unless `--on-lost term` is given.
+//!
+//! The wrapper dying: on Linux CMD (the wrapper's direct child) is killed with SIGKILL when
+//! the wrapper dies, however it dies (`kill -9`, OOM killer, a crash), so CMD never runs on
+//! without the lock (`PR_SET_PDEATHSIG`, set in the child before `exec`, with a check that
+//! the wrapper had not already died). CMD's own children are not killed: start long-running
+//! programs with `exec` in shell wrappers (`sh -c 'setup; exec server'`), or have CMD stop
+//! its children itself. On other platforms there is no such guarantee: a killed wrapper
+//! leaves CMD running (the lock then expires after its lease while CMD may still run).
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the process.
+//! CMD is spawned from the thread that polls [`run`]: the `block_on` thread (the main
+//! thread) or a runtime worker, both of which live until the run is over. Never spawn it
+//! from `spawn_blocking`: blocking-pool threads exit after 10 s idle, which would kill CMD.
 
 use std::time::Duration;
 
@@ -81,6 +94,40 @@ pub struct RunArgs {
     #[arg(required = true, last = true)]
     pub command: Vec<String>,
 }
+
+/// On Linux: have the kernel send CMD SIGKILL when the thread that spawns it dies (with the
+/// wrapper, as that thread lives as long as the run). See the module docs.
+#[cfg(target_os = "linux")]
+fn die_with_wrapper(command: &mut tokio::process::Command) {
+    // Taken before the fork: in the child, a different parent means the wrapper already
+    // died between fork and prctl (the child was re-parented) and the signal would never
+    // come.
+    let wrapper = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe functions (prctl, getppid, raise); it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) == -1
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != wrapper {
+                libc::raise(libc::SIGKILL);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// No parent-death signal outside Linux: a killed wrapper leaves CMD running.
+#[cfg(not(target_os = "linux"))]
+fn die_with_wrapper(_command: &mut tokio::process::Command) {}
 
 fn send_signal(pid: Option<u32>, sig: libc::c_int) {
     if let Some(pid) = pid {
@@ -261,6 +308,8 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     if let Held::Lock(g) = &held {
         command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
     }
+    die_with_wrapper(&mut command);
+    // Spawned from this task's thread (see the module docs): not from spawn_blocking.
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {

@@ -202,6 +202,13 @@ pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
         return Ok(0);
     }
     print_items(items);
+    if let Some(policy) = client.eviction_policy().filter(|p| *p != "noeviction") {
+        // Lock keys carry TTLs: any eviction policy may drop a held lock.
+        println!(
+            "server maxmemory-policy {policy}: held locks can be evicted under memory \
+             pressure (use noeviction on lock servers)"
+        );
+    }
     Ok(0)
 }
 

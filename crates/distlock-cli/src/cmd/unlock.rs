@@ -1,5 +1,10 @@
 //! `distlock unlock --force NAME`: delete a lock whoever holds it and wake its waiters
 //! (Redisson's `forceUnlock`). The holder loses the lock without being asked.
+//!
+//! Only lock hashes are deleted (plain, fair and read-write locks, distlock's or Redisson's):
+//! a key of another type, or a hash with fields no lock has (a user's data), is refused with
+//! exit 1 and left unchanged, so a mistyped name cannot delete data. Job locks and semaphores
+//! are not locks in this sense and are refused too.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -17,11 +22,18 @@ pub struct UnlockArgs {
 
 pub async fn run(opts: &Options, args: UnlockArgs) -> Result<u8> {
     let client = opts.client().await?;
-    let held = client
-        .lock(args.name.as_str())
-        .force_unlock()
-        .await
-        .with_context(|| format!("unlock {:?}", args.name))?;
+    let held = match client.lock(args.name.as_str()).force_unlock().await {
+        Ok(held) => held,
+        Err(e) if e.kind() == distlock::ErrorKind::WrongType => {
+            // The library's message (and its driver source) adds nothing here.
+            anyhow::bail!(
+                "{:?} is not a lock: the key holds another type (or a hash that is not a \
+                 lock); nothing was deleted",
+                args.name
+            );
+        }
+        Err(e) => return Err(e).with_context(|| format!("unlock {:?}", args.name)),
+    };
     if held {
         println!("{}: unlocked", args.name);
     } else {

@@ -2,6 +2,7 @@
 
 mod bench;
 mod family;
+mod faults;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -69,23 +69,32 @@ impl Backend {
             .set_number_of_retries(2)
             .set_min_delay(Duration::from_millis(50))
             .set_max_delay(Duration::from_secs(2));
-        let connect = client.get_connection_manager_with_config(config);
-        let conn = match tokio::time::timeout(settings.connect_timeout * 3, connect).await {
-            Ok(Ok(conn)) => conn,
-            Ok(Err(e)) => {
-                return Err(Error::from_redis(&format!("connect to {redacted_url}"), e));
-            }
+        // One budget for the whole connect (TCP, TLS, AUTH, the first PING): redis-rs's
+        // manager retries a failed first connection on its own, which must not stretch it.
+        let context = format!("connect to {redacted_url}");
+        let connect = async {
+            let conn = client
+                .get_connection_manager_with_config(config)
+                .await
+                .map_err(|e| Error::from_redis(&context, e))?;
+            let backend = Backend { conn };
+            backend
+                .query::<String>(&context, &redis::cmd("PING"))
+                .await?;
+            Ok::<_, Error>(backend)
+        };
+        let backend = match tokio::time::timeout(settings.connect_timeout, connect).await {
+            Ok(r) => r?,
             Err(_) => {
                 return Err(Error::new(
                     ErrorKind::Connection,
-                    format!("connect to {redacted_url}: timed out"),
+                    format!(
+                        "{context}: no answer within the connect timeout ({:?})",
+                        settings.connect_timeout
+                    ),
                 ));
             }
         };
-        let backend = Backend { conn };
-        backend
-            .query::<String>(&format!("connect to {redacted_url}"), &redis::cmd("PING"))
-            .await?;
         Ok(backend)
     }
 
@@ -116,21 +125,71 @@ impl Backend {
             .map_err(|e| Error::from_redis(&context.to_string(), e))
     }
 
-    /// As [`Backend::eval`], also telling whether the request was sent more than once (an
-    /// earlier send may have been executed).
-    pub(crate) async fn eval_resent<T: FromRedisValue>(
+    /// Run a script that a request latch makes idempotent, resending it after connection
+    /// failures until the server answers or `window` has passed since the first send (the
+    /// last send then waits its command timeout).
+    ///
+    /// Every resend carries the same request id, so whichever send the server runs first is
+    /// the one applied and the others answer its result. When the window passes without an
+    /// answer the error says the outcome is unknown ([`Error::is_outcome_unknown`]): the
+    /// server may still run a send that is queued there (a paused or stalled server), and the
+    /// caller must resolve it — resend in the background ([`Backend::resend_in_background`])
+    /// or undo it through its latch. Also says whether it was sent more than once.
+    pub(crate) async fn eval_resolving<T: FromRedisValue>(
         &self,
         context: impl fmt::Display,
         invocation: &ScriptInvocation<'_>,
+        window: Duration,
     ) -> Result<(T, bool)> {
-        let mut sends = 0;
-        let v = self
-            .with_retries(context, |mut conn| {
-                sends += 1;
-                async move { invocation.invoke_async::<T>(&mut conn).await }
-            })
-            .await?;
-        Ok((v, sends > 1))
+        let deadline = tokio::time::Instant::now() + window;
+        let mut attempt = 0usize;
+        loop {
+            let mut conn = self.conn.clone();
+            match invocation.invoke_async::<T>(&mut conn).await {
+                Ok(v) => return Ok((v, attempt > 0)),
+                Err(e) if retriable(&e) => {
+                    let now = tokio::time::Instant::now();
+                    if now >= deadline {
+                        return Err(Error::from_redis(&context.to_string(), e).outcome_unknown());
+                    }
+                    tracing::debug!(%context, error = %e, attempt, "resending (same request id)");
+                    // The last resend goes out at the deadline at the latest.
+                    tokio::time::sleep(resend_delay(attempt).min(deadline - now)).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(Error::from_redis(&context.to_string(), e)),
+            }
+        }
+    }
+
+    /// Keep sending a cancellation (a script that leaves a tombstone in a request's latch and
+    /// answers the same when resent) from a background task until the server answers, at
+    /// most `limit`; `on_answer` gets the reply. Used to give back grants whose outcome was
+    /// unknown to their caller.
+    pub(crate) fn resend_in_background<T, F>(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        context: String,
+        invocation: ScriptInvocation<'static>,
+        limit: Duration,
+        on_answer: F,
+    ) where
+        T: FromRedisValue + Send + 'static,
+        F: FnOnce(Result<T>) + Send + 'static,
+    {
+        let backend = self.clone();
+        runtime.spawn(async move {
+            let r = backend
+                .eval_resolving::<T>(&context, &invocation, limit)
+                .await
+                .map(|(v, _)| v);
+            if let Err(e) = &r {
+                if e.is_outcome_unknown() {
+                    tracing::error!(%context, "server unreachable for {limit:?}: outcome of the request stays unknown");
+                }
+            }
+            on_answer(r);
+        });
     }
 
     /// Run one command, resending on connection failures (use for idempotent commands).
@@ -178,6 +237,14 @@ impl Backend {
             }
         }
     }
+}
+
+/// Pause before resend number `attempt` (0-based): 10 ms, 100 ms, 400 ms, then every second.
+fn resend_delay(attempt: usize) -> Duration {
+    RETRY_DELAYS
+        .get(attempt)
+        .copied()
+        .unwrap_or(Duration::from_secs(1))
 }
 
 /// Errors after which the same request may be sent again: broken or refused connections,

@@ -7,8 +7,19 @@
 //! wakes one waiter, `1` wakes all. When the connection breaks, the hub reconnects with
 //! backoff, subscribes again to every channel that still has waiters, and wakes every waiter
 //! so that each retries at once (a release during the outage published to nobody).
+//!
+//! The hub connects at start and stays connected even with no subscriptions: its connection
+//! is how the client learns at once that the server went away (a restart closes it). Every
+//! reconnection after the first is signalled on `reconnected`, so the watchdog checks every
+//! held lease right away instead of at its next renewal.
+//!
+//! A server whose ACL denies the channel (`NOPERM`, a Redis 7 user without `&<channel>`
+//! rights) leaves that channel *denied*: its waiters poll instead of waiting for messages,
+//! the problem is logged once per client, and the connection is not torn down (which would
+//! only loop).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,9 +40,16 @@ pub(crate) enum Wake {
 pub(crate) struct Channel {
     pub(crate) notify: Notify,
     wake: Wake,
+    /// The server's ACL refused the subscription: waiters must poll.
+    denied: AtomicBool,
 }
 
 impl Channel {
+    /// Whether the server refused this subscription (waiters poll instead).
+    pub(crate) fn is_denied(&self) -> bool {
+        self.denied.load(Ordering::Relaxed)
+    }
+
     fn wake(&self, payload: &[u8]) {
         if self.wake == Wake::OneOnZero && payload == b"0" {
             self.notify.notify_one();
@@ -51,6 +69,8 @@ impl Channel {
 struct Shared {
     /// Channel name → (local subscriber count, channel).
     channels: Mutex<HashMap<String, (usize, Arc<Channel>)>>,
+    /// Whether a refused subscription was logged already (once per client).
+    denial_logged: AtomicBool,
 }
 
 enum Cmd {
@@ -124,12 +144,24 @@ impl Drop for Subscription {
 }
 
 impl Hub {
-    /// Start the hub task on the current runtime. The first connection is made lazily, on
-    /// the first subscription.
-    pub(crate) fn start(client: redis::Client, connect_timeout: Duration) -> Hub {
+    /// Start the hub task on the current runtime; it connects at once and reconnects with
+    /// backoff (20 ms doubling to 500 ms) whenever the connection closes, signalling
+    /// `reconnected` each time after the first.
+    pub(crate) fn start(
+        client: redis::Client,
+        connect_timeout: Duration,
+        reconnected: Arc<Notify>,
+    ) -> Hub {
         let shared = Arc::new(Shared::default());
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(client, connect_timeout, shared.clone(), rx)).abort_handle();
+        let task = tokio::spawn(run(
+            client,
+            connect_timeout,
+            shared.clone(),
+            rx,
+            reconnected,
+        ))
+        .abort_handle();
         Hub { shared, tx, task }
     }
 
@@ -144,6 +176,7 @@ impl Hub {
                     Arc::new(Channel {
                         notify: Notify::new(),
                         wake,
+                        denied: AtomicBool::new(false),
                     }),
                 )
             });
@@ -185,28 +218,62 @@ async fn connect(client: &redis::Client, timeout: Duration) -> Option<Conn> {
             })
         }
         Ok(Err(e)) => {
-            tracing::warn!(error = %e, "subscription connection failed");
+            tracing::debug!(error = %e, "subscription connection failed");
             None
         }
         Err(_) => {
-            tracing::warn!("subscription connection timed out");
+            tracing::debug!("subscription connection timed out");
             None
         }
     }
 }
 
-/// Bring the server's subscription for `name` in line with the local map.
-async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::RedisResult<()> {
-    let wanted = shared.channels.lock().unwrap().contains_key(name);
+/// Bring the server's subscription for `name` in line with the local map. Returns whether
+/// the channel is usable (false when the server's ACL refused it). An `Err` means the
+/// connection broke.
+async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::RedisResult<bool> {
+    let wanted = shared
+        .channels
+        .lock()
+        .unwrap()
+        .get(name)
+        .map(|(_, c)| c.clone());
     let has = conn.server.contains(name);
-    if wanted && !has {
-        conn.sink.subscribe(name).await?;
-        conn.server.insert(name.to_string());
-    } else if !wanted && has {
+    if let (Some(channel), false) = (&wanted, has) {
+        if channel.is_denied() {
+            return Ok(false);
+        }
+        match conn.sink.subscribe(name).await {
+            Ok(()) => {
+                conn.server.insert(name.to_string());
+            }
+            Err(e) if is_noperm(&e) => {
+                channel.denied.store(true, Ordering::Relaxed);
+                if !shared.denial_logged.swap(true, Ordering::Relaxed) {
+                    let err = crate::error::Error::new(
+                        crate::error::ErrorKind::NoPermission,
+                        format!(
+                            "subscribe to {name:?}: the server's ACL denies the channel \
+                             (the user needs `&{name}` or `&*`); waiters poll instead of \
+                             waiting for wake-ups, and releases wake nobody"
+                        ),
+                    );
+                    tracing::warn!(error = %err, "no wake-ups for this client's waiters");
+                }
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        }
+    } else if wanted.is_none() && has {
         conn.sink.unsubscribe(name).await?;
         conn.server.remove(name);
     }
-    Ok(())
+    Ok(true)
+}
+
+/// A refusal by the server's ACL (not a broken connection).
+fn is_noperm(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOPERM") || e.to_string().contains("NOPERM")
 }
 
 fn wake_everyone(shared: &Shared) {
@@ -222,26 +289,24 @@ fn wake_everyone(shared: &Shared) {
     }
 }
 
+/// Longest pause between two connection attempts of the hub.
+const MAX_BACKOFF: Duration = Duration::from_millis(500);
+const MIN_BACKOFF: Duration = Duration::from_millis(20);
+
 async fn run(
     client: redis::Client,
     connect_timeout: Duration,
     shared: Arc<Shared>,
     mut rx: mpsc::UnboundedReceiver<Cmd>,
+    reconnected: Arc<Notify>,
 ) {
     let mut conn: Option<Conn> = None;
-    let mut backoff = Duration::from_millis(20);
+    let mut connected_before = false;
+    let mut backoff = MIN_BACKOFF;
     // Acknowledgements waiting for a connection.
     let mut pending: Vec<(String, Option<oneshot::Sender<bool>>)> = Vec::new();
     loop {
         if conn.is_none() {
-            if pending.is_empty() && shared.channels.lock().unwrap().is_empty() {
-                // Nothing to subscribe to: wait for the first request before connecting.
-                match rx.recv().await {
-                    Some(Cmd::Sync(name, ack)) => pending.push((name, ack)),
-                    None => return,
-                }
-                continue;
-            }
             match connect(&client, connect_timeout).await {
                 Some(mut c) => {
                     let names: Vec<String> =
@@ -255,25 +320,44 @@ async fn run(
                     }
                     if !ok {
                         tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(2));
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
                         continue;
                     }
-                    backoff = Duration::from_millis(20);
-                    for (_, ack) in pending.drain(..) {
+                    backoff = MIN_BACKOFF;
+                    for (name, ack) in pending.drain(..) {
                         if let Some(ack) = ack {
-                            let _ = ack.send(true);
+                            let usable = shared
+                                .channels
+                                .lock()
+                                .unwrap()
+                                .get(&name)
+                                .is_none_or(|(_, ch)| !ch.is_denied());
+                            let _ = ack.send(usable);
                         }
                     }
                     conn = Some(c);
+                    if connected_before {
+                        // The server may have restarted or failed over: have held leases
+                        // checked now, not at their next renewal.
+                        reconnected.notify_one();
+                    }
+                    connected_before = true;
                     // Whatever was released while we were away published to nobody.
                     wake_everyone(&shared);
                 }
                 None => {
-                    // Let waiters fall back to their PTTL-bounded waits meanwhile.
+                    if backoff == MIN_BACKOFF {
+                        tracing::warn!("subscription connection failed; retrying");
+                    }
+                    // Let waiters fall back to their bounded waits meanwhile.
                     tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                    while let Ok(Cmd::Sync(name, ack)) = rx.try_recv() {
-                        pending.push((name, ack));
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    loop {
+                        match rx.try_recv() {
+                            Ok(Cmd::Sync(name, ack)) => pending.push((name, ack)),
+                            Err(mpsc::error::TryRecvError::Empty) => break,
+                            Err(mpsc::error::TryRecvError::Disconnected) => return,
+                        }
                     }
                     continue;
                 }
@@ -284,9 +368,9 @@ async fn run(
             cmd = rx.recv() => {
                 let Some(Cmd::Sync(name, ack)) = cmd else { return };
                 match reconcile(c, &shared, &name).await {
-                    Ok(()) => {
+                    Ok(usable) => {
                         if let Some(ack) = ack {
-                            let _ = ack.send(true);
+                            let _ = ack.send(usable);
                         }
                     }
                     Err(e) => {

@@ -20,11 +20,17 @@
 -- ARGV[7]  wake channel prefix redisson_lock__channel:{name} (a waiter's channel is
 --          <prefix>:<owner>)
 --
--- Returns  {1, hold_count, fencing_token}  granted (or re-entered)
+-- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a decimal
+--                                           string (exact up to 2^63 - 1)
 --          {0, wait_ms}                     not granted (wait_ms: lock PTTL, -2 when free but
 --                                            an earlier waiter is first, -1 no TTL)
 --          {-1} / {-2}                      mode 'nested': gone / another owner holds it
 -- Errors   WRONGTYPE when KEYS[1] holds another type (raised before any write).
+--          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
+--          refused PEXPIRE (e.g. NOPERM): nothing granted, the lock key and the queue as they
+--          were (stale heads may have been dropped).
+--
+-- Uses next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
 
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -50,11 +56,15 @@ end
 if mine then
   if ARGV[4] == 'new' then
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
-            tonumber(redis.call('hget', KEYS[1], ARGV[6]) or '0')}
+            redis.call('hget', KEYS[1], ARGV[6]) or '0'}
+  end
+  -- PEXPIRE first: when the server refuses it, nothing has been written.
+  local err = expire_or_undo(KEYS[1], ARGV[1])
+  if err then
+    return err
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, count, tonumber(redis.call('hget', KEYS[1], ARGV[6]) or '0')}
+  return {1, count, redis.call('hget', KEYS[1], ARGV[6]) or '0'}
 end
 if ARGV[4] == 'nested' then
   if exists == 1 then return {-2} end
@@ -63,22 +73,23 @@ end
 
 local head = redis.call('lindex', KEYS[2], 0)
 if exists == 0 and (head == false or head == ARGV[2]) then
+  local token = next_token(KEYS[4], t)
+  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[6], token)
+  local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
+  if err then
+    return err
+  end
   if head == ARGV[2] then
     redis.call('lpop', KEYS[2])
   end
   redis.call('zrem', KEYS[3], ARGV[2])
-  local token = tonumber(redis.call('get', KEYS[4]) or '0') + 1
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if now_us > token then token = now_us end
-  local token_s = string.format('%.0f', token)
-  redis.call('set', KEYS[4], token_s)
-  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[6], token_s)
-  redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, 1, token}
 end
 
 if exists == 0 and dropped and head ~= false then
-  redis.call('publish', ARGV[7] .. ':' .. head, 0)
+  -- pcall: a user without rights on the channel still gets its answer (the head re-checks
+  -- within its liveness period anyway).
+  redis.pcall('publish', ARGV[7] .. ':' .. head, 0)
 end
 if ARGV[5] == '1' then
   local deadline = now_ms + tonumber(ARGV[3])

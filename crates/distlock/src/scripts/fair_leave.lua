@@ -23,7 +23,9 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
   local head = redis.call('lindex', KEYS[2], 0)
   if head ~= false then
-    redis.call('publish', ARGV[3] .. ':' .. head, 0)
+    -- pcall: a user without rights on the channel (NOPERM) still gets the
+    -- result of what was done; waiters re-check on their own.
+    redis.pcall('publish', ARGV[3] .. ':' .. head, 0)
   end
 end
 return result

@@ -40,7 +40,9 @@ while true do
   if first == false then break end
   local deadline = redis.call('zscore', KEYS[3], first)
   if deadline ~= false and tonumber(deadline) > now_ms then
-    redis.call('publish', ARGV[5] .. ':' .. first, ARGV[1])
+    -- pcall: a user without rights on the channel (NOPERM) still gets the
+    -- result of what was done; waiters re-check on their own.
+    redis.pcall('publish', ARGV[5] .. ':' .. first, ARGV[1])
     break
   end
   redis.call('lpop', KEYS[2])

@@ -18,7 +18,9 @@ local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now_ms)
 if #expired > 0 then
   redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms)
   local v = redis.call('incrby', KEYS[1], #expired)
-  redis.call('publish', KEYS[3], v)
+  -- pcall: a user without rights on the channel (NOPERM) still gets the
+  -- result of what was done; waiters re-check on their own.
+  redis.pcall('publish', KEYS[3], v)
 end
 local mine = redis.call('zscore', KEYS[2], ARGV[1])
 if mine ~= false then

@@ -13,6 +13,8 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms)
 if expired > 0 then
   local v = redis.call('incrby', KEYS[1], expired)
-  redis.call('publish', KEYS[3], v)
+  -- pcall: a user without rights on the channel (NOPERM) still gets the
+  -- result of what was done; waiters re-check on their own.
+  redis.pcall('publish', KEYS[3], v)
 end
 return {tonumber(redis.call('get', KEYS[1]) or '0'), redis.call('zcard', KEYS[2])}

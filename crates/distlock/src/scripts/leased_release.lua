@@ -16,7 +16,9 @@ if expiry == false then
 end
 redis.call('zrem', KEYS[2], ARGV[1])
 local v = redis.call('incrby', KEYS[1], 1)
-redis.call('publish', KEYS[3], v)
+-- pcall: a user without rights on the channel (NOPERM) still gets the
+-- result of what was done; waiters re-check on their own.
+redis.pcall('publish', KEYS[3], v)
 if tonumber(expiry) <= now_ms then
   return -1
 end

@@ -17,20 +17,32 @@
 -- ARGV[4]  latch TTL in milliseconds (modes 'as' and 'nested')
 -- ARGV[5]  name of the token field inside the lock hash
 --
--- Returns  {1, hold_count, fencing_token}  granted (or re-entered)
+-- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a decimal
+--                                           string (exact up to 2^63 - 1)
 --          {0, pttl}                        held by another owner; pttl in ms (-1: no TTL)
 --          {-1}                             mode 'nested': the lock is gone
 --          {-2}                             mode 'nested': another owner holds it
+--          {-4}                             modes 'as', 'nested': this request was cancelled
+--                                           by latch_cancel.lua before it ran
 -- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
+--          'ERR distlock: fencing counter ...' when the counter cannot issue a token (not a
+--          decimal integer, or at 2^63 - 1): raised before any write (prelude.lua).
+--          A refused PEXPIRE (e.g. NOPERM) is answered as an error with nothing granted: on
+--          a new key the key is deleted again; on a held key PEXPIRE runs before any write.
 --
--- Cost: the free-lock path (the common one) runs EXISTS, TIME, SET..GET, HSET, PEXPIRE. The
--- token string is built from TIME's two parts (no float formatting); SET..GET needs Redis 6.2.
+-- Uses next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
+-- Cost: the free-lock path (the common one) runs EXISTS, TIME, SET..GET, HSET, PEXPIRE; the
+-- token is built from TIME's two parts by string arithmetic; SET..GET needs Redis 6.2.
 
 local mode = ARGV[3]
 if mode ~= 'new' then
   local prior = redis.call('get', KEYS[3])
+  if prior and string.sub(prior, 1, 7) == 'undone:' then
+    -- Cancelled by its caller (latch_cancel.lua) before it ran: do nothing.
+    return {-4}
+  end
   if prior then
-    return {1, tonumber(prior), tonumber(redis.call('hget', KEYS[1], ARGV[5]) or '0')}
+    return {1, tonumber(prior), redis.call('hget', KEYS[1], ARGV[5]) or '0'}
   end
 end
 
@@ -40,18 +52,12 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
   -- after a restart from an old snapshot or a failover to a lagging replica.
-  local t = redis.call('time')
-  local token_s = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-  local last = redis.call('set', KEYS[2], token_s, 'GET')
-  local token = tonumber(token_s)
-  if last and tonumber(last) >= token then
-    -- The counter ran ahead of this server's clock: count on from it.
-    token = tonumber(last) + 1
-    token_s = string.format('%.0f', token)
-    redis.call('set', KEYS[2], token_s)
+  local token = next_token(KEYS[2])
+  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token)
+  local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
+  if err then
+    return err
   end
-  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token_s)
-  redis.call('pexpire', KEYS[1], ARGV[1])
   if mode ~= 'new' then
     redis.call('set', KEYS[3], 1, 'px', ARGV[4])
   end
@@ -63,12 +69,16 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     -- A resend of a granted request: same hold, same token.
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
-            tonumber(redis.call('hget', KEYS[1], ARGV[5]) or '0')}
+            redis.call('hget', KEYS[1], ARGV[5]) or '0'}
+  end
+  -- PEXPIRE first: when the server refuses it, nothing has been written.
+  local err = expire_or_undo(KEYS[1], ARGV[1])
+  if err then
+    return err
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[3], count, 'px', ARGV[4])
-  return {1, count, tonumber(redis.call('hget', KEYS[1], ARGV[5]) or '0')}
+  return {1, count, redis.call('hget', KEYS[1], ARGV[5]) or '0'}
 end
 
 if mode == 'nested' then

@@ -1,15 +1,47 @@
 -- lock_force_unlock.lua: delete a lock whoever holds it and wake its waiters.
 --
--- Redisson's forceUnlockAsync.
+-- Redisson's forceUnlockAsync, refusing keys that are not lock hashes: a typo in a lock name
+-- must not delete a user's data. A lock hash (plain, fair, read-write; distlock or Redisson)
+-- has only these fields: 'distlock:fencing-token' (digits), 'mode' ('read' | 'write', the
+-- read-write lock) and owner fields '<client-id>:<owner>[:write]' (they contain ':') whose
+-- values are hold counts (digits).
 --
 -- KEYS[1]  lock key
 -- KEYS[2]  wake channel redisson_lock__channel:{name}
 -- ARGV[1]  unlock message ('0')
 --
 -- Returns  1 the lock existed and was deleted; 0 it did not exist.
+-- Errors   WRONGTYPE when KEYS[1] is not a hash, or a hash with a field that no lock has
+--          (nothing deleted, nothing published).
 
-if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', KEYS[2], ARGV[1])
-  return 1
+local wrongtype = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+
+local kind = redis.call('type', KEYS[1])['ok']
+if kind == 'none' then
+  return 0
 end
-return 0
+if kind ~= 'hash' then
+  return redis.error_reply(wrongtype)
+end
+
+local fields = redis.call('hgetall', KEYS[1])
+for i = 1, #fields, 2 do
+  local field, value = fields[i], fields[i + 1]
+  local ok
+  if field == 'distlock:fencing-token' then
+    ok = string.match(value, '^%d+$') ~= nil
+  elseif field == 'mode' then
+    ok = value == 'read' or value == 'write'
+  elseif string.find(field, ':', 1, true) then
+    ok = string.match(value, '^%d+$') ~= nil
+  else
+    ok = false
+  end
+  if not ok then
+    return redis.error_reply(wrongtype)
+  end
+end
+
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1

@@ -6,7 +6,7 @@
 --
 -- Returns  {hold_count, fencing_token, pttl}
 --          hold_count: this owner's holds (0: not held by this owner)
---          fencing_token: the holder's token (0 when free)
+--          fencing_token: the holder's token as a decimal string (0 when free)
 --          pttl: ms left (-2 key absent, -1 no TTL)
 --          {-2} when another owner holds it and this owner does not
 -- Errors   WRONGTYPE when KEYS[1] holds another type.
@@ -19,4 +19,4 @@ local count = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
 if count == 0 then
   return {-2}
 end
-return {count, tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0'), pttl}
+return {count, redis.call('hget', KEYS[1], ARGV[2]) or '0', pttl}

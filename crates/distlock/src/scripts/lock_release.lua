@@ -39,5 +39,7 @@ if tonumber(holds) > 1 then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
+-- pcall: a user without rights on the channel (NOPERM) still gets the
+-- result of what was done; waiters re-check on their own.
+redis.pcall('publish', KEYS[2], ARGV[1])
 return 1

@@ -2,26 +2,40 @@
 //! return values. They are compiled into the binary, hashed once, and run by `EVALSHA` with a
 //! `SCRIPT LOAD` + retry on `NOSCRIPT` (redis-rs [`redis::Script`]), so a server restart or
 //! `SCRIPT FLUSH` costs one extra round trip, never an error.
+//!
+//! Scripts marked `with "prelude.lua"` are run with `prelude.lua` (local helper functions:
+//! exact fencing tokens, a TTL that must not fail half-way) joined in front of their text at
+//! build time.
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
 macro_rules! scripts {
-    ($($(#[$doc:meta])* $name:ident => $file:literal,)*) => {
+    ($($(#[$doc:meta])* $name:ident => $file:literal $(with $prelude:literal)?,)*) => {
         $(
             $(#[$doc])*
-            pub(crate) static $name: LazyLock<Script> =
-                LazyLock::new(|| Script::new(include_str!($file)));
+            pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
+                Script::new(concat!($(include_str!($prelude),)? include_str!($file)))
+            });
         )*
-        /// Sources of every script, by file name, for tools and tests that run them directly.
+        /// Each script file's own text, by file name (what its header documents).
+        #[cfg(test)]
         pub const SOURCES: &[(&str, &str)] = &[$(($file, include_str!($file)),)*];
+        /// Every script as it is run, by file name: its file's text with the prelude it uses
+        /// joined in front. For tools and tests that run them directly.
+        pub const RUNNABLE: &[(&str, &str)] =
+            &[$(($file, concat!($(include_str!($prelude),)? include_str!($file))),)*];
     };
 }
 
+/// The helpers joined in front of the scripts that issue fencing tokens.
+#[cfg(test)]
+const PRELUDE: &str = include_str!("prelude.lua");
+
 scripts! {
     /// Grant or re-enter a lock and issue its fencing token.
-    LOCK_ACQUIRE => "lock_acquire.lua",
+    LOCK_ACQUIRE => "lock_acquire.lua" with "prelude.lua",
     /// Release one hold; publish the unlock message on the last.
     LOCK_RELEASE => "lock_release.lua",
     /// Renew many leases at once (watchdog) or extend one.
@@ -37,15 +51,15 @@ scripts! {
     /// Extend a job lock if ours.
     JOB_EXTEND => "job_extend.lua",
     /// Grant a fair lock or queue the caller (liveness by server time).
-    FAIR_ACQUIRE => "fair_acquire.lua",
+    FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua",
     /// Release one hold of a fair lock; wake the head waiter on the last.
     FAIR_RELEASE => "fair_release.lua",
     /// Leave a fair queue (cancel, timeout) or force-unlock; wake the head.
     FAIR_LEAVE => "fair_leave.lua",
     /// Take a read hold (write-preferring).
-    RW_READ_ACQUIRE => "rw_read_acquire.lua",
+    RW_READ_ACQUIRE => "rw_read_acquire.lua" with "prelude.lua",
     /// Take a write hold; register as a waiting writer when refused.
-    RW_WRITE_ACQUIRE => "rw_write_acquire.lua",
+    RW_WRITE_ACQUIRE => "rw_write_acquire.lua" with "prelude.lua",
     /// Release one read hold.
     RW_READ_RELEASE => "rw_read_release.lua",
     /// Release one write hold.
@@ -74,15 +88,17 @@ scripts! {
     LEASED_EXTEND => "leased_extend.lua",
     /// Reclaim expired leases; report available and leased.
     LEASED_AVAILABLE => "leased_available.lua",
+    /// Cancel a request of unknown outcome through its latch (tombstone).
+    LATCH_CANCEL => "latch_cancel.lua",
 }
 
 #[cfg(test)]
 mod tests {
-    use super::SOURCES;
+    use super::{PRELUDE, RUNNABLE, SOURCES};
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
-        assert_eq!(SOURCES.len(), 27);
+        assert_eq!(SOURCES.len(), 28);
         for (file, src) in SOURCES {
             let header: String = src
                 .lines()
@@ -91,6 +107,38 @@ mod tests {
                 .join("\n");
             assert!(header.contains("KEYS[1]"), "{file}: no KEYS in header");
             assert!(header.contains("Returns"), "{file}: no Returns in header");
+        }
+    }
+
+    #[test]
+    fn the_prelude_has_a_header_and_comes_first_in_every_script_that_uses_it() {
+        let header: Vec<&str> = PRELUDE
+            .lines()
+            .take_while(|l| l.starts_with("--"))
+            .collect();
+        assert!(header[0].starts_with("-- prelude.lua:"), "{}", header[0]);
+        for name in ["next_token(", "expire_or_undo(", "error_reply(", "Errors"] {
+            assert!(
+                header.iter().any(|l| l.contains(name)),
+                "prelude header: no {name}"
+            );
+        }
+        assert_eq!(SOURCES.len(), RUNNABLE.len());
+        for ((file, own), (run_file, run)) in SOURCES.iter().zip(RUNNABLE) {
+            assert_eq!(file, run_file);
+            // A helper call, not `redis.error_reply(`.
+            let uses = ["next_token(", "expire_or_undo(", " error_reply("]
+                .iter()
+                .any(|f| own.contains(f));
+            if uses {
+                assert_eq!(
+                    *run,
+                    format!("{PRELUDE}{own}"),
+                    "{file}: prelude not joined"
+                );
+            } else {
+                assert_eq!(run, own, "{file}: joined without using the prelude");
+            }
         }
     }
 }

@@ -17,10 +17,16 @@
 -- ARGV[3]  owner's write field <owner>:write
 -- ARGV[4]  mode: 'new' (fresh owner; a resend answers the same grant) | 'nested' (re-entry)
 --
--- Returns  {1, read_holds, fencing_token}  granted (every grant draws a fresh token)
+-- Returns  {1, read_holds, fencing_token}  granted (every grant draws a fresh token); the
+--                                           token as a decimal string (exact up to 2^63 - 1)
 --          {0, wait_ms}                     not granted (lock PTTL; -2: a writer waits)
 --          {-1} / {-2}                      'nested': gone / not held by this owner
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+--          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
+--          refused PEXPIRE (e.g. NOPERM): nothing granted (expired waiting writers may have been
+--          dropped).
+--
+-- Uses next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
 
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -29,16 +35,8 @@ local reading = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 local writing = redis.call('hexists', KEYS[1], ARGV[3]) == 1
 redis.call('zremrangebyscore', KEYS[3], '-inf', now_ms)
 
-local function token()
-  local tok = tonumber(redis.call('get', KEYS[4]) or '0') + 1
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if now_us > tok then tok = now_us end
-  redis.call('set', KEYS[4], string.format('%.0f', tok))
-  return tok
-end
-
 if ARGV[4] == 'new' and reading then
-  return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), token()}
+  return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), next_token(KEYS[4], t)}
 end
 if ARGV[4] == 'nested' and not reading and not writing then
   if mode == false then return {-1} end
@@ -51,16 +49,25 @@ if not reentry and redis.call('zcard', KEYS[3]) > 0 then
 end
 
 if mode == false then
+  local token = next_token(KEYS[4], t)
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
+  local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
+  if err then
+    return err
+  end
   redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, 1, token()}
+  return {1, 1, token}
 end
 if mode == 'read' or (mode == 'write' and writing) then
+  local token = next_token(KEYS[4], t)
+  -- PEXPIRE before the hold is counted: when the server refuses it, no hold was added.
+  local remain = redis.call('pttl', KEYS[1])
+  local err = expire_or_undo(KEYS[1], math.max(remain, tonumber(ARGV[1])))
+  if err then
+    return err
+  end
   local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', ARGV[1])
-  local remain = redis.call('pttl', KEYS[1])
-  redis.call('pexpire', KEYS[1], math.max(remain, tonumber(ARGV[1])))
-  return {1, ind, token()}
+  return {1, ind, token}
 end
 return {0, redis.call('pttl', KEYS[1])}

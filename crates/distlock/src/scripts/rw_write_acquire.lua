@@ -11,12 +11,18 @@
 -- ARGV[5]  liveness timeout of a waiting writer, ms
 -- ARGV[6]  '1' to register as a waiting writer when refused, '0' for a single attempt
 --
--- Returns  {1, write_holds, fencing_token}  granted
+-- Returns  {1, write_holds, fencing_token}  granted (every grant draws a fresh token); the
+--                                            token as a decimal string (exact up to 2^63 - 1)
 --          {0, wait_ms}                      refused (lock PTTL)
 --          {-1} / {-2}                       'nested': gone / not held by this owner
 --          {-3}                              refused: this owner holds only a read lock
 --                                            (read -> write upgrade would deadlock)
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+--          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
+--          refused PEXPIRE (e.g. NOPERM): nothing granted or registered (expired waiting
+--          writers may have been dropped).
+--
+-- Uses next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
 
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -24,21 +30,18 @@ local mode = redis.call('hget', KEYS[1], 'mode')
 local writing = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms)
 
-local function token()
-  local tok = tonumber(redis.call('get', KEYS[3]) or '0') + 1
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if now_us > tok then tok = now_us end
-  redis.call('set', KEYS[3], string.format('%.0f', tok))
-  return tok
-end
-
 if writing then
   if ARGV[4] == 'new' then
-    return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), token()}
+    return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), next_token(KEYS[3], t)}
+  end
+  local token = next_token(KEYS[3], t)
+  -- PEXPIRE first: when the server refuses it, no hold was added.
+  local err = expire_or_undo(KEYS[1], ARGV[1])
+  if err then
+    return err
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, count, token()}
+  return {1, count, token}
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   return {-3}
@@ -48,13 +51,23 @@ if ARGV[4] == 'nested' then
   return {-2}
 end
 if mode == false then
+  local token = next_token(KEYS[3], t)
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
+  if err then
+    return err
+  end
   redis.call('zrem', KEYS[2], ARGV[3])
-  return {1, 1, token()}
+  return {1, 1, token}
 end
 if ARGV[6] == '1' then
   redis.call('zadd', KEYS[2], now_ms + tonumber(ARGV[5]), ARGV[3])
-  redis.call('pexpire', KEYS[2], ARGV[5])
+  local r = redis.pcall('pexpire', KEYS[2], ARGV[5])
+  if type(r) == 'table' and r.err then
+    -- Not registered after all: a set of waiting writers without a TTL would hold readers
+    -- back after its last writer is gone.
+    redis.call('zrem', KEYS[2], ARGV[3])
+    return error_reply(r.err)
+  end
 end
 return {0, redis.call('pttl', KEYS[1])}

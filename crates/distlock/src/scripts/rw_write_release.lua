@@ -30,6 +30,8 @@ if redis.call('hlen', KEYS[1]) == 1 then
 else
   redis.call('hset', KEYS[1], 'mode', 'read')
 end
-redis.call('publish', KEYS[2], ARGV[1])
+-- pcall: a user without rights on the channel (NOPERM) still gets the
+-- result of what was done; waiters re-check on their own.
+redis.pcall('publish', KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

@@ -9,6 +9,8 @@
 
 local removed = redis.call('zrem', KEYS[1], ARGV[1])
 if removed == 1 then
-  redis.call('publish', KEYS[2], '1')
+  -- pcall: a user without rights on the channel (NOPERM) still gets the
+  -- result of what was done; waiters re-check on their own.
+  redis.pcall('publish', KEYS[2], '1')
 end
 return removed

@@ -7,10 +7,15 @@
 -- ARGV[1]  permits k
 -- ARGV[2]  latch TTL in ms
 --
--- Returns  1 taken (or already taken by this request); 0 not enough permits.
+-- Returns  1 taken (or already taken by this request); 0 not enough permits;
+--          -4 this request was cancelled (semaphore_release.lua mode '1') before it ran.
 -- Errors   WRONGTYPE when KEYS[1] holds another type.
 
-if redis.call('exists', KEYS[2]) == 1 then
+local prior = redis.call('get', KEYS[2])
+if prior then
+  if string.sub(prior, 1, 7) == 'undone:' then
+    return -4
+  end
   return 1
 end
 local value = redis.call('get', KEYS[1])

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod acl;
 mod bad_input;
 mod cancel;
 mod fair;
@@ -14,6 +15,7 @@ mod lock_basic;
 mod lost;
 mod model;
 mod multi;
+mod outages;
 mod processes;
 mod redlock;
 mod review;

@@ -159,6 +159,8 @@ pub struct Bench {
     url: String,
     key_prefix: String,
     watchdog_lease: Duration,
+    /// The global options (connect and command timeouts among them).
+    opts: Options,
     settings: Settings,
     redis: redis::Client,
     json: bool,
@@ -174,20 +176,23 @@ impl Bench {
 
     /// A distlock client with the given watchdog lease.
     pub async fn client_with_lease(&self, lease: Duration) -> Result<Client> {
-        Client::builder()
-            .url(self.url.as_str())
-            .key_prefix(self.key_prefix.clone())
+        let builder = self
+            .opts
+            .builder_for(self.url.as_str())
             .watchdog_lease(lease)
-            .default_wait(self.settings.wait)
-            .build()
-            .await
-            .context("cannot connect")
+            .default_wait(self.settings.wait);
+        self.opts.connect(builder).await
+    }
+
+    /// The command timeout of the bench's clients (`--timeout`).
+    pub fn command_timeout(&self) -> Duration {
+        self.opts.command_timeout
     }
 
     /// A plain redis-rs connection for the counter, `INFO`, `PUBSUB`, `MEMORY` and `SCAN`.
     pub async fn conn(&self) -> Result<redis::aio::MultiplexedConnection> {
         let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_connection_timeout(Some(self.opts.connect_timeout))
             .set_response_timeout(Some(Duration::from_secs(30)));
         self.redis
             .get_multiplexed_async_connection_with_config(&config)
@@ -263,6 +268,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
         url,
         key_prefix: opts.key_prefix.clone(),
         watchdog_lease: opts.watchdog_lease,
+        opts: opts.clone(),
         settings,
         json: args.json,
     };

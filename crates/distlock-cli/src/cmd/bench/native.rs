@@ -560,7 +560,7 @@ pub async fn memory(b: &Bench) -> Result<Line> {
         count_existing(&mut con, &[client.fencing_counter_key().to_string()]).await?;
 
     // The latches expire after the command timeout; wait for them (a little longer).
-    let limit = distlock::DEFAULT_COMMAND_TIMEOUT + Duration::from_secs(2);
+    let limit = b.command_timeout() + Duration::from_secs(2);
     let mut latches_gone_ms = None;
     let mut later = Census::default();
     while released.elapsed() <= limit {

@@ -1,0 +1,338 @@
+//! Users restricted by the server's ACL (Redis 7): a script that cannot set the TTL must not
+//! leave the grant behind, and a user without channel rights still gets its release done.
+
+use std::time::Duration;
+
+use distlock::{Client, ErrorKind};
+
+use crate::util::*;
+
+/// Create `user` with password `pw` and the given ACL rules; a client logged in as it.
+async fn client_as(server: &RedisServer, user: &str, rules: &[&str]) -> Client {
+    let mut args = vec!["ACL", "SETUSER", user, "reset", "on", ">pw"];
+    args.extend_from_slice(rules);
+    let _: () = cmd(server, &args);
+    Client::builder()
+        .url(format!("redis://{user}:pw@127.0.0.1:{}/", server.port()))
+        .build()
+        .await
+        .expect("connect as the restricted user")
+}
+
+fn exists(server: &RedisServer, key: &str) -> i64 {
+    cmd(server, &["EXISTS", key])
+}
+
+/// A user allowed everything but PEXPIRE: before, HSET ran, PEXPIRE raised NOPERM, and the
+/// lock stayed with no expiry forever. Now the grant is refused with `NoPermission` and no
+/// lock key is left, for every kind of lock; a re-entry refused the same way adds no hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_without_pexpire_is_refused_and_leaves_no_key() {
+    let server = RedisServer::start();
+    let restricted = client_as(&server, "nopexpire", &["~*", "&*", "+@all", "-pexpire"]).await;
+
+    let e = restricted.lock("acl").try_acquire().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoPermission, "{e}");
+    assert_eq!(exists(&server, "acl"), 0, "plain: the lock key was left");
+
+    let e = restricted
+        .fair_lock("acl-fair")
+        .try_acquire()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoPermission, "{e}");
+    assert_eq!(
+        exists(&server, "acl-fair"),
+        0,
+        "fair: the lock key was left"
+    );
+
+    let e = restricted.rw_lock("acl-rw").try_write().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoPermission, "{e}");
+    assert_eq!(exists(&server, "acl-rw"), 0, "write: the lock key was left");
+    let e = restricted.rw_lock("acl-rw").try_read().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoPermission, "{e}");
+    assert_eq!(exists(&server, "acl-rw"), 0, "read: the lock key was left");
+
+    // Re-entry into a lock taken by an unrestricted user: PEXPIRE runs before the hold is
+    // counted, so the refusal adds none.
+    let full = client_for(&server).await;
+    let lease = Duration::from_secs(30);
+    let g = full.lock("acl-held").lease(lease).acquire().await.unwrap();
+    let adopted = restricted
+        .lock("acl-held")
+        .lease(lease)
+        .adopt(g.owner().clone())
+        .await
+        .unwrap();
+    let e = adopted.reenter().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoPermission, "{e}");
+    let holds: i64 = cmd(&server, &["HGET", "acl-held", g.owner().as_str()]);
+    assert_eq!(holds, 1, "a refused re-entry added a hold");
+    let _ = adopted.forget();
+    g.release().await.unwrap();
+    assert_eq!(exists(&server, "acl-held"), 0);
+}
+
+/// A user without channel rights (Redis 7 grants none by default: no `&*`) can still take
+/// and release locks: the release's wake-up is best effort, and the release is reported
+/// done instead of failing after the key was deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_without_channel_rights_is_reported_done() {
+    let server = RedisServer::start();
+    let restricted = client_as(&server, "nochannels", &["~*", "+@all"]).await;
+
+    let g = restricted.lock("acl").acquire().await.unwrap();
+    g.release().await.expect("plain release");
+    assert_eq!(exists(&server, "acl"), 0);
+
+    let rw = restricted.rw_lock("acl-rw");
+    let w = rw.write().await.unwrap();
+    w.release().await.expect("write release");
+    let r = rw.read().await.unwrap();
+    r.release().await.expect("read release");
+    assert_eq!(exists(&server, "acl-rw"), 0);
+
+    // A fair release publishes only to a queued waiter: queue one (an unrestricted client),
+    // so the release has someone to wake. It still gets the lock, by re-checking.
+    let fair = restricted.fair_lock("acl-fair");
+    let g = fair.acquire().await.unwrap();
+    let full = client_for(&server).await;
+    let waiter = full.fair_lock("acl-fair");
+    let waiting =
+        tokio::spawn(async move { waiter.try_acquire_for(Duration::from_secs(20)).await });
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            cmd::<i64>(&server, &["LLEN", "redisson_lock_queue:{acl-fair}"]) == 1
+        })
+        .await,
+        "the waiter did not queue"
+    );
+    g.release().await.expect("fair release");
+    let next = waiting
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("the waiter got the lock");
+    next.release().await.unwrap();
+    assert_eq!(exists(&server, "acl-fair"), 0);
+}
+
+/// Connections the server has accepted so far.
+fn connections_received(server: &RedisServer) -> u64 {
+    let info: String = cmd(server, &["INFO", "stats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_connections_received:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("total_connections_received in INFO stats")
+}
+
+/// A Redis 7 user made the usual way (`~* +@all`, no channel rights): its waiter cannot
+/// subscribe, so it polls — it acquires promptly after the release (not at the holder's
+/// lease end) — and the subscription connection does not reconnect in a loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_without_channel_rights_poll_and_do_not_reconnect_in_a_loop() {
+    let server = RedisServer::start();
+    let holder_client = client_as(&server, "nochan", &["~*", "+@all"]).await;
+    let waiter_client = client_as(&server, "nochan", &["~*", "+@all"]).await;
+    let holder = holder_client.lock("poll").acquire().await.unwrap();
+    let before = connections_received(&server);
+    let waiter = tokio::spawn(async move {
+        let g = waiter_client
+            .lock("poll")
+            .try_acquire_for(Duration::from_secs(20))
+            .await;
+        (tokio::time::Instant::now(), g)
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let during = connections_received(&server) - before;
+    let released = tokio::time::Instant::now();
+    holder
+        .release()
+        .await
+        .expect("a release without channel rights is done");
+    let (at, g) = waiter.await.unwrap();
+    let g = g.unwrap().expect("the waiter acquired");
+    let after = at.duration_since(released);
+    eprintln!("no channel rights: waiter acquired {after:?} after the release; {during} new connections while waiting 2 s");
+    assert!(after < Duration::from_millis(600), "{after:?}");
+    assert!(during <= 1, "{during} connections in 2 s: reconnect loop");
+    g.release().await.unwrap();
+}
+
+/// The minimal ACL of each primitive, as the README documents it: every user below can run
+/// its primitive's full cycle (contend, wait with wake-ups, release) and nothing more is
+/// needed. Common to all: `+ping +evalsha +script|load +subscribe +unsubscribe ~* &*`.
+pub const MINIMAL_ACL: &[(&str, &str)] = &[
+    (
+        "lock",
+        "+exists +get +set +del +hexists +hget +hset +hincrby +pexpire +pttl +publish +time",
+    ),
+    (
+        "fair_lock",
+        "+exists +get +set +del +hexists +hget +hset +hincrby +pexpire +pttl +publish +time \
+         +lindex +lpop +rpush +lrem +zadd +zrem +zscore",
+    ),
+    (
+        "rw_lock",
+        "+exists +get +set +del +hexists +hget +hset +hincrby +hdel +hkeys +hlen +pexpire +pttl \
+         +publish +time +zadd +zrem +zcard +zremrangebyscore",
+    ),
+    ("semaphore", "+exists +get +set +decrby +incrby +publish"),
+    (
+        "leased_semaphore",
+        "+exists +get +set +decrby +incrby +publish +time +zadd +zrem +zscore +zcard +zrange \
+         +zrangebyscore +zremrangebyscore",
+    ),
+    ("count_down_latch", "+exists +get +set +del +decr +publish"),
+    ("job_lock", "+get +set +del +type +pexpire +pttl"),
+];
+
+/// Acquire, re-enter, extend, check, wait on the other side, release (plain and fair locks).
+macro_rules! lock_cycle {
+    ($la:expr, $lb:expr, $wait:expr, $released:expr) => {{
+        let (la, lb) = ($la, $lb);
+        let g = la.acquire().await.expect(&$released("acquire"));
+        let inner = g.reenter().await.expect(&$released("reenter"));
+        g.extend(Duration::from_secs(20)).await.unwrap();
+        assert!(g.is_held().await.unwrap());
+        let wait = $wait;
+        let waiter = tokio::spawn(async move {
+            let r = lb.try_acquire_for(wait).await;
+            (tokio::time::Instant::now(), r)
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        inner.release().await.expect(&$released("inner release"));
+        let released_at = tokio::time::Instant::now();
+        g.release().await.expect(&$released("release"));
+        let (at, w) = waiter.await.unwrap();
+        let w = w.expect(&$released("wait"));
+        // Woken by the release's message, not by a lease end or a poll.
+        let took = at.duration_since(released_at);
+        assert!(
+            took < Duration::from_millis(90),
+            "{}: {took:?}",
+            $released("wake-up")
+        );
+        w.expect(&$released("waiter acquired"))
+            .release()
+            .await
+            .unwrap();
+    }};
+}
+
+const COMMON_ACL: &[&str] = &[
+    "~*",
+    "&*",
+    "+ping",
+    "+evalsha",
+    "+script|load",
+    "+subscribe",
+    "+unsubscribe",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::expect_fun_call)] // each message names the primitive and the step
+async fn the_documented_minimal_acl_suffices_for_every_primitive() {
+    let server = RedisServer::start();
+    for (primitive, rules) in MINIMAL_ACL {
+        let user = format!("min_{primitive}");
+        let mut all: Vec<&str> = COMMON_ACL.to_vec();
+        all.extend(rules.split_whitespace());
+        let a = client_as(&server, &user, &all).await;
+        let b = client_as(&server, &user, &all).await;
+        let name = format!("acl:{primitive}");
+        let wait = Duration::from_secs(5);
+        let released = |what: &str| format!("{primitive}: {what}");
+        match *primitive {
+            "lock" => {
+                lock_cycle!(a.lock(name.as_str()), b.lock(name.as_str()), wait, released);
+            }
+            "fair_lock" => {
+                lock_cycle!(
+                    a.fair_lock(name.as_str()),
+                    b.fair_lock(name.as_str()),
+                    wait,
+                    released
+                );
+            }
+            "rw_lock" => {
+                let (ra, rb) = (a.rw_lock(name.as_str()), b.rw_lock(name.as_str()));
+                let r = ra.read().await.expect(&released("read"));
+                let writer = tokio::spawn(async move { rb.try_write_for(wait).await });
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                r.release().await.expect(&released("read release"));
+                let w = writer.await.unwrap().expect(&released("write wait"));
+                w.expect(&released("writer acquired"))
+                    .release()
+                    .await
+                    .unwrap();
+            }
+            "semaphore" => {
+                let (sa, sb) = (a.semaphore(name.as_str()), b.semaphore(name.as_str()));
+                assert!(sa.try_set_permits(1).await.unwrap());
+                let p = sa.acquire().await.expect(&released("acquire"));
+                let waiter = tokio::spawn(async move { sb.try_acquire_for(wait).await });
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                p.release().await.expect(&released("release"));
+                let w = waiter.await.unwrap().expect(&released("wait"));
+                w.expect(&released("waiter acquired"))
+                    .release()
+                    .await
+                    .unwrap();
+            }
+            "leased_semaphore" => {
+                let (sa, sb) = (
+                    a.leased_semaphore(name.as_str()),
+                    b.leased_semaphore(name.as_str()),
+                );
+                assert!(sa.try_set_permits(1).await.unwrap());
+                let lease = Duration::from_secs(20);
+                let p = sa.acquire(lease).await.expect(&released("acquire"));
+                p.extend(lease).await.expect(&released("extend"));
+                let waiter = tokio::spawn(async move { sb.try_acquire_for(lease, wait).await });
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                p.release().await.expect(&released("release"));
+                let w = waiter.await.unwrap().expect(&released("wait"));
+                w.expect(&released("waiter acquired"))
+                    .release()
+                    .await
+                    .unwrap();
+            }
+            "count_down_latch" => {
+                let (la, lb) = (
+                    a.count_down_latch(name.as_str()),
+                    b.count_down_latch(name.as_str()),
+                );
+                assert!(la.try_set_count(2).await.unwrap());
+                let waiter = tokio::spawn(async move { lb.wait_for(wait).await });
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                la.count_down().await.expect(&released("count down"));
+                la.count_down().await.expect(&released("count down"));
+                assert!(waiter.await.unwrap().expect(&released("wait")));
+            }
+            "job_lock" => {
+                let ja = a
+                    .job_lock(name.as_str())
+                    .at_most_for(Duration::from_secs(20));
+                let jb = b
+                    .job_lock(name.as_str())
+                    .at_most_for(Duration::from_secs(20));
+                let g = ja.try_lock().await.expect(&released("lock")).expect("free");
+                assert!(jb.try_lock().await.expect(&released("second")).is_none());
+                g.extend(Duration::from_secs(20))
+                    .await
+                    .expect(&released("extend"));
+                g.release().await.expect(&released("release"));
+                jb.try_lock()
+                    .await
+                    .expect(&released("relock"))
+                    .expect("free again")
+                    .release()
+                    .await
+                    .unwrap();
+            }
+            other => panic!("no scenario for {other}"),
+        }
+    }
+}
