@@ -73,6 +73,17 @@ struct Shared {
     denial_logged: AtomicBool,
 }
 
+impl Shared {
+    /// The local end of `name`, if any waiter wants it.
+    fn channel(&self, name: &str) -> Option<Arc<Channel>> {
+        self.channels
+            .lock()
+            .unwrap()
+            .get(name)
+            .map(|(_, c)| c.clone())
+    }
+}
+
 enum Cmd {
     /// Make the server's subscription state for this channel match the local one; answer
     /// once the server confirmed (when the sender is given).
@@ -232,12 +243,7 @@ async fn connect(client: &redis::Client, timeout: Duration) -> Option<Conn> {
 /// the channel is usable (false when the server's ACL refused it). An `Err` means the
 /// connection broke.
 async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::RedisResult<bool> {
-    let wanted = shared
-        .channels
-        .lock()
-        .unwrap()
-        .get(name)
-        .map(|(_, c)| c.clone());
+    let wanted = shared.channel(name);
     let has = conn.server.contains(name);
     if let (Some(channel), false) = (&wanted, has) {
         if channel.is_denied() {
@@ -326,12 +332,7 @@ async fn run(
                     backoff = MIN_BACKOFF;
                     for (name, ack) in pending.drain(..) {
                         if let Some(ack) = ack {
-                            let usable = shared
-                                .channels
-                                .lock()
-                                .unwrap()
-                                .get(&name)
-                                .is_none_or(|(_, ch)| !ch.is_denied());
+                            let usable = shared.channel(&name).is_none_or(|ch| !ch.is_denied());
                             let _ = ack.send(usable);
                         }
                     }
@@ -384,13 +385,7 @@ async fn run(
                 match msg {
                     Some(msg) => {
                         let name = msg.get_channel_name();
-                        let channel = shared
-                            .channels
-                            .lock()
-                            .unwrap()
-                            .get(name)
-                            .map(|(_, c)| c.clone());
-                        if let Some(channel) = channel {
+                        if let Some(channel) = shared.channel(name) {
                             channel.wake(msg.get_payload_bytes());
                         }
                     }

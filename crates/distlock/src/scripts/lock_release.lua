@@ -33,8 +33,9 @@ if holds == false then
   return -2
 end
 if tonumber(holds) > 1 then
-  redis.call('hincrby', KEYS[1], ARGV[3], -1)
+  -- TTL first: if the server refuses it (ACL), no hold has been taken away yet.
   redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
 end
