@@ -22,7 +22,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let redlock = distlock::RedLock::builder_from_urls(nodes.split(','))
         .ttl(Duration::from_secs(5))
         .node_timeout(Duration::from_millis(500))
-        .retry(1000, Duration::from_millis(1), Duration::from_millis(20))
+        .retry_delay(Duration::from_millis(1), Duration::from_millis(20))
         .build()
         .await?;
     let mut con = redis::Client::open(data_url.as_str())?

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::conn::pubsub::Hub;
 use crate::conn::{redact_url, Backend, ConnectSettings};
 use crate::error::{Error, Result};
+use crate::holds::{Fallback, Holds};
 use crate::keys;
 use crate::lock::{Lock, Owner};
 use crate::watchdog::Leases;
@@ -44,11 +45,15 @@ pub(crate) struct ClientInner {
     pub(crate) hub: Hub,
     pub(crate) leases: Leases,
     pub(crate) key_prefix: String,
-    pub(crate) fencing_counter: String,
+    /// Floor of a fencing counter that does not exist yet: the legacy server-wide counter
+    /// (`<prefix>distlock:fencing-counter`) as read at connect, a decimal string, `"0"` when
+    /// absent. Passed to every granting script (see [`keys::legacy_fencing_counter`]).
+    pub(crate) fencing_floor: String,
     pub(crate) watchdog_lease: Duration,
     pub(crate) default_wait: Duration,
     pub(crate) command_timeout: Duration,
     pub(crate) runtime: tokio::runtime::Handle,
+    pub(crate) holds: Holds,
     seq: AtomicU64,
     redacted_url: String,
     eviction_policy: Option<String>,
@@ -156,11 +161,6 @@ impl Client {
         self.inner.default_wait
     }
 
-    /// The key of the fencing counter this client's locks draw tokens from.
-    pub fn fencing_counter_key(&self) -> &str {
-        &self.inner.fencing_counter
-    }
-
     /// The server's `maxmemory-policy` as read at connect (`INFO memory`), or `None` when the
     /// server did not say (e.g. an ACL user without `+info`). Anything but `noeviction` may
     /// evict held lock keys under memory pressure; see [`ClientBuilder::require_noeviction`].
@@ -171,6 +171,59 @@ impl Client {
     /// The server's URL with any password replaced by `***`.
     pub fn redacted_url(&self) -> &str {
         &self.inner.redacted_url
+    }
+
+    /// Release everything this client holds and stop its background tasks.
+    ///
+    /// In order: scheduled jobs ([`spawn_every`](crate::job::spawn_every)) finish their
+    /// current run (releasing its job lock) and stop; every live guard, permit and job lock
+    /// of this client is released (concurrently, each bounded by twice the command timeout);
+    /// releases of dropped guards still under way are awaited (same bound); then the
+    /// watchdog and the subscription task stop. Afterwards the client makes no new grants:
+    /// acquires fail with [`ErrorKind::Closed`](crate::ErrorKind::Closed); guards that are
+    /// still around release nothing more when dropped (their `release` reports
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld)). Calling it again does nothing new.
+    ///
+    /// Without it, a guard dropped as the runtime shuts down (at the end of
+    /// `#[tokio::main]`) is still released: its release is sent over a fresh synchronous
+    /// connection while the runtime drops it, bounded by the connect and command timeouts.
+    ///
+    /// # Errors
+    /// None today: failures to release are logged (the leases end them). The `Result` leaves
+    /// room for reporting them.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropping the future part-way leaves the client closed, with some
+    /// holds released and others not (those end with their leases, or when their guards are
+    /// dropped).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f() -> distlock::Result<()> {
+    /// let client = distlock::Client::connect("redis://127.0.0.1/").await?;
+    /// let _guard = client.lock("nightly-report").acquire().await?;
+    /// // … on SIGTERM:
+    /// client.shutdown().await?; // the lock is free for the next instance now
+    /// # Ok(()) }
+    /// ```
+    pub async fn shutdown(&self) -> Result<()> {
+        let inner = &self.inner;
+        let limit = inner.command_timeout * 2;
+        inner.holds.close(&inner.backend, limit).await;
+        inner.leases.stop();
+        inner.hub.stop();
+        Ok(())
+    }
+
+    /// Refuse new grants after [`Client::shutdown`].
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.inner.holds.is_closed() {
+            return Err(Error::new(
+                crate::error::ErrorKind::Closed,
+                "the client was shut down (Client::shutdown): it makes no new grants",
+            ));
+        }
+        Ok(())
     }
 
     /// Locks this client's watchdog is renewing now.
@@ -326,7 +379,13 @@ impl ClientBuilder {
             command_timeout: self.command_timeout,
         };
         let backend = Backend::connect(&client, &settings, &redacted).await?;
-        let eviction_policy = check_eviction_policy(&backend, self.require_noeviction).await?;
+        // One round trip for both: the commands share the multiplexed connection.
+        let legacy_counter = keys::legacy_fencing_counter(&self.key_prefix);
+        let (eviction_policy, fencing_floor) = tokio::join!(
+            check_eviction_policy(&backend, self.require_noeviction),
+            read_fencing_floor(&backend, &legacy_counter),
+        );
+        let (eviction_policy, fencing_floor) = (eviction_policy?, fencing_floor?);
         preload_scripts(&backend).await;
         let id = uuid::Uuid::new_v4();
         // Signalled by the subscription hub when it reconnects: the watchdog then checks
@@ -335,10 +394,18 @@ impl ClientBuilder {
         let inner = ClientInner {
             id,
             id_str: id.to_string(),
+            holds: Holds::new(
+                Fallback {
+                    client: client.clone(),
+                    connect_timeout: self.connect_timeout,
+                    command_timeout: self.command_timeout,
+                },
+                tokio::runtime::Handle::current(),
+            ),
             hub: Hub::start(client, self.connect_timeout, reconnected.clone()),
             leases: Leases::start(backend.clone(), self.watchdog_lease, reconnected),
             backend,
-            fencing_counter: keys::fencing_counter(&self.key_prefix),
+            fencing_floor,
             key_prefix: self.key_prefix,
             watchdog_lease: self.watchdog_lease,
             default_wait: self.default_wait,
@@ -415,6 +482,58 @@ async fn check_eviction_policy(
     Ok(policy)
 }
 
+/// Read the legacy server-wide fencing counter (`GET`), the floor of every per-slot counter
+/// created by this client: tokens keep rising for a deployment upgraded from one counter per
+/// server. Absent (or unreadable: an ACL without rights on it, another type) → `"0"`; a value
+/// that is not a decimal integer is ignored with a warning (no token could be issued from it,
+/// so none lies above it); a decimal beyond 2^63 - 1 is kept, and grants in new slots then
+/// fail as the old counter's did.
+async fn read_fencing_floor(backend: &Backend, legacy_counter: &str) -> Result<String> {
+    let value: Result<Option<Vec<u8>>> = backend
+        .query(
+            "read the legacy fencing counter",
+            redis::cmd("GET").arg(legacy_counter),
+        )
+        .await;
+    let value = match value {
+        Ok(v) => v,
+        Err(e)
+            if matches!(
+                e.kind(),
+                crate::error::ErrorKind::NoPermission | crate::error::ErrorKind::WrongType
+            ) =>
+        {
+            tracing::debug!(
+                key = legacy_counter,
+                error = format_args!("{e:#}"),
+                "legacy fencing counter not read"
+            );
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(match value {
+        None => "0".to_string(),
+        Some(v) if !v.is_empty() && v.iter().all(u8::is_ascii_digit) => {
+            let digits = String::from_utf8_lossy(&v);
+            let digits = digits.trim_start_matches('0');
+            if digits.is_empty() {
+                "0".to_string()
+            } else {
+                digits.to_string()
+            }
+        }
+        Some(v) => {
+            tracing::warn!(
+                key = legacy_counter,
+                value = %String::from_utf8_lossy(&v[..v.len().min(40)]),
+                "the legacy fencing counter is not a decimal integer; ignored as a token floor"
+            );
+            "0".to_string()
+        }
+    })
+}
+
 /// Load every script into the server's script cache (one pipelined round trip), so that no
 /// first use of a script needs a `NOSCRIPT` round trip — in particular none whose send is
 /// queued on a stalled server, where a `NOSCRIPT` answer would come back to nobody and the
@@ -425,6 +544,9 @@ async fn preload_scripts(backend: &Backend) {
         pipe.cmd("SCRIPT").arg("LOAD").arg(*source).ignore();
     }
     if let Err(e) = backend.pipeline::<()>("load scripts", &pipe).await {
-        tracing::debug!(error = %e, "preloading scripts failed; each loads on first use");
+        tracing::debug!(
+            error = format_args!("{e:#}"),
+            "preloading scripts failed; each loads on first use"
+        );
     }
 }

@@ -5,6 +5,11 @@
 //! lock is not ours, the input was invalid, the server failed). The server's or driver's own
 //! error, when there is one, is available through [`std::error::Error::source`].
 //!
+//! `Display` (`{}`) shows distlock's own message only, never the source, so that chained
+//! output (anyhow's `{:#}`, or walking `source()`) shows each cause once, as the Rust API
+//! guidelines ask. The alternate form `{:#}` appends the causes itself (`message: cause`),
+//! for logging a `distlock::Error` on its own.
+//!
 //! No error message ever contains a password: URLs are shown redacted and driver errors are
 //! wrapped, never formatted with the connection string.
 
@@ -14,7 +19,8 @@ use std::fmt;
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
-    /// The lock was not acquired before the wait elapsed (`acquire`, `try_acquire_for`).
+    /// The lock was not acquired before the wait elapsed (`acquire`; `try_acquire_for`
+    /// returns `Ok(None)` instead).
     NotAcquired,
     /// The lock is not held by this owner (release, extend or re-enter after the lease was
     /// lost, or by a non-owner). [`Error::not_held_reason`] tells whether the lock is gone
@@ -40,6 +46,9 @@ pub enum ErrorKind {
     /// The server is at its `maxmemory` limit with the `noeviction` policy and refused the
     /// write (`OOM`); nothing was written.
     OutOfMemory,
+    /// The client was shut down ([`Client::shutdown`](crate::Client::shutdown)) and makes no
+    /// new grants.
+    Closed,
     /// Any other server error (e.g. `READONLY`, `BUSY`).
     Backend,
     /// The call would deadlock and was refused: a read -> write upgrade of a
@@ -63,6 +72,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::UnexpectedReply => "unexpected reply",
             ErrorKind::NoPermission => "permission denied by the server's ACL",
             ErrorKind::OutOfMemory => "server out of memory",
+            ErrorKind::Closed => "client shut down",
             ErrorKind::Backend => "server error",
             ErrorKind::QuorumNotReached => "quorum not reached",
             ErrorKind::WouldDeadlock => "would deadlock",
@@ -71,7 +81,8 @@ impl fmt::Display for ErrorKind {
 }
 
 /// Why a lock is not held, where the server can tell (as Redisson distinguishes a released
-/// lock from one held by another thread).
+/// lock from one held by another thread). New reasons may be added in minor releases.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NotHeldReason {
     /// The lock key does not exist: it was released, expired or deleted.
@@ -81,6 +92,8 @@ pub enum NotHeldReason {
 }
 
 /// One node's part in a failed multi-node operation ([`ErrorKind::QuorumNotReached`]).
+/// Read from [`Error::node_failures`]; fields may be added in minor releases.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeFailure {
     /// The node's URL, password masked.
@@ -90,6 +103,11 @@ pub struct NodeFailure {
 }
 
 /// A distlock error: a [`ErrorKind`], a message, and the underlying cause if any.
+///
+/// `{}` shows distlock's message (with each failing node for
+/// [`ErrorKind::QuorumNotReached`], and a note when the outcome is unknown), not the cause:
+/// the cause is the [`source`](std::error::Error::source), so chained output (anyhow's
+/// `{:#}`) shows it once. `{:#}` shows the message followed by its causes (`message: cause`).
 pub struct Error {
     kind: ErrorKind,
     message: String,
@@ -120,9 +138,19 @@ impl Error {
         e
     }
 
-    /// For [`ErrorKind::QuorumNotReached`]: each node that did not grant, and why.
+    /// For [`ErrorKind::QuorumNotReached`], and [`ErrorKind::NotAcquired`] from
+    /// [`RedLock::acquire`](crate::RedLock::acquire): each node that did not grant in the
+    /// last round, and why. Empty for other errors.
     pub fn node_failures(&self) -> &[NodeFailure] {
         &self.nodes
+    }
+
+    /// This error as [`ErrorKind::NotAcquired`], `message` put before its own (a RedLock's
+    /// last contended round when the wait elapsed).
+    pub(crate) fn into_not_acquired(mut self, message: impl Into<String>) -> Self {
+        self.kind = ErrorKind::NotAcquired;
+        self.message = format!("{}: {}", message.into(), self.message);
+        self
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
@@ -240,6 +268,8 @@ impl Error {
 }
 
 impl fmt::Display for Error {
+    /// distlock's own message; the cause is left to [`source`](std::error::Error::source).
+    /// The alternate form (`{:#}`) appends each cause of the chain, `: cause`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
         if self.unknown {
@@ -248,8 +278,12 @@ impl fmt::Display for Error {
         for n in &self.nodes {
             write!(f, "; {}: {}", n.node, n.cause)?;
         }
-        if let Some(src) = &self.source {
-            write!(f, " ({src})")?;
+        if f.alternate() {
+            let mut cause = std::error::Error::source(self);
+            while let Some(c) = cause {
+                write!(f, ": {c}")?;
+                cause = c.source();
+            }
         }
         Ok(())
     }
@@ -273,10 +307,18 @@ impl fmt::Debug for Error {
 }
 
 impl std::error::Error for Error {
+    /// The server's or driver's error. A wrapper that shows exactly its own source's text
+    /// (redis-rs's `RedisError` around an I/O or server error) is skipped for that source, so
+    /// that walking the chain shows each cause once.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|s| s as &(dyn std::error::Error + 'static))
+        let mut s: &(dyn std::error::Error + 'static) = self.source.as_deref()?;
+        while let Some(inner) = s.source() {
+            if s.to_string() != inner.to_string() {
+                break;
+            }
+            s = inner;
+        }
+        Some(s)
     }
 }
 
@@ -290,6 +332,63 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::NotHeld);
         assert_eq!(e.not_held_reason(), Some(NotHeldReason::HeldByOther));
         assert!(e.to_string().contains("another owner"));
+    }
+
+    /// Each cause appears once in every way of showing the error: `{}`, `{:#}`, and the
+    /// `source()` chain walked as anyhow's `{:#}` does.
+    #[test]
+    fn display_does_not_repeat_the_source() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        );
+        let e = Error::from_redis("connect to redis://:***@127.0.0.1:1/", io.into());
+        assert_eq!(e.kind(), ErrorKind::Connection);
+        let cause = "Connection refused (os error 111)";
+        let plain = e.to_string();
+        assert_eq!(
+            plain,
+            "connect to redis://:***@127.0.0.1:1/: cannot reach the server"
+        );
+        let mut chained = plain.clone();
+        let mut src = std::error::Error::source(&e);
+        while let Some(s) = src {
+            chained.push_str(&format!(": {s}"));
+            src = s.source();
+        }
+        assert_eq!(chained.matches(cause).count(), 1, "{chained}");
+        assert_eq!(format!("{e:#}"), chained);
+        assert!(
+            std::error::Error::source(&e).is_some(),
+            "the source is kept"
+        );
+        assert!(format!("{e:?}").contains(cause));
+
+        // Server errors: the reply text is the source, once.
+        let err = redis::RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+            "READONLY You can't write against a read only replica.",
+        ));
+        let e = Error::from_redis("acquire \"x\"", err);
+        assert_eq!(e.kind(), ErrorKind::Backend);
+        assert!(!e.to_string().contains("READONLY"), "{e}");
+        assert_eq!(format!("{e:#}").matches("READONLY").count(), 1, "{e:#}");
+
+        // Errors without a source, unknown outcomes and node failures keep their text.
+        let e = Error::new(ErrorKind::Connection, "release \"x\": no answer").outcome_unknown();
+        assert_eq!(e.to_string(), format!("{e:#}"));
+        assert!(e.to_string().ends_with("outcome unknown)"), "{e}");
+        let e = Error::quorum(
+            "1 of 3 nodes granted \"x\"; 2 needed",
+            vec![NodeFailure {
+                node: "redis://10.0.0.2/".into(),
+                cause: "held by another owner".into(),
+            }],
+        );
+        assert_eq!(
+            e.to_string(),
+            "1 of 3 nodes granted \"x\"; 2 needed; redis://10.0.0.2/: held by another owner"
+        );
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! [`JobLock`]: run scheduled work on one instance at a time — ShedLock's model (seed 001)
-//! without its unsafe unlock.
+//! [`JobLock`]: run scheduled work on one instance at a time — ShedLock's model without its
+//! unsafe unlock.
 //!
 //! A job lock is a string key `<key prefix>job-lock:<env>:<name>` holding
 //! `ADDED:<ISO-8601 UTC>@<hostname>:<uuid>`, set with `SET NX PX <at_most_for>`: the formats of
 //! ShedLock's Redis provider, so a Java service using ShedLock on the same Redis sees the
 //! same lock. The job does not wait: if another instance holds the lock, this instance skips
-//! the run ([`JobLock::run`] returns `Ok(None)`).
+//! the run ([`JobLock::run`] returns `Ok(None)`). For code that must hold the lock itself,
+//! [`JobLock::try_acquire`] makes one attempt and [`JobLock::try_acquire_for`] /
+//! [`JobLock::acquire`] retry within a wait, as the other locks of the crate do.
 //!
 //! - `at_most_for`: the lock expires after it even if the holder dies or hangs (required).
 //! - `at_least_for`: after a short job the lock is kept until this much time has passed since
@@ -14,9 +16,9 @@
 //! - `keep_alive`: extend the lock to `at_most_for` every half of it while the job runs
 //!   (ShedLock's `KeepAliveLockProvider`).
 //!
-//! Unlike ShedLock's provider (seed 001 §7, ShedLock issue #2583), release and extension
-//! compare the value first, in one script each: a job that outran `at_most_for` never
-//! deletes or shortens the lock of the instance that took over; it gets
+//! Unlike ShedLock's Redis provider, whose unlock deletes the key without reading it, release
+//! and extension compare the value first, in one script each: a job that outran
+//! `at_most_for` never deletes or shortens the lock of the instance that took over; it gets
 //! [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) instead.
 
 use std::fmt;
@@ -28,6 +30,7 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
 use crate::scripts;
 use crate::watchdog::LeaseState;
@@ -60,7 +63,7 @@ fn running_under(client: &Client, env: &str, name: &str) -> bool {
 }
 
 /// A job lock; see the [module docs](self). Made by [`Client::job_lock`]; configure with the
-/// builder methods, then [`run`](JobLock::run) or [`try_lock`](JobLock::try_lock).
+/// builder methods, then [`run`](JobLock::run) or [`try_acquire`](JobLock::try_acquire).
 ///
 /// # Examples
 /// ```no_run
@@ -152,6 +155,10 @@ impl Client {
     }
 }
 
+/// How often [`JobLock::try_acquire_for`] and [`JobLock::acquire`] try again while another
+/// instance holds the lock: a job lock has no wake-up channel, so they poll.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
 /// The job-lock key of `name` in `env`: `<prefix>job-lock:<env>:<name>` (ShedLock's format).
 pub fn job_key(key_prefix: &str, env: &str, name: &str) -> String {
     format!("{key_prefix}job-lock:{env}:{name}")
@@ -212,20 +219,43 @@ impl JobLock {
         Ok(at_most)
     }
 
-    /// Take the lock if free, without waiting: `Ok(None)` when another instance holds it.
-    /// The caller runs the job and then [releases](JobGuard::release) the guard.
+    /// One attempt to take the lock: `Ok(None)` when another instance holds it (contention is
+    /// not an error).
+    ///
+    /// The key is set with `SET NX PX at_most_for` to a fresh ShedLock value; the caller runs
+    /// the job and then [releases](JobGuard::release) the guard, which keeps the lock until
+    /// `at_least_for` has passed since this call. With [`keep_alive`](JobLock::keep_alive) the
+    /// guard extends the lock to `at_most_for` every half of it until released.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput): empty name or
     /// environment, `at_most_for` missing, zero or over 365 days, `at_least_for` over
     /// `at_most_for`. [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key
-    /// holds another type. Server failures.
+    /// holds another type. Server failures
+    /// ([`ErrorKind::Connection`](crate::ErrorKind::Connection),
+    /// [`ErrorKind::Backend`](crate::ErrorKind::Backend), …).
     ///
     /// # Cancel safety
     /// Cancel safe in effect: a grant that raced the drop expires after `at_most_for` (it
     /// cannot be told apart from another instance's without its value).
-    pub async fn try_lock(&self) -> Result<Option<JobGuard>> {
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// use std::time::Duration;
+    /// let lock = client.job_lock("reindex").at_most_for(Duration::from_secs(300));
+    /// match lock.try_acquire().await? {
+    ///     Some(guard) => {
+    ///         // reindex, then:
+    ///         guard.release().await?;
+    ///     }
+    ///     None => println!("another instance is reindexing"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(&self) -> Result<Option<JobGuard>> {
         let at_most = self.check()?;
+        self.client.check_open()?;
         let key = self.key();
         let host = gethostname::gethostname().to_string_lossy().into_owned();
         let value = format!(
@@ -249,19 +279,28 @@ impl JobLock {
         let lease = Arc::new(LeaseState::new(
             started + at_most.saturating_sub(keys::drift(at_most)),
         ));
+        let inner = Arc::new(GuardInner {
+            client: self.client.clone(),
+            key,
+            value,
+            env: self.env.clone(),
+            name: self.name.clone(),
+            started,
+            at_least_for: self.at_least_for,
+            at_most_for: at_most,
+            lease,
+        });
+        let hold = {
+            let g = inner.clone();
+            self.client
+                .inner
+                .holds
+                .register(Arc::new(move || g.release_request()))
+        };
         let mut guard = JobGuard {
-            inner: Some(Arc::new(GuardInner {
-                client: self.client.clone(),
-                key,
-                value,
-                env: self.env.clone(),
-                name: self.name.clone(),
-                started,
-                at_least_for: self.at_least_for,
-                at_most_for: at_most,
-                lease,
-            })),
+            inner: Some(inner),
             keep_alive: None,
+            hold,
         };
         if self.keep_alive {
             guard.start_keep_alive();
@@ -269,22 +308,110 @@ impl JobLock {
         Ok(Some(guard))
     }
 
-    /// Run `task` if this instance gets the lock: `Ok(Some(output))` when it ran, `Ok(None)`
-    /// when another instance holds the lock (not an error). After the task, the lock is
-    /// released with the ownership-checked script (kept until `at_least_for` has passed).
+    /// Take the lock, retrying while another instance holds it until `wait` has passed
+    /// (zero: one attempt): `Ok(None)` when the wait elapsed.
     ///
-    /// Inside a running job of the same name and environment, run by the same client in the
-    /// same task, the inner task runs at once without locking again (ShedLock's `alreadyLockedBy`), and
-    /// [`assert_locked`] returns true.
+    /// A job lock has no wake-up channel (ShedLock's format has none), so this polls: one
+    /// attempt every 100 ms ([`POLL_INTERVAL`]), and a last one when the wait ends. An
+    /// unreachable server is retried in the same way until the wait ends (then its error is
+    /// returned), as the other locks' waiters ride out outages.
     ///
     /// # Errors
-    /// As [`JobLock::try_lock`]; and [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when
-    /// the task outran `at_most_for` and the lock expired (or was taken over) before the
+    /// As [`JobLock::try_acquire`], from the last attempt; [`ErrorKind::InvalidInput`] for a
+    /// `wait` over 365 days. A connection failure whose outcome is unknown
+    /// ([`Error::is_outcome_unknown`]) is returned at once: the grant may have happened, and
+    /// then it expires after `at_most_for`.
+    ///
+    /// # Cancel safety
+    /// As [`JobLock::try_acquire`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// use std::time::Duration;
+    /// let lock = client.job_lock("migrate").at_most_for(Duration::from_secs(600));
+    /// if let Some(guard) = lock.try_acquire_for(Duration::from_secs(5)).await? {
+    ///     // migrate, then:
+    ///     guard.release().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<JobGuard>> {
+        self.check()?;
+        keys::check_wait(wait)?;
+        let deadline = Instant::now() + wait;
+        loop {
+            let unreachable = match self.try_acquire().await {
+                Ok(Some(guard)) => return Ok(Some(guard)),
+                Ok(None) => None,
+                Err(e) if e.kind() == ErrorKind::Connection && !e.is_outcome_unknown() => {
+                    tracing::debug!(job = %self.name, error = format_args!("{e:#}"), "job lock: server unreachable; retrying until the wait ends");
+                    Some(e)
+                }
+                Err(e) => return Err(e),
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return unreachable.map_or(Ok(None), Err);
+            }
+            tokio::time::sleep(POLL_INTERVAL.min(deadline - now)).await;
+        }
+    }
+
+    /// Take the lock, waiting at most the client's default wait
+    /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 s unless set),
+    /// polling as [`JobLock::try_acquire_for`] does.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotAcquired`] when the wait elapsed with the lock held elsewhere;
+    /// otherwise as [`JobLock::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// As [`JobLock::try_acquire`].
+    pub async fn acquire(&self) -> Result<JobGuard> {
+        let wait = self.client.default_wait();
+        self.try_acquire_for(wait).await?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotAcquired,
+                format!(
+                    "job lock {:?} (environment {:?}) not acquired within {wait:?}",
+                    self.name, self.env
+                ),
+            )
+        })
+    }
+
+    /// Run `task` if this instance gets the lock: `Ok(Some(output))` when it ran, `Ok(None)`
+    /// when another instance holds the lock (not an error; it never waits, as in ShedLock).
+    ///
+    /// After the task, the lock is released with the ownership-checked script (kept until
+    /// `at_least_for` has passed). Inside a running job of the same name and environment,
+    /// run by the same client in the same task, the inner task runs at once without locking
+    /// again (ShedLock's `alreadyLockedBy`), and [`assert_locked`] returns true.
+    ///
+    /// # Errors
+    /// As [`JobLock::try_acquire`]; and [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld)
+    /// when the task outran `at_most_for` and the lock expired (or was taken over) before the
     /// release: the output is dropped, the other holder's lock is untouched, and a warning
-    /// is logged. Use [`JobLock::try_lock`] to keep the output in that case.
+    /// is logged. Use [`JobLock::try_acquire`] to keep the output in that case.
     ///
     /// # Cancel safety
     /// Dropping the future drops the task and releases the lock in the background.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// use std::time::Duration;
+    /// let ran = client
+    ///     .job_lock("cleanup")
+    ///     .at_most_for(Duration::from_secs(600))
+    ///     .run(async { /* the cleanup */ 3 })
+    ///     .await?;
+    /// if ran.is_none() {
+    ///     println!("skipped: another instance runs it");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn run<F, T>(&self, task: F) -> Result<Option<T>>
     where
         F: Future<Output = T>,
@@ -293,7 +420,7 @@ impl JobLock {
         if running_under(&self.client, &self.env, &self.name) {
             return Ok(Some(task.await));
         }
-        let Some(guard) = self.try_lock().await? else {
+        let Some(guard) = self.try_acquire().await? else {
             return Ok(None);
         };
         let mut jobs = RUNNING.try_with(|j| j.clone()).unwrap_or_default();
@@ -303,7 +430,7 @@ impl JobLock {
             Ok(()) => Ok(Some(output)),
             Err(e) => {
                 if e.kind() == ErrorKind::NotHeld {
-                    tracing::warn!(job = %self.name, error = %e, "the job outran at_most_for; the lock was not ours at release and was left alone");
+                    tracing::warn!(job = %self.name, error = format_args!("{e:#}"), "the job outran at_most_for; the lock was not ours at release and was left alone");
                 }
                 Err(e)
             }
@@ -344,6 +471,8 @@ impl JobLock {
 pub struct JobGuard {
     inner: Option<Arc<GuardInner>>,
     keep_alive: Option<tokio::task::AbortHandle>,
+    /// This job lock in the client's registry (released at shutdown if still held).
+    hold: HoldId,
 }
 
 struct GuardInner {
@@ -401,20 +530,31 @@ impl GuardInner {
         }
     }
 
-    async fn release(&self) -> Result<()> {
+    /// The ownership-checked release (kept for what is left of `at_least_for`, measured
+    /// now): idempotent, it compares the value.
+    fn release_request(&self) -> ReleaseRequest {
         let keep = self.at_least_for.saturating_sub(self.started.elapsed());
         let keep_ms = if keep.is_zero() {
             0
         } else {
             keep.as_millis().max(1) as u64
         };
-        let mut inv = scripts::JOB_RELEASE.prepare_invoke();
-        inv.key(&self.key).arg(&self.value).arg(keep_ms);
+        ReleaseRequest::new(
+            format!("release job {:?}", self.name),
+            &scripts::JOB_RELEASE,
+        )
+        .key(&self.key)
+        .arg(&self.value)
+        .arg(keep_ms)
+    }
+
+    async fn release(&self) -> Result<()> {
+        let request = self.release_request();
         let r: i64 = self
             .client
             .inner
             .backend
-            .eval(&format!("release job {:?}", self.name), &inv)
+            .eval(&request.context, &request.invocation())
             .await?;
         match r {
             0 | 1 => Ok(()),
@@ -441,7 +581,9 @@ impl JobGuard {
                         tracing::warn!(job = %me.name, "keep-alive found the job lock gone");
                         return;
                     }
-                    Err(e) => tracing::warn!(job = %me.name, error = %e, "keep-alive failed"),
+                    Err(e) => {
+                        tracing::warn!(job = %me.name, error = format_args!("{e:#}"), "keep-alive failed")
+                    }
                 }
             }
         });
@@ -478,18 +620,20 @@ impl JobGuard {
         self.inner().lease.lost()
     }
 
-    /// Set the lock's TTL to `ttl` from now, if it is still ours.
+    /// Set the lock's TTL to `lease` from now, if it is still ours (shorter or longer than
+    /// what was left). [`valid_until`](JobGuard::valid_until) moves to now + `lease` − drift.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a zero or
-    /// overflowing `ttl`; [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock
-    /// expired or another instance holds it (nothing changed then). Server failures.
+    /// overflowing `lease`; [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock
+    /// expired or another instance holds it (nothing changed then; [`lost`](JobGuard::lost)
+    /// fires). Server failures.
     ///
     /// # Cancel safety
     /// Cancel safe: PEXPIRE is idempotent.
-    pub async fn extend(&self, ttl: Duration) -> Result<()> {
-        keys::lease_ms("extension", ttl)?;
-        self.inner().extend(ttl).await
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        keys::lease_ms("extension", lease)?;
+        self.inner().extend(lease).await
     }
 
     /// Release: delete the lock if it is ours, or, while `at_least_for` has not passed since
@@ -506,6 +650,10 @@ impl JobGuard {
         if let Some(task) = self.keep_alive.take() {
             task.abort();
         }
+        if g.client.inner.holds.take(&self.hold).is_none() {
+            // Client::shutdown released it already.
+            return Err(Error::not_held(&g.name, NotHeldReason::Gone));
+        }
         g.release().await
     }
 }
@@ -516,13 +664,12 @@ impl Drop for JobGuard {
         if let Some(task) = self.keep_alive.take() {
             task.abort();
         }
-        let runtime = tokio::runtime::Handle::try_current()
-            .unwrap_or_else(|_| g.client.inner.runtime.clone());
-        runtime.spawn(async move {
-            if let Err(e) = g.release().await {
-                tracing::warn!(job = %g.name, error = %e, "background release of a dropped job guard failed");
-            }
-        });
+        let client = &g.client.inner;
+        if client.holds.take(&self.hold).is_some() {
+            client
+                .holds
+                .release_in_background(&client.backend, g.release_request());
+        }
     }
 }
 
@@ -533,7 +680,10 @@ impl Drop for JobGuard {
 /// all instances try at the same moment and one wins. Set `at_least_for` on the lock to more
 /// than the clock difference between instances (and less than `interval`), or an instance
 /// whose clock is late may run the job again after the winner finished. Skipped runs and
-/// errors are logged; the loop goes on until the returned handle is aborted.
+/// errors are logged; the loop goes on until the returned handle is aborted or the client
+/// is shut down ([`Client::shutdown`](crate::Client::shutdown)): then a run in progress
+/// finishes, releases its lock, and the loop ends (shutdown waits for it). Aborting the
+/// handle drops a run in progress; its job lock is still released (in the background).
 ///
 /// # Panics
 /// Panics when `interval` is zero, or outside a tokio runtime.
@@ -547,20 +697,31 @@ where
     Fut: Future<Output = ()> + Send,
 {
     assert!(!interval.is_zero(), "interval must be greater than zero");
+    let (mut closing, running) = lock.client.inner.holds.scheduled();
     tokio::spawn(async move {
+        let _running = running;
         loop {
             let since_epoch = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default();
             let period = interval.as_nanos();
             let wait = period - since_epoch.as_nanos() % period;
-            tokio::time::sleep(Duration::from_nanos(wait as u64)).await;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_nanos(wait as u64)) => {}
+                _ = closing.wait_for(|c| *c) => return,
+            }
+            // A run in progress finishes (and releases its lock) even if shutdown begins.
             match lock.run(job()).await {
                 Ok(Some(())) => tracing::debug!(job = %lock.name, "ran"),
                 Ok(None) => {
                     tracing::debug!(job = %lock.name, "skipped: another instance holds the lock")
                 }
-                Err(e) => tracing::warn!(job = %lock.name, error = %e, "scheduled run failed"),
+                Err(e) => {
+                    tracing::warn!(job = %lock.name, error = format_args!("{e:#}"), "scheduled run failed")
+                }
+            }
+            if *closing.borrow() {
+                return;
             }
         }
     })
@@ -583,7 +744,7 @@ mod tests {
             h.id.as_deref(),
             Some("1b4e28ba-2fa1-11d2-883f-0016d3cca427")
         );
-        // Seed 001's older format, without the id.
+        // ShedLock's older format, without the id.
         let h =
             JobHolder::parse("ADDED:2021-05-12T13:31:45.006Z@lixin-macbook.local", None).unwrap();
         assert_eq!(h.host, "lixin-macbook.local");

@@ -4,6 +4,7 @@
 //! `<prefix>:{<name>}`, or `<prefix>:<name>` when the name already carries a `{hash tag}`, so
 //! that every key one script touches hashes to the lock's cluster slot.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -69,12 +70,116 @@ pub fn acquire_latch(key: &str, request_id: &str) -> String {
     format!("{}:{request_id}", prefixed("distlock_acquire_latch", key))
 }
 
-/// The fencing counter a lock's acquire script reads and advances.
+/// Number of Redis Cluster hash slots.
+pub const SLOTS: u16 = 16384;
+
+/// CRC16/XMODEM (poly 0x1021, init 0, no reflection), the checksum Redis Cluster hashes keys
+/// with.
+const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
+
+/// The part of `key` Redis Cluster hashes: the text between the first `{` and the first `}`
+/// after it, when that is not empty; otherwise the whole key (redis.io cluster spec, "Hash
+/// tags").
+pub fn hash_tag(key: &[u8]) -> &[u8] {
+    if let Some(open) = key.iter().position(|&b| b == b'{') {
+        let rest = &key[open + 1..];
+        if let Some(close) = rest.iter().position(|&b| b == b'}') {
+            if close > 0 {
+                return &rest[..close];
+            }
+        }
+    }
+    key
+}
+
+/// The Redis Cluster hash slot of `key`: CRC16/XMODEM of its [hash tag](hash_tag) (or of the
+/// whole key) mod 16384, as `CLUSTER KEYSLOT` answers.
+pub fn key_slot(key: impl AsRef<[u8]>) -> u16 {
+    CRC16.checksum(hash_tag(key.as_ref())) % SLOTS
+}
+
+/// Characters of the slot tags, in the order they are enumerated (ASCII order).
+const TAG_ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Longest slot tag: every slot has an alphanumeric string of at most 3 characters.
+const TAG_MAX_LEN: usize = 3;
+
+/// [`slot_tag`]'s table, one tag per slot, zero-padded; computed once, on first use (about a
+/// millisecond: 62 + 62² + 62³ checksums of at most 3 bytes).
+static SLOT_TAGS: LazyLock<Box<[[u8; TAG_MAX_LEN]]>> = LazyLock::new(|| {
+    let mut tags = vec![[0u8; TAG_MAX_LEN]; SLOTS as usize];
+    let mut missing = SLOTS as usize;
+    let mut buf = [0u8; TAG_MAX_LEN];
+    for len in 1..=TAG_MAX_LEN {
+        // Every string of `len` characters, in lexicographic order: an odometer over
+        // TAG_ALPHABET, the last character turning fastest.
+        let mut digits = [0usize; TAG_MAX_LEN];
+        'strings: loop {
+            for (b, &d) in buf.iter_mut().zip(&digits[..len]) {
+                *b = TAG_ALPHABET[d];
+            }
+            let tag = &mut tags[usize::from(CRC16.checksum(&buf[..len]) % SLOTS)];
+            if tag[0] == 0 {
+                tag[..len].copy_from_slice(&buf[..len]);
+                missing -= 1;
+            }
+            let mut i = len;
+            loop {
+                if i == 0 {
+                    break 'strings;
+                }
+                i -= 1;
+                digits[i] += 1;
+                if digits[i] < TAG_ALPHABET.len() {
+                    break;
+                }
+                digits[i] = 0;
+            }
+        }
+    }
+    assert_eq!(
+        missing, 0,
+        "a slot without a tag of at most {TAG_MAX_LEN} characters"
+    );
+    tags.into_boxed_slice()
+});
+
+/// The slot tag of `slot`: the first alphanumeric string whose CRC16/XMODEM mod 16384 is
+/// `slot`, enumerating shorter strings first and strings of one length in ASCII order
+/// (`0`–`9`, `A`–`Z`, `a`–`z`). So `{<tag>}` in a key puts the key in `slot`. At most 3
+/// characters. Part of the wire contract: the fencing counter key of a slot is named by it.
 ///
-/// On a standalone server (and behind Sentinel) one key serves every lock: `<key
-/// prefix>distlock:fencing-counter`. Tokens are strictly increasing across all names in it,
-/// hence per name. No key is ever created per lock name (Redisson issue #6510).
-pub fn fencing_counter(key_prefix: &str) -> String {
+/// # Panics
+/// When `slot` is 16384 or more.
+pub fn slot_tag(slot: u16) -> &'static str {
+    assert!(slot < SLOTS, "slot {slot} out of range 0..{SLOTS}");
+    let tag = &SLOT_TAGS[usize::from(slot)];
+    let len = tag.iter().position(|&b| b == 0).unwrap_or(TAG_MAX_LEN);
+    std::str::from_utf8(&tag[..len]).expect("alphanumeric")
+}
+
+/// The fencing counter a lock draws its tokens from: one per cluster hash slot,
+/// `<key prefix>distlock:fencing-counter:{<tag>}` with `<tag>` the [`slot_tag`] of the slot
+/// of `lock_key`, so that the counter hashes to the lock's slot and every acquire script
+/// touches one slot only (ready for Redis Cluster). Tokens are strictly increasing per lock
+/// name, and across the names of one slot. At most 16384 counters exist per key prefix;
+/// none is created per lock name (Redisson issue #6510).
+///
+/// When `key_prefix` carries a complete `{hash tag}` itself, every key of the client hashes
+/// to that tag's slot, the counter included. A prefix with an unmatched or empty `{`, e.g.
+/// `"a{b"`, leaves the counter (and Redisson's helper keys) in other slots than the lock.
+pub fn fencing_counter(key_prefix: &str, lock_key: &str) -> String {
+    format!(
+        "{key_prefix}distlock:fencing-counter:{{{}}}",
+        slot_tag(key_slot(lock_key))
+    )
+}
+
+/// The server-wide fencing counter of distlock before per-slot counters:
+/// `<key prefix>distlock:fencing-counter`. No longer written; a client reads it once at
+/// connect, and a slot counter that does not exist yet starts above it, so tokens keep
+/// rising across the upgrade.
+pub fn legacy_fencing_counter(key_prefix: &str) -> String {
     format!("{key_prefix}distlock:fencing-counter")
 }
 
@@ -159,6 +264,102 @@ mod tests {
         assert!(check_name("").is_err());
         assert!(check_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
         assert!(check_name(&"x".repeat(MAX_NAME_LEN)).is_ok());
+    }
+
+    #[test]
+    fn key_slots_follow_the_cluster_spec() {
+        // CRC16/XMODEM's check value: CRC of "123456789" = 0x31C3.
+        assert_eq!(CRC16.checksum(b"123456789"), 0x31C3);
+        // CLUSTER KEYSLOT answers of redis-server 7.0 (tests/it/fencing.rs compares hundreds
+        // more against a live server).
+        assert_eq!(key_slot("somekey"), 11058);
+        assert_eq!(key_slot("foo"), 12182);
+        assert_eq!(key_slot("foo{hash_tag}"), 2515);
+        assert_eq!(key_slot("bar{hash_tag}"), 2515);
+        // Hash tags, as the spec's examples: the first '{' and the first '}' after it.
+        assert_eq!(key_slot("{user1000}.following"), key_slot("user1000"));
+        assert_eq!(key_slot("{user1000}.followers"), key_slot("user1000"));
+        assert_eq!(hash_tag(b"foo{}{bar}"), b"foo{}{bar}");
+        assert_eq!(hash_tag(b"foo{{bar}}zap"), b"{bar");
+        assert_eq!(hash_tag(b"foo{bar}{zap}"), b"bar");
+        assert_eq!(hash_tag(b"{}"), b"{}");
+        assert_eq!(hash_tag(b"no}tag{"), b"no}tag{");
+        assert_eq!(hash_tag(b"{user:1}:orders"), b"user:1");
+    }
+
+    /// Every slot has a tag; the tag hashes to its slot; it is the first string hashing there
+    /// in the documented order (shorter first, then ASCII order over 0-9A-Za-z), checked by
+    /// walking every string of up to 3 characters independently of the table's builder.
+    #[test]
+    fn every_slot_has_the_first_alphanumeric_tag_that_hashes_to_it() {
+        let started = std::time::Instant::now();
+        assert_eq!(slot_tag(0), "06S");
+        eprintln!("slot tag table built in {:?}", started.elapsed());
+        assert_eq!(slot_tag(1), "Qi");
+        assert_eq!(slot_tag(9), "ru");
+        assert_eq!(slot_tag(16383), "6ZJ");
+        let mut seen = vec![false; usize::from(SLOTS)];
+        let alphabet: Vec<char> = ('0'..='9').chain('A'..='Z').chain('a'..='z').collect();
+        let mut strings: Vec<String> = alphabet.iter().map(|c| c.to_string()).collect();
+        let mut all = strings.clone();
+        for _ in 1..3 {
+            strings = strings
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            all.extend(strings.iter().cloned());
+        }
+        for s in &all {
+            let slot = usize::from(key_slot(s));
+            if !seen[slot] {
+                seen[slot] = true;
+                assert_eq!(slot_tag(slot as u16), s, "slot {slot}");
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "a slot without a tag");
+        for slot in 0..SLOTS {
+            let tag = slot_tag(slot);
+            assert!((1..=3).contains(&tag.len()), "{slot}: {tag:?}");
+            assert!(tag.bytes().all(|b| b.is_ascii_alphanumeric()), "{tag:?}");
+            assert_eq!(key_slot(format!("{{{tag}}}")), slot);
+        }
+    }
+
+    #[test]
+    fn the_fencing_counter_hashes_to_the_lock_slot() {
+        assert_eq!(
+            fencing_counter("", "orders"),
+            format!(
+                "distlock:fencing-counter:{{{}}}",
+                slot_tag(key_slot("orders"))
+            )
+        );
+        assert_eq!(
+            legacy_fencing_counter("app:"),
+            "app:distlock:fencing-counter"
+        );
+        let names = [
+            "orders",
+            "{user:1}:orders",
+            "a{b",
+            "{}x",
+            "x}{y}",
+            "",
+            "λ{ü}",
+        ];
+        for prefix in ["", "app:", "{app}:", "a}b:"] {
+            for name in names {
+                let key = format!("{prefix}{name}");
+                let counter = fencing_counter(prefix, &key);
+                assert!(counter.starts_with(&format!("{prefix}distlock:fencing-counter:{{")));
+                assert_eq!(key_slot(&counter), key_slot(&key), "{counter} / {key}");
+            }
+        }
+        // Names of one hash tag share a slot, hence a counter.
+        assert_eq!(
+            fencing_counter("", "{user:1}:orders"),
+            fencing_counter("", "{user:1}:carts")
+        );
     }
 
     #[test]

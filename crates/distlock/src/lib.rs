@@ -40,6 +40,7 @@ mod client;
 mod conn;
 mod error;
 pub mod fair;
+mod holds;
 pub mod job;
 pub mod keys;
 pub mod latch;
@@ -81,12 +82,13 @@ pub mod __bench {
     pub fn acquire_invocation(key: &str, owner: &str) -> redis::ScriptInvocation<'static> {
         lock::plain_acquire_invocation(
             key,
-            "distlock:fencing-counter",
+            &crate::keys::fencing_counter("", key),
             key,
             30_000,
             owner,
             Mode::New,
             3_000,
+            "0",
         )
     }
 

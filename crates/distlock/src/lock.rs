@@ -31,6 +31,7 @@ use tokio::time::Instant;
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, TOKEN_FIELD, UNLOCK_MESSAGE};
 use crate::scripts;
 use crate::wait::Step;
@@ -98,11 +99,13 @@ impl fmt::Debug for Owner {
 /// token lower than the highest it has seen: a holder that was paused past its lease is
 /// then refused.
 ///
-/// Tokens are `max(last + 1, server TIME in µs)`, kept in one counter key per server,
-/// computed by decimal-string arithmetic on the server and sent as decimal strings, so they
-/// are exact over their whole range (Lua numbers are doubles, exact only below 2^53). The
-/// largest token is `i64::MAX` (2^63 - 1); once the counter reaches it, every grant fails
-/// with an error naming the counter, and nothing is granted or written.
+/// Tokens are `max(last + 1, server TIME in µs)`, kept in one counter key per cluster hash
+/// slot ([`Lock::fencing_counter_key`]: strictly increasing per name, and across the names
+/// of one slot, not across slots), computed by decimal-string arithmetic on the server and
+/// sent as decimal strings, so they are exact over their whole range (Lua numbers are
+/// doubles, exact only below 2^53). The largest token is `i64::MAX` (2^63 - 1); once the
+/// counter reaches it, every grant fails with an error naming the counter, and nothing is
+/// granted or written.
 /// What they cannot fix: two masters that both grant during a network partition (the
 /// resource still sees two increasing streams; only the later-seen lower token is refused).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -135,8 +138,11 @@ pub struct LockStatus {
     pub ttl: Option<Duration>,
     /// The current holder's fencing token, when the holder is a distlock owner.
     pub fencing_token: Option<FencingToken>,
-    /// The last token issued by the fencing counter this lock draws from (shared by the
-    /// locks on one server, so an upper bound of this lock's last token).
+    /// The last token issued by the fencing counter this lock draws from
+    /// ([`Lock::fencing_counter_key`]: one per cluster hash slot, shared by the names in that
+    /// slot, so an upper bound of this lock's last token). Before the slot's first grant: the
+    /// floor its counter will start above (the legacy server-wide counter as read at
+    /// connect, 0 when there was none).
     pub fencing_counter: u64,
     /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`): one per waiting client
     /// (per waiter for a fair lock, whose waiters have channels of their own).
@@ -237,6 +243,7 @@ impl Mode {
 }
 
 /// The invocation of `lock_acquire.lua` (built on every plain acquire).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plain_acquire_invocation(
     key: &str,
     counter: &str,
@@ -245,6 +252,7 @@ pub(crate) fn plain_acquire_invocation(
     owner: &str,
     mode: Mode,
     latch_ms: u64,
+    floor: &str,
 ) -> redis::ScriptInvocation<'static> {
     let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
     inv.key(key)
@@ -254,11 +262,32 @@ pub(crate) fn plain_acquire_invocation(
         .arg(owner)
         .arg(mode.as_str())
         .arg(latch_ms)
-        .arg(TOKEN_FIELD);
+        .arg(TOKEN_FIELD)
+        .arg(floor);
     inv
 }
 
-/// The invocation of `lock_release.lua` (built on every plain release).
+/// The request of `lock_release.lua` (built on every plain release).
+fn plain_release_request(
+    context: String,
+    key: &str,
+    channel: &str,
+    latch: &str,
+    lease_ms: u64,
+    owner: &str,
+    latch_ms: u64,
+) -> ReleaseRequest {
+    ReleaseRequest::new(context, &scripts::LOCK_RELEASE)
+        .key(key)
+        .key(channel)
+        .key(latch)
+        .arg(UNLOCK_MESSAGE)
+        .arg(lease_ms)
+        .arg(owner)
+        .arg(latch_ms)
+}
+
+/// The invocation of `lock_release.lua` (for the criterion benches).
 pub(crate) fn plain_release_invocation(
     key: &str,
     channel: &str,
@@ -267,15 +296,16 @@ pub(crate) fn plain_release_invocation(
     owner: &str,
     latch_ms: u64,
 ) -> redis::ScriptInvocation<'static> {
-    let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
-    inv.key(key)
-        .key(channel)
-        .key(latch)
-        .arg(UNLOCK_MESSAGE)
-        .arg(lease_ms)
-        .arg(owner)
-        .arg(latch_ms);
-    inv
+    plain_release_request(
+        String::new(),
+        key,
+        channel,
+        latch,
+        lease_ms,
+        owner,
+        latch_ms,
+    )
+    .invocation()
 }
 
 /// An acquire script's reply: a grant, a refusal with the holder's PTTL, or (as `Err`) a
@@ -399,6 +429,13 @@ impl Lock {
     /// The wake channel: `redisson_lock__channel:{key}`.
     pub fn channel(&self) -> &str {
         &self.inner.channel
+    }
+
+    /// The key of the fencing counter this lock draws its tokens from: the counter of the
+    /// lock key's cluster hash slot, `<key prefix>distlock:fencing-counter:{<slot tag>}`
+    /// ([`keys::fencing_counter`]), shared with the other names in that slot.
+    pub fn fencing_counter_key(&self) -> String {
+        keys::fencing_counter(&self.inner.client.inner.key_prefix, &self.inner.key)
     }
 
     /// The client this lock belongs to.
@@ -590,13 +627,14 @@ impl Lock {
     pub async fn status(&self) -> Result<LockStatus> {
         self.check()?;
         let client = &self.inner.client.inner;
+        let counter_key = self.fencing_counter_key();
         let mut pipe = redis::pipe();
         pipe.cmd("TYPE")
             .arg(&self.inner.key)
             .cmd("PTTL")
             .arg(&self.inner.key)
             .cmd("GET")
-            .arg(&client.fencing_counter)
+            .arg(&counter_key)
             .cmd("PUBSUB")
             .arg("NUMSUB")
             .arg(&self.inner.channel);
@@ -604,20 +642,25 @@ impl Lock {
             .backend()
             .pipeline(&self.context("status"), &pipe)
             .await?;
-        let counter = match counter {
-            None => 0,
-            Some(c) => c.parse::<u64>().map_err(|_| {
-                Error::new(
-                    ErrorKind::UnexpectedReply,
-                    format!(
-                        "{}: the fencing counter {} holds {c:?}, not a decimal integer \
-                         (no grant can draw a token until it is fixed or deleted)",
-                        self.context("status"),
-                        client.fencing_counter
-                    ),
-                )
-            })?,
+        // Before the slot's first grant, its counter will start above the floor (the legacy
+        // server-wide counter read at connect): report that.
+        let (counter, counter_key) = match counter {
+            None => (
+                client.fencing_floor.clone(),
+                keys::legacy_fencing_counter(&client.key_prefix),
+            ),
+            Some(c) => (c, counter_key),
         };
+        let counter = counter.parse::<u64>().map_err(|_| {
+            Error::new(
+                ErrorKind::UnexpectedReply,
+                format!(
+                    "{}: the fencing counter {counter_key} holds {counter:?}, not a decimal \
+                     integer below 2^64 (no grant can draw a token until it is fixed or deleted)",
+                    self.context("status"),
+                ),
+            )
+        })?;
         let mut status = LockStatus {
             name: self.inner.name.clone(),
             key: self.inner.key.clone(),
@@ -781,6 +824,8 @@ impl Lock {
     ) -> Result<Attempt> {
         let client = &self.inner.client.inner;
         let key = &self.inner.key;
+        let counter = self.fencing_counter_key();
+        let floor = client.fencing_floor.as_str();
         let context = self.context("acquire");
         let enqueue = if enqueue { "1" } else { "0" };
         // Acquiring as a given owner ('as') exists for plain locks only; the others take
@@ -801,12 +846,13 @@ impl Lock {
                 let latch_ms = self.inner.client.latch_ttl_ms();
                 let inv = plain_acquire_invocation(
                     key,
-                    &client.fencing_counter,
+                    &counter,
                     latch.as_deref().unwrap_or(key),
                     lease_ms,
                     owner.as_str(),
                     mode,
                     latch_ms,
+                    floor,
                 );
                 match mode {
                     // Recognises its own resend by the owner's field, however late.
@@ -821,14 +867,15 @@ impl Lock {
                 inv.key(key)
                     .key(keys::prefixed("redisson_lock_queue", key))
                     .key(keys::prefixed("redisson_lock_timeout", key))
-                    .key(&client.fencing_counter)
+                    .key(&counter)
                     .arg(lease_ms)
                     .arg(owner.as_str())
                     .arg(liveness.as_millis() as u64)
                     .arg(short_mode)
                     .arg(enqueue)
                     .arg(TOKEN_FIELD)
-                    .arg(&self.inner.channel);
+                    .arg(&self.inner.channel)
+                    .arg(floor);
                 self.eval_acquire(mode, &context, &inv).await?
             }
             Kind::Read => {
@@ -836,24 +883,26 @@ impl Lock {
                 inv.key(key)
                     .key(self.read_prefix(owner))
                     .key(self.writers_key())
-                    .key(&client.fencing_counter)
+                    .key(&counter)
                     .arg(lease_ms)
                     .arg(owner.as_str())
                     .arg(format!("{}:write", owner.as_str()))
-                    .arg(short_mode);
+                    .arg(short_mode)
+                    .arg(floor);
                 self.eval_acquire(mode, &context, &inv).await?
             }
             Kind::Write { liveness } => {
                 let mut inv = scripts::RW_WRITE_ACQUIRE.prepare_invoke();
                 inv.key(key)
                     .key(self.writers_key())
-                    .key(&client.fencing_counter)
+                    .key(&counter)
                     .arg(lease_ms)
                     .arg(self.field(owner))
                     .arg(owner.as_str())
                     .arg(short_mode)
                     .arg(liveness.as_millis() as u64)
-                    .arg(enqueue);
+                    .arg(enqueue)
+                    .arg(floor);
                 self.eval_acquire(mode, &context, &inv).await?
             }
         };
@@ -904,6 +953,7 @@ impl Lock {
         wait: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
         self.check()?;
+        self.inner.client.check_open()?;
         if mode == Mode::As && self.inner.kind != Kind::Plain {
             return Err(Error::invalid(
                 "acquiring as a given owner is for plain locks; re-enter a fair or read-write \
@@ -961,7 +1011,10 @@ impl Lock {
         if enqueue && matches!(granted, Ok(None)) {
             // Timed out: leave the queue at once rather than at the end of our liveness.
             if let Err(e) = self.leave_queue(owner.as_str(), false).await {
-                tracing::debug!(error = %e, "leaving the wait queue failed; liveness ends it");
+                tracing::debug!(
+                    error = format_args!("{e:#}"),
+                    "leaving the wait queue failed; liveness ends it"
+                );
             }
         }
         Ok(granted?.map(|(hold_count, token, started)| {
@@ -1001,6 +1054,14 @@ impl Lock {
             valid_until,
             renewal,
         );
+        let hold = {
+            let (lock, owner) = (self.clone(), owner.clone());
+            self.inner
+                .client
+                .inner
+                .holds
+                .register(Arc::new(move || lock.release_request(&owner, lease)))
+        };
         LockGuard {
             state: Some(GuardState {
                 lock: self.clone(),
@@ -1009,6 +1070,7 @@ impl Lock {
                 hold_count,
                 lease,
                 registration,
+                hold,
             }),
         }
     }
@@ -1061,85 +1123,88 @@ impl Lock {
                     tracing::info!(lock = %lock.inner.name, "re-entry of unknown outcome had run; giving its hold back");
                     lock.inner.client.inner.runtime.clone().spawn(async move {
                         if let Err(e) = lock.release_hold(&owner, lease).await {
-                            tracing::warn!(lock = %lock.inner.name, error = %e, "giving back a re-entry of unknown outcome failed");
+                            tracing::warn!(lock = %lock.inner.name, error = format_args!("{e:#}"), "giving back a re-entry of unknown outcome failed");
                         }
                     });
                 }
                 Err(e) => {
-                    tracing::warn!(lock = %lock.inner.name, error = %e, "cancelling a re-entry of unknown outcome failed");
+                    tracing::warn!(lock = %lock.inner.name, error = format_args!("{e:#}"), "cancelling a re-entry of unknown outcome failed");
                 }
             },
         );
     }
 
-    pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
+    /// The script call that releases one hold of `owner` (with a fresh request id for its
+    /// unlock latch): sent by [`Lock::release_hold`], by a dropped guard's background
+    /// release, and at shutdown.
+    pub(crate) fn release_request(&self, owner: &Owner, lease: Duration) -> ReleaseRequest {
         let key = &self.inner.key;
         let latch = keys::unlock_latch(key, &self.inner.client.request_id());
         let latch_ms = self.inner.client.latch_ttl_ms();
         let lease_ms = lease.as_millis() as u64;
-        let context = self.context("release");
-        let r: i64 = match self.inner.kind {
-            Kind::Plain => {
-                let inv = plain_release_invocation(
-                    key,
-                    &self.inner.channel,
-                    &latch,
-                    lease_ms,
-                    owner.as_str(),
-                    latch_ms,
-                );
-                let (r, resent): (i64, bool) =
-                    self.inner.client.eval_latched(&context, &inv).await?;
-                // The final release writes no latch: a resend that finds the lock gone or
-                // re-taken means an earlier send released it.
-                if resent && (r == -1 || r == -2) {
-                    1
-                } else {
-                    r
-                }
-            }
-            Kind::Fair { .. } => {
-                let mut inv = scripts::FAIR_RELEASE.prepare_invoke();
-                inv.key(key)
-                    .key(keys::prefixed("redisson_lock_queue", key))
-                    .key(keys::prefixed("redisson_lock_timeout", key))
-                    .key(&latch)
-                    .arg(UNLOCK_MESSAGE)
-                    .arg(lease_ms)
-                    .arg(owner.as_str())
-                    .arg(latch_ms)
-                    .arg(&self.inner.channel);
-                self.inner.client.eval_latched(&context, &inv).await?.0
-            }
-            Kind::Read => {
-                let mut inv = scripts::RW_READ_RELEASE.prepare_invoke();
-                inv.key(key)
-                    .key(&self.inner.channel)
-                    .key(self.read_prefix(owner))
-                    .key(keys::hash_tagged(key))
-                    .key(&latch)
-                    .arg(UNLOCK_MESSAGE)
-                    .arg(owner.as_str())
-                    .arg(latch_ms);
-                self.inner.client.eval_latched(&context, &inv).await?.0
-            }
-            Kind::Write { .. } => {
-                let mut inv = scripts::RW_WRITE_RELEASE.prepare_invoke();
-                inv.key(key)
-                    .key(&self.inner.channel)
-                    .key(&latch)
-                    .arg("1")
-                    .arg(lease_ms)
-                    .arg(self.field(owner))
-                    .arg(latch_ms);
-                self.inner.client.eval_latched(&context, &inv).await?.0
-            }
+        let context = self.context("release").to_string();
+        match self.inner.kind {
+            Kind::Plain => plain_release_request(
+                context,
+                key,
+                &self.inner.channel,
+                &latch,
+                lease_ms,
+                owner.as_str(),
+                latch_ms,
+            ),
+            Kind::Fair { .. } => ReleaseRequest::new(context, &scripts::FAIR_RELEASE)
+                .key(key)
+                .key(keys::prefixed("redisson_lock_queue", key))
+                .key(keys::prefixed("redisson_lock_timeout", key))
+                .key(latch)
+                .arg(UNLOCK_MESSAGE)
+                .arg(lease_ms)
+                .arg(owner.as_str())
+                .arg(latch_ms)
+                .arg(&self.inner.channel),
+            Kind::Read => ReleaseRequest::new(context, &scripts::RW_READ_RELEASE)
+                .key(key)
+                .key(&self.inner.channel)
+                .key(self.read_prefix(owner))
+                .key(keys::hash_tagged(key))
+                .key(latch)
+                .arg(UNLOCK_MESSAGE)
+                .arg(owner.as_str())
+                .arg(latch_ms),
+            Kind::Write { .. } => ReleaseRequest::new(context, &scripts::RW_WRITE_RELEASE)
+                .key(key)
+                .key(&self.inner.channel)
+                .key(latch)
+                .arg("1")
+                .arg(lease_ms)
+                .arg(self.field(owner))
+                .arg(latch_ms),
+        }
+    }
+
+    pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        let request = self.release_request(owner, lease);
+        let (r, resent): (i64, bool) = self
+            .inner
+            .client
+            .eval_latched(&request.context, &request.invocation())
+            .await?;
+        // The plain lock's final release writes no latch: a resend that finds the lock gone
+        // or re-taken means an earlier send released it.
+        let r = if self.inner.kind == Kind::Plain && resent && (r == -1 || r == -2) {
+            1
+        } else {
+            r
         };
         match r {
             0 | 1 => Ok(()),
             code => match not_held_reason(code) {
                 Some(reason) => Err(Error::not_held(&self.inner.name, reason)),
-                None => Err(Error::unexpected(format!("{context}: reply {code}"))),
+                None => Err(Error::unexpected(format!(
+                    "{}: reply {code}",
+                    request.context
+                ))),
             },
         }
     }
@@ -1258,6 +1323,8 @@ struct GuardState {
     hold_count: u32,
     lease: Duration,
     registration: Registration,
+    /// This hold in the client's registry (released at shutdown if still live).
+    hold: HoldId,
 }
 
 impl fmt::Debug for LockGuard {
@@ -1438,9 +1505,14 @@ impl LockGuard {
             owner,
             lease,
             registration,
+            hold,
             ..
         } = s;
         drop(registration);
+        if lock.inner.client.inner.holds.take(&hold).is_none() {
+            // Client::shutdown released it already.
+            return Err(Error::not_held(&lock.inner.name, NotHeldReason::Gone));
+        }
         lock.release_hold(&owner, lease).await
     }
 
@@ -1449,6 +1521,7 @@ impl LockGuard {
     /// [adopted](Lock::adopt) (e.g. by another process) and released.
     pub fn forget(mut self) -> Owner {
         let s = self.state.take().expect("guard released twice");
+        s.lock.inner.client.inner.holds.take(&s.hold);
         s.owner
     }
 }
@@ -1461,15 +1534,15 @@ impl Drop for LockGuard {
             owner,
             lease,
             registration,
+            hold,
             ..
         } = s;
         drop(registration);
-        let runtime = tokio::runtime::Handle::try_current()
-            .unwrap_or_else(|_| lock.inner.client.inner.runtime.clone());
-        runtime.spawn(async move {
-            if let Err(e) = lock.release_hold(&owner, lease).await {
-                tracing::warn!(lock = %lock.inner.name, error = %e, "background release of a dropped guard failed");
-            }
-        });
+        let client = &lock.inner.client.inner;
+        if client.holds.take(&hold).is_some() {
+            client
+                .holds
+                .release_in_background(&client.backend, lock.release_request(&owner, lease));
+        }
     }
 }

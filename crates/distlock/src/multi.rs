@@ -146,7 +146,10 @@ impl MultiLock {
 async fn release_all(guards: Vec<LockGuard>) {
     for r in join_all(guards.into_iter().map(|g| g.release())).await {
         if let Err(e) = r {
-            tracing::warn!(error = %e, "releasing a MultiLock member failed");
+            tracing::warn!(
+                error = format_args!("{e:#}"),
+                "releasing a MultiLock member failed"
+            );
         }
     }
 }

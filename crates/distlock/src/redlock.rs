@@ -1,4 +1,5 @@
-//! [`RedLock`]: the redis.io Redlock algorithm over N independent Redis masters (seed 004 §3).
+//! [`RedLock`]: the Redlock algorithm of redis.io's "Distributed Locks with Redis" over N
+//! independent Redis masters.
 //!
 //! # The algorithm, as implemented
 //! 1. Take a monotonic start time; mint a fresh owner.
@@ -11,9 +12,12 @@
 //! 4. On failure release on **all** nodes, including those that did not answer: every node's
 //!    request runs in its own task, which, once its node answers (however late), releases a
 //!    grant that was not counted. A node that never answers keeps its grant until the TTL.
-//! 5. Retry after a random delay (so competing clients desynchronise).
+//! 5. Retry after a random delay (so competing clients desynchronise), until the caller's
+//!    wait has passed: [`RedLock::try_acquire`] makes one round, [`RedLock::try_acquire_for`]
+//!    rounds within a wait, [`RedLock::acquire`] within the default wait (60 s).
 //!
-//! Extensions count only if a quorum extends within the validity; their number can be bounded.
+//! Extensions ([`RedLockGuard::extend`]) count only if a quorum extends within the validity;
+//! their number can be bounded.
 //!
 //! # When to prefer one master with replicas
 //! Redisson deprecated its RedLock: for most services a single master (with Sentinel or
@@ -83,7 +87,7 @@ struct Inner {
     ttl: Duration,
     drift_factor: f64,
     node_timeout: Duration,
-    retry_count: u32,
+    default_wait: Duration,
     retry_delay: (Duration, Duration),
     quorum: usize,
     max_extensions: Option<u32>,
@@ -127,6 +131,7 @@ impl fmt::Debug for RedLock {
             .field("quorum", &self.inner.quorum)
             .field("ttl", &self.inner.ttl)
             .field("node_timeout", &self.inner.node_timeout)
+            .field("default_wait", &self.inner.default_wait)
             .finish()
     }
 }
@@ -137,7 +142,7 @@ pub struct RedLockBuilder {
     ttl: Duration,
     drift_factor: f64,
     node_timeout: Option<Duration>,
-    retry_count: u32,
+    default_wait: Duration,
     retry_delay: (Duration, Duration),
     quorum: Option<usize>,
     max_extensions: Option<u32>,
@@ -191,7 +196,12 @@ impl RedLock {
         self.inner.ttl
     }
 
-    /// One round: `Ok(None)` when other owners hold the lock on too many nodes.
+    /// One round: `Ok(None)` when other owners hold the lock on too many nodes for a quorum
+    /// (contention is not an error).
+    ///
+    /// The acquire goes to every node in parallel, each bounded by the node timeout; the lock
+    /// is won when a quorum granted and validity is left (TTL − elapsed − drift). A lost round
+    /// releases on every node, including grants that arrive late.
     ///
     /// # Errors
     /// [`ErrorKind::QuorumNotReached`] when node failures (unreachable, timed out, errors) or
@@ -211,55 +221,83 @@ impl RedLock {
         }
     }
 
-    /// Rounds with random pauses until one wins or `wait` elapsed (`Ok(None)`).
+    /// Rounds until one wins or `wait` has passed (zero: one round): `Ok(None)` when the wait
+    /// elapsed with the lock held elsewhere.
+    ///
+    /// Rounds are separated by a random pause ([`RedLockBuilder::retry_delay`], 50–250 ms by
+    /// default), so competing clients desynchronise; no round starts when its pause would end
+    /// after the wait.
     ///
     /// # Errors
-    /// As [`RedLock::try_acquire`], from the last round.
+    /// As [`RedLock::try_acquire`], from the last round: when that round failed for node
+    /// failures rather than contention, [`ErrorKind::QuorumNotReached`] names them.
+    /// [`ErrorKind::InvalidInput`] for a `wait` over 365 days.
     ///
     /// # Cancel safety
     /// As [`RedLock::try_acquire`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
+    /// use std::time::Duration;
+    /// match redlock.try_acquire_for("payments", Duration::from_secs(2)).await? {
+    ///     Some(guard) => {
+    ///         // work until guard.valid_until(), then:
+    ///         guard.release().await?;
+    ///     }
+    ///     None => println!("held elsewhere for 2 s"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn try_acquire_for(
         &self,
         name: &str,
         wait: Duration,
     ) -> Result<Option<RedLockGuard>> {
-        keys::check_name(name)?;
-        keys::check_wait(wait)?;
-        let deadline = Instant::now() + wait;
-        loop {
-            match self.round(name).await? {
-                Round::Won(g) => return Ok(Some(g)),
-                Round::Contended(_) | Round::Failed(_)
-                    if Instant::now() + self.pause() >= deadline =>
-                {
-                    return Ok(None)
-                }
-                _ => tokio::time::sleep(self.pause()).await,
-            }
+        match self.rounds(name, wait).await? {
+            Round::Won(g) => Ok(Some(g)),
+            Round::Contended(_) => Ok(None),
+            Round::Failed(e) => Err(e),
         }
     }
 
-    /// Up to the configured number of rounds, with random pauses between them.
+    /// Rounds until one wins or the default wait ([`RedLockBuilder::default_wait`], 60 s
+    /// unless set) has passed, as [`RedLock::try_acquire_for`].
     ///
     /// # Errors
-    /// [`ErrorKind::QuorumNotReached`] after the last round, with each node's cause (held by
-    /// another owner, timed out, unreachable…); [`ErrorKind::InvalidInput`] for a bad name.
+    /// [`ErrorKind::NotAcquired`] when the wait elapsed with the lock held elsewhere
+    /// ([`Error::node_failures`] names the nodes of the last round that did not grant);
+    /// otherwise as [`RedLock::try_acquire_for`].
     ///
     /// # Cancel safety
     /// As [`RedLock::try_acquire`].
     pub async fn acquire(&self, name: &str) -> Result<RedLockGuard> {
-        keys::check_name(name)?;
-        let mut last = None;
-        for round in 0..self.inner.retry_count.max(1) {
-            if round > 0 {
-                tokio::time::sleep(self.pause()).await;
+        let wait = self.inner.default_wait;
+        match self.rounds(name, wait).await? {
+            Round::Won(g) => Ok(g),
+            Round::Contended(e) => {
+                Err(e.into_not_acquired(format!("RedLock {name:?} not acquired within {wait:?}")))
             }
-            match self.round(name).await? {
-                Round::Won(g) => return Ok(g),
-                Round::Contended(e) | Round::Failed(e) => last = Some(e),
-            }
+            Round::Failed(e) => Err(e),
         }
-        Err(last.expect("at least one round"))
+    }
+
+    /// Rounds with random pauses until one wins or `wait` has passed; the last round.
+    async fn rounds(&self, name: &str, wait: Duration) -> Result<Round> {
+        keys::check_name(name)?;
+        keys::check_wait(wait)?;
+        let deadline = Instant::now() + wait;
+        loop {
+            let round = self.round(name).await?;
+            if matches!(round, Round::Won(_)) {
+                return Ok(round);
+            }
+            let pause = self.pause();
+            if Instant::now() + pause >= deadline {
+                return Ok(round);
+            }
+            tokio::time::sleep(pause).await;
+        }
     }
 
     /// Each node's view of the lock (holders, TTL, token), or why it could not be read.
@@ -295,8 +333,9 @@ impl RedLock {
         rand::rng().random_range(lo..=hi)
     }
 
-    fn drift(&self) -> Duration {
-        self.inner.ttl.mul_f64(self.inner.drift_factor) + Duration::from_millis(2)
+    /// The clock-drift allowance for a lease: lease × drift factor + 2 ms.
+    fn drift(&self, lease: Duration) -> Duration {
+        lease.mul_f64(self.inner.drift_factor) + Duration::from_millis(2)
     }
 
     async fn round(&self, name: &str) -> Result<Round> {
@@ -390,7 +429,7 @@ impl RedLock {
         let validity = inner
             .ttl
             .checked_sub(elapsed)
-            .and_then(|v| v.checked_sub(self.drift()));
+            .and_then(|v| v.checked_sub(self.drift(inner.ttl)));
         for i in 0..n {
             if !answered[i] && failures[i].is_none() {
                 failures[i] = Some(format!(
@@ -440,7 +479,9 @@ impl RedLock {
             )
         };
         let err = Error::quorum(why, nodes);
-        if failed == 0 && granted < inner.quorum {
+        // Contention alone rules out a quorum: whatever the failed or silent nodes would have
+        // answered, too many nodes are held by other owners.
+        if held_elsewhere > n - inner.quorum {
             Ok(Round::Contended(err))
         } else {
             Ok(Round::Failed(err))
@@ -466,7 +507,8 @@ impl From<Result<Attempt>> for NodeResult {
         match r {
             Ok(Attempt::Granted { token, .. }) => NodeResult::Granted(token),
             Ok(Attempt::Held { .. }) => NodeResult::Held,
-            Err(e) => NodeResult::Failed(e.to_string()),
+            // With its causes: the node's error text alone would not say why.
+            Err(e) => NodeResult::Failed(format!("{e:#}")),
         }
     }
 }
@@ -486,7 +528,7 @@ impl RedLockBuilder {
             ttl: Duration::from_secs(30),
             drift_factor: 0.01,
             node_timeout: None,
-            retry_count: 10,
+            default_wait: crate::DEFAULT_WAIT,
             retry_delay: (Duration::from_millis(50), Duration::from_millis(250)),
             quorum: None,
             max_extensions: None,
@@ -512,10 +554,17 @@ impl RedLockBuilder {
         self
     }
 
-    /// Rounds [`RedLock::acquire`] makes (default 10) and the bounds of the random pause
-    /// between rounds (default 50–250 ms), so that competing clients desynchronise.
-    pub fn retry(mut self, rounds: u32, min_pause: Duration, max_pause: Duration) -> Self {
-        self.retry_count = rounds;
+    /// How long [`RedLock::acquire`] keeps trying (default 60 s, as
+    /// [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait)).
+    pub fn default_wait(mut self, wait: Duration) -> Self {
+        self.default_wait = wait;
+        self
+    }
+
+    /// The bounds of the random pause between rounds of [`RedLock::acquire`] and
+    /// [`RedLock::try_acquire_for`] (default 50–250 ms), so that competing clients
+    /// desynchronise (redis.io's random retry delay).
+    pub fn retry_delay(mut self, min_pause: Duration, max_pause: Duration) -> Self {
         self.retry_delay = (min_pause, max_pause);
         self
     }
@@ -537,8 +586,8 @@ impl RedLockBuilder {
     /// # Errors
     /// [`ErrorKind::Config`]: no nodes, a quorum of half the nodes or less (two owners could
     /// both win) or more than the nodes, a TTL out of range, a node timeout not below the TTL,
-    /// a drift factor outside [0, 1). Unreachable URL nodes are not an error here (they count
-    /// as failed until they answer) unless none answers.
+    /// a drift factor outside [0, 1), a default wait over 365 days. Unreachable URL nodes are
+    /// not an error here (they count as failed until they answer) unless none answers.
     ///
     /// # Cancel safety
     /// Cancel safe.
@@ -557,6 +606,7 @@ impl RedLockBuilder {
         if !(0.0..1.0).contains(&self.drift_factor) {
             return Err(Error::config("drift factor must be in [0, 1)"));
         }
+        keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))?;
         let node_timeout = self.node_timeout.unwrap_or_else(|| {
             (self.ttl / 100).clamp(Duration::from_millis(10), Duration::from_millis(500))
         });
@@ -571,7 +621,7 @@ impl RedLockBuilder {
                 ttl: self.ttl,
                 drift_factor: self.drift_factor,
                 node_timeout,
-                retry_count: self.retry_count,
+                default_wait: self.default_wait,
                 retry_delay: self.retry_delay,
                 quorum,
                 max_extensions: self.max_extensions,
@@ -591,10 +641,10 @@ impl RedLockBuilder {
             match r {
                 Ok(_) => reachable += 1,
                 Err(e) if e.kind() == ErrorKind::Config || e.kind() == ErrorKind::Auth => {
-                    return Err(Error::config(format!("node {}: {e}", node.redacted)));
+                    return Err(Error::config(format!("node {}: {e:#}", node.redacted)));
                 }
                 Err(e) => {
-                    tracing::warn!(node = %node.redacted, error = %e, "RedLock node unreachable")
+                    tracing::warn!(node = %node.redacted, error = format_args!("{e:#}"), "RedLock node unreachable")
                 }
             }
         }
@@ -648,7 +698,8 @@ impl RedLockGuard {
         self.tokens.iter().filter(|t| t.is_some()).count()
     }
 
-    /// End of the validity by the local monotonic clock: start + TTL − elapsed − drift.
+    /// End of the validity by the local monotonic clock: start + TTL − elapsed − drift, or,
+    /// after an [extension](RedLockGuard::extend), its start + lease − elapsed − drift.
     pub fn valid_until(&self) -> std::time::Instant {
         self.valid_until.lock().unwrap().into_std()
     }
@@ -667,18 +718,43 @@ impl RedLockGuard {
         }
     }
 
-    /// Extend to a full TTL on every node: counts only if a quorum extends within the current
-    /// validity; the new validity is measured from the start of this call.
+    /// Set the lock's TTL to `lease` from now on every node (shorter or longer than what was
+    /// left), if it is still ours.
+    ///
+    /// The extension counts only if a quorum of nodes extends within the current validity;
+    /// the new validity is measured from the start of this call, as an acquire's is:
+    /// `lease` − elapsed − drift, drift = `lease` × drift factor (0.01) + 2 ms. Nodes that
+    /// did not extend keep their old TTL.
     ///
     /// # Errors
     /// [`ErrorKind::NotHeld`] when the validity already ended or fewer than a quorum of
-    /// nodes still had our hold; [`ErrorKind::InvalidInput`] when the configured number of
-    /// extensions is used up.
+    /// nodes still had our hold (then [`lost`](RedLockGuard::lost) fires at the old
+    /// validity's end); [`ErrorKind::InvalidInput`] for a zero or overflowing `lease`, a
+    /// `lease` not above the node timeout (it would leave no validity), or when the
+    /// configured number of extensions is used up. Nothing is sent to the nodes then.
     ///
     /// # Cancel safety
-    /// Cancel safe: PEXPIRE is idempotent.
-    pub async fn extend(&self) -> Result<()> {
+    /// Cancel safe: PEXPIRE is idempotent; a dropped extension leaves the validity as it was.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
+    /// use std::time::Duration;
+    /// let guard = redlock.acquire("payments").await?;
+    /// // more work than one TTL: extend before the validity ends
+    /// guard.extend(Duration::from_secs(30)).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
         let inner = &self.redlock.inner;
+        let lease_ms = keys::lease_ms("extension", lease)?;
+        if lease <= inner.node_timeout {
+            return Err(Error::invalid(format!(
+                "RedLock {:?}: an extension of {lease:?} is not above the node timeout {:?}",
+                self.name, inner.node_timeout
+            )));
+        }
         if let Some(max) = inner.max_extensions {
             if self.extensions.load(Ordering::Relaxed) >= max {
                 return Err(Error::invalid(format!(
@@ -691,11 +767,10 @@ impl RedLockGuard {
         if start >= *self.valid_until.lock().unwrap() {
             return Err(Error::not_held(&self.name, NotHeldReason::Gone));
         }
-        let ttl_ms = inner.ttl.as_millis() as u64;
         let results = futures_util::future::join_all(inner.nodes.iter().map(|node| async {
             let c = node.client.lock().unwrap().clone()?;
             let lock = c.lock(self.name.as_str());
-            match tokio::time::timeout(inner.node_timeout, lock.renew_one(&self.owner, ttl_ms))
+            match tokio::time::timeout(inner.node_timeout, lock.renew_one(&self.owner, lease_ms))
                 .await
             {
                 Ok(Ok(1)) => Some(()),
@@ -705,10 +780,9 @@ impl RedLockGuard {
         .await;
         let extended = results.iter().filter(|r| r.is_some()).count();
         let elapsed = start.elapsed();
-        let validity = inner
-            .ttl
+        let validity = lease
             .checked_sub(elapsed)
-            .and_then(|v| v.checked_sub(self.redlock.drift()));
+            .and_then(|v| v.checked_sub(self.redlock.drift(lease)));
         match validity {
             Some(v) if extended >= inner.quorum && !v.is_zero() => {
                 self.extensions.fetch_add(1, Ordering::Relaxed);
@@ -719,7 +793,9 @@ impl RedLockGuard {
         }
     }
 
-    /// Release on every node.
+    /// Release on every node, in parallel, each bounded by the node timeout (at least
+    /// 100 ms). Only this owner's hold is removed: a node where another owner holds the lock
+    /// is left alone.
     ///
     /// # Errors
     /// [`ErrorKind::NotHeld`] when fewer than a quorum of nodes still had our hold (the
@@ -727,6 +803,18 @@ impl RedLockGuard {
     ///
     /// # Cancel safety
     /// A dropped release may or may not have reached each node; the TTL ends the rest.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
+    /// if let Some(guard) = redlock.try_acquire("payments").await? {
+    ///     // the work
+    ///     if let Err(e) = guard.release().await {
+    ///         eprintln!("the lock had expired before the release: {e}");
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let released = release_everywhere(&self.redlock, &self.name, &self.owner).await;

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_COUNT};
 use crate::scripts;
 use crate::wait::{wait_loop, Step};
@@ -74,9 +75,10 @@ impl Names {
         Ok(set == 1)
     }
 
-    async fn add(&self, permits: u64) -> Result<u64> {
-        let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
-        inv.key(&self.key)
+    /// The script call that gives back `permits` (with a fresh request id for its latch).
+    fn add_request(&self, permits: u64) -> ReleaseRequest {
+        ReleaseRequest::new(self.context("release"), &scripts::SEMAPHORE_RELEASE)
+            .key(&self.key)
             .key(&self.channel)
             .key(format!(
                 "{}:{}",
@@ -85,14 +87,27 @@ impl Names {
             ))
             .arg(permits)
             .arg("0")
-            .arg(self.client.latch_ttl_ms());
+            .arg(self.client.latch_ttl_ms())
+    }
+
+    async fn add(&self, permits: u64) -> Result<u64> {
+        let request = self.add_request(permits);
         // Idempotent through its request latch: resent until answered within the resend
         // window (never added twice).
         let (v, _): (i64, bool) = self
             .client
-            .eval_latched(self.context("release"), &inv)
+            .eval_latched(&request.context, &request.invocation())
             .await?;
         Ok(v.max(0) as u64)
+    }
+
+    /// Register a live hold of `permits` in the client's registry (released at shutdown).
+    fn register_permits(&self, permits: u64) -> HoldId {
+        let names = self.clone();
+        self.client
+            .inner
+            .holds
+            .register(Arc::new(move || names.add_request(permits)))
     }
 }
 
@@ -298,6 +313,7 @@ impl Semaphore {
     ) -> Result<Option<SemaphorePermit>> {
         let n = &self.names;
         keys::check_name(&n.name)?;
+        n.client.check_open()?;
         check_permits("permits", permits)?;
         keys::check_wait(wait)?;
         let deadline = Instant::now() + wait;
@@ -339,6 +355,7 @@ impl Semaphore {
             pending.names = None;
         }
         Ok(got?.map(|()| SemaphorePermit {
+            hold: n.register_permits(permits),
             names: Some(n.clone()),
             permits,
         }))
@@ -373,7 +390,10 @@ impl Drop for PendingPermits {
             n.client.latch_ttl() * 10,
             |r: Result<i64>| {
                 if let Err(e) = r {
-                    tracing::warn!(error = %e, "giving back a semaphore grant of unknown outcome failed");
+                    tracing::warn!(
+                        error = format_args!("{e:#}"),
+                        "giving back a semaphore grant of unknown outcome failed"
+                    );
                 }
             },
         );
@@ -386,6 +406,8 @@ impl Drop for PendingPermits {
 pub struct SemaphorePermit {
     names: Option<Names>,
     permits: u64,
+    /// These permits in the client's registry (given back at shutdown if still held).
+    hold: HoldId,
 }
 
 impl fmt::Debug for SemaphorePermit {
@@ -414,13 +436,20 @@ impl SemaphorePermit {
     /// A dropped release may or may not have happened.
     pub async fn release(mut self) -> Result<u64> {
         let n = self.names.take().expect("released twice");
+        if n.client.inner.holds.take(&self.hold).is_none() {
+            // Client::shutdown gave them back already.
+            return Err(Error::not_held(&n.name, NotHeldReason::Gone));
+        }
         n.add(self.permits).await
     }
 
     /// Keep the permits taken: nothing is given back (Redisson's semantics of an acquire
-    /// without release). Returns how many permits were held.
+    /// without release), not even at [`Client::shutdown`]. Returns how many permits were
+    /// held.
     pub fn forget(mut self) -> u64 {
-        self.names = None;
+        if let Some(n) = self.names.take() {
+            n.client.inner.holds.take(&self.hold);
+        }
         self.permits
     }
 }
@@ -428,14 +457,12 @@ impl SemaphorePermit {
 impl Drop for SemaphorePermit {
     fn drop(&mut self) {
         let Some(n) = self.names.take() else { return };
-        let permits = self.permits;
-        let runtime = tokio::runtime::Handle::try_current()
-            .unwrap_or_else(|_| n.client.inner.runtime.clone());
-        runtime.spawn(async move {
-            if let Err(e) = n.add(permits).await {
-                tracing::warn!(error = %e, "background release of a dropped semaphore permit failed");
-            }
-        });
+        let client = &n.client.inner;
+        if client.holds.take(&self.hold).is_some() {
+            client
+                .holds
+                .release_in_background(&client.backend, n.add_request(self.permits));
+        }
     }
 }
 
@@ -571,6 +598,7 @@ impl LeasedSemaphore {
     ) -> Result<Option<LeasedPermit>> {
         let n = &self.names;
         keys::check_name(&n.name)?;
+        n.client.check_open()?;
         let lease_ms = keys::lease_ms("lease", lease)?;
         keys::check_wait(wait)?;
         let deadline = Instant::now() + wait;
@@ -614,6 +642,13 @@ impl LeasedSemaphore {
             pending.sem = None;
         }
         Ok(got?.map(|started| LeasedPermit {
+            hold: {
+                let (sem, id) = (self.clone(), id.clone());
+                n.client
+                    .inner
+                    .holds
+                    .register(Arc::new(move || sem.release_request(&id)))
+            },
             sem: Some(self.clone()),
             id,
             lease: Arc::new(LeaseState::new(
@@ -622,17 +657,22 @@ impl LeasedSemaphore {
         }))
     }
 
-    async fn release_id(&self, id: &str) -> Result<i64> {
-        let mut inv = scripts::LEASED_RELEASE.prepare_invoke();
-        inv.key(&self.names.key)
+    /// The script call that gives back the permit `id` (idempotent: by id).
+    fn release_request(&self, id: &str) -> ReleaseRequest {
+        ReleaseRequest::new(self.names.context("release"), &scripts::LEASED_RELEASE)
+            .key(&self.names.key)
             .key(self.leases_key())
             .key(&self.names.channel)
-            .arg(id);
+            .arg(id)
+    }
+
+    async fn release_id(&self, id: &str) -> Result<i64> {
+        let request = self.release_request(id);
         self.names
             .client
             .inner
             .backend
-            .eval(&self.names.context("release"), &inv)
+            .eval(&request.context, &request.invocation())
             .await
     }
 }
@@ -660,6 +700,8 @@ pub struct LeasedPermit {
     sem: Option<LeasedSemaphore>,
     id: String,
     lease: Arc<LeaseState>,
+    /// This permit in the client's registry (given back at shutdown if still held).
+    hold: HoldId,
 }
 
 impl fmt::Debug for LeasedPermit {
@@ -730,6 +772,10 @@ impl LeasedPermit {
     /// Cancel safe in effect: giving back twice is refused by the id.
     pub async fn release(mut self) -> Result<()> {
         let sem = self.sem.take().expect("released twice");
+        if sem.names.client.inner.holds.take(&self.hold).is_none() {
+            // Client::shutdown gave it back already.
+            return Err(Error::not_held(&sem.names.name, NotHeldReason::Gone));
+        }
         match sem.release_id(&self.id).await? {
             1 => Ok(()),
             _ => Err(Error::not_held(&sem.names.name, NotHeldReason::Gone)),
@@ -740,11 +786,11 @@ impl LeasedPermit {
 impl Drop for LeasedPermit {
     fn drop(&mut self) {
         let Some(sem) = self.sem.take() else { return };
-        let id = std::mem::take(&mut self.id);
-        let runtime = tokio::runtime::Handle::try_current()
-            .unwrap_or_else(|_| sem.names.client.inner.runtime.clone());
-        runtime.spawn(async move {
-            let _ = sem.release_id(&id).await;
-        });
+        let client = &sem.names.client.inner;
+        if client.holds.take(&self.hold).is_some() {
+            client
+                .holds
+                .release_in_background(&client.backend, sem.release_request(&self.id));
+        }
     }
 }

@@ -72,7 +72,10 @@ where
         Ok(Step::Done(v)) => return Ok(Some(v)),
         Ok(Step::Wait(_)) => {}
         Err(e) if rides_out(&e) => {
-            tracing::debug!(error = %e, "waiter: server unreachable; retrying until the deadline");
+            tracing::debug!(
+                error = format_args!("{e:#}"),
+                "waiter: server unreachable; retrying until the deadline"
+            );
             unreachable = Some(e);
         }
         Err(e) => return Err(e),
@@ -97,7 +100,10 @@ where
                 hint
             }
             Err(e) if rides_out(&e) => {
-                tracing::debug!(error = %e, "waiter: server unreachable; retrying until the deadline");
+                tracing::debug!(
+                    error = format_args!("{e:#}"),
+                    "waiter: server unreachable; retrying until the deadline"
+                );
                 unreachable = Some(e);
                 let pause = backoff;
                 backoff = (backoff * 2).min(MAX_BACKOFF);

@@ -220,6 +220,11 @@ impl Leases {
         }
     }
 
+    /// Stop the watchdog task (client shutdown).
+    pub(crate) fn stop(&self) {
+        self.task.abort();
+    }
+
     /// Leases the watchdog renews now (for tests and `bench`).
     pub(crate) fn renewing(&self) -> usize {
         self.shared
@@ -302,7 +307,10 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %e, "lease check after reconnect failed");
+                tracing::warn!(
+                    error = format_args!("{e:#}"),
+                    "lease check after reconnect failed"
+                );
             }
         }
     }
@@ -353,7 +361,11 @@ async fn renew_chunk(
             false
         }
         Err(e) => {
-            tracing::warn!(error = %e, locks = chunk.len(), "watchdog renewal failed");
+            tracing::warn!(
+                error = format_args!("{e:#}"),
+                locks = chunk.len(),
+                "watchdog renewal failed"
+            );
             for (_, _, state) in chunk {
                 if Instant::now() >= state.valid_until() {
                     state.mark_lost();

@@ -168,13 +168,13 @@ impl Held {
         loop {
             tokio::time::sleep(lease / 3).await;
             let extended = match self {
-                Held::RedLock(g, _) => g.extend().await,
+                Held::RedLock(g, ttl) => g.extend(*ttl).await,
                 Held::Permit(p, _) => p.extend(lease).await,
                 Held::Lock(_) | Held::Job(_) => unreachable!("returned above"),
             };
             if let Err(e) = extended {
                 // lost() reports the loss; stop extending.
-                eprintln!("distlock: extending the {what} failed: {e}");
+                eprintln!("distlock: extending the {what} failed: {e:#}");
                 return std::future::pending().await;
             }
         }
@@ -198,13 +198,18 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             .build()
             .await
             .context("RedLock nodes")?;
-        let guard = redlock
-            .try_acquire_for(&args.name, args.wait)
-            .await
-            .with_context(|| format!("RedLock {:?}", args.name))?;
+        // No quorum, by contention or because nodes failed: exit 75 either way, naming each
+        // failing node in the latter case.
+        let (guard, why) = match redlock.try_acquire_for(&args.name, args.wait).await {
+            Ok(guard) => (guard, String::new()),
+            Err(e) if e.kind() == distlock::ErrorKind::QuorumNotReached => {
+                (None, format!(": {e:#}"))
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("RedLock {:?}", args.name))),
+        };
         if guard.is_none() {
             eprintln!(
-                "distlock: RedLock {:?} got no quorum of {} nodes within {}",
+                "distlock: RedLock {:?} got no quorum of {} nodes within {}{why}",
                 args.name,
                 redlock.node_count(),
                 humantime::format_duration(args.wait)
@@ -242,7 +247,7 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             job = job.keep_alive();
         }
         let guard = job
-            .try_lock()
+            .try_acquire()
             .await
             .with_context(|| format!("job lock {:?}", args.name))?;
         if guard.is_none() {
@@ -342,7 +347,7 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     if let Err(e) = held.release().await {
         // The command's result stands; the lock was lost or already gone, and another
         // holder's lock was left alone.
-        eprintln!("distlock: release of {:?}: {e}", args.name);
+        eprintln!("distlock: release of {:?}: {e:#}", args.name);
     }
     Ok(exit_code(status))
 }

@@ -264,7 +264,7 @@ async fn redlock_status(args: StatusArgs) -> Result<u8> {
                 Err(e) => NodeView {
                     node,
                     view: None,
-                    error: Some(e.to_string()),
+                    error: Some(format!("{e:#}")),
                 },
             })
             .collect();

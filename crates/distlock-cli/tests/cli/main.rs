@@ -235,6 +235,43 @@ fn wrong_password_never_appears_in_output() {
     assert!(!all.contains("s3cr3t"), "{all}");
 }
 
+/// An unreachable server: exit 1 with one stderr line that names the OS cause exactly once
+/// (the library's message and its source chain do not repeat it) and never the password.
+#[test]
+fn unreachable_server_shows_the_cause_once() {
+    let port = distlock_harness::free_port();
+    for args in [&["status", "x"][..], &["run", "x", "--", "true"][..]] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+        c.env_remove("DISTLOCK_LOG")
+            .env_remove("DISTLOCK_CONNECT_TIMEOUT")
+            .env_remove("DISTLOCK_TIMEOUT")
+            .env(
+                "DISTLOCK_URL",
+                format!("redis://:s3cr3t-pw@127.0.0.1:{port}/"),
+            )
+            .args(args);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("Connection refused").count(),
+            1,
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("cannot reach the server"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("redis://:***@127.0.0.1"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("s3cr3t"), "{args:?}: {stderr}");
+    }
+}
+
 /// The demo on its embedded server (no --url): sells out exactly, no oversell, no duplicates.
 #[test]
 fn demo_on_the_embedded_server() {

@@ -152,7 +152,7 @@ impl Backend {
                     if now >= deadline {
                         return Err(Error::from_redis(&context.to_string(), e).outcome_unknown());
                     }
-                    tracing::debug!(%context, error = %e, attempt, "resending (same request id)");
+                    tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending (same request id)");
                     // The last resend goes out at the deadline at the latest.
                     tokio::time::sleep(resend_delay(attempt).min(deadline - now)).await;
                     attempt += 1;
@@ -229,7 +229,7 @@ impl Backend {
             match send(self.conn.clone()).await {
                 Ok(v) => return Ok(v),
                 Err(e) if retriable(&e) && attempt < RETRY_DELAYS.len() => {
-                    tracing::debug!(%context, error = %e, attempt, "resending");
+                    tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending");
                     tokio::time::sleep(RETRY_DELAYS[attempt]).await;
                     attempt += 1;
                 }

@@ -176,6 +176,11 @@ impl Hub {
         Hub { shared, tx, task }
     }
 
+    /// Stop the hub task and close its connection (client shutdown).
+    pub(crate) fn stop(&self) {
+        self.task.abort();
+    }
+
     /// Register interest in `name`; the returned subscription is usable at once and
     /// [`Subscription::ready`] waits for the server's confirmation.
     pub(crate) fn subscribe(&self, name: &str, wake: Wake) -> Subscription {
@@ -229,7 +234,10 @@ async fn connect(client: &redis::Client, timeout: Duration) -> Option<Conn> {
             })
         }
         Ok(Err(e)) => {
-            tracing::debug!(error = %e, "subscription connection failed");
+            tracing::debug!(
+                error = format_args!("{e:#}"),
+                "subscription connection failed"
+            );
             None
         }
         Err(_) => {
@@ -375,7 +383,7 @@ async fn run(
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "subscription connection broke");
+                        tracing::warn!(error = format_args!("{e:#}"), "subscription connection broke");
                         pending.push((name, ack));
                         conn = None;
                     }

@@ -9,7 +9,7 @@
 -- KEYS[1]  lock key (hash, field <owner> -> hold count)
 -- KEYS[2]  queue redisson_lock_queue:{name} (list of owners, head first)
 -- KEYS[3]  timeouts redisson_lock_timeout:{name} (zset owner -> liveness deadline, ms)
--- KEYS[4]  fencing counter (string)
+-- KEYS[4]  fencing counter of the lock's slot (string): <prefix>distlock:fencing-counter:{<tag>}
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner field
 -- ARGV[3]  liveness timeout in ms
@@ -19,6 +19,7 @@
 -- ARGV[6]  name of the token field in the lock hash
 -- ARGV[7]  wake channel prefix redisson_lock__channel:{name} (a waiter's channel is
 --          <prefix>:<owner>)
+-- ARGV[8]  token floor of a new counter (decimal; see prelude.lua's next_token)
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a decimal
 --                                           string (exact up to 2^63 - 1)
@@ -30,10 +31,9 @@
 --          refused PEXPIRE (e.g. NOPERM): nothing granted, the lock key and the queue as they
 --          were (stale heads may have been dropped).
 --
--- Uses next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
+-- Uses now_ms, next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
 
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local exists = redis.call('exists', KEYS[1])
 local mine = exists == 1 and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 
@@ -44,7 +44,7 @@ while true do
   local first = redis.call('lindex', KEYS[2], 0)
   if first == false then break end
   local deadline = redis.call('zscore', KEYS[3], first)
-  if deadline == false or tonumber(deadline) <= now_ms then
+  if deadline == false or tonumber(deadline) <= now then
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], first)
     dropped = true
@@ -73,7 +73,7 @@ end
 
 local head = redis.call('lindex', KEYS[2], 0)
 if exists == 0 and (head == false or head == ARGV[2]) then
-  local token = next_token(KEYS[4], t)
+  local token = next_token(KEYS[4], ARGV[8])
   redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[6], token)
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
@@ -92,7 +92,7 @@ if exists == 0 and dropped and head ~= false then
   redis.pcall('publish', ARGV[7] .. ':' .. head, 0)
 end
 if ARGV[5] == '1' then
-  local deadline = now_ms + tonumber(ARGV[3])
+  local deadline = now + tonumber(ARGV[3])
   if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
     redis.call('rpush', KEYS[2], ARGV[2])
   end

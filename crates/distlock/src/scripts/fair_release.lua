@@ -15,6 +15,8 @@
 --
 -- Returns  1 released (key deleted, head woken); 0 holds remain; -1 gone; -2 another owner.
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+--
+-- Uses now_ms from prelude.lua (joined in front by scripts/mod.rs).
 
 local prior = redis.call('get', KEYS[4])
 if prior then
@@ -33,13 +35,12 @@ if counter > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 while true do
   local first = redis.call('lindex', KEYS[2], 0)
   if first == false then break end
   local deadline = redis.call('zscore', KEYS[3], first)
-  if deadline ~= false and tonumber(deadline) > now_ms then
+  if deadline ~= false and tonumber(deadline) > now then
     -- pcall: a user without rights on the channel (NOPERM) still gets the
     -- result of what was done; waiters re-check on their own.
     redis.pcall('publish', ARGV[5] .. ':' .. first, ARGV[1])

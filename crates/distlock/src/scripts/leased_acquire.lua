@@ -11,12 +11,13 @@
 -- Returns  {1, expiry_ms}   taken (or already taken under this id)
 --          {0, wait_ms}     none available; wait_ms until the earliest lease ends (-1: none)
 -- Errors   WRONGTYPE when a key holds another type.
+--
+-- Uses now_ms from prelude.lua (joined in front by scripts/mod.rs).
 
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now_ms)
+local now = now_ms()
+local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now)
 if #expired > 0 then
-  redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms)
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
   local v = redis.call('incrby', KEYS[1], #expired)
   -- pcall: a user without rights on the channel (NOPERM) still gets the
   -- result of what was done; waiters re-check on their own.
@@ -29,12 +30,12 @@ end
 local value = redis.call('get', KEYS[1])
 if value ~= false and tonumber(value) >= 1 then
   redis.call('decrby', KEYS[1], 1)
-  local expiry = now_ms + tonumber(ARGV[2])
+  local expiry = now + tonumber(ARGV[2])
   redis.call('zadd', KEYS[2], expiry, ARGV[1])
   return {1, expiry}
 end
 local first = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')
 if first[2] ~= nil then
-  return {0, tonumber(first[2]) - now_ms}
+  return {0, tonumber(first[2]) - now}
 end
 return {0, -1}

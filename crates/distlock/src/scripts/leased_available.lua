@@ -7,10 +7,11 @@
 --
 -- Returns  {available, leased}
 -- Errors   WRONGTYPE when a key holds another type.
+--
+-- Uses now_ms from prelude.lua (joined in front by scripts/mod.rs).
 
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms)
+local now = now_ms()
+local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 if expired > 0 then
   local v = redis.call('incrby', KEYS[1], expired)
   -- pcall: a user without rights on the channel (NOPERM) still gets the

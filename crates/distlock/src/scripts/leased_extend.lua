@@ -5,13 +5,14 @@
 -- ARGV[2]  lease in ms
 --
 -- Returns  {1, expiry_ms} extended; {-1} not held (unknown id or lease ended).
+--
+-- Uses now_ms from prelude.lua (joined in front by scripts/mod.rs).
 
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local expiry = redis.call('zscore', KEYS[1], ARGV[1])
-if expiry == false or tonumber(expiry) <= now_ms then
+if expiry == false or tonumber(expiry) <= now then
   return {-1}
 end
-local new_expiry = now_ms + tonumber(ARGV[2])
+local new_expiry = now + tonumber(ARGV[2])
 redis.call('zadd', KEYS[1], new_expiry, ARGV[1])
 return {1, new_expiry}

@@ -7,9 +7,10 @@
 --
 -- Returns  1 given back; -1 not held (unknown id, or its lease ended: it was or will be
 --          reclaimed).
+--
+-- Uses now_ms from prelude.lua (joined in front by scripts/mod.rs).
 
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local expiry = redis.call('zscore', KEYS[2], ARGV[1])
 if expiry == false then
   return -1
@@ -19,7 +20,7 @@ local v = redis.call('incrby', KEYS[1], 1)
 -- pcall: a user without rights on the channel (NOPERM) still gets the
 -- result of what was done; waiters re-check on their own.
 redis.pcall('publish', KEYS[3], v)
-if tonumber(expiry) <= now_ms then
+if tonumber(expiry) <= now then
   return -1
 end
 return 1

@@ -4,7 +4,8 @@
 -- token issued in the same script, and idempotency under a resent request.
 --
 -- KEYS[1]  lock key: hash, field <client-uuid>:<owner-id> -> hold count, TTL = lease
--- KEYS[2]  fencing counter (string, same slot): last token issued
+-- KEYS[2]  fencing counter of the lock's slot (string, same slot):
+--          <prefix>distlock:fencing-counter:{<slot tag>}, last token issued in the slot
 -- KEYS[3]  acquire latch (string, same slot): result of this request, for resends
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field <client-uuid>:<owner-id>
@@ -16,6 +17,9 @@
 --                'nested' like 'as' but only if this owner holds the lock now (re-entry)
 -- ARGV[4]  latch TTL in milliseconds (modes 'as' and 'nested')
 -- ARGV[5]  name of the token field inside the lock hash
+-- ARGV[6]  token floor of a new counter: the legacy server-wide counter's value read by the
+--          client at connect, '0' if none (decimal string; used only when KEYS[2] does not
+--          exist yet)
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a decimal
 --                                           string (exact up to 2^63 - 1)
@@ -52,7 +56,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
   -- after a restart from an old snapshot or a failover to a lagging replica.
-  local token = next_token(KEYS[2])
+  local token = next_token(KEYS[2], ARGV[6])
   redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token)
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then

@@ -4,8 +4,8 @@
 //! `SCRIPT FLUSH` costs one extra round trip, never an error.
 //!
 //! Scripts marked `with "prelude.lua"` are run with `prelude.lua` (local helper functions:
-//! exact fencing tokens, a TTL that must not fail half-way) joined in front of their text at
-//! build time.
+//! exact fencing tokens from the lock's per-slot counter, server time in ms from one `TIME`
+//! per run, a TTL that must not fail half-way) joined in front of their text at build time.
 
 use std::sync::LazyLock;
 
@@ -29,7 +29,7 @@ macro_rules! scripts {
     };
 }
 
-/// The helpers joined in front of the scripts that issue fencing tokens.
+/// The helpers joined in front of the scripts that issue fencing tokens or read server time.
 #[cfg(test)]
 const PRELUDE: &str = include_str!("prelude.lua");
 
@@ -53,7 +53,7 @@ scripts! {
     /// Grant a fair lock or queue the caller (liveness by server time).
     FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua",
     /// Release one hold of a fair lock; wake the head waiter on the last.
-    FAIR_RELEASE => "fair_release.lua",
+    FAIR_RELEASE => "fair_release.lua" with "prelude.lua",
     /// Leave a fair queue (cancel, timeout) or force-unlock; wake the head.
     FAIR_LEAVE => "fair_leave.lua",
     /// Take a read hold (write-preferring).
@@ -81,13 +81,13 @@ scripts! {
     /// Take every available permit.
     SEMAPHORE_DRAIN => "semaphore_drain.lua",
     /// Take one leased permit, reclaiming expired ones.
-    LEASED_ACQUIRE => "leased_acquire.lua",
+    LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua",
     /// Give back a leased permit.
-    LEASED_RELEASE => "leased_release.lua",
+    LEASED_RELEASE => "leased_release.lua" with "prelude.lua",
     /// Move a leased permit's expiry.
-    LEASED_EXTEND => "leased_extend.lua",
+    LEASED_EXTEND => "leased_extend.lua" with "prelude.lua",
     /// Reclaim expired leases; report available and leased.
-    LEASED_AVAILABLE => "leased_available.lua",
+    LEASED_AVAILABLE => "leased_available.lua" with "prelude.lua",
     /// Cancel a request of unknown outcome through its latch (tombstone).
     LATCH_CANCEL => "latch_cancel.lua",
 }
@@ -117,7 +117,13 @@ mod tests {
             .take_while(|l| l.starts_with("--"))
             .collect();
         assert!(header[0].starts_with("-- prelude.lua:"), "{}", header[0]);
-        for name in ["next_token(", "expire_or_undo(", "error_reply(", "Errors"] {
+        for name in [
+            "now_ms()",
+            "next_token(counter_key, floor)",
+            "expire_or_undo(",
+            "error_reply(",
+            "Errors",
+        ] {
             assert!(
                 header.iter().any(|l| l.contains(name)),
                 "prelude header: no {name}"
@@ -127,9 +133,14 @@ mod tests {
         for ((file, own), (run_file, run)) in SOURCES.iter().zip(RUNNABLE) {
             assert_eq!(file, run_file);
             // A helper call, not `redis.error_reply(`.
-            let uses = ["next_token(", "expire_or_undo(", " error_reply("]
+            let uses = ["now_ms(", "next_token(", "expire_or_undo(", " error_reply("]
                 .iter()
                 .any(|f| own.contains(f));
+            // Every script reads server time through the prelude (one TIME per run).
+            assert!(
+                !own.contains("redis.call('time')"),
+                "{file}: calls TIME itself instead of now_ms()"
+            );
             if uses {
                 assert_eq!(
                     *run,

@@ -1,18 +1,26 @@
--- prelude.lua: helpers shared by the scripts that grant with a fencing token. Not a script of
--- its own: scripts/mod.rs joins it in front of each script that uses it, at build time, so it
--- reads no KEYS or ARGV and returns nothing; it only defines local functions.
+-- prelude.lua: helpers shared by the scripts: fencing tokens, server time, a TTL that must not
+-- fail half-way. Not a script of its own: scripts/mod.rs joins it in front of each script that
+-- uses it, at build time, so it reads no KEYS or ARGV and returns nothing; it only defines
+-- local functions (and one local that caches the TIME reply of the current run).
 --
--- next_token(counter_key, t)
+-- now_ms() Server time in milliseconds (a Lua number), from TIME. TIME is called at most once
+--          per script run: now_ms and next_token share the reply.
+--
+-- next_token(counter_key, floor)
 --          The next fencing token, as a decimal string: max(last + 1, server TIME in µs),
---          written to counter_key (string). t: a TIME reply the script already has, or nil.
---          Exact over the whole range: decimal-string arithmetic, never Lua numbers (doubles,
---          exact only below 2^53) and no float formatting.
--- Errors   'ERR distlock: fencing counter <key> ...' when the counter is not a decimal
---          integer, or is at or above TOKEN_MAX = 2^63 - 1 (the largest token: it fits i64 and
---          u64, and a Redisson-style INCR of the counter stays valid). Raised before the
---          script writes anything else, with the counter put back as it was.
---          Cost: TIME (unless t is given), SET..GET; a second SET only when the counter ran
---          ahead of the clock (or to put back a value it refuses before raising).
+--          written to counter_key (string), the counter of the lock's hash slot
+--          (<prefix>distlock:fencing-counter:{<slot tag>}). When counter_key does not exist
+--          yet, last = floor: a decimal string, the legacy server-wide counter the client read
+--          at connect ('0' when there was none), so tokens keep rising across the upgrade to
+--          per-slot counters. Exact over the whole range: decimal-string arithmetic, never Lua
+--          numbers (doubles, exact only below 2^53) and no float formatting.
+-- Errors   'ERR distlock: fencing counter <key> ...' when the counter (or, for a new counter,
+--          the floor) is not a decimal integer, or is at or above TOKEN_MAX = 2^63 - 1 (the
+--          largest token: it fits i64 and u64, and a Redisson-style INCR of the counter stays
+--          valid). Raised before the script writes anything else, with the counter put back as
+--          it was (deleted again when it was new).
+--          Cost: TIME (unless now_ms already called it), SET..GET; a second SET only when the
+--          counter (or the floor) ran ahead of the clock, or to put back a value it refuses.
 --
 -- expire_or_undo(key, ms, ...)
 --          PEXPIRE key ms. If the server refuses (e.g. an ACL without PEXPIRE), delete the keys
@@ -26,11 +34,36 @@
 --          inside a script ("ERR The user executing the script can't ...") turned into the
 --          NOPERM error Redis 7.2+ answers, so clients classify both alike.
 
--- The slow path of next_token: the counter was not below the clock reading now (it ran ahead
--- of this server's clock: a restart, a failover, many grants per microsecond), or is not a
--- decimal integer. Its helpers are defined inside it, so the common path does not pay for
--- creating them on every run.
-local function token_after(counter_key, last, now)
+-- The TIME reply of this run, once now_ms or next_token asked for it.
+local time_reply
+
+local function now_ms()
+  local t = time_reply or redis.call('time')
+  time_reply = t
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function next_token(counter_key, floor)
+  local t = time_reply or redis.call('time')
+  time_reply = t
+  local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+  -- One command writes the clock reading and reads the last token.
+  local last = redis.call('set', counter_key, now, 'GET')
+  local fresh = not last
+  if fresh then
+    -- The slot's first grant: count on from the floor.
+    last = floor or '0'
+  end
+  -- The common case, last < now, decided cheaply and still exactly: converting decimals to
+  -- doubles rounds monotonically, so tonumber(last) < tonumber(now) implies last < now.
+  if string.find(last, '^%d+$') and tonumber(last) < tonumber(now) then
+    return now
+  end
+
+  -- The slow path: the counter (or, for a new counter, the floor) was not below the clock
+  -- reading (it ran ahead of this server's clock: a restart, a failover, many grants per
+  -- microsecond), or is not a decimal integer. Its helpers are defined here, after the
+  -- common path returned, so that path does not pay for creating them on every run.
   local TOKEN_MAX = '9223372036854775807'
 
   -- A decimal integer without leading zeros, or nil when s is not one.
@@ -80,18 +113,25 @@ local function token_after(counter_key, last, now)
   local n = dec_norm(last)
   if n == nil or not dec_lt(n, TOKEN_MAX) then
     -- Put the refused value back: the failed grant leaves the counter as it found it.
-    redis.call('set', counter_key, last)
+    if fresh then
+      redis.call('del', counter_key)
+    else
+      redis.call('set', counter_key, last)
+    end
     local shown = last
     if #shown > 40 then
       shown = string.sub(shown, 1, 40) .. '...'
     end
-    if n == nil then
-      error(redis.error_reply('ERR distlock: fencing counter ' .. counter_key .. ' holds "' ..
-        shown .. '", not a decimal integer; no token can be issued (fix or delete the key)'))
+    local what = 'ERR distlock: fencing counter ' .. counter_key
+    if fresh then
+      what = what .. ' is new and starts above its floor (the legacy counter), which'
     end
-    error(redis.error_reply('ERR distlock: fencing counter ' .. counter_key .. ' is at ' ..
-      shown .. '; tokens end at ' .. TOKEN_MAX .. ' (2^63 - 1), so no further token can be ' ..
-      'issued'))
+    if n == nil then
+      error(redis.error_reply(what .. ' holds "' .. shown .. '", not a decimal integer; no ' ..
+        'token can be issued (fix or delete the key)'))
+    end
+    error(redis.error_reply(what .. ' is at ' .. shown .. '; tokens end at ' .. TOKEN_MAX ..
+      ' (2^63 - 1), so no further token can be issued'))
   end
   if dec_lt(n, now) then
     return now
@@ -100,22 +140,6 @@ local function token_after(counter_key, last, now)
   local token = dec_incr(n)
   redis.call('set', counter_key, token)
   return token
-end
-
-local function next_token(counter_key, t)
-  t = t or redis.call('time')
-  local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-  -- One command writes the clock reading and reads the last token.
-  local last = redis.call('set', counter_key, now, 'GET')
-  if not last then
-    return now
-  end
-  -- The common case, last < now, decided cheaply and still exactly: converting decimals to
-  -- doubles rounds monotonically, so tonumber(last) < tonumber(now) implies last < now.
-  if string.find(last, '^%d+$') and tonumber(last) < tonumber(now) then
-    return now
-  end
-  return token_after(counter_key, last, now)
 end
 
 local function error_reply(msg)

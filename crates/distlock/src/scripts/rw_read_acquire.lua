@@ -11,11 +11,12 @@
 -- KEYS[1]  lock key (hash)
 -- KEYS[2]  this owner's read-hold prefix {<name>}:<owner>:rwlock_timeout
 -- KEYS[3]  waiting writers distlock_rwlock_writers:{<name>}
--- KEYS[4]  fencing counter
+-- KEYS[4]  fencing counter of the lock's slot (string): <prefix>distlock:fencing-counter:{<tag>}
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner field
 -- ARGV[3]  owner's write field <owner>:write
 -- ARGV[4]  mode: 'new' (fresh owner; a resend answers the same grant) | 'nested' (re-entry)
+-- ARGV[5]  token floor of a new counter (decimal; see prelude.lua's next_token)
 --
 -- Returns  {1, read_holds, fencing_token}  granted (every grant draws a fresh token); the
 --                                           token as a decimal string (exact up to 2^63 - 1)
@@ -26,17 +27,16 @@
 --          refused PEXPIRE (e.g. NOPERM): nothing granted (expired waiting writers may have been
 --          dropped).
 --
--- Uses next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
+-- Uses now_ms, next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
 
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local mode = redis.call('hget', KEYS[1], 'mode')
 local reading = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 local writing = redis.call('hexists', KEYS[1], ARGV[3]) == 1
-redis.call('zremrangebyscore', KEYS[3], '-inf', now_ms)
+redis.call('zremrangebyscore', KEYS[3], '-inf', now)
 
 if ARGV[4] == 'new' and reading then
-  return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), next_token(KEYS[4], t)}
+  return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), next_token(KEYS[4], ARGV[5])}
 end
 if ARGV[4] == 'nested' and not reading and not writing then
   if mode == false then return {-1} end
@@ -49,7 +49,7 @@ if not reentry and redis.call('zcard', KEYS[3]) > 0 then
 end
 
 if mode == false then
-  local token = next_token(KEYS[4], t)
+  local token = next_token(KEYS[4], ARGV[5])
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
@@ -59,7 +59,7 @@ if mode == false then
   return {1, 1, token}
 end
 if mode == 'read' or (mode == 'write' and writing) then
-  local token = next_token(KEYS[4], t)
+  local token = next_token(KEYS[4], ARGV[5])
   -- PEXPIRE before the hold is counted: when the server refuses it, no hold was added.
   local remain = redis.call('pttl', KEYS[1])
   local err = expire_or_undo(KEYS[1], math.max(remain, tonumber(ARGV[1])))

@@ -3,13 +3,14 @@
 --
 -- KEYS[1]  lock key (hash; see rw_read_acquire.lua)
 -- KEYS[2]  waiting writers distlock_rwlock_writers:{<name>} (zset owner -> deadline ms)
--- KEYS[3]  fencing counter
+-- KEYS[3]  fencing counter of the lock's slot (string): <prefix>distlock:fencing-counter:{<tag>}
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner's write field <owner>:write
 -- ARGV[3]  owner field (its read holds)
 -- ARGV[4]  mode: 'new' | 'nested'
 -- ARGV[5]  liveness timeout of a waiting writer, ms
 -- ARGV[6]  '1' to register as a waiting writer when refused, '0' for a single attempt
+-- ARGV[7]  token floor of a new counter (decimal; see prelude.lua's next_token)
 --
 -- Returns  {1, write_holds, fencing_token}  granted (every grant draws a fresh token); the
 --                                            token as a decimal string (exact up to 2^63 - 1)
@@ -22,19 +23,19 @@
 --          refused PEXPIRE (e.g. NOPERM): nothing granted or registered (expired waiting
 --          writers may have been dropped).
 --
--- Uses next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
+-- Uses now_ms, next_token, expire_or_undo and error_reply from prelude.lua (joined in front by
+-- scripts/mod.rs).
 
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local mode = redis.call('hget', KEYS[1], 'mode')
 local writing = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms)
+redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 
 if writing then
   if ARGV[4] == 'new' then
-    return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), next_token(KEYS[3], t)}
+    return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), next_token(KEYS[3], ARGV[7])}
   end
-  local token = next_token(KEYS[3], t)
+  local token = next_token(KEYS[3], ARGV[7])
   -- PEXPIRE first: when the server refuses it, no hold was added.
   local err = expire_or_undo(KEYS[1], ARGV[1])
   if err then
@@ -51,7 +52,7 @@ if ARGV[4] == 'nested' then
   return {-2}
 end
 if mode == false then
-  local token = next_token(KEYS[3], t)
+  local token = next_token(KEYS[3], ARGV[7])
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
@@ -61,7 +62,7 @@ if mode == false then
   return {1, 1, token}
 end
 if ARGV[6] == '1' then
-  redis.call('zadd', KEYS[2], now_ms + tonumber(ARGV[5]), ARGV[3])
+  redis.call('zadd', KEYS[2], now + tonumber(ARGV[5]), ARGV[3])
   local r = redis.pcall('pexpire', KEYS[2], ARGV[5])
   if type(r) == 'table' and r.err then
     -- Not registered after all: a set of waiting writers without a TTL would hold readers

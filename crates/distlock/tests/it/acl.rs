@@ -318,13 +318,17 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                 let jb = b
                     .job_lock(name.as_str())
                     .at_most_for(Duration::from_secs(20));
-                let g = ja.try_lock().await.expect(&released("lock")).expect("free");
-                assert!(jb.try_lock().await.expect(&released("second")).is_none());
+                let g = ja
+                    .try_acquire()
+                    .await
+                    .expect(&released("lock"))
+                    .expect("free");
+                assert!(jb.try_acquire().await.expect(&released("second")).is_none());
                 g.extend(Duration::from_secs(20))
                     .await
                     .expect(&released("extend"));
                 g.release().await.expect(&released("release"));
-                jb.try_lock()
+                jb.try_acquire()
                     .await
                     .expect(&released("relock"))
                     .expect("free again")

@@ -37,13 +37,13 @@ async fn lock_expires_after_at_most_for() {
     let lock = client
         .job_lock("crashy")
         .at_most_for(Duration::from_millis(300));
-    let guard = lock.try_lock().await.unwrap().expect("free");
+    let guard = lock.try_acquire().await.unwrap().expect("free");
     let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:crashy"]);
     assert!(pttl > 0 && pttl <= 300);
-    assert!(lock.try_lock().await.unwrap().is_none());
+    assert!(lock.try_acquire().await.unwrap().is_none());
     tokio::time::sleep(Duration::from_millis(350)).await;
     let next = lock
-        .try_lock()
+        .try_acquire()
         .await
         .unwrap()
         .expect("expired after at_most_for");
@@ -118,8 +118,8 @@ async fn fuzz_8_tasks_100_increments() {
     );
 }
 
-/// Seed 001 §7: the first instance's job outruns at_most_for, a second instance takes the
-/// lock, the first finishes. ShedLock's DEL would delete the second's lock; here the second's
+/// ShedLock's unsafe unlock: the first instance's job outruns at_most_for, a second instance
+/// takes the lock, the first finishes. ShedLock's DEL would delete the second's lock; here the second's
 /// lock is untouched and the first gets NotHeld.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overrun_never_deletes_the_next_holders_lock() {
@@ -142,7 +142,7 @@ async fn overrun_never_deletes_the_next_holders_lock() {
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let second_guard = second
-        .try_lock()
+        .try_acquire()
         .await
         .unwrap()
         .expect("first lock expired");
@@ -191,7 +191,7 @@ async fn key_and_value_match_shedlocks_formats() {
         .environment("test")
         .at_most_for(Duration::from_secs(30));
     assert_eq!(lock.key(), "job-lock:test:hello-world");
-    let guard = lock.try_lock().await.unwrap().unwrap();
+    let guard = lock.try_acquire().await.unwrap().unwrap();
     let value: String = cmd(&server, &["GET", "job-lock:test:hello-world"]);
     assert_eq!(value, guard.value());
     // ADDED:<ISO-8601 UTC with millis>@<hostname>:<uuid>
@@ -240,7 +240,14 @@ async fn bad_job_inputs_are_refused() {
         ),
     ];
     for (what, lock) in cases {
-        let err = lock.try_lock().await.unwrap_err();
+        let err = lock.try_acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
+        let err = lock
+            .try_acquire_for(Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
+        let err = lock.acquire().await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
         let err = lock.run(async {}).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}");
@@ -250,12 +257,122 @@ async fn bad_job_inputs_are_refused() {
     let err = client
         .job_lock("hashy")
         .at_most_for(ok)
-        .try_lock()
+        .try_acquire()
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
     let fields: Vec<String> = cmd(&server, &["HKEYS", "job-lock:default:hashy"]);
     assert_eq!(fields, vec!["f".to_string()]);
+}
+
+/// `try_acquire_for` polls (every 100 ms) until the holder releases or the wait ends;
+/// `acquire` ends with `NotAcquired` after the client's default wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_acquire_for_and_acquire_poll_within_the_wait() {
+    let server = RedisServer::start();
+    let client = distlock::Client::builder()
+        .url(server.url())
+        .default_wait(Duration::from_millis(400))
+        .build()
+        .await
+        .unwrap();
+    let other = client_for(&server).await;
+    let lock = client.job_lock("poll").at_most_for(Duration::from_secs(10));
+    let held = other
+        .job_lock("poll")
+        .at_most_for(Duration::from_secs(10))
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free");
+
+    let start = tokio::time::Instant::now();
+    assert!(lock
+        .try_acquire_for(Duration::ZERO)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(
+        start.elapsed() < Duration::from_millis(90),
+        "zero wait: one attempt"
+    );
+
+    let start = tokio::time::Instant::now();
+    assert!(lock
+        .try_acquire_for(Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_none());
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(1),
+        "took {took:?}"
+    );
+
+    let start = tokio::time::Instant::now();
+    let err = lock.acquire().await.unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.kind(), ErrorKind::NotAcquired, "{err}");
+    assert!(err.to_string().contains("poll"), "{err}");
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_secs(1),
+        "took {took:?}"
+    );
+
+    // Released while a waiter polls: it gets the lock within about one poll interval.
+    let waiter = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(5)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let released = tokio::time::Instant::now();
+    held.release().await.unwrap();
+    let g = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("acquired after the release");
+    assert!(
+        released.elapsed() < Duration::from_millis(400),
+        "{:?} after the release",
+        released.elapsed()
+    );
+    let value: String = cmd(&server, &["GET", "job-lock:default:poll"]);
+    assert_eq!(value, g.value());
+    g.release().await.unwrap();
+
+    // A second acquire after the release goes through at once.
+    let start = tokio::time::Instant::now();
+    let g = lock.acquire().await.unwrap();
+    assert!(start.elapsed() < Duration::from_millis(90));
+    g.release().await.unwrap();
+
+    assert_eq!(
+        lock.try_acquire_for(Duration::MAX)
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+/// `extend(lease)` sets the TTL to `lease` from now, shorter or longer than what was left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_sets_the_ttl_to_the_lease() {
+    let (server, client) = setup().await;
+    let lock = client.job_lock("ext").at_most_for(Duration::from_secs(10));
+    let g = lock.try_acquire().await.unwrap().expect("free");
+    g.extend(Duration::from_secs(60)).await.unwrap();
+    let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:ext"]);
+    assert!(pttl > 59_000 && pttl <= 60_000, "pttl {pttl}");
+    g.extend(Duration::from_secs(2)).await.unwrap();
+    let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:ext"]);
+    assert!(pttl > 1_000 && pttl <= 2_000, "pttl {pttl}");
+    assert_eq!(
+        g.extend(Duration::ZERO).await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    g.release().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,6 +22,7 @@ mod review;
 mod rwlock;
 mod scripts;
 mod semaphore;
+mod shutdown;
 mod tls;
 mod wakeup;
 mod watchdog;

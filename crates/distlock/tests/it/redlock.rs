@@ -74,7 +74,6 @@ async fn minority_killed_still_locks_majority_killed_fails_fast() {
     let redlock = RedLock::builder(clients)
         .ttl(Duration::from_secs(10))
         .node_timeout(Duration::from_millis(100))
-        .retry(1, Duration::ZERO, Duration::ZERO)
         .build()
         .await
         .unwrap();
@@ -85,7 +84,7 @@ async fn minority_killed_still_locks_majority_killed_fails_fast() {
     g.release().await.unwrap();
     servers[2].kill();
     let start = tokio::time::Instant::now();
-    let err = redlock.acquire("k").await.unwrap_err();
+    let err = redlock.try_acquire("k").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
     assert!(
         start.elapsed() < Duration::from_millis(400),
@@ -192,24 +191,190 @@ async fn extend_needs_a_quorum_and_respects_the_limit() {
         .build()
         .await
         .unwrap();
+    let lease = Duration::from_millis(800);
     let g = redlock.acquire("ext").await.unwrap();
     let before = g.valid_until();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    g.extend().await.unwrap();
+    g.extend(lease).await.unwrap();
     assert!(g.valid_until() > before);
     // Lose the lock on two nodes: an extension no longer reaches a quorum.
     let _: i64 = cmd(&servers[0], &["DEL", "ext"]);
     let _: i64 = cmd(&servers[1], &["DEL", "ext"]);
-    assert_eq!(g.extend().await.unwrap_err().kind(), ErrorKind::NotHeld);
-    let g2 = redlock.acquire("ext2").await.unwrap();
-    g2.extend().await.unwrap();
-    g2.extend().await.unwrap();
     assert_eq!(
-        g2.extend().await.unwrap_err().kind(),
+        g.extend(lease).await.unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+    let g2 = redlock.acquire("ext2").await.unwrap();
+    g2.extend(lease).await.unwrap();
+    g2.extend(lease).await.unwrap();
+    assert_eq!(
+        g2.extend(lease).await.unwrap_err().kind(),
         ErrorKind::InvalidInput
     );
     g2.release().await.unwrap();
     assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::NotHeld);
+}
+
+/// `extend(lease)` sets every node's TTL to `lease` and measures the validity from it: longer
+/// or shorter than the TTL, drift = lease × 0.01 + 2 ms. Bad leases change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_takes_a_lease_and_redoes_the_validity_with_it() {
+    let (servers, clients) = nodes(3).await;
+    let redlock = RedLock::builder(clients)
+        .ttl(Duration::from_secs(2))
+        .node_timeout(Duration::from_millis(100))
+        .build()
+        .await
+        .unwrap();
+    let g = redlock.acquire("lease").await.unwrap();
+    // Longer than the TTL.
+    let start = std::time::Instant::now();
+    g.extend(Duration::from_secs(20)).await.unwrap();
+    let validity = g.valid_until() - start;
+    assert!(
+        validity > Duration::from_millis(19_700) && validity <= Duration::from_millis(19_798),
+        "validity {validity:?} for a 20 s lease (drift 202 ms)"
+    );
+    for (i, s) in servers.iter().enumerate() {
+        let pttl: i64 = cmd(s, &["PTTL", "lease"]);
+        assert!(pttl > 19_000 && pttl <= 20_000, "node {i}: pttl {pttl}");
+    }
+    // Shorter than the TTL: the nodes' TTL comes down too.
+    let start = std::time::Instant::now();
+    g.extend(Duration::from_millis(500)).await.unwrap();
+    let validity = g.valid_until() - start;
+    assert!(
+        validity <= Duration::from_millis(493),
+        "validity {validity:?} for a 500 ms lease (drift 7 ms)"
+    );
+    for (i, s) in servers.iter().enumerate() {
+        let pttl: i64 = cmd(s, &["PTTL", "lease"]);
+        assert!(pttl > 0 && pttl <= 500, "node {i}: pttl {pttl}");
+    }
+    // Zero, overflowing, or not above the node timeout: refused, nothing sent.
+    for bad in [Duration::ZERO, Duration::MAX, Duration::from_millis(100)] {
+        assert_eq!(
+            g.extend(bad).await.unwrap_err().kind(),
+            ErrorKind::InvalidInput,
+            "{bad:?}"
+        );
+    }
+    let pttl: i64 = cmd(&servers[0], &["PTTL", "lease"]);
+    assert!(pttl > 100, "a refused extension changed the TTL: {pttl}");
+    g.release().await.unwrap();
+}
+
+/// `acquire` waits up to the default wait, round after round: it gets the lock once the
+/// holder releases, and ends with `NotAcquired` (naming the nodes) when the lock stays held;
+/// `try_acquire_for` gives `Ok(None)` then. Node failures in the last round stay
+/// `QuorumNotReached`, from `try_acquire_for` as from `try_acquire`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_waits_up_to_the_default_wait() {
+    let (mut servers, clients) = nodes(3).await;
+    let redlock = RedLock::builder(clients)
+        .ttl(Duration::from_secs(10))
+        .node_timeout(Duration::from_millis(100))
+        .default_wait(Duration::from_millis(600))
+        .retry_delay(Duration::from_millis(20), Duration::from_millis(40))
+        .build()
+        .await
+        .unwrap();
+    let holder = redlock.acquire("w").await.unwrap();
+
+    let start = tokio::time::Instant::now();
+    let err = redlock.acquire("w").await.unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.kind(), ErrorKind::NotAcquired, "{err}");
+    assert!(
+        took >= Duration::from_millis(550) && took < Duration::from_millis(1_500),
+        "took {took:?}"
+    );
+    assert_eq!(err.node_failures().len(), 3, "{err}");
+    assert!(err.to_string().contains("held by another owner"), "{err}");
+
+    let start = tokio::time::Instant::now();
+    let none = redlock
+        .try_acquire_for("w", Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(none.is_none());
+    assert!(
+        start.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        start.elapsed()
+    );
+
+    // Released while a waiter rounds: the waiter gets it.
+    let waiter = {
+        let redlock = redlock.clone();
+        tokio::spawn(async move { redlock.acquire("w").await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    holder.release().await.unwrap();
+    let g = waiter.await.unwrap().expect("acquired after the release");
+    assert_eq!(g.granted_nodes(), 3);
+    g.release().await.unwrap();
+
+    // A majority down: node failures, not contention, whatever the wait.
+    servers[0].kill();
+    servers[1].kill();
+    let err = redlock
+        .try_acquire_for("w", Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
+    let err = redlock.acquire("w").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
+    assert_eq!(err.node_failures().len(), 2, "{err}");
+}
+
+/// Contention on a majority decides a round even when another node hangs: `Ok(None)`. A
+/// majority of hung nodes is a node failure (`QuorumNotReached`, each timeout named), not
+/// contention.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_and_timeouts_are_told_apart() {
+    let (servers, clients) = nodes(3).await;
+    let redlock = RedLock::builder(clients.clone())
+        .ttl(Duration::from_secs(10))
+        .node_timeout(Duration::from_millis(100))
+        .build()
+        .await
+        .unwrap();
+    let blockers = [
+        clients[0].lock("c").acquire().await.unwrap(),
+        clients[1].lock("c").acquire().await.unwrap(),
+    ];
+    servers[2].pause();
+    assert!(redlock.try_acquire("c").await.unwrap().is_none());
+    assert!(redlock
+        .try_acquire_for("c", Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
+    servers[2].resume();
+    for b in blockers {
+        b.release().await.unwrap();
+    }
+
+    servers[1].pause();
+    servers[2].pause();
+    let err = redlock.try_acquire("t").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
+    let timeouts = err
+        .node_failures()
+        .iter()
+        .filter(|f| f.cause.contains("no answer"))
+        .count();
+    assert_eq!(timeouts, 2, "{err}");
+    servers[1].resume();
+    servers[2].resume();
+    // The late grants of the hung nodes are given back once they answer.
+    for s in &servers {
+        assert!(
+            eventually(Duration::from_secs(3), || !cmd::<bool>(s, &["EXISTS", "t"])).await,
+            "a node kept a grant of the failed round"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -236,6 +401,10 @@ async fn bad_redlock_settings_are_config_errors() {
             RedLock::builder(clients.clone()).drift_factor(1.5),
         ),
         ("no nodes", RedLock::builder(Vec::new())),
+        (
+            "overflowing default wait",
+            RedLock::builder(clients.clone()).default_wait(Duration::MAX),
+        ),
     ] {
         let err = b.build().await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Config, "{what}: {err}");

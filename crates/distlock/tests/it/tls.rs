@@ -56,6 +56,11 @@ async fn key_prefix_is_put_before_every_key() {
     assert_eq!(g.lock().channel(), "redisson_lock__channel:{app:orders}");
     let exists: bool = cmd(&server, &["EXISTS", "app:orders"]);
     assert!(exists);
+    let counter = g.lock().fencing_counter_key();
+    assert!(
+        counter.starts_with("app:distlock:fencing-counter:{"),
+        "{counter}"
+    );
     g.release().await.unwrap();
-    assert!(keys(&server).contains(&"app:distlock:fencing-counter".to_string()));
+    assert!(keys(&server).contains(&counter));
 }

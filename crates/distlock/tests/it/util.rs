@@ -46,12 +46,13 @@ pub fn keys(server: &RedisServer) -> Vec<String> {
     k
 }
 
-/// Keys other than the shared fencing counter and the short-lived release latches (each of
-/// which must carry a TTL of at most the 13 s resend window: 4 × the 3 s command timeout + 1 s).
+/// Keys other than the fencing counters (one per hash slot, shared by the names in it) and
+/// the short-lived release latches (each of which must carry a TTL of at most the 13 s resend
+/// window: 4 × the 3 s command timeout + 1 s).
 pub fn lock_keys(server: &RedisServer) -> Vec<String> {
     keys(server)
         .into_iter()
-        .filter(|k| k != "distlock:fencing-counter")
+        .filter(|k| !k.starts_with("distlock:fencing-counter:{"))
         .filter(|k| {
             if k.starts_with("redisson_unlock_latch:") {
                 let pttl: i64 = cmd(server, &["PTTL", k]);

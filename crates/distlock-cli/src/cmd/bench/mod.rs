@@ -394,7 +394,7 @@ fn row_notes(l: &Line) -> String {
         ),
         "memory" => format!(
             "held: {} B per lock key (MEMORY USAGE), {} keys per lock; released: {} keys per \
-             name + {} unlock latches (gone after {} ms) + {} fencing counter",
+             name + {} unlock latches (gone after {} ms) + {} fencing counters (one per slot)",
             ex(l, "memory_usage_bytes"),
             ex(l, "keys_per_held_lock"),
             ex(l, "keys_left_per_idle_name"),

@@ -501,7 +501,7 @@ async fn census(con: &mut MultiplexedConnection, locks: &HashSet<String>) -> Res
 /// their keys, `used_memory` per lock and the keys that exist per held lock; release them
 /// and count what is left per idle name: lock keys and anything else (should be 0), the
 /// short-lived unlock latches (one per release that leaves holds, TTL = the command timeout) until they
-/// expire, and the one fencing counter key shared by all names.
+/// expire, and the fencing counter keys: one per cluster hash slot the names fall in.
 ///
 /// `ops` = locks, `seconds` = the whole workload (including waiting for the latches).
 pub async fn memory(b: &Bench) -> Result<Line> {
@@ -556,8 +556,14 @@ pub async fn memory(b: &Bench) -> Result<Line> {
         ),
         None => None,
     };
-    let counter_keys =
-        count_existing(&mut con, &[client.fencing_counter_key().to_string()]).await?;
+    // One fencing counter per cluster hash slot the names fall in.
+    let counter_slots: Vec<String> = names
+        .iter()
+        .map(|n| client.lock(n.as_str()).fencing_counter_key())
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let counter_keys = count_existing(&mut con, &counter_slots).await?;
 
     // The latches expire after the command timeout; wait for them (a little longer).
     let limit = b.command_timeout() + Duration::from_secs(2);
@@ -636,6 +642,7 @@ pub async fn memory(b: &Bench) -> Result<Line> {
                 Value::from(later.unlock_latches + later.acquire_latches),
             ),
             ("fencing_counter_keys", Value::from(counter_keys)),
+            ("fencing_counter_slots", Value::from(counter_slots.len())),
             ("failed_acquires", Value::from(0)),
             ("failed_releases", Value::from(release_failures)),
             ("last_error", Value::from(last_err)),

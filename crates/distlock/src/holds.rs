@@ -1,0 +1,281 @@
+//! The holds a client's guards still have, and the releases still under way, so that
+//! [`Client::shutdown`](crate::Client::shutdown) can release them all and a guard dropped
+//! at the end of `#[tokio::main]` does not outlive the process.
+//!
+//! Every guard (lock hold, semaphore permit, leased permit, job lock) registers how it is
+//! released — a [`ReleaseRequest`]: one script call that may be sent more than once — and
+//! takes its registration back when it is released or forgotten. A dropped guard releases
+//! in the background through [`Holds::release_in_background`]; such a release is tracked
+//! until it finished, and if the runtime drops it before that (the runtime is shutting
+//! down: `main` returned), a blocking fallback sends the same request over a fresh
+//! synchronous connection, bounded by the connect and command timeouts.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::conn::Backend;
+
+/// One release, as a script call that is safe to send again (a resend answers the first
+/// send's result or finds nothing left to release).
+pub(crate) struct ReleaseRequest {
+    /// What is released, for logs (`release "orders"`).
+    pub(crate) context: String,
+    pub(crate) script: &'static redis::Script,
+    pub(crate) keys: Vec<String>,
+    pub(crate) args: Vec<String>,
+}
+
+impl ReleaseRequest {
+    pub(crate) fn new(context: String, script: &'static redis::Script) -> ReleaseRequest {
+        ReleaseRequest {
+            context,
+            script,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+
+    pub(crate) fn key(mut self, key: impl Into<String>) -> Self {
+        self.keys.push(key.into());
+        self
+    }
+
+    pub(crate) fn arg(mut self, arg: impl ToString) -> Self {
+        self.args.push(arg.to_string());
+        self
+    }
+
+    /// The script call (build it anew for every send).
+    pub(crate) fn invocation(&self) -> redis::ScriptInvocation<'static> {
+        let mut inv = self.script.prepare_invoke();
+        for k in &self.keys {
+            inv.key(k.as_str());
+        }
+        for a in &self.args {
+            inv.arg(a.as_str());
+        }
+        inv
+    }
+}
+
+/// How a registered hold is released: builds a fresh request (with a fresh request id) each
+/// time it is called.
+pub(crate) type Releaser = Arc<dyn Fn() -> ReleaseRequest + Send + Sync>;
+
+/// What the blocking fallback needs to reach the server without the runtime.
+#[derive(Clone)]
+pub(crate) struct Fallback {
+    pub(crate) client: redis::Client,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) command_timeout: Duration,
+}
+
+/// A guard's registration; give it back with [`Holds::take`].
+#[derive(Debug)]
+pub(crate) struct HoldId(u64);
+
+/// The live holds and background releases of one client.
+pub(crate) struct Holds {
+    next: AtomicU64,
+    live: Mutex<HashMap<u64, Releaser>>,
+    background: Arc<Background>,
+    /// Scheduled-job loops ([`crate::job::spawn_every`]) still running.
+    scheduled: Arc<Background>,
+    /// Turns true when shutdown begins: scheduled-job loops stop after their current run.
+    closing: tokio::sync::watch::Sender<bool>,
+    closed: AtomicBool,
+    fallback: Fallback,
+    runtime: tokio::runtime::Handle,
+}
+
+/// Releases still under way.
+#[derive(Default)]
+struct Background {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+impl Background {
+    fn done(&self) {
+        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+}
+
+impl Holds {
+    pub(crate) fn new(fallback: Fallback, runtime: tokio::runtime::Handle) -> Holds {
+        Holds {
+            next: AtomicU64::new(0),
+            live: Mutex::new(HashMap::new()),
+            background: Arc::new(Background::default()),
+            scheduled: Arc::new(Background::default()),
+            closing: tokio::sync::watch::Sender::new(false),
+            closed: AtomicBool::new(false),
+            fallback,
+            runtime,
+        }
+    }
+
+    /// Whether [`Holds::close`] ran (the client was shut down).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Register a live hold and how to release it.
+    pub(crate) fn register(&self, releaser: Releaser) -> HoldId {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.live.lock().unwrap().insert(id, releaser);
+        HoldId(id)
+    }
+
+    /// Take a registration back (the guard is released, forgotten or dropped). Returns its
+    /// releaser, or `None` when shutdown released the hold already.
+    pub(crate) fn take(&self, id: &HoldId) -> Option<Releaser> {
+        self.live.lock().unwrap().remove(&id.0)
+    }
+
+    /// For a scheduled-job loop: the signal that shutdown began, and a token that counts the
+    /// loop as running until dropped (shutdown waits for it).
+    pub(crate) fn scheduled(&self) -> (tokio::sync::watch::Receiver<bool>, Running) {
+        self.scheduled.count.fetch_add(1, Ordering::AcqRel);
+        (self.closing.subscribe(), Running(self.scheduled.clone()))
+    }
+
+    /// Send `request` from a background task (a dropped guard). The task is tracked until
+    /// it finished; if the runtime drops it before (shutting down), the request is sent
+    /// from a plain thread over a synchronous connection instead, and the dropping thread
+    /// waits for it (at most the connect timeout + twice the command timeout).
+    pub(crate) fn release_in_background(&self, backend: &Backend, request: ReleaseRequest) {
+        self.background.count.fetch_add(1, Ordering::AcqRel);
+        let mut sentinel = Sentinel {
+            request: Some(request),
+            fallback: self.fallback.clone(),
+            background: self.background.clone(),
+        };
+        let backend = backend.clone();
+        let runtime =
+            tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
+        runtime.spawn(async move {
+            let request = sentinel.request.as_ref().expect("armed");
+            let r = backend
+                .eval::<redis::Value>(&request.context, &request.invocation())
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(what = %request.context, error = format_args!("{e:#}"), "background release failed");
+            }
+            sentinel.disarm();
+        });
+    }
+
+    /// Shutdown: refuse new grants, let scheduled-job loops finish their current run and
+    /// stop (not bounded: a job's own lock is bounded by its `at_most_for`), release every
+    /// live hold (concurrently, each bounded by `limit`), then wait for background releases
+    /// (at most `limit`).
+    pub(crate) async fn close(&self, backend: &Backend, limit: Duration) {
+        self.closed.store(true, Ordering::Release);
+        // Scheduled jobs finish their current run (and release its lock) first.
+        self.closing.send_replace(true);
+        idle(&self.scheduled).await;
+        let live: Vec<Releaser> = self.live.lock().unwrap().drain().map(|(_, r)| r).collect();
+        let releases = live.into_iter().map(|releaser| {
+            let request = releaser();
+            let backend = backend.clone();
+            async move {
+                let inv = request.invocation();
+                let send = backend.eval::<redis::Value>(&request.context, &inv);
+                match tokio::time::timeout(limit, send).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => {
+                        tracing::warn!(what = %request.context, error = format_args!("{e:#}"), "release at shutdown failed")
+                    }
+                    Err(_) => {
+                        tracing::warn!(what = %request.context, "release at shutdown timed out")
+                    }
+                }
+            }
+        });
+        futures_util::future::join_all(releases).await;
+        let _ = tokio::time::timeout(limit, idle(&self.background)).await;
+    }
+}
+
+/// Resolves when `tasks` counts none under way.
+async fn idle(tasks: &Background) {
+    loop {
+        let idle = tasks.idle.notified();
+        tokio::pin!(idle);
+        idle.as_mut().enable();
+        if tasks.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        idle.await;
+    }
+}
+
+/// Counts a scheduled-job loop as running until dropped.
+pub(crate) struct Running(Arc<Background>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.done();
+    }
+}
+
+/// Armed while a background release has not finished; dropping it armed (the runtime
+/// dropped the task) sends the request synchronously.
+struct Sentinel {
+    request: Option<ReleaseRequest>,
+    fallback: Fallback,
+    background: Arc<Background>,
+}
+
+impl Sentinel {
+    fn disarm(&mut self) {
+        self.request = None;
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        if let Some(request) = self.request.take() {
+            release_blocking(&self.fallback, request);
+        }
+        self.background.done();
+    }
+}
+
+/// Send `request` from a fresh thread over a synchronous connection and wait for it, at most
+/// the connect timeout plus twice the command timeout.
+fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
+    let fb = fallback.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("distlock-release".into())
+        .spawn(move || {
+            let r = fb
+                .client
+                .get_connection_with_timeout(fb.connect_timeout)
+                .and_then(|mut con| {
+                    con.set_read_timeout(Some(fb.command_timeout))?;
+                    con.set_write_timeout(Some(fb.command_timeout))?;
+                    request.invocation().invoke::<redis::Value>(&mut con)
+                });
+            let _ = tx.send((request.context, r));
+        });
+    if spawned.is_err() {
+        return;
+    }
+    let limit = fallback.connect_timeout + fallback.command_timeout * 2;
+    match rx.recv_timeout(limit) {
+        Ok((_, Ok(_))) => {}
+        Ok((what, Err(e))) => {
+            tracing::warn!(%what, error = format_args!("{e:#}"), "release at runtime shutdown failed")
+        }
+        Err(_) => tracing::warn!("release at runtime shutdown timed out"),
+    }
+}

@@ -1,0 +1,177 @@
+//! `Client::shutdown` and the end of the runtime: nothing a client held outlives it.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use distlock::ErrorKind;
+
+use crate::util::*;
+
+/// Keys that show something is still held: lock hashes, fair queues, job locks, permits
+/// taken from the two semaphores (`sem` and `leased` must be back at 100).
+fn leftovers(server: &RedisServer, name: &str) -> Vec<String> {
+    let mut left: Vec<String> = lock_keys(server)
+        .into_iter()
+        .filter(|k| k.contains(name))
+        .filter(|k| !k.starts_with("distlock_acquire_latch:"))
+        .filter(|k| !k.starts_with("distlock_semaphore_"))
+        .filter(|k| !k.ends_with(":sem") && !k.ends_with(":leased"))
+        .collect();
+    for sem in [format!("{name}:sem"), format!("{name}:leased")] {
+        let permits: Option<u64> = cmd(server, &["GET", &sem]);
+        if permits.is_some_and(|p| p != 100) {
+            left.push(format!("{sem} = {permits:?}"));
+        }
+    }
+    left
+}
+
+/// Every live guard, permit and job lock is released by `shutdown`; afterwards the client
+/// makes no new grants, and the guards still around release nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_releases_every_live_hold_and_refuses_new_grants() {
+    let (server, client) = setup().await;
+    let lock = client.lock("sd:lock");
+    let outer = lock.acquire().await.unwrap();
+    let inner = outer.reenter().await.unwrap();
+    let fair = client.fair_lock("sd:fair").acquire().await.unwrap();
+    let read = client.rw_lock("sd:rw").read().await.unwrap();
+    let sem = client.semaphore("sd:sem");
+    sem.try_set_permits(100).await.unwrap();
+    let permit = sem.acquire_many(3).await.unwrap();
+    let leased = client.leased_semaphore("sd:leased");
+    leased.try_set_permits(100).await.unwrap();
+    let lp = leased.acquire(Duration::from_secs(60)).await.unwrap();
+    let job = client
+        .job_lock("sd:job")
+        .at_most_for(Duration::from_secs(60))
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!leftovers(&server, "sd:").is_empty());
+
+    client.shutdown().await.unwrap();
+    assert_eq!(leftovers(&server, "sd:"), Vec::<String>::new());
+
+    let err = lock.try_acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Closed, "{err}");
+    let err = sem.try_acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Closed, "{err}");
+
+    // Another client takes the lock now; the old guards must not touch it.
+    let other = client_for(&server).await;
+    let taken = other.lock("sd:lock").acquire().await.unwrap();
+    assert_eq!(
+        inner.release().await.unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+    drop(outer);
+    drop(fair);
+    drop(read);
+    assert_eq!(
+        permit.release().await.unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+    drop(lp);
+    drop(job);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(taken.is_held().await.unwrap());
+    let permits: u64 = cmd(&server, &["GET", "sd:sem"]);
+    assert_eq!(permits, 100, "a permit was given back twice");
+    taken.release().await.unwrap();
+}
+
+/// Releases of dropped guards still under way are awaited by `shutdown`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_waits_for_background_releases() {
+    let (server, client) = setup().await;
+    for i in 0..50 {
+        drop(client.lock(format!("bg:{i}")).acquire().await.unwrap());
+    }
+    client.shutdown().await.unwrap();
+    assert_eq!(leftovers(&server, "bg:"), Vec::<String>::new());
+}
+
+/// A scheduled job finishes the run in progress when the client shuts down, releases its
+/// lock, and its loop ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_every_finishes_its_run_then_stops_on_shutdown() {
+    let (server, client) = setup().await;
+    let runs = Arc::new(AtomicU32::new(0));
+    let finished = Arc::new(AtomicU32::new(0));
+    let job = client
+        .job_lock("sd:every")
+        .at_most_for(Duration::from_secs(30));
+    let handle = distlock::job::spawn_every(job, Duration::from_millis(200), {
+        let (runs, finished) = (runs.clone(), finished.clone());
+        move || {
+            let (runs, finished) = (runs.clone(), finished.clone());
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                finished.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    assert!(eventually(Duration::from_secs(3), || runs.load(Ordering::SeqCst) == 1).await);
+    assert!(cmd::<bool>(
+        &server,
+        &["EXISTS", "job-lock:default:sd:every"]
+    ));
+    client.shutdown().await.unwrap();
+    // The run in progress finished before shutdown returned, and released its lock.
+    assert_eq!(finished.load(Ordering::SeqCst), runs.load(Ordering::SeqCst));
+    assert!(!cmd::<bool>(
+        &server,
+        &["EXISTS", "job-lock:default:sd:every"]
+    ));
+    tokio::time::timeout(Duration::from_secs(2), handle)
+        .await
+        .expect("the loop ended")
+        .unwrap();
+    let after = runs.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(runs.load(Ordering::SeqCst), after, "ran after shutdown");
+}
+
+/// The measurement: 100 processes return from `main` while holding a lock, a fair lock, a
+/// semaphore permit, a leased permit and a job lock (half on a multi-thread runtime, half on
+/// a current-thread one); afterwards nothing is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn returning_from_main_while_holding_leaves_nothing_100_runs() {
+    let server = RedisServer::start();
+    let bin = example_bin("return_while_holding");
+    let url = server.url();
+    let mut left_after = Vec::new();
+    for batch in 0..25 {
+        let children: Vec<_> = (0..4)
+            .map(|i| {
+                let run = batch * 4 + i;
+                let flavor = if run % 2 == 0 { "multi" } else { "current" };
+                std::process::Command::new(&bin)
+                    .args([url.as_str(), &format!("r{run}"), flavor])
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn the example")
+            })
+            .collect();
+        for mut c in children {
+            let status = tokio::task::spawn_blocking(move || c.wait())
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(status.success(), "{status}");
+        }
+        for i in 0..4 {
+            let run = batch * 4 + i;
+            left_after.extend(leftovers(&server, &format!("r{run}:")));
+        }
+    }
+    eprintln!(
+        "100 runs returning from main while holding 5 guards: {} left",
+        left_after.len()
+    );
+    assert_eq!(left_after, Vec::<String>::new());
+}
