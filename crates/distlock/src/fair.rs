@@ -17,7 +17,10 @@ use std::time::Duration;
 
 use crate::client::Client;
 use crate::error::Result;
-use crate::lock::{Kind, Lock, LockGuard, LockStatus};
+use std::sync::Arc;
+
+use crate::lock::raw::Fair;
+use crate::lock::{Lock, LockGuard, LockStatus};
 
 /// Default time a queued waiter stays in line without renewing: 5 s. Waiters renew every
 /// third of it while they wait.
@@ -44,12 +47,12 @@ impl Client {
     /// The fair lock called `name`. No I/O.
     pub fn fair_lock(&self, name: impl Into<String>) -> FairLock {
         FairLock {
-            lock: Lock::with_kind(
+            lock: Lock::with_raw(
                 self.clone(),
                 name.into(),
-                Kind::Fair {
+                Arc::new(Fair {
                     liveness: DEFAULT_LIVENESS,
-                },
+                }),
             ),
         }
     }
@@ -68,15 +71,20 @@ impl FairLock {
     /// waiter).
     pub fn liveness_timeout(&self, liveness: Duration) -> FairLock {
         FairLock {
-            lock: self.lock.rekind(Kind::Fair {
+            lock: self.lock.rekind(Arc::new(Fair {
                 liveness: liveness.max(Duration::from_millis(3)),
-            }),
+            })),
         }
     }
 
-    /// The underlying lock value (name, key, client).
-    pub fn as_lock(&self) -> &Lock {
-        &self.lock
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    /// The Redis key: key prefix + name.
+    pub fn key(&self) -> &str {
+        self.lock.key()
     }
 
     /// Acquire in turn, waiting at most the client's default wait.

@@ -76,7 +76,7 @@ pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::RUNNABLE;
 /// callable without a server. Not part of the API; may change at any time.
 #[doc(hidden)]
 pub mod __bench {
-    use crate::lock::{self, Mode};
+    use crate::lock::raw::{self as lock, Mode};
 
     /// Build the `lock_acquire.lua` invocation a plain acquire sends.
     pub fn acquire_invocation(key: &str, owner: &str) -> redis::ScriptInvocation<'static> {

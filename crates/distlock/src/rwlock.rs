@@ -18,12 +18,14 @@
 //! Every grant, re-entrant or not, draws a fresh fencing token (the hash keeps no token, to
 //! stay readable by Redisson's scripts).
 
-use std::ops::Deref;
 use std::time::Duration;
 
 use crate::client::Client;
 use crate::error::Result;
-use crate::lock::{Kind, Lock, LockGuard, LockStatus};
+use std::sync::Arc;
+
+use crate::lock::raw::{Read, Write};
+use crate::lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
 
 /// Default time a waiting writer holds readers back without renewing: 5 s.
 pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
@@ -54,42 +56,108 @@ impl Client {
     pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
         let name = name.into();
         RwLock {
-            read: Lock::with_kind(self.clone(), name.clone(), Kind::Read),
-            write: Lock::with_kind(
+            read: Lock::with_raw(self.clone(), name.clone(), Arc::new(Read)),
+            write: Lock::with_raw(
                 self.clone(),
                 name,
-                Kind::Write {
+                Arc::new(Write {
                     liveness: DEFAULT_WRITER_LIVENESS,
-                },
+                }),
             ),
         }
     }
 }
 
-/// A read hold of an [`RwLock`]; derefs to [`LockGuard`] for its accessors, `lost()`,
-/// `extend()` and `is_held()`.
+/// A read hold of an [`RwLock`]: `LockGuard`'s accessors, `lost()`, `extend()` and
+/// `is_held()`, typed re-entry, and no upgrade — a reader asking for the write lock would
+/// wait for itself, so there is no such method:
+///
+/// ```compile_fail
+/// # async fn f(rw: distlock::RwLock) -> distlock::Result<()> {
+/// let read = rw.read().await?;
+/// let write = read.upgrade().await?; // does not compile: release the read hold first
+/// # Ok(()) }
+/// ```
 #[must_use = "dropping the guard releases the read lock at once"]
 #[derive(Debug)]
 pub struct RwLockReadGuard(LockGuard);
 
-/// A write hold of an [`RwLock`]; derefs to [`LockGuard`].
+/// A write hold of an [`RwLock`]: `LockGuard`'s accessors, typed re-entry, and
+/// [`downgrade`](RwLockWriteGuard::downgrade).
 #[must_use = "dropping the guard releases the write lock at once"]
 #[derive(Debug)]
 pub struct RwLockWriteGuard(LockGuard);
 
-impl Deref for RwLockReadGuard {
-    type Target = LockGuard;
-    fn deref(&self) -> &LockGuard {
-        &self.0
-    }
+/// The accessors both guards share with [`LockGuard`], delegated (no `Deref`: a read or write
+/// guard is not a plain lock guard, and its `reenter` stays typed).
+macro_rules! guard_accessors {
+    ($guard:ident) => {
+        impl $guard {
+            /// As [`LockGuard::fencing_token`].
+            pub fn fencing_token(&self) -> FencingToken {
+                self.0.fencing_token()
+            }
+
+            /// As [`LockGuard::owner`].
+            pub fn owner(&self) -> &Owner {
+                self.0.owner()
+            }
+
+            /// As [`LockGuard::hold_count`].
+            pub fn hold_count(&self) -> u32 {
+                self.0.hold_count()
+            }
+
+            /// As [`LockGuard::lease`].
+            pub fn lease(&self) -> Duration {
+                self.0.lease()
+            }
+
+            /// As [`LockGuard::valid_until`].
+            pub fn valid_until(&self) -> std::time::Instant {
+                self.0.valid_until()
+            }
+
+            /// As [`LockGuard::is_lost`].
+            pub fn is_lost(&self) -> bool {
+                self.0.is_lost()
+            }
+
+            /// As [`LockGuard::lost`].
+            ///
+            /// # Cancel safety
+            /// Cancel safe: it only observes.
+            pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+                self.0.lost()
+            }
+
+            /// As [`LockGuard::is_held`].
+            ///
+            /// # Errors
+            /// Server failures.
+            ///
+            /// # Cancel safety
+            /// Cancel safe: read-only.
+            pub async fn is_held(&self) -> Result<bool> {
+                self.0.is_held().await
+            }
+
+            /// As [`LockGuard::extend`].
+            ///
+            /// # Errors
+            /// As [`LockGuard::extend`].
+            ///
+            /// # Cancel safety
+            /// Cancel safe: PEXPIRE is idempotent.
+            pub async fn extend(&self, lease: Duration) -> Result<()> {
+                self.0.extend(lease).await
+            }
+        }
+    };
 }
 
-impl Deref for RwLockWriteGuard {
-    type Target = LockGuard;
-    fn deref(&self) -> &LockGuard {
-        &self.0
-    }
-}
+guard_accessors!(RwLockReadGuard);
+guard_accessors!(RwLockWriteGuard);
 
 impl RwLock {
     /// The same lock with an explicit lease for its holds (no watchdog).
@@ -211,25 +279,6 @@ impl RwLockReadGuard {
         self.0.reenter().await.map(RwLockReadGuard)
     }
 
-    /// Ask for the write lock while holding this read lock: always refused with
-    /// [`ErrorKind::WouldDeadlock`](crate::ErrorKind::WouldDeadlock) (the writer would wait
-    /// for this very reader). Release the read hold, then take the write lock.
-    ///
-    /// # Errors
-    /// [`ErrorKind::WouldDeadlock`](crate::ErrorKind::WouldDeadlock); server failures.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it changes nothing.
-    pub async fn upgrade(&self) -> Result<RwLockWriteGuard> {
-        let write = self.0.lock().rekind(Kind::Write {
-            liveness: DEFAULT_WRITER_LIVENESS,
-        });
-        write
-            .nest_as(self.0.owner(), self.0.lease())
-            .await
-            .map(RwLockWriteGuard)
-    }
-
     /// Release this read hold.
     ///
     /// # Errors
@@ -269,7 +318,7 @@ impl RwLockWriteGuard {
     /// # Cancel safety
     /// As [`LockGuard::reenter`].
     pub async fn downgrade(&self) -> Result<RwLockReadGuard> {
-        let read = self.0.lock().rekind(Kind::Read);
+        let read = self.0.lock().rekind(Arc::new(Read));
         read.nest_as(self.0.owner(), self.0.lease())
             .await
             .map(RwLockReadGuard)

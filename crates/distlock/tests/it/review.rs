@@ -14,7 +14,9 @@ async fn acquire_as_is_refused_for_fair_and_rw_locks() {
     let g = client.fair_lock("fair-as").acquire().await.unwrap();
     let err = g.lock().acquire_as(g.owner()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    let r = client.rw_lock("rw-as").read().await.unwrap();
+    // A read guard has no `lock()` (nor `upgrade()`); only its untyped inner guard leads to
+    // the read-side lock value, and that still refuses.
+    let r = client.rw_lock("rw-as").read().await.unwrap().into_inner();
     assert_eq!(
         r.lock().acquire_as(r.owner()).await.unwrap_err().kind(),
         ErrorKind::InvalidInput

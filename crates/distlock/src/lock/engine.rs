@@ -1,0 +1,466 @@
+//! The engine of the lock family: one acquire loop, one cancel guard, one way to grant,
+//! re-enter, release, renew and inspect, for every kind. What differs between kinds comes
+//! from the raw layer ([`super::raw::RawLock`]); this module only drives it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::raw::{
+    not_held_reason, parse_attempt, AcquireCall, Attempt, Mode, ReleaseCall, Renewal, Resend,
+    NO_TTL_RECHECK,
+};
+use super::{FencingToken, Lock, LockGuard, Owner};
+use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::holds::ReleaseRequest;
+use crate::keys::{self, TOKEN_FIELD};
+use crate::scripts;
+use crate::wait::Step;
+
+impl Lock {
+    /// Take a timed-out or cancelled waiter out of the kind's queue (fair lock, waiting
+    /// writers); nothing for kinds without one.
+    pub(super) async fn leave_queue(&self, owner: &str) -> Result<()> {
+        if let Some(inv) = self.inner.raw.leave(&self.inner.names, owner) {
+            self.backend()
+                .eval::<i64>(&self.context("leave queue"), &inv)
+                .await?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn backend(&self) -> &crate::conn::Backend {
+        &self.inner.client.inner.backend
+    }
+
+    /// `"<op> <name>"` for messages; formatted only when an error needs it.
+    pub(super) fn context(&self, op: &'static str) -> Ctx<'_> {
+        Ctx {
+            op,
+            name: &self.inner.names.name,
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        keys::check_name(&self.inner.names.name)
+    }
+
+    pub(super) fn effective_lease(&self) -> Result<Duration> {
+        match self.inner.lease {
+            Some(l) => {
+                keys::lease_ms("lease", l)?;
+                Ok(l)
+            }
+            None => Ok(self.inner.client.inner.watchdog_lease),
+        }
+    }
+
+    pub(super) fn not_acquired(&self, wait: Duration) -> Error {
+        Error::new(
+            ErrorKind::NotAcquired,
+            format!(
+                "lock {:?} not acquired within {wait:?}",
+                self.inner.names.name
+            ),
+        )
+    }
+
+    pub(super) async fn inspect(&self, owner: &Owner) -> Result<(u32, u64, i64)> {
+        let mut inv = scripts::LOCK_INSPECT.prepare_invoke();
+        inv.key(&self.inner.names.key)
+            .arg(self.inner.raw.field(owner))
+            .arg(TOKEN_FIELD);
+        let r: Vec<i64> = self.backend().eval(&self.context("inspect"), &inv).await?;
+        match r.as_slice() {
+            [-2] => Ok((0, 0, -2)),
+            [count, token, pttl] if *count >= 0 => Ok((*count as u32, *token as u64, *pttl)),
+            _ => Err(Error::unexpected(format!(
+                "{}: reply {r:?}",
+                self.context("inspect")
+            ))),
+        }
+    }
+
+    pub(crate) async fn attempt(
+        &self,
+        owner: &Owner,
+        mode: Mode,
+        lease_ms: u64,
+        request_id: &str,
+        enqueue: bool,
+    ) -> Result<Attempt> {
+        let client = &self.inner.client;
+        let context = self.context("acquire");
+        let call = AcquireCall {
+            owner,
+            mode,
+            lease_ms,
+            request_id,
+            enqueue,
+            latch_ms: client.latch_ttl_ms(),
+            floor: client.inner.fencing_floor.as_str(),
+        };
+        let (inv, resend) = self.inner.raw.acquire(&self.inner.names, &call);
+        let r: Vec<i64> = match resend {
+            Resend::Always => self.backend().eval(&context, &inv).await?,
+            // The latch answers a resend while it lives: resend until answered within its
+            // window; after that the caller undoes it (`undo_reentry`).
+            Resend::Latched => client.eval_latched(&context, &inv).await?.0,
+            Resend::Never => self.backend().eval_once(&context, &inv).await?,
+        };
+        match parse_attempt(&r) {
+            Ok(a) => Ok(a),
+            Err([-4]) => Err(Error::new(
+                ErrorKind::Connection,
+                format!("{context}: the request was cancelled after its outcome was unknown"),
+            )),
+            Err([-3]) => Err(Error::new(
+                ErrorKind::WouldDeadlock,
+                format!(
+                    "lock {:?}: this owner holds a read lock; a read -> write upgrade would \
+                     deadlock (release the read lock first)",
+                    self.inner.names.name
+                ),
+            )),
+            Err([code]) if not_held_reason(*code).is_some() => Err(Error::not_held(
+                &self.inner.names.name,
+                not_held_reason(*code).expect("checked"),
+            )),
+            Err(_) => Err(Error::unexpected(format!("{context}: reply {r:?}"))),
+        }
+    }
+
+    /// The acquire loop. `wait` None is never used for waiting forever: every public caller
+    /// passes a bound.
+    pub(super) async fn acquire_inner(
+        &self,
+        owner: Option<Owner>,
+        mode: Mode,
+        wait: Option<Duration>,
+    ) -> Result<Option<LockGuard>> {
+        self.check()?;
+        self.inner.client.check_open()?;
+        if mode == Mode::As && !self.inner.raw.acquire_as_allowed() {
+            // Reachable only through a fair or read-write guard's `lock()`.
+            return Err(Error::invalid(
+                "acquiring as a given owner is for plain locks; re-enter a fair or read-write \
+                 lock through its guard",
+            ));
+        }
+        let lease = self.effective_lease()?;
+        let lease_ms = lease.as_millis() as u64;
+        let wait = wait.unwrap_or(self.inner.client.inner.default_wait);
+        keys::check_wait(wait)?;
+        let deadline = Instant::now() + wait;
+        let owner = owner.unwrap_or_else(|| self.inner.client.new_owner());
+        // Only re-entrant requests need a request id (for their acquire latch).
+        let request_id = match mode {
+            Mode::New => String::new(),
+            _ => self.inner.client.request_id(),
+        };
+
+        // A grant that lands after this future was dropped must be given back: the pending
+        // guard releases it when dropped before `disarm`.
+        let mut pending = PendingGrant::new(self, &owner, mode, &request_id);
+
+        let (channel, wake) = self.inner.raw.wake(&self.inner.names, &owner);
+        let enqueue = !wait.is_zero();
+        let granted = crate::wait::wait_loop(
+            &self.inner.client,
+            &channel,
+            wake,
+            deadline,
+            self.inner.raw.recheck(),
+            || async {
+                let started = Instant::now();
+                Ok(
+                    match self
+                        .attempt(&owner, mode, lease_ms, &request_id, enqueue)
+                        .await?
+                    {
+                        Attempt::Granted { hold_count, token } => {
+                            Step::Done((hold_count, token, started))
+                        }
+                        // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked
+                        // every NO_TTL_RECHECK.
+                        Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
+                            Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
+                        }
+                        Attempt::Held { pttl_ms: -1 } => Step::Wait(Some(NO_TTL_RECHECK)),
+                        // Free, but another waiter is first in line: wait for a wake-up.
+                        Attempt::Held { .. } => Step::Wait(None),
+                    },
+                )
+            },
+        )
+        .await;
+        pending.disarm_unless_error(&granted);
+        if enqueue && matches!(granted, Ok(None)) {
+            // Timed out: leave the queue at once rather than at the end of our liveness.
+            if let Err(e) = self.leave_queue(owner.as_str()).await {
+                tracing::debug!(
+                    error = format_args!("{e:#}"),
+                    "leaving the wait queue failed; liveness ends it"
+                );
+            }
+        }
+        Ok(granted?.map(|(hold_count, token, started)| {
+            self.granted(owner, hold_count, token, lease, started)
+        }))
+    }
+
+    pub(super) fn granted(
+        &self,
+        owner: Owner,
+        hold_count: u32,
+        token: u64,
+        lease: Duration,
+        started: Instant,
+    ) -> LockGuard {
+        let valid_until = started + lease.saturating_sub(keys::drift(lease));
+        self.guard(owner, hold_count, token, lease, valid_until)
+    }
+
+    pub(super) fn guard(
+        &self,
+        owner: Owner,
+        hold_count: u32,
+        token: u64,
+        lease: Duration,
+        valid_until: Instant,
+    ) -> LockGuard {
+        let renewal = self
+            .inner
+            .lease
+            .is_none()
+            .then(|| self.inner.raw.renewal(&self.inner.names, &owner));
+        let registration = self.inner.client.inner.leases.register(
+            &self.inner.names.key,
+            &self.inner.raw.field(&owner),
+            valid_until,
+            renewal,
+        );
+        let hold = {
+            let (lock, owner) = (self.clone(), owner.clone());
+            self.inner
+                .client
+                .inner
+                .holds
+                .register(Arc::new(move || lock.release_request(&owner, lease)))
+        };
+        LockGuard::new(
+            self.clone(),
+            owner,
+            FencingToken(token),
+            hold_count,
+            lease,
+            registration,
+            hold,
+        )
+    }
+
+    /// One more hold for `owner`, which must hold this lock (or, for a read lock, the write
+    /// side of it): re-entry and downgrade.
+    pub(crate) async fn nest_as(&self, owner: &Owner, lease: Duration) -> Result<LockGuard> {
+        let request_id = self.inner.client.request_id();
+        let started = Instant::now();
+        let lease_ms = lease.as_millis() as u64;
+        let attempt = self
+            .attempt(owner, Mode::Nested, lease_ms, &request_id, false)
+            .await;
+        if let Err(e) = &attempt {
+            if e.is_outcome_unknown() && self.reentry_latched() {
+                self.undo_reentry(owner.clone(), request_id, lease);
+            }
+        }
+        match attempt? {
+            Attempt::Granted { hold_count, token } => {
+                Ok(self.granted(owner.clone(), hold_count, token, lease, started))
+            }
+            Attempt::Held { .. } => Err(Error::not_held(
+                &self.inner.names.name,
+                NotHeldReason::HeldByOther,
+            )),
+        }
+    }
+
+    /// Resolve a re-entrant acquire (`as`, `nested`) whose outcome its caller never learnt:
+    /// in the background, tombstone its acquire latch (so a send still queued on the server
+    /// does nothing when it runs) and, if it had run, give its hold back. Resent until the
+    /// server answers, at most ten resend windows.
+    pub(super) fn undo_reentry(&self, owner: Owner, request_id: String, lease: Duration) {
+        let lock = self.clone();
+        let client = self.inner.client.clone();
+        let mut inv = scripts::LATCH_CANCEL.prepare_invoke();
+        inv.key(keys::acquire_latch(&self.inner.names.key, &request_id))
+            .arg(client.latch_ttl_ms());
+        client.inner.backend.resend_in_background(
+            &client.inner.runtime,
+            self.context("undo re-entry").to_string(),
+            inv,
+            client.latch_ttl() * 10,
+            move |r: Result<String>| match r {
+                Ok(prior) if prior.is_empty() => {
+                    tracing::info!(lock = %lock.inner.names.name, "re-entry of unknown outcome cancelled before it ran");
+                }
+                Ok(_) => {
+                    tracing::info!(lock = %lock.inner.names.name, "re-entry of unknown outcome had run; giving its hold back");
+                    lock.inner.client.inner.runtime.clone().spawn(async move {
+                        if let Err(e) = lock.release_hold(&owner, lease).await {
+                            tracing::warn!(lock = %lock.inner.names.name, error = format_args!("{e:#}"), "giving back a re-entry of unknown outcome failed");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(lock = %lock.inner.names.name, error = format_args!("{e:#}"), "cancelling a re-entry of unknown outcome failed");
+                }
+            },
+        );
+    }
+
+    /// The script call that releases one hold of `owner` (with a fresh request id for its
+    /// unlock latch): sent by [`Lock::release_hold`], by a dropped guard's background
+    /// release, and at shutdown.
+    pub(crate) fn release_request(&self, owner: &Owner, lease: Duration) -> ReleaseRequest {
+        let n = &self.inner.names;
+        let latch = keys::unlock_latch(&n.key, &self.inner.client.request_id());
+        self.inner.raw.release(
+            n,
+            &ReleaseCall {
+                owner,
+                lease_ms: lease.as_millis() as u64,
+                latch: &latch,
+                latch_ms: self.inner.client.latch_ttl_ms(),
+                context: self.context("release").to_string(),
+            },
+        )
+    }
+
+    /// Whether this kind's re-entries carry an acquire latch (and can be undone by it).
+    pub(super) fn reentry_latched(&self) -> bool {
+        self.inner.raw.acquire_as_allowed()
+    }
+
+    pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        let request = self.release_request(owner, lease);
+        let (r, resent): (i64, bool) = self
+            .inner
+            .client
+            .eval_latched(&request.context, &request.invocation())
+            .await?;
+        // The plain lock's final release writes no latch: a resend that finds the lock gone
+        // or re-taken means an earlier send released it.
+        let r = if self.inner.raw.final_release_unlatched() && resent && (r == -1 || r == -2) {
+            1
+        } else {
+            r
+        };
+        match r {
+            0 | 1 => Ok(()),
+            code => match not_held_reason(code) {
+                Some(reason) => Err(Error::not_held(&self.inner.names.name, reason)),
+                None => Err(Error::unexpected(format!(
+                    "{}: reply {code}",
+                    request.context
+                ))),
+            },
+        }
+    }
+
+    pub(crate) async fn renew_one(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
+        let key = &self.inner.names.key;
+        let inv = match self.inner.raw.renewal(&self.inner.names, owner) {
+            Renewal::Read { prefix } => {
+                let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
+                inv.key(key).arg(lease_ms).arg(owner.as_str()).arg(prefix);
+                inv
+            }
+            Renewal::Hash => {
+                let mut inv = scripts::LOCK_RENEW.prepare_invoke();
+                inv.key(key).arg(lease_ms).arg(self.inner.raw.field(owner));
+                inv
+            }
+        };
+        let r: Vec<i64> = self.backend().eval(&self.context("extend"), &inv).await?;
+        r.first()
+            .copied()
+            .ok_or_else(|| Error::unexpected(format!("{}: empty reply", self.context("extend"))))
+    }
+}
+
+/// An operation on a named lock, for error messages (names longer than 80 bytes are cut).
+pub(crate) struct Ctx<'a> {
+    op: &'static str,
+    name: &'a str,
+}
+
+impl fmt::Display for Ctx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name;
+        if name.len() > 80 {
+            let end = (0..=80)
+                .rev()
+                .find(|&i| name.is_char_boundary(i))
+                .unwrap_or(0);
+            write!(f, "{} {:?}…", self.op, &name[..end])
+        } else {
+            write!(f, "{} {name:?}", self.op)
+        }
+    }
+}
+
+/// Gives back a grant whose acquire future was dropped mid-flight (cancel safety).
+struct PendingGrant {
+    armed: Option<(Lock, Owner, Mode, String)>,
+}
+
+impl PendingGrant {
+    fn new(lock: &Lock, owner: &Owner, mode: Mode, request_id: &str) -> PendingGrant {
+        PendingGrant {
+            armed: Some((lock.clone(), owner.clone(), mode, request_id.to_string())),
+        }
+    }
+
+    /// Nothing to give back once the loop returned an answer: a grant became a guard, a
+    /// timeout means the last attempt was refused. After an error the last attempt's fate is
+    /// unknown, so stay armed.
+    fn disarm_unless_error<T>(&mut self, r: &Result<T>) {
+        if r.is_ok() {
+            self.armed = None;
+        }
+    }
+}
+
+impl Drop for PendingGrant {
+    fn drop(&mut self) {
+        let Some((lock, owner, mode, request_id)) = self.armed.take() else {
+            return;
+        };
+        // Dropped (or failed with an unknown outcome) while an attempt may have been granted
+        // on the server. For a fresh owner, any hold it has is ours to give back entirely; a
+        // plain lock's re-entrant request is undone through its acquire latch.
+        // A queued waiter (fair lock, waiting writer) leaves the queue at once.
+        if mode != Mode::New && lock.reentry_latched() {
+            let lease = lock.effective_lease().unwrap_or(Duration::from_millis(1));
+            lock.undo_reentry(owner, request_id, lease);
+            return;
+        }
+        let runtime = lock.inner.client.inner.runtime.clone();
+        runtime.spawn(async move {
+            let _ = lock.leave_queue(owner.as_str()).await;
+            if mode != Mode::New {
+                return;
+            }
+            let lease = lock.effective_lease().unwrap_or(Duration::from_millis(1));
+            if let Ok((count, _, _)) = lock.inspect(&owner).await {
+                for _ in 0..count {
+                    if lock.release_hold(&owner, lease).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+    }
+}

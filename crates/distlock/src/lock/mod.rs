@@ -1,0 +1,543 @@
+//! [`Lock`]: a reentrant lock with a lease, Redisson's RLock semantics and wire format.
+//!
+//! # Data layout (shared with Redisson)
+//! The lock is a hash at the key `<key prefix><name>`: field `<client-uuid>:<owner-id>` →
+//! hold count, key TTL = lease. The final release deletes the key and publishes `0` on
+//! `redisson_lock__channel:{<key>}`. A Java service using Redisson's `RLock` on the same
+//! name excludes distlock owners and is excluded by them, and each side's release wakes
+//! the other side's waiters. distlock adds one field, `distlock:fencing-token`, holding the
+//! current holder's [`FencingToken`]; Redisson's scripts never read it.
+//!
+//! # Ownership
+//! Redisson's owner is a thread; async tasks move between threads, so distlock's owner is an
+//! explicit value, [`Owner`]. [`Lock::acquire`] mints a fresh owner per call: two calls never
+//! share a hold by accident. Re-entry is explicit: [`LockGuard::reenter`] or
+//! [`Lock::acquire_as`] with the same owner increments the hold count and resets the lease;
+//! each guard's release takes back one hold.
+//!
+//! # Waiting
+//! As Redisson's `tryLock(wait, lease)` (seed 000): one attempt; on failure subscribe to the
+//! wake channel; attempt again; then wait for a wake message or the holder's PTTL, whichever
+//! comes first, and repeat until the wait elapses. A lost wake message costs at most one
+//! PTTL. All local waiters for one name share one subscription.
+
+mod engine;
+mod guard;
+pub(crate) mod raw;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::keys::{self, TOKEN_FIELD};
+use raw::{Names, Queue, RawLock};
+
+pub use guard::LockGuard;
+pub(crate) use raw::{Attempt, Mode, Renewal};
+
+/// Longest owner string accepted, in bytes.
+const MAX_OWNER_LEN: usize = 512;
+
+/// Who holds a lock: the hash field `<client-uuid>:<owner-id>`.
+///
+/// Owners are values: clone one, send it to another task, or serialize it with
+/// [`Owner::as_str`] and [`Owner::parse`] to hand a held lock to another process
+/// ([`Lock::adopt`]).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Owner(Arc<str>);
+
+impl Owner {
+    pub(crate) fn from_parts(client_id: &str, n: u64) -> Owner {
+        Owner(format!("{client_id}:{n}").into())
+    }
+
+    /// An owner from its string form `<client-id>:<owner-id>` (e.g. a Redisson
+    /// `<uuid>:<threadId>` field).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when either part is empty, the string has no `:`, is longer
+    /// than 512 bytes, or is the reserved fencing-token field name.
+    pub fn parse(s: &str) -> Result<Owner> {
+        let valid = s.len() <= MAX_OWNER_LEN
+            && s != TOKEN_FIELD
+            && matches!(s.rsplit_once(':'), Some((a, b)) if !a.is_empty() && !b.is_empty());
+        if !valid {
+            return Err(Error::invalid(format!(
+                "owner {s:?} is not of the form <client-id>:<owner-id> (at most {MAX_OWNER_LEN} bytes)"
+            )));
+        }
+        Ok(Owner(s.into()))
+    }
+
+    /// The hash field this owner holds a lock under.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Owner({})", self.0)
+    }
+}
+
+/// A fencing token: a number issued with every grant, strictly increasing per lock name
+/// across releases, expiries, a server restart from an older snapshot and a failover to a
+/// replica that missed the last writes (as long as server clocks agree within the failover
+/// time). Pass it with every write to the protected resource and have the resource refuse a
+/// token lower than the highest it has seen: a holder that was paused past its lease is
+/// then refused.
+///
+/// Tokens are `max(last + 1, server TIME in µs)`, kept in one counter key per cluster hash
+/// slot ([`Lock::fencing_counter_key`]: strictly increasing per name, and across the names
+/// of one slot, not across slots), computed by decimal-string arithmetic on the server and
+/// sent as decimal strings, so they are exact over their whole range (Lua numbers are
+/// doubles, exact only below 2^53). The largest token is `i64::MAX` (2^63 - 1); once the
+/// counter reaches it, every grant fails with an error naming the counter, and nothing is
+/// granted or written.
+/// What they cannot fix: two masters that both grant during a network partition (the
+/// resource still sees two increasing streams; only the later-seen lower token is refused).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct FencingToken(pub u64);
+
+impl FencingToken {
+    /// The token's value.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What [`Lock::status`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockStatus {
+    /// The lock's name.
+    pub name: String,
+    /// The lock's Redis key.
+    pub key: String,
+    /// Owner fields (`<client-uuid>:<owner-id>`) with their hold counts; empty when free.
+    pub holders: Vec<(String, u64)>,
+    /// Time left on the lease; `None` when free or without TTL.
+    pub ttl: Option<Duration>,
+    /// The current holder's fencing token, when the holder is a distlock owner.
+    pub fencing_token: Option<FencingToken>,
+    /// The last token issued by the fencing counter this lock draws from
+    /// ([`Lock::fencing_counter_key`]: one per cluster hash slot, shared by the names in that
+    /// slot, so an upper bound of this lock's last token). Before the slot's first grant: the
+    /// floor its counter will start above (the legacy server-wide counter as read at
+    /// connect, 0 when there was none).
+    pub fencing_counter: u64,
+    /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`): one per waiting client
+    /// (per waiter for a fair lock, whose waiters have channels of their own).
+    pub subscribers: u64,
+    /// Read-write locks: `"read"` or `"write"` while held.
+    pub mode: Option<String>,
+    /// Fair locks: the waiting owners, first in line first.
+    pub queue: Vec<String>,
+    /// Read-write locks: writers waiting (new readers hold back while there are any).
+    pub waiting_writers: u64,
+}
+
+/// A reentrant distributed lock named by a string; see the [module docs](self).
+///
+/// Made by [`Client::lock`]. Cheap to clone; clones are the same lock with the same lease
+/// setting. Holding is represented by [`LockGuard`]s, never by the `Lock` value.
+///
+/// # Examples
+/// ```no_run
+/// # async fn f() -> distlock::Result<()> {
+/// let client = distlock::Client::connect("redis://127.0.0.1/").await?;
+/// let lock = client.lock("order:user:42");
+/// if let Some(guard) = lock.try_acquire().await? {
+///     // one order per user: the critical section
+///     println!("token {}", guard.fencing_token());
+///     guard.release().await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Lock {
+    pub(crate) inner: Arc<LockInner>,
+}
+
+pub(crate) struct LockInner {
+    pub(crate) client: Client,
+    pub(crate) names: Names,
+    pub(crate) lease: Option<Duration>,
+    /// What this kind of lock runs (plain, fair, read or write).
+    pub(crate) raw: Arc<dyn RawLock>,
+}
+
+impl fmt::Debug for Lock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lock")
+            .field("key", &self.inner.names.key)
+            .field("lease", &self.inner.lease)
+            .finish()
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(client: Client, name: String) -> Lock {
+        Lock::with_raw(client, name, Arc::new(raw::Plain))
+    }
+
+    /// A lock of the kind `raw` (plain, fair, read or write side).
+    pub(crate) fn with_raw(client: Client, name: String, raw: Arc<dyn RawLock>) -> Lock {
+        let key = format!("{}{}", client.inner.key_prefix, name);
+        let names = Names {
+            channel: raw.channel(&key),
+            counter: keys::fencing_counter(&client.inner.key_prefix, &key),
+            name,
+            key,
+        };
+        Lock {
+            inner: Arc::new(LockInner {
+                client,
+                names,
+                lease: None,
+                raw,
+            }),
+        }
+    }
+
+    /// The same lock with another kind (the other side of a read-write lock, a fair lock's
+    /// liveness), keeping the lease setting.
+    pub(crate) fn rekind(&self, raw: Arc<dyn RawLock>) -> Lock {
+        let mut l = Lock::with_raw(
+            self.inner.client.clone(),
+            self.inner.names.name.clone(),
+            raw,
+        );
+        Arc::get_mut(&mut l.inner).expect("fresh").lease = self.inner.lease;
+        l
+    }
+
+    /// The same lock with an explicit lease: guards it grants expire after `lease` unless
+    /// extended, and no watchdog renews them (Redisson's `lock(leaseTime, unit)`). The lease
+    /// is checked (≥ 1 ms, ≤ 365 days) when the lock is acquired.
+    pub fn lease(&self, lease: Duration) -> Lock {
+        Lock {
+            inner: Arc::new(LockInner {
+                client: self.inner.client.clone(),
+                names: self.inner.names.clone(),
+                lease: Some(lease),
+                raw: self.inner.raw.clone(),
+            }),
+        }
+    }
+
+    /// The name given to [`Client::lock`].
+    pub fn name(&self) -> &str {
+        &self.inner.names.name
+    }
+
+    /// The Redis key: key prefix + name.
+    pub fn key(&self) -> &str {
+        &self.inner.names.key
+    }
+
+    /// The wake channel: `redisson_lock__channel:{key}`.
+    pub fn channel(&self) -> &str {
+        &self.inner.names.channel
+    }
+
+    /// The key of the fencing counter this lock draws its tokens from: the counter of the
+    /// lock key's cluster hash slot, `<key prefix>distlock:fencing-counter:{<slot tag>}`
+    /// ([`keys::fencing_counter`]), shared with the other names in that slot.
+    pub fn fencing_counter_key(&self) -> String {
+        self.inner.names.counter.clone()
+    }
+
+    /// The client this lock belongs to.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// The explicit lease, if one was set with [`Lock::lease`].
+    pub fn lease_setting(&self) -> Option<Duration> {
+        self.inner.lease
+    }
+
+    /// Acquire the lock for a fresh owner, waiting at most the client's default wait
+    /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 s unless set).
+    ///
+    /// Without an explicit [lease](Lock::lease) the lock gets the watchdog lease (30 s) and
+    /// the watchdog renews it every third of it while the guard lives.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::NotAcquired`] when the wait elapsed;
+    /// - [`ErrorKind::InvalidInput`] for an empty or oversized name or a bad lease;
+    /// - [`ErrorKind::WrongType`] when the key holds another Redis type;
+    /// - [`ErrorKind::Connection`], [`ErrorKind::Backend`] for server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future leaves no hold (a grant that raced the drop is
+    /// released in the background), no subscription and no key behind.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        let wait = self.inner.client.inner.default_wait;
+        self.try_acquire_for(wait)
+            .await?
+            .ok_or_else(|| self.not_acquired(wait))
+    }
+
+    /// One attempt for a fresh owner: `Ok(None)` when another owner holds the lock.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`], except that contention is `Ok(None)`, not an error.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire`].
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.acquire_inner(None, Mode::New, Some(Duration::ZERO))
+            .await
+    }
+
+    /// Acquire for a fresh owner, waiting at most `wait` (zero: one attempt). `Ok(None)` when
+    /// the wait elapsed.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`], except that an elapsed wait is `Ok(None)`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire`].
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
+        self.acquire_inner(None, Mode::New, Some(wait)).await
+    }
+
+    /// Acquire as `owner`, waiting at most the client's default wait: grant if the lock is
+    /// free, add a hold if `owner` holds it already (re-entry: hold count + 1, lease reset).
+    /// This is seed 003's `method1 → method2`: method2 takes the owner (or the guard, see
+    /// [`LockGuard::reenter`]) from method1.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire`]; a resent request never counts two holds.
+    pub async fn acquire_as(&self, owner: &Owner) -> Result<LockGuard> {
+        let wait = self.inner.client.inner.default_wait;
+        self.try_acquire_as(owner, wait)
+            .await?
+            .ok_or_else(|| self.not_acquired(wait))
+    }
+
+    /// Like [`Lock::acquire_as`] but waits at most `wait` and returns `Ok(None)` when it
+    /// elapsed.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire`].
+    pub async fn try_acquire_as(&self, owner: &Owner, wait: Duration) -> Result<Option<LockGuard>> {
+        self.acquire_inner(Some(owner.clone()), Mode::As, Some(wait))
+            .await
+    }
+
+    /// Take over a hold that `owner` has now (e.g. an owner handed over from another
+    /// process): the returned guard stands for one of its holds, without adding one. The
+    /// guard's lease is this lock's lease setting (the watchdog renews it when none is set).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when `owner` does not hold the lock; otherwise as
+    /// [`Lock::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn adopt(&self, owner: Owner) -> Result<LockGuard> {
+        self.check()?;
+        let started = Instant::now();
+        let (count, token, pttl) = self.inspect(&owner).await?;
+        if count == 0 {
+            return Err(Error::not_held(&self.inner.names.name, NotHeldReason::Gone));
+        }
+        let lease = self.effective_lease()?;
+        let pttl = Duration::from_millis(pttl.max(0) as u64);
+        let valid_until = started + pttl.saturating_sub(keys::drift(lease));
+        Ok(self.guard(owner, count, token, lease, valid_until))
+    }
+
+    /// Whether anyone holds the lock (the key exists), whoever it is.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a bad name; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn is_locked(&self) -> Result<bool> {
+        self.check()?;
+        self.backend()
+            .query(
+                &self.context("is_locked"),
+                redis::cmd("EXISTS").arg(&self.inner.names.key),
+            )
+            .await
+    }
+
+    /// Time left on the lock's lease, whoever holds it: `None` when it is free or has no TTL.
+    ///
+    /// # Errors
+    /// As [`Lock::is_locked`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn remaining(&self) -> Result<Option<Duration>> {
+        self.check()?;
+        let pttl: i64 = self
+            .backend()
+            .query(
+                &self.context("remaining"),
+                redis::cmd("PTTL").arg(&self.inner.names.key),
+            )
+            .await?;
+        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
+    }
+
+    /// Delete the lock whoever holds it and wake its waiters (Redisson's `forceUnlock`).
+    /// Returns whether it was held. The holder's guard then reports [`ErrorKind::NotHeld`]
+    /// and its lost signal fires at its next renewal.
+    ///
+    /// # Errors
+    /// As [`Lock::is_locked`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: one script, idempotent.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.check()?;
+        let inv = self.inner.raw.force_unlock(&self.inner.names);
+        let deleted: i64 = self
+            .backend()
+            .eval(&self.context("force_unlock"), &inv)
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    /// A snapshot of the lock as the server sees it: holders with hold counts, TTL,
+    /// fencing token, and the number of connections subscribed to its wake channel (each
+    /// distlock client subscribes once however many local waiters it has). Two round trips,
+    /// not atomic with respect to each other.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key holds something other than a lock hash;
+    /// [`ErrorKind::UnexpectedReply`] when the fencing counter is not a decimal integer (no
+    /// grant can draw a token then either); as [`Lock::is_locked`] otherwise.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn status(&self) -> Result<LockStatus> {
+        self.check()?;
+        let client = &self.inner.client.inner;
+        let counter_key = self.fencing_counter_key();
+        let mut pipe = redis::pipe();
+        pipe.cmd("TYPE")
+            .arg(&self.inner.names.key)
+            .cmd("PTTL")
+            .arg(&self.inner.names.key)
+            .cmd("GET")
+            .arg(&counter_key)
+            .cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&self.inner.names.channel);
+        let (kind, pttl, counter, numsub): (String, i64, Option<String>, (String, u64)) = self
+            .backend()
+            .pipeline(&self.context("status"), &pipe)
+            .await?;
+        // Before the slot's first grant, its counter will start above the floor (the legacy
+        // server-wide counter read at connect): report that.
+        let (counter, counter_key) = match counter {
+            None => (
+                client.fencing_floor.clone(),
+                keys::legacy_fencing_counter(&client.key_prefix),
+            ),
+            Some(c) => (c, counter_key),
+        };
+        let counter = counter.parse::<u64>().map_err(|_| {
+            Error::new(
+                ErrorKind::UnexpectedReply,
+                format!(
+                    "{}: the fencing counter {counter_key} holds {counter:?}, not a decimal \
+                     integer below 2^64 (no grant can draw a token until it is fixed or deleted)",
+                    self.context("status"),
+                ),
+            )
+        })?;
+        let mut status = LockStatus {
+            name: self.inner.names.name.clone(),
+            key: self.inner.names.key.clone(),
+            holders: Vec::new(),
+            ttl: (pttl >= 0).then(|| Duration::from_millis(pttl as u64)),
+            fencing_token: None,
+            fencing_counter: counter,
+            subscribers: numsub.1,
+            mode: None,
+            queue: Vec::new(),
+            waiting_writers: 0,
+        };
+        match kind.as_str() {
+            "none" => {}
+            "hash" => {
+                let fields: Vec<(String, String)> = self
+                    .backend()
+                    .query(
+                        &self.context("status"),
+                        redis::cmd("HGETALL").arg(&self.inner.names.key),
+                    )
+                    .await?;
+                for (field, value) in fields {
+                    if field == TOKEN_FIELD {
+                        status.fencing_token = value.parse().ok().map(FencingToken);
+                    } else if field == "mode" {
+                        status.mode = Some(value);
+                    } else if let Ok(holds) = value.parse() {
+                        status.holders.push((field, holds));
+                    }
+                }
+            }
+            other => {
+                return Err(Error::new(
+                    ErrorKind::WrongType,
+                    format!(
+                        "{}: the key holds a {other}, not a lock hash",
+                        self.context("status")
+                    ),
+                ))
+            }
+        }
+        match self.inner.raw.queue(&self.inner.names) {
+            Some(Queue::Waiters(list)) => {
+                status.queue = self
+                    .backend()
+                    .query(
+                        &self.context("status"),
+                        redis::cmd("LRANGE").arg(list).arg(0).arg(-1),
+                    )
+                    .await?;
+            }
+            Some(Queue::WaitingWriters(zset)) => {
+                status.waiting_writers = self
+                    .backend()
+                    .query(&self.context("status"), redis::cmd("ZCARD").arg(zset))
+                    .await?;
+            }
+            None => {}
+        }
+        Ok(status)
+    }
+}

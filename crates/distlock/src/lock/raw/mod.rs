@@ -1,0 +1,216 @@
+//! The raw layer of the lock family, in the manner of lock_api's raw traits: what differs
+//! between a plain, a fair, a read and a write lock — which script each step runs with which
+//! keys, the hash field an owner holds, where waiters are woken, how a hold is renewed —
+//! behind one trait, [`RawLock`], with one implementation per kind. The engine
+//! (`super::engine`) drives every kind the same way: the acquire loop, the cancel guard,
+//! grants, re-entry, release, renewal, status. It builds requests here and sends them there;
+//! nothing in this layer does I/O.
+
+mod fair;
+mod plain;
+mod rw;
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::conn::pubsub::Wake;
+use crate::error::NotHeldReason;
+use crate::holds::ReleaseRequest;
+use crate::lock::Owner;
+
+pub(crate) use fair::Fair;
+pub(crate) use plain::{plain_acquire_invocation, plain_release_invocation, Plain};
+pub(crate) use rw::{Read, Write};
+
+/// Re-check interval while the holder's key has no TTL (a foreign lock set without expiry),
+/// and of waiting readers.
+pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
+
+/// The names one lock's scripts work on.
+#[derive(Debug, Clone)]
+pub(crate) struct Names {
+    /// The name given by the user.
+    pub(crate) name: String,
+    /// Key prefix + name.
+    pub(crate) key: String,
+    /// The kind's wake channel ([`RawLock::channel`]).
+    pub(crate) channel: String,
+    /// The fencing counter of the key's hash slot.
+    pub(crate) counter: String,
+}
+
+/// One acquire attempt, as the engine asks for it.
+pub(crate) struct AcquireCall<'a> {
+    pub(crate) owner: &'a Owner,
+    pub(crate) mode: Mode,
+    pub(crate) lease_ms: u64,
+    /// Re-entrant modes: the request id of the acquire latch.
+    pub(crate) request_id: &'a str,
+    /// Whether a refused waiter joins the kind's wait queue.
+    pub(crate) enqueue: bool,
+    pub(crate) latch_ms: u64,
+    /// The fencing floor (legacy server-wide counter read at connect).
+    pub(crate) floor: &'a str,
+}
+
+/// One release of one hold, as the engine asks for it.
+pub(crate) struct ReleaseCall<'a> {
+    pub(crate) owner: &'a Owner,
+    pub(crate) lease_ms: u64,
+    /// The unlock latch key of this request.
+    pub(crate) latch: &'a str,
+    pub(crate) latch_ms: u64,
+    pub(crate) context: String,
+}
+
+/// How an acquire request may be sent again after a connection failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resend {
+    /// Whenever: the script recognises a resend of itself (a fresh owner finds its field).
+    Always,
+    /// Within the latch window; past it the outcome is unknown and the engine undoes it
+    /// through the latch.
+    Latched,
+    /// Never: nothing tells a resend apart (the extra hold, if any, ends with the lease).
+    Never,
+}
+
+/// What one acquire attempt found.
+pub(crate) enum Attempt {
+    Granted { hold_count: u32, token: u64 },
+    Held { pttl_ms: i64 },
+}
+
+/// Whose hold an acquire asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A fresh owner minted for this call.
+    New,
+    /// A caller-given owner: grant if free, one more hold if it holds already.
+    As,
+    /// One more hold of an owner that holds now (re-entry, downgrade).
+    Nested,
+}
+
+impl Mode {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Mode::New => "new",
+            Mode::As => "as",
+            Mode::Nested => "nested",
+        }
+    }
+
+    /// The fair and read-write scripts know only fresh and nested requests.
+    pub(crate) fn short(self) -> &'static str {
+        if self == Mode::Nested {
+            "nested"
+        } else {
+            "new"
+        }
+    }
+}
+
+/// What the watchdog (and `extend`) runs to renew one hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// `lock_renew.lua` on the hash field.
+    Hash,
+    /// `rw_read_renew.lua`, with the owner's read-hold key prefix.
+    Read { prefix: String },
+}
+
+/// The wait queue a kind keeps, for `status`.
+pub(crate) enum Queue {
+    /// A list of waiting owners, first in line first (fair lock).
+    Waiters(String),
+    /// A zset of waiting writers (read-write lock).
+    WaitingWriters(String),
+}
+
+/// What differs between the kinds of the lock family. Every method only builds requests.
+pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
+    /// The wake channel of the lock `key`.
+    fn channel(&self, key: &str) -> String;
+
+    /// The hash field `owner` holds the lock under.
+    fn field(&self, owner: &Owner) -> String {
+        owner.as_str().to_string()
+    }
+
+    /// Where a waiter of `owner` is woken, and how.
+    fn wake(&self, n: &Names, owner: &Owner) -> (String, Wake);
+
+    /// Longest wait between two attempts of a waiter (liveness heartbeats, re-checks).
+    fn recheck(&self) -> Duration;
+
+    /// The acquire script call, and how it may be resent.
+    fn acquire(&self, n: &Names, c: &AcquireCall<'_>)
+        -> (redis::ScriptInvocation<'static>, Resend);
+
+    /// The script call that releases one hold.
+    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest;
+
+    /// Whether a caller-given owner may acquire (`Lock::acquire_as`): only the plain lock's
+    /// script keeps an acquire latch for it; the others re-enter through their guards.
+    fn acquire_as_allowed(&self) -> bool {
+        false
+    }
+
+    /// Whether the final release writes no latch: then a resend that finds the lock gone or
+    /// re-taken means an earlier send released it.
+    fn final_release_unlatched(&self) -> bool {
+        false
+    }
+
+    /// What renews a hold of `owner`.
+    fn renewal(&self, _n: &Names, _owner: &Owner) -> Renewal {
+        Renewal::Hash
+    }
+
+    /// The call that takes a timed-out or cancelled waiter out of the kind's queue; `None`
+    /// when the kind has none.
+    fn leave(&self, _n: &Names, _owner: &str) -> Option<redis::ScriptInvocation<'static>> {
+        None
+    }
+
+    /// The call that deletes the lock whoever holds it and wakes its waiters; it answers 1
+    /// when something was deleted.
+    fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static>;
+
+    /// The queue `status` reports.
+    fn queue(&self, _n: &Names) -> Option<Queue> {
+        None
+    }
+}
+
+/// An acquire script's reply: a grant, a refusal with the holder's PTTL, or (as `Err`) a
+/// code for the caller to interpret (not held, would deadlock, cancelled, malformed). The
+/// scripts send the token as a decimal string (at most 2^63 - 1), which redis-rs parses into
+/// `i64` exactly; a token that is not one fails the parse instead of being rounded.
+pub(crate) fn parse_attempt(r: &[i64]) -> std::result::Result<Attempt, &[i64]> {
+    match r {
+        [1, count, token] if *count > 0 && *token >= 0 => Ok(Attempt::Granted {
+            hold_count: *count as u32,
+            token: *token as u64,
+        }),
+        [0, pttl] => Ok(Attempt::Held { pttl_ms: *pttl }),
+        other => Err(other),
+    }
+}
+
+/// The scripts' not-held codes.
+pub(crate) fn not_held_reason(code: i64) -> Option<NotHeldReason> {
+    match code {
+        -1 => Some(NotHeldReason::Gone),
+        -2 => Some(NotHeldReason::HeldByOther),
+        _ => None,
+    }
+}
+
+/// The invocation of `lock_force_unlock.lua` with a wake message.
+fn force_unlock_invocation(n: &Names, message: &str) -> redis::ScriptInvocation<'static> {
+    let mut inv = crate::scripts::LOCK_FORCE_UNLOCK.prepare_invoke();
+    inv.key(&n.key).key(&n.channel).arg(message);
+    inv
+}

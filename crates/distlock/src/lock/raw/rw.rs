@@ -1,0 +1,164 @@
+//! Redisson's `RReadWriteLock`: one hash with `mode`, `<owner>` → read holds and
+//! `<owner>:write` → write holds, one TTL key per read hold, woken on
+//! `redisson_rwlock:{key}` (every waiter per message); plus distlock's waiting-writers zset
+//! (`distlock_rwlock_writers:{key}`), which makes it write-preferring.
+
+use std::time::Duration;
+
+use super::fair::nested_sent_once;
+use super::{AcquireCall, Names, Queue, RawLock, ReleaseCall, Renewal, Resend, NO_TTL_RECHECK};
+use crate::conn::pubsub::Wake;
+use crate::holds::ReleaseRequest;
+use crate::keys::{self, UNLOCK_MESSAGE};
+use crate::lock::Owner;
+use crate::scripts;
+
+/// The read side.
+#[derive(Debug)]
+pub(crate) struct Read;
+
+/// The write side; a waiting writer holds new readers back while it re-attempts within
+/// `liveness`.
+#[derive(Debug)]
+pub(crate) struct Write {
+    pub(crate) liveness: Duration,
+}
+
+fn rw_channel(key: &str) -> String {
+    keys::prefixed("redisson_rwlock", key)
+}
+
+fn writers_key(n: &Names) -> String {
+    keys::prefixed("distlock_rwlock_writers", &n.key)
+}
+
+/// The read-hold key prefix of `owner`: `{<key>}:<owner>:rwlock_timeout` (Redisson's
+/// `suffixName(name, lockName) + ":rwlock_timeout"`).
+fn read_prefix(n: &Names, owner: &Owner) -> String {
+    format!("{}:rwlock_timeout", keys::suffixed(&n.key, owner.as_str()))
+}
+
+/// `lock_force_unlock.lua` with message `1`: wake every reader and writer.
+fn force_unlock(n: &Names) -> redis::ScriptInvocation<'static> {
+    super::force_unlock_invocation(n, "1")
+}
+
+impl RawLock for Read {
+    fn channel(&self, key: &str) -> String {
+        rw_channel(key)
+    }
+
+    fn wake(&self, n: &Names, _owner: &Owner) -> (String, Wake) {
+        (n.channel.clone(), Wake::All)
+    }
+
+    fn recheck(&self) -> Duration {
+        NO_TTL_RECHECK
+    }
+
+    fn acquire(
+        &self,
+        n: &Names,
+        c: &AcquireCall<'_>,
+    ) -> (redis::ScriptInvocation<'static>, Resend) {
+        let mut inv = scripts::RW_READ_ACQUIRE.prepare_invoke();
+        inv.key(&n.key)
+            .key(read_prefix(n, c.owner))
+            .key(writers_key(n))
+            .key(&n.counter)
+            .arg(c.lease_ms)
+            .arg(c.owner.as_str())
+            .arg(format!("{}:write", c.owner.as_str()))
+            .arg(c.mode.short())
+            .arg(c.floor);
+        (inv, nested_sent_once(c.mode))
+    }
+
+    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
+        ReleaseRequest::new(c.context.clone(), &scripts::RW_READ_RELEASE)
+            .key(&n.key)
+            .key(&n.channel)
+            .key(read_prefix(n, c.owner))
+            .key(keys::hash_tagged(&n.key))
+            .key(c.latch)
+            .arg(UNLOCK_MESSAGE)
+            .arg(c.owner.as_str())
+            .arg(c.latch_ms)
+    }
+
+    fn renewal(&self, n: &Names, owner: &Owner) -> Renewal {
+        Renewal::Read {
+            prefix: read_prefix(n, owner),
+        }
+    }
+
+    fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static> {
+        force_unlock(n)
+    }
+
+    fn queue(&self, n: &Names) -> Option<Queue> {
+        Some(Queue::WaitingWriters(writers_key(n)))
+    }
+}
+
+impl RawLock for Write {
+    fn channel(&self, key: &str) -> String {
+        rw_channel(key)
+    }
+
+    fn field(&self, owner: &Owner) -> String {
+        format!("{}:write", owner.as_str())
+    }
+
+    fn wake(&self, n: &Names, _owner: &Owner) -> (String, Wake) {
+        (n.channel.clone(), Wake::All)
+    }
+
+    fn recheck(&self) -> Duration {
+        self.liveness / 3
+    }
+
+    fn acquire(
+        &self,
+        n: &Names,
+        c: &AcquireCall<'_>,
+    ) -> (redis::ScriptInvocation<'static>, Resend) {
+        let mut inv = scripts::RW_WRITE_ACQUIRE.prepare_invoke();
+        inv.key(&n.key)
+            .key(writers_key(n))
+            .key(&n.counter)
+            .arg(c.lease_ms)
+            .arg(self.field(c.owner))
+            .arg(c.owner.as_str())
+            .arg(c.mode.short())
+            .arg(self.liveness.as_millis() as u64)
+            .arg(if c.enqueue { "1" } else { "0" })
+            .arg(c.floor);
+        (inv, nested_sent_once(c.mode))
+    }
+
+    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
+        ReleaseRequest::new(c.context.clone(), &scripts::RW_WRITE_RELEASE)
+            .key(&n.key)
+            .key(&n.channel)
+            .key(c.latch)
+            .arg("1")
+            .arg(c.lease_ms)
+            .arg(self.field(c.owner))
+            .arg(c.latch_ms)
+    }
+
+    fn leave(&self, n: &Names, owner: &str) -> Option<redis::ScriptInvocation<'static>> {
+        let mut inv = scripts::RW_WRITER_LEAVE.prepare_invoke();
+        inv.key(writers_key(n)).key(&n.channel).arg(owner);
+        Some(inv)
+    }
+
+    fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static> {
+        force_unlock(n)
+    }
+
+    fn queue(&self, n: &Names) -> Option<Queue> {
+        Some(Queue::WaitingWriters(writers_key(n)))
+    }
+}
