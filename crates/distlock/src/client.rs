@@ -10,7 +10,6 @@ use crate::conn::{redact_url, Backend, ConnectSettings};
 use crate::error::{Error, Result};
 use crate::holds::{Fallback, Holds};
 use crate::keys;
-use crate::lock::{Lock, Owner};
 use crate::watchdog::Leases;
 
 /// Default lease of a lock acquired without an explicit one, kept alive by the watchdog:
@@ -92,21 +91,14 @@ impl Client {
         self.inner.id
     }
 
-    /// A fresh owner `<client-uuid>:<n>`, never returned before by this client.
-    pub fn new_owner(&self) -> Owner {
-        let n = self.inner.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        Owner::from_parts(&self.inner.id_str, n)
+    /// The next number of this client's sequence (owners, request ids): never repeats.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.inner.seq.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     pub(crate) fn request_id(&self) -> String {
-        let n = self.inner.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let n = self.next_seq();
         format!("{}:r{n}", self.inner.id_str)
-    }
-
-    /// The reentrant lock called `name` (the Redis key is the key prefix followed by
-    /// `name`). No I/O; the name is checked when the lock is first used.
-    pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into())
     }
 
     /// How long request latches live, in ms: the whole window in which a request may be

@@ -1,11 +1,11 @@
-//! [`FairLock`]: a reentrant lock granted in arrival order (Redisson's `RFairLock`, seed
-//! 000's `getFairLock`), with the same guard as [`Lock`].
+//! [`FairLock`]: a reentrant lock granted in arrival order (Redisson's `RFairLock`, what
+//! Redisson's `getFairLock` returns), with the same guard as [`Lock`].
 //!
 //! Layout (Redisson's): the lock hash, a queue list `redisson_lock_queue:{<name>}` and a zset
 //! `redisson_lock_timeout:{<name>}`; each waiter is woken on its own channel
 //! `redisson_lock__channel:{<name>}:<owner>`, and a release wakes only the head of the queue.
 //!
-//! Redisson's worst fair-lock problem (its issues #2883, #3004, #6150) is a waiter that
+//! Redisson's worst fair-lock problem, reported by its users several times, is a waiter that
 //! crashed or gave up and stays at the head of the queue for minutes (5 minutes per waiter,
 //! on client clocks). Here a waiter that times out or is cancelled leaves the queue at once,
 //! and every waiter renews a *liveness deadline* (server `TIME`) with each attempt; a crashed
@@ -59,16 +59,18 @@ impl Client {
 }
 
 impl FairLock {
-    /// The same lock with an explicit lease (no watchdog), as [`Lock::lease`].
+    /// The same lock with an explicit lease (a [`Duration`], no watchdog), as
+    /// [`Lock::lease`]. No I/O.
     pub fn lease(&self, lease: Duration) -> FairLock {
         FairLock {
             lock: self.lock.lease(lease),
         }
     }
 
-    /// The same lock with another liveness timeout for queued waiters (at least 3 ms; a
-    /// shorter one skips crashed waiters sooner, and costs one attempt per third of it per
-    /// waiter).
+    /// The same lock with another liveness timeout for queued waiters (a [`Duration`], at
+    /// least 3 ms; 5 seconds by default): a waiter that has not re-attempted within it is
+    /// skipped. A shorter one skips crashed waiters sooner, and costs one attempt per third
+    /// of it per waiter. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> FairLock {
         FairLock {
             lock: self.lock.rekind(Arc::new(Fair {
@@ -87,20 +89,39 @@ impl FairLock {
         self.lock.key()
     }
 
-    /// Acquire in turn, waiting at most the client's default wait.
+    /// Acquires the lock in turn, waiting at most the client's default wait.
+    ///
+    /// The wait is [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait) (60
+    /// seconds unless set). A refused caller joins the queue and is granted the lock when
+    /// every waiter before it was served or left; a release wakes only the head of the
+    /// queue. While it waits, the caller re-attempts every third of the
+    /// [liveness timeout](FairLock::liveness_timeout) (5 seconds unless set), which keeps
+    /// its place; a waiter that stops doing so (crashed) is skipped. A caller that gives up
+    /// leaves the queue at once. Fresh owner, lease and watchdog as for [`Lock::acquire`].
     ///
     /// # Errors
-    /// As [`Lock::acquire`].
+    /// As [`Lock::acquire`]: [`ErrorKind::NotAcquired`](crate::ErrorKind::NotAcquired) when
+    /// the wait elapsed (the caller has left the queue then).
     ///
     /// # Cancel safety
     /// Cancel safe: a dropped waiter leaves the queue at once (in the background), and a
     /// grant that raced the drop is released.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let lock = client.fair_lock("printer");
+    /// let guard = lock.acquire().await?;   // served in the order callers arrived
+    /// // ... print ...
+    /// guard.release().await?;              // wakes the next in line
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire(&self) -> Result<LockGuard> {
         self.lock.acquire().await
     }
 
-    /// One attempt, without joining the queue: granted only if the lock is free and nobody
-    /// waits before us.
+    /// Makes one attempt, without joining the queue: granted only if the lock is free and
+    /// nobody waits before us.
     ///
     /// # Errors
     /// As [`Lock::try_acquire`].
@@ -111,14 +132,33 @@ impl FairLock {
         self.lock.try_acquire().await
     }
 
-    /// Join the queue and wait at most `wait`; on timeout leave the queue and return
-    /// `Ok(None)`.
+    /// Joins the queue and waits at most `wait` for its turn; on timeout leaves the queue
+    /// and returns `Ok(None)`.
+    ///
+    /// `wait` is a [`Duration`] (at most 365 days); zero makes one attempt without joining
+    /// the queue, as [`FairLock::try_acquire`]. Queueing as for [`FairLock::acquire`].
     ///
     /// # Errors
     /// As [`Lock::try_acquire_for`].
     ///
     /// # Cancel safety
     /// As [`FairLock::acquire`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let lock = client.fair_lock("tickets");
+    /// match lock.try_acquire_for(Duration::from_secs(5)).await? {
+    ///     Some(guard) => {
+    ///         // ... serve the ticket ...
+    ///         guard.release().await?;
+    ///     }
+    ///     None => println!("not our turn within 5 s; we left the queue"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
         self.lock.try_acquire_for(wait).await
     }

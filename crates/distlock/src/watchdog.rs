@@ -23,8 +23,16 @@ use tokio::time::Instant;
 
 use crate::conn::Backend;
 use crate::keys::drift;
-use crate::lock::Renewal;
 use crate::scripts;
+
+/// What the watchdog (and `extend`) runs to renew one hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// `lock_renew.lua` on the hash field.
+    Hash,
+    /// `rw_read_renew.lua`, with the owner's read-hold key prefix.
+    Read { prefix: String },
+}
 
 /// Renewals per script call.
 const BATCH: usize = 500;

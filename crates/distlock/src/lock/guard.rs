@@ -115,26 +115,72 @@ impl LockGuard {
         self.state().registration.lease().is_lost()
     }
 
-    /// Resolves when the lease is lost: the watchdog found the lock gone or held by another
-    /// owner, or the lease ended locally before a renewal (or, with an explicit lease,
-    /// before an [`extend`](LockGuard::extend)). Never resolves while the lease is kept.
+    /// Resolves when the lease is lost. Never resolves while the lease is kept.
+    ///
+    /// The lease is lost when the watchdog finds the lock gone or held by another owner,
+    /// when the local deadline ([`valid_until`](LockGuard::valid_until)) passes before a
+    /// renewal succeeded (the server unreachable), or, with an explicit lease, when the lease
+    /// ends without an [`extend`](LockGuard::extend). After a reconnect of the subscription
+    /// connection (e.g. a server restart) every lease is checked at once. Resolves at once
+    /// when the lease is already known lost ([`is_lost`](LockGuard::is_lost)). No I/O of its
+    /// own; all guards of one owner share the signal.
+    ///
+    /// Stop writing to the protected resource when it resolves: another owner may hold the
+    /// lock by then. A resource that checks [fencing tokens](LockGuard::fencing_token) refuses
+    /// the late writes it could not stop.
     ///
     /// # Cancel safety
-    /// Cancel safe: it only observes.
+    /// Cancel safe: it only observes; a new call resolves as the dropped one would have.
+    ///
+    /// # Examples
+    /// Stop the work when the lease is lost:
+    /// ```no_run
+    /// # async fn do_work(_token: distlock::FencingToken) -> distlock::Result<()> { Ok(()) }
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let guard = client.lock("ledger:close").acquire().await?;
+    /// tokio::select! {
+    ///     _ = guard.lost() => {
+    ///         eprintln!("lease lost: the work was stopped; another owner may hold the lock");
+    ///         return Ok(()); // dropping the guard stops its renewal
+    ///     }
+    ///     r = do_work(guard.fencing_token()) => r?,
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
         self.state().registration.lease().lost()
     }
 
-    /// Take one more hold with the same owner (hold count + 1, lease reset) and return its
-    /// guard; each guard releases one hold.
+    /// Takes one more hold with the same owner and returns its guard.
+    ///
+    /// The hold count goes up by one and the lease is reset; the new guard has the same
+    /// owner, lease and fencing token (a read-write lock's grant draws a fresh token). Each
+    /// guard releases one hold, so the lock is free once every guard is released. Never
+    /// waits: the owner holds the lock already. A resent request never counts two holds (a
+    /// plain lock's acquire latch answers it; fair and read-write re-entries are sent once).
     ///
     /// # Errors
-    /// [`ErrorKind::NotHeld`] when the lock is no longer held by this owner (it is not
-    /// granted anew); server failures.
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock is no longer held by
+    /// this owner (it is not granted anew); server failures. For a plain lock, when the
+    /// server did not answer within the resend window the error says the outcome is unknown
+    /// ([`Error::is_outcome_unknown`]) and the re-entry is cancelled in the background (a
+    /// hold it may have added is given back).
     ///
     /// # Cancel safety
     /// Cancel safe in that a resent request never counts two holds; a hold granted after the
     /// future was dropped stays until the owner's last release or the lease ends.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use distlock::LockGuard;
+    ///
+    /// async fn outer(guard: &LockGuard) -> distlock::Result<()> {
+    ///     let nested = guard.reenter().await?;   // hold count 2, same owner and token
+    ///     assert_eq!(nested.fencing_token(), guard.fencing_token());
+    ///     nested.release().await                 // back to 1: the lock is still held
+    /// }
+    /// ```
     pub async fn reenter(&self) -> Result<LockGuard> {
         let s = self.state();
         s.lock.nest_as(&s.owner, s.lease).await
@@ -168,7 +214,8 @@ impl LockGuard {
     /// Time left on the lease by the server's clock (PTTL).
     ///
     /// # Errors
-    /// [`ErrorKind::NotHeld`] when this owner no longer holds the lock; server failures.
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when this owner no longer holds the
+    /// lock; server failures.
     ///
     /// # Cancel safety
     /// Cancel safe: read-only.
@@ -186,15 +233,38 @@ impl LockGuard {
         Ok(Duration::from_millis(pttl.max(0) as u64))
     }
 
-    /// Set the lock's TTL to `lease` from now, if this owner still holds it. Under the
-    /// watchdog, its next renewal sets the TTL back to the watchdog lease.
+    /// Sets the lock's TTL to `lease` from now, if this owner still holds it.
+    ///
+    /// `lease` is a [`Duration`] in whole milliseconds (at least 1 ms, at most 365 days). It
+    /// replaces the remaining TTL, so it may also shorten it, and it moves the local deadline
+    /// ([`valid_until`](LockGuard::valid_until)) to `lease` minus drift from the start of
+    /// the call. Under the watchdog, its next renewal sets the TTL back to the watchdog
+    /// lease; with an explicit lease, call it before the lease ends to keep the lock.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a zero or overflowing `lease`; [`ErrorKind::NotHeld`]
-    /// when the lock was lost (the lost signal fires too); server failures.
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a `lease` that is zero,
+    /// under 1 ms or over 365 days (nothing is sent);
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock was lost (the lost
+    /// signal fires too); server failures.
     ///
     /// # Cancel safety
-    /// Cancel safe: PEXPIRE is idempotent.
+    /// Cancel safe: `PEXPIRE` is idempotent; a dropped call may or may not have extended.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// // An explicit 10 s lease, no watchdog: extend it while the work goes on.
+    /// let guard = client.lock("import").lease(Duration::from_secs(10)).acquire().await?;
+    /// for batch in 0..3 {
+    ///     // ... import batch `batch` (well under 10 s) ...
+    ///     # let _ = batch;
+    ///     guard.extend(Duration::from_secs(10)).await?;  // Err(NotHeld) if it was lost
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn extend(&self, lease: Duration) -> Result<()> {
         let lease_ms = keys::lease_ms("extension", lease)?;
         let s = self.state();
@@ -217,17 +287,46 @@ impl LockGuard {
         }
     }
 
-    /// Release this guard's hold: decrement the hold count; on the last hold delete the key
-    /// and wake one waiter (Redisson's unlock script). Idempotent under resends (unlock latch
-    /// per request, seed 004). Renewal of the owner stops once none of its guards is left.
+    /// Releases this guard's hold.
+    ///
+    /// The hold count goes down by one; on the last hold the key is deleted and one waiter
+    /// is woken (as Redisson's `RLock` unlock script; a fair lock wakes the head of its
+    /// queue, a read-write lock every waiter). Only this guard's owner can release: the
+    /// script checks the owner field first. Idempotent under resends: a release that leaves
+    /// holds records its result in an unlock latch per request (as Redisson's unlock latch),
+    /// so a resend never takes a second hold away. Renewal of the owner stops once none of
+    /// its guards is left. Dropping the guard instead releases in the background.
     ///
     /// # Errors
-    /// [`ErrorKind::NotHeld`] when the lock had expired or was taken by another owner
-    /// ([`Error::not_held_reason`] tells which); nothing is changed then. Server failures.
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock had expired or was
+    /// taken by another owner ([`Error::not_held_reason`] tells which), or when
+    /// [`Client::shutdown`](crate::Client::shutdown) released it already; nothing is changed
+    /// then. Server failures; when the server did not answer within the resend window the
+    /// error says the outcome is unknown ([`Error::is_outcome_unknown`]): the release was
+    /// applied at most once, and if it was not, the lease ends the hold.
     ///
     /// # Cancel safety
     /// Not cancel safe in the sense that a dropped release may or may not have happened; if
     /// it did not, the lease ends it.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use distlock::{ErrorKind, NotHeldReason};
+    ///
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let guard = client.lock("stock:sku-1").acquire().await?;
+    /// // ... update the stock ...
+    /// match guard.release().await {
+    ///     Ok(()) => {}
+    ///     Err(e) if e.kind() == ErrorKind::NotHeld => {
+    ///         // The lease ended (or another owner took the lock) before the release.
+    ///         let expired = e.not_held_reason() == Some(NotHeldReason::Gone);
+    ///         eprintln!("lost the lock before releasing it (expired: {expired})");
+    ///     }
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn release(mut self) -> Result<()> {
         let s = self.state.take().expect("guard released twice");
         let GuardState {

@@ -16,10 +16,18 @@
 //! each guard's release takes back one hold.
 //!
 //! # Waiting
-//! As Redisson's `tryLock(wait, lease)` (seed 000): one attempt; on failure subscribe to the
-//! wake channel; attempt again; then wait for a wake message or the holder's PTTL, whichever
+//! As Redisson's `tryLock(wait, lease)` loop: one attempt; on failure subscribe to the wake
+//! channel; attempt again; then wait for a wake message or the holder's PTTL, whichever
 //! comes first, and repeat until the wait elapses. A lost wake message costs at most one
 //! PTTL. All local waiters for one name share one subscription.
+//!
+//! # Layers
+//! [`Lock`] is the typed front of the lock family's engine (`engine.rs`: the acquire loop,
+//! the cancel guard, grants, re-entry, release, and the undo of a re-entry whose outcome is
+//! unknown). What differs between a plain, a fair, a read and a write lock lives in the raw
+//! layer (`raw/`: one `RawLock` implementation per kind, request builders only, no I/O).
+//! [`FairLock`](crate::FairLock) and [`RwLock`](crate::RwLock) are typed wrappers over the
+//! same engine; every kind's grants are [`LockGuard`]s underneath.
 
 mod engine;
 mod guard;
@@ -37,7 +45,7 @@ use crate::keys::{self, TOKEN_FIELD};
 use raw::{Names, Queue, RawLock};
 
 pub use guard::LockGuard;
-pub(crate) use raw::{Attempt, Mode, Renewal};
+pub(crate) use raw::{Attempt, Mode};
 
 /// Longest owner string accepted, in bytes.
 const MAX_OWNER_LEN: usize = 512;
@@ -231,7 +239,8 @@ impl Lock {
 
     /// The same lock with an explicit lease: guards it grants expire after `lease` unless
     /// extended, and no watchdog renews them (Redisson's `lock(leaseTime, unit)`). The lease
-    /// is checked (≥ 1 ms, ≤ 365 days) when the lock is acquired.
+    /// is a [`Duration`] in whole milliseconds, checked (at least 1 ms, at most 365 days)
+    /// when the lock is acquired. No I/O.
     pub fn lease(&self, lease: Duration) -> Lock {
         Lock {
             inner: Arc::new(LockInner {
@@ -275,21 +284,44 @@ impl Lock {
         self.inner.lease
     }
 
-    /// Acquire the lock for a fresh owner, waiting at most the client's default wait
-    /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 s unless set).
+    /// Acquires the lock for a fresh owner, waiting at most the client's default wait.
     ///
-    /// Without an explicit [lease](Lock::lease) the lock gets the watchdog lease (30 s) and
-    /// the watchdog renews it every third of it while the guard lives.
+    /// The wait is [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait) (60
+    /// seconds unless set); to choose it per call use [`Lock::try_acquire_for`]. Every call
+    /// mints a new [`Owner`], so two `acquire` calls never share a hold, whatever tasks they
+    /// run in; re-entry is explicit ([`LockGuard::reenter`], [`Lock::acquire_as`]).
+    ///
+    /// Without an explicit [lease](Lock::lease) the lock gets the watchdog lease
+    /// ([`ClientBuilder::watchdog_lease`](crate::ClientBuilder::watchdog_lease), 30 seconds
+    /// unless set) and the watchdog renews it every third of it while the guard lives; with
+    /// one, the lock expires after the lease unless [extended](LockGuard::extend).
+    ///
+    /// While another owner holds the lock, the call waits for the release message on the
+    /// lock's wake channel, re-attempting at the latest when the holder's lease would end
+    /// (Redisson's `tryLock(wait, lease)` loop). An unreachable server is retried with
+    /// backoff until the wait ends.
     ///
     /// # Errors
     /// - [`ErrorKind::NotAcquired`] when the wait elapsed;
     /// - [`ErrorKind::InvalidInput`] for an empty or oversized name or a bad lease;
     /// - [`ErrorKind::WrongType`] when the key holds another Redis type;
-    /// - [`ErrorKind::Connection`], [`ErrorKind::Backend`] for server failures.
+    /// - [`ErrorKind::Closed`] after [`Client::shutdown`];
+    /// - [`ErrorKind::Connection`] when the server was still unreachable when the wait
+    ///   ended; [`ErrorKind::Backend`] and the other server-side kinds for server failures.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future leaves no hold (a grant that raced the drop is
     /// released in the background), no subscription and no key behind.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let lock = client.lock("report:daily");
+    /// let guard = lock.acquire().await?;   // Err(NotAcquired) after the default wait
+    /// // ... the critical section ...
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire(&self) -> Result<LockGuard> {
         let wait = self.inner.client.inner.default_wait;
         self.try_acquire_for(wait)
@@ -297,40 +329,101 @@ impl Lock {
             .ok_or_else(|| self.not_acquired(wait))
     }
 
-    /// One attempt for a fresh owner: `Ok(None)` when another owner holds the lock.
+    /// Makes one attempt for a fresh owner: `Ok(None)` when another owner holds the lock.
+    ///
+    /// Never waits and never subscribes: one script call. Lease and watchdog as for
+    /// [`Lock::acquire`].
     ///
     /// # Errors
     /// As [`Lock::acquire`], except that contention is `Ok(None)`, not an error.
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// match client.lock("cache:rebuild").try_acquire().await? {
+    ///     Some(guard) => {
+    ///         // ... rebuild the cache ...
+    ///         guard.release().await?;
+    ///     }
+    ///     None => println!("another instance is rebuilding; skip"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.acquire_inner(None, Mode::New, Some(Duration::ZERO))
             .await
     }
 
-    /// Acquire for a fresh owner, waiting at most `wait` (zero: one attempt). `Ok(None)` when
-    /// the wait elapsed.
+    /// Acquires the lock for a fresh owner, waiting at most `wait`: `Ok(None)` when the wait
+    /// elapsed.
+    ///
+    /// `wait` is a [`Duration`] (at most 365 days); zero makes one attempt, as
+    /// [`Lock::try_acquire`]. Waiting, lease and watchdog as for [`Lock::acquire`].
     ///
     /// # Errors
-    /// As [`Lock::acquire`], except that an elapsed wait is `Ok(None)`.
+    /// As [`Lock::acquire`], except that an elapsed wait is `Ok(None)`;
+    /// [`ErrorKind::InvalidInput`] for a `wait` over 365 days.
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let lock = client.lock("order:user:42");
+    /// if let Some(guard) = lock.try_acquire_for(Duration::from_secs(2)).await? {
+    ///     // ... place the order, passing guard.fencing_token() to the store ...
+    ///     guard.release().await?;
+    /// } else {
+    ///     println!("busy for 2 s: try again later");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
         self.acquire_inner(None, Mode::New, Some(wait)).await
     }
 
-    /// Acquire as `owner`, waiting at most the client's default wait: grant if the lock is
-    /// free, add a hold if `owner` holds it already (re-entry: hold count + 1, lease reset).
-    /// This is seed 003's `method1 → method2`: method2 takes the owner (or the guard, see
-    /// [`LockGuard::reenter`]) from method1.
+    /// Acquires the lock as `owner`, waiting at most the client's default wait: grants it if
+    /// it is free, adds a hold if `owner` holds it already (re-entry: hold count + 1, lease
+    /// reset).
+    ///
+    /// This is how a function that already holds the lock calls another that takes it too
+    /// (Redisson's re-entrant `lock()` in `method1 → method2`): the callee is given the owner
+    /// (or the guard, see [`LockGuard::reenter`]) instead of relying on a thread identity.
+    /// Each returned guard releases one hold. A resent request never counts two holds (an
+    /// acquire latch answers it). Plain locks only: fair and read-write locks re-enter
+    /// through their guards.
     ///
     /// # Errors
-    /// As [`Lock::acquire`].
+    /// As [`Lock::acquire`]. When the server did not answer within the resend window the
+    /// error says the outcome is unknown
+    /// ([`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)); the request is then
+    /// cancelled in the background, and a hold it may have added is given back.
     ///
     /// # Cancel safety
-    /// Cancel safe, as [`Lock::acquire`]; a resent request never counts two holds.
+    /// Cancel safe, as [`Lock::acquire`]: a hold granted to a dropped future is given back.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use distlock::{Lock, Owner};
+    ///
+    /// async fn method1(lock: &Lock) -> distlock::Result<()> {
+    ///     let owner = lock.client().new_owner();
+    ///     let outer = lock.acquire_as(&owner).await?;   // hold count 1
+    ///     method2(lock, &owner).await?;
+    ///     outer.release().await                          // the last hold: the lock is free
+    /// }
+    ///
+    /// async fn method2(lock: &Lock, owner: &Owner) -> distlock::Result<()> {
+    ///     let inner = lock.acquire_as(owner).await?;     // same owner: hold count 2
+    ///     inner.release().await                          // back to 1
+    /// }
+    /// ```
     pub async fn acquire_as(&self, owner: &Owner) -> Result<LockGuard> {
         let wait = self.inner.client.inner.default_wait;
         self.try_acquire_as(owner, wait)
@@ -338,11 +431,11 @@ impl Lock {
             .ok_or_else(|| self.not_acquired(wait))
     }
 
-    /// Like [`Lock::acquire_as`] but waits at most `wait` and returns `Ok(None)` when it
-    /// elapsed.
+    /// Acquires the lock as `owner` like [`Lock::acquire_as`], but waits at most `wait` (a
+    /// [`Duration`]; zero: one attempt) and returns `Ok(None)` when it elapsed.
     ///
     /// # Errors
-    /// As [`Lock::try_acquire_for`].
+    /// As [`Lock::try_acquire_for`]; an unknown outcome as for [`Lock::acquire_as`].
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
@@ -539,5 +632,18 @@ impl Lock {
             None => {}
         }
         Ok(status)
+    }
+}
+
+impl Client {
+    /// The reentrant lock called `name` (the Redis key is the key prefix followed by
+    /// `name`). No I/O; the name is checked when the lock is first used.
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into())
+    }
+
+    /// A fresh owner `<client-uuid>:<n>`, never returned before by this client.
+    pub fn new_owner(&self) -> Owner {
+        Owner::from_parts(&self.inner.id_str, self.next_seq())
     }
 }

@@ -17,6 +17,7 @@ use crate::conn::pubsub::Wake;
 use crate::error::NotHeldReason;
 use crate::holds::ReleaseRequest;
 use crate::lock::Owner;
+pub(crate) use crate::watchdog::Renewal;
 
 pub(crate) use fair::Fair;
 pub(crate) use plain::{plain_acquire_invocation, plain_release_invocation, Plain};
@@ -109,15 +110,6 @@ impl Mode {
             "new"
         }
     }
-}
-
-/// What the watchdog (and `extend`) runs to renew one hold.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Renewal {
-    /// `lock_renew.lua` on the hash field.
-    Hash,
-    /// `rw_read_renew.lua`, with the owner's read-hold key prefix.
-    Read { prefix: String },
 }
 
 /// The wait queue a kind keeps, for `status`.

@@ -1,0 +1,221 @@
+//! [`JobGuard`]: a held job lock; ownership-checked release, extension, keep-alive.
+
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::holds::{HoldId, ReleaseRequest};
+use crate::keys;
+use crate::scripts;
+use crate::watchdog::LeaseState;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A held job lock. Release it with [`JobGuard::release`]; dropping it releases in the
+/// background.
+#[must_use = "dropping the guard releases the job lock at once"]
+pub struct JobGuard {
+    pub(super) inner: Option<Arc<GuardInner>>,
+    pub(super) keep_alive: Option<tokio::task::AbortHandle>,
+    /// This job lock in the client's registry (released at shutdown if still held).
+    pub(super) hold: HoldId,
+}
+
+pub(crate) struct GuardInner {
+    pub(super) client: Client,
+    pub(super) key: String,
+    pub(super) value: String,
+    pub(super) env: String,
+    pub(super) name: String,
+    pub(super) started: Instant,
+    pub(super) at_least_for: Duration,
+    pub(super) at_most_for: Duration,
+    pub(super) lease: Arc<LeaseState>,
+}
+
+impl fmt::Debug for JobGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner {
+            Some(g) => f
+                .debug_struct("JobGuard")
+                .field("key", &g.key)
+                .field("value", &g.value)
+                .finish(),
+            None => f.write_str("JobGuard(released)"),
+        }
+    }
+}
+
+impl GuardInner {
+    async fn extend(&self, ttl: Duration) -> Result<()> {
+        let started = Instant::now();
+        let mut inv = scripts::JOB_EXTEND.prepare_invoke();
+        inv.key(&self.key)
+            .arg(&self.value)
+            .arg(ttl.as_millis() as u64);
+        let r: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&format!("extend job {:?}", self.name), &inv)
+            .await?;
+        match r {
+            1 => {
+                self.lease
+                    .set_valid_until(started + ttl.saturating_sub(keys::drift(ttl)));
+                Ok(())
+            }
+            -2 => {
+                self.lease.mark_lost();
+                Err(Error::not_held(&self.name, NotHeldReason::HeldByOther))
+            }
+            _ => {
+                self.lease.mark_lost();
+                Err(Error::not_held(&self.name, NotHeldReason::Gone))
+            }
+        }
+    }
+
+    /// The ownership-checked release (kept for what is left of `at_least_for`, measured
+    /// now): idempotent, it compares the value.
+    pub(super) fn release_request(&self) -> ReleaseRequest {
+        let keep = self.at_least_for.saturating_sub(self.started.elapsed());
+        let keep_ms = if keep.is_zero() {
+            0
+        } else {
+            keep.as_millis().max(1) as u64
+        };
+        ReleaseRequest::new(
+            format!("release job {:?}", self.name),
+            &scripts::JOB_RELEASE,
+        )
+        .key(&self.key)
+        .arg(&self.value)
+        .arg(keep_ms)
+    }
+
+    async fn release(&self) -> Result<()> {
+        let request = self.release_request();
+        let r: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&request.context, &request.invocation())
+            .await?;
+        match r {
+            0 | 1 => Ok(()),
+            -2 => Err(Error::not_held(&self.name, NotHeldReason::HeldByOther)),
+            _ => Err(Error::not_held(&self.name, NotHeldReason::Gone)),
+        }
+    }
+}
+
+impl JobGuard {
+    fn inner(&self) -> &GuardInner {
+        self.inner.as_ref().expect("guard used after release")
+    }
+
+    pub(super) fn start_keep_alive(&mut self) {
+        let me = self.inner.clone().expect("fresh guard");
+        let period = me.at_most_for / 2;
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                match me.extend(me.at_most_for).await {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::NotHeld => {
+                        tracing::warn!(job = %me.name, "keep-alive found the job lock gone");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(job = %me.name, error = format_args!("{e:#}"), "keep-alive failed")
+                    }
+                }
+            }
+        });
+        self.keep_alive = Some(task.abort_handle());
+    }
+
+    /// The value this guard wrote: `ADDED:<time>@<host>:<uuid>`.
+    pub fn value(&self) -> &str {
+        &self.inner().value
+    }
+
+    /// The key: `<prefix>job-lock:<env>:<name>`.
+    pub fn key(&self) -> &str {
+        &self.inner().key
+    }
+
+    /// The environment the job runs in.
+    pub fn environment(&self) -> &str {
+        &self.inner().env
+    }
+
+    /// Until when the lock is surely ours by the local monotonic clock (start + at_most_for,
+    /// or the last extension, minus drift).
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.inner().lease.valid_until().into_std()
+    }
+
+    /// Resolves when the lock is lost: `at_most_for` (or the last extension) passed, or an
+    /// extension found another holder.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.inner().lease.lost()
+    }
+
+    /// Set the lock's TTL to `lease` from now, if it is still ours (shorter or longer than
+    /// what was left). [`valid_until`](JobGuard::valid_until) moves to now + `lease` − drift.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a zero or
+    /// overflowing `lease`; [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock
+    /// expired or another instance holds it (nothing changed then; [`lost`](JobGuard::lost)
+    /// fires). Server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: PEXPIRE is idempotent.
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        keys::lease_ms("extension", lease)?;
+        self.inner().extend(lease).await
+    }
+
+    /// Release: delete the lock if it is ours, or, while `at_least_for` has not passed since
+    /// the start, shorten its TTL to what remains of it. Never touches another holder's lock.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock expired (the job
+    /// outran `at_most_for`) or another instance took it over. Server failures.
+    ///
+    /// # Cancel safety
+    /// A dropped release may or may not have happened; `at_most_for` ends it anyway.
+    pub async fn release(mut self) -> Result<()> {
+        let g = self.inner.take().expect("released twice");
+        if let Some(task) = self.keep_alive.take() {
+            task.abort();
+        }
+        if g.client.inner.holds.take(&self.hold).is_none() {
+            // Client::shutdown released it already.
+            return Err(Error::not_held(&g.name, NotHeldReason::Gone));
+        }
+        g.release().await
+    }
+}
+
+impl Drop for JobGuard {
+    fn drop(&mut self) {
+        let Some(g) = self.inner.take() else { return };
+        if let Some(task) = self.keep_alive.take() {
+            task.abort();
+        }
+        let client = &g.client.inner;
+        if client.holds.take(&self.hold).is_some() {
+            client
+                .holds
+                .release_in_background(&client.backend, g.release_request());
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! [`LeasedSemaphore`]: Redisson's `RPermitExpirableSemaphore` — permits with ids and
+//! leases, so a crashed holder's permit returns when its lease ends.
+
+use crate::client::Client;
+use crate::conn::pubsub::Wake;
+use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::holds::{HoldId, ReleaseRequest};
+use crate::keys;
+use crate::scripts;
+use crate::wait::{wait_loop, Step};
+use crate::watchdog::LeaseState;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+use super::{check_permits, Names, RECHECK};
+
+/// A semaphore whose permits have ids and leases (Redisson's `RPermitExpirableSemaphore`); see
+/// the [module docs](self). Made by [`Client::leased_semaphore`]; cheap to clone.
+#[derive(Clone)]
+pub struct LeasedSemaphore {
+    names: Names,
+}
+
+impl Client {
+    /// The leased semaphore called `name` (Redisson `RPermitExpirableSemaphore` layout).
+    /// No I/O.
+    pub fn leased_semaphore(&self, name: impl Into<String>) -> LeasedSemaphore {
+        LeasedSemaphore {
+            names: Names::new(self, name.into()),
+        }
+    }
+}
+
+impl fmt::Debug for LeasedSemaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeasedSemaphore")
+            .field("key", &self.names.key)
+            .finish()
+    }
+}
+
+impl LeasedSemaphore {
+    fn leases_key(&self) -> String {
+        keys::prefixed("redisson__timeout__set", &self.names.key)
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        &self.names.name
+    }
+
+    /// Set the number of permits if the semaphore has none yet. Returns whether it was set.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent.
+    pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
+        self.names.try_set_permits(permits).await
+    }
+
+    /// Add permits and wake waiters. Returns the permits available afterwards.
+    ///
+    /// # Errors
+    /// As [`Semaphore::add_permits`].
+    ///
+    /// # Cancel safety
+    /// Not idempotent.
+    pub async fn add_permits(&self, permits: u64) -> Result<u64> {
+        keys::check_name(&self.names.name)?;
+        check_permits("permits", permits)?;
+        self.names.add(permits).await
+    }
+
+    /// Permits available now and permits leased out, after reclaiming expired leases.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`]; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn permits(&self) -> Result<(u64, u64)> {
+        keys::check_name(&self.names.name)?;
+        let mut inv = scripts::LEASED_AVAILABLE.prepare_invoke();
+        inv.key(&self.names.key)
+            .key(self.leases_key())
+            .key(&self.names.channel);
+        let v: (i64, i64) = self
+            .names
+            .client
+            .inner
+            .backend
+            .eval(&self.names.context("available"), &inv)
+            .await?;
+        Ok((v.0.max(0) as u64, v.1.max(0) as u64))
+    }
+
+    /// Permits available now (after reclaiming expired leases).
+    ///
+    /// # Errors
+    /// As [`LeasedSemaphore::permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn available_permits(&self) -> Result<u64> {
+        Ok(self.permits().await?.0)
+    }
+
+    /// Take one permit with a `lease`, waiting at most the client's default wait.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotAcquired`] when the wait elapsed; as
+    /// [`LeasedSemaphore::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a permit granted to a dropped call is given back.
+    pub async fn acquire(&self, lease: Duration) -> Result<LeasedPermit> {
+        let wait = self.names.client.default_wait();
+        self.try_acquire_for(lease, wait).await?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotAcquired,
+                format!(
+                    "a permit of {:?} was not acquired within {wait:?}",
+                    self.names.name
+                ),
+            )
+        })
+    }
+
+    /// One attempt: `Ok(None)` when no permit is available.
+    ///
+    /// # Errors
+    /// As [`LeasedSemaphore::try_acquire_for`].
+    ///
+    /// # Cancel safety
+    /// As [`LeasedSemaphore::acquire`].
+    pub async fn try_acquire(&self, lease: Duration) -> Result<Option<LeasedPermit>> {
+        self.try_acquire_for(lease, Duration::ZERO).await
+    }
+
+    /// Take one permit with a `lease`, waiting at most `wait`: `Ok(None)` when it elapsed.
+    /// Waits are also bounded by the earliest running lease, so a crashed holder's permit is
+    /// picked up when its lease ends even if no message arrives.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing lease or wait, or a bad name;
+    /// [`ErrorKind::WrongType`]; server failures.
+    ///
+    /// # Cancel safety
+    /// As [`LeasedSemaphore::acquire`].
+    pub async fn try_acquire_for(
+        &self,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<Option<LeasedPermit>> {
+        let n = &self.names;
+        keys::check_name(&n.name)?;
+        n.client.check_open()?;
+        let lease_ms = keys::lease_ms("lease", lease)?;
+        keys::check_wait(wait)?;
+        let deadline = Instant::now() + wait;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let leases = self.leases_key();
+        let mut pending = PendingLeased {
+            sem: Some(self.clone()),
+            id: id.clone(),
+        };
+        let got = wait_loop(
+            &n.client,
+            &n.channel,
+            Wake::All,
+            deadline,
+            RECHECK,
+            || async {
+                let started = Instant::now();
+                let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
+                inv.key(&n.key)
+                    .key(&leases)
+                    .key(&n.channel)
+                    .arg(&id)
+                    .arg(lease_ms);
+                let r: (i64, i64) = n
+                    .client
+                    .inner
+                    .backend
+                    .eval(&n.context("acquire"), &inv)
+                    .await?;
+                Ok(match r {
+                    (1, _) => Step::Done(started),
+                    (_, wait_ms) if wait_ms >= 0 => {
+                        Step::Wait(Some(Duration::from_millis(wait_ms as u64)))
+                    }
+                    _ => Step::Wait(None),
+                })
+            },
+        )
+        .await;
+        if got.is_ok() {
+            pending.sem = None;
+        }
+        Ok(got?.map(|started| LeasedPermit {
+            hold: {
+                let (sem, id) = (self.clone(), id.clone());
+                n.client
+                    .inner
+                    .holds
+                    .register(Arc::new(move || sem.release_request(&id)))
+            },
+            sem: Some(self.clone()),
+            id,
+            lease: Arc::new(LeaseState::new(
+                started + lease.saturating_sub(keys::drift(lease)),
+            )),
+        }))
+    }
+
+    /// The script call that gives back the permit `id` (idempotent: by id).
+    fn release_request(&self, id: &str) -> ReleaseRequest {
+        ReleaseRequest::new(self.names.context("release"), &scripts::LEASED_RELEASE)
+            .key(&self.names.key)
+            .key(self.leases_key())
+            .key(&self.names.channel)
+            .arg(id)
+    }
+
+    async fn release_id(&self, id: &str) -> Result<i64> {
+        let request = self.release_request(id);
+        self.names
+            .client
+            .inner
+            .backend
+            .eval(&request.context, &request.invocation())
+            .await
+    }
+}
+
+/// Gives back a leased permit whose acquire was dropped or failed, if it was granted.
+struct PendingLeased {
+    sem: Option<LeasedSemaphore>,
+    id: String,
+}
+
+impl Drop for PendingLeased {
+    fn drop(&mut self) {
+        let Some(sem) = self.sem.take() else { return };
+        let id = std::mem::take(&mut self.id);
+        sem.names.client.inner.runtime.clone().spawn(async move {
+            let _ = sem.release_id(&id).await;
+        });
+    }
+}
+
+/// One permit of a [`LeasedSemaphore`], with an id and a lease. Release it with
+/// [`LeasedPermit::release`]; dropping it releases in the background.
+#[must_use = "dropping the permit gives it back at once"]
+pub struct LeasedPermit {
+    sem: Option<LeasedSemaphore>,
+    id: String,
+    lease: Arc<LeaseState>,
+    /// This permit in the client's registry (given back at shutdown if still held).
+    hold: HoldId,
+}
+
+impl fmt::Debug for LeasedPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeasedPermit")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl LeasedPermit {
+    /// The permit's id (a member of `redisson__timeout__set:{<name>}`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Until when the permit is surely ours by the local monotonic clock.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.lease.valid_until().into_std()
+    }
+
+    /// Resolves when the lease ends without an extension (or an extension found it gone).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        self.lease.lost().await
+    }
+
+    /// Move the lease's end to `lease` from now.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when the lease had ended (the permit is reclaimed);
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing lease; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent.
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        let lease_ms = keys::lease_ms("lease", lease)?;
+        let sem = self.sem.as_ref().expect("released");
+        let started = Instant::now();
+        let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
+        inv.key(sem.leases_key()).arg(&self.id).arg(lease_ms);
+        let r: Vec<i64> = sem
+            .names
+            .client
+            .inner
+            .backend
+            .eval(&sem.names.context("extend"), &inv)
+            .await?;
+        if r.first() == Some(&1) {
+            self.lease
+                .set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
+            Ok(())
+        } else {
+            self.lease.mark_lost();
+            Err(Error::not_held(&sem.names.name, NotHeldReason::Gone))
+        }
+    }
+
+    /// Give the permit back and wake waiters.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when the lease had ended (the permit went back to the pool
+    /// already); server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: giving back twice is refused by the id.
+    pub async fn release(mut self) -> Result<()> {
+        let sem = self.sem.take().expect("released twice");
+        if sem.names.client.inner.holds.take(&self.hold).is_none() {
+            // Client::shutdown gave it back already.
+            return Err(Error::not_held(&sem.names.name, NotHeldReason::Gone));
+        }
+        match sem.release_id(&self.id).await? {
+            1 => Ok(()),
+            _ => Err(Error::not_held(&sem.names.name, NotHeldReason::Gone)),
+        }
+    }
+}
+
+impl Drop for LeasedPermit {
+    fn drop(&mut self) {
+        let Some(sem) = self.sem.take() else { return };
+        let client = &sem.names.client.inner;
+        if client.holds.take(&self.hold).is_some() {
+            client
+                .holds
+                .release_in_background(&client.backend, sem.release_request(&self.id));
+        }
+    }
+}
