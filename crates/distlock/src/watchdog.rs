@@ -4,8 +4,9 @@
 //! owner (re-entry, adopt), carrying the local validity deadline and the lost-lease signal.
 //! Locks acquired without an explicit lease are renewed by one task per client: every
 //! `watchdog lease / 3` (Redisson's `internalLockLeaseTime / 3`, 10 s of 30 s) it renews all
-//! of them with one `lock_renew.lua` call per 500 locks, instead of Redisson's one timer and
-//! one round trip per lock. A renewal that finds the lock gone or held by another owner
+//! of them with one `lock_renew.lua` call per hash slot and 500 locks — all calls issued
+//! together, so they share round trips — instead of Redisson's one timer and one round trip
+//! per lock. Grouping by slot keeps every call inside one slot, as Redis Cluster requires. A renewal that finds the lock gone or held by another owner
 //! fires the lost signal at once; renewals that keep failing let the local deadline pass,
 //! which fires it too.
 //!
@@ -22,7 +23,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::conn::Backend;
-use crate::keys::drift;
+use crate::keys::{self, drift};
 use crate::scripts;
 
 /// What the watchdog (and `extend`) runs to renew one hold.
@@ -266,17 +267,30 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>, reconnected
             if e.renew_refs == 0 {
                 continue;
             }
+            let slot = keys::key_slot(&k.0);
             match &e.renewal {
-                Renewal::Hash => hash.push((k.clone(), String::new(), e.lease.clone())),
-                Renewal::Read { prefix } => read.push((k.clone(), prefix.clone(), e.lease.clone())),
+                Renewal::Hash => hash.push((slot, k.clone(), String::new(), e.lease.clone())),
+                Renewal::Read { prefix } => {
+                    read.push((slot, k.clone(), prefix.clone(), e.lease.clone()))
+                }
             }
         }
-        let mut failed = false;
-        for (batch, is_read) in [(hash, false), (read, true)] {
-            for chunk in batch.chunks(BATCH) {
-                failed |= !renew_chunk(&backend, &shared, lease, lease_ms, chunk, is_read).await;
+        // One script call per hash slot group (at most BATCH leases each), as a cluster
+        // requires; the calls are issued together, so the multiplexed connection pipelines
+        // them (one round trip on a standalone server, however many slots).
+        let mut calls = Vec::new();
+        for (batch, is_read) in [(&mut hash, false), (&mut read, true)] {
+            batch.sort_by_key(|(slot, ..)| *slot);
+            for group in batch.chunk_by(|a, b| a.0 == b.0) {
+                for chunk in group.chunks(BATCH) {
+                    calls.push(renew_chunk(&backend, &shared, lease, lease_ms, chunk, is_read));
+                }
             }
         }
+        let failed = futures_util::future::join_all(calls)
+            .await
+            .into_iter()
+            .any(|ok| !ok);
         next = Instant::now()
             + if failed {
                 period.min(Duration::from_millis(500))
@@ -324,13 +338,14 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
     }
 }
 
-/// One renewal script call for up to [`BATCH`] leases of one kind; false when it failed.
+/// One renewal script call for up to [`BATCH`] leases of one kind in one hash slot; false
+/// when it failed.
 async fn renew_chunk(
     backend: &Backend,
     shared: &Shared,
     lease: Duration,
     lease_ms: u64,
-    chunk: &[(EntryKey, String, Arc<LeaseState>)],
+    chunk: &[(u16, EntryKey, String, Arc<LeaseState>)],
     is_read: bool,
 ) -> bool {
     let started = Instant::now();
@@ -341,7 +356,7 @@ async fn renew_chunk(
     };
     let mut inv = script.prepare_invoke();
     inv.arg(lease_ms);
-    for ((key, field), prefix, _) in chunk {
+    for (_, (key, field), prefix, _) in chunk {
         inv.key(key.as_str());
         inv.arg(field.as_str());
         if is_read {
@@ -350,7 +365,7 @@ async fn renew_chunk(
     }
     match backend.eval::<Vec<i64>>("watchdog renewal", &inv).await {
         Ok(results) if results.len() == chunk.len() => {
-            for ((entry_key, _, state), r) in chunk.iter().zip(results) {
+            for ((_, entry_key, _, state), r) in chunk.iter().zip(results) {
                 if r == 1 {
                     state.renewed(started + lease - drift(lease));
                 } else if stop_renewing(shared, entry_key, state) {
@@ -374,7 +389,7 @@ async fn renew_chunk(
                 locks = chunk.len(),
                 "watchdog renewal failed"
             );
-            for (_, _, state) in chunk {
+            for (_, _, _, state) in chunk {
                 if Instant::now() >= state.valid_until() {
                     state.mark_lost();
                 }
