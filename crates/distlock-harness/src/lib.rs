@@ -9,6 +9,11 @@
 //!
 //! The shape follows redis-rs's `redis-test` crate (`RedisServer`): pick a free port, spawn,
 //! poll with `PING` until the server answers.
+//!
+//! [`testing`] has the helpers tests use on such a server: run a command, list keys and
+//! subscribers, wait for a condition.
+
+pub mod testing;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};

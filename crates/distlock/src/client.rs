@@ -15,7 +15,7 @@ use crate::watchdog::Leases;
 /// Default lease of a lock acquired without an explicit one, kept alive by the watchdog:
 /// 30 s, as Redisson's `lockWatchdogTimeout`.
 pub const DEFAULT_WATCHDOG_LEASE: Duration = Duration::from_secs(30);
-/// Default bound on how long [`Lock::acquire`] waits: 60 s.
+/// Default bound on how long [`Lock::acquire`](crate::Lock::acquire) waits: 60 s.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 /// Default timeout of one command (and of the time a retried release stays idempotent): 3 s,
 /// as Redisson's `timeout`.
@@ -30,7 +30,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The client has a random UUID (v4); lock owners it mints are `<uuid>:<n>`, the shape of
 /// Redisson's `<uuid>:<threadId>` hash fields.
 ///
-/// Dropping the last clone (and every [`Lock`] and guard made from it) stops its background
+/// Dropping the last clone (and every [`Lock`](crate::Lock) and guard made from it) stops its background
 /// tasks; locks it still held are released by their guards' drops or expire at their lease.
 #[derive(Clone)]
 pub struct Client {
@@ -148,7 +148,7 @@ impl Client {
         self.inner.watchdog_lease
     }
 
-    /// The wait bound of [`Lock::acquire`].
+    /// The wait bound of [`Lock::acquire`](crate::Lock::acquire).
     pub fn default_wait(&self) -> Duration {
         self.inner.default_wait
     }
@@ -287,7 +287,7 @@ impl ClientBuilder {
         self
     }
 
-    /// How long [`Lock::acquire`] waits before failing with
+    /// How long [`Lock::acquire`](crate::Lock::acquire) waits before failing with
     /// [`ErrorKind::NotAcquired`](crate::ErrorKind::NotAcquired). Default 60 s.
     pub fn default_wait(mut self, wait: Duration) -> Self {
         self.default_wait = wait;

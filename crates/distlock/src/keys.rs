@@ -58,14 +58,16 @@ pub fn lock_channel(key: &str) -> String {
     prefixed("redisson_lock__channel", key)
 }
 
-/// Unlock latch of one release request: `redisson_unlock_latch:{key}:<request-id>` (seed 004).
+/// Unlock latch of one release request: `redisson_unlock_latch:{key}:<request-id>` (the
+/// key Redisson's `RLock` unlock script uses, so that a resent release answers the first
+/// send's result instead of taking a second hold away).
 pub fn unlock_latch(key: &str, request_id: &str) -> String {
     format!("{}:{request_id}", prefixed("redisson_unlock_latch", key))
 }
 
 /// Acquire latch of one re-entrant acquire request: `distlock_acquire_latch:{key}:<id>`.
-/// Makes a resent acquire idempotent (Redisson issue #7367: a resent acquire leaves hold
-/// count 2).
+/// Makes a resent acquire idempotent (in Redisson, a re-entrant acquire resent after a lost
+/// reply leaves hold count 2).
 pub fn acquire_latch(key: &str, request_id: &str) -> String {
     format!("{}:{request_id}", prefixed("distlock_acquire_latch", key))
 }
@@ -163,7 +165,8 @@ pub fn slot_tag(slot: u16) -> &'static str {
 /// of `lock_key`, so that the counter hashes to the lock's slot and every acquire script
 /// touches one slot only (ready for Redis Cluster). Tokens are strictly increasing per lock
 /// name, and across the names of one slot. At most 16384 counters exist per key prefix;
-/// none is created per lock name (Redisson issue #6510).
+/// none is created per lock name (Redisson's `RFencedLock` keeps a `redisson_lock_token`
+/// key per lock name that never expires, so they accumulate).
 ///
 /// When `key_prefix` carries a complete `{hash tag}` itself, every key of the client hashes
 /// to that tag's slot, the counter included. A prefix with an unmatched or empty `{`, e.g.
@@ -183,7 +186,10 @@ pub fn legacy_fencing_counter(key_prefix: &str) -> String {
     format!("{key_prefix}distlock:fencing-counter")
 }
 
-/// Check a lock name: non-empty, at most [`MAX_NAME_LEN`] bytes.
+/// Checks a lock name: non-empty, at most [`MAX_NAME_LEN`] bytes (64 KiB).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an empty or longer name.
 pub fn check_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
@@ -197,7 +203,12 @@ pub fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A lease, extension or TTL as whole milliseconds: at least 1 ms, at most [`MAX_DURATION`].
+/// A lease, extension or TTL as whole milliseconds: at least 1 ms, at most [`MAX_DURATION`]
+/// (365 days). `what` names the value in the error message.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a duration that is zero,
+/// shorter than 1 ms or longer than 365 days.
 pub fn lease_ms(what: &str, d: Duration) -> Result<u64> {
     if d.is_zero() {
         return Err(Error::invalid(format!("{what} is zero")));
@@ -216,7 +227,10 @@ pub fn lease_ms(what: &str, d: Duration) -> Result<u64> {
     Ok(ms)
 }
 
-/// A wait: zero means one attempt, at most [`MAX_DURATION`].
+/// Checks a wait: zero means one attempt; at most [`MAX_DURATION`] (365 days).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a wait over 365 days.
 pub fn check_wait(d: Duration) -> Result<()> {
     if d > MAX_DURATION {
         return Err(Error::invalid(format!(

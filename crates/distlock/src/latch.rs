@@ -60,7 +60,7 @@ impl CountDownLatch {
         &self.name
     }
 
-    /// Set the count to `count` if the latch has none (is open). Returns whether it was set.
+    /// Sets the count to `count` if the latch has none (is open). Returns whether it was set.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a zero count or a bad name; server failures.
@@ -86,18 +86,37 @@ impl CountDownLatch {
         Ok(set == 1)
     }
 
-    /// Count down by one; at zero the latch opens and every waiter wakes. Returns the count
-    /// left (0 when it opened, or was open already).
+    /// Counts down by one and returns the count left (0 when the latch opened, or was open
+    /// already).
+    ///
+    /// At zero the latch key is deleted and every waiter, in every process, wakes (as
+    /// Redisson's `RCountDownLatch.countDown`). Counting down an open latch does nothing.
+    /// Counted at most once: the request records its result in a short-lived request latch,
+    /// which answers a resend after a broken connection.
     ///
     /// # Errors
-    /// [`ErrorKind::WrongType`] when the key holds another type; server failures.
-    ///
-    /// # Cancel safety
-    /// Counted at most once: a request latch answers a resend. When the server does not answer
-    /// within the resend window the error says the outcome is unknown
+    /// [`ErrorKind::WrongType`] when the key holds another type;
+    /// [`ErrorKind::InvalidInput`] for a bad name; server failures. When the server does not
+    /// answer within the resend window the error says the outcome is unknown
     /// ([`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)): it was counted at
     /// most once, and a send still queued on a stalled server counts it when the server
-    /// resumes. A dropped future may or may not have counted down.
+    /// resumes.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe in the sense that a dropped future may or may not have counted down
+    /// (at most once).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let latch = client.count_down_latch("batch-42");
+    /// // ... this worker's part of the batch ...
+    /// let left = latch.count_down().await?;
+    /// if left == 0 {
+    ///     println!("the last worker: the batch is done");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn count_down(&self) -> Result<u64> {
         keys::check_name(&self.name)?;
         let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
@@ -137,8 +156,11 @@ impl CountDownLatch {
         Ok(v.unwrap_or(0).max(0) as u64)
     }
 
-    /// Wait until the count reaches zero, at most the client's default wait (60 s unless
-    /// set).
+    /// Waits until the count reaches zero, at most the client's default wait
+    /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 seconds
+    /// unless set).
+    ///
+    /// Waiting as for [`CountDownLatch::wait_for`].
     ///
     /// # Errors
     /// [`ErrorKind::NotAcquired`] when the wait elapsed first; as [`CountDownLatch::count`].
@@ -157,13 +179,34 @@ impl CountDownLatch {
         }
     }
 
-    /// Wait at most `wait` for the count to reach zero; returns whether it did.
+    /// Waits at most `wait` for the count to reach zero; returns whether it did.
+    ///
+    /// `wait` is a [`Duration`] (at most 365 days); zero checks once. An open latch (count 0,
+    /// or no key) returns `true` at once. The waiter subscribes to the latch's channel, is
+    /// woken by the count-down that opens it, and re-reads the count every second in case a
+    /// message was lost. An unreachable server is retried with backoff until the wait ends.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for an overflowing wait; as [`CountDownLatch::count`].
+    /// [`ErrorKind::InvalidInput`] for a `wait` over 365 days or a bad name;
+    /// [`ErrorKind::Connection`] when the server was still unreachable when the wait ended;
+    /// as [`CountDownLatch::count`].
     ///
     /// # Cancel safety
     /// As [`CountDownLatch::wait`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let latch = client.count_down_latch("batch-42");
+    /// if latch.wait_for(Duration::from_secs(30)).await? {
+    ///     println!("every worker counted down");
+    /// } else {
+    ///     println!("still {} to go after 30 s", latch.count().await?);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn wait_for(&self, wait: Duration) -> Result<bool> {
         keys::check_name(&self.name)?;
         keys::check_wait(wait)?;

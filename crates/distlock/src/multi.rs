@@ -1,5 +1,5 @@
 //! [`MultiLock`]: several [`Lock`]s — on one server or on independent ones — taken as one,
-//! all or nothing (Redisson's `RedissonMultiLock`, seed 003 §6).
+//! all or nothing (Redisson's `RedissonMultiLock`).
 //!
 //! Members are acquired one by one in a fixed global order (node, then key), each waiting
 //! at most what is left of the overall wait. Since every MultiLock over the same members
@@ -81,8 +81,15 @@ impl MultiLock {
         &self.members
     }
 
-    /// Acquire every member, waiting at most the first member's client default wait (60 s
-    /// unless set).
+    /// Acquires every member, waiting at most the first member's client default wait
+    /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 seconds
+    /// unless set) overall.
+    ///
+    /// Members are taken one after another in the fixed order of [`MultiLock::members`]
+    /// (node, then key), each with a fresh owner and waiting at most what is left of the
+    /// overall wait; so two MultiLocks over the same members cannot deadlock. When a member
+    /// cannot be had in time, or fails, the members taken so far are released before the
+    /// call returns. Each member has its own lease and watchdog, as [`Lock::acquire`].
     ///
     /// # Errors
     /// [`ErrorKind::NotAcquired`] when the wait elapsed (nothing is held then); a member's
@@ -90,6 +97,20 @@ impl MultiLock {
     ///
     /// # Cancel safety
     /// Cancel safe: members taken so far are guards, released in the background on drop.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// // Move stock between two warehouses: both or neither.
+    /// let multi = distlock::MultiLock::new([
+    ///     client.lock("stock:warehouse-a"),
+    ///     client.lock("stock:warehouse-b"),
+    /// ])?;
+    /// let guard = multi.acquire().await?;   // Err(NotAcquired): nothing is held
+    /// // ... move the stock, passing guard.fencing_tokens() to the stores ...
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire(&self) -> Result<MultiLockGuard> {
         let wait = self.members[0].client().default_wait();
         self.try_acquire_for(wait).await?.ok_or_else(|| {
@@ -103,7 +124,8 @@ impl MultiLock {
         })
     }
 
-    /// One attempt at every member: `Ok(None)` when any is held by another owner.
+    /// Makes one attempt at every member: `Ok(None)` when any is held by another owner (the
+    /// members taken before it are released).
     ///
     /// # Errors
     /// As [`MultiLock::acquire`], except that contention is `Ok(None)`.
@@ -114,7 +136,8 @@ impl MultiLock {
         self.try_acquire_for(Duration::ZERO).await
     }
 
-    /// Acquire every member within `wait` overall: `Ok(None)` when it elapsed.
+    /// Acquires every member within `wait` (a [`Duration`]) overall: `Ok(None)` when it
+    /// elapsed (the members taken so far are released).
     ///
     /// # Errors
     /// As [`MultiLock::acquire`], except that an elapsed wait is `Ok(None)`.
@@ -187,8 +210,9 @@ impl MultiLockGuard {
             .expect("a MultiLock has members")
     }
 
-    /// Re-enter every member with its owner (hold count + 1 on every node), as seed 003's
-    /// `method1 → method2` over a MultiLock.
+    /// Re-enters every member with its owner (hold count + 1 on every node), as
+    /// [`LockGuard::reenter`] over a MultiLock: for a function that holds the MultiLock and
+    /// calls another that takes it too.
     ///
     /// # Errors
     /// A member's [`LockGuard::reenter`] error; members re-entered before it are released.
@@ -209,7 +233,8 @@ impl MultiLockGuard {
         Ok(MultiLockGuard { guards })
     }
 
-    /// Set every member's TTL to `lease` from now.
+    /// Sets every member's TTL to `lease` (a [`Duration`], at least 1 ms) from now, as
+    /// [`LockGuard::extend`].
     ///
     /// # Errors
     /// The first member's error ([`ErrorKind::NotHeld`] when one was lost); the others are
@@ -236,7 +261,7 @@ impl MultiLockGuard {
         self.guards.iter().any(|g| g.is_lost())
     }
 
-    /// Release every member (one hold each).
+    /// Releases every member (one hold each), concurrently.
     ///
     /// # Errors
     /// The first member's error ([`ErrorKind::NotHeld`] when one was lost); every member is

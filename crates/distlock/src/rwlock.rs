@@ -160,7 +160,8 @@ guard_accessors!(RwLockReadGuard);
 guard_accessors!(RwLockWriteGuard);
 
 impl RwLock {
-    /// The same lock with an explicit lease for its holds (no watchdog).
+    /// The same lock with an explicit lease for its holds (a [`Duration`], no watchdog), as
+    /// [`Lock::lease`]. No I/O.
     pub fn lease(&self, lease: Duration) -> RwLock {
         RwLock {
             read: self.read.lease(lease),
@@ -173,18 +174,35 @@ impl RwLock {
         self.read.name()
     }
 
-    /// Take a read hold, waiting at most the client's default wait.
+    /// Takes a read hold for a fresh owner, waiting at most the client's default wait.
+    ///
+    /// The wait is [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait) (60
+    /// seconds unless set). Many readers hold the lock at once; a reader waits while a writer
+    /// holds it, and also while a writer waits (write preference: a stream of readers cannot
+    /// starve writers). Each read hold has its own lease, so a crashed reader's hold runs out
+    /// on its own. Lease and watchdog as for [`Lock::acquire`].
     ///
     /// # Errors
     /// As [`Lock::acquire`].
     ///
     /// # Cancel safety
     /// Cancel safe: a grant that raced the drop is released.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let rw = client.rw_lock("catalog");
+    /// let r = rw.read().await?;        // other readers may hold it too
+    /// // ... read the catalog ...
+    /// r.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn read(&self) -> Result<RwLockReadGuard> {
         self.read.acquire().await.map(RwLockReadGuard)
     }
 
-    /// One attempt at a read hold.
+    /// Makes one attempt at a read hold: `Ok(None)` when a writer holds the lock or waits
+    /// for it.
     ///
     /// # Errors
     /// As [`Lock::try_acquire`].
@@ -195,7 +213,8 @@ impl RwLock {
         Ok(self.read.try_acquire().await?.map(RwLockReadGuard))
     }
 
-    /// A read hold within `wait`.
+    /// Takes a read hold, waiting at most `wait` (a [`Duration`]; zero: one attempt):
+    /// `Ok(None)` when it elapsed.
     ///
     /// # Errors
     /// As [`Lock::try_acquire_for`].
@@ -206,19 +225,36 @@ impl RwLock {
         Ok(self.read.try_acquire_for(wait).await?.map(RwLockReadGuard))
     }
 
-    /// Take the write hold, waiting at most the client's default wait. While it waits, new
-    /// readers hold back.
+    /// Takes the write hold for a fresh owner, waiting at most the client's default wait.
+    ///
+    /// The wait is [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait) (60
+    /// seconds unless set). One writer and no reader hold the lock at a time. While it waits,
+    /// the writer is registered as waiting and new readers hold back; it re-attempts every
+    /// third of its liveness timeout (5 seconds), and a crashed writer stops holding readers
+    /// back once that passes. Lease and watchdog as for [`Lock::acquire`].
     ///
     /// # Errors
     /// As [`Lock::acquire`].
     ///
     /// # Cancel safety
-    /// Cancel safe: a waiting writer that is dropped stops holding readers back at once.
+    /// Cancel safe: a waiting writer that is dropped stops holding readers back at once, and
+    /// a grant that raced the drop is released.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let rw = client.rw_lock("catalog");
+    /// let w = rw.write().await?;       // no reader and no other writer now
+    /// // ... rewrite the catalog, passing w.fencing_token() to the store ...
+    /// w.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn write(&self) -> Result<RwLockWriteGuard> {
         self.write.acquire().await.map(RwLockWriteGuard)
     }
 
-    /// One attempt at the write hold.
+    /// Makes one attempt at the write hold, without registering as a waiting writer:
+    /// `Ok(None)` when the lock is held.
     ///
     /// # Errors
     /// As [`Lock::try_acquire`].
@@ -229,13 +265,32 @@ impl RwLock {
         Ok(self.write.try_acquire().await?.map(RwLockWriteGuard))
     }
 
-    /// The write hold within `wait`.
+    /// Takes the write hold, waiting at most `wait`: `Ok(None)` when it elapsed.
+    ///
+    /// `wait` is a [`Duration`] (at most 365 days); zero makes one attempt, as
+    /// [`RwLock::try_write`]. While it waits, new readers hold back, as for
+    /// [`RwLock::write`]; on timeout the writer stops holding them back at once.
     ///
     /// # Errors
     /// As [`Lock::try_acquire_for`].
     ///
     /// # Cancel safety
     /// As [`RwLock::write`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let rw = client.rw_lock("catalog");
+    /// if let Some(w) = rw.try_write_for(Duration::from_millis(500)).await? {
+    ///     // ... rewrite the catalog ...
+    ///     w.release().await?;
+    /// } else {
+    ///     println!("readers or a writer kept it for 500 ms");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn try_write_for(&self, wait: Duration) -> Result<Option<RwLockWriteGuard>> {
         Ok(self
             .write
@@ -308,8 +363,14 @@ impl RwLockWriteGuard {
         self.0.reenter().await.map(RwLockWriteGuard)
     }
 
-    /// Take a read hold with this writer's owner (allowed while writing); releasing the
-    /// write hold afterwards leaves the read hold: a downgrade.
+    /// Takes a read hold with this writer's owner: releasing the write hold afterwards
+    /// leaves the read hold, a downgrade.
+    ///
+    /// A writer may take read holds while it writes; no other reader gets in until the write
+    /// hold is released, and no writer gets in between the two (the read hold is taken
+    /// before the write hold goes). The read guard has the writer's owner and lease, and a
+    /// fresh fencing token. Never waits. There is no upgrade: a reader asking for the write
+    /// lock would wait for itself.
     ///
     /// # Errors
     /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the write hold was lost; server
@@ -317,6 +378,19 @@ impl RwLockWriteGuard {
     ///
     /// # Cancel safety
     /// As [`LockGuard::reenter`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let rw = client.rw_lock("catalog");
+    /// let w = rw.write().await?;
+    /// // ... write the catalog ...
+    /// let r = w.downgrade().await?;   // read hold, same owner, while still writing
+    /// w.release().await?;             // other readers may come in now; writers may not
+    /// // ... read what was written ...
+    /// r.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn downgrade(&self) -> Result<RwLockReadGuard> {
         let read = self.0.lock().rekind(Arc::new(Read));
         read.nest_as(self.0.owner(), self.0.lease())

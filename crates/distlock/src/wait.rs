@@ -1,4 +1,5 @@
-//! The one wait loop every primitive uses (seed 000's `tryLock` loop, generalised).
+//! The one wait loop every primitive uses (Redisson's `tryLock(wait, lease)` loop,
+//! generalised).
 //!
 //! 1. Attempt. Done → return.
 //! 2. Subscribe to the wake channel and wait for the server's confirmation.

@@ -4,9 +4,9 @@
 //! owner (re-entry, adopt), carrying the local validity deadline and the lost-lease signal.
 //! Locks acquired without an explicit lease are renewed by one task per client: every
 //! `watchdog lease / 3` (Redisson's `internalLockLeaseTime / 3`, 10 s of 30 s) it renews all
-//! of them with one `lock_renew.lua` call per hash slot and 500 locks — all calls issued
-//! together, so they share round trips — instead of Redisson's one timer and one round trip
-//! per lock. Grouping by slot keeps every call inside one slot, as Redis Cluster requires. A renewal that finds the lock gone or held by another owner
+//! of them with one `lock_renew.lua` call per 500 locks — per hash slot and 500 locks where
+//! the backend needs single-slot scripts (Redis Cluster) — all calls issued together so they
+//! share round trips, instead of Redisson's one timer and one round trip per lock. A renewal that finds the lock gone or held by another owner
 //! fires the lost signal at once; renewals that keep failing let the local deadline pass,
 //! which fires it too.
 //!
@@ -267,7 +267,12 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>, reconnected
             if e.renew_refs == 0 {
                 continue;
             }
-            let slot = keys::key_slot(&k.0);
+            // Grouped by hash slot where the deployment requires single-slot scripts.
+            let slot = if backend.single_slot_scripts() {
+                keys::key_slot(&k.0)
+            } else {
+                0
+            };
             match &e.renewal {
                 Renewal::Hash => hash.push((slot, k.clone(), String::new(), e.lease.clone())),
                 Renewal::Read { prefix } => {
@@ -275,15 +280,16 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>, reconnected
                 }
             }
         }
-        // One script call per hash slot group (at most BATCH leases each), as a cluster
-        // requires; the calls are issued together, so the multiplexed connection pipelines
-        // them (one round trip on a standalone server, however many slots).
+        // One script call per slot group (at most BATCH leases each); the calls are issued
+        // together, so the multiplexed connection pipelines them.
         let mut calls = Vec::new();
         for (batch, is_read) in [(&mut hash, false), (&mut read, true)] {
             batch.sort_by_key(|(slot, ..)| *slot);
             for group in batch.chunk_by(|a, b| a.0 == b.0) {
                 for chunk in group.chunks(BATCH) {
-                    calls.push(renew_chunk(&backend, &shared, lease, lease_ms, chunk, is_read));
+                    calls.push(renew_chunk(
+                        &backend, &shared, lease, lease_ms, chunk, is_read,
+                    ));
                 }
             }
         }

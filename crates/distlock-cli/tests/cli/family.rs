@@ -3,9 +3,10 @@
 use std::process::{Child, Command};
 use std::time::Duration;
 
+use distlock_harness::testing::{cmd, wait_until};
 use distlock_harness::RedisServer;
 
-use super::{distlock, hold, hold_until_key, output, redis_cmd, wait_until};
+use super::{distlock, hold, hold_until_key, output};
 
 fn stop(mut c: Child) {
     unsafe {
@@ -28,7 +29,7 @@ fn semaphore_mode_limits_concurrency() {
     let server = RedisServer::start();
     let a = hold(&server, &["jobs", "--semaphore", "2"]);
     let b = hold(&server, &["jobs", "--semaphore", "2"]);
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
+    assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
         &server,
         &["ZCARD", "redisson__timeout__set:{jobs}"]
     ) == 2));
@@ -64,7 +65,7 @@ fn fair_mode_queues_and_status_shows_the_queue() {
     let server = RedisServer::start();
     let holder = hold_until_key(&server, &["fifo", "--fair"], "fifo");
     let waiter = hold(&server, &["fifo", "--fair", "--wait", "20s"]);
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
+    assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
         &server,
         &["LLEN", "redisson_lock_queue:{fifo}"]
     ) == 1));
@@ -73,11 +74,11 @@ fn fair_mode_queues_and_status_shows_the_queue() {
     assert_eq!(v["queue"].as_array().unwrap().len(), 1);
     stop(holder);
     // The waiter gets the lock and holds it.
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
+    assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
         &server,
         &["LLEN", "redisson_lock_queue:{fifo}"]
     ) == 0));
-    assert!(redis_cmd::<bool>(&server, &["EXISTS", "fifo"]));
+    assert!(cmd::<bool>(&server, &["EXISTS", "fifo"]));
     stop(waiter);
 }
 
@@ -86,7 +87,7 @@ fn read_and_write_modes_share_and_exclude() {
     let server = RedisServer::start();
     let r1 = hold(&server, &["doc", "--read"]);
     let r2 = hold(&server, &["doc", "--read"]);
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<i64>(
+    assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
         &server,
         &["HLEN", "doc"]
     ) == 3));

@@ -1,13 +1,14 @@
-//! Faults: the wrapper of `distlock run` killed with SIGKILL, `unlock --force` on keys that
-//! are not locks, and servers that do not answer (`--connect-timeout`, `--timeout`).
+//! Faults: the wrapper of `distlock run` killed with SIGKILL, its runtime's threads going
+//! idle, and servers that do not answer (`--connect-timeout`, `--timeout`).
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use distlock_harness::testing::{cmd, wait_until};
 use distlock_harness::RedisServer;
 
-use super::{distlock, hold_until_key, output, redis_cmd, wait_until};
+use super::{distlock, output};
 
 /// The state letter of `/proc/<pid>/stat` (`R`, `S`, `Z`, …); `None` when the process is
 /// gone.
@@ -48,7 +49,7 @@ fn read_pid(path: &std::path::Path) -> i32 {
     pid.unwrap()
 }
 
-/// Fault 1: `kill -9` of the wrapper must not leave CMD running without the lock. On Linux
+/// `kill -9` of the wrapper must not leave CMD running without the lock. On Linux
 /// the command (the wrapper's direct child) gets SIGKILL when the wrapper dies.
 #[cfg(target_os = "linux")]
 #[test]
@@ -71,7 +72,7 @@ fn run_command_dies_with_a_killed_wrapper() {
         "pid {pid} is not the wrapper's `sleep` child"
     );
     assert!(!is_dead(pid));
-    let exists: bool = redis_cmd(&server, &["EXISTS", "guarded"]);
+    let exists: bool = cmd(&server, &["EXISTS", "guarded"]);
     assert!(exists, "the lock is held while the command runs");
 
     let killed = Instant::now();
@@ -93,7 +94,7 @@ fn run_command_dies_with_a_killed_wrapper() {
     );
     eprintln!("the command died {took:?} after kill -9 of the wrapper");
     // The lock stays until its lease ends: nobody released it.
-    let pttl: i64 = redis_cmd(&server, &["PTTL", "guarded"]);
+    let pttl: i64 = cmd(&server, &["PTTL", "guarded"]);
     assert!(pttl > 50_000, "{pttl}");
 }
 
@@ -111,102 +112,7 @@ fn run_command_outlives_an_idle_runtime_thread() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done");
 }
 
-/// `unlock --force NAME` on `key` must exit 1, say the key holds another type, and leave it
-/// as it was.
-fn assert_force_unlock_refused(server: &RedisServer, key: &str, dump: &[&str]) {
-    let before: redis::Value = redis_cmd(server, dump);
-    let ttl_before: i64 = redis_cmd(server, &["PTTL", key]);
-    let mut c = distlock(server);
-    c.args(["unlock", "--force", key]);
-    let out = output(c);
-    assert_eq!(out.status.code(), Some(1), "{key}: {out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("another type"), "{key}: {stderr}");
-    assert!(stderr.contains("not a lock"), "{key}: {stderr}");
-    assert!(out.stdout.is_empty(), "{key}: {out:?}");
-    let after: redis::Value = redis_cmd(server, dump);
-    assert_eq!(before, after, "{key} changed");
-    let ttl_after: i64 = redis_cmd(server, &["PTTL", key]);
-    assert_eq!(ttl_before, ttl_after, "{key}: TTL changed");
-}
-
-/// Fault 2: force-unlock deleted strings, lists and user hashes (data loss on a typo).
-#[test]
-fn force_unlock_refuses_keys_that_are_not_locks() {
-    let server = RedisServer::start();
-    let _: () = redis_cmd(&server, &["SET", "config:feature", "on"]);
-    let _: i64 = redis_cmd(&server, &["RPUSH", "queue:emails", "a", "b", "c"]);
-    let _: i64 = redis_cmd(&server, &["HSET", "user:1", "name", "bob", "age", "42"]);
-    // Hashes that look a little like locks, but are not.
-    let _: i64 = redis_cmd(&server, &["HSET", "prefs:1", "mode", "dark"]);
-    let _: i64 = redis_cmd(&server, &["HSET", "visits", "2024:01", "many"]);
-    let _: i64 = redis_cmd(&server, &["HSET", "mixed", "a:1", "1", "colour", "red"]);
-    let _: i64 = redis_cmd(&server, &["SADD", "tags", "x"]);
-
-    assert_force_unlock_refused(&server, "config:feature", &["GET", "config:feature"]);
-    assert_force_unlock_refused(
-        &server,
-        "queue:emails",
-        &["LRANGE", "queue:emails", "0", "-1"],
-    );
-    assert_force_unlock_refused(&server, "user:1", &["HGETALL", "user:1"]);
-    assert_force_unlock_refused(&server, "prefs:1", &["HGETALL", "prefs:1"]);
-    assert_force_unlock_refused(&server, "visits", &["HGETALL", "visits"]);
-    assert_force_unlock_refused(&server, "mixed", &["HGETALL", "mixed"]);
-    assert_force_unlock_refused(&server, "tags", &["SMEMBERS", "tags"]);
-
-    // A missing key is not an error.
-    let mut c = distlock(&server);
-    c.args(["unlock", "--force", "no-such-key"]);
-    let out = output(c);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("was not locked"));
-}
-
-/// Real locks are still force-unlocked: plain (with fencing token), read-write (`mode`),
-/// and a Redisson-style hash without distlock's token field.
-#[test]
-fn force_unlock_still_breaks_real_locks() {
-    let server = RedisServer::start();
-    for (name, run_args) in [
-        ("plain", &["plain"][..]),
-        ("rw-write", &["rw-write", "--write"][..]),
-        ("rw-read", &["rw-read", "--read"][..]),
-        ("fair", &["fair", "--fair"][..]),
-    ] {
-        let mut holder = hold_until_key(&server, run_args, name);
-        let mut c = distlock(&server);
-        c.args(["unlock", "--force", name]);
-        let out = output(c);
-        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("unlocked"),
-            "{name}: {out:?}"
-        );
-        let exists: bool = redis_cmd(&server, &["EXISTS", name]);
-        assert!(!exists, "{name} was not deleted");
-        holder.kill().unwrap();
-        holder.wait().unwrap();
-    }
-    // Held by a Redisson client (uuid:thread -> count, no distlock token field).
-    let _: i64 = redis_cmd(
-        &server,
-        &[
-            "HSET",
-            "java-lock",
-            "6f0a1e52-0b5e-4a53-9b1e-2d1f1c1d1e1f:57",
-            "2",
-        ],
-    );
-    let mut c = distlock(&server);
-    c.args(["unlock", "--force", "java-lock"]);
-    let out = output(c);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let exists: bool = redis_cmd(&server, &["EXISTS", "java-lock"]);
-    assert!(!exists);
-}
-
-/// Fault 3: `--connect-timeout` bounds a connect to a server that accepts TCP and never
+/// `--connect-timeout` bounds a connect to a server that accepts TCP and never
 /// answers, and the error names the timeout.
 #[test]
 fn connect_timeout_bounds_a_silent_server() {
@@ -265,7 +171,7 @@ fn command_timeout_bounds_a_release_to_a_paused_server() {
         .stderr(Stdio::piped());
     let started = Instant::now();
     let child = c.spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+    assert!(wait_until(Duration::from_secs(5), || cmd::<bool>(
         &server,
         &["EXISTS", "paused"]
     )));

@@ -3,10 +3,13 @@
 mod bench;
 mod family;
 mod faults;
+mod status;
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use distlock_harness::testing::{cmd, wait_until};
 use distlock_harness::RedisServer;
 
 fn distlock(server: &RedisServer) -> Command {
@@ -18,26 +21,6 @@ fn distlock(server: &RedisServer) -> Command {
 
 fn output(mut c: Command) -> Output {
     c.output().expect("run distlock")
-}
-
-fn redis_cmd<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
-    let mut con = server.connection();
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(&mut con).unwrap()
-}
-
-fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 /// Start `distlock run ARGS -- sleep 30` (a holder that keeps its lock until stopped).
@@ -54,7 +37,7 @@ fn hold(server: &RedisServer, run_args: &[&str]) -> Child {
 fn hold_until_key(server: &RedisServer, run_args: &[&str], key: &str) -> Child {
     let holder = hold(server, run_args);
     assert!(
-        wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+        wait_until(Duration::from_secs(5), || cmd::<bool>(
             server,
             &["EXISTS", key]
         )),
@@ -86,7 +69,7 @@ fn run_exits_0_and_gives_the_command_its_token() {
         .unwrap_or_else(|| panic!("no token in {stdout:?}"));
     assert!(token > 0);
     assert!(stdout.contains("lock=job"));
-    let exists: bool = redis_cmd(&server, &["EXISTS", "job"]);
+    let exists: bool = cmd(&server, &["EXISTS", "job"]);
     assert!(!exists, "released after the command");
 }
 
@@ -99,7 +82,7 @@ fn run_passes_the_command_exit_code_through() {
     let mut c = distlock(&server);
     c.args(["run", "job", "--", "/nonexistent/command"]);
     assert_eq!(output(c).status.code(), Some(127));
-    let exists: bool = redis_cmd(&server, &["EXISTS", "job"]);
+    let exists: bool = cmd(&server, &["EXISTS", "job"]);
     assert!(!exists);
 }
 
@@ -107,16 +90,11 @@ fn run_passes_the_command_exit_code_through() {
 fn run_exits_75_when_the_lock_is_held() {
     let server = RedisServer::start();
     let mut holder = hold_until_key(&server, &["cron"], "cron");
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
     let mut c = distlock(&server);
-    c.args([
-        "run",
-        "cron",
-        "--wait",
-        "200ms",
-        "--",
-        "touch",
-        "/tmp/distlock-should-not-run",
-    ]);
+    c.args(["run", "cron", "--wait", "200ms", "--", "touch"])
+        .arg(&marker);
     let started = Instant::now();
     let out = output(c);
     assert_eq!(out.status.code(), Some(75), "{out:?}");
@@ -124,6 +102,7 @@ fn run_exits_75_when_the_lock_is_held() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not acquired"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!marker.exists(), "the command ran without the lock");
     holder.kill().unwrap();
     holder.wait().unwrap();
 }
@@ -131,15 +110,32 @@ fn run_exits_75_when_the_lock_is_held() {
 #[test]
 fn run_forwards_sigterm_and_releases() {
     let server = RedisServer::start();
-    let mut child = hold_until_key(&server, &["svc"], "svc");
-    // Give the child time to exec before signalling.
-    std::thread::sleep(Duration::from_millis(200));
+    let mut c = distlock(&server);
+    c.args([
+        "run",
+        "svc",
+        "--",
+        "sh",
+        "-c",
+        "echo started; exec sleep 30",
+    ])
+    .stdout(Stdio::piped());
+    let mut child = c.spawn().expect("spawn distlock run");
+    // The command runs (it printed its line) before it is signalled.
+    // (The reader stays open until the end: the wrapper's stdout is never a broken pipe.)
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "started");
+    let held: bool = cmd(&server, &["EXISTS", "svc"]);
+    assert!(held, "the lock is held while the command runs");
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
     let status = child.wait().unwrap();
+    drop(stdout);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
-    let exists: bool = redis_cmd(&server, &["EXISTS", "svc"]);
+    let exists: bool = cmd(&server, &["EXISTS", "svc"]);
     assert!(!exists, "the lock was released after the child died");
 }
 
@@ -158,58 +154,17 @@ fn run_terminates_the_command_when_the_lease_is_lost() {
     ])
     .stderr(Stdio::piped());
     let child = c.spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(5), || redis_cmd::<bool>(
+    assert!(wait_until(Duration::from_secs(5), || cmd::<bool>(
         &server,
         &["EXISTS", "fragile"]
     )));
-    let _: i64 = redis_cmd(&server, &["DEL", "fragile"]);
+    let deleted: i64 = cmd(&server, &["DEL", "fragile"]);
+    assert_eq!(deleted, 1, "the lock key was not there");
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("lost"));
-}
-
-#[test]
-fn status_json_and_force_unlock() {
-    let server = RedisServer::start();
-    let mut holder = hold_until_key(&server, &["inspect-me"], "inspect-me");
-    let mut c = distlock(&server);
-    c.args(["status", "inspect-me", "free-one", "--json"]);
-    let out = output(c);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let held = &v[0];
-    assert_eq!(held["name"], "inspect-me");
-    assert_eq!(held["held"], true);
-    assert_eq!(held["holders"][0]["hold_count"], 1);
-    assert!(held["ttl_ms"].as_u64().unwrap() > 20_000);
-    assert!(held["fencing_token"].as_u64().unwrap() > 0);
-    assert_eq!(v[1]["held"], false);
-
-    let mut c = distlock(&server);
-    c.args(["unlock", "inspect-me"]);
-    assert_eq!(output(c).status.code(), Some(2), "--force is required");
-    let mut c = distlock(&server);
-    c.args(["unlock", "--force", "inspect-me"]);
-    let out = output(c);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("unlocked"));
-    let exists: bool = redis_cmd(&server, &["EXISTS", "inspect-me"]);
-    assert!(!exists);
-    holder.kill().unwrap();
-    holder.wait().unwrap();
-}
-
-#[test]
-fn status_reports_wrong_type_as_an_error() {
-    let server = RedisServer::start();
-    let _: () = redis_cmd(&server, &["SET", "not-a-lock", "x"]);
-    let mut c = distlock(&server);
-    c.args(["status", "not-a-lock"]);
-    let out = output(c);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a lock"));
 }
 
 #[test]
@@ -385,7 +340,7 @@ fn job_mode_runs_and_keeps_the_lock_for_at_least() {
         "exit 4",
     ]);
     assert_eq!(output(c).status.code(), Some(4));
-    let pttl: i64 = redis_cmd(&server, &["PTTL", "job-lock:default:report"]);
+    let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:report"]);
     assert!(
         pttl > 0 && pttl <= 2000,
         "kept for the rest of --at-least: {pttl}"
@@ -400,19 +355,39 @@ fn job_mode_runs_and_keeps_the_lock_for_at_least() {
 #[test]
 fn job_mode_overrun_leaves_the_next_holders_lock_alone() {
     let server = RedisServer::start();
+    let key = "job-lock:default:overrun";
     let mut slow = distlock(&server);
     slow.args(["run", "overrun", "--at-most", "300ms", "--", "sleep", "1"])
         .stderr(Stdio::piped());
     let slow = slow.spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let mut first_value = None;
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            first_value = cmd::<Option<String>>(&server, &["GET", key]);
+            first_value.is_some()
+        }),
+        "the first run did not take the lock"
+    );
+    // The scenario: its 300 ms --at-most passes while its command (1 s) still runs.
+    assert!(
+        wait_until(Duration::from_secs(2), || !cmd::<bool>(
+            &server,
+            &["EXISTS", key]
+        )),
+        "--at-most did not end the first run's lock"
+    );
     let mut next = distlock(&server);
     next.args(["run", "overrun", "--at-most", "1m", "--", "sleep", "30"])
         .stdout(Stdio::null());
     let mut next = next.spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(5), || {
-        redis_cmd::<i64>(&server, &["PTTL", "job-lock:default:overrun"]) > 30_000
-    }));
-    let value: String = redis_cmd(&server, &["GET", "job-lock:default:overrun"]);
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            cmd::<i64>(&server, &["PTTL", key]) > 30_000
+        }),
+        "the next run did not take the lock"
+    );
+    let value: String = cmd(&server, &["GET", key]);
+    assert_ne!(Some(&value), first_value.as_ref(), "the next run's value");
     let out = slow.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
@@ -420,7 +395,7 @@ fn job_mode_overrun_leaves_the_next_holders_lock_alone() {
         "the command was not stopped: {out:?}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("not held"));
-    let after: String = redis_cmd(&server, &["GET", "job-lock:default:overrun"]);
+    let after: String = cmd(&server, &["GET", key]);
     assert_eq!(value, after);
     next.kill().unwrap();
     next.wait().unwrap();
@@ -469,14 +444,14 @@ fn redlock_mode_runs_under_a_quorum_and_exits_75_without_one() {
     let mut holder = holder.spawn().unwrap();
     assert!(wait_until(Duration::from_secs(5), || nodes
         .iter()
-        .filter(|n| redis_cmd::<bool>(n, &["EXISTS", "rl"]))
+        .filter(|n| cmd::<bool>(n, &["EXISTS", "rl"]))
         .count()
         >= 2));
-    // Held past its TTL: the extension loop keeps it.
+    // The scenario: held past its 900 ms TTL, which only the extension loop survives.
     std::thread::sleep(Duration::from_millis(1500));
     let held = nodes
         .iter()
-        .filter(|n| redis_cmd::<bool>(n, &["EXISTS", "rl"]))
+        .filter(|n| cmd::<bool>(n, &["EXISTS", "rl"]))
         .count();
     assert!(held >= 2, "the RedLock was not extended: {held} nodes");
 
@@ -513,7 +488,7 @@ fn redlock_mode_runs_under_a_quorum_and_exits_75_without_one() {
     }
     holder.wait().unwrap();
     for n in &nodes {
-        let exists: bool = redis_cmd(n, &["EXISTS", "rl"]);
+        let exists: bool = cmd(n, &["EXISTS", "rl"]);
         assert!(!exists, "released on every node");
     }
     let mut third = Command::new(env!("CARGO_BIN_EXE_distlock"));

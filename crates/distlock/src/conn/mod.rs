@@ -98,6 +98,12 @@ impl Backend {
         Ok(backend)
     }
 
+    /// Whether every script call must keep its keys in one hash slot (Redis Cluster). A
+    /// standalone server takes any keys in one call, so batches need not be split by slot.
+    pub(crate) fn single_slot_scripts(&self) -> bool {
+        false
+    }
+
     /// Run a script (EVALSHA, NOSCRIPT → SCRIPT LOAD + retry), resending on connection
     /// failures. `context` names the operation for error messages.
     pub(crate) async fn eval<T: FromRedisValue>(

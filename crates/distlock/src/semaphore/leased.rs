@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::{check_permits, Names, RECHECK};
 
 /// A semaphore whose permits have ids and leases (Redisson's `RPermitExpirableSemaphore`); see
-/// the [module docs](self). Made by [`Client::leased_semaphore`]; cheap to clone.
+/// the [semaphore docs](crate::Semaphore). Made by [`Client::leased_semaphore`]; cheap to clone.
 #[derive(Clone)]
 pub struct LeasedSemaphore {
     names: Names,
@@ -54,7 +54,7 @@ impl LeasedSemaphore {
     /// Set the number of permits if the semaphore has none yet. Returns whether it was set.
     ///
     /// # Errors
-    /// As [`Semaphore::try_set_permits`].
+    /// As [`Semaphore::try_set_permits`](crate::Semaphore::try_set_permits).
     ///
     /// # Cancel safety
     /// Cancel safe: idempotent.
@@ -65,7 +65,7 @@ impl LeasedSemaphore {
     /// Add permits and wake waiters. Returns the permits available afterwards.
     ///
     /// # Errors
-    /// As [`Semaphore::add_permits`].
+    /// As [`Semaphore::add_permits`](crate::Semaphore::add_permits).
     ///
     /// # Cancel safety
     /// Not idempotent.

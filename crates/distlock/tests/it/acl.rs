@@ -144,6 +144,7 @@ async fn waiters_without_channel_rights_poll_and_do_not_reconnect_in_a_loop() {
             .await;
         (tokio::time::Instant::now(), g)
     });
+    // Observation window: the waiter polls for 2 s; a reconnect loop would show in it.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let during = connections_received(&server) - before;
     let released = tokio::time::Instant::now();
@@ -188,9 +189,10 @@ pub const MINIMAL_ACL: &[(&str, &str)] = &[
     ("job_lock", "+get +set +del +type +pexpire +pttl"),
 ];
 
-/// Acquire, re-enter, extend, check, wait on the other side, release (plain and fair locks).
+/// Acquire, re-enter, extend, check, wait on the other side (until `$waiting()` says the
+/// waiter waits), release (plain and fair locks).
 macro_rules! lock_cycle {
-    ($la:expr, $lb:expr, $wait:expr, $released:expr) => {{
+    ($la:expr, $lb:expr, $wait:expr, $waiting:expr, $released:expr) => {{
         let (la, lb) = ($la, $lb);
         let g = la.acquire().await.expect(&$released("acquire"));
         let inner = g.reenter().await.expect(&$released("reenter"));
@@ -201,7 +203,11 @@ macro_rules! lock_cycle {
             let r = lb.try_acquire_for(wait).await;
             (tokio::time::Instant::now(), r)
         });
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            eventually(Duration::from_secs(2), $waiting).await,
+            "{}",
+            $released("the waiter did not start waiting")
+        );
         inner.release().await.expect(&$released("inner release"));
         let released_at = tokio::time::Instant::now();
         g.release().await.expect(&$released("release"));
@@ -244,15 +250,34 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
         let name = format!("acl:{primitive}");
         let wait = Duration::from_secs(5);
         let released = |what: &str| format!("{primitive}: {what}");
+        // A waiter waits once it is subscribed to the primitive's wake channel.
+        let subscribed = |channel: String| {
+            let server = &server;
+            move || numsub(server, &channel) == 1
+        };
         match *primitive {
             "lock" => {
-                lock_cycle!(a.lock(name.as_str()), b.lock(name.as_str()), wait, released);
+                lock_cycle!(
+                    a.lock(name.as_str()),
+                    b.lock(name.as_str()),
+                    wait,
+                    subscribed(format!("redisson_lock__channel:{{{name}}}")),
+                    released
+                );
             }
             "fair_lock" => {
+                // Queued, and subscribed to its own channel `…:{name}:<owner>`.
+                let queued = || {
+                    let queue = format!("redisson_lock_queue:{{{name}}}");
+                    let pattern = format!("redisson_lock__channel:{{{name}}}:*");
+                    cmd::<i64>(&server, &["LLEN", &queue]) == 1
+                        && cmd::<Vec<String>>(&server, &["PUBSUB", "CHANNELS", &pattern]).len() == 1
+                };
                 lock_cycle!(
                     a.fair_lock(name.as_str()),
                     b.fair_lock(name.as_str()),
                     wait,
+                    queued,
                     released
                 );
             }
@@ -260,7 +285,12 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                 let (ra, rb) = (a.rw_lock(name.as_str()), b.rw_lock(name.as_str()));
                 let r = ra.read().await.expect(&released("read"));
                 let writer = tokio::spawn(async move { rb.try_write_for(wait).await });
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                let waiting = subscribed(format!("redisson_rwlock:{{{name}}}"));
+                assert!(
+                    eventually(Duration::from_secs(2), waiting).await,
+                    "{}",
+                    released("the writer did not start waiting")
+                );
                 r.release().await.expect(&released("read release"));
                 let w = writer.await.unwrap().expect(&released("write wait"));
                 w.expect(&released("writer acquired"))
@@ -273,7 +303,12 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                 assert!(sa.try_set_permits(1).await.unwrap());
                 let p = sa.acquire().await.expect(&released("acquire"));
                 let waiter = tokio::spawn(async move { sb.try_acquire_for(wait).await });
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                let waiting = subscribed(format!("redisson_sc:{{{name}}}"));
+                assert!(
+                    eventually(Duration::from_secs(2), waiting).await,
+                    "{}",
+                    released("the waiter did not start waiting")
+                );
                 p.release().await.expect(&released("release"));
                 let w = waiter.await.unwrap().expect(&released("wait"));
                 w.expect(&released("waiter acquired"))
@@ -291,7 +326,12 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                 let p = sa.acquire(lease).await.expect(&released("acquire"));
                 p.extend(lease).await.expect(&released("extend"));
                 let waiter = tokio::spawn(async move { sb.try_acquire_for(lease, wait).await });
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                let waiting = subscribed(format!("redisson_sc:{{{name}}}"));
+                assert!(
+                    eventually(Duration::from_secs(2), waiting).await,
+                    "{}",
+                    released("the waiter did not start waiting")
+                );
                 p.release().await.expect(&released("release"));
                 let w = waiter.await.unwrap().expect(&released("wait"));
                 w.expect(&released("waiter acquired"))
@@ -306,7 +346,12 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                 );
                 assert!(la.try_set_count(2).await.unwrap());
                 let waiter = tokio::spawn(async move { lb.wait_for(wait).await });
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                let waiting = subscribed(format!("redisson_countdownlatch__channel__{{{name}}}"));
+                assert!(
+                    eventually(Duration::from_secs(2), waiting).await,
+                    "{}",
+                    released("the waiter did not start waiting")
+                );
                 la.count_down().await.expect(&released("count down"));
                 la.count_down().await.expect(&released("count down"));
                 assert!(waiter.await.unwrap().expect(&released("wait")));

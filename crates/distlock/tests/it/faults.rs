@@ -6,11 +6,6 @@ use tokio::time::Instant;
 
 use crate::util::*;
 
-fn numsub(server: &RedisServer, channel: &str) -> u64 {
-    let r: (String, u64) = cmd(server, &["PUBSUB", "NUMSUB", channel]);
-    r.1
-}
-
 /// The server drops the subscription connection: the hub reconnects, subscribes again, and a
 /// waiter still gets the lock within milliseconds of the release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,9 +69,23 @@ async fn a_slow_server_delays_but_does_not_break_the_lock() {
             .query(&mut con)
             .unwrap();
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        eventually(Duration::from_secs(2), || !responds_within(
+            &server,
+            Duration::from_millis(20)
+        ))
+        .await,
+        "the server did not start sleeping"
+    );
+    let asked = Instant::now();
     let other = client.lock("sleepy").try_acquire().await.unwrap();
+    let waited = asked.elapsed();
     assert!(other.is_none());
+    // Asked during the sleep (≤ ~50 ms into it): answered only when it ended.
+    assert!(
+        waited >= Duration::from_millis(200),
+        "the request was not held up by the sleeping server: {waited:?}"
+    );
     sleeper.await.unwrap();
     let count: u64 = cmd(&server, &["HGET", "sleepy", g.owner().as_str()]);
     assert_eq!(count, 1);

@@ -19,6 +19,7 @@ async fn tokens_strictly_increase_over_1000_grants() {
             let g = short.acquire().await.unwrap();
             let t = g.fencing_token().get();
             let _ = g.forget();
+            // The scenario: the 15 ms lease runs out.
             tokio::time::sleep(Duration::from_millis(25)).await;
             t
         } else {
@@ -112,6 +113,7 @@ async fn stale_holder_is_exposed_by_its_token() {
         .acquire()
         .await
         .unwrap();
+    // The scenario: the holder stalls past its 100 ms lease.
     tokio::time::sleep(Duration::from_millis(150)).await;
     let fresh = client.lock("resource").acquire().await.unwrap();
     // The resource: accept a write only with a token ≥ the highest seen.

@@ -41,14 +41,24 @@ async fn lock_expires_after_at_most_for() {
     let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:crashy"]);
     assert!(pttl > 0 && pttl <= 300);
     assert!(lock.try_acquire().await.unwrap().is_none());
+    // The scenario: the holder never releases, at_most_for (300 ms) runs out.
     tokio::time::sleep(Duration::from_millis(350)).await;
     let next = lock
         .try_acquire()
         .await
         .unwrap()
         .expect("expired after at_most_for");
+    // The expired guard's release finds another value and leaves it.
+    let err = guard.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    assert_eq!(err.not_held_reason(), Some(NotHeldReason::HeldByOther));
+    let value: String = cmd(&server, &["GET", "job-lock:default:crashy"]);
+    assert_eq!(
+        value,
+        next.value(),
+        "the expired guard touched the next lock"
+    );
     next.release().await.unwrap();
-    let _ = guard; // dropped: its background release finds another value and leaves it
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,6 +83,7 @@ async fn at_least_for_keeps_the_lock_after_a_short_job_then_frees_it() {
     let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:min-spacing"]);
     assert!(pttl > 0 && pttl <= 600, "pttl {pttl}");
     assert_eq!(lock.run(async { 2 }).await.unwrap(), None);
+    // The scenario: wait out the rest of at_least_for.
     tokio::time::sleep(Duration::from_millis(650).saturating_sub(start.elapsed())).await;
     assert_eq!(lock.run(async { 3 }).await.unwrap(), Some(3));
 }
@@ -140,13 +151,25 @@ async fn overrun_never_deletes_the_next_holders_lock() {
             })
             .await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let key = "job-lock:default:overrun";
+    assert!(
+        eventually(Duration::from_secs(2), || cmd::<bool>(
+            &server,
+            &["EXISTS", key]
+        ))
+        .await,
+        "the first instance did not take the lock"
+    );
+    let first_value: String = cmd(&server, &["GET", key]);
+    // The first instance's 200 ms at_most_for runs out while its job still runs.
     let second_guard = second
-        .try_acquire()
+        .try_acquire_for(Duration::from_secs(2))
         .await
         .unwrap()
         .expect("first lock expired");
-    let value_before: String = cmd(&server, &["GET", "job-lock:default:overrun"]);
+    let value_before: String = cmd(&server, &["GET", key]);
+    assert_eq!(value_before, second_guard.value());
+    assert_ne!(value_before, first_value);
     tx.send(()).unwrap();
     let err = first_run.await.unwrap().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotHeld);
@@ -173,6 +196,7 @@ async fn keep_alive_keeps_a_long_job_locked() {
                 let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:long"]);
                 assert!(pttl > 0, "lock expired during the job");
                 assert_eq!(probe.run(async {}).await.unwrap(), None);
+                // The scenario: the job works on, checked every 50 ms.
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
@@ -324,7 +348,9 @@ async fn try_acquire_for_and_acquire_poll_within_the_wait() {
         let lock = lock.clone();
         tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(5)).await })
     };
+    // The scenario: the waiter polls, and fails, a couple of times first.
     tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(!waiter.is_finished(), "the waiter got a held lock");
     let released = tokio::time::Instant::now();
     held.release().await.unwrap();
     let g = waiter
@@ -418,6 +444,7 @@ async fn spawn_every_runs_once_per_interval_across_instances() {
             }
         }));
     }
+    // The scenario: 5 intervals of both instances' schedules.
     tokio::time::sleep(interval * 5 + Duration::from_millis(50)).await;
     for h in &handles {
         h.abort();
@@ -426,5 +453,40 @@ async fn spawn_every_runs_once_per_interval_across_instances() {
     assert!(
         (4..=6).contains(&n),
         "{n} runs in 5 intervals by 2 instances"
+    );
+}
+
+/// A resent job-lock acquire (the same value, as a retry after a lost reply sends it)
+/// recognises its own grant; it used to answer "held by another instance" to itself, so the
+/// job was skipped everywhere until at_most_for passed.
+#[test]
+fn a_resent_acquire_recognises_its_own_grant() {
+    let server = RedisServer::start();
+    let src = distlock::SCRIPT_SOURCES
+        .iter()
+        .find(|(f, _)| *f == "job_acquire.lua")
+        .unwrap()
+        .1;
+    let mut con = server.connection();
+    let run = |con: &mut redis::Connection, value: &str| -> i64 {
+        redis::cmd("EVAL")
+            .arg(src)
+            .arg(1)
+            .arg("job-lock:default:nightly")
+            .arg(value)
+            .arg(60_000)
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(run(&mut con, "ADDED:2026-11-21T00:00:00.000Z@h:1"), 1);
+    assert_eq!(
+        run(&mut con, "ADDED:2026-11-21T00:00:00.000Z@h:1"),
+        1,
+        "resend"
+    );
+    assert_eq!(
+        run(&mut con, "ADDED:2026-11-21T00:00:01.000Z@h2:2"),
+        0,
+        "another instance"
     );
 }

@@ -24,18 +24,12 @@ async fn five_waiting_processes_wake_after_five_count_downs() {
         .collect();
     // All five subscribed (one connection each).
     assert!(
-        eventually(Duration::from_secs(5), || {
-            let r: (String, u64) = cmd(
-                &server,
-                &[
-                    "PUBSUB",
-                    "NUMSUB",
-                    "redisson_countdownlatch__channel__{batch}",
-                ],
-            );
-            r.1 == 5
-        })
-        .await
+        eventually(Duration::from_secs(5), || numsub(
+            &server,
+            "redisson_countdownlatch__channel__{batch}"
+        ) == 5)
+        .await,
+        "not all five waiters subscribed"
     );
     for i in 0..5 {
         let out = Command::new(&bin)
@@ -63,26 +57,32 @@ async fn five_waiting_processes_wake_after_five_count_downs() {
     assert_eq!(latch.count().await.unwrap(), 0);
 }
 
+/// A closed latch's wait times out; counting down opens it, and it stays open. On every
+/// topology.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_times_out_and_counts_are_checked() {
-    let (_server, client) = setup().await;
-    let latch = client.count_down_latch("slow");
-    latch.try_set_count(2).await.unwrap();
-    let start = tokio::time::Instant::now();
-    assert!(!latch.wait_for(Duration::from_millis(200)).await.unwrap());
-    assert!(start.elapsed() >= Duration::from_millis(200));
-    assert!(start.elapsed() < Duration::from_secs(1));
-    assert_eq!(latch.count_down().await.unwrap(), 1);
-    assert_eq!(latch.count().await.unwrap(), 1);
-    assert_eq!(latch.count_down().await.unwrap(), 0);
-    assert!(latch.wait_for(Duration::ZERO).await.unwrap(), "open");
-    assert_eq!(
-        latch.count_down().await.unwrap(),
-        0,
-        "an open latch stays open"
-    );
-    assert_eq!(
-        latch.try_set_count(0).await.unwrap_err().kind(),
-        distlock::ErrorKind::InvalidInput
-    );
+    for topology in topologies() {
+        let (deployment, client) = setup_on(topology).await;
+        let latch = client.count_down_latch("slow");
+        latch.try_set_count(2).await.unwrap();
+        let start = tokio::time::Instant::now();
+        assert!(!latch.wait_for(Duration::from_millis(200)).await.unwrap());
+        assert!(start.elapsed() >= Duration::from_millis(200));
+        assert!(start.elapsed() < Duration::from_secs(1));
+        assert_eq!(latch.count_down().await.unwrap(), 1);
+        assert_eq!(latch.count().await.unwrap(), 1);
+        let stored: u64 = cmd(deployment.node_for("slow"), &["GET", "slow"]);
+        assert_eq!(stored, 1, "the server's count");
+        assert_eq!(latch.count_down().await.unwrap(), 0);
+        assert!(latch.wait_for(Duration::ZERO).await.unwrap(), "open");
+        assert_eq!(
+            latch.count_down().await.unwrap(),
+            0,
+            "an open latch stays open"
+        );
+        assert_eq!(
+            latch.try_set_count(0).await.unwrap_err().kind(),
+            distlock::ErrorKind::InvalidInput
+        );
+    }
 }

@@ -1,28 +1,30 @@
-use std::sync::Arc;
 use std::time::Duration;
 
 use distlock::{ErrorKind, NotHeldReason};
 
 use crate::util::*;
 
+/// One owner at a time, whoever asks; free again after the release. On every topology.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_owner_refused() {
-    let (_server, client) = setup().await;
-    let lock = client.lock("orders");
-    let first = lock.try_acquire().await.unwrap().expect("first grant");
-    // The same Lock value, another call: a fresh owner, refused.
-    assert!(lock.try_acquire().await.unwrap().is_none());
-    // Another client too.
-    let other = client_for(&_server).await;
-    assert!(other.lock("orders").try_acquire().await.unwrap().is_none());
-    assert!(other
-        .lock("orders")
-        .try_acquire_for(Duration::from_millis(100))
-        .await
-        .unwrap()
-        .is_none());
-    first.release().await.unwrap();
-    assert!(other.lock("orders").try_acquire().await.unwrap().is_some());
+    for topology in topologies() {
+        let (deployment, client) = setup_on(topology).await;
+        let lock = client.lock("orders");
+        let first = lock.try_acquire().await.unwrap().expect("first grant");
+        // The same Lock value, another call: a fresh owner, refused.
+        assert!(lock.try_acquire().await.unwrap().is_none());
+        // Another client too.
+        let other = deployment.client().await;
+        assert!(other.lock("orders").try_acquire().await.unwrap().is_none());
+        assert!(other
+            .lock("orders")
+            .try_acquire_for(Duration::from_millis(100))
+            .await
+            .unwrap()
+            .is_none());
+        first.release().await.unwrap();
+        assert!(other.lock("orders").try_acquire().await.unwrap().is_some());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,44 +38,52 @@ async fn names_are_independent() {
     b.release().await.unwrap();
 }
 
+/// An explicit lease is not renewed: the key expires and another owner gets in; the old
+/// guard then finds the lock held by another. On every topology.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_expiry_frees_the_lock() {
-    let (server, client) = setup().await;
-    let lock = client.lock("short").lease(Duration::from_millis(300));
-    let guard = lock.try_acquire().await.unwrap().expect("grant");
-    let pttl: i64 = cmd(&server, &["PTTL", "short"]);
-    assert!(pttl > 0 && pttl <= 300, "pttl {pttl}");
-    assert!(client.lock("short").try_acquire().await.unwrap().is_none());
-    // No watchdog for an explicit lease: the key expires and another owner gets in.
-    let next = client
-        .lock("short")
-        .try_acquire_for(Duration::from_secs(3))
-        .await
-        .unwrap()
-        .expect("granted after expiry");
-    assert!(!guard.is_held().await.unwrap());
-    let err = guard.release().await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotHeld);
-    assert_eq!(err.not_held_reason(), Some(NotHeldReason::HeldByOther));
-    next.release().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn relock_right_after_release_ten_times() {
-    let (server, client) = setup().await;
-    let lock = client.lock("again");
-    let mut last = 0;
-    for _ in 0..10 {
-        let g = lock
-            .try_acquire()
+    for topology in topologies() {
+        let (deployment, client) = setup_on(topology).await;
+        let lock = client.lock("short").lease(Duration::from_millis(300));
+        let guard = lock.try_acquire().await.unwrap().expect("grant");
+        let pttl: i64 = cmd(deployment.node_for("short"), &["PTTL", "short"]);
+        assert!(pttl > 0 && pttl <= 300, "pttl {pttl}");
+        assert!(client.lock("short").try_acquire().await.unwrap().is_none());
+        // No watchdog for an explicit lease: the key expires and another owner gets in.
+        let next = client
+            .lock("short")
+            .try_acquire_for(Duration::from_secs(3))
             .await
             .unwrap()
-            .expect("free after release");
-        assert!(g.fencing_token().get() > last);
-        last = g.fencing_token().get();
-        g.release().await.unwrap();
-        let exists: bool = cmd(&server, &["EXISTS", "again"]);
-        assert!(!exists);
+            .expect("granted after expiry");
+        assert!(!guard.is_held().await.unwrap());
+        let err = guard.release().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotHeld);
+        assert_eq!(err.not_held_reason(), Some(NotHeldReason::HeldByOther));
+        next.release().await.unwrap();
+    }
+}
+
+/// Released locks are free at once, and each grant's token is above the last. On every
+/// topology.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relock_right_after_release_ten_times() {
+    for topology in topologies() {
+        let (deployment, client) = setup_on(topology).await;
+        let lock = client.lock("again");
+        let mut last = 0;
+        for _ in 0..10 {
+            let g = lock
+                .try_acquire()
+                .await
+                .unwrap()
+                .expect("free after release");
+            assert!(g.fencing_token().get() > last);
+            last = g.fencing_token().get();
+            g.release().await.unwrap();
+            let exists: bool = cmd(deployment.node_for("again"), &["EXISTS", "again"]);
+            assert!(!exists);
+        }
     }
 }
 
@@ -130,6 +140,7 @@ async fn release_by_non_owner_is_refused_and_changes_nothing() {
         .await
         .unwrap()
         .unwrap();
+    // The scenario: the stale guard's 100 ms lease runs out on purpose.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let current = client.lock("res").try_acquire().await.unwrap().unwrap();
     let snapshot: Vec<(String, String)> = cmd(&server, &["HGETALL", "res"]);
@@ -168,17 +179,14 @@ async fn counter_fuzz_16_tasks() {
     let (server, client) = setup().await;
     let url = server.url();
     let mut tasks = Vec::new();
-    let hits = Arc::new(std::sync::atomic::AtomicU64::new(0));
     for _ in 0..16 {
         let lock = client.lock("fuzz");
         let url = url.clone();
-        let hits = hits.clone();
         tasks.push(tokio::spawn(async move {
             let mut con = data_connection(&url).await;
             for _ in 0..200 {
                 let g = lock.acquire().await.unwrap();
                 unguarded_increment(&mut con, "counter").await;
-                hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 g.release().await.unwrap();
             }
         }));
@@ -186,8 +194,9 @@ async fn counter_fuzz_16_tasks() {
     for t in tasks {
         t.await.unwrap();
     }
+    // Every task ran its 200 increments (or its join above failed): any lost update under
+    // the lock shows here.
     let total: u64 = cmd(&server, &["GET", "counter"]);
-    assert_eq!(hits.load(std::sync::atomic::Ordering::Relaxed), 3200);
     assert_eq!(total, 3200);
 }
 
@@ -211,13 +220,13 @@ async fn dropped_guard_is_released_in_the_background() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_and_adopt_hand_a_lock_over() {
-    let (_server, client) = setup().await;
+    let (server, client) = setup().await;
     let g = client.lock("handover").acquire().await.unwrap();
     let token = g.fencing_token();
     let owner = g.forget();
     let serialized = owner.as_str().to_string();
     // "Another process": a second client adopts the owner from its string form.
-    let other = client_for(&_server).await;
+    let other = client_for(&server).await;
     let adopted = other
         .lock("handover")
         .adopt(distlock::Owner::parse(&serialized).unwrap())
@@ -249,5 +258,40 @@ async fn extend_and_remaining() {
     assert_eq!(err.not_held_reason(), Some(NotHeldReason::Gone));
     assert!(g.is_lost());
     assert_eq!(g.remaining().await.unwrap_err().kind(), ErrorKind::NotHeld);
+    let _ = g.forget();
+}
+
+/// Extending to a shorter lease moves the local deadline back too, so `lost()` fires at the
+/// end of the shortened lease (it used to stay at the old, later value and fire ~30 s late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extending_to_a_shorter_lease_moves_the_deadline_back() {
+    let (server, client) = setup().await;
+    let g = client
+        .lock("shorten")
+        .lease(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    g.extend(Duration::from_millis(300)).await.unwrap();
+    assert!(g.valid_until() < std::time::Instant::now() + Duration::from_millis(300));
+    tokio::time::timeout(Duration::from_secs(1), g.lost())
+        .await
+        .expect("lost() at the end of the shortened lease");
+    // lost() fires at the local deadline (lease minus drift), a little before the server
+    // expires the key: wait for that, then the lock is free.
+    assert!(
+        eventually(Duration::from_secs(1), || !cmd::<bool>(
+            &server,
+            &["EXISTS", "shorten"]
+        ))
+        .await,
+        "the server did not expire the shortened lease"
+    );
+    assert!(client
+        .lock("shorten")
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_some());
     let _ = g.forget();
 }

@@ -8,7 +8,8 @@ async fn lost_fires_when_the_key_is_deleted() {
     let server = RedisServer::start();
     let client = client_with_watchdog(&server, Duration::from_millis(600)).await;
     let guard = client.lock("victim").acquire().await.unwrap();
-    let _: i64 = cmd(&server, &["DEL", "victim"]);
+    let deleted: i64 = cmd(&server, &["DEL", "victim"]);
+    assert_eq!(deleted, 1, "the lock key was not there");
     tokio::time::timeout(Duration::from_secs(2), guard.lost())
         .await
         .expect("lost() fired within a renewal period");

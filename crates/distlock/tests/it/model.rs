@@ -135,7 +135,8 @@ proptest! {
             for g in guards.into_iter().flatten() {
                 let _ = g.forget();
             }
-            let _ = lock.force_unlock().await;
+            let was_held = lock.force_unlock().await.expect("force_unlock at the end of a case");
+            assert_eq!(was_held, holder.is_some(), "the model's holder at the end");
         });
     }
 }

@@ -127,7 +127,8 @@ async fn lost_fires_when_any_member_is_lost() {
     }
     let multi = MultiLock::new(clients.iter().map(|c| c.lock("m"))).unwrap();
     let g = multi.acquire().await.unwrap();
-    let _: i64 = cmd(&servers[1], &["DEL", "m"]);
+    let deleted: i64 = cmd(&servers[1], &["DEL", "m"]);
+    assert_eq!(deleted, 1, "member 1's key was not there");
     tokio::time::timeout(Duration::from_secs(2), g.lost())
         .await
         .expect("lost() fired");

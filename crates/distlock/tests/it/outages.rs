@@ -81,11 +81,12 @@ async fn reenter_of_unknown_outcome_is_undone_after_a_long_pause() {
         "hold count stayed {:?}",
         hold_count(&server, "long", &owner)
     );
+    let back_at = started.elapsed();
     eprintln!(
         "3 s pause around reenter: caller told 'outcome unknown' after {told:?}; \
-         hold count back to 1 at {:?} (pause ended at 3 s)",
-        started.elapsed()
+         hold count back to 1 at {back_at:?} (pause ended at 3 s)"
     );
+    // Observation window: a second undo, or a late resend, would change the count in it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(hold_count(&server, "long", &owner), Some(1));
     outer.release().await.unwrap();
@@ -116,6 +117,7 @@ async fn release_of_one_of_two_holds_is_applied_once_across_a_long_pause() {
         "hold count {:?}",
         hold_count(&server, "two", &owner)
     );
+    // Observation window: a late resend of the release would apply within it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         hold_count(&server, "two", &owner),
@@ -150,7 +152,12 @@ async fn semaphore_and_latch_requests_are_applied_at_most_once_across_long_pause
     client_pause(&server, 2_500);
     let err = sem.try_acquire().await.expect_err("no answer");
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
-    assert!(eventually(Duration::from_secs(6), || permits() == 3).await);
+    assert!(
+        eventually(Duration::from_secs(6), || permits() == 3).await,
+        "the grant was not given back: {} permits",
+        permits()
+    );
+    // Observation window: a late resend of the acquire would take a permit within it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(permits(), 3, "a grant nobody holds was kept");
 
@@ -160,7 +167,12 @@ async fn semaphore_and_latch_requests_are_applied_at_most_once_across_long_pause
     client_pause(&server, 2_500);
     let err = permit.release().await.expect_err("no answer");
     assert!(err.is_outcome_unknown(), "{err}");
-    assert!(eventually(Duration::from_secs(6), || permits() == 3).await);
+    assert!(
+        eventually(Duration::from_secs(6), || permits() == 3).await,
+        "the release was not applied: {} permits",
+        permits()
+    );
+    // Observation window: a second application of the release would show within it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(permits(), 3, "released twice or never");
 
@@ -178,6 +190,7 @@ async fn semaphore_and_latch_requests_are_applied_at_most_once_across_long_pause
         count(),
         keys(&server)
     );
+    // Observation window: a second application of the count-down would show within it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(count(), 4, "counted down twice or never");
 }
@@ -199,8 +212,16 @@ async fn waiter_rides_out_a_restart_and_the_holder_learns_at_once() {
             .await;
         (Instant::now(), g)
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        eventually(Duration::from_secs(2), || numsub(
+            &server,
+            "redisson_lock__channel:{restart}"
+        ) == 1)
+        .await,
+        "the waiter did not start waiting"
+    );
     server.kill();
+    // The scenario: a 2 s outage.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let restarted = Instant::now();
     server.restart();

@@ -36,7 +36,7 @@ async fn killed_holder_process_frees_the_lock_after_its_lease() {
         .read_line(&mut line)
         .unwrap();
     assert!(line.starts_with("held"), "{line}");
-    // The watchdog keeps it past its first lease while the process lives.
+    // The scenario: the watchdog keeps it past its first lease while the process lives.
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert!(client
         .lock("victim-of-kill")

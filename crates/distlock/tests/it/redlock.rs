@@ -126,6 +126,7 @@ async fn paused_node_is_skipped_and_its_late_grant_released() {
         start.elapsed()
     );
     assert_eq!(g.granted_nodes(), 2);
+    // The scenario: the node stays hung well past the round.
     tokio::time::sleep(Duration::from_millis(300)).await;
     servers[2].resume();
     // The late grant lands, then its release.
@@ -170,7 +171,18 @@ async fn acquire_slower_than_ttl_fails_and_releases() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(20));
+    // Both nodes are asleep (the DEBUG SLEEP has begun) before the round starts.
+    for (i, s) in servers[1..].iter().enumerate() {
+        assert!(
+            eventually(Duration::from_secs(2), || !responds_within(
+                s,
+                Duration::from_millis(20)
+            ))
+            .await,
+            "node {} did not start sleeping",
+            i + 1
+        );
+    }
     let err = redlock.try_acquire("slow").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
     for s in sleepers {
@@ -194,12 +206,15 @@ async fn extend_needs_a_quorum_and_respects_the_limit() {
     let lease = Duration::from_millis(800);
     let g = redlock.acquire("ext").await.unwrap();
     let before = g.valid_until();
+    // The scenario: some time passes, so the extension visibly moves the deadline.
     tokio::time::sleep(Duration::from_millis(100)).await;
     g.extend(lease).await.unwrap();
     assert!(g.valid_until() > before);
     // Lose the lock on two nodes: an extension no longer reaches a quorum.
-    let _: i64 = cmd(&servers[0], &["DEL", "ext"]);
-    let _: i64 = cmd(&servers[1], &["DEL", "ext"]);
+    for s in &servers[..2] {
+        let deleted: i64 = cmd(s, &["DEL", "ext"]);
+        assert_eq!(deleted, 1, "the node did not hold the lock");
+    }
     assert_eq!(
         g.extend(lease).await.unwrap_err().kind(),
         ErrorKind::NotHeld
@@ -309,7 +324,9 @@ async fn acquire_waits_up_to_the_default_wait() {
         let redlock = redlock.clone();
         tokio::spawn(async move { redlock.acquire("w").await })
     };
+    // The scenario: the waiter fails a few rounds first.
     tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(!waiter.is_finished(), "the waiter got a held lock");
     holder.release().await.unwrap();
     let g = waiter.await.unwrap().expect("acquired after the release");
     assert_eq!(g.granted_nodes(), 3);

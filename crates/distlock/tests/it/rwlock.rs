@@ -81,7 +81,7 @@ async fn reader_lease_expiry_frees_the_lock_for_a_writer() {
 /// back and the writer gets in within a few reader hold times.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_are_not_starved_by_readers() {
-    let (_server, client) = setup().await;
+    let (server, client) = setup().await;
     let rw = client.rw_lock("busy-doc");
     let stop = Arc::new(AtomicBool::new(false));
     let mut readers = Vec::new();
@@ -91,13 +91,24 @@ async fn writers_are_not_starved_by_readers() {
         readers.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 if let Some(r) = rw.try_read_for(Duration::from_millis(50)).await.unwrap() {
+                    // The scenario: each reader holds a while, overlapping the others.
                     tokio::time::sleep(Duration::from_millis(30)).await;
                     r.release().await.unwrap();
                 }
             }
         }));
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The readers are streaming before the writer arrives.
+    assert!(
+        eventually(Duration::from_secs(2), || cmd::<Option<String>>(
+            &server,
+            &["HGET", "busy-doc", "mode"]
+        )
+        .as_deref()
+            == Some("read"))
+        .await,
+        "no reader got in"
+    );
     let start = tokio::time::Instant::now();
     let w = rw
         .try_write_for(Duration::from_secs(3))
@@ -167,6 +178,7 @@ async fn watchdog_renews_read_holds() {
     let client = client_with_watchdog(&server, Duration::from_millis(600)).await;
     let rw = client.rw_lock("long-read");
     let r = rw.read().await.unwrap();
+    // The scenario: hold for 2.5 leases, which only renewals survive.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let hold = format!("{{long-read}}:{}:rwlock_timeout:1", r.owner());
     let pttl: i64 = cmd(&server, &["PTTL", &hold]);

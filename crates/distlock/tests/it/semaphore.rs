@@ -10,36 +10,41 @@ use distlock::ErrorKind;
 
 use crate::util::*;
 
-/// 32 tasks, 5 permits: never more than 5 holders at once.
+/// 32 tasks, 5 permits: never more than 5 holders at once. On every topology.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_more_than_n_holders() {
-    let (_server, client) = setup().await;
-    let sem = client.semaphore("pool");
-    assert!(sem.try_set_permits(5).await.unwrap());
-    assert!(!sem.try_set_permits(7).await.unwrap(), "set only once");
-    let inside = Arc::new(AtomicUsize::new(0));
-    let max = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..32 {
-        let (sem, inside, max) = (sem.clone(), inside.clone(), max.clone());
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..10 {
-                let p = sem.acquire().await.unwrap();
-                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                max.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                inside.fetch_sub(1, Ordering::SeqCst);
-                p.release().await.unwrap();
-            }
-        }));
+    for topology in topologies() {
+        let (deployment, client) = setup_on(topology).await;
+        let sem = client.semaphore("pool");
+        assert!(sem.try_set_permits(5).await.unwrap());
+        assert!(!sem.try_set_permits(7).await.unwrap(), "set only once");
+        let inside = Arc::new(AtomicUsize::new(0));
+        let max = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..32 {
+            let (sem, inside, max) = (sem.clone(), inside.clone(), max.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..10 {
+                    let p = sem.acquire().await.unwrap();
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    max.fetch_max(now, Ordering::SeqCst);
+                    // The scenario: hold the permit a moment, so holders overlap.
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    p.release().await.unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let max = max.load(Ordering::SeqCst);
+        assert!(max <= 5, "{max} holders at once");
+        assert!(max >= 2, "no concurrency at all ({max})");
+        assert_eq!(sem.available_permits().await.unwrap(), 5);
+        let stored: u64 = cmd(deployment.node_for("pool"), &["GET", "pool"]);
+        assert_eq!(stored, 5, "the server's count of available permits");
     }
-    for t in tasks {
-        t.await.unwrap();
-    }
-    let max = max.load(Ordering::SeqCst);
-    assert!(max <= 5, "{max} holders at once");
-    assert!(max >= 2, "no concurrency at all ({max})");
-    assert_eq!(sem.available_permits().await.unwrap(), 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,7 +74,8 @@ async fn acquire_many_is_all_or_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_wake_when_permits_return_and_cancel_gives_nothing_away() {
-    let (_server, client) = setup().await;
+    let (server, client) = setup().await;
+    let channel = "redisson_sc:{wake}";
     let sem = client.semaphore("wake");
     sem.try_set_permits(1).await.unwrap();
     let held = sem.acquire().await.unwrap();
@@ -81,24 +87,38 @@ async fn waiters_wake_when_permits_return_and_cancel_gives_nothing_away() {
                 .map(|p| (tokio::time::Instant::now(), p))
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A waiter subscribes to the permit channel once its first attempt found none.
+    assert!(
+        eventually(Duration::from_secs(2), || numsub(&server, channel) == 1).await,
+        "the waiter did not start waiting"
+    );
     let released = tokio::time::Instant::now();
     held.release().await.unwrap();
     let (at, p) = waiter.await.unwrap().unwrap();
     assert!(at.duration_since(released) < Duration::from_millis(500));
+    assert!(
+        eventually(Duration::from_secs(2), || numsub(&server, channel) == 0).await,
+        "the woken waiter stayed subscribed"
+    );
     // A waiter cancelled mid-wait takes no permit.
     let cancelled = {
         let sem = sem.clone();
         tokio::spawn(async move { sem.acquire().await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    cancelled.abort();
-    let _ = cancelled.await;
-    p.release().await.unwrap();
     assert!(
-        eventually(Duration::from_secs(2), || true).await,
-        "settle background work"
+        eventually(Duration::from_secs(2), || numsub(&server, channel) == 1).await,
+        "the second waiter did not start waiting"
     );
+    cancelled.abort();
+    assert!(cancelled.await.unwrap_err().is_cancelled());
+    assert!(
+        eventually(Duration::from_secs(2), || numsub(&server, channel) == 0).await,
+        "the cancelled waiter stayed subscribed"
+    );
+    p.release().await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+    // Observation window: an acquire left running by the cancelled waiter would take the
+    // returned permit within it.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(sem.available_permits().await.unwrap(), 1);
 }
@@ -157,11 +177,11 @@ async fn bad_semaphore_inputs_are_refused() {
 /// A holder process killed with SIGKILL gets its leased permit back after the lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_holder_returns_its_leased_permit_after_the_lease() {
-    let (_server, client) = setup().await;
+    let (server, client) = setup().await;
     let sem = client.leased_semaphore("workers");
     sem.try_set_permits(1).await.unwrap();
     let mut child = Command::new(example_bin("family"))
-        .args(["leased-hold", &_server.url(), "workers", "1000"])
+        .args(["leased-hold", &server.url(), "workers", "1000"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -194,11 +214,12 @@ async fn killed_holder_returns_its_leased_permit_after_the_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leased_permits_extend_and_signal_loss() {
-    let (_server, client) = setup().await;
+    let (server, client) = setup().await;
     let sem = client.leased_semaphore("leases");
     sem.try_set_permits(2).await.unwrap();
     let p = sem.acquire(Duration::from_millis(300)).await.unwrap();
     p.extend(Duration::from_secs(5)).await.unwrap();
+    // The scenario: outlive the first 300 ms lease, which the extension replaced.
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
         sem.permits().await.unwrap(),
@@ -209,8 +230,17 @@ async fn leased_permits_extend_and_signal_loss() {
     tokio::time::timeout(Duration::from_secs(1), q.lost())
         .await
         .expect("lost() at the end of the lease");
-    // lost() fires at the local deadline (lease minus drift), a little before the server's.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // lost() fires at the local deadline (lease minus drift), a little before the server's:
+    // wait until the server's clock has passed q's expiry (p's is seconds away).
+    let leases = "redisson__timeout__set:{leases}";
+    assert!(
+        eventually(Duration::from_secs(1), || {
+            let now = server_time_ms(&server).to_string();
+            cmd::<u64>(&server, &["ZCOUNT", leases, "-inf", &now]) == 1
+        })
+        .await,
+        "q's lease did not end on the server"
+    );
     assert_eq!(
         q.extend(Duration::from_secs(1)).await.unwrap_err().kind(),
         ErrorKind::NotHeld

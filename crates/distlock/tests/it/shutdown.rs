@@ -76,6 +76,7 @@ async fn shutdown_releases_every_live_hold_and_refuses_new_grants() {
     );
     drop(lp);
     drop(job);
+    // Observation window: a background release by a dropped guard would run within it.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(taken.is_held().await.unwrap());
     let permits: u64 = cmd(&server, &["GET", "sd:sem"]);
@@ -110,6 +111,7 @@ async fn spawn_every_finishes_its_run_then_stops_on_shutdown() {
             let (runs, finished) = (runs.clone(), finished.clone());
             async move {
                 runs.fetch_add(1, Ordering::SeqCst);
+                // The scenario: a run that is still going when shutdown starts.
                 tokio::time::sleep(Duration::from_millis(600)).await;
                 finished.fetch_add(1, Ordering::SeqCst);
             }
@@ -132,6 +134,7 @@ async fn spawn_every_finishes_its_run_then_stops_on_shutdown() {
         .expect("the loop ended")
         .unwrap();
     let after = runs.load(Ordering::SeqCst);
+    // Observation window: more than two intervals, in which a live loop would run again.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(runs.load(Ordering::SeqCst), after, "ran after shutdown");
 }

@@ -1,6 +1,17 @@
+//! Helpers of the library's integration tests.
+//!
+//! The server-side ones — run a command on a server, list its keys and subscribers, poll
+//! until a condition holds — are `distlock_harness::testing`'s, re-exported here so that a
+//! test's `use crate::util::*` brings everything. What is distlock's own stays here: clients,
+//! the filter of distlock's bookkeeping keys, the example binaries, and the topologies a
+//! conformance test runs on.
+
 use std::time::Duration;
 
 use distlock::Client;
+pub use distlock_harness::testing::{
+    cmd, eventually, keys, numsub, responds_within, server_time_ms,
+};
 pub use distlock_harness::RedisServer;
 
 /// A fresh server and a client on it.
@@ -10,6 +21,7 @@ pub async fn setup() -> (RedisServer, Client) {
     (server, client)
 }
 
+/// A client on `server` with the default settings.
 pub async fn client_for(server: &RedisServer) -> Client {
     Client::builder()
         .url(server.url())
@@ -26,24 +38,6 @@ pub async fn client_with_watchdog(server: &RedisServer, lease: Duration) -> Clie
         .build()
         .await
         .expect("connect to test server")
-}
-
-/// Synchronous command helper for assertions.
-pub fn cmd<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
-    let mut con = server.connection();
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(&mut con)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-/// All keys on the server, sorted.
-pub fn keys(server: &RedisServer) -> Vec<String> {
-    let mut k: Vec<String> = cmd(server, &["KEYS", "*"]);
-    k.sort();
-    k
 }
 
 /// Keys other than the fencing counters (one per hash slot, shared by the names in it) and
@@ -63,20 +57,6 @@ pub fn lock_keys(server: &RedisServer) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// Poll `f` every 10 ms until it returns true or `limit` passes.
-pub async fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if f() {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// A built example binary of this crate (cargo test builds examples; build it if missing).
@@ -136,4 +116,74 @@ pub async fn run_examples(bin: &std::path::Path, args: &[&str], copies: usize) {
             .unwrap();
         assert!(status.success(), "{} {args:?}: {status}", bin.display());
     }
+}
+
+/// A server layout a conformance test runs on. Only a single server exists today; to run
+/// the conformance tests on Sentinel or Cluster too, add a variant here and to
+/// [`Topology::ALL`], and the match arms the compiler then asks for in [`Deployment`]
+/// (start its servers, connect a client, find the node that holds a key). The tests, which
+/// loop over [`topologies`] and set up with [`setup_on`], stay as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// One redis-server, no replicas.
+    Standalone,
+}
+
+impl Topology {
+    /// Every topology, in the order the conformance tests run on them.
+    pub const ALL: &'static [Topology] = &[Topology::Standalone];
+}
+
+/// Every topology a conformance test runs on:
+///
+/// ```ignore
+/// for topology in topologies() {
+///     let (deployment, client) = setup_on(topology).await;
+///     // … the test, asserting on `deployment.node_for(key)` …
+/// }
+/// ```
+pub fn topologies() -> impl Iterator<Item = Topology> {
+    Topology::ALL.iter().copied()
+}
+
+/// The servers of one [`Topology`], running while the value lives.
+pub struct Deployment {
+    topology: Topology,
+    servers: Vec<RedisServer>,
+}
+
+impl Deployment {
+    /// Start the servers of `topology` on free loopback ports.
+    pub fn start(topology: Topology) -> Deployment {
+        let servers = match topology {
+            Topology::Standalone => vec![RedisServer::start()],
+        };
+        Deployment { topology, servers }
+    }
+
+    /// A new client connected to the deployment (a second client is another process's
+    /// view of the same locks).
+    pub async fn client(&self) -> Client {
+        match self.topology {
+            Topology::Standalone => client_for(&self.servers[0]).await,
+        }
+    }
+
+    /// The server that holds `key`, for assertions with [`cmd`] (on Cluster: the node
+    /// serving the key's slot; on Sentinel: the current master).
+    pub fn node_for(&self, key: &str) -> &RedisServer {
+        let _ = key; // one server holds every key
+        match self.topology {
+            Topology::Standalone => &self.servers[0],
+        }
+    }
+}
+
+/// A fresh deployment of `topology` and a client on it; the topology is printed first, so
+/// a failing test's output says which one failed.
+pub async fn setup_on(topology: Topology) -> (Deployment, Client) {
+    eprintln!("--- topology: {topology:?}");
+    let deployment = Deployment::start(topology);
+    let client = deployment.client().await;
+    (deployment, client)
 }

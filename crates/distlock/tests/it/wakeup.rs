@@ -17,7 +17,14 @@ async fn waiter_wakes_on_release() {
         g.release().await.unwrap();
         at
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        eventually(Duration::from_secs(2), || numsub(
+            &server,
+            "redisson_lock__channel:{wake}"
+        ) == 1)
+        .await,
+        "the waiter did not start waiting"
+    );
     assert!(!waiter.is_finished());
     let released = Instant::now();
     holder.release().await.unwrap();
@@ -44,14 +51,10 @@ async fn local_waiters_share_one_subscription() {
         }));
     }
     let subscribed = eventually(Duration::from_secs(2), || {
-        let r: (String, u64) = cmd(
-            &server,
-            &["PUBSUB", "NUMSUB", "redisson_lock__channel:{shared}"],
-        );
-        r.1 == 1
+        numsub(&server, "redisson_lock__channel:{shared}") == 1
     })
     .await;
-    assert!(subscribed);
+    assert!(subscribed, "the waiters did not subscribe");
     let channels: Vec<String> = cmd(&server, &["PUBSUB", "CHANNELS"]);
     assert_eq!(
         channels,
@@ -66,13 +69,10 @@ async fn local_waiters_share_one_subscription() {
     }
     assert!(
         eventually(Duration::from_secs(2), || {
-            let r: (String, u64) = cmd(
-                &server,
-                &["PUBSUB", "NUMSUB", "redisson_lock__channel:{shared}"],
-            );
-            r.1 == 0
+            numsub(&server, "redisson_lock__channel:{shared}") == 0
         })
-        .await
+        .await,
+        "the subscription outlived the last waiter"
     );
 }
 
@@ -105,7 +105,14 @@ async fn redisson_holder_is_respected_and_its_unlock_wakes_us() {
         .is_none());
     let lock = client.lock("shared-with-java");
     let waiter = tokio::spawn(async move { lock.acquire().await.map(|g| (Instant::now(), g)) });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        eventually(Duration::from_secs(2), || numsub(
+            &server,
+            "redisson_lock__channel:{shared-with-java}"
+        ) == 1)
+        .await,
+        "the waiter did not start waiting"
+    );
     let released = Instant::now();
     let r: i64 = redis::cmd("EVAL")
         .arg(REDISSON_UNLOCK)

@@ -22,6 +22,7 @@ async fn watchdog_keeps_a_slow_holder_and_stops_after_release() {
         );
         min_pttl = min_pttl.min(pttl);
         assert!(other.lock("slow").try_acquire().await.unwrap().is_none());
+        // The scenario: the holder works on, checked every 50 ms.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // Renewed every lease/3 = 200 ms, so the TTL never fell far below 2/3 of the lease.
@@ -30,6 +31,7 @@ async fn watchdog_keeps_a_slow_holder_and_stops_after_release() {
     assert!(!guard.is_lost());
     guard.release().await.unwrap();
     assert_eq!(client.watchdog_locks(), 0);
+    // Observation window: a renewal still scheduled would run within one lease.
     tokio::time::sleep(lease).await;
     let exists: bool = cmd(&server, &["EXISTS", "slow"]);
     assert!(!exists, "a renewal recreated or kept the key after release");
@@ -54,6 +56,7 @@ async fn watchdog_renews_many_locks_in_batches() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
+    // The scenario: two lease periods of renewals, counted.
     tokio::time::sleep(lease * 2).await;
     let after: String = cmd(&server, &["INFO", "commandstats"]);
     let calls = evalsha_calls(&after) - evalsha_calls(&before);
@@ -67,4 +70,33 @@ async fn watchdog_renews_many_locks_in_batches() {
         assert!(pttl > 0);
     }
     drop(guards);
+}
+
+/// A key of another type in a watchdog batch does not stop the renewal of the batch's other
+/// locks (it used to abort the whole renewal script): the victim is reported lost, the rest
+/// are renewed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_type_key_does_not_stop_the_rest_of_a_watchdog_batch() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(900);
+    let client = client_with_watchdog(&server, lease).await;
+    let mut keep = Vec::new();
+    for i in 0..5 {
+        keep.push(client.lock(format!("batch:{i}")).acquire().await.unwrap());
+    }
+    let victim = client.lock("batch:victim").acquire().await.unwrap();
+    let deleted: i64 = cmd(&server, &["DEL", "batch:victim"]);
+    assert_eq!(deleted, 1);
+    let _: () = cmd(&server, &["SET", "batch:victim", "someone else's string"]);
+    tokio::time::timeout(Duration::from_secs(2), victim.lost())
+        .await
+        .expect("the victim's loss is reported");
+    // The scenario: two more lease periods, which only renewals survive.
+    tokio::time::sleep(lease * 2).await;
+    for (i, g) in keep.iter().enumerate() {
+        assert!(!g.is_lost(), "lock {i} was lost");
+        let pttl: i64 = cmd(&server, &["PTTL", &format!("batch:{i}")]);
+        assert!(pttl > 0, "lock {i} was not renewed");
+    }
+    let _ = victim.forget();
 }

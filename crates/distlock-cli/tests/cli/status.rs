@@ -1,0 +1,144 @@
+//! `distlock status` and `distlock unlock --force`: what they show, what they refuse.
+
+use distlock_harness::testing::cmd;
+use distlock_harness::RedisServer;
+
+use super::{distlock, hold_until_key, output};
+
+#[test]
+fn status_json_and_force_unlock() {
+    let server = RedisServer::start();
+    let mut holder = hold_until_key(&server, &["inspect-me"], "inspect-me");
+    let mut c = distlock(&server);
+    c.args(["status", "inspect-me", "free-one", "--json"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let held = &v[0];
+    assert_eq!(held["name"], "inspect-me");
+    assert_eq!(held["held"], true);
+    assert_eq!(held["holders"][0]["hold_count"], 1);
+    assert!(held["ttl_ms"].as_u64().unwrap() > 20_000);
+    assert!(held["fencing_token"].as_u64().unwrap() > 0);
+    assert_eq!(v[1]["held"], false);
+
+    let mut c = distlock(&server);
+    c.args(["unlock", "inspect-me"]);
+    assert_eq!(output(c).status.code(), Some(2), "--force is required");
+    let mut c = distlock(&server);
+    c.args(["unlock", "--force", "inspect-me"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("unlocked"));
+    let exists: bool = cmd(&server, &["EXISTS", "inspect-me"]);
+    assert!(!exists);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
+
+#[test]
+fn status_reports_wrong_type_as_an_error() {
+    let server = RedisServer::start();
+    let _: () = cmd(&server, &["SET", "not-a-lock", "x"]);
+    let mut c = distlock(&server);
+    c.args(["status", "not-a-lock"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a lock"));
+}
+
+/// `unlock --force NAME` on `key` must exit 1, say the key holds another type, and leave it
+/// as it was.
+fn assert_force_unlock_refused(server: &RedisServer, key: &str, dump: &[&str]) {
+    let before: redis::Value = cmd(server, dump);
+    let ttl_before: i64 = cmd(server, &["PTTL", key]);
+    let mut c = distlock(server);
+    c.args(["unlock", "--force", key]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1), "{key}: {out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("another type"), "{key}: {stderr}");
+    assert!(stderr.contains("not a lock"), "{key}: {stderr}");
+    assert!(out.stdout.is_empty(), "{key}: {out:?}");
+    let after: redis::Value = cmd(server, dump);
+    assert_eq!(before, after, "{key} changed");
+    let ttl_after: i64 = cmd(server, &["PTTL", key]);
+    assert_eq!(ttl_before, ttl_after, "{key}: TTL changed");
+}
+
+/// Keys of other types are refused, and left as they were: force-unlock used to delete
+/// strings, lists and user hashes (data loss on a typo).
+#[test]
+fn force_unlock_refuses_keys_that_are_not_locks() {
+    let server = RedisServer::start();
+    let _: () = cmd(&server, &["SET", "config:feature", "on"]);
+    let _: i64 = cmd(&server, &["RPUSH", "queue:emails", "a", "b", "c"]);
+    let _: i64 = cmd(&server, &["HSET", "user:1", "name", "bob", "age", "42"]);
+    // Hashes that look a little like locks, but are not.
+    let _: i64 = cmd(&server, &["HSET", "prefs:1", "mode", "dark"]);
+    let _: i64 = cmd(&server, &["HSET", "visits", "2024:01", "many"]);
+    let _: i64 = cmd(&server, &["HSET", "mixed", "a:1", "1", "colour", "red"]);
+    let _: i64 = cmd(&server, &["SADD", "tags", "x"]);
+
+    assert_force_unlock_refused(&server, "config:feature", &["GET", "config:feature"]);
+    assert_force_unlock_refused(
+        &server,
+        "queue:emails",
+        &["LRANGE", "queue:emails", "0", "-1"],
+    );
+    assert_force_unlock_refused(&server, "user:1", &["HGETALL", "user:1"]);
+    assert_force_unlock_refused(&server, "prefs:1", &["HGETALL", "prefs:1"]);
+    assert_force_unlock_refused(&server, "visits", &["HGETALL", "visits"]);
+    assert_force_unlock_refused(&server, "mixed", &["HGETALL", "mixed"]);
+    assert_force_unlock_refused(&server, "tags", &["SMEMBERS", "tags"]);
+
+    // A missing key is not an error.
+    let mut c = distlock(&server);
+    c.args(["unlock", "--force", "no-such-key"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("was not locked"));
+}
+
+/// Real locks are still force-unlocked: plain (with fencing token), read-write (`mode`),
+/// and a Redisson-style hash without distlock's token field.
+#[test]
+fn force_unlock_still_breaks_real_locks() {
+    let server = RedisServer::start();
+    for (name, run_args) in [
+        ("plain", &["plain"][..]),
+        ("rw-write", &["rw-write", "--write"][..]),
+        ("rw-read", &["rw-read", "--read"][..]),
+        ("fair", &["fair", "--fair"][..]),
+    ] {
+        let mut holder = hold_until_key(&server, run_args, name);
+        let mut c = distlock(&server);
+        c.args(["unlock", "--force", name]);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("unlocked"),
+            "{name}: {out:?}"
+        );
+        let exists: bool = cmd(&server, &["EXISTS", name]);
+        assert!(!exists, "{name} was not deleted");
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+    }
+    // Held by a Redisson client (uuid:thread -> count, no distlock token field).
+    let _: i64 = cmd(
+        &server,
+        &[
+            "HSET",
+            "java-lock",
+            "6f0a1e52-0b5e-4a53-9b1e-2d1f1c1d1e1f:57",
+            "2",
+        ],
+    );
+    let mut c = distlock(&server);
+    c.args(["unlock", "--force", "java-lock"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let exists: bool = cmd(&server, &["EXISTS", "java-lock"]);
+    assert!(!exists);
+}
