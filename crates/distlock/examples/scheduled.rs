@@ -22,7 +22,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .at_most_for(Duration::from_secs(8))
         .at_least_for(Duration::from_secs(2));
     let me = std::process::id();
-    let handle = distlock::job::spawn_every(lock, Duration::from_secs(10), move || async move {
+    let handle = distlock::spawn_every(lock, Duration::from_secs(10), move || async move {
         println!("process {me} runs the cleanup");
     });
     handle.await?;

@@ -167,7 +167,7 @@ impl Client {
 
     /// Release everything this client holds and stop its background tasks.
     ///
-    /// In order: scheduled jobs ([`spawn_every`](crate::job::spawn_every)) finish their
+    /// In order: scheduled jobs ([`spawn_every`](crate::spawn_every)) finish their
     /// current run (releasing its job lock) and stop; every live guard, permit and job lock
     /// of this client is released (concurrently, each bounded by twice the command timeout);
     /// releases of dropped guards still under way are awaited (same bound); then the

@@ -24,11 +24,23 @@ use crate::lock::{Lock, LockGuard, LockStatus};
 
 /// Default time a queued waiter stays in line without renewing: 5 s. Waiters renew every
 /// third of it while they wait.
-pub const DEFAULT_LIVENESS: Duration = Duration::from_secs(5);
+pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 
-/// A fair (FIFO) reentrant lock; see the [module docs](self). Made by [`Client::fair_lock`];
+/// A fair (FIFO) reentrant lock. Made by [`Client::fair_lock`];
 /// cheap to clone. Grants are [`LockGuard`]s: re-entry, lease, watchdog, fencing token and
 /// lost-lease signal work as for [`Lock`].
+///
+/// Layout (Redisson's): the lock hash, a queue list `redisson_lock_queue:{<name>}` and a zset
+/// `redisson_lock_timeout:{<name>}`; each waiter is woken on its own channel
+/// `redisson_lock__channel:{<name>}:<owner>`, and a release wakes only the head of the queue.
+///
+/// Redisson's worst fair-lock problem, reported by its users several times, is a waiter that
+/// crashed or gave up and stays at the head of the queue for minutes (5 minutes per waiter,
+/// on client clocks). Here a waiter that times out or is cancelled leaves the queue at once,
+/// and every waiter renews a *liveness deadline* (server `TIME`) with each attempt; a crashed
+/// waiter is skipped once its deadline passes ([`FairLock::liveness_timeout`], default 5 s).
+/// Mixing Redisson and distlock waiters on one fair lock keeps mutual exclusion but not the
+/// arrival order (Redisson rewrites every waiter's timeout on each grant).
 ///
 /// # Examples
 /// ```no_run
@@ -51,7 +63,7 @@ impl Client {
                 self.clone(),
                 name.into(),
                 Arc::new(Fair {
-                    liveness: DEFAULT_LIVENESS,
+                    liveness: DEFAULT_FAIR_LIVENESS,
                 }),
             ),
         }

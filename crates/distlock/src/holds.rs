@@ -83,7 +83,7 @@ pub(crate) struct Holds {
     next: AtomicU64,
     live: Mutex<HashMap<u64, Releaser>>,
     background: Arc<Background>,
-    /// Scheduled-job loops ([`crate::job::spawn_every`]) still running.
+    /// Scheduled-job loops ([`crate::spawn_every`]) still running.
     scheduled: Arc<Background>,
     /// Turns true when shutdown begins: scheduled-job loops stop after their current run.
     closing: tokio::sync::watch::Sender<bool>,

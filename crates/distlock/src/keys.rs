@@ -14,11 +14,11 @@ use crate::error::{Error, Result};
 pub const MAX_NAME_LEN: usize = 64 * 1024;
 
 /// Longest lease, wait or extension accepted: 365 days.
-pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Largest count or number of permits accepted: 2^53, the largest integer a Lua number
 /// (a double) holds exactly.
-pub const MAX_COUNT: u64 = 1 << 53;
+pub const MAX_PERMITS: u64 = 1 << 53;
 
 /// The hash field that stores the current holder's fencing token inside a lock hash.
 /// Redisson's scripts only look at their own `<uuid>:<threadId>` field, so the extra field
@@ -27,10 +27,10 @@ pub const TOKEN_FIELD: &str = "distlock:fencing-token";
 
 /// Unlock message published on the wake channel when a lock is freed (Redisson's
 /// `LockPubSub.UNLOCK_MESSAGE`): wakes one waiter.
-pub const UNLOCK_MESSAGE: &str = "0";
+pub(crate) const UNLOCK_MESSAGE: &str = "0";
 
 /// Redisson's `prefixName(prefix, name)`.
-pub fn prefixed(prefix: &str, key: &str) -> String {
+pub(crate) fn prefixed(prefix: &str, key: &str) -> String {
     if key.contains('{') {
         format!("{prefix}:{key}")
     } else {
@@ -40,12 +40,12 @@ pub fn prefixed(prefix: &str, key: &str) -> String {
 
 /// Redisson's `suffixName(name, suffix)`: `{<key>}:<suffix>`, or `<key>:<suffix>` when the key
 /// already carries a `{hash tag}`.
-pub fn suffixed(key: &str, suffix: &str) -> String {
+pub(crate) fn suffixed(key: &str, suffix: &str) -> String {
     format!("{}:{suffix}", hash_tagged(key))
 }
 
 /// `{<key>}`, or the key itself when it already carries a `{hash tag}`.
-pub fn hash_tagged(key: &str) -> String {
+pub(crate) fn hash_tagged(key: &str) -> String {
     if key.contains('{') {
         key.to_string()
     } else {
@@ -190,7 +190,7 @@ pub fn legacy_fencing_counter(key_prefix: &str) -> String {
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an empty or longer name.
-pub fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
     }
@@ -209,7 +209,7 @@ pub fn check_name(name: &str) -> Result<()> {
 /// # Errors
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a duration that is zero,
 /// shorter than 1 ms or longer than 365 days.
-pub fn lease_ms(what: &str, d: Duration) -> Result<u64> {
+pub(crate) fn lease_ms(what: &str, d: Duration) -> Result<u64> {
     if d.is_zero() {
         return Err(Error::invalid(format!("{what} is zero")));
     }
@@ -231,7 +231,7 @@ pub fn lease_ms(what: &str, d: Duration) -> Result<u64> {
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a wait over 365 days.
-pub fn check_wait(d: Duration) -> Result<()> {
+pub(crate) fn check_wait(d: Duration) -> Result<()> {
     if d > MAX_DURATION {
         return Err(Error::invalid(format!(
             "wait of {d:?} exceeds the limit of {MAX_DURATION:?}"
@@ -242,7 +242,7 @@ pub fn check_wait(d: Duration) -> Result<()> {
 
 /// Clock drift allowance subtracted from local validity: 1 % of the lease + 2 ms, as the
 /// redis.io Redlock description and go-redsync (`driftFactor` 0.01).
-pub fn drift(lease: Duration) -> Duration {
+pub(crate) fn drift(lease: Duration) -> Duration {
     lease / 100 + Duration::from_millis(2)
 }
 

@@ -19,8 +19,12 @@ use crate::wait::{wait_loop, Step};
 /// Re-check interval while waiting, in case a wake-up message was lost.
 const RECHECK: Duration = Duration::from_secs(1);
 
-/// A distributed count-down latch; see the [module docs](self). Made by
+/// A distributed count-down latch. Made by
 /// [`Client::count_down_latch`]; cheap to clone.
+///
+/// The latch is a string key holding the count; `count_down` decrements it and, at zero,
+/// deletes it and publishes `0` on `redisson_countdownlatch__channel__{<name>}`, which wakes
+/// every waiter. A latch whose key does not exist is open (count 0).
 ///
 /// # Examples
 /// ```no_run
@@ -69,10 +73,10 @@ impl CountDownLatch {
     /// Cancel safe: one idempotent script.
     pub async fn try_set_count(&self, count: u64) -> Result<bool> {
         keys::check_name(&self.name)?;
-        if count == 0 || count > keys::MAX_COUNT {
+        if count == 0 || count > keys::MAX_PERMITS {
             return Err(Error::invalid(format!(
                 "latch count {count} is not between 1 and {}",
-                keys::MAX_COUNT
+                keys::MAX_PERMITS
             )));
         }
         let mut inv = scripts::LATCH_SET.prepare_invoke();

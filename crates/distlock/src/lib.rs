@@ -33,23 +33,24 @@
 //!
 //! See `doc/design.md` in the repository for the data layout and the design choices.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 #![allow(rustdoc::redundant_explicit_links)]
 
+// Every module is private; the API is the flat list of re-exports below.
 mod client;
 mod conn;
 mod error;
-pub mod fair;
+mod fair;
 mod holds;
-pub mod job;
-pub mod keys;
-pub mod latch;
-pub mod lock;
-pub mod multi;
-pub mod redlock;
-pub mod rwlock;
+mod job;
+mod keys;
+mod latch;
+mod lock;
+mod multi;
+mod redlock;
+mod rwlock;
 mod scripts;
-pub mod semaphore;
+mod semaphore;
 mod wait;
 mod watchdog;
 
@@ -58,14 +59,25 @@ pub use client::{
     DEFAULT_WATCHDOG_LEASE,
 };
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
-pub use fair::FairLock;
-pub use job::{JobGuard, JobHolder, JobLock};
+pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
+pub use job::{assert_locked, spawn_every, JobGuard, JobHolder, JobLock, JOB_POLL_INTERVAL};
+pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
 pub use lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use redlock::{RedLock, RedLockBuilder, RedLockGuard};
-pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
 pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
+
+/// The wire contract: how distlock names its keys and channels in Redis — Redisson's and
+/// ShedLock's names where the layouts are theirs — for tools, operators and interop tests.
+/// Changing any of these is a breaking change of the data layout.
+pub mod layout {
+    pub use crate::keys::{
+        acquire_latch, fencing_counter, hash_tag, key_slot, legacy_fencing_counter, lock_channel,
+        slot_tag, unlock_latch, SLOTS, TOKEN_FIELD,
+    };
+}
 
 /// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests
 /// (e.g. to inspect them or load them into another client): each source is the text as run,
@@ -108,6 +120,11 @@ pub mod __bench {
             return false;
         };
         matches!(lock::parse_attempt(&v), Ok(lock::Attempt::Granted { .. }))
+    }
+
+    /// The wake channel of a lock key (`redisson_lock__channel:{key}`).
+    pub fn lock_channel(key: &str) -> String {
+        crate::keys::lock_channel(key)
     }
 
     /// Hash every script source the way the registry does on first use (SHA-1 per script).

@@ -16,7 +16,13 @@ use tokio::time::Instant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{FencingToken, Lock, LockGuard};
 
-/// Several locks taken as one; see the [module docs](self).
+/// Several locks taken as one.
+///
+/// Members are acquired one by one in a fixed global order (node, then key), each waiting
+/// at most what is left of the overall wait. Since every MultiLock over the same members
+/// takes them in the same order, two MultiLocks can never hold one member each while waiting
+/// for the other's: no deadlock, whatever order the members were given in. When a member
+/// cannot be had in time, or fails, every member taken so far is released.
 ///
 /// # Examples
 /// ```no_run

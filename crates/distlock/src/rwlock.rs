@@ -30,8 +30,26 @@ use crate::lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
 /// Default time a waiting writer holds readers back without renewing: 5 s.
 pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
 
-/// A read-write lock; see the [module docs](self). Made by [`Client::rw_lock`]; cheap to
+/// A read-write lock. Made by [`Client::rw_lock`]; cheap to
 /// clone.
+///
+/// Many readers or one writer. The writer may also take read holds (downgrade: take the read
+/// lock, then release the write lock); a reader asking for the write lock is refused with
+/// [`ErrorKind::WouldDeadlock`](crate::ErrorKind::WouldDeadlock) instead of waiting forever
+/// for itself.
+///
+/// **Write-preferring.** Redisson's read lock lets new readers in whenever the mode is `read`,
+/// so a steady stream of readers starves writers. Here a waiting writer registers in
+/// `distlock_rwlock_writers:{<name>}` (a zset with server-time liveness deadlines, renewed by
+/// each of its attempts) and new readers wait while a live writer is registered; re-entrant
+/// reads still go through. Redisson readers do not know this set, so they can still overtake
+/// distlock writers on a shared lock.
+///
+/// Layout: hash `<name>` with `mode`, `<owner>` → read holds and `<owner>:write` → write
+/// holds; each read hold has a key `{<name>}:<owner>:rwlock_timeout:<n>` with its own lease,
+/// so a crashed reader's holds run out on their own; wake channel `redisson_rwlock:{<name>}`.
+/// Every grant, re-entrant or not, draws a fresh fencing token (the hash keeps no token, to
+/// stay readable by Redisson's scripts).
 ///
 /// # Examples
 /// ```no_run

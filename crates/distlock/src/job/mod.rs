@@ -68,8 +68,28 @@ fn running_under(client: &Client, env: &str, name: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// A job lock; see the [module docs](self). Made by [`Client::job_lock`]; configure with the
+/// A job lock. Made by [`Client::job_lock`]; configure with the
 /// builder methods, then [`run`](JobLock::run) or [`try_acquire`](JobLock::try_acquire).
+///
+/// A job lock is a string key `<key prefix>job-lock:<env>:<name>` holding
+/// `ADDED:<ISO-8601 UTC>@<hostname>:<uuid>`, set with `SET NX PX <at_most_for>`: the formats of
+/// ShedLock's Redis provider, so a Java service using ShedLock on the same Redis sees the
+/// same lock. The job does not wait: if another instance holds the lock, this instance skips
+/// the run ([`JobLock::run`] returns `Ok(None)`). For code that must hold the lock itself,
+/// [`JobLock::try_acquire`] makes one attempt and [`JobLock::try_acquire_for`] /
+/// [`JobLock::acquire`] retry within a wait, as the other locks of the crate do.
+///
+/// - `at_most_for`: the lock expires after it even if the holder dies or hangs (required).
+/// - `at_least_for`: after a short job the lock is kept until this much time has passed since
+///   the start, so instances whose clocks or schedules differ slightly do not run the job
+///   again (default 0).
+/// - `keep_alive`: extend the lock to `at_most_for` every half of it while the job runs
+///   (ShedLock's `KeepAliveLockProvider`).
+///
+/// Unlike ShedLock's Redis provider, whose unlock deletes the key without reading it, release
+/// and extension compare the value first, in one script each: a job that outran
+/// `at_most_for` never deletes or shortens the lock of the instance that took over; it gets
+/// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) instead.
 ///
 /// # Examples
 /// ```no_run
@@ -163,10 +183,10 @@ impl Client {
 
 /// How often [`JobLock::try_acquire_for`] and [`JobLock::acquire`] try again while another
 /// instance holds the lock: a job lock has no wake-up channel, so they poll.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+pub const JOB_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The job-lock key of `name` in `env`: `<prefix>job-lock:<env>:<name>` (ShedLock's format).
-pub fn job_key(key_prefix: &str, env: &str, name: &str) -> String {
+pub(crate) fn job_key(key_prefix: &str, env: &str, name: &str) -> String {
     format!("{key_prefix}job-lock:{env}:{name}")
 }
 
@@ -318,7 +338,7 @@ impl JobLock {
     /// (zero: one attempt): `Ok(None)` when the wait elapsed.
     ///
     /// A job lock has no wake-up channel (ShedLock's format has none), so this polls: one
-    /// attempt every 100 ms ([`POLL_INTERVAL`]), and a last one when the wait ends. An
+    /// attempt every 100 ms ([`JOB_POLL_INTERVAL`]), and a last one when the wait ends. An
     /// unreachable server is retried in the same way until the wait ends (then its error is
     /// returned), as the other locks' waiters ride out outages.
     ///
@@ -360,7 +380,7 @@ impl JobLock {
             if now >= deadline {
                 return unreachable.map_or(Ok(None), Err);
             }
-            tokio::time::sleep(POLL_INTERVAL.min(deadline - now)).await;
+            tokio::time::sleep(JOB_POLL_INTERVAL.min(deadline - now)).await;
         }
     }
 

@@ -14,6 +14,26 @@ pub struct RedLockBuilder {
     max_extensions: Option<u32>,
 }
 
+impl fmt::Debug for RedLockBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Node URLs may carry passwords: only their redacted forms.
+        f.debug_struct("RedLockBuilder")
+            .field(
+                "nodes",
+                &self
+                    .nodes
+                    .iter()
+                    .map(|n| n.redacted.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("ttl", &self.ttl)
+            .field("node_timeout", &self.node_timeout)
+            .field("default_wait", &self.default_wait)
+            .field("quorum", &self.quorum)
+            .finish()
+    }
+}
+
 impl RedLockBuilder {
     pub(super) fn new(nodes: Vec<Node>) -> Self {
         RedLockBuilder {

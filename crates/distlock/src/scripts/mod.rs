@@ -21,10 +21,10 @@ macro_rules! scripts {
         )*
         /// Each script file's own text, by file name (what its header documents).
         #[cfg(test)]
-        pub const SOURCES: &[(&str, &str)] = &[$(($file, include_str!($file)),)*];
+        pub(crate) const SOURCES: &[(&str, &str)] = &[$(($file, include_str!($file)),)*];
         /// Every script as it is run, by file name: its file's text with the prelude it uses
         /// joined in front. For tools and tests that run them directly.
-        pub const RUNNABLE: &[(&str, &str)] =
+        pub(crate) const RUNNABLE: &[(&str, &str)] =
             &[$(($file, concat!($(include_str!($prelude),)? include_str!($file))),)*];
     };
 }

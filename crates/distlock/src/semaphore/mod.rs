@@ -23,7 +23,7 @@ use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
-use crate::keys::{self, MAX_COUNT};
+use crate::keys::{self, MAX_PERMITS};
 use crate::scripts;
 use crate::wait::{wait_loop, Step};
 
@@ -31,9 +31,9 @@ use crate::wait::{wait_loop, Step};
 pub(super) const RECHECK: Duration = Duration::from_secs(1);
 
 pub(super) fn check_permits(what: &str, n: u64) -> Result<()> {
-    if n == 0 || n > MAX_COUNT {
+    if n == 0 || n > MAX_PERMITS {
         return Err(Error::invalid(format!(
-            "{what} {n} is not between 1 and {MAX_COUNT}"
+            "{what} {n} is not between 1 and {MAX_PERMITS}"
         )));
     }
     Ok(())
@@ -114,8 +114,16 @@ impl Names {
     }
 }
 
-/// A distributed counting semaphore; see the [module docs](self). Made by
+/// A distributed counting semaphore. Made by
 /// [`Client::semaphore`]; cheap to clone.
+///
+/// Both keep the available permits in a string key and wake waiters with a message on
+/// `redisson_sc:{<name>}`, as Redisson does, so Java and Rust services can share them.
+///
+/// **A plain semaphore's permits are not owned**: if a process takes a permit and crashes,
+/// the permit is gone for good (the same holds in Redisson). Use [`LeasedSemaphore`] when
+/// holders can crash: each of its permits has an id and a lease, and a crashed holder's
+/// permit returns when its lease ends.
 ///
 /// # Examples
 /// ```no_run

@@ -1,7 +1,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use distlock::keys::{fencing_counter, key_slot, legacy_fencing_counter, slot_tag, SLOTS};
+use distlock::layout::{fencing_counter, key_slot, legacy_fencing_counter, slot_tag, SLOTS};
 use rand::Rng;
 
 use crate::util::*;

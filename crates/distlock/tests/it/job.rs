@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use distlock::{job, ErrorKind, NotHeldReason};
+use distlock::{assert_locked, spawn_every, ErrorKind, NotHeldReason};
 
 use crate::util::*;
 
@@ -407,21 +407,21 @@ async fn nested_run_and_assert_locked() {
     let lock = client
         .job_lock("outer")
         .at_most_for(Duration::from_secs(10));
-    assert!(!job::assert_locked("outer"));
+    assert!(!assert_locked("outer"));
     let inner_lock = lock.clone();
     let ran = lock
         .run(async move {
-            assert!(job::assert_locked("outer"));
+            assert!(assert_locked("outer"));
             // Same job inside itself: runs without locking again.
             inner_lock
-                .run(async { job::assert_locked("outer") })
+                .run(async { assert_locked("outer") })
                 .await
                 .unwrap()
         })
         .await
         .unwrap();
     assert_eq!(ran, Some(Some(true)));
-    assert!(!job::assert_locked("outer"));
+    assert!(!assert_locked("outer"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -437,7 +437,7 @@ async fn spawn_every_runs_once_per_interval_across_instances() {
             .at_most_for(Duration::from_millis(250))
             .at_least_for(Duration::from_millis(200));
         let runs = runs.clone();
-        handles.push(job::spawn_every(lock, interval, move || {
+        handles.push(spawn_every(lock, interval, move || {
             let runs = runs.clone();
             async move {
                 runs.fetch_add(1, Ordering::Relaxed);

@@ -1,7 +1,7 @@
 //! The scripts' idempotency under a resent request, exercised by sending the same request
 //! twice, as a retry after a lost reply would.
 
-use distlock::keys::{acquire_latch, fencing_counter, unlock_latch, TOKEN_FIELD};
+use distlock::layout::{acquire_latch, fencing_counter, unlock_latch, TOKEN_FIELD};
 
 use crate::util::*;
 

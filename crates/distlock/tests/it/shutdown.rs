@@ -105,7 +105,7 @@ async fn spawn_every_finishes_its_run_then_stops_on_shutdown() {
     let job = client
         .job_lock("sd:every")
         .at_most_for(Duration::from_secs(30));
-    let handle = distlock::job::spawn_every(job, Duration::from_millis(200), {
+    let handle = distlock::spawn_every(job, Duration::from_millis(200), {
         let (runs, finished) = (runs.clone(), finished.clone());
         move || {
             let (runs, finished) = (runs.clone(), finished.clone());
