@@ -73,6 +73,27 @@ impl LockGuard {
         }
     }
 
+    /// Take the guard's state (`None` when taken already), stop its renewal, and take its
+    /// entry back from the client's registry: `Ok` with what releasing needs, or `Err` with
+    /// the lock when shutdown released the hold already.
+    #[allow(clippy::type_complexity)]
+    fn take_hold(&mut self) -> Option<std::result::Result<(Lock, Owner, Duration), Lock>> {
+        let GuardState {
+            lock,
+            owner,
+            lease,
+            registration,
+            hold,
+            ..
+        } = self.state.take()?;
+        drop(registration);
+        if lock.inner.client.inner.holds.take(&hold).is_some() {
+            Some(Ok((lock, owner, lease)))
+        } else {
+            Some(Err(lock))
+        }
+    }
+
     fn state(&self) -> &GuardState {
         self.state.as_ref().expect("guard used after release")
     }
@@ -328,21 +349,11 @@ impl LockGuard {
     /// # Ok(()) }
     /// ```
     pub async fn release(mut self) -> Result<()> {
-        let s = self.state.take().expect("guard released twice");
-        let GuardState {
-            lock,
-            owner,
-            lease,
-            registration,
-            hold,
-            ..
-        } = s;
-        drop(registration);
-        if lock.inner.client.inner.holds.take(&hold).is_none() {
+        match self.take_hold().expect("guard released twice") {
+            Ok((lock, owner, lease)) => lock.release_hold(&owner, lease).await,
             // Client::shutdown released it already.
-            return Err(Error::not_held(&lock.inner.names.name, NotHeldReason::Gone));
+            Err(lock) => Err(Error::not_held(&lock.inner.names.name, NotHeldReason::Gone)),
         }
-        lock.release_hold(&owner, lease).await
     }
 
     /// Stop tracking this hold without releasing it: no renewal, no release on drop. The
@@ -357,18 +368,8 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        let Some(s) = self.state.take() else { return };
-        let GuardState {
-            lock,
-            owner,
-            lease,
-            registration,
-            hold,
-            ..
-        } = s;
-        drop(registration);
-        let client = &lock.inner.client.inner;
-        if client.holds.take(&hold).is_some() {
+        if let Some(Ok((lock, owner, lease))) = self.take_hold() {
+            let client = &lock.inner.client.inner;
             client
                 .holds
                 .release_in_background(&client.backend, lock.release_request(&owner, lease));
