@@ -16,6 +16,8 @@
 //! that a restarted server lost its lock within a reconnect, not a renewal period later.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -116,6 +118,44 @@ type EntryKey = (String, String);
 #[derive(Default)]
 struct Shared {
     entries: Mutex<HashMap<EntryKey, Entry>>,
+    /// Leases with a renewal of their own (job locks, leased permits), by id.
+    kept: Mutex<HashMap<u64, Kept>>,
+    next_kept: std::sync::atomic::AtomicU64,
+    /// Signalled when a kept lease is added, so the task wakes for an earlier due time.
+    kept_added: Notify,
+}
+
+/// How a kept lease is renewed: `Ok(true)` renewed to its lease, `Ok(false)` gone (lost),
+/// `Err` failed (retried sooner; lost when the local deadline passes).
+pub(crate) type Renew =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = crate::error::Result<bool>> + Send>> + Send + Sync>;
+
+/// A lease renewed by the watchdog with its own renewal call and period.
+struct Kept {
+    lease: Duration,
+    period: Duration,
+    due: Instant,
+    renew: Renew,
+    state: Arc<LeaseState>,
+    what: String,
+}
+
+/// A kept lease's registration: dropping it stops the renewal.
+pub(crate) struct KeepAlive {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl std::fmt::Debug for KeepAlive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeepAlive").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        self.shared.kept.lock().unwrap().remove(&self.id);
+    }
 }
 
 /// The leases of one client, and its watchdog task.
@@ -229,6 +269,40 @@ impl Leases {
         }
     }
 
+    /// Keep a lease of another kind alive (a job lock, a leased permit): every `period` the
+    /// watchdog runs `renew`, which extends it to `lease`; the lost signal of `state` fires
+    /// when `renew` reports it gone or the local deadline passes while renewals fail. Stops
+    /// when the returned handle is dropped.
+    pub(crate) fn keep_alive(
+        &self,
+        what: String,
+        lease: Duration,
+        period: Duration,
+        state: Arc<LeaseState>,
+        renew: Renew,
+    ) -> KeepAlive {
+        let id = self
+            .shared
+            .next_kept
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.shared.kept.lock().unwrap().insert(
+            id,
+            Kept {
+                lease,
+                period,
+                due: Instant::now() + period,
+                renew,
+                state,
+                what,
+            },
+        );
+        self.shared.kept_added.notify_one();
+        KeepAlive {
+            shared: self.shared.clone(),
+            id,
+        }
+    }
+
     /// Stop the watchdog task (client shutdown).
     pub(crate) fn stop(&self) {
         self.task.abort();
@@ -254,12 +328,18 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>, reconnected
     // comes within one period, well inside its lease (three periods).
     let mut next = Instant::now() + period;
     loop {
+        let wake = earliest_kept(&shared).map_or(next, |due| due.min(next));
         let check_all = tokio::select! {
-            _ = tokio::time::sleep_until(next) => false,
+            _ = tokio::time::sleep_until(wake) => false,
             _ = reconnected.notified() => true,
+            _ = shared.kept_added.notified() => continue,
         };
         if check_all {
             check_explicit(&backend, &shared).await;
+        }
+        renew_kept(&shared, check_all).await;
+        if !check_all && Instant::now() < next {
+            continue;
         }
         let mut hash = Vec::new();
         let mut read = Vec::new();
@@ -304,6 +384,60 @@ async fn run(backend: Backend, lease: Duration, shared: Arc<Shared>, reconnected
                 period
             };
     }
+}
+
+/// When the earliest kept lease is due.
+fn earliest_kept(shared: &Shared) -> Option<Instant> {
+    shared.kept.lock().unwrap().values().map(|k| k.due).min()
+}
+
+/// Renew the kept leases that are due (all of them with `all`), concurrently.
+async fn renew_kept(shared: &Shared, all: bool) {
+    let now = Instant::now();
+    let due: Vec<(u64, Renew, Arc<LeaseState>, Duration, Duration, String)> = shared
+        .kept
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, k)| all || k.due <= now)
+        .map(|(id, k)| {
+            (
+                *id,
+                k.renew.clone(),
+                k.state.clone(),
+                k.lease,
+                k.period,
+                k.what.clone(),
+            )
+        })
+        .collect();
+    let runs = due
+        .into_iter()
+        .map(|(id, renew, state, lease, period, what)| async move {
+            let started = Instant::now();
+            let outcome = renew().await;
+            let mut kept = shared.kept.lock().unwrap();
+            let Some(k) = kept.get_mut(&id) else { return };
+            match outcome {
+                Ok(true) => {
+                    state.renewed(started + lease.saturating_sub(drift(lease)));
+                    k.due = started + period;
+                }
+                Ok(false) => {
+                    tracing::warn!(%what, "keep-alive found it gone; lease lost");
+                    state.mark_lost();
+                    kept.remove(&id);
+                }
+                Err(e) => {
+                    tracing::warn!(%what, error = format_args!("{e:#}"), "keep-alive failed");
+                    if Instant::now() >= state.valid_until() {
+                        state.mark_lost();
+                    }
+                    k.due = Instant::now() + period.min(Duration::from_millis(500));
+                }
+            }
+        });
+    futures_util::future::join_all(runs).await;
 }
 
 /// After a reconnection: ask the server whether each lease that the watchdog does not renew

@@ -143,7 +143,7 @@ enum Held {
     Lock(distlock::LockGuard),
     Job(distlock::JobGuard),
     RedLock(distlock::RedLockGuard, Duration),
-    Permit(distlock::LeasedPermit, Duration),
+    Permit(distlock::LeasedPermit),
 }
 
 impl Held {
@@ -152,29 +152,24 @@ impl Held {
             Held::Lock(g) => g.lost().await,
             Held::Job(g) => g.lost().await,
             Held::RedLock(g, _) => g.lost().await,
-            Held::Permit(p, _) => p.lost().await,
+            Held::Permit(p) => p.lost().await,
         }
     }
 
     /// RedLock has no watchdog: extend it every third of its TTL while CMD runs. Other locks
     /// never need this.
+    /// A RedLock spans independent servers, so no client's watchdog can keep it: extend it
+    /// every third of its TTL while CMD runs. The library's watchdog keeps every other hold
+    /// (locks, job locks with --keep-alive, leased permits).
     async fn keep_alive(&self) {
-        let (lease, what) = match self {
-            Held::RedLock(_, ttl) => (*ttl, "RedLock"),
-            Held::Permit(_, lease) => (*lease, "semaphore permit"),
-            // The watchdog or the job lock's own keep-alive looks after the others.
-            Held::Lock(_) | Held::Job(_) => return std::future::pending().await,
+        let Held::RedLock(g, ttl) = self else {
+            return std::future::pending().await;
         };
         loop {
-            tokio::time::sleep(lease / 3).await;
-            let extended = match self {
-                Held::RedLock(g, ttl) => g.extend(*ttl).await,
-                Held::Permit(p, _) => p.extend(lease).await,
-                Held::Lock(_) | Held::Job(_) => unreachable!("returned above"),
-            };
-            if let Err(e) = extended {
+            tokio::time::sleep(*ttl / 3).await;
+            if let Err(e) = g.extend(*ttl).await {
                 // lost() reports the loss; stop extending.
-                eprintln!("distlock: extending the {what} failed: {e:#}");
+                eprintln!("distlock: extending the RedLock failed: {e:#}");
                 return std::future::pending().await;
             }
         }
@@ -185,7 +180,7 @@ impl Held {
             Held::Lock(g) => g.release().await,
             Held::Job(g) => g.release().await,
             Held::RedLock(g, _) => g.release().await,
-            Held::Permit(p, _) => p.release().await,
+            Held::Permit(p) => p.release().await,
         }
     }
 }
@@ -235,7 +230,14 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
                 humantime::format_duration(args.wait)
             );
         }
-        return Ok(permit.map(|p| Held::Permit(p, lease)));
+        let Some(mut permit) = permit else {
+            return Ok(None);
+        };
+        // The client's watchdog extends the permit while CMD runs.
+        permit
+            .keep_alive(lease)
+            .with_context(|| format!("semaphore {:?}", args.name))?;
+        return Ok(Some(Held::Permit(permit)));
     }
     if let Some(at_most) = args.at_most {
         let mut job = client

@@ -5,7 +5,7 @@ use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
 use crate::scripts;
-use crate::watchdog::LeaseState;
+use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -17,7 +17,8 @@ use tokio::time::Instant;
 #[must_use = "dropping the guard releases the job lock at once"]
 pub struct JobGuard {
     pub(super) inner: Option<Arc<GuardInner>>,
-    pub(super) keep_alive: Option<tokio::task::AbortHandle>,
+    /// The watchdog's keep-alive of this job lock, when asked for (dropping it stops it).
+    pub(super) keep_alive: Option<KeepAlive>,
     /// This job lock in the client's registry (released at shutdown if still held).
     pub(super) hold: HoldId,
 }
@@ -116,25 +117,30 @@ impl JobGuard {
         self.inner.as_ref().expect("guard used after release")
     }
 
+    /// Have the client's watchdog extend this job lock to `at_most_for` every half of it
+    /// (ShedLock's keep-alive), until the guard is released or dropped.
     pub(super) fn start_keep_alive(&mut self) {
         let me = self.inner.clone().expect("fresh guard");
-        let period = me.at_most_for / 2;
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(period).await;
-                match me.extend(me.at_most_for).await {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::NotHeld => {
-                        tracing::warn!(job = %me.name, "keep-alive found the job lock gone");
-                        return;
+        let renew: Renew = {
+            let me = me.clone();
+            Arc::new(move || {
+                let me = me.clone();
+                Box::pin(async move {
+                    match me.extend(me.at_most_for).await {
+                        Ok(()) => Ok(true),
+                        Err(e) if e.kind() == ErrorKind::NotHeld => Ok(false),
+                        Err(e) => Err(e),
                     }
-                    Err(e) => {
-                        tracing::warn!(job = %me.name, error = format_args!("{e:#}"), "keep-alive failed")
-                    }
-                }
-            }
-        });
-        self.keep_alive = Some(task.abort_handle());
+                })
+            })
+        };
+        self.keep_alive = Some(me.client.inner.leases.keep_alive(
+            format!("job {:?}", me.name),
+            me.at_most_for,
+            me.at_most_for / 2,
+            me.lease.clone(),
+            renew,
+        ));
     }
 
     /// The value this guard wrote: `ADDED:<time>@<host>:<uuid>`.
@@ -194,9 +200,7 @@ impl JobGuard {
     /// A dropped release may or may not have happened; `at_most_for` ends it anyway.
     pub async fn release(mut self) -> Result<()> {
         let g = self.inner.take().expect("released twice");
-        if let Some(task) = self.keep_alive.take() {
-            task.abort();
-        }
+        self.keep_alive.take();
         if g.client.inner.holds.take(&self.hold).is_none() {
             // Client::shutdown released it already.
             return Err(Error::not_held(&g.name, NotHeldReason::Gone));
@@ -208,9 +212,7 @@ impl JobGuard {
 impl Drop for JobGuard {
     fn drop(&mut self) {
         let Some(g) = self.inner.take() else { return };
-        if let Some(task) = self.keep_alive.take() {
-            task.abort();
-        }
+        self.keep_alive.take();
         let client = &g.client.inner;
         if client.holds.take(&self.hold).is_some() {
             client

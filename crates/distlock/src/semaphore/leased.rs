@@ -8,7 +8,7 @@ use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
 use crate::scripts;
 use crate::wait::{wait_loop, Step};
-use crate::watchdog::LeaseState;
+use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -214,6 +214,7 @@ impl LeasedSemaphore {
             lease: Arc::new(LeaseState::new(
                 started + lease.saturating_sub(keys::drift(lease)),
             )),
+            keep_alive: None,
         }))
     }
 
@@ -262,6 +263,36 @@ pub struct LeasedPermit {
     lease: Arc<LeaseState>,
     /// This permit in the client's registry (given back at shutdown if still held).
     hold: HoldId,
+    /// The watchdog's keep-alive, when asked for ([`LeasedPermit::keep_alive`]).
+    keep_alive: Option<KeepAlive>,
+}
+
+/// Move the expiry of permit `id` to `lease` from now; `NotHeld` (and the lost signal) when
+/// the permit is gone.
+async fn extend_permit(
+    sem: &LeasedSemaphore,
+    id: &str,
+    lease: Duration,
+    lease_ms: u64,
+    state: &LeaseState,
+) -> Result<()> {
+    let started = Instant::now();
+    let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
+    inv.key(sem.leases_key()).arg(id).arg(lease_ms);
+    let r: Vec<i64> = sem
+        .names
+        .client
+        .inner
+        .backend
+        .eval(&sem.names.context("extend"), &inv)
+        .await?;
+    if r.first() == Some(&1) {
+        state.set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
+        Ok(())
+    } else {
+        state.mark_lost();
+        Err(Error::not_held(&sem.names.name, NotHeldReason::Gone))
+    }
 }
 
 impl fmt::Debug for LeasedPermit {
@@ -273,6 +304,12 @@ impl fmt::Debug for LeasedPermit {
 }
 
 impl LeasedPermit {
+    /// Whether the permit's lease is known lost (an extension found it gone, or its local
+    /// deadline passed). No I/O.
+    pub fn is_lost(&self) -> bool {
+        self.lease.is_lost()
+    }
+
     /// The permit's id (a member of `redisson__timeout__set:{<name>}`).
     pub fn id(&self) -> &str {
         &self.id
@@ -302,24 +339,40 @@ impl LeasedPermit {
     pub async fn extend(&self, lease: Duration) -> Result<()> {
         let lease_ms = keys::lease_ms("lease", lease)?;
         let sem = self.sem.as_ref().expect("released");
-        let started = Instant::now();
-        let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
-        inv.key(sem.leases_key()).arg(&self.id).arg(lease_ms);
-        let r: Vec<i64> = sem
-            .names
-            .client
-            .inner
-            .backend
-            .eval(&sem.names.context("extend"), &inv)
-            .await?;
-        if r.first() == Some(&1) {
-            self.lease
-                .set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
-            Ok(())
-        } else {
-            self.lease.mark_lost();
-            Err(Error::not_held(&sem.names.name, NotHeldReason::Gone))
-        }
+        extend_permit(sem, &self.id, lease, lease_ms, &self.lease).await
+    }
+
+    /// Have the client's watchdog extend this permit to `lease` every third of it while the
+    /// permit is held (the way the watchdog keeps locks), so a holder that lives keeps its
+    /// permit and one that dies gives it back within `lease`. The [`lost`](LeasedPermit::lost)
+    /// signal fires when an extension finds the permit gone, or renewals keep failing until
+    /// the lease ends. Stops when the permit is released or dropped.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing `lease` (at most 365 days).
+    pub fn keep_alive(&mut self, lease: Duration) -> Result<()> {
+        let lease_ms = keys::lease_ms("lease", lease)?;
+        let sem = self.sem.clone().expect("released");
+        let (id, state) = (self.id.clone(), self.lease.clone());
+        let renew: Renew = Arc::new(move || {
+            let (sem, id, state) = (sem.clone(), id.clone(), state.clone());
+            Box::pin(async move {
+                match extend_permit(&sem, &id, lease, lease_ms, &state).await {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == ErrorKind::NotHeld => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+        });
+        let sem = self.sem.as_ref().expect("released");
+        self.keep_alive = Some(sem.names.client.inner.leases.keep_alive(
+            sem.names.context("permit keep-alive"),
+            lease,
+            lease / 3,
+            self.lease.clone(),
+            renew,
+        ));
+        Ok(())
     }
 
     /// Give the permit back and wake waiters.
@@ -332,6 +385,7 @@ impl LeasedPermit {
     /// Cancel safe in effect: giving back twice is refused by the id.
     pub async fn release(mut self) -> Result<()> {
         let sem = self.sem.take().expect("released twice");
+        self.keep_alive.take();
         if sem.names.client.inner.holds.take(&self.hold).is_none() {
             // Client::shutdown gave it back already.
             return Err(Error::not_held(&sem.names.name, NotHeldReason::Gone));

@@ -249,3 +249,39 @@ async fn leased_permits_extend_and_signal_loss() {
     p.release().await.unwrap();
     assert_eq!(sem.permits().await.unwrap(), (2, 0));
 }
+
+/// The watchdog keeps a leased permit alive past its lease while the holder lives, fires
+/// `lost()` when the permit is taken away on the server, and stops when it is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_a_leased_permit_and_signals_its_loss() {
+    let (server, client) = setup().await;
+    let sem = client.leased_semaphore("kept");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let lease = Duration::from_millis(600);
+    let mut permit = sem.acquire(lease).await.unwrap();
+    assert_eq!(
+        permit.keep_alive(Duration::ZERO).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    permit.keep_alive(lease).unwrap();
+    // The scenario: three leases long, the permit must stay held.
+    tokio::time::sleep(lease * 3).await;
+    assert!(!permit.is_lost());
+    let score: Option<f64> = cmd(
+        &server,
+        &["ZSCORE", "redisson__timeout__set:{kept}", permit.id()],
+    );
+    assert!(score.is_some(), "the permit's lease ran out");
+    assert!(sem.try_acquire(lease).await.unwrap().is_none());
+
+    // Taken away on the server: the next keep-alive reports it lost.
+    let removed: u64 = cmd(
+        &server,
+        &["ZREM", "redisson__timeout__set:{kept}", permit.id()],
+    );
+    assert_eq!(removed, 1);
+    tokio::time::timeout(lease, permit.lost())
+        .await
+        .expect("lost() fired within one lease");
+    drop(permit);
+}
