@@ -142,7 +142,7 @@ fn send_signal(pid: Option<u32>, sig: libc::c_int) {
 enum Held {
     Lock(distlock::LockGuard),
     Job(distlock::JobGuard),
-    RedLock(distlock::RedLockGuard, Duration),
+    RedLock(distlock::RedLockGuard),
     Permit(distlock::LeasedPermit),
 }
 
@@ -151,27 +151,8 @@ impl Held {
         match self {
             Held::Lock(g) => g.lost().await,
             Held::Job(g) => g.lost().await,
-            Held::RedLock(g, _) => g.lost().await,
+            Held::RedLock(g) => g.lost().await,
             Held::Permit(p) => p.lost().await,
-        }
-    }
-
-    /// RedLock has no watchdog: extend it every third of its TTL while CMD runs. Other locks
-    /// never need this.
-    /// A RedLock spans independent servers, so no client's watchdog can keep it: extend it
-    /// every third of its TTL while CMD runs. The library's watchdog keeps every other hold
-    /// (locks, job locks with --keep-alive, leased permits).
-    async fn keep_alive(&self) {
-        let Held::RedLock(g, ttl) = self else {
-            return std::future::pending().await;
-        };
-        loop {
-            tokio::time::sleep(*ttl / 3).await;
-            if let Err(e) = g.extend(*ttl).await {
-                // lost() reports the loss; stop extending.
-                eprintln!("distlock: extending the RedLock failed: {e:#}");
-                return std::future::pending().await;
-            }
         }
     }
 
@@ -179,7 +160,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.release().await,
             Held::Job(g) => g.release().await,
-            Held::RedLock(g, _) => g.release().await,
+            Held::RedLock(g) => g.release().await,
             Held::Permit(p) => p.release().await,
         }
     }
@@ -210,7 +191,14 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
                 humantime::format_duration(args.wait)
             );
         }
-        return Ok(guard.map(|g| Held::RedLock(g, ttl)));
+        let Some(mut guard) = guard else {
+            return Ok(None);
+        };
+        // A watchdog extends it every third of the TTL while CMD runs.
+        guard
+            .keep_alive(ttl)
+            .with_context(|| format!("RedLock {:?}", args.name))?;
+        return Ok(Some(Held::RedLock(guard)));
     }
     let client = opts.client().await?;
     if let Some(permits) = args.semaphore {
@@ -336,7 +324,6 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
             _ = sigint.recv() => send_signal(pid, libc::SIGINT),
             _ = sigterm.recv() => send_signal(pid, libc::SIGTERM),
             _ = sighup.recv() => send_signal(pid, libc::SIGHUP),
-            _ = held.keep_alive() => {}
             _ = held.lost(), if !lost_seen => {
                 lost_seen = true;
                 eprintln!("distlock: the lease on {:?} was lost while the command ran", args.name);

@@ -1,6 +1,7 @@
 //! [`RedLockGuard`]: a lock held on a quorum of nodes; extension and release everywhere.
 
 use super::*;
+use crate::watchdog::{KeepAlive, LeaseState, Renew};
 
 /// A held RedLock. Dropping it releases on every node in the background.
 #[must_use = "dropping the guard releases the lock at once"]
@@ -10,8 +11,10 @@ pub struct RedLockGuard {
     pub(super) owner: Owner,
     pub(super) tokens: Vec<Option<FencingToken>>,
     pub(super) valid_until: Arc<Mutex<Instant>>,
-    pub(super) extensions: AtomicU32,
+    pub(super) extensions: Arc<AtomicU32>,
     pub(super) released: bool,
+    /// The watchdog's keep-alive, when asked for ([`RedLockGuard::keep_alive`]).
+    pub(super) keep_alive: Option<KeepAlive>,
 }
 
 impl fmt::Debug for RedLockGuard {
@@ -91,50 +94,67 @@ impl RedLockGuard {
     /// # Ok(()) }
     /// ```
     pub async fn extend(&self, lease: Duration) -> Result<()> {
+        extend_quorum(
+            &self.redlock,
+            &self.name,
+            &self.owner,
+            &self.valid_until,
+            &self.extensions,
+            lease,
+        )
+        .await
+    }
+
+    /// Have a watchdog [extend](RedLockGuard::extend) the lock to `lease` every third of it
+    /// while the guard lives (the watchdog of the first node's client: one task, not one per
+    /// lock). Each extension needs a quorum, as `extend` does; when one fails the validity is
+    /// left to end and [`lost`](RedLockGuard::lost) fires then. Stops when the guard is
+    /// released or dropped.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing `lease` or one not above the node
+    /// timeout (as [`RedLockGuard::extend`]).
+    pub fn keep_alive(&mut self, lease: Duration) -> Result<()> {
+        keys::lease_ms("extension", lease)?;
         let inner = &self.redlock.inner;
-        let lease_ms = keys::lease_ms("extension", lease)?;
         if lease <= inner.node_timeout {
             return Err(Error::invalid(format!(
-                "RedLock {:?}: an extension of {lease:?} is not above the node timeout {:?}",
+                "RedLock {:?}: a keep-alive lease of {lease:?} is not above the node timeout {:?}",
                 self.name, inner.node_timeout
             )));
         }
-        if let Some(max) = inner.max_extensions {
-            if self.extensions.load(Ordering::Relaxed) >= max {
-                return Err(Error::invalid(format!(
-                    "RedLock {:?}: the limit of {max} extensions is reached",
-                    self.name
-                )));
-            }
-        }
-        let start = Instant::now();
-        if start >= *self.valid_until.lock().unwrap() {
+        let Some(client) = inner
+            .nodes
+            .iter()
+            .find_map(|n| n.client.lock().unwrap().clone())
+        else {
             return Err(Error::not_held(&self.name, NotHeldReason::Gone));
-        }
-        let results = futures_util::future::join_all(inner.nodes.iter().map(|node| async {
-            let c = node.client.lock().unwrap().clone()?;
-            let lock = c.lock(self.name.as_str());
-            match tokio::time::timeout(inner.node_timeout, lock.renew_one(&self.owner, lease_ms))
-                .await
-            {
-                Ok(Ok(1)) => Some(()),
-                _ => None,
-            }
-        }))
-        .await;
-        let extended = results.iter().filter(|r| r.is_some()).count();
-        let elapsed = start.elapsed();
-        let validity = lease
-            .checked_sub(elapsed)
-            .and_then(|v| v.checked_sub(self.redlock.drift(lease)));
-        match validity {
-            Some(v) if extended >= inner.quorum && !v.is_zero() => {
-                self.extensions.fetch_add(1, Ordering::Relaxed);
-                *self.valid_until.lock().unwrap() = start + v;
-                Ok(())
-            }
-            _ => Err(Error::not_held(&self.name, NotHeldReason::Gone)),
-        }
+        };
+        let (redlock, name, owner) = (self.redlock.clone(), self.name.clone(), self.owner.clone());
+        let (valid_until, extensions) = (self.valid_until.clone(), self.extensions.clone());
+        let renew: Renew = Arc::new(move || {
+            let (redlock, name, owner) = (redlock.clone(), name.clone(), owner.clone());
+            let (valid_until, extensions) = (valid_until.clone(), extensions.clone());
+            Box::pin(async move {
+                match extend_quorum(&redlock, &name, &owner, &valid_until, &extensions, lease).await
+                {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == ErrorKind::NotHeld => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+        });
+        // The guard's own validity is what `lost()` watches; the watchdog's state only bounds
+        // its retries.
+        let state = Arc::new(LeaseState::new(*self.valid_until.lock().unwrap()));
+        self.keep_alive = Some(client.inner.leases.keep_alive(
+            format!("RedLock {:?}", self.name),
+            lease,
+            lease / 3,
+            state,
+            renew,
+        ));
+        Ok(())
     }
 
     /// Release on every node, in parallel, each bounded by the node timeout (at least
@@ -161,6 +181,7 @@ impl RedLockGuard {
     /// ```
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
+        self.keep_alive.take();
         let released = release_everywhere(&self.redlock, &self.name, &self.owner).await;
         if released >= self.redlock.inner.quorum {
             Ok(())
@@ -191,6 +212,7 @@ async fn release_everywhere(redlock: &RedLock, name: &str, owner: &Owner) -> usi
 
 impl Drop for RedLockGuard {
     fn drop(&mut self) {
+        self.keep_alive.take();
         if self.released {
             return;
         }
@@ -200,5 +222,58 @@ impl Drop for RedLockGuard {
                 release_everywhere(&redlock, &name, &owner).await;
             });
         }
+    }
+}
+
+/// Extend `name` held by `owner` to `lease` on every node; counts only with a quorum within
+/// the validity (see [`RedLockGuard::extend`]).
+async fn extend_quorum(
+    redlock: &RedLock,
+    name: &str,
+    owner: &Owner,
+    valid_until: &Mutex<Instant>,
+    extensions: &AtomicU32,
+    lease: Duration,
+) -> Result<()> {
+    let inner = &redlock.inner;
+    let lease_ms = keys::lease_ms("extension", lease)?;
+    if lease <= inner.node_timeout {
+        return Err(Error::invalid(format!(
+            "RedLock {name:?}: an extension of {lease:?} is not above the node timeout {:?}",
+            inner.node_timeout
+        )));
+    }
+    if let Some(max) = inner.max_extensions {
+        if extensions.load(Ordering::Relaxed) >= max {
+            return Err(Error::invalid(format!(
+                "RedLock {name:?}: the limit of {max} extensions is reached"
+            )));
+        }
+    }
+    let start = Instant::now();
+    if start >= *valid_until.lock().unwrap() {
+        return Err(Error::not_held(name, NotHeldReason::Gone));
+    }
+    let results = futures_util::future::join_all(inner.nodes.iter().map(|node| async {
+        let c = node.client.lock().unwrap().clone()?;
+        let lock = c.lock(name);
+        match tokio::time::timeout(inner.node_timeout, lock.renew_one(owner, lease_ms)).await {
+            Ok(Ok(1)) => Some(()),
+            _ => None,
+        }
+    }))
+    .await;
+    let extended = results.iter().filter(|r| r.is_some()).count();
+    let elapsed = start.elapsed();
+    let validity = lease
+        .checked_sub(elapsed)
+        .and_then(|v| v.checked_sub(redlock.drift(lease)));
+    match validity {
+        Some(v) if extended >= inner.quorum && !v.is_zero() => {
+            extensions.fetch_add(1, Ordering::Relaxed);
+            *valid_until.lock().unwrap() = start + v;
+            Ok(())
+        }
+        _ => Err(Error::not_held(name, NotHeldReason::Gone)),
     }
 }

@@ -479,8 +479,9 @@ impl RedLock {
                     owner,
                     tokens,
                     valid_until: Arc::new(Mutex::new(start + validity)),
-                    extensions: AtomicU32::new(0),
+                    extensions: Arc::new(AtomicU32::new(0)),
                     released: false,
+                    keep_alive: None,
                 }));
             }
         }

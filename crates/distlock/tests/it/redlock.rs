@@ -444,3 +444,37 @@ async fn counter_fuzz_three_processes_over_five_nodes() {
     let total: u64 = cmd(&data, &["GET", "rl-counter"]);
     assert_eq!(total, 180);
 }
+
+/// A watchdog keeps a RedLock past its TTL (each extension with a quorum), stops at release,
+/// and refuses a lease that is not above the node timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_extends_a_redlock_until_release() {
+    let (servers, clients) = nodes(3).await;
+    let ttl = Duration::from_millis(600);
+    let redlock = RedLock::builder(clients)
+        .ttl(ttl)
+        .node_timeout(Duration::from_millis(100))
+        .build()
+        .await
+        .unwrap();
+    let mut g = redlock.acquire("kept").await.unwrap();
+    assert_eq!(
+        g.keep_alive(Duration::from_millis(100)).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    g.keep_alive(ttl).unwrap();
+    // The scenario: three TTLs long, the lock must stay valid on every node.
+    tokio::time::sleep(ttl * 3).await;
+    assert!(
+        g.valid_until() > std::time::Instant::now(),
+        "the validity ended"
+    );
+    for (i, s) in servers.iter().enumerate() {
+        let pttl: i64 = cmd(s, &["PTTL", "kept"]);
+        assert!(pttl > 0, "node {i}: pttl {pttl}");
+    }
+    g.release().await.unwrap();
+    for s in &servers {
+        assert!(!cmd::<bool>(s, &["EXISTS", "kept"]));
+    }
+}
