@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conn::pubsub::Hub;
-use crate::conn::{redact_url, Backend, ConnectSettings};
+use crate::conn::{redact_url, Backend, ConnectSettings, Subscriber};
 use crate::error::{Error, Result};
 use crate::holds::{Fallback, Holds};
 use crate::keys;
@@ -394,7 +394,11 @@ impl ClientBuilder {
                 },
                 tokio::runtime::Handle::current(),
             ),
-            hub: Hub::start(client, self.connect_timeout, reconnected.clone()),
+            hub: Hub::start(
+                Subscriber::Standalone(client),
+                self.connect_timeout,
+                reconnected.clone(),
+            ),
             leases: Leases::start(backend.clone(), self.watchdog_lease, reconnected),
             backend,
             fencing_floor,

@@ -1,17 +1,22 @@
-//! The connection layer: one multiplexed command connection per client ([`Backend`], a
-//! redis-rs `ConnectionManager` that reconnects with backoff) and one shared subscription
-//! connection ([`pubsub::Hub`]).
+//! The connection layer, and the seam between distlock and a Redis deployment.
 //!
-//! Every script distlock runs is idempotent under a resend (fresh owners, acquire and
-//! unlock latches), so [`Backend`] retries a call whose connection broke or timed out.
+//! Every command, script and pipeline of a client goes through its [`Backend`], which owns
+//! the resend rules (what may be sent again after a broken connection or a timeout, and for
+//! how long) and sends over a [`Connection`]; every subscription goes through the
+//! [`pubsub::Hub`], which opens its connections through a [`Subscriber`]. A deployment is one
+//! variant of each: `standalone.rs` today; Sentinel and Cluster are further variants (and
+//! files) behind the same two types, not edits across the crate. Scripts route by their
+//! first key (redis-rs's cluster client does so), and every script's keys share the lock's
+//! hash slot.
 
 pub(crate) mod pubsub;
+mod standalone;
 
 use std::fmt;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
-use redis::{FromRedisValue, ScriptInvocation};
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, ScriptInvocation, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -43,10 +48,58 @@ pub(crate) fn redact_url(url: &str) -> String {
     format!("{}{}@{}", &url[..scheme_end + 3], masked, &rest[at + 1..])
 }
 
-/// The command connection of a client.
+/// The command connection of a client: one variant per kind of deployment.
+#[derive(Clone)]
+pub(crate) enum Connection {
+    /// One server: a multiplexed connection that reconnects with backoff.
+    Standalone(ConnectionManager),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Standalone(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Standalone(c) => c.get_db(),
+        }
+    }
+}
+
+/// Where the subscription hub opens its connections: one variant per kind of deployment.
+#[derive(Clone)]
+pub(crate) enum Subscriber {
+    /// One server: plain pub/sub connections to it.
+    Standalone(redis::Client),
+}
+
+impl Subscriber {
+    /// Open one pub/sub connection.
+    pub(crate) async fn connect(&self) -> redis::RedisResult<redis::aio::PubSub> {
+        match self {
+            Subscriber::Standalone(client) => client.get_async_pubsub().await,
+        }
+    }
+}
+
+/// The command side of a client: resend rules over a [`Connection`].
 #[derive(Clone)]
 pub(crate) struct Backend {
-    conn: ConnectionManager,
+    conn: Connection,
 }
 
 /// Connection settings a [`Backend`] and the subscription hub share.
@@ -63,21 +116,16 @@ impl Backend {
         settings: &ConnectSettings,
         redacted_url: &str,
     ) -> Result<Backend> {
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(settings.connect_timeout))
-            .set_response_timeout(Some(settings.command_timeout))
-            .set_number_of_retries(2)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_secs(2));
         // One budget for the whole connect (TCP, TLS, AUTH, the first PING): redis-rs's
         // manager retries a failed first connection on its own, which must not stretch it.
         let context = format!("connect to {redacted_url}");
         let connect = async {
-            let conn = client
-                .get_connection_manager_with_config(config)
+            let conn = standalone::connect(client, settings)
                 .await
                 .map_err(|e| Error::from_redis(&context, e))?;
-            let backend = Backend { conn };
+            let backend = Backend {
+                conn: Connection::Standalone(conn),
+            };
             backend
                 .query::<String>(&context, &redis::cmd("PING"))
                 .await?;
@@ -227,7 +275,7 @@ impl Backend {
     /// `context` is formatted only when something goes wrong (no allocation per call).
     async fn with_retries<T, F, Fut>(&self, context: impl fmt::Display, mut send: F) -> Result<T>
     where
-        F: FnMut(ConnectionManager) -> Fut,
+        F: FnMut(Connection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
         let mut attempt = 0;

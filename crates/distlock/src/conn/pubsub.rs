@@ -26,6 +26,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use super::Subscriber;
+
 /// How a channel's messages wake its local waiters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {
@@ -159,14 +161,14 @@ impl Hub {
     /// backoff (20 ms doubling to 500 ms) whenever the connection closes, signalling
     /// `reconnected` each time after the first.
     pub(crate) fn start(
-        client: redis::Client,
+        subscriber: Subscriber,
         connect_timeout: Duration,
         reconnected: Arc<Notify>,
     ) -> Hub {
         let shared = Arc::new(Shared::default());
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(run(
-            client,
+            subscriber,
             connect_timeout,
             shared.clone(),
             rx,
@@ -223,8 +225,8 @@ struct Conn {
     server: HashSet<String>,
 }
 
-async fn connect(client: &redis::Client, timeout: Duration) -> Option<Conn> {
-    match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
+async fn connect(subscriber: &Subscriber, timeout: Duration) -> Option<Conn> {
+    match tokio::time::timeout(timeout, subscriber.connect()).await {
         Ok(Ok(pubsub)) => {
             let (sink, stream) = pubsub.split();
             Some(Conn {
@@ -308,7 +310,7 @@ const MAX_BACKOFF: Duration = Duration::from_millis(500);
 const MIN_BACKOFF: Duration = Duration::from_millis(20);
 
 async fn run(
-    client: redis::Client,
+    subscriber: Subscriber,
     connect_timeout: Duration,
     shared: Arc<Shared>,
     mut rx: mpsc::UnboundedReceiver<Cmd>,
@@ -321,7 +323,7 @@ async fn run(
     let mut pending: Vec<(String, Option<oneshot::Sender<bool>>)> = Vec::new();
     loop {
         if conn.is_none() {
-            match connect(&client, connect_timeout).await {
+            match connect(&subscriber, connect_timeout).await {
                 Some(mut c) => {
                     let names: Vec<String> =
                         shared.channels.lock().unwrap().keys().cloned().collect();
