@@ -4,7 +4,7 @@
 //! The sale has `--stock` units spread over `--vouchers` vouchers. Each of `--users` users
 //! makes `--attempts` purchase attempts on random vouchers; attempt `j` of user `u` runs in
 //! worker process `(u + j) mod P`, so every user's attempts race across processes. An
-//! attempt runs seed 003's `createVoucherOrder`:
+//! attempt runs the classic flash-sale `createVoucherOrder`:
 //!
 //! 1. take the user's lock `lock:order:<user>`;
 //! 2. if the user already has an order for this voucher, refuse (one order per user);
@@ -323,7 +323,7 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
 
 fn print_table(s: &Summary) {
     let mark = |ok: bool| if ok { "ok" } else { "BROKEN" };
-    println!("distlock demo: flash sale, one order per user per voucher (seed 003)");
+    println!("distlock demo: flash sale, one order per user per voucher");
     println!(
         "  {:<26}{:>12}   over {} vouchers",
         "stock (initial)", s.stock_initial, s.vouchers

@@ -1,7 +1,7 @@
 -- fair_release.lua: release one hold of a fair lock; on the last, wake the head waiter.
 --
 -- Redisson's RedissonFairLock unlock (publish to the next waiter's own channel) with the
--- unlock latch of seed 004 for resends, and stale-head removal by server time.
+-- Redisson's unlock latch for resends, and stale-head removal by server time.
 --
 -- KEYS[1]  lock key (hash)
 -- KEYS[2]  queue redisson_lock_queue:{name}

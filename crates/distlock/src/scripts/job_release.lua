@@ -1,7 +1,7 @@
 -- job_release.lua: end a job lock, only if it is ours (ShedLock's unlock without its flaw).
 --
 -- ShedLock's Redis provider unlocks with a plain DEL, or SET XX PX for lockAtLeastFor,
--- whoever holds the key (seed 001 §7): a job that outlived lockAtMostFor deletes the next
+-- whoever holds the key (ShedLock's Redis provider): a job that outlived lockAtMostFor deletes the next
 -- holder's lock. Here both branches first compare the value.
 --
 -- KEYS[1]  job lock key job-lock:<env>:<name> (string)

@@ -1,6 +1,6 @@
 -- lock_acquire.lua: grant a reentrant lock (Redisson RLock layout) and issue a fencing token.
 --
--- Redisson's tryLockInnerAsync (seeds 000, 002, 004) plus two distlock additions: a fencing
+-- Redisson's tryLockInnerAsync plus two distlock additions: a fencing
 -- token issued in the same script, and idempotency under a resent request.
 --
 -- KEYS[1]  lock key: hash, field <client-uuid>:<owner-id> -> hold count, TTL = lease

@@ -1,6 +1,6 @@
 -- lock_release.lua: release one hold of a reentrant lock; wake a waiter on the last one.
 --
--- Redisson's unlockInnerAsync. The unlock latch of seed 004 is written when holds remain,
+-- Redisson's unlockInnerAsync. Redisson's unlock latch is written when holds remain,
 -- where a resent request must not take a second hold away; the final release writes none
 -- (a key created and expired per release costs more server time than the whole rest of the
 -- script): a resend of it finds the lock gone or re-taken, and the client, knowing it resent,

@@ -1,7 +1,7 @@
 -- lock_renew.lua: renew the leases of many held locks in one call (the watchdog's batch),
 -- or extend one (LockGuard::extend).
 --
--- Redisson's renewExpirationAsync (seeds 000, 004) over n locks at once.
+-- Redisson's renewExpirationAsync over n locks at once.
 --
 -- KEYS[1]..KEYS[n]  lock keys (hashes; all in one slot on Redis Cluster)
 -- ARGV[1]       lease in milliseconds

@@ -1,5 +1,5 @@
 -- rw_read_release.lua: release one read hold (Redisson's RedissonReadLock unlock, with the
--- unlock latch of seed 004 and not-held codes).
+-- unlock latch (Redisson's redisson_unlock_latch) and not-held codes).
 --
 -- KEYS[1]  lock key (hash)
 -- KEYS[2]  wake channel redisson_rwlock:{<name>}
