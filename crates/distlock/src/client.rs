@@ -391,6 +391,7 @@ impl ClientBuilder {
                     client: client.clone(),
                     connect_timeout: self.connect_timeout,
                     command_timeout: self.command_timeout,
+                    deadline: Default::default(),
                 },
                 tokio::runtime::Handle::current(),
             ),

@@ -19,6 +19,12 @@ use tokio::sync::Notify;
 
 use crate::conn::Backend;
 
+tokio::task_local! {
+    /// Set inside a scheduled-job loop ([`crate::spawn_every`]): a shutdown called from a job
+    /// must not wait for that job's own loop to end.
+    pub(crate) static IN_SCHEDULED_JOB: ();
+}
+
 /// One release, as a script call that is safe to send again (a resend answers the first
 /// send's result or finds nothing left to release).
 pub(crate) struct ReleaseRequest {
@@ -72,6 +78,9 @@ pub(crate) struct Fallback {
     pub(crate) client: redis::Client,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
+    /// One deadline for every fallback of the client: the first sets it, the others wait only
+    /// for what is left, so a runtime dropping many releases waits one bound, not one each.
+    pub(crate) deadline: Arc<Mutex<Option<std::time::Instant>>>,
 }
 
 /// A guard's registration; give it back with [`Holds::take`].
@@ -151,6 +160,27 @@ impl Holds {
     /// from a plain thread over a synchronous connection instead, and the dropping thread
     /// waits for it (at most the connect timeout + twice the command timeout).
     pub(crate) fn release_in_background(&self, backend: &Backend, request: ReleaseRequest) {
+        self.send_in_background(backend, request, None);
+    }
+
+    /// As [`Holds::release_in_background`], resending `request` (which must answer a
+    /// resend the same, e.g. through a tombstone) until the server answers, at most
+    /// `resend_for` — the way grants of unknown outcome are given back.
+    pub(crate) fn give_back_in_background(
+        &self,
+        backend: &Backend,
+        request: ReleaseRequest,
+        resend_for: Duration,
+    ) {
+        self.send_in_background(backend, request, Some(resend_for));
+    }
+
+    fn send_in_background(
+        &self,
+        backend: &Backend,
+        request: ReleaseRequest,
+        resend_for: Option<Duration>,
+    ) {
         self.background.count.fetch_add(1, Ordering::AcqRel);
         let mut sentinel = Sentinel {
             request: Some(request),
@@ -162,9 +192,14 @@ impl Holds {
             tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
         runtime.spawn(async move {
             let request = sentinel.request.as_ref().expect("armed");
-            let r = backend
-                .eval::<redis::Value>(&request.context, &request.invocation())
-                .await;
+            let inv = request.invocation();
+            let r = match resend_for {
+                None => backend.eval::<redis::Value>(&request.context, &inv).await,
+                Some(limit) => backend
+                    .eval_resolving::<redis::Value>(&request.context, &inv, limit)
+                    .await
+                    .map(|(v, _)| v),
+            };
             if let Err(e) = r {
                 tracing::warn!(what = %request.context, error = format_args!("{e:#}"), "background release failed");
             }
@@ -180,7 +215,13 @@ impl Holds {
         self.closed.store(true, Ordering::Release);
         // Scheduled jobs finish their current run (and release its lock) first.
         self.closing.send_replace(true);
-        idle(&self.scheduled).await;
+        if IN_SCHEDULED_JOB.try_with(|_| ()).is_ok() {
+            // Called from a scheduled job: its own loop ends after this run; waiting for it
+            // here would wait for ourselves.
+            tracing::debug!("shutdown from a scheduled job: not waiting for scheduled loops");
+        } else {
+            idle(&self.scheduled).await;
+        }
         let live: Vec<Releaser> = self.live.lock().unwrap().drain().map(|(_, r)| r).collect();
         let releases = live.into_iter().map(|releaser| {
             let request = releaser();
@@ -249,8 +290,9 @@ impl Drop for Sentinel {
     }
 }
 
-/// Send `request` from a fresh thread over a synchronous connection and wait for it, at most
-/// the connect timeout plus twice the command timeout.
+/// Send `request` from a fresh thread over a synchronous connection and wait for it, until
+/// the client's fallback deadline (the connect timeout plus twice the command timeout after the
+/// first fallback): the sends run in parallel, the waits share one bound.
 fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
     let fb = fallback.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -271,7 +313,12 @@ fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
         return;
     }
     let limit = fallback.connect_timeout + fallback.command_timeout * 2;
-    match rx.recv_timeout(limit) {
+    let deadline = *fallback
+        .deadline
+        .lock()
+        .unwrap()
+        .get_or_insert_with(|| std::time::Instant::now() + limit);
+    match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
         Ok((_, Ok(_))) => {}
         Ok((what, Err(e))) => {
             tracing::warn!(%what, error = format_args!("{e:#}"), "release at runtime shutdown failed")

@@ -93,6 +93,8 @@ where
         let notified = sub.channel().notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        // A client shut down meanwhile makes no new grants, not even to its own waiters.
+        client.check_open()?;
         let hint = match attempt().await {
             Ok(Step::Done(v)) => return Ok(Some(v)),
             Ok(Step::Wait(hint)) => {
@@ -124,5 +126,32 @@ where
             nap = nap.min(POLL_INTERVAL);
         }
         let _ = tokio::time::timeout(nap, notified).await;
+    }
+}
+
+/// When the lease of an attempt's grant counts from. An attempt whose answer never came (a
+/// broken connection) may still have been granted, and a later attempt that finds that grant
+/// (a resend recognising its own field or id) does not move the server's TTL for every kind:
+/// so a grant's lease counts from the start of the earliest attempt not answered since.
+#[derive(Debug, Default)]
+pub(crate) struct SendClock(std::sync::Mutex<Option<Instant>>);
+
+impl SendClock {
+    /// At the start of an attempt: the instant its grant's lease counts from.
+    pub(crate) fn start(&self) -> Instant {
+        *self.0.lock().unwrap().get_or_insert_with(Instant::now)
+    }
+
+    /// An attempt was answered (granted or refused): the next one counts afresh.
+    pub(crate) fn answered(&self) {
+        *self.0.lock().unwrap() = None;
+    }
+
+    /// How long ago the earliest unanswered attempt started.
+    pub(crate) fn unanswered_for(&self) -> Duration {
+        self.0
+            .lock()
+            .unwrap()
+            .map_or(Duration::ZERO, |t| t.elapsed())
     }
 }

@@ -30,7 +30,7 @@ where
 {
     assert!(!interval.is_zero(), "interval must be greater than zero");
     let (mut closing, running) = lock.client.inner.holds.scheduled();
-    tokio::spawn(async move {
+    tokio::spawn(crate::holds::IN_SCHEDULED_JOB.scope((), async move {
         let _running = running;
         loop {
             let since_epoch = SystemTime::now()
@@ -56,5 +56,5 @@ where
                 return;
             }
         }
-    })
+    }))
 }

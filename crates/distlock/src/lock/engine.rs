@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, TOKEN_FIELD};
 use crate::scripts;
-use crate::wait::Step;
+use crate::wait::{SendClock, Step};
 
 impl Lock {
     /// Take a timed-out or cancelled waiter out of the kind's queue (fair lock, waiting
@@ -167,6 +167,7 @@ impl Lock {
 
         let (channel, wake) = self.inner.raw.wake(&self.inner.names, &owner);
         let enqueue = !wait.is_zero();
+        let clock = SendClock::default();
         let granted = crate::wait::wait_loop(
             &self.inner.client,
             &channel,
@@ -174,25 +175,24 @@ impl Lock {
             deadline,
             self.inner.raw.recheck(),
             || async {
-                let started = Instant::now();
-                Ok(
-                    match self
-                        .attempt(&owner, mode, lease_ms, &request_id, enqueue)
-                        .await?
-                    {
-                        Attempt::Granted { hold_count, token } => {
-                            Step::Done((hold_count, token, started))
-                        }
-                        // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked
-                        // every NO_TTL_RECHECK.
-                        Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
-                            Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
-                        }
-                        Attempt::Held { pttl_ms: -1 } => Step::Wait(Some(NO_TTL_RECHECK)),
-                        // Free, but another waiter is first in line: wait for a wake-up.
-                        Attempt::Held { .. } => Step::Wait(None),
-                    },
-                )
+                let started = clock.start();
+                let attempt = self
+                    .attempt(&owner, mode, lease_ms, &request_id, enqueue)
+                    .await?;
+                clock.answered();
+                Ok(match attempt {
+                    Attempt::Granted { hold_count, token } => {
+                        Step::Done((hold_count, token, started))
+                    }
+                    // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked
+                    // every NO_TTL_RECHECK.
+                    Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
+                        Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
+                    }
+                    Attempt::Held { pttl_ms: -1 } => Step::Wait(Some(NO_TTL_RECHECK)),
+                    // Free, but another waiter is first in line: wait for a wake-up.
+                    Attempt::Held { .. } => Step::Wait(None),
+                })
             },
         )
         .await;

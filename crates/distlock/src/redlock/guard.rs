@@ -139,7 +139,10 @@ impl RedLockGuard {
                 match extend_quorum(&redlock, &name, &owner, &valid_until, &extensions, lease).await
                 {
                     Ok(()) => Ok(true),
-                    Err(e) if e.kind() == ErrorKind::NotHeld => Ok(false),
+                    // Gone, or no extension left (`max_extensions`): let the validity end.
+                    Err(e) if matches!(e.kind(), ErrorKind::NotHeld | ErrorKind::InvalidInput) => {
+                        Ok(false)
+                    }
                     Err(e) => Err(e),
                 }
             })

@@ -7,7 +7,7 @@ use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
 use crate::scripts;
-use crate::wait::{wait_loop, Step};
+use crate::wait::{wait_loop, SendClock, Step};
 use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::sync::Arc;
@@ -168,6 +168,7 @@ impl LeasedSemaphore {
             sem: Some(self.clone()),
             id: id.clone(),
         };
+        let clock = SendClock::default();
         let got = wait_loop(
             &n.client,
             &n.channel,
@@ -175,7 +176,7 @@ impl LeasedSemaphore {
             deadline,
             RECHECK,
             || async {
-                let started = Instant::now();
+                let started = clock.start();
                 let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
                 inv.key(&n.key)
                     .key(&leases)
@@ -188,6 +189,7 @@ impl LeasedSemaphore {
                     .backend
                     .eval(&n.context("acquire"), &inv)
                     .await?;
+                clock.answered();
                 Ok(match r {
                     (1, _) => Step::Done(started),
                     (_, wait_ms) if wait_ms >= 0 => {

@@ -25,9 +25,13 @@ use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
 use crate::scripts;
-use crate::wait::{wait_loop, Step};
+use crate::wait::{wait_loop, SendClock, Step};
 
 /// Re-check interval while waiting, in case a wake-up message was lost.
+/// How many latch lifetimes a semaphore's grant latch (and its tombstone) lives, and how long
+/// a give-back of unknown outcome is resent.
+const GRANT_LATCH_LIFETIMES: u64 = 10;
+
 pub(super) const RECHECK: Duration = Duration::from_secs(1);
 
 pub(super) fn check_permits(what: &str, n: u64) -> Result<()> {
@@ -325,12 +329,16 @@ impl Semaphore {
             "{}:{request}",
             keys::prefixed("distlock_semaphore_grant", &n.key)
         );
-        let latch_ms = n.client.latch_ttl_ms();
+        // The grant latch outlives the give-back's resend horizon (ten latch lifetimes): a
+        // plain permit has no lease, so a grant whose record expired before the give-back
+        // reached the server would be lost for good.
+        let latch_ms = n.client.latch_ttl_ms() * GRANT_LATCH_LIFETIMES;
         let mut pending = PendingPermits {
             names: Some(n.clone()),
             latch: latch.clone(),
             permits,
         };
+        let clock = SendClock::default();
         let got = wait_loop(
             &n.client,
             &n.channel,
@@ -338,14 +346,34 @@ impl Semaphore {
             deadline,
             RECHECK,
             || async {
+                clock.start();
+                // The grant latch answers a resend only while it lives: every send of this
+                // request id stays inside the resend window counted from the earliest
+                // unanswered one; past it the outcome is unknown, the wait stops, and the
+                // cancel guard gives back what an earlier send may have got.
+                let window = n
+                    .client
+                    .resolve_window()
+                    .saturating_sub(clock.unanswered_for());
+                if window.is_zero() {
+                    return Err(Error::new(
+                        ErrorKind::Connection,
+                        format!(
+                            "{}: no answer within the resend window",
+                            n.context("acquire")
+                        ),
+                    )
+                    .outcome_unknown());
+                }
                 let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
                 inv.key(&n.key).key(&latch).arg(permits).arg(latch_ms);
-                let got: i64 = n
+                let (got, _): (i64, bool) = n
                     .client
                     .inner
                     .backend
-                    .eval(&n.context("acquire"), &inv)
+                    .eval_resolving(&n.context("acquire"), &inv, window)
                     .await?;
+                clock.answered();
                 Ok(if got == 1 {
                     Step::Done(())
                 } else {
@@ -377,28 +405,20 @@ impl Drop for PendingPermits {
         let Some(n) = self.names.take() else { return };
         let (latch, permits) = (std::mem::take(&mut self.latch), self.permits);
         // Give the grant back if the acquire ran; tombstone its latch if it has not, so that
-        // a send still queued on a stalled server does nothing when it runs.
-        let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
-        inv.key(&n.key)
+        // a send still queued on a stalled server does nothing when it runs. Tracked like a
+        // release, so it is sent even when the runtime is shutting down.
+        let request = ReleaseRequest::new(n.context("give back"), &scripts::SEMAPHORE_RELEASE)
+            .key(&n.key)
             .key(&n.channel)
-            .key(&latch)
+            .key(latch)
             .arg(permits)
             .arg("1")
-            .arg(n.client.latch_ttl_ms());
-        let backend = &n.client.inner.backend;
-        backend.resend_in_background(
-            &n.client.inner.runtime,
-            n.context("give back"),
-            inv,
-            n.client.latch_ttl() * 10,
-            |r: Result<i64>| {
-                if let Err(e) = r {
-                    tracing::warn!(
-                        error = format_args!("{e:#}"),
-                        "giving back a semaphore grant of unknown outcome failed"
-                    );
-                }
-            },
+            .arg(n.client.latch_ttl_ms() * GRANT_LATCH_LIFETIMES);
+        let client = &n.client.inner;
+        client.holds.give_back_in_background(
+            &client.backend,
+            request,
+            n.client.latch_ttl() * GRANT_LATCH_LIFETIMES as u32,
         );
     }
 }

@@ -178,3 +178,68 @@ async fn returning_from_main_while_holding_leaves_nothing_100_runs() {
     );
     assert_eq!(left_after, Vec::<String>::new());
 }
+
+/// A waiter of the client already waiting when `shutdown` runs gets `Closed`, not the lock
+/// that shutdown just released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_acquire_of_a_shut_down_client_is_refused() {
+    let (server, client) = setup().await;
+    let held = client.lock("sd:wait").acquire().await.unwrap();
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .lock("sd:wait")
+                .try_acquire_for(Duration::from_secs(10))
+                .await
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || numsub(
+            &server,
+            "redisson_lock__channel:{sd:wait}"
+        ) == 1)
+        .await
+    );
+    client.shutdown().await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter returned")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Closed, "{err}");
+    assert!(!cmd::<bool>(&server, &["EXISTS", "sd:wait"]));
+    drop(held);
+}
+
+/// `shutdown` called from inside a scheduled job returns (it does not wait for the job's own
+/// loop), and the loop ends after that run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_from_inside_a_scheduled_job_returns() {
+    let (_server, client) = setup().await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let job = client
+        .job_lock("sd:self")
+        .at_most_for(Duration::from_secs(30));
+    let handle = distlock::spawn_every(job, Duration::from_millis(200), {
+        let client = client.clone();
+        move || {
+            let (client, tx) = (client.clone(), tx.clone());
+            async move {
+                client.shutdown().await.unwrap();
+                let _ = tx.send(());
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("shutdown returned inside the job");
+    tokio::time::timeout(Duration::from_secs(5), handle)
+        .await
+        .expect("the scheduled loop ended")
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(2), client.shutdown())
+        .await
+        .expect("a second shutdown returns")
+        .unwrap();
+}
