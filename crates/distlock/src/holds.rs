@@ -155,6 +155,19 @@ impl Holds {
         (self.closing.subscribe(), Running(self.scheduled.clone()))
     }
 
+    /// A guard was dropped: take its registration back and, unless shutdown released the hold
+    /// already, release it in the background (`request` is built only then).
+    pub(crate) fn release_dropped(
+        &self,
+        backend: &Backend,
+        id: &HoldId,
+        request: impl FnOnce() -> ReleaseRequest,
+    ) {
+        if self.take(id).is_some() {
+            self.release_in_background(backend, request());
+        }
+    }
+
     /// Send `request` from a background task (a dropped guard). The task is tracked until
     /// it finished; if the runtime drops it before (shutting down), the request is sent
     /// from a plain thread over a synchronous connection instead, and the dropping thread

@@ -214,10 +214,8 @@ impl Drop for JobGuard {
         let Some(g) = self.inner.take() else { return };
         self.keep_alive.take();
         let client = &g.client.inner;
-        if client.holds.take(&self.hold).is_some() {
-            client
-                .holds
-                .release_in_background(&client.backend, g.release_request());
-        }
+        client
+            .holds
+            .release_dropped(&client.backend, &self.hold, || g.release_request());
     }
 }

@@ -403,10 +403,10 @@ impl Drop for LeasedPermit {
     fn drop(&mut self) {
         let Some(sem) = self.sem.take() else { return };
         let client = &sem.names.client.inner;
-        if client.holds.take(&self.hold).is_some() {
-            client
-                .holds
-                .release_in_background(&client.backend, sem.release_request(&self.id));
-        }
+        client
+            .holds
+            .release_dropped(&client.backend, &self.hold, || {
+                sem.release_request(&self.id)
+            });
     }
 }

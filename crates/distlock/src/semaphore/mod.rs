@@ -481,10 +481,8 @@ impl Drop for SemaphorePermit {
     fn drop(&mut self) {
         let Some(n) = self.names.take() else { return };
         let client = &n.client.inner;
-        if client.holds.take(&self.hold).is_some() {
-            client
-                .holds
-                .release_in_background(&client.backend, n.add_request(self.permits));
-        }
+        client
+            .holds
+            .release_dropped(&client.backend, &self.hold, || n.add_request(self.permits));
     }
 }
