@@ -178,9 +178,12 @@ impl Hub {
         Hub { shared, tx, task }
     }
 
-    /// Stop the hub task and close its connection (client shutdown).
+    /// Stop the hub task and close its connection (client shutdown), waking every local
+    /// waiter so that each re-checks at once (and finds the client closed) instead of
+    /// napping until its next bound.
     pub(crate) fn stop(&self) {
         self.task.abort();
+        wake_everyone(&self.shared);
     }
 
     /// Register interest in `name`; the returned subscription is usable at once and
