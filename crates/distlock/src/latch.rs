@@ -221,7 +221,7 @@ impl CountDownLatch {
             Wake::All,
             deadline,
             RECHECK,
-            || async {
+            |_| async {
                 Ok(if self.count().await? == 0 {
                     Step::Done(())
                 } else {

@@ -52,7 +52,10 @@ pub(crate) enum Step<T> {
 }
 
 /// Run `attempt` until it is done or `deadline` passes (`Ok(None)`); wake-ups come from
-/// `channel`. `recheck` bounds every nap (liveness heartbeats, lost messages).
+/// `channel`. `attempt` gets the instant a grant it makes counts its lease from: its own
+/// start, or — after attempts whose answer never came (a broken connection) — the start of
+/// the earliest of those, since one of them may have been granted, and a later attempt that
+/// finds that grant does not move every kind's TTL. `recheck` bounds every nap (liveness heartbeats, lost messages).
 pub(crate) async fn wait_loop<T, F, Fut>(
     client: &Client,
     channel: &str,
@@ -62,16 +65,23 @@ pub(crate) async fn wait_loop<T, F, Fut>(
     mut attempt: F,
 ) -> Result<Option<T>>
 where
-    F: FnMut() -> Fut,
+    F: FnMut(Instant) -> Fut,
     Fut: Future<Output = Result<Step<T>>>,
 {
+    // Every attempt is passed the instant its grant's lease counts from: its own start, or
+    // the start of the earliest attempt not answered since (see `since`).
+    let mut since: Option<Instant> = None;
+    let mut attempt = move |since: &mut Option<Instant>| {
+        let started = *since.get_or_insert_with(Instant::now);
+        attempt(started)
+    };
     // The error of the latest attempt while the server is unreachable: returned if the
     // deadline passes before it answers again.
     let mut unreachable: Option<Error> = None;
     let mut backoff = MIN_BACKOFF;
-    match attempt().await {
+    match attempt(&mut since).await {
         Ok(Step::Done(v)) => return Ok(Some(v)),
-        Ok(Step::Wait(_)) => {}
+        Ok(Step::Wait(_)) => since = None,
         Err(e) if rides_out(&e) => {
             tracing::debug!(
                 error = format_args!("{e:#}"),
@@ -95,9 +105,10 @@ where
         notified.as_mut().enable();
         // A client shut down meanwhile makes no new grants, not even to its own waiters.
         client.check_open()?;
-        let hint = match attempt().await {
+        let hint = match attempt(&mut since).await {
             Ok(Step::Done(v)) => return Ok(Some(v)),
             Ok(Step::Wait(hint)) => {
+                since = None;
                 unreachable = None;
                 backoff = MIN_BACKOFF;
                 hint
@@ -126,32 +137,5 @@ where
             nap = nap.min(POLL_INTERVAL);
         }
         let _ = tokio::time::timeout(nap, notified).await;
-    }
-}
-
-/// When the lease of an attempt's grant counts from. An attempt whose answer never came (a
-/// broken connection) may still have been granted, and a later attempt that finds that grant
-/// (a resend recognising its own field or id) does not move the server's TTL for every kind:
-/// so a grant's lease counts from the start of the earliest attempt not answered since.
-#[derive(Debug, Default)]
-pub(crate) struct SendClock(std::sync::Mutex<Option<Instant>>);
-
-impl SendClock {
-    /// At the start of an attempt: the instant its grant's lease counts from.
-    pub(crate) fn start(&self) -> Instant {
-        *self.0.lock().unwrap().get_or_insert_with(Instant::now)
-    }
-
-    /// An attempt was answered (granted or refused): the next one counts afresh.
-    pub(crate) fn answered(&self) {
-        *self.0.lock().unwrap() = None;
-    }
-
-    /// How long ago the earliest unanswered attempt started.
-    pub(crate) fn unanswered_for(&self) -> Duration {
-        self.0
-            .lock()
-            .unwrap()
-            .map_or(Duration::ZERO, |t| t.elapsed())
     }
 }

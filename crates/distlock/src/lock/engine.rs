@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, TOKEN_FIELD};
 use crate::scripts;
-use crate::wait::{SendClock, Step};
+use crate::wait::Step;
 
 impl Lock {
     /// Take a timed-out or cancelled waiter out of the kind's queue (fair lock, waiting
@@ -167,19 +167,17 @@ impl Lock {
 
         let (channel, wake) = self.inner.raw.wake(&self.inner.names, &owner);
         let enqueue = !wait.is_zero();
-        let clock = SendClock::default();
+        let (owner_ref, request_ref) = (&owner, &request_id);
         let granted = crate::wait::wait_loop(
             &self.inner.client,
             &channel,
             wake,
             deadline,
             self.inner.raw.recheck(),
-            || async {
-                let started = clock.start();
+            |started| async move {
                 let attempt = self
-                    .attempt(&owner, mode, lease_ms, &request_id, enqueue)
+                    .attempt(owner_ref, mode, lease_ms, request_ref, enqueue)
                     .await?;
-                clock.answered();
                 Ok(match attempt {
                     Attempt::Granted { hold_count, token } => {
                         Step::Done((hold_count, token, started))

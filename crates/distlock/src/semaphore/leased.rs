@@ -7,7 +7,7 @@ use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
 use crate::scripts;
-use crate::wait::{wait_loop, SendClock, Step};
+use crate::wait::{wait_loop, Step};
 use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::sync::Arc;
@@ -168,20 +168,19 @@ impl LeasedSemaphore {
             sem: Some(self.clone()),
             id: id.clone(),
         };
-        let clock = SendClock::default();
+        let (leases_ref, id_ref) = (&leases, &id);
         let got = wait_loop(
             &n.client,
             &n.channel,
             Wake::All,
             deadline,
             RECHECK,
-            || async {
-                let started = clock.start();
+            |started| async move {
                 let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
                 inv.key(&n.key)
-                    .key(&leases)
+                    .key(leases_ref)
                     .key(&n.channel)
-                    .arg(&id)
+                    .arg(id_ref)
                     .arg(lease_ms);
                 let r: (i64, i64) = n
                     .client
@@ -189,7 +188,6 @@ impl LeasedSemaphore {
                     .backend
                     .eval(&n.context("acquire"), &inv)
                     .await?;
-                clock.answered();
                 Ok(match r {
                     (1, _) => Step::Done(started),
                     (_, wait_ms) if wait_ms >= 0 => {

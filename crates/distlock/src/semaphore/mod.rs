@@ -25,7 +25,7 @@ use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
 use crate::scripts;
-use crate::wait::{wait_loop, SendClock, Step};
+use crate::wait::{wait_loop, Step};
 
 /// Re-check interval while waiting, in case a wake-up message was lost.
 /// How many latch lifetimes a semaphore's grant latch (and its tombstone) lives, and how long
@@ -338,23 +338,19 @@ impl Semaphore {
             latch: latch.clone(),
             permits,
         };
-        let clock = SendClock::default();
+        let latch_ref = &latch;
         let got = wait_loop(
             &n.client,
             &n.channel,
             Wake::All,
             deadline,
             RECHECK,
-            || async {
-                clock.start();
+            |since| async move {
                 // The grant latch answers a resend only while it lives: every send of this
                 // request id stays inside the resend window counted from the earliest
                 // unanswered one; past it the outcome is unknown, the wait stops, and the
                 // cancel guard gives back what an earlier send may have got.
-                let window = n
-                    .client
-                    .resolve_window()
-                    .saturating_sub(clock.unanswered_for());
+                let window = n.client.resolve_window().saturating_sub(since.elapsed());
                 if window.is_zero() {
                     return Err(Error::new(
                         ErrorKind::Connection,
@@ -366,14 +362,13 @@ impl Semaphore {
                     .outcome_unknown());
                 }
                 let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
-                inv.key(&n.key).key(&latch).arg(permits).arg(latch_ms);
+                inv.key(&n.key).key(latch_ref).arg(permits).arg(latch_ms);
                 let (got, _): (i64, bool) = n
                     .client
                     .inner
                     .backend
                     .eval_resolving(&n.context("acquire"), &inv, window)
                     .await?;
-                clock.answered();
                 Ok(if got == 1 {
                     Step::Done(())
                 } else {
