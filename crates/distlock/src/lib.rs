@@ -104,14 +104,29 @@ pub mod __bench {
         )
     }
 
-    /// Build the `lock_release.lua` invocation a plain release sends.
+    /// Build the `lock_release.lua` invocation a plain release sends (through the raw layer,
+    /// as the engine does).
     pub fn release_invocation(
         key: &str,
         owner: &str,
         latch: &str,
     ) -> redis::ScriptInvocation<'static> {
-        let channel = crate::keys::lock_channel(key);
-        lock::plain_release_invocation(key, &channel, latch, 30_000, owner, 3_000)
+        use lock::RawLock;
+        let names = lock::Names {
+            name: key.to_string(),
+            key: key.to_string(),
+            channel: crate::keys::lock_channel(key),
+            counter: crate::keys::fencing_counter("", key),
+        };
+        let owner = crate::Owner::parse(owner).expect("owner of the form <client>:<n>");
+        let call = lock::ReleaseCall {
+            owner: &owner,
+            lease_ms: 30_000,
+            latch,
+            latch_ms: 3_000,
+            context: String::new(),
+        };
+        lock::Plain.release(&names, &call).invocation()
     }
 
     /// Parse an acquire reply; true when it is a grant.

@@ -20,7 +20,7 @@ use crate::lock::Owner;
 pub(crate) use crate::watchdog::Renewal;
 
 pub(crate) use fair::Fair;
-pub(crate) use plain::{plain_acquire_invocation, plain_release_invocation, Plain};
+pub(crate) use plain::{plain_acquire_invocation, Plain};
 pub(crate) use rw::{Read, Write};
 
 /// Re-check interval while the holder's key has no TTL (a foreign lock set without expiry),

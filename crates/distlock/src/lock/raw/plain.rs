@@ -60,15 +60,14 @@ impl RawLock for Plain {
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        plain_release_request(
-            c.context.clone(),
-            &n.key,
-            &n.channel,
-            c.latch,
-            c.lease_ms,
-            c.owner.as_str(),
-            c.latch_ms,
-        )
+        ReleaseRequest::new(c.context.clone(), &scripts::LOCK_RELEASE)
+            .key(&n.key)
+            .key(&n.channel)
+            .key(c.latch)
+            .arg(UNLOCK_MESSAGE)
+            .arg(c.lease_ms)
+            .arg(c.owner.as_str())
+            .arg(c.latch_ms)
     }
 
     fn acquire_as_allowed(&self) -> bool {
@@ -107,45 +106,4 @@ pub(crate) fn plain_acquire_invocation(
         .arg(TOKEN_FIELD)
         .arg(floor);
     inv
-}
-
-/// The request of `lock_release.lua` (built on every plain release).
-fn plain_release_request(
-    context: String,
-    key: &str,
-    channel: &str,
-    latch: &str,
-    lease_ms: u64,
-    owner: &str,
-    latch_ms: u64,
-) -> ReleaseRequest {
-    ReleaseRequest::new(context, &scripts::LOCK_RELEASE)
-        .key(key)
-        .key(channel)
-        .key(latch)
-        .arg(UNLOCK_MESSAGE)
-        .arg(lease_ms)
-        .arg(owner)
-        .arg(latch_ms)
-}
-
-/// The invocation of `lock_release.lua` (for the criterion benches).
-pub(crate) fn plain_release_invocation(
-    key: &str,
-    channel: &str,
-    latch: &str,
-    lease_ms: u64,
-    owner: &str,
-    latch_ms: u64,
-) -> redis::ScriptInvocation<'static> {
-    plain_release_request(
-        String::new(),
-        key,
-        channel,
-        latch,
-        lease_ms,
-        owner,
-        latch_ms,
-    )
-    .invocation()
 }
