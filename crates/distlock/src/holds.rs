@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::conn::Backend;
+use crate::error::{Error, NotHeldReason, Result};
 
 tokio::task_local! {
     /// Set inside a scheduled-job loop ([`crate::spawn_every`]): a shutdown called from a job
@@ -153,6 +154,15 @@ impl Holds {
     pub(crate) fn scheduled(&self) -> (tokio::sync::watch::Receiver<bool>, Running) {
         self.scheduled.count.fetch_add(1, Ordering::AcqRel);
         (self.closing.subscribe(), Running(self.scheduled.clone()))
+    }
+
+    /// A guard is released explicitly: take its registration back, or `NotHeld` (gone) when
+    /// shutdown released the hold already (`name` names it in the error).
+    pub(crate) fn take_for_release(&self, id: &HoldId, name: &str) -> Result<()> {
+        match self.take(id) {
+            Some(_) => Ok(()),
+            None => Err(Error::not_held(name, NotHeldReason::Gone)),
+        }
     }
 
     /// A guard was dropped: take its registration back and, unless shutdown released the hold

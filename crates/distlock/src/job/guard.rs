@@ -201,10 +201,7 @@ impl JobGuard {
     pub async fn release(mut self) -> Result<()> {
         let g = self.inner.take().expect("released twice");
         self.keep_alive.take();
-        if g.client.inner.holds.take(&self.hold).is_none() {
-            // Client::shutdown released it already.
-            return Err(Error::not_held(&g.name, NotHeldReason::Gone));
-        }
+        g.client.inner.holds.take_for_release(&self.hold, &g.name)?;
         g.release().await
     }
 }

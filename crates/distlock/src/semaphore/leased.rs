@@ -386,10 +386,11 @@ impl LeasedPermit {
     pub async fn release(mut self) -> Result<()> {
         let sem = self.sem.take().expect("released twice");
         self.keep_alive.take();
-        if sem.names.client.inner.holds.take(&self.hold).is_none() {
-            // Client::shutdown gave it back already.
-            return Err(Error::not_held(&sem.names.name, NotHeldReason::Gone));
-        }
+        sem.names
+            .client
+            .inner
+            .holds
+            .take_for_release(&self.hold, &sem.names.name)?;
         match sem.release_id(&self.id).await? {
             1 => Ok(()),
             _ => Err(Error::not_held(&sem.names.name, NotHeldReason::Gone)),

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
-use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
 use crate::scripts;
@@ -454,10 +454,7 @@ impl SemaphorePermit {
     /// A dropped release may or may not have happened.
     pub async fn release(mut self) -> Result<u64> {
         let n = self.names.take().expect("released twice");
-        if n.client.inner.holds.take(&self.hold).is_none() {
-            // Client::shutdown gave them back already.
-            return Err(Error::not_held(&n.name, NotHeldReason::Gone));
-        }
+        n.client.inner.holds.take_for_release(&self.hold, &n.name)?;
         n.add(self.permits).await
     }
 

@@ -160,13 +160,7 @@ async fn returning_from_main_while_holding_leaves_nothing_100_runs() {
                     .expect("spawn the example")
             })
             .collect();
-        for mut c in children {
-            let status = tokio::task::spawn_blocking(move || c.wait())
-                .await
-                .unwrap()
-                .unwrap();
-            assert!(status.success(), "{status}");
-        }
+        wait_all_succeed(children, "return_while_holding").await;
         for i in 0..4 {
             let run = batch * 4 + i;
             left_after.extend(leftovers(&server, &format!("r{run}:")));

@@ -109,12 +109,18 @@ pub async fn run_examples(bin: &std::path::Path, args: &[&str], copies: usize) {
                 .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()))
         })
         .collect();
+    wait_all_succeed(children, &format!("{} {args:?}", bin.display())).await;
+}
+
+/// Wait for every child process (without blocking the runtime) and assert that each exited
+/// successfully; `what` names them in the failure message.
+pub async fn wait_all_succeed(children: Vec<std::process::Child>, what: &str) {
     for mut c in children {
         let status = tokio::task::spawn_blocking(move || c.wait())
             .await
             .unwrap()
             .unwrap();
-        assert!(status.success(), "{} {args:?}: {status}", bin.display());
+        assert!(status.success(), "{what}: {status}");
     }
 }
 
