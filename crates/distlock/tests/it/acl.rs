@@ -227,6 +227,24 @@ macro_rules! lock_cycle {
     }};
 }
 
+/// Wait until the waiter waits (`$waiting` polls it), release permit `p`, and check that
+/// the waiter got one and can give it back (plain and leased semaphores).
+macro_rules! permit_handoff {
+    ($p:expr, $waiter:expr, $waiting:expr, $released:expr) => {{
+        assert!(
+            eventually(Duration::from_secs(2), $waiting).await,
+            "{}",
+            $released("the waiter did not start waiting")
+        );
+        $p.release().await.expect(&$released("release"));
+        let w = $waiter.await.unwrap().expect(&$released("wait"));
+        w.expect(&$released("waiter acquired"))
+            .release()
+            .await
+            .unwrap();
+    }};
+}
+
 const COMMON_ACL: &[&str] = &[
     "~*",
     "&*",
@@ -303,18 +321,12 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                 assert!(sa.try_set_permits(1).await.unwrap());
                 let p = sa.acquire().await.expect(&released("acquire"));
                 let waiter = tokio::spawn(async move { sb.try_acquire_for(wait).await });
-                let waiting = subscribed(format!("redisson_sc:{{{name}}}"));
-                assert!(
-                    eventually(Duration::from_secs(2), waiting).await,
-                    "{}",
-                    released("the waiter did not start waiting")
+                permit_handoff!(
+                    p,
+                    waiter,
+                    subscribed(format!("redisson_sc:{{{name}}}")),
+                    released
                 );
-                p.release().await.expect(&released("release"));
-                let w = waiter.await.unwrap().expect(&released("wait"));
-                w.expect(&released("waiter acquired"))
-                    .release()
-                    .await
-                    .unwrap();
             }
             "leased_semaphore" => {
                 let (sa, sb) = (
@@ -326,18 +338,12 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                 let p = sa.acquire(lease).await.expect(&released("acquire"));
                 p.extend(lease).await.expect(&released("extend"));
                 let waiter = tokio::spawn(async move { sb.try_acquire_for(lease, wait).await });
-                let waiting = subscribed(format!("redisson_sc:{{{name}}}"));
-                assert!(
-                    eventually(Duration::from_secs(2), waiting).await,
-                    "{}",
-                    released("the waiter did not start waiting")
+                permit_handoff!(
+                    p,
+                    waiter,
+                    subscribed(format!("redisson_sc:{{{name}}}")),
+                    released
                 );
-                p.release().await.expect(&released("release"));
-                let w = waiter.await.unwrap().expect(&released("wait"));
-                w.expect(&released("waiter acquired"))
-                    .release()
-                    .await
-                    .unwrap();
             }
             "count_down_latch" => {
                 let (la, lb) = (
