@@ -371,14 +371,14 @@ impl ClientBuilder {
             command_timeout: self.command_timeout,
         };
         let backend = Backend::connect(&client, &settings, &redacted).await?;
-        // One round trip for both: the commands share the multiplexed connection.
+        // One round trip for all three: the requests share the multiplexed connection.
         let legacy_counter = keys::legacy_fencing_counter(&self.key_prefix);
-        let (eviction_policy, fencing_floor) = tokio::join!(
+        let (eviction_policy, fencing_floor, ()) = tokio::join!(
             check_eviction_policy(&backend, self.require_noeviction),
             read_fencing_floor(&backend, &legacy_counter),
+            preload_scripts(&backend),
         );
         let (eviction_policy, fencing_floor) = (eviction_policy?, fencing_floor?);
-        preload_scripts(&backend).await;
         let id = uuid::Uuid::new_v4();
         // Signalled by the subscription hub when it reconnects: the watchdog then checks
         // every held lease at once.
