@@ -311,7 +311,10 @@ fn retriable(e: &redis::RedisError) -> bool {
         || e.is_timeout()
         || matches!(
             e.kind(),
-            K::Server(S::BusyLoading) | K::Server(S::TryAgain) | K::Server(S::MasterDown)
+            K::Server(S::BusyLoading)
+                | K::Server(S::TryAgain)
+                | K::Server(S::MasterDown)
+                | K::Server(S::ClusterDown)
         )
 }
 

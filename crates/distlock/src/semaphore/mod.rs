@@ -345,30 +345,15 @@ impl Semaphore {
             Wake::All,
             deadline,
             RECHECK,
-            |since| async move {
-                // The grant latch answers a resend only while it lives: every send of this
-                // request id stays inside the resend window counted from the earliest
-                // unanswered one; past it the outcome is unknown, the wait stops, and the
-                // cancel guard gives back what an earlier send may have got.
-                let window = n.client.resolve_window().saturating_sub(since.elapsed());
-                if window.is_zero() {
-                    return Err(Error::new(
-                        ErrorKind::Connection,
-                        format!(
-                            "{}: no answer within the resend window",
-                            n.context("acquire")
-                        ),
-                    )
-                    .outcome_unknown());
-                }
+            |_| async move {
+                // The grant latch answers a resend only while it lives: the request is resent
+                // within the resend window only (as every latched request is); past it the
+                // outcome is unknown, the wait stops, and the cancel guard gives back what a
+                // send may have got.
                 let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
                 inv.key(&n.key).key(latch_ref).arg(permits).arg(latch_ms);
-                let (got, _): (i64, bool) = n
-                    .client
-                    .inner
-                    .backend
-                    .eval_resolving(&n.context("acquire"), &inv, window)
-                    .await?;
+                let (got, _): (i64, bool) =
+                    n.client.eval_latched(n.context("acquire"), &inv).await?;
                 Ok(if got == 1 {
                     Step::Done(())
                 } else {
