@@ -329,7 +329,13 @@ async fn acquire_waits_up_to_the_default_wait() {
     assert!(!waiter.is_finished(), "the waiter got a held lock");
     holder.release().await.unwrap();
     let g = waiter.await.unwrap().expect("acquired after the release");
-    assert_eq!(g.granted_nodes(), 3);
+    // A round that races the release (the holder's nodes are freed one by one) may win
+    // on a majority only: that is a grant, as in the RedLock algorithm.
+    assert!(
+        g.granted_nodes() >= 2,
+        "granted on {} nodes",
+        g.granted_nodes()
+    );
     g.release().await.unwrap();
 
     // A majority down: node failures, not contention, whatever the wait.
