@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::acquire::{acquire, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
 use crate::scripts;
-use crate::wait::{wait_loop, Step};
 
 /// Re-check interval while waiting, in case a wake-up message was lost.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -213,24 +213,7 @@ impl CountDownLatch {
     /// ```
     pub async fn wait_for(&self, wait: Duration) -> Result<bool> {
         keys::check_name(&self.name)?;
-        keys::check_wait(wait)?;
-        let deadline = Instant::now() + wait;
-        let opened = wait_loop(
-            &self.client,
-            &self.channel,
-            Wake::All,
-            deadline,
-            RECHECK,
-            |_| async {
-                Ok(if self.count().await? == 0 {
-                    Step::Done(())
-                } else {
-                    Step::Wait(None)
-                })
-            },
-        )
-        .await?;
-        Ok(opened.is_some())
+        Ok(acquire(&self.client, Opening(self), wait).await?.is_some())
     }
 
     /// Delete the latch (open it without waking anyone). Returns whether it existed.
@@ -254,4 +237,30 @@ impl CountDownLatch {
     fn context(&self, op: &str) -> String {
         format!("latch {:?}: {op}", self.name)
     }
+}
+
+/// Waiting for a latch to open, for the crate's acquire driver: nothing is granted, so
+/// nothing is given back.
+struct Opening<'a>(&'a CountDownLatch);
+
+impl Acquire for Opening<'_> {
+    type Grant = ();
+
+    fn wake(&self) -> Option<(&str, Wake)> {
+        Some((&self.0.channel, Wake::All))
+    }
+
+    fn recheck(&self) -> Duration {
+        RECHECK
+    }
+
+    async fn attempt(&self, _started: Instant) -> Result<Step<()>> {
+        Ok(if self.0.count().await? == 0 {
+            Step::Done(())
+        } else {
+            Step::Wait(None)
+        })
+    }
+
+    fn give_back(self) {}
 }

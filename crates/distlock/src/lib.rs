@@ -37,6 +37,7 @@
 #![allow(rustdoc::redundant_explicit_links)]
 
 // Every module is private; the API is the flat list of re-exports below.
+mod acquire;
 mod client;
 mod conn;
 mod error;
@@ -51,7 +52,6 @@ mod redlock;
 mod rwlock;
 mod scripts;
 mod semaphore;
-mod wait;
 mod watchdog;
 
 pub use client::{

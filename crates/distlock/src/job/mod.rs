@@ -30,13 +30,16 @@ pub use schedule::spawn_every;
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::acquire::{acquire, not_acquired, Acquire, Step};
 use crate::client::Client;
+use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, Result};
+use crate::holds::ReleaseRequest;
 use crate::keys;
 use crate::scripts;
 use crate::watchdog::LeaseState;
@@ -262,8 +265,9 @@ impl JobLock {
     /// [`ErrorKind::Backend`](crate::ErrorKind::Backend), …).
     ///
     /// # Cancel safety
-    /// Cancel safe in effect: a grant that raced the drop expires after `at_most_for` (it
-    /// cannot be told apart from another instance's without its value).
+    /// Cancel safe: a grant that raced the drop (or whose reply was lost) is deleted in the
+    /// background, compared by its value. Only a send still queued on a stalled server that
+    /// runs after that delete keeps the lock, until `at_most_for` ends.
     ///
     /// # Examples
     /// ```no_run
@@ -280,28 +284,11 @@ impl JobLock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire(&self) -> Result<Option<JobGuard>> {
-        let at_most = self.check()?;
-        self.client.check_open()?;
-        let key = self.key();
-        let host = gethostname::gethostname().to_string_lossy().into_owned();
-        let value = format!(
-            "ADDED:{}@{}:{}",
-            humantime::format_rfc3339_millis(SystemTime::now()),
-            host,
-            uuid::Uuid::new_v4()
-        );
-        let started = Instant::now();
-        let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
-        inv.key(&key).arg(&value).arg(at_most.as_millis() as u64);
-        let taken: i64 = self
-            .client
-            .inner
-            .backend
-            .eval(&format!("job lock {key:?}"), &inv)
-            .await?;
-        if taken != 1 {
-            return Ok(None);
-        }
+        self.try_acquire_for(Duration::ZERO).await
+    }
+
+    /// A guard for the grant of `value` made at `started`.
+    fn guard(&self, key: String, value: String, started: Instant, at_most: Duration) -> JobGuard {
         let lease = Arc::new(LeaseState::new(
             started + at_most.saturating_sub(keys::drift(at_most)),
         ));
@@ -331,7 +318,7 @@ impl JobLock {
         if self.keep_alive {
             guard.start_keep_alive();
         }
-        Ok(Some(guard))
+        guard
     }
 
     /// Take the lock, retrying while another instance holds it until `wait` has passed
@@ -363,25 +350,18 @@ impl JobLock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<JobGuard>> {
-        self.check()?;
-        keys::check_wait(wait)?;
-        let deadline = Instant::now() + wait;
-        loop {
-            let unreachable = match self.try_acquire().await {
-                Ok(Some(guard)) => return Ok(Some(guard)),
-                Ok(None) => None,
-                Err(e) if e.kind() == ErrorKind::Connection && !e.is_outcome_unknown() => {
-                    tracing::debug!(job = %self.name, error = format_args!("{e:#}"), "job lock: server unreachable; retrying until the wait ends");
-                    Some(e)
-                }
-                Err(e) => return Err(e),
-            };
-            let now = Instant::now();
-            if now >= deadline {
-                return unreachable.map_or(Ok(None), Err);
-            }
-            tokio::time::sleep(JOB_POLL_INTERVAL.min(deadline - now)).await;
-        }
+        let at_most = self.check()?;
+        let request = JobRequest {
+            key: self.key(),
+            at_most_ms: at_most.as_millis() as u64,
+            host: gethostname::gethostname().to_string_lossy().into_owned(),
+            value: Mutex::new(String::new()),
+            client: self.client.clone(),
+        };
+        let key = request.key.clone();
+        Ok(acquire(&self.client, request, wait)
+            .await?
+            .map(|(value, started)| self.guard(key, value, started, at_most)))
     }
 
     /// Take the lock, waiting at most the client's default wait
@@ -397,12 +377,9 @@ impl JobLock {
     pub async fn acquire(&self) -> Result<JobGuard> {
         let wait = self.client.default_wait();
         self.try_acquire_for(wait).await?.ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotAcquired,
-                format!(
-                    "job lock {:?} (environment {:?}) not acquired within {wait:?}",
-                    self.name, self.env
-                ),
+            not_acquired(
+                format_args!("job lock {:?} (environment {:?})", self.name, self.env),
+                wait,
             )
         })
     }
@@ -488,6 +465,73 @@ impl JobLock {
         JobHolder::parse(&value, ttl)
             .map(Some)
             .ok_or_else(|| Error::unexpected(format!("{key:?} does not hold a job-lock value")))
+    }
+}
+
+/// One acquire of a job lock, for the crate's acquire driver. A job lock has no wake
+/// channel: the driver polls every [`JOB_POLL_INTERVAL`].
+struct JobRequest {
+    client: Client,
+    key: String,
+    at_most_ms: u64,
+    host: String,
+    /// The value of the latest attempt: each attempt writes a fresh one, so the time in it is
+    /// the time of the grant (as ShedLock's is).
+    value: Mutex<String>,
+}
+
+impl Acquire for JobRequest {
+    /// The value written and the instant the lease counts from.
+    type Grant = (String, Instant);
+
+    fn wake(&self) -> Option<(&str, Wake)> {
+        None
+    }
+
+    fn recheck(&self) -> Duration {
+        JOB_POLL_INTERVAL
+    }
+
+    async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
+        let value = format!(
+            "ADDED:{}@{}:{}",
+            humantime::format_rfc3339_millis(SystemTime::now()),
+            self.host,
+            uuid::Uuid::new_v4()
+        );
+        *self.value.lock().unwrap() = value.clone();
+        let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
+        inv.key(&self.key).arg(&value).arg(self.at_most_ms);
+        let taken: i64 = self
+            .client
+            .inner
+            .backend
+            .eval(&format!("job lock {:?}", self.key), &inv)
+            .await?;
+        Ok(if taken == 1 {
+            Step::Done((value, started))
+        } else {
+            Step::Wait(None)
+        })
+    }
+
+    fn give_back(self) {
+        // Delete the lock if the last attempt took it (compared by value, so another
+        // instance's lock is never touched). A send still queued on a stalled server that
+        // runs after this takes the lock until `at_most_for` ends.
+        let value = self.value.into_inner().unwrap_or_else(|e| e.into_inner());
+        if value.is_empty() {
+            return;
+        }
+        let request = ReleaseRequest::new(
+            format!("give back job lock {:?}", self.key),
+            &scripts::JOB_RELEASE,
+        )
+        .key(&self.key)
+        .arg(value)
+        .arg(0);
+        let client = &self.client.inner;
+        client.holds.release_in_background(&client.backend, request);
     }
 }
 

@@ -13,11 +13,12 @@ use super::raw::{
     NO_TTL_RECHECK,
 };
 use super::{FencingToken, Lock, LockGuard, Owner};
+use crate::acquire::{acquire, Acquire, Step};
+use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, TOKEN_FIELD};
 use crate::scripts;
-use crate::wait::Step;
 
 impl Lock {
     /// Take a timed-out or cancelled waiter out of the kind's queue (fair lock, waiting
@@ -58,13 +59,7 @@ impl Lock {
     }
 
     pub(super) fn not_acquired(&self, wait: Duration) -> Error {
-        Error::new(
-            ErrorKind::NotAcquired,
-            format!(
-                "lock {:?} not acquired within {wait:?}",
-                self.inner.names.name
-            ),
-        )
+        crate::acquire::not_acquired(format_args!("lock {:?}", self.inner.names.name), wait)
     }
 
     pub(super) async fn inspect(&self, owner: &Owner) -> Result<(u32, u64, i64)> {
@@ -132,16 +127,14 @@ impl Lock {
         }
     }
 
-    /// The acquire loop. `wait` None is never used for waiting forever: every public caller
-    /// passes a bound.
+    /// Acquire for `owner` (a fresh one when `None`) through the crate's acquire driver.
     pub(super) async fn acquire_inner(
         &self,
         owner: Option<Owner>,
         mode: Mode,
-        wait: Option<Duration>,
+        wait: Duration,
     ) -> Result<Option<LockGuard>> {
         self.check()?;
-        self.inner.client.check_open()?;
         if mode == Mode::As && !self.inner.raw.acquire_as_allowed() {
             // Reachable only through a fair or read-write guard's `lock()`.
             return Err(Error::invalid(
@@ -150,61 +143,24 @@ impl Lock {
             ));
         }
         let lease = self.effective_lease()?;
-        let lease_ms = lease.as_millis() as u64;
-        let wait = wait.unwrap_or(self.inner.client.inner.default_wait);
-        keys::check_wait(wait)?;
-        let deadline = Instant::now() + wait;
         let owner = owner.unwrap_or_else(|| self.inner.client.new_owner());
-        // Only re-entrant requests need a request id (for their acquire latch).
-        let request_id = match mode {
-            Mode::New => String::new(),
-            _ => self.inner.client.request_id(),
-        };
-
-        // A grant that lands after this future was dropped must be given back: the pending
-        // guard releases it when dropped before `disarm`.
-        let mut pending = PendingGrant::new(self, &owner, mode, &request_id);
-
         let (channel, wake) = self.inner.raw.wake(&self.inner.names, &owner);
-        let enqueue = !wait.is_zero();
-        let (owner_ref, request_ref) = (&owner, &request_id);
-        let granted = crate::wait::wait_loop(
-            &self.inner.client,
-            &channel,
-            wake,
-            deadline,
-            self.inner.raw.recheck(),
-            |started| async move {
-                let attempt = self
-                    .attempt(owner_ref, mode, lease_ms, request_ref, enqueue)
-                    .await?;
-                Ok(match attempt {
-                    Attempt::Granted { hold_count, token } => {
-                        Step::Done((hold_count, token, started))
-                    }
-                    // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked
-                    // every NO_TTL_RECHECK.
-                    Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
-                        Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
-                    }
-                    Attempt::Held { pttl_ms: -1 } => Step::Wait(Some(NO_TTL_RECHECK)),
-                    // Free, but another waiter is first in line: wait for a wake-up.
-                    Attempt::Held { .. } => Step::Wait(None),
-                })
+        let request = LockRequest {
+            lock: self.clone(),
+            owner: owner.clone(),
+            mode,
+            // Only re-entrant requests need a request id (for their acquire latch).
+            request_id: match mode {
+                Mode::New => String::new(),
+                _ => self.inner.client.request_id(),
             },
-        )
-        .await;
-        pending.disarm_unless_error(&granted);
-        if enqueue && matches!(granted, Ok(None)) {
-            // Timed out: leave the queue at once rather than at the end of our liveness.
-            if let Err(e) = self.leave_queue(owner.as_str()).await {
-                tracing::debug!(
-                    error = format_args!("{e:#}"),
-                    "leaving the wait queue failed; liveness ends it"
-                );
-            }
-        }
-        Ok(granted?.map(|(hold_count, token, started)| {
+            lease_ms: lease.as_millis() as u64,
+            enqueue: !wait.is_zero(),
+            channel,
+            wake,
+        };
+        let granted = acquire(&self.inner.client, request, wait).await?;
+        Ok(granted.map(|(hold_count, token, started)| {
             self.granted(owner, hold_count, token, lease, started)
         }))
     }
@@ -409,37 +365,78 @@ impl fmt::Display for Ctx<'_> {
     }
 }
 
-/// Gives back a grant whose acquire future was dropped mid-flight (cancel safety).
-struct PendingGrant {
-    armed: Option<(Lock, Owner, Mode, String)>,
+/// One acquire of a lock-family hold, for the crate's acquire driver.
+struct LockRequest {
+    lock: Lock,
+    owner: Owner,
+    mode: Mode,
+    request_id: String,
+    lease_ms: u64,
+    /// Whether a refused waiter joins the kind's queue (not for a single attempt).
+    enqueue: bool,
+    channel: String,
+    wake: Wake,
 }
 
-impl PendingGrant {
-    fn new(lock: &Lock, owner: &Owner, mode: Mode, request_id: &str) -> PendingGrant {
-        PendingGrant {
-            armed: Some((lock.clone(), owner.clone(), mode, request_id.to_string())),
-        }
+impl Acquire for LockRequest {
+    /// Hold count, fencing token, and the instant the lease counts from.
+    type Grant = (u32, u64, Instant);
+
+    fn wake(&self) -> Option<(&str, Wake)> {
+        Some((&self.channel, self.wake))
     }
 
-    /// Nothing to give back once the loop returned an answer: a grant became a guard, a
-    /// timeout means the last attempt was refused. After an error the last attempt's fate is
-    /// unknown, so stay armed.
-    fn disarm_unless_error<T>(&mut self, r: &Result<T>) {
-        if r.is_ok() {
-            self.armed = None;
-        }
+    fn recheck(&self) -> Duration {
+        self.lock.inner.raw.recheck()
     }
-}
 
-impl Drop for PendingGrant {
-    fn drop(&mut self) {
-        let Some((lock, owner, mode, request_id)) = self.armed.take() else {
+    async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
+        let attempt = self
+            .lock
+            .attempt(
+                &self.owner,
+                self.mode,
+                self.lease_ms,
+                &self.request_id,
+                self.enqueue,
+            )
+            .await?;
+        Ok(match attempt {
+            Attempt::Granted { hold_count, token } => Step::Done((hold_count, token, started)),
+            // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked every
+            // NO_TTL_RECHECK.
+            Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
+                Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
+            }
+            Attempt::Held { pttl_ms: -1 } => Step::Wait(Some(NO_TTL_RECHECK)),
+            // Free, but another waiter is first in line: wait for a wake-up.
+            Attempt::Held { .. } => Step::Wait(None),
+        })
+    }
+
+    async fn leave(&self) {
+        if !self.enqueue {
             return;
-        };
-        // Dropped (or failed with an unknown outcome) while an attempt may have been granted
-        // on the server. For a fresh owner, any hold it has is ours to give back entirely; a
-        // plain lock's re-entrant request is undone through its acquire latch.
-        // A queued waiter (fair lock, waiting writer) leaves the queue at once.
+        }
+        if let Err(e) = self.lock.leave_queue(self.owner.as_str()).await {
+            tracing::debug!(
+                error = format_args!("{e:#}"),
+                "leaving the wait queue failed; liveness ends it"
+            );
+        }
+    }
+
+    fn give_back(self) {
+        let LockRequest {
+            lock,
+            owner,
+            mode,
+            request_id,
+            ..
+        } = self;
+        // For a fresh owner, any hold it has is ours to give back entirely; a plain lock's
+        // re-entrant request is undone through its acquire latch. A queued waiter (fair
+        // lock, waiting writer) leaves the queue at once.
         if mode != Mode::New && lock.reentry_latched() {
             let lease = lock.effective_lease().unwrap_or(Duration::from_millis(1));
             lock.undo_reentry(owner, request_id, lease);

@@ -269,8 +269,7 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.acquire_inner(None, Mode::New, Some(Duration::ZERO))
-            .await
+        self.acquire_inner(None, Mode::New, Duration::ZERO).await
     }
 
     /// Acquires the lock for a fresh owner, waiting at most `wait`: `Ok(None)` when the wait
@@ -301,7 +300,7 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.acquire_inner(None, Mode::New, Some(wait)).await
+        self.acquire_inner(None, Mode::New, wait).await
     }
 
     /// Acquires the lock as `owner`, waiting at most the client's default wait: grants it if
@@ -356,7 +355,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
     pub async fn try_acquire_as(&self, owner: &Owner, wait: Duration) -> Result<Option<LockGuard>> {
-        self.acquire_inner(Some(owner.clone()), Mode::As, Some(wait))
+        self.acquire_inner(Some(owner.clone()), Mode::As, wait)
             .await
     }
 

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::keys::TOKEN_FIELD;
+#[cfg(doc)]
+use crate::{ErrorKind, Lock};
 
 /// Longest owner string accepted, in bytes.
 const MAX_OWNER_LEN: usize = 512;

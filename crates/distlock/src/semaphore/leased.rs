@@ -1,13 +1,13 @@
 //! [`LeasedSemaphore`]: Redisson's `RPermitExpirableSemaphore` — permits with ids and
 //! leases, so a crashed holder's permit returns when its lease ends.
 
+use crate::acquire::{acquire, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
 use crate::scripts;
-use crate::wait::{wait_loop, Step};
 use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::sync::Arc;
@@ -120,12 +120,9 @@ impl LeasedSemaphore {
     pub async fn acquire(&self, lease: Duration) -> Result<LeasedPermit> {
         let wait = self.names.client.default_wait();
         self.try_acquire_for(lease, wait).await?.ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotAcquired,
-                format!(
-                    "a permit of {:?} was not acquired within {wait:?}",
-                    self.names.name
-                ),
+            not_acquired(
+                format_args!("a permit of leased semaphore {:?}", self.names.name),
+                wait,
             )
         })
     }
@@ -158,50 +155,16 @@ impl LeasedSemaphore {
     ) -> Result<Option<LeasedPermit>> {
         let n = &self.names;
         keys::check_name(&n.name)?;
-        n.client.check_open()?;
         let lease_ms = keys::lease_ms("lease", lease)?;
-        keys::check_wait(wait)?;
-        let deadline = Instant::now() + wait;
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let leases = self.leases_key();
-        let mut pending = PendingLeased {
-            sem: Some(self.clone()),
-            id: id.clone(),
+        let request = LeasedRequest {
+            sem: self.clone(),
+            leases: self.leases_key(),
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            lease_ms,
         };
-        let (leases_ref, id_ref) = (&leases, &id);
-        let got = wait_loop(
-            &n.client,
-            &n.channel,
-            Wake::All,
-            deadline,
-            RECHECK,
-            |started| async move {
-                let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
-                inv.key(&n.key)
-                    .key(leases_ref)
-                    .key(&n.channel)
-                    .arg(id_ref)
-                    .arg(lease_ms);
-                let r: (i64, i64) = n
-                    .client
-                    .inner
-                    .backend
-                    .eval(&n.context("acquire"), &inv)
-                    .await?;
-                Ok(match r {
-                    (1, _) => Step::Done(started),
-                    (_, wait_ms) if wait_ms >= 0 => {
-                        Step::Wait(Some(Duration::from_millis(wait_ms as u64)))
-                    }
-                    _ => Step::Wait(None),
-                })
-            },
-        )
-        .await;
-        if got.is_ok() {
-            pending.sem = None;
-        }
-        Ok(got?.map(|started| LeasedPermit {
+        let id = request.id.clone();
+        let got = acquire(&n.client, request, wait).await?;
+        Ok(got.map(|started| LeasedPermit {
             hold: {
                 let (sem, id) = (self.clone(), id.clone());
                 n.client
@@ -238,19 +201,56 @@ impl LeasedSemaphore {
     }
 }
 
-/// Gives back a leased permit whose acquire was dropped or failed, if it was granted.
-struct PendingLeased {
-    sem: Option<LeasedSemaphore>,
+/// One acquire of a leased permit, for the crate's acquire driver.
+struct LeasedRequest {
+    sem: LeasedSemaphore,
+    leases: String,
+    /// The permit id asked for: a resend that finds it granted answers the same.
     id: String,
+    lease_ms: u64,
 }
 
-impl Drop for PendingLeased {
-    fn drop(&mut self) {
-        let Some(sem) = self.sem.take() else { return };
-        let id = std::mem::take(&mut self.id);
-        sem.names.client.inner.runtime.clone().spawn(async move {
-            let _ = sem.release_id(&id).await;
-        });
+impl Acquire for LeasedRequest {
+    /// The instant the lease counts from.
+    type Grant = Instant;
+
+    fn wake(&self) -> Option<(&str, Wake)> {
+        Some((&self.sem.names.channel, Wake::All))
+    }
+
+    fn recheck(&self) -> Duration {
+        RECHECK
+    }
+
+    async fn attempt(&self, started: Instant) -> Result<Step<Instant>> {
+        let n = &self.sem.names;
+        let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
+        inv.key(&n.key)
+            .key(&self.leases)
+            .key(&n.channel)
+            .arg(&self.id)
+            .arg(self.lease_ms);
+        let r: (i64, i64) = n
+            .client
+            .inner
+            .backend
+            .eval(&n.context("acquire"), &inv)
+            .await?;
+        Ok(match r {
+            (1, _) => Step::Done(started),
+            // Waits are bounded by the earliest running lease.
+            (_, wait_ms) if wait_ms >= 0 => Step::Wait(Some(Duration::from_millis(wait_ms as u64))),
+            _ => Step::Wait(None),
+        })
+    }
+
+    fn give_back(self) {
+        // Released by id (idempotent); tracked like a release, so it is sent even when the
+        // runtime is shutting down.
+        let client = &self.sem.names.client.inner;
+        client
+            .holds
+            .release_in_background(&client.backend, self.sem.release_request(&self.id));
     }
 }
 

@@ -19,13 +19,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::acquire::{acquire, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::ErrorKind;
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
 use crate::scripts;
-use crate::wait::{wait_loop, Step};
 
 /// Re-check interval while waiting, in case a wake-up message was lost.
 /// How many latch lifetimes a semaphore's grant latch (and its tombstone) lives, and how long
@@ -273,12 +275,9 @@ impl Semaphore {
         self.try_acquire_many_for(permits, wait)
             .await?
             .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NotAcquired,
-                    format!(
-                        "{} permits of semaphore {:?} not acquired within {wait:?}",
-                        permits, self.names.name
-                    ),
+                not_acquired(
+                    format_args!("{permits} permits of semaphore {:?}", self.names.name),
+                    wait,
                 )
             })
     }
@@ -320,52 +319,18 @@ impl Semaphore {
     ) -> Result<Option<SemaphorePermit>> {
         let n = &self.names;
         keys::check_name(&n.name)?;
-        n.client.check_open()?;
         check_permits("permits", permits)?;
-        keys::check_wait(wait)?;
-        let deadline = Instant::now() + wait;
         let request = n.client.request_id();
-        let latch = format!(
-            "{}:{request}",
-            keys::prefixed("distlock_semaphore_grant", &n.key)
-        );
-        // The grant latch outlives the give-back's resend horizon (ten latch lifetimes): a
-        // plain permit has no lease, so a grant whose record expired before the give-back
-        // reached the server would be lost for good.
-        let latch_ms = n.client.latch_ttl_ms() * GRANT_LATCH_LIFETIMES;
-        let mut pending = PendingPermits {
-            names: Some(n.clone()),
-            latch: latch.clone(),
+        let request = PermitRequest {
+            names: n.clone(),
+            latch: format!(
+                "{}:{request}",
+                keys::prefixed("distlock_semaphore_grant", &n.key)
+            ),
             permits,
         };
-        let latch_ref = &latch;
-        let got = wait_loop(
-            &n.client,
-            &n.channel,
-            Wake::All,
-            deadline,
-            RECHECK,
-            |_| async move {
-                // The grant latch answers a resend only while it lives: the request is resent
-                // within the resend window only (as every latched request is); past it the
-                // outcome is unknown, the wait stops, and the cancel guard gives back what a
-                // send may have got.
-                let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
-                inv.key(&n.key).key(latch_ref).arg(permits).arg(latch_ms);
-                let (got, _): (i64, bool) =
-                    n.client.eval_latched(n.context("acquire"), &inv).await?;
-                Ok(if got == 1 {
-                    Step::Done(())
-                } else {
-                    Step::Wait(None)
-                })
-            },
-        )
-        .await;
-        if got.is_ok() {
-            pending.names = None;
-        }
-        Ok(got?.map(|()| SemaphorePermit {
+        let got = acquire(&n.client, request, wait).await?;
+        Ok(got.map(|()| SemaphorePermit {
             hold: n.register_permits(permits),
             names: Some(n.clone()),
             permits,
@@ -373,27 +338,70 @@ impl Semaphore {
     }
 }
 
-/// Gives back a grant of a dropped or failed acquire, if it happened.
-struct PendingPermits {
-    names: Option<Names>,
+/// One acquire of semaphore permits, for the crate's acquire driver.
+struct PermitRequest {
+    names: Names,
+    /// The grant latch of this request: it answers a resend, and its tombstone makes a send
+    /// still queued on a stalled server do nothing.
     latch: String,
     permits: u64,
 }
 
-impl Drop for PendingPermits {
-    fn drop(&mut self) {
-        let Some(n) = self.names.take() else { return };
-        let (latch, permits) = (std::mem::take(&mut self.latch), self.permits);
+impl PermitRequest {
+    /// The grant latch outlives the give-back's resend horizon (ten latch lifetimes): a
+    /// plain permit has no lease, so a grant whose record expired before the give-back
+    /// reached the server would be lost for good.
+    fn latch_ms(&self) -> u64 {
+        self.names.client.latch_ttl_ms() * GRANT_LATCH_LIFETIMES
+    }
+}
+
+impl Acquire for PermitRequest {
+    type Grant = ();
+
+    fn wake(&self) -> Option<(&str, Wake)> {
+        Some((&self.names.channel, Wake::All))
+    }
+
+    fn recheck(&self) -> Duration {
+        RECHECK
+    }
+
+    async fn attempt(&self, _started: Instant) -> Result<Step<()>> {
+        // The grant latch answers a resend only while it lives: the request is resent within
+        // the resend window only (as every latched request is); past it the outcome is
+        // unknown, the wait stops, and the give-back returns what a send may have got.
+        let n = &self.names;
+        let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
+        inv.key(&n.key)
+            .key(&self.latch)
+            .arg(self.permits)
+            .arg(self.latch_ms());
+        let (got, _): (i64, bool) = n.client.eval_latched(n.context("acquire"), &inv).await?;
+        Ok(if got == 1 {
+            Step::Done(())
+        } else {
+            Step::Wait(None)
+        })
+    }
+
+    fn give_back(self) {
         // Give the grant back if the acquire ran; tombstone its latch if it has not, so that
         // a send still queued on a stalled server does nothing when it runs. Tracked like a
         // release, so it is sent even when the runtime is shutting down.
+        let latch_ms = self.latch_ms();
+        let PermitRequest {
+            names: n,
+            latch,
+            permits,
+        } = self;
         let request = ReleaseRequest::new(n.context("give back"), &scripts::SEMAPHORE_RELEASE)
             .key(&n.key)
             .key(&n.channel)
             .key(latch)
             .arg(permits)
             .arg("1")
-            .arg(n.client.latch_ttl_ms() * GRANT_LATCH_LIFETIMES);
+            .arg(latch_ms);
         let client = &n.client.inner;
         client.holds.give_back_in_background(
             &client.backend,

@@ -71,3 +71,41 @@ async fn acquires_cancelled_at_random_points_leave_the_lock_free() {
     let g = client.lock("flaky").try_acquire().await.unwrap();
     assert!(g.is_some());
 }
+
+/// An acquire dropped while its attempt waits on a paused server: when the server resumes it
+/// runs the attempt (a grant nobody will use) and then the give-back, so nothing stays taken —
+/// a job lock, a leased permit and plain permits alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_that_raced_a_dropped_acquire_are_given_back_for_every_kind() {
+    let (server, client) = setup().await;
+    let sem = client.semaphore("s");
+    sem.try_set_permits(1).await.unwrap();
+    let leased = client.leased_semaphore("ls");
+    leased.try_set_permits(1).await.unwrap();
+    let job = client.job_lock("j").at_most_for(Duration::from_secs(60));
+
+    let _: () = cmd(&server, &["CLIENT", "PAUSE", "900", "ALL"]);
+    let cut = Duration::from_millis(200);
+    assert!(tokio::time::timeout(cut, job.try_acquire()).await.is_err());
+    assert!(tokio::time::timeout(cut, sem.try_acquire()).await.is_err());
+    let lease = Duration::from_secs(60);
+    assert!(tokio::time::timeout(cut, leased.try_acquire(lease))
+        .await
+        .is_err());
+
+    let settled = eventually(Duration::from_secs(5), || {
+        !cmd::<bool>(&server, &["EXISTS", "job-lock:default:j"])
+            && cmd::<Option<u64>>(&server, &["GET", "s"]) == Some(1)
+            && cmd::<Option<u64>>(&server, &["GET", "ls"]) == Some(1)
+    })
+    .await;
+    assert!(
+        settled,
+        "job lock {:?}, permits {:?} and leased permits {:?} after the pause",
+        cmd::<Option<String>>(&server, &["GET", "job-lock:default:j"]),
+        cmd::<Option<u64>>(&server, &["GET", "s"]),
+        cmd::<Option<u64>>(&server, &["GET", "ls"]),
+    );
+    // Nothing is left in the way of the next acquire.
+    assert!(job.try_acquire().await.unwrap().is_some());
+}

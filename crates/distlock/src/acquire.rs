@@ -1,0 +1,253 @@
+//! The one acquire driver every waiting primitive goes through: lock holds of every kind,
+//! semaphore permits, leased permits, job locks, and a latch's opening.
+//!
+//! What differs between them is an [`Acquire`] request (one implementation per kind, next to
+//! its primitive): the attempt script, the wake channel, the give-back of a grant nobody will
+//! use, leaving a wait queue. What is the same is here, in [`acquire`]: input and shutdown
+//! checks, the deadline, the wait loop below, the cancel guard that gives back a grant that
+//! raced a dropped future (or an attempt whose outcome is unknown), leaving the queue on
+//! timeout, and the [`not_acquired`] error of the `acquire` verbs.
+//!
+//! The wait loop is Redisson's `tryLock(wait, lease)` loop, generalised:
+//!
+//! 1. Attempt. Done → return.
+//! 2. Subscribe to the wake channel and wait for the server's confirmation.
+//! 3. Loop: register for the next wake-up, attempt, and if not done wait for a wake-up or a
+//!    nap bounded by the attempt's hint (the holder's PTTL), a re-check cap and the deadline.
+//!
+//! Registering (`Notify::enable`) before each attempt means a wake-up published between the
+//! attempt's reply and the wait is not missed; the nap bound means a lost message costs at
+//! most one hint (or one cap), never a hang. A kind without a wake channel (a job lock:
+//! ShedLock's format has none) polls at its re-check interval.
+//!
+//! A waiter rides out an unreachable server (a restart, a failover, a broken connection):
+//! an attempt that fails with [`ErrorKind::Connection`] is retried with backoff (50 ms
+//! doubling to 1 s, cut short when the subscription reconnects) until the caller's deadline;
+//! only if the deadline passes while the server is still unreachable is the error returned.
+//! A waiter whose wake channel the server's ACL refuses (no `&channel` rights) polls every
+//! 100 ms instead of waiting for messages.
+//!
+//! An attempt whose outcome is unknown ([`Error::is_outcome_unknown`]) is never retried here:
+//! the driver returns its error and the request's give-back resolves it.
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::conn::pubsub::Wake;
+use crate::error::{Error, ErrorKind, Result};
+use crate::keys;
+
+/// One request the driver takes to a grant: what differs between the kinds.
+///
+/// Implementations own what they need (the request outlives the caller's future when it is
+/// given back in the background).
+pub(crate) trait Acquire: Send + Sync {
+    /// What a granted attempt hands back to the primitive (hold count and fencing token,
+    /// the instant the lease counts from, …).
+    type Grant: Send;
+
+    /// The channel a waiter is woken on, and how; `None` for a kind that has none (polled
+    /// every [`Acquire::recheck`]).
+    fn wake(&self) -> Option<(&str, Wake)>;
+
+    /// Longest nap between two attempts (liveness heartbeats, lost messages, polling).
+    fn recheck(&self) -> Duration;
+
+    /// One attempt. A grant's lease counts from `started` (see [`wait_loop`]).
+    fn attempt(&self, started: Instant) -> impl Future<Output = Result<Step<Self::Grant>>> + Send;
+
+    /// After a wait that elapsed: leave the kind's wait queue at once rather than at the end
+    /// of the waiter's liveness. Failures are logged, not returned.
+    fn leave(&self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+
+    /// Give back, in the background, whatever an attempt may have been granted when its
+    /// caller will never learn of it: the acquire future was dropped mid-attempt, or the
+    /// last attempt failed with its outcome unknown. Also leaves the wait queue.
+    fn give_back(self);
+}
+
+/// Drive `request` until it is granted (`Ok(Some)`), `wait` elapses (`Ok(None)`; zero makes
+/// one attempt) or an attempt fails. Refuses a shut-down client and a `wait` over 365 days
+/// ([`ErrorKind::InvalidInput`]) before any I/O.
+///
+/// # Cancel safety
+/// Dropping the future, or an error that leaves the last attempt's outcome unknown, hands
+/// the request to [`Acquire::give_back`].
+pub(crate) async fn acquire<A: Acquire>(
+    client: &Client,
+    request: A,
+    wait: Duration,
+) -> Result<Option<A::Grant>> {
+    client.check_open()?;
+    keys::check_wait(wait)?;
+    let deadline = Instant::now() + wait;
+    let mut pending = Pending(Some(request));
+    let req = pending.0.as_ref().expect("armed");
+    let got = wait_loop(
+        client,
+        req.wake(),
+        deadline,
+        req.recheck(),
+        move |started| req.attempt(started),
+    )
+    .await;
+    // Nothing to give back once the loop answered: a grant goes to the caller, a timeout
+    // means the last attempt was refused. After an error the last attempt's fate may be
+    // unknown, so the guard stays armed.
+    if got.is_ok() {
+        let req = pending.0.take().expect("armed");
+        if matches!(got, Ok(None)) {
+            req.leave().await;
+        }
+    }
+    got
+}
+
+/// The cancel guard of [`acquire`].
+struct Pending<A: Acquire>(Option<A>);
+
+impl<A: Acquire> Drop for Pending<A> {
+    fn drop(&mut self) {
+        if let Some(request) = self.0.take() {
+            request.give_back();
+        }
+    }
+}
+
+/// The error of an `acquire` verb whose wait elapsed: "`what` not acquired within `wait`".
+pub(crate) fn not_acquired(what: impl fmt::Display, wait: Duration) -> Error {
+    Error::new(
+        ErrorKind::NotAcquired,
+        format!("{what} not acquired within {wait:?}"),
+    )
+}
+
+/// First pause after an attempt that could not reach the server; it doubles up to
+/// [`MAX_BACKOFF`].
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
+/// Longest pause between attempts while the server is unreachable.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// Longest nap of a waiter whose wake channel the server's ACL refused: it polls.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Whether a waiter keeps trying after this error (until its deadline).
+fn rides_out(e: &Error) -> bool {
+    e.kind() == ErrorKind::Connection && !e.is_outcome_unknown()
+}
+
+/// What one attempt found.
+pub(crate) enum Step<T> {
+    /// Got it.
+    Done(T),
+    /// Not yet; wait at most this long before the next attempt (e.g. the holder's PTTL), or
+    /// only until the next wake-up / re-check when `None`.
+    Wait(Option<Duration>),
+}
+
+/// Run `attempt` until it is done or `deadline` passes (`Ok(None)`); wake-ups come from
+/// `wake`'s channel (none: poll every `recheck`). `attempt` gets the instant a grant it makes
+/// counts its lease from: its own start, or — after attempts whose answer never came (a
+/// broken connection) — the start of the earliest of those, since one of them may have been
+/// granted, and a later attempt that finds that grant does not move every kind's TTL.
+/// `recheck` bounds every nap (liveness heartbeats, lost messages).
+async fn wait_loop<T, F, Fut>(
+    client: &Client,
+    wake: Option<(&str, Wake)>,
+    deadline: Instant,
+    recheck: Duration,
+    mut attempt: F,
+) -> Result<Option<T>>
+where
+    F: FnMut(Instant) -> Fut,
+    Fut: Future<Output = Result<Step<T>>>,
+{
+    // Every attempt is passed the instant its grant's lease counts from: its own start, or
+    // the start of the earliest attempt not answered since (see `since`).
+    let mut since: Option<Instant> = None;
+    let mut attempt = move |since: &mut Option<Instant>| {
+        let started = *since.get_or_insert_with(Instant::now);
+        attempt(started)
+    };
+    // The error of the latest attempt while the server is unreachable: returned if the
+    // deadline passes before it answers again.
+    let mut unreachable: Option<Error> = None;
+    let mut backoff = MIN_BACKOFF;
+    match attempt(&mut since).await {
+        Ok(Step::Done(v)) => return Ok(Some(v)),
+        Ok(Step::Wait(_)) => since = None,
+        Err(e) if rides_out(&e) => {
+            tracing::debug!(
+                error = format_args!("{e:#}"),
+                "waiter: server unreachable; retrying until the deadline"
+            );
+            unreachable = Some(e);
+        }
+        Err(e) => return Err(e),
+    }
+    if Instant::now() >= deadline {
+        return unreachable.map_or(Ok(None), Err);
+    }
+    let sub = match wake {
+        Some((channel, wake)) => {
+            let mut sub = client.inner.hub.subscribe(channel, wake);
+            let confirm = deadline
+                .saturating_duration_since(Instant::now())
+                .min(client.inner.command_timeout);
+            sub.ready(confirm).await;
+            Some(sub)
+        }
+        None => None,
+    };
+    loop {
+        let notified = sub.as_ref().map(|s| s.channel().notify.notified());
+        tokio::pin!(notified);
+        if let Some(n) = notified.as_mut().as_pin_mut() {
+            n.enable();
+        }
+        // A client shut down meanwhile makes no new grants, not even to its own waiters.
+        client.check_open()?;
+        let hint = match attempt(&mut since).await {
+            Ok(Step::Done(v)) => return Ok(Some(v)),
+            Ok(Step::Wait(hint)) => {
+                since = None;
+                unreachable = None;
+                backoff = MIN_BACKOFF;
+                hint
+            }
+            Err(e) if rides_out(&e) => {
+                tracing::debug!(
+                    error = format_args!("{e:#}"),
+                    "waiter: server unreachable; retrying until the deadline"
+                );
+                unreachable = Some(e);
+                let pause = backoff;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                Some(pause)
+            }
+            Err(e) => return Err(e),
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return unreachable.map_or(Ok(None), Err);
+        }
+        let mut nap = (deadline - now).min(recheck);
+        if let Some(h) = hint {
+            nap = nap.min(h.max(Duration::from_millis(1)));
+        }
+        match notified.as_pin_mut() {
+            Some(notified) => {
+                if sub.as_ref().is_some_and(|s| s.channel().is_denied()) {
+                    nap = nap.min(POLL_INTERVAL);
+                }
+                let _ = tokio::time::timeout(nap, notified).await;
+            }
+            None => tokio::time::sleep(nap).await,
+        }
+    }
+}
