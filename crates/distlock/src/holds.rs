@@ -33,7 +33,7 @@ pub(crate) struct ReleaseRequest {
     pub(crate) context: String,
     pub(crate) script: &'static redis::Script,
     pub(crate) keys: Vec<String>,
-    pub(crate) args: Vec<String>,
+    pub(crate) args: Vec<Vec<u8>>,
 }
 
 impl ReleaseRequest {
@@ -52,7 +52,13 @@ impl ReleaseRequest {
     }
 
     pub(crate) fn arg(mut self, arg: impl ToString) -> Self {
-        self.args.push(arg.to_string());
+        self.args.push(arg.to_string().into_bytes());
+        self
+    }
+
+    /// An argument of raw bytes (e.g. a leased permit's 16-byte id).
+    pub(crate) fn arg_bytes(mut self, arg: Vec<u8>) -> Self {
+        self.args.push(arg);
         self
     }
 
@@ -63,7 +69,7 @@ impl ReleaseRequest {
             inv.key(k.as_str());
         }
         for a in &self.args {
-            inv.arg(a.as_str());
+            inv.arg(a.as_slice());
         }
         inv
     }

@@ -31,7 +31,7 @@ fn semaphore_mode_limits_concurrency() {
     let b = hold(&server, &["jobs", "--semaphore", "2"]);
     assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
         &server,
-        &["ZCARD", "redisson__timeout__set:{jobs}"]
+        &["ZCARD", "{jobs}:timeout"]
     ) == 2));
     let mut third = distlock(&server);
     third.args([

@@ -5,18 +5,20 @@
 //!
 //! Scripts marked `with "prelude.lua"` are run with `prelude.lua` (local helper functions:
 //! exact fencing tokens from the lock's per-slot counter, server time in ms from one `TIME`
-//! per run, a TTL that must not fail half-way) joined in front of their text at build time.
+//! per run, a TTL that must not fail half-way) joined in front of their text at build time;
+//! the leased-semaphore scripts also get `leases.lua` (migration of the old leases key,
+//! Redisson's reclaim of ended leases).
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
 macro_rules! scripts {
-    ($($(#[$doc:meta])* $name:ident => $file:literal $(with $prelude:literal)?,)*) => {
+    ($($(#[$doc:meta])* $name:ident => $file:literal $(with $($prelude:literal)+)?,)*) => {
         $(
             $(#[$doc])*
             pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
-                Script::new(concat!($(include_str!($prelude),)? include_str!($file)))
+                Script::new(concat!($($(include_str!($prelude),)+)? include_str!($file)))
             });
         )*
         /// Each script file's own text, by file name (what its header documents).
@@ -25,13 +27,16 @@ macro_rules! scripts {
         /// Every script as it is run, by file name: its file's text with the prelude it uses
         /// joined in front. For tools and tests that run them directly.
         pub(crate) const RUNNABLE: &[(&str, &str)] =
-            &[$(($file, concat!($(include_str!($prelude),)? include_str!($file))),)*];
+            &[$(($file, concat!($($(include_str!($prelude),)+)? include_str!($file))),)*];
     };
 }
 
 /// The helpers joined in front of the scripts that issue fencing tokens or read server time.
 #[cfg(test)]
 const PRELUDE: &str = include_str!("prelude.lua");
+/// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
+#[cfg(test)]
+const LEASES: &str = include_str!("leases.lua");
 
 scripts! {
     /// Grant or re-enter a lock and issue its fencing token.
@@ -81,20 +86,20 @@ scripts! {
     /// Take every available permit.
     SEMAPHORE_DRAIN => "semaphore_drain.lua",
     /// Take one leased permit, reclaiming expired ones.
-    LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua",
+    LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua" "leases.lua",
     /// Give back a leased permit.
-    LEASED_RELEASE => "leased_release.lua" with "prelude.lua",
+    LEASED_RELEASE => "leased_release.lua" with "prelude.lua" "leases.lua",
     /// Move a leased permit's expiry.
-    LEASED_EXTEND => "leased_extend.lua" with "prelude.lua",
+    LEASED_EXTEND => "leased_extend.lua" with "prelude.lua" "leases.lua",
     /// Reclaim expired leases; report available and leased.
-    LEASED_AVAILABLE => "leased_available.lua" with "prelude.lua",
+    LEASED_AVAILABLE => "leased_available.lua" with "prelude.lua" "leases.lua",
     /// Cancel a request of unknown outcome through its latch (tombstone).
     LATCH_CANCEL => "latch_cancel.lua",
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{PRELUDE, RUNNABLE, SOURCES};
+    use super::{LEASES, PRELUDE, RUNNABLE, SOURCES};
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
@@ -141,7 +146,16 @@ mod tests {
                 !own.contains("redis.call('time')"),
                 "{file}: calls TIME itself instead of now_ms()"
             );
-            if uses {
+            let uses_leases = ["migrate_leases(", "reclaim_leases(", "earliest_lease_end("]
+                .iter()
+                .any(|f| own.contains(f));
+            if uses_leases {
+                assert_eq!(
+                    *run,
+                    format!("{PRELUDE}{LEASES}{own}"),
+                    "{file}: prelude and leases.lua not joined"
+                );
+            } else if uses {
                 assert_eq!(
                     *run,
                     format!("{PRELUDE}{own}"),

@@ -42,7 +42,14 @@ impl fmt::Debug for LeasedSemaphore {
 }
 
 impl LeasedSemaphore {
+    /// Redisson's leases zset, `{<name>}:timeout`.
     fn leases_key(&self) -> String {
+        keys::suffixed(&self.names.key, "timeout")
+    }
+
+    /// The leases key of distlock before it followed Redisson's name; the scripts move what
+    /// they find there into [`LeasedSemaphore::leases_key`].
+    fn old_leases_key(&self) -> String {
         keys::prefixed("redisson__timeout__set", &self.names.key)
     }
 
@@ -87,7 +94,8 @@ impl LeasedSemaphore {
         let mut inv = scripts::LEASED_AVAILABLE.prepare_invoke();
         inv.key(&self.names.key)
             .key(self.leases_key())
-            .key(&self.names.channel);
+            .key(&self.names.channel)
+            .key(self.old_leases_key());
         let v: (i64, i64) = self
             .names
             .client
@@ -159,6 +167,7 @@ impl LeasedSemaphore {
         let request = LeasedRequest {
             sem: self.clone(),
             leases: self.leases_key(),
+            old_leases: self.old_leases_key(),
             id: uuid::Uuid::new_v4().simple().to_string(),
             lease_ms,
         };
@@ -187,7 +196,8 @@ impl LeasedSemaphore {
             .key(&self.names.key)
             .key(self.leases_key())
             .key(&self.names.channel)
-            .arg(id)
+            .key(self.old_leases_key())
+            .arg_bytes(member(id))
     }
 
     async fn release_id(&self, id: &str) -> Result<i64> {
@@ -205,6 +215,7 @@ impl LeasedSemaphore {
 struct LeasedRequest {
     sem: LeasedSemaphore,
     leases: String,
+    old_leases: String,
     /// The permit id asked for: a resend that finds it granted answers the same.
     id: String,
     lease_ms: u64,
@@ -228,7 +239,8 @@ impl Acquire for LeasedRequest {
         inv.key(&n.key)
             .key(&self.leases)
             .key(&n.channel)
-            .arg(&self.id)
+            .key(&self.old_leases)
+            .arg(member(&self.id))
             .arg(self.lease_ms);
         let r: (i64, i64) = n
             .client
@@ -251,6 +263,15 @@ impl Acquire for LeasedRequest {
         client
             .holds
             .release_in_background(&client.backend, self.sem.release_request(&self.id));
+    }
+}
+
+/// The zset member of permit `id`: its 16 bytes, as Redisson stores permit ids (an id that
+/// is not 32 hex characters is sent as it is, and matches nothing Redisson wrote).
+fn member(id: &str) -> Vec<u8> {
+    match uuid::Uuid::try_parse(id) {
+        Ok(u) if id.len() == 32 => u.as_bytes().to_vec(),
+        _ => id.as_bytes().to_vec(),
     }
 }
 
@@ -278,7 +299,10 @@ async fn extend_permit(
 ) -> Result<()> {
     let started = Instant::now();
     let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
-    inv.key(sem.leases_key()).arg(id).arg(lease_ms);
+    inv.key(sem.leases_key())
+        .key(sem.old_leases_key())
+        .arg(member(id))
+        .arg(lease_ms);
     let r: Vec<i64> = sem
         .names
         .client
@@ -310,7 +334,8 @@ impl LeasedPermit {
         self.lease.is_lost()
     }
 
-    /// The permit's id (a member of `redisson__timeout__set:{<name>}`).
+    /// The permit's id: 32 lowercase hex characters, Redisson's permit-id format. Its 16
+    /// bytes are the permit's member of the leases zset `{<name>}:timeout`.
     pub fn id(&self) -> &str {
         &self.id
     }

@@ -23,11 +23,11 @@ use crate::acquire::{acquire, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, Result};
-#[cfg(doc)]
-use crate::ErrorKind;
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
 use crate::scripts;
+#[cfg(doc)]
+use crate::ErrorKind;
 
 /// Re-check interval while waiting, in case a wake-up message was lost.
 /// How many latch lifetimes a semaphore's grant latch (and its tombstone) lives, and how long

@@ -232,7 +232,7 @@ async fn leased_permits_extend_and_signal_loss() {
         .expect("lost() at the end of the lease");
     // lost() fires at the local deadline (lease minus drift), a little before the server's:
     // wait until the server's clock has passed q's expiry (p's is seconds away).
-    let leases = "redisson__timeout__set:{leases}";
+    let leases = "{leases}:timeout";
     assert!(
         eventually(Duration::from_secs(1), || {
             let now = server_time_ms(&server).to_string();
@@ -267,21 +267,31 @@ async fn watchdog_keeps_a_leased_permit_and_signals_its_loss() {
     // The scenario: three leases long, the permit must stay held.
     tokio::time::sleep(lease * 3).await;
     assert!(!permit.is_lost());
-    let score: Option<f64> = cmd(
-        &server,
-        &["ZSCORE", "redisson__timeout__set:{kept}", permit.id()],
-    );
+    let score: Option<f64> = permit_cmd(&server, "ZSCORE", "{kept}:timeout", permit.id());
     assert!(score.is_some(), "the permit's lease ran out");
     assert!(sem.try_acquire(lease).await.unwrap().is_none());
 
     // Taken away on the server: the next keep-alive reports it lost.
-    let removed: u64 = cmd(
-        &server,
-        &["ZREM", "redisson__timeout__set:{kept}", permit.id()],
-    );
+    let removed: u64 = permit_cmd(&server, "ZREM", "{kept}:timeout", permit.id());
     assert_eq!(removed, 1);
     tokio::time::timeout(lease, permit.lost())
         .await
         .expect("lost() fired within one lease");
     drop(permit);
+}
+
+/// `<command> <leases key> <member>` where the member is a leased permit's id as Redisson
+/// stores it: the 16 bytes its 32 hex characters spell.
+fn permit_cmd<T: redis::FromRedisValue>(
+    server: &distlock_harness::RedisServer,
+    command: &str,
+    leases: &str,
+    id: &str,
+) -> T {
+    let bytes = uuid::Uuid::try_parse(id).expect("a 32-hex permit id");
+    redis::cmd(command)
+        .arg(leases)
+        .arg(&bytes.as_bytes()[..])
+        .query(&mut server.connection())
+        .unwrap()
 }
