@@ -58,6 +58,13 @@ pub fn lock_channel(key: &str) -> String {
     prefixed("redisson_lock__channel", key)
 }
 
+/// Redisson `RFencedLock`'s token counter of a lock: `redisson_lock_token:{key}` (a string
+/// Redisson draws tokens from with `INCR`). distlock never creates it; when it exists, a plain
+/// lock's grant takes a token above it and writes it there.
+pub fn redisson_fenced_token(key: &str) -> String {
+    prefixed("redisson_lock_token", key)
+}
+
 /// Unlock latch of one release request: `redisson_unlock_latch:{key}:<request-id>` (the
 /// key Redisson's `RLock` unlock script uses, so that a resent release answers the first
 /// send's result instead of taking a second hold away).

@@ -75,7 +75,7 @@ pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 pub mod layout {
     pub use crate::keys::{
         acquire_latch, fencing_counter, hash_tag, key_slot, legacy_fencing_counter, lock_channel,
-        slot_tag, unlock_latch, SLOTS, TOKEN_FIELD,
+        redisson_fenced_token, slot_tag, unlock_latch, SLOTS, TOKEN_FIELD,
     };
 }
 
@@ -96,6 +96,7 @@ pub mod __bench {
             key,
             &crate::keys::fencing_counter("", key),
             key,
+            &crate::keys::redisson_fenced_token(key),
             30_000,
             owner,
             Mode::New,

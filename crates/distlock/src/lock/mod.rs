@@ -462,8 +462,17 @@ impl Lock {
             .arg(&counter_key)
             .cmd("PUBSUB")
             .arg("NUMSUB")
-            .arg(&self.inner.names.channel);
-        let (kind, pttl, counter, numsub): (String, i64, Option<String>, (String, u64)) = self
+            .arg(&self.inner.names.channel)
+            .cmd("GET")
+            .arg(keys::redisson_fenced_token(&self.inner.names.key));
+        #[allow(clippy::type_complexity)]
+        let (kind, pttl, counter, numsub, fenced): (
+            String,
+            i64,
+            Option<String>,
+            (String, u64),
+            Option<String>,
+        ) = self
             .backend()
             .pipeline(&self.context("status"), &pipe)
             .await?;
@@ -516,6 +525,11 @@ impl Lock {
                     } else if let Ok(holds) = value.parse() {
                         status.holders.push((field, holds));
                     }
+                }
+                // A Redisson RFencedLock holder stores no token in the hash: its token is the
+                // last one drawn from its counter.
+                if status.fencing_token.is_none() && !status.holders.is_empty() {
+                    status.fencing_token = fenced.and_then(|t| t.parse().ok()).map(FencingToken);
                 }
             }
             other => {

@@ -31,7 +31,7 @@
 --          refused PEXPIRE (e.g. NOPERM): nothing granted, the lock key and the queue as they
 --          were (stale heads may have been dropped).
 --
--- Uses now_ms, next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
+-- Uses now_ms, next_token, held_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
 
 local now = now_ms()
 local exists = redis.call('exists', KEYS[1])
@@ -56,7 +56,7 @@ end
 if mine then
   if ARGV[4] == 'new' then
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
-            redis.call('hget', KEYS[1], ARGV[6]) or '0'}
+            held_token(KEYS[1], ARGV[6], KEYS[4], ARGV[8])}
   end
   -- PEXPIRE first: when the server refuses it, nothing has been written.
   local err = expire_or_undo(KEYS[1], ARGV[1])
@@ -64,7 +64,7 @@ if mine then
     return err
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  return {1, count, redis.call('hget', KEYS[1], ARGV[6]) or '0'}
+  return {1, count, held_token(KEYS[1], ARGV[6], KEYS[4], ARGV[8])}
 end
 if ARGV[4] == 'nested' then
   if exists == 1 then return {-2} end

@@ -7,6 +7,9 @@
 -- KEYS[2]  fencing counter of the lock's slot (string, same slot):
 --          <prefix>distlock:fencing-counter:{<slot tag>}, last token issued in the slot
 -- KEYS[3]  acquire latch (string, same slot): result of this request, for resends
+-- KEYS[4]  Redisson RFencedLock's token counter of this lock, redisson_lock_token:{<key>}
+--          (string, same slot): when it exists, a grant's token is above it and is written
+--          to it (see prelude.lua's next_token); never created here
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field <client-uuid>:<owner-id>
 -- ARGV[3]  mode: 'new'    fresh owner minted for this call: if the field already exists,
@@ -24,7 +27,9 @@
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a decimal
 --                                           string (exact up to 2^63 - 1)
 --          {0, pttl}                        held by another owner; pttl in ms (-1: no TTL)
---          {-1}                             mode 'nested': the lock is gone
+--          {-1}                             mode 'nested': the lock is gone; modes 'as',
+--                                           'nested': a resend whose first send was
+--                                           granted, but the hold has ended since
 --          {-2}                             mode 'nested': another owner holds it
 --          {-4}                             modes 'as', 'nested': this request was cancelled
 --                                           by latch_cancel.lua before it ran
@@ -34,8 +39,9 @@
 --          A refused PEXPIRE (e.g. NOPERM) is answered as an error with nothing granted: on
 --          a new key the key is deleted again; on a held key PEXPIRE runs before any write.
 --
--- Uses next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
--- Cost: the free-lock path (the common one) runs EXISTS, TIME, SET..GET, HSET, PEXPIRE; the
+-- Uses next_token, held_token and expire_or_undo from prelude.lua (joined in front by
+-- scripts/mod.rs). A hold that Redisson made (no token field) is given a token on re-entry.
+-- Cost: the free-lock path (the common one) runs EXISTS, TIME, SET..GET, GET, HSET, PEXPIRE; the
 -- token is built from TIME's two parts by string arithmetic; SET..GET needs Redis 6.2.
 
 local mode = ARGV[3]
@@ -46,7 +52,10 @@ if mode ~= 'new' then
     return {-4}
   end
   if prior then
-    return {1, tonumber(prior), redis.call('hget', KEYS[1], ARGV[5]) or '0'}
+    if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+      return {-1}
+    end
+    return {1, tonumber(prior), held_token(KEYS[1], ARGV[5], KEYS[2], ARGV[6], KEYS[4])}
   end
 end
 
@@ -56,7 +65,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
   -- after a restart from an old snapshot or a failover to a lagging replica.
-  local token = next_token(KEYS[2], ARGV[6])
+  local token = next_token(KEYS[2], ARGV[6], KEYS[4])
   redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token)
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
@@ -73,7 +82,7 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     -- A resend of a granted request: same hold, same token.
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
-            redis.call('hget', KEYS[1], ARGV[5]) or '0'}
+            held_token(KEYS[1], ARGV[5], KEYS[2], ARGV[6], KEYS[4])}
   end
   -- PEXPIRE first: when the server refuses it, nothing has been written.
   local err = expire_or_undo(KEYS[1], ARGV[1])
@@ -82,7 +91,7 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('set', KEYS[3], count, 'px', ARGV[4])
-  return {1, count, redis.call('hget', KEYS[1], ARGV[5]) or '0'}
+  return {1, count, held_token(KEYS[1], ARGV[5], KEYS[2], ARGV[6], KEYS[4])}
 end
 
 if mode == 'nested' then

@@ -124,7 +124,8 @@ mod tests {
         assert!(header[0].starts_with("-- prelude.lua:"), "{}", header[0]);
         for name in [
             "now_ms()",
-            "next_token(counter_key, floor)",
+            "next_token(counter_key, floor[, fenced_key])",
+            "held_token(",
             "expire_or_undo(",
             "error_reply(",
             "Errors",
@@ -138,9 +139,15 @@ mod tests {
         for ((file, own), (run_file, run)) in SOURCES.iter().zip(RUNNABLE) {
             assert_eq!(file, run_file);
             // A helper call, not `redis.error_reply(`.
-            let uses = ["now_ms(", "next_token(", "expire_or_undo(", " error_reply("]
-                .iter()
-                .any(|f| own.contains(f));
+            let uses = [
+                "now_ms(",
+                "next_token(",
+                "held_token(",
+                "expire_or_undo(",
+                " error_reply(",
+            ]
+            .iter()
+            .any(|f| own.contains(f));
             // Every script reads server time through the prelude (one TIME per run).
             assert!(
                 !own.contains("redis.call('time')"),

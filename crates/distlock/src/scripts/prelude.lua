@@ -6,21 +6,32 @@
 -- now_ms() Server time in milliseconds (a Lua number), from TIME. TIME is called at most once
 --          per script run: now_ms and next_token share the reply.
 --
--- next_token(counter_key, floor)
+-- next_token(counter_key, floor[, fenced_key])
 --          The next fencing token, as a decimal string: max(last + 1, server TIME in µs),
 --          written to counter_key (string), the counter of the lock's hash slot
 --          (<prefix>distlock:fencing-counter:{<slot tag>}). When counter_key does not exist
 --          yet, last = floor: a decimal string, the legacy server-wide counter the client read
 --          at connect ('0' when there was none), so tokens keep rising across the upgrade to
---          per-slot counters. Exact over the whole range: decimal-string arithmetic, never Lua
---          numbers (doubles, exact only below 2^53) and no float formatting.
+--          per-slot counters. fenced_key, when given, is the lock's Redisson RFencedLock
+--          counter (redisson_lock_token:{<key>}, drawn by INCR): when it exists, last also
+--          counts its value, and the token is written there too (TTL kept), so Redisson's next
+--          INCR stays above it; it is never created, and a user whose ACL cannot read it
+--          (NOPERM) is served as if it did not exist. Exact over the whole range:
+--          decimal-string arithmetic, never Lua numbers (doubles, exact only below 2^53) and no
+--          float formatting.
 -- Errors   'ERR distlock: fencing counter <key> ...' when the counter (or, for a new counter,
---          the floor) is not a decimal integer, or is at or above TOKEN_MAX = 2^63 - 1 (the
---          largest token: it fits i64 and u64, and a Redisson-style INCR of the counter stays
---          valid). Raised before the script writes anything else, with the counter put back as
---          it was (deleted again when it was new).
---          Cost: TIME (unless now_ms already called it), SET..GET; a second SET only when the
---          counter (or the floor) ran ahead of the clock, or to put back a value it refuses.
+--          the floor; or fenced_key) is not a decimal integer, or is at or above TOKEN_MAX =
+--          2^63 - 1 (the largest token: it fits i64 and u64, and a Redisson-style INCR of the
+--          counter stays valid). Raised before the script writes anything else, with the
+--          counter put back as it was (deleted again when it was new).
+--          Cost: TIME (unless now_ms already called it), SET..GET, GET fenced_key when given;
+--          one more SET when fenced_key exists, or when a counter ran ahead of the clock, or to
+--          put back a value it refuses.
+--
+-- held_token(key, token_field, counter_key, floor[, fenced_key])
+--          The fencing token stored in token_field of the lock hash key, which must be held
+--          now; a hold that has none (made by Redisson, which stores no token) is given one by
+--          next_token, stored in the hash, so its re-entries report the same token — never 0.
 --
 -- expire_or_undo(key, ms, ...)
 --          PEXPIRE key ms. If the server refuses (e.g. an ACL without PEXPIRE), delete the keys
@@ -43,7 +54,7 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function next_token(counter_key, floor)
+local function next_token(counter_key, floor, fenced_key)
   local t = time_reply or redis.call('time')
   time_reply = t
   local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
@@ -54,16 +65,27 @@ local function next_token(counter_key, floor)
     -- The slot's first grant: count on from the floor.
     last = floor or '0'
   end
-  -- The common case, last < now, decided cheaply and still exactly: converting decimals to
-  -- doubles rounds monotonically, so tonumber(last) < tonumber(now) implies last < now.
-  if string.find(last, '^%d+$') and tonumber(last) < tonumber(now) then
+  -- Redisson's RFencedLock counter of this lock, when a Java service has one. pcall: a user
+  -- whose ACL does not cover that key (no RFencedLock shares the lock then) reads nothing.
+  local theirs = fenced_key and redis.pcall('get', fenced_key)
+  if type(theirs) == 'table' then
+    theirs = false
+  end
+  -- The common case, last < now (and theirs < now), decided cheaply and still exactly:
+  -- converting decimals to doubles rounds monotonically, so tonumber(a) < tonumber(b) implies
+  -- a < b.
+  if string.find(last, '^%d+$') and tonumber(last) < tonumber(now) and
+      (not theirs or (string.find(theirs, '^%d+$') and tonumber(theirs) < tonumber(now))) then
+    if theirs then
+      redis.call('set', fenced_key, now, 'KEEPTTL')
+    end
     return now
   end
 
-  -- The slow path: the counter (or, for a new counter, the floor) was not below the clock
-  -- reading (it ran ahead of this server's clock: a restart, a failover, many grants per
-  -- microsecond), or is not a decimal integer. Its helpers are defined here, after the
-  -- common path returned, so that path does not pay for creating them on every run.
+  -- The slow path: the counter (or, for a new counter, the floor, or Redisson's counter) was
+  -- not below the clock reading (it ran ahead of this server's clock: a restart, a failover,
+  -- many grants per microsecond), or is not a decimal integer. Its helpers are defined here,
+  -- after the common path returned, so that path does not pay for creating them on every run.
   local TOKEN_MAX = '9223372036854775807'
 
   -- A decimal integer without leading zeros, or nil when s is not one.
@@ -110,35 +132,68 @@ local function next_token(counter_key, floor)
       string.rep('0', #s - i)
   end
 
-  local n = dec_norm(last)
-  if n == nil or not dec_lt(n, TOKEN_MAX) then
-    -- Put the refused value back: the failed grant leaves the counter as it found it.
+  -- Put the counter back as it was found, and raise an error naming the bad key.
+  local function refuse(key, value, is_counter, why)
     if fresh then
       redis.call('del', counter_key)
     else
       redis.call('set', counter_key, last)
     end
-    local shown = last
+    local shown = value
     if #shown > 40 then
       shown = string.sub(shown, 1, 40) .. '...'
     end
-    local what = 'ERR distlock: fencing counter ' .. counter_key
-    if fresh then
+    local what = 'ERR distlock: fencing counter ' .. key
+    if is_counter and fresh then
       what = what .. ' is new and starts above its floor (the legacy counter), which'
     end
-    if n == nil then
+    if why == 'nan' then
       error(redis.error_reply(what .. ' holds "' .. shown .. '", not a decimal integer; no ' ..
         'token can be issued (fix or delete the key)'))
     end
     error(redis.error_reply(what .. ' is at ' .. shown .. '; tokens end at ' .. TOKEN_MAX ..
       ' (2^63 - 1), so no further token can be issued'))
   end
-  if dec_lt(n, now) then
-    return now
+
+  local n = dec_norm(last)
+  if n == nil then
+    refuse(counter_key, last, true, 'nan')
+  elseif not dec_lt(n, TOKEN_MAX) then
+    refuse(counter_key, last, true, 'max')
   end
-  -- Count on from the counter.
-  local token = dec_incr(n)
-  redis.call('set', counter_key, token)
+  -- The highest token issued so far, ours or Redisson's.
+  if theirs then
+    local m = dec_norm(theirs)
+    if m == nil then
+      refuse(fenced_key, theirs, false, 'nan')
+    elseif not dec_lt(m, TOKEN_MAX) then
+      refuse(fenced_key, theirs, false, 'max')
+    end
+    if dec_lt(n, m) then
+      n = m
+    end
+  end
+  local token = now
+  if not dec_lt(n, now) then
+    -- Count on from the highest.
+    token = dec_incr(n)
+    redis.call('set', counter_key, token)
+  end
+  if theirs then
+    redis.call('set', fenced_key, token, 'KEEPTTL')
+  end
+  return token
+end
+
+-- The fencing token of the holder of the lock hash key (held now): its token_field. A hold
+-- made by a client that stores no token (Redisson) gets one now, stored for its re-entries.
+local function held_token(key, token_field, counter_key, floor, fenced_key)
+  local token = redis.call('hget', key, token_field)
+  if token then
+    return token
+  end
+  token = next_token(counter_key, floor, fenced_key)
+  redis.call('hset', key, token_field, token)
   return token
 end
 

@@ -182,8 +182,8 @@ pub const MINIMAL_ACL: &[(&str, &str)] = &[
     ("semaphore", "+exists +get +set +decrby +incrby +publish"),
     (
         "leased_semaphore",
-        "+exists +get +set +decrby +incrby +publish +time +zadd +zrem +zscore +zcard +zrange \
-         +zrangebyscore +zremrangebyscore",
+        "+exists +get +set +del +decrby +incrby +publish +time +pttl +pexpire +zadd +zrem \
+         +zscore +zcard +zrange +zremrangebyscore",
     ),
     ("count_down_latch", "+exists +get +set +del +decr +publish"),
     ("job_lock", "+get +set +del +type +pexpire +pttl"),

@@ -43,6 +43,7 @@ impl RawLock for Plain {
             &n.key,
             &n.counter,
             &latch,
+            &keys::redisson_fenced_token(&n.key),
             c.lease_ms,
             c.owner.as_str(),
             c.mode,
@@ -89,6 +90,7 @@ pub(crate) fn plain_acquire_invocation(
     key: &str,
     counter: &str,
     latch: &str,
+    fenced: &str,
     lease_ms: u64,
     owner: &str,
     mode: Mode,
@@ -99,6 +101,7 @@ pub(crate) fn plain_acquire_invocation(
     inv.key(key)
         .key(counter)
         .key(latch)
+        .key(fenced)
         .arg(lease_ms)
         .arg(owner)
         .arg(mode.as_str())
