@@ -23,8 +23,8 @@ use crate::scripts;
 impl Lock {
     /// Take a timed-out or cancelled waiter out of the kind's queue (fair lock, waiting
     /// writers); nothing for kinds without one.
-    pub(super) async fn leave_queue(&self, owner: &str) -> Result<()> {
-        if let Some(inv) = self.inner.raw.leave(&self.inner.names, owner) {
+    pub(super) async fn leave_queue(&self, owner: &str, wait_ms: u64) -> Result<()> {
+        if let Some(inv) = self.inner.raw.leave(&self.inner.names, owner, wait_ms) {
             self.backend()
                 .eval::<i64>(&self.context("leave queue"), &inv)
                 .await?;
@@ -84,7 +84,7 @@ impl Lock {
         mode: Mode,
         lease_ms: u64,
         request_id: &str,
-        enqueue: bool,
+        wait_ms: u64,
     ) -> Result<Attempt> {
         let client = &self.inner.client;
         let context = self.context("acquire");
@@ -93,7 +93,7 @@ impl Lock {
             mode,
             lease_ms,
             request_id,
-            enqueue,
+            wait_ms,
             latch_ms: client.latch_ttl_ms(),
             floor: client.inner.fencing_floor.as_str(),
         };
@@ -155,7 +155,12 @@ impl Lock {
                 _ => self.inner.client.request_id(),
             },
             lease_ms: lease.as_millis() as u64,
-            enqueue: !wait.is_zero(),
+            // Not 0 unless the wait is: a waiter joins the kind's queue.
+            wait_ms: if wait.is_zero() {
+                0
+            } else {
+                (wait.as_millis() as u64).max(1)
+            },
             channel,
             wake,
         };
@@ -222,7 +227,7 @@ impl Lock {
         let started = Instant::now();
         let lease_ms = lease.as_millis() as u64;
         let attempt = self
-            .attempt(owner, Mode::Nested, lease_ms, &request_id, false)
+            .attempt(owner, Mode::Nested, lease_ms, &request_id, 0)
             .await;
         if let Err(e) = &attempt {
             if e.is_outcome_unknown() && self.reentry_latched() {
@@ -372,8 +377,8 @@ struct LockRequest {
     mode: Mode,
     request_id: String,
     lease_ms: u64,
-    /// Whether a refused waiter joins the kind's queue (not for a single attempt).
-    enqueue: bool,
+    /// The whole wait in ms; 0 for a single attempt (no queue).
+    wait_ms: u64,
     channel: String,
     wake: Wake,
 }
@@ -398,7 +403,7 @@ impl Acquire for LockRequest {
                 self.mode,
                 self.lease_ms,
                 &self.request_id,
-                self.enqueue,
+                self.wait_ms,
             )
             .await?;
         Ok(match attempt {
@@ -415,10 +420,14 @@ impl Acquire for LockRequest {
     }
 
     async fn leave(&self) {
-        if !self.enqueue {
+        if self.wait_ms == 0 {
             return;
         }
-        if let Err(e) = self.lock.leave_queue(self.owner.as_str()).await {
+        if let Err(e) = self
+            .lock
+            .leave_queue(self.owner.as_str(), self.wait_ms)
+            .await
+        {
             tracing::debug!(
                 error = format_args!("{e:#}"),
                 "leaving the wait queue failed; liveness ends it"
@@ -432,6 +441,7 @@ impl Acquire for LockRequest {
             owner,
             mode,
             request_id,
+            wait_ms,
             ..
         } = self;
         // For a fresh owner, any hold it has is ours to give back entirely; a plain lock's
@@ -444,7 +454,7 @@ impl Acquire for LockRequest {
         }
         let runtime = lock.inner.client.inner.runtime.clone();
         runtime.spawn(async move {
-            let _ = lock.leave_queue(owner.as_str()).await;
+            let _ = lock.leave_queue(owner.as_str(), wait_ms).await;
             if mode != Mode::New {
                 return;
             }

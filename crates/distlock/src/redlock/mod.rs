@@ -398,7 +398,7 @@ impl RedLock {
                 let outcome = async {
                     let c = node.client(me.inner.node_timeout).await?;
                     let lock = c.lock(name.as_str());
-                    lock.attempt(&owner, Mode::New, ttl_ms, &c.request_id(), false)
+                    lock.attempt(&owner, Mode::New, ttl_ms, &c.request_id(), 0)
                         .await
                 }
                 .await;

@@ -1,15 +1,16 @@
 -- fair_acquire.lua: grant a fair (FIFO) reentrant lock, or queue the caller.
 --
--- Redisson's RedissonFairLock layout (hash + queue list + timeout zset), with one change:
--- a waiter's zset score is its *liveness deadline* in server time (TIME, ms), renewed by
--- every attempt it makes, instead of Redisson's cumulative client-clock timeout of 5 minutes
--- per waiter. A waiter that crashed is dropped from the head of the queue once its liveness
--- deadline passes (seconds, not minutes: Redisson issues #2883, #3004, #6150).
+-- Redisson's RedissonFairLock (hash + queue list + score zset, with Redisson's score
+-- arithmetic: see fair.lua), so Java and Rust waiters share one FIFO queue. distlock waiters
+-- also keep a liveness deadline in server time (distlock_fair_liveness:{name}), renewed by
+-- every attempt: a distlock waiter that crashed is passed over once it ends (seconds, not
+-- Redisson's minutes: Redisson issues #2883, #3004, #6150).
 --
 -- KEYS[1]  lock key (hash, field <owner> -> hold count)
 -- KEYS[2]  queue redisson_lock_queue:{name} (list of owners, head first)
--- KEYS[3]  timeouts redisson_lock_timeout:{name} (zset owner -> liveness deadline, ms)
+-- KEYS[3]  scores redisson_lock_timeout:{name} (zset owner -> Redisson's score, ms)
 -- KEYS[4]  fencing counter of the lock's slot (string): <prefix>distlock:fencing-counter:{<tag>}
+-- KEYS[5]  liveness distlock_fair_liveness:{name} (zset owner -> liveness deadline, ms)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner field
 -- ARGV[3]  liveness timeout in ms
@@ -20,6 +21,7 @@
 -- ARGV[7]  wake channel prefix redisson_lock__channel:{name} (a waiter's channel is
 --          <prefix>:<owner>)
 -- ARGV[8]  token floor of a new counter (decimal; see prelude.lua's next_token)
+-- ARGV[9]  the caller's whole wait in ms (Redisson's score arithmetic); 0 for no wait
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a decimal
 --                                           string (exact up to 2^63 - 1)
@@ -31,27 +33,16 @@
 --          refused PEXPIRE (e.g. NOPERM): nothing granted, the lock key and the queue as they
 --          were (stale heads may have been dropped).
 --
--- Uses now_ms, next_token, held_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
+-- Uses now_ms, next_token, held_token and expire_or_undo from prelude.lua, and
+-- drop_stale_heads, queue_score, shift_scores from fair.lua (joined in front by
+-- scripts/mod.rs).
 
 local now = now_ms()
 local exists = redis.call('exists', KEYS[1])
 local mine = exists == 1 and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 
--- Drop waiters at the head whose liveness deadline passed; wake the new head if the lock
--- is free.
-local dropped = false
-while true do
-  local first = redis.call('lindex', KEYS[2], 0)
-  if first == false then break end
-  local deadline = redis.call('zscore', KEYS[3], first)
-  if deadline == false or tonumber(deadline) <= now then
-    redis.call('lpop', KEYS[2])
-    redis.call('zrem', KEYS[3], first)
-    dropped = true
-  else
-    break
-  end
-end
+-- Drop dead waiters at the head; the new head is woken below if the lock is free.
+local dropped = drop_stale_heads(KEYS[2], KEYS[3], KEYS[5], now)
 
 if mine then
   if ARGV[4] == 'new' then
@@ -83,6 +74,8 @@ if exists == 0 and (head == false or head == ARGV[2]) then
     redis.call('lpop', KEYS[2])
   end
   redis.call('zrem', KEYS[3], ARGV[2])
+  redis.call('zrem', KEYS[5], ARGV[2])
+  shift_scores(KEYS[3], tonumber(ARGV[9]))
   return {1, 1, token}
 end
 
@@ -92,10 +85,14 @@ if exists == 0 and dropped and head ~= false then
   redis.pcall('publish', ARGV[7] .. ':' .. head, 0)
 end
 if ARGV[5] == '1' then
-  local deadline = now + tonumber(ARGV[3])
-  if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
+  -- Queued already: keep the place and its Redisson score; else join the tail.
+  if redis.call('zscore', KEYS[3], ARGV[2]) == false then
+    local score = queue_score(KEYS[2], KEYS[3], KEYS[1], ARGV[2], tonumber(ARGV[9]), now)
+    redis.call('zadd', KEYS[3], score, ARGV[2])
+    redis.call('lrem', KEYS[2], 0, ARGV[2])
     redis.call('rpush', KEYS[2], ARGV[2])
   end
+  redis.call('zadd', KEYS[5], now + tonumber(ARGV[3]), ARGV[2])
 end
 if exists == 0 then
   return {0, -2}

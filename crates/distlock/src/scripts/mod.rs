@@ -7,7 +7,8 @@
 //! exact fencing tokens from the lock's per-slot counter, server time in ms from one `TIME`
 //! per run, a TTL that must not fail half-way) joined in front of their text at build time;
 //! the leased-semaphore scripts also get `leases.lua` (migration of the old leases key,
-//! Redisson's reclaim of ended leases).
+//! Redisson's reclaim of ended leases), the fair-lock scripts `fair.lua` (Redisson's queue
+//! score arithmetic, dead waiters at the head).
 
 use std::sync::LazyLock;
 
@@ -37,6 +38,9 @@ const PRELUDE: &str = include_str!("prelude.lua");
 /// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
 #[cfg(test)]
 const LEASES: &str = include_str!("leases.lua");
+/// The helpers joined (after the prelude, if used) in front of the fair-lock scripts.
+#[cfg(test)]
+const FAIR: &str = include_str!("fair.lua");
 
 scripts! {
     /// Grant or re-enter a lock and issue its fencing token.
@@ -56,11 +60,11 @@ scripts! {
     /// Extend a job lock if ours.
     JOB_EXTEND => "job_extend.lua",
     /// Grant a fair lock or queue the caller (liveness by server time).
-    FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua",
+    FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua" "fair.lua",
     /// Release one hold of a fair lock; wake the head waiter on the last.
-    FAIR_RELEASE => "fair_release.lua" with "prelude.lua",
+    FAIR_RELEASE => "fair_release.lua" with "prelude.lua" "fair.lua",
     /// Leave a fair queue (cancel, timeout) or force-unlock; wake the head.
-    FAIR_LEAVE => "fair_leave.lua",
+    FAIR_LEAVE => "fair_leave.lua" with "fair.lua",
     /// Take a read hold (write-preferring).
     RW_READ_ACQUIRE => "rw_read_acquire.lua" with "prelude.lua",
     /// Take a write hold; register as a waiting writer when refused.
@@ -99,7 +103,7 @@ scripts! {
 
 #[cfg(test)]
 mod tests {
-    use super::{LEASES, PRELUDE, RUNNABLE, SOURCES};
+    use super::{FAIR, LEASES, PRELUDE, RUNNABLE, SOURCES};
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
@@ -156,21 +160,26 @@ mod tests {
             let uses_leases = ["migrate_leases(", "reclaim_leases(", "earliest_lease_end("]
                 .iter()
                 .any(|f| own.contains(f));
-            if uses_leases {
-                assert_eq!(
-                    *run,
-                    format!("{PRELUDE}{LEASES}{own}"),
-                    "{file}: prelude and leases.lua not joined"
-                );
-            } else if uses {
-                assert_eq!(
-                    *run,
-                    format!("{PRELUDE}{own}"),
-                    "{file}: prelude not joined"
-                );
-            } else {
-                assert_eq!(run, own, "{file}: joined without using the prelude");
+            let uses_fair = [
+                "drop_stale_heads(",
+                "queue_score(",
+                "shift_scores(",
+                "leave_queue(",
+            ]
+            .iter()
+            .any(|f| own.contains(f));
+            let mut expected = String::new();
+            if uses || uses_leases {
+                expected.push_str(PRELUDE);
             }
+            if uses_leases {
+                expected.push_str(LEASES);
+            }
+            if uses_fair {
+                expected.push_str(FAIR);
+            }
+            expected.push_str(own);
+            assert_eq!(*run, expected, "{file}: helpers not joined as used");
         }
     }
 }

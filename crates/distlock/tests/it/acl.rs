@@ -172,7 +172,7 @@ pub const MINIMAL_ACL: &[(&str, &str)] = &[
     (
         "fair_lock",
         "+exists +get +set +del +hexists +hget +hset +hincrby +pexpire +pttl +publish +time \
-         +lindex +lpop +rpush +lrem +zadd +zrem +zscore",
+         +lindex +lpop +rpush +lrem +lrange +zadd +zrem +zscore +zrange +zincrby",
     ),
     (
         "rw_lock",

@@ -1,6 +1,8 @@
 //! Redisson's `RFairLock`: the plain lock's hash plus a FIFO queue
-//! (`redisson_lock_queue:{key}`) and the waiters' liveness deadlines
-//! (`redisson_lock_timeout:{key}`, server time); each waiter is woken on its own channel.
+//! (`redisson_lock_queue:{key}`) and Redisson's waiter scores (`redisson_lock_timeout:{key}`,
+//! Redisson's arithmetic, shared with Java waiters), with distlock waiters' liveness deadlines
+//! beside them (`distlock_fair_liveness:{key}`, server time); each waiter is woken on its own
+//! channel.
 
 use std::time::Duration;
 
@@ -25,15 +27,27 @@ fn timeout_key(n: &Names) -> String {
     keys::prefixed("redisson_lock_timeout", &n.key)
 }
 
+/// The distlock waiters' liveness deadlines (distlock only; Redisson's scripts ignore it).
+fn liveness_key(n: &Names) -> String {
+    keys::prefixed("distlock_fair_liveness", &n.key)
+}
+
 /// `fair_leave.lua`: leave the queue, or with `force` delete the lock and wake the head.
-fn leave_invocation(n: &Names, owner: &str, force: bool) -> redis::ScriptInvocation<'static> {
+fn leave_invocation(
+    n: &Names,
+    owner: &str,
+    force: bool,
+    wait_ms: u64,
+) -> redis::ScriptInvocation<'static> {
     let mut inv = scripts::FAIR_LEAVE.prepare_invoke();
     inv.key(&n.key)
         .key(queue_key(n))
         .key(timeout_key(n))
+        .key(liveness_key(n))
         .arg(owner)
         .arg(if force { "1" } else { "0" })
-        .arg(&n.channel);
+        .arg(&n.channel)
+        .arg(wait_ms);
     inv
 }
 
@@ -60,14 +74,16 @@ impl RawLock for Fair {
             .key(queue_key(n))
             .key(timeout_key(n))
             .key(&n.counter)
+            .key(liveness_key(n))
             .arg(c.lease_ms)
             .arg(c.owner.as_str())
             .arg(self.liveness.as_millis() as u64)
             .arg(c.mode.short())
-            .arg(if c.enqueue { "1" } else { "0" })
+            .arg(if c.wait_ms > 0 { "1" } else { "0" })
             .arg(TOKEN_FIELD)
             .arg(&n.channel)
-            .arg(c.floor);
+            .arg(c.floor)
+            .arg(c.wait_ms);
         (inv, nested_sent_once(c.mode))
     }
 
@@ -77,6 +93,7 @@ impl RawLock for Fair {
             .key(queue_key(n))
             .key(timeout_key(n))
             .key(c.latch)
+            .key(liveness_key(n))
             .arg(UNLOCK_MESSAGE)
             .arg(c.lease_ms)
             .arg(c.owner.as_str())
@@ -84,12 +101,17 @@ impl RawLock for Fair {
             .arg(&n.channel)
     }
 
-    fn leave(&self, n: &Names, owner: &str) -> Option<redis::ScriptInvocation<'static>> {
-        Some(leave_invocation(n, owner, false))
+    fn leave(
+        &self,
+        n: &Names,
+        owner: &str,
+        wait_ms: u64,
+    ) -> Option<redis::ScriptInvocation<'static>> {
+        Some(leave_invocation(n, owner, false, wait_ms))
     }
 
     fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static> {
-        leave_invocation(n, "", true)
+        leave_invocation(n, "", true, 0)
     }
 
     fn queue(&self, n: &Names) -> Option<Queue> {

@@ -47,8 +47,10 @@ pub(crate) struct AcquireCall<'a> {
     pub(crate) lease_ms: u64,
     /// Re-entrant modes: the request id of the acquire latch.
     pub(crate) request_id: &'a str,
-    /// Whether a refused waiter joins the kind's wait queue.
-    pub(crate) enqueue: bool,
+    /// The caller's whole wait in ms, 0 for a single attempt: a refused waiter joins the
+    /// kind's wait queue when it is not 0 (the fair lock also scores it with it, as Redisson
+    /// scores its waiters).
+    pub(crate) wait_ms: u64,
     pub(crate) latch_ms: u64,
     /// The fencing floor (legacy server-wide counter read at connect).
     pub(crate) floor: &'a str,
@@ -160,9 +162,14 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
         Renewal::Hash
     }
 
-    /// The call that takes a timed-out or cancelled waiter out of the kind's queue; `None`
-    /// when the kind has none.
-    fn leave(&self, _n: &Names, _owner: &str) -> Option<redis::ScriptInvocation<'static>> {
+    /// The call that takes a timed-out or cancelled waiter out of the kind's queue (its whole
+    /// wait was `wait_ms`); `None` when the kind has none.
+    fn leave(
+        &self,
+        _n: &Names,
+        _owner: &str,
+        _wait_ms: u64,
+    ) -> Option<redis::ScriptInvocation<'static>> {
         None
     }
 

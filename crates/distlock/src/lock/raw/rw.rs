@@ -132,7 +132,7 @@ impl RawLock for Write {
             .arg(c.owner.as_str())
             .arg(c.mode.short())
             .arg(self.liveness.as_millis() as u64)
-            .arg(if c.enqueue { "1" } else { "0" })
+            .arg(if c.wait_ms > 0 { "1" } else { "0" })
             .arg(c.floor);
         (inv, nested_sent_once(c.mode))
     }
@@ -148,7 +148,12 @@ impl RawLock for Write {
             .arg(c.latch_ms)
     }
 
-    fn leave(&self, n: &Names, owner: &str) -> Option<redis::ScriptInvocation<'static>> {
+    fn leave(
+        &self,
+        n: &Names,
+        owner: &str,
+        _wait_ms: u64,
+    ) -> Option<redis::ScriptInvocation<'static>> {
         let mut inv = scripts::RW_WRITER_LEAVE.prepare_invoke();
         inv.key(writers_key(n)).key(&n.channel).arg(owner);
         Some(inv)
