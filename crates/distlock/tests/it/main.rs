@@ -17,6 +17,7 @@ mod model;
 mod multi;
 mod outages;
 mod processes;
+mod redisson;
 mod redlock;
 mod review;
 mod rwlock;
