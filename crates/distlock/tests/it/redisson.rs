@@ -1,7 +1,7 @@
 //! Interop with Redisson, the Java client, on the same keys.
 //!
 //! The fixtures act as a Redisson client does: each runs one of Redisson's scripts
-//! (`redisson/*.lua`, written from the wire-level facts in `notes/redisson-facts.md`;
+//! (`redisson/*.lua`, written from the behaviour of Redisson's source, not its code;
 //! Redisson 4.7, scripts unchanged since 3.52) by `EVAL` on the test's server, with the KEYS
 //! and ARGV Redisson passes: numbers as decimal strings, permit ids as 16 raw bytes, the
 //! publish command as an argument, and "now" read from the Java host's clock, i.e.

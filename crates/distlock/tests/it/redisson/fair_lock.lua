@@ -1,9 +1,9 @@
 -- Redisson fixture: RedissonFairLock.tryLockInnerAsync(waitTime, leaseTime, unit, threadId,
 -- RedisCommands.EVAL_LONG), the "with wait" variant behind RFairLock.lock() and
 -- tryLock(wait, ...).
--- Redisson 4.7 (scripts unchanged since 3.52), written from the wire-level facts in
--- notes/redisson-facts.md, section 3 (nil-safe stale check 3.31.0, max(0, pttl) for a
--- queued waiter 3.32.0, nil-safe last-waiter score 3.45.0).
+-- Redisson 4.7 (scripts unchanged since 3.52), written from the behaviour of Redisson's
+-- source (read, not copied): nil-safe stale check 3.31.0, max(0, pttl) for a queued waiter
+-- 3.32.0, nil-safe last-waiter score 3.45.0.
 --
 -- KEYS[1]  lock key: the lock name (hash, field lockName -> hold count)
 -- KEYS[2]  queue: redisson_lock_queue:{name} (list of lockNames, head first)

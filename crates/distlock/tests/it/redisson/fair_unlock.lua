@@ -1,7 +1,7 @@
 -- Redisson fixture: RedissonFairLock.unlockInnerAsync(threadId, requestId, timeout), the
 -- RFairLock unlock (wakes only the head waiter, on its own channel).
 -- Redisson 4.7 (scripts unchanged since 3.52); unlock latch since 3.24.0. Written from the
--- wire-level facts in notes/redisson-facts.md, section 3.
+-- behaviour of Redisson's source (read, not copied).
 --
 -- KEYS[1]  lock key: the lock name (hash)
 -- KEYS[2]  queue: redisson_lock_queue:{name}

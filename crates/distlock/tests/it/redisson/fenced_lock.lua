@@ -1,7 +1,7 @@
 -- Redisson fixture: RedissonFencedLock.tryLockInnerAsync(leaseTime, unit, threadId), the
 -- script behind RFencedLock.lockAndGetToken() / tryLockAndGetToken() (EVAL_LONG_LIST).
 -- Redisson 4.7 (scripts unchanged since 3.52); present since 3.19.0. Written from the
--- wire-level facts in notes/redisson-facts.md, section 2.
+-- behaviour of Redisson's source (read, not copied).
 --
 -- KEYS[1]  lock key: the lock name (hash, same as RLock's; the token is not stored in it)
 -- KEYS[2]  token counter: prefixName("redisson_lock_token", name) = redisson_lock_token:{name}

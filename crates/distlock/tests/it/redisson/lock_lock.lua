@@ -1,7 +1,7 @@
 -- Redisson fixture: RedissonLock.tryLockInnerAsync(waitTime, leaseTime, unit, threadId,
 -- command), the script behind RLock.lock() / tryLock() (EVAL_LONG).
 -- Redisson 4.7 (scripts unchanged since 3.52); one if-block since 3.19.0. Written from the
--- wire-level facts in notes/redisson-facts.md, section 3.
+-- behaviour of Redisson's source (read, not copied).
 --
 -- KEYS[1]  lock key: the lock name (hash, field lockName -> hold count)
 -- ARGV[1]  leaseMs: the explicit lease, or lockWatchdogTimeout (30000) with the watchdog

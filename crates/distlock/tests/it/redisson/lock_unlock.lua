@@ -1,7 +1,7 @@
 -- Redisson fixture: RedissonLock.unlockInnerAsync(threadId, requestId, timeout), the
 -- RLock unlock with the request-id latch (since 3.24.0); also RFencedLock's unlock.
--- Redisson 4.7 (scripts unchanged since 3.52), written from the wire-level facts in
--- notes/redisson-facts.md, section 3.
+-- Redisson 4.7 (scripts unchanged since 3.52), written from the behaviour of Redisson's
+-- source (read, not copied).
 --
 -- KEYS[1]  lock key: the lock name (hash)
 -- KEYS[2]  channel: prefixName("redisson_lock__channel", name) = redisson_lock__channel:{name}

@@ -1,6 +1,6 @@
 -- Redisson fixture: RedissonPermitExpirableSemaphore.availablePermitsAsync() (codec LongCodec).
--- Redisson 4.7 (scripts unchanged since 3.52), written from the wire-level facts in
--- notes/redisson-facts.md, section 1.
+-- Redisson 4.7 (scripts unchanged since 3.52), written from the behaviour of Redisson's
+-- source (read, not copied).
 --
 -- KEYS[1]  available-permits counter: the semaphore name
 -- KEYS[2]  leases {name}:timeout

@@ -1,7 +1,7 @@
 -- Redisson fixture: RedissonPermitExpirableSemaphore.getPermitsAsync(), the total number of
 -- permits (available + leased; the total itself is never stored). Since 3.19.1.
--- Redisson 4.7 (scripts unchanged since 3.52), written from the wire-level facts in
--- notes/redisson-facts.md, section 1.
+-- Redisson 4.7 (scripts unchanged since 3.52), written from the behaviour of Redisson's
+-- source (read, not copied).
 --
 -- KEYS[1]  available-permits counter: the semaphore name
 -- KEYS[2]  leases {name}:timeout

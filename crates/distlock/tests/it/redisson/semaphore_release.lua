@@ -1,7 +1,7 @@
 -- Redisson fixture: RedissonPermitExpirableSemaphore.tryReleaseAsync(String permitId), the
 -- single-permit release behind release(id) / tryRelease(id) (codec LongCodec).
--- Redisson 4.7 (scripts unchanged since 3.52), written from the wire-level facts in
--- notes/redisson-facts.md, section 1.
+-- Redisson 4.7 (scripts unchanged since 3.52), written from the behaviour of Redisson's
+-- source (read, not copied).
 --
 -- KEYS[1]  available-permits counter: the semaphore name
 -- KEYS[2]  channel redisson_sc:{name}   (note: the channel is KEYS[2] in this script)

@@ -2,7 +2,7 @@
 -- long timeoutDate), the script behind every acquire/tryAcquire of an
 -- RPermitExpirableSemaphore (codec ByteArrayCodec).
 -- Redisson 4.7 (scripts unchanged since 3.52); layout of 3.23.4+ (one zset member per permit,
--- 'OK' result), written from the wire-level facts in notes/redisson-facts.md, section 1.
+-- 'OK' result), written from the behaviour of Redisson's source (read, not copied).
 --
 -- KEYS[1]  available-permits counter: the semaphore name (string holding an integer)
 -- KEYS[2]  leases: suffixName(name, "timeout") = {name}:timeout (zset, member = permit id as
