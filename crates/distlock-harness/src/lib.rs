@@ -11,9 +11,13 @@
 //! poll with `PING` until the server answers.
 //!
 //! [`testing`] has the helpers tests use on such a server: run a command, list keys and
-//! subscribers, wait for a condition.
+//! subscribers, wait for a condition. [`sentinel`] starts a master, two replicas and three
+//! Redis Sentinels watching them ([`SentinelSet`]), for failover tests.
 
+pub mod sentinel;
 pub mod testing;
+
+pub use sentinel::SentinelSet;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -75,6 +79,7 @@ pub struct ServerOptions {
     password: Option<String>,
     persistent: bool,
     tls: bool,
+    sentinel_config: Option<String>,
     extra_args: Vec<String>,
 }
 
@@ -96,6 +101,17 @@ impl ServerOptions {
     /// command; [`RedisServer::url`] is then `rediss://…/#insecure` (no certificate check).
     pub fn tls(mut self) -> Self {
         self.tls = true;
+        self
+    }
+
+    /// Run as a Redis Sentinel (`redis-server <dir>/sentinel.conf --sentinel`), with `config`
+    /// (lines such as `sentinel monitor <name> 127.0.0.1 <port> 2`) as its configuration
+    /// file, written into the server's directory. The sentinel rewrites that file as it
+    /// learns; [`RedisServer::restart`] keeps the rewritten file, as a real restart would.
+    /// [`SentinelSet`] uses this; the other options still apply (a sentinel ignores
+    /// [`persistent`](Self::persistent)).
+    pub fn sentinel(mut self, config: impl Into<String>) -> Self {
+        self.sentinel_config = Some(config.into());
         self
     }
 
@@ -166,8 +182,17 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) -> io::Result<()> {
-        let log = self.dir.path().join("redis.log");
+        let log = self.log_path();
         let mut cmd = Command::new(&self.binary);
+        if let Some(config) = &self.options.sentinel_config {
+            // The configuration file must be the first argument. Written once: a restarted
+            // sentinel keeps the state it rewrote into it.
+            let path = self.dir.path().join("sentinel.conf");
+            if !path.is_file() {
+                std::fs::write(&path, config)?;
+            }
+            cmd.arg(path).arg("--sentinel");
+        }
         cmd.arg("--port")
             .arg(self.port.to_string())
             .arg("--bind")
@@ -324,6 +349,16 @@ impl RedisServer {
     /// The server's working directory (where `dump.rdb` lives).
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The server's log file (`redis.log` in its [directory](Self::dir)).
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("redis.log")
+    }
+
+    /// The server's log so far (empty when there is none yet), for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
     /// The child's process id, while it runs.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conn::pubsub::Hub;
-use crate::conn::{redact_url, Backend, ConnectSettings, Subscriber};
+use crate::conn::{redact_url, Backend, ConnectSettings, Target};
 use crate::error::{Error, Result};
 use crate::holds::{Fallback, Holds};
 use crate::keys;
@@ -234,6 +234,7 @@ pub struct ClientBuilder {
     command_timeout: Duration,
     connect_timeout: Duration,
     require_noeviction: bool,
+    sentinel_auth: Option<String>,
 }
 
 impl Default for ClientBuilder {
@@ -246,6 +247,7 @@ impl Default for ClientBuilder {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             require_noeviction: false,
+            sentinel_auth: None,
         }
     }
 }
@@ -265,11 +267,43 @@ impl fmt::Debug for ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// The server: `redis://[user][:password@]host[:port][/db]`, or `rediss://…` for TLS
-    /// (rustls, Mozilla's root certificates; append `#insecure` to skip verification, as
-    /// redis-rs does).
+    /// The deployment to connect to, by URL:
+    ///
+    /// - one server: `redis://[user][:password@]host[:port][/db]`, or `rediss://…` for TLS
+    ///   (rustls, Mozilla's root certificates; append `#insecure` to skip verification, as
+    ///   redis-rs does);
+    /// - a master behind Redis Sentinel, in lettuce's form:
+    ///   `redis-sentinel://[user:password@]host1[:port1][,host2[:port2]…][/db]#master-name`
+    ///   (`rediss-sentinel://` for TLS, `?insecure` to skip verification; sentinels without a
+    ///   port listen on 26379). The credentials are the master's; set the sentinels' own with
+    ///   [`ClientBuilder::sentinel_auth`]. distlock asks the sentinels for the master and
+    ///   follows failovers: commands and wake-up subscriptions move to the new master within
+    ///   about a second of the sentinels' switch.
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
+        self
+    }
+
+    /// Credentials for the sentinels of a `redis-sentinel://` URL, when they require auth:
+    /// a password, and a user name for an ACL user (Redis Sentinel's `sentinel sentinel-user`
+    /// / `requirepass`). Default: none. Never logged.
+    pub fn sentinel_auth(mut self, user: Option<&str>, password: &str) -> Self {
+        let enc = |s: &str| {
+            s.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect::<String>()
+        };
+        self.sentinel_auth = Some(format!(
+            "{}:{}",
+            user.map(enc).unwrap_or_default(),
+            enc(password)
+        ));
         self
     }
 
@@ -359,18 +393,16 @@ impl ClientBuilder {
         keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))?;
         // TLS needs a process-wide crypto provider; installing twice is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = redis::Client::open(url.as_str()).map_err(|e| {
-            // The driver's message may quote the URL: report only its category.
-            Error::config(format!(
-                "cannot use server URL {redacted}: {}",
-                e.category()
-            ))
-        })?;
+        let target = Target::parse(&url, self.sentinel_auth.as_deref())?;
+        let standalone = match &target {
+            Target::Standalone(client) => Some(client.clone()),
+            Target::Sentinel(_) => None,
+        };
         let settings = ConnectSettings {
             connect_timeout: self.connect_timeout,
             command_timeout: self.command_timeout,
         };
-        let backend = Backend::connect(&client, &settings, &redacted).await?;
+        let (backend, subscriber) = Backend::connect(target, &settings, &redacted).await?;
         // One round trip for all three: the requests share the multiplexed connection.
         let legacy_counter = keys::legacy_fencing_counter(&self.key_prefix);
         let (eviction_policy, fencing_floor, ()) = tokio::join!(
@@ -388,18 +420,15 @@ impl ClientBuilder {
             id_str: id.to_string(),
             holds: Holds::new(
                 Fallback {
-                    client: client.clone(),
+                    client: standalone,
+                    backend: backend.clone(),
                     connect_timeout: self.connect_timeout,
                     command_timeout: self.command_timeout,
                     deadline: Default::default(),
                 },
                 tokio::runtime::Handle::current(),
             ),
-            hub: Hub::start(
-                Subscriber::Standalone(client),
-                self.connect_timeout,
-                reconnected.clone(),
-            ),
+            hub: Hub::start(subscriber, self.connect_timeout, reconnected.clone()),
             leases: Leases::start(backend.clone(), self.watchdog_lease, reconnected),
             backend,
             fencing_floor,

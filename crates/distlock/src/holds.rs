@@ -82,7 +82,10 @@ pub(crate) type Releaser = Arc<dyn Fn() -> ReleaseRequest + Send + Sync>;
 /// What the blocking fallback needs to reach the server without the runtime.
 #[derive(Clone)]
 pub(crate) struct Fallback {
-    pub(crate) client: redis::Client,
+    /// The standalone server's client; `None` when the server changes (Sentinel): then the
+    /// backend names the current one.
+    pub(crate) client: Option<redis::Client>,
+    pub(crate) backend: crate::conn::Backend,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
     /// One deadline for every fallback of the client: the first sets it, the others wait only
@@ -328,8 +331,9 @@ fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
     let spawned = std::thread::Builder::new()
         .name("distlock-release".into())
         .spawn(move || {
-            let r = fb
-                .client
+            let client = fb.client.clone().or_else(|| fb.backend.current_client());
+            let Some(client) = client else { return };
+            let r = client
                 .get_connection_with_timeout(fb.connect_timeout)
                 .and_then(|mut con| {
                     con.set_read_timeout(Some(fb.command_timeout))?;

@@ -4,13 +4,16 @@
 //! the resend rules (what may be sent again after a broken connection or a timeout, and for
 //! how long) and sends over a [`Connection`]; every subscription goes through the
 //! [`pubsub::Hub`], which opens its connections through a [`Subscriber`]. A deployment is one
-//! variant of each: `standalone.rs` today; Sentinel and Cluster are further variants (and
-//! files) behind the same two types, not edits across the crate. Scripts route by their
-//! first key (redis-rs's cluster client does so), and every script's keys share the lock's
-//! hash slot.
+//! variant of each: `standalone.rs` (one server) and `sentinel.rs` (a master found and
+//! followed through Redis Sentinel); Cluster is a further variant (and file) behind the same
+//! two types. Scripts route by their first key (redis-rs's cluster client does so), and every
+//! script's keys share the lock's hash slot.
 
 pub(crate) mod pubsub;
+pub(crate) mod sentinel;
 mod standalone;
+
+use std::sync::Arc;
 
 use std::fmt;
 use std::time::Duration;
@@ -53,12 +56,19 @@ pub(crate) fn redact_url(url: &str) -> String {
 pub(crate) enum Connection {
     /// One server: a multiplexed connection that reconnects with backoff.
     Standalone(ConnectionManager),
+    /// The master Redis Sentinel names now (a request goes to the master current when it is
+    /// sent; a switch of master takes effect for the next request).
+    Sentinel(Arc<sentinel::Master>),
 }
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Connection::Standalone(c) => c.req_packed_command(cmd),
+            Connection::Sentinel(m) => {
+                let mut c = m.manager();
+                Box::pin(async move { c.req_packed_command(cmd).await })
+            }
         }
     }
 
@@ -70,12 +80,17 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Sentinel(m) => {
+                let mut c = m.manager();
+                Box::pin(async move { c.req_packed_commands(pipeline, offset, count).await })
+            }
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Connection::Standalone(c) => c.get_db(),
+            Connection::Sentinel(m) => m.manager().get_db(),
         }
     }
 }
@@ -84,7 +99,9 @@ impl ConnectionLike for Connection {
 #[derive(Clone)]
 pub(crate) enum Subscriber {
     /// One server: plain pub/sub connections to it.
-    Standalone(redis::Client),
+    Standalone(Box<redis::Client>),
+    /// Plain pub/sub connections to the master Redis Sentinel names now.
+    Sentinel(Arc<sentinel::Master>),
 }
 
 impl Subscriber {
@@ -92,7 +109,48 @@ impl Subscriber {
     pub(crate) async fn connect(&self) -> redis::RedisResult<redis::aio::PubSub> {
         match self {
             Subscriber::Standalone(client) => client.get_async_pubsub().await,
+            Subscriber::Sentinel(m) => m.client().get_async_pubsub().await,
         }
+    }
+
+    /// Changes whenever the server behind the subscriptions changes (a Sentinel failover):
+    /// the hub then reconnects and wakes every waiter. `None` when it never changes.
+    pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match self {
+            Subscriber::Standalone(_) => None,
+            Subscriber::Sentinel(m) => Some(m.switches()),
+        }
+    }
+}
+
+/// Where a client connects: a standalone server, or a master behind Redis Sentinel.
+#[derive(Debug)]
+pub(crate) enum Target {
+    /// `redis://`, `rediss://`, `unix://`.
+    Standalone(redis::Client),
+    /// `redis-sentinel://`, `rediss-sentinel://`.
+    Sentinel(sentinel::Config),
+}
+
+impl Target {
+    /// Parse a server URL; `sentinel_auth` (`user:password` or `:password`) is for the
+    /// sentinels of a Sentinel URL. Errors never quote the URL (it may hold a password).
+    pub(crate) fn parse(url: &str, sentinel_auth: Option<&str>) -> Result<Target> {
+        let redacted = redact_url(url);
+        if sentinel::is_sentinel_url(url) {
+            return sentinel::Config::parse(url, sentinel_auth)
+                .map(Target::Sentinel)
+                .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
+        }
+        redis::Client::open(url)
+            .map(Target::Standalone)
+            .map_err(|e| {
+                // The driver's message may quote the URL: report only its category.
+                Error::config(format!(
+                    "cannot use server URL {redacted}: {}",
+                    e.category()
+                ))
+            })
     }
 }
 
@@ -111,39 +169,73 @@ pub(crate) struct ConnectSettings {
 
 impl Backend {
     /// Connect and authenticate; fails fast on an unreachable server or a refused password.
+    /// Returns the backend and where the subscription hub connects.
     pub(crate) async fn connect(
-        client: &redis::Client,
+        target: Target,
         settings: &ConnectSettings,
         redacted_url: &str,
-    ) -> Result<Backend> {
+    ) -> Result<(Backend, Subscriber)> {
         // One budget for the whole connect (TCP, TLS, AUTH, the first PING): redis-rs's
         // manager retries a failed first connection on its own, which must not stretch it.
         let context = format!("connect to {redacted_url}");
         let connect = async {
-            let conn = standalone::connect(client, settings)
-                .await
-                .map_err(|e| Error::from_redis(&context, e))?;
-            let backend = Backend {
-                conn: Connection::Standalone(conn),
+            let (conn, subscriber) = match target {
+                Target::Standalone(client) => {
+                    let conn = standalone::connect(&client, settings)
+                        .await
+                        .map_err(|e| Error::from_redis(&context, e))?;
+                    (
+                        Connection::Standalone(conn),
+                        Subscriber::Standalone(Box::new(client)),
+                    )
+                }
+                Target::Sentinel(config) => {
+                    let master =
+                        sentinel::Master::connect(config, settings)
+                            .await
+                            .map_err(|e| {
+                                Error::new(ErrorKind::Connection, format!("{context}: {e}"))
+                            })?;
+                    (
+                        Connection::Sentinel(master.clone()),
+                        Subscriber::Sentinel(master),
+                    )
+                }
             };
+            let backend = Backend { conn };
             backend
                 .query::<String>(&context, &redis::cmd("PING"))
                 .await?;
-            Ok::<_, Error>(backend)
+            Ok::<_, Error>((backend, subscriber))
         };
-        let backend = match tokio::time::timeout(settings.connect_timeout, connect).await {
-            Ok(r) => r?,
-            Err(_) => {
-                return Err(Error::new(
-                    ErrorKind::Connection,
-                    format!(
-                        "{context}: no answer within the connect timeout ({:?})",
-                        settings.connect_timeout
-                    ),
-                ));
+        match tokio::time::timeout(settings.connect_timeout, connect).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::new(
+                ErrorKind::Connection,
+                format!(
+                    "{context}: no answer within the connect timeout ({:?})",
+                    settings.connect_timeout
+                ),
+            )),
+        }
+    }
+
+    /// A client for the server commands go to now (the blocking fallback connects with it).
+    pub(crate) fn current_client(&self) -> Option<redis::Client> {
+        match &self.conn {
+            Connection::Standalone(_) => None,
+            Connection::Sentinel(m) => Some(m.client()),
+        }
+    }
+
+    /// A request failed with `e`: on Sentinel, a refused write (READONLY: the master was
+    /// demoted) or an unreachable master has the sentinels asked at once.
+    fn saw_error(&self, e: &redis::RedisError) {
+        if let Connection::Sentinel(m) = &self.conn {
+            if retriable(e) {
+                m.nudge();
             }
-        };
-        Ok(backend)
+        }
     }
 
     /// Whether every script call must keep its keys in one hash slot (Redis Cluster). A
@@ -202,6 +294,7 @@ impl Backend {
             match invocation.invoke_async::<T>(&mut conn).await {
                 Ok(v) => return Ok((v, attempt > 0)),
                 Err(e) if retriable(&e) => {
+                    self.saw_error(&e);
                     let now = tokio::time::Instant::now();
                     if now >= deadline {
                         return Err(Error::from_redis(&context.to_string(), e).outcome_unknown());
@@ -283,6 +376,7 @@ impl Backend {
             match send(self.conn.clone()).await {
                 Ok(v) => return Ok(v),
                 Err(e) if retriable(&e) && attempt < RETRY_DELAYS.len() => {
+                    self.saw_error(&e);
                     tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending");
                     tokio::time::sleep(RETRY_DELAYS[attempt]).await;
                     attempt += 1;
@@ -302,7 +396,8 @@ fn resend_delay(attempt: usize) -> Duration {
 }
 
 /// Errors after which the same request may be sent again: broken or refused connections,
-/// timeouts, and a server that is still loading its snapshot or asks to try again.
+/// timeouts, a server that is still loading its snapshot or asks to try again, and a
+/// replica's READONLY refusal (given before anything runs: a master demoted by a failover).
 fn retriable(e: &redis::RedisError) -> bool {
     use redis::{ErrorKind as K, ServerErrorKind as S};
     e.is_io_error()
@@ -315,6 +410,7 @@ fn retriable(e: &redis::RedisError) -> bool {
                 | K::Server(S::TryAgain)
                 | K::Server(S::MasterDown)
                 | K::Server(S::ClusterDown)
+                | K::Server(S::ReadOnly)
         )
 }
 

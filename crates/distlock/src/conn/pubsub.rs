@@ -321,6 +321,8 @@ async fn run(
 ) {
     let mut conn: Option<Conn> = None;
     let mut connected_before = false;
+    // A failover (Sentinel) moves the subscriptions to the new master.
+    let mut switches = subscriber.switches();
     let mut backoff = MIN_BACKOFF;
     // Acknowledgements waiting for a connection.
     let mut pending: Vec<(String, Option<oneshot::Sender<bool>>)> = Vec::new();
@@ -392,6 +394,21 @@ async fn run(
                         pending.push((name, ack));
                         conn = None;
                     }
+                }
+            }
+            changed = async {
+                match switches.as_mut() {
+                    Some(w) => w.changed().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                if changed.is_err() {
+                    switches = None;
+                } else {
+                    tracing::info!("the server changed (failover): resubscribing on the new one");
+                    // Reconnect: the new connection subscribes to every channel again, and
+                    // every waiter is woken to check at once.
+                    conn = None;
                 }
             }
             msg = c.stream.next() => {

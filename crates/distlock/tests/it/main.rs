@@ -23,6 +23,7 @@ mod review;
 mod rwlock;
 mod scripts;
 mod semaphore;
+mod sentinel;
 mod shutdown;
 mod tls;
 mod wakeup;

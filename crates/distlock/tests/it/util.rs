@@ -133,11 +133,14 @@ pub async fn wait_all_succeed(children: Vec<std::process::Child>, what: &str) {
 pub enum Topology {
     /// One redis-server, no replicas.
     Standalone,
+    /// A master with two replicas and three sentinels; the client connects through the
+    /// sentinels (`redis-sentinel://`).
+    Sentinel,
 }
 
 impl Topology {
     /// Every topology, in the order the conformance tests run on them.
-    pub const ALL: &'static [Topology] = &[Topology::Standalone];
+    pub const ALL: &'static [Topology] = &[Topology::Standalone, Topology::Sentinel];
 }
 
 /// Every topology a conformance test runs on:
@@ -153,34 +156,42 @@ pub fn topologies() -> impl Iterator<Item = Topology> {
 }
 
 /// The servers of one [`Topology`], running while the value lives.
-pub struct Deployment {
-    topology: Topology,
-    servers: Vec<RedisServer>,
+pub enum Deployment {
+    /// One server.
+    Standalone(RedisServer),
+    /// A Sentinel set.
+    Sentinel(distlock_harness::SentinelSet),
 }
 
 impl Deployment {
     /// Start the servers of `topology` on free loopback ports.
     pub fn start(topology: Topology) -> Deployment {
-        let servers = match topology {
-            Topology::Standalone => vec![RedisServer::start()],
-        };
-        Deployment { topology, servers }
+        match topology {
+            Topology::Standalone => Deployment::Standalone(RedisServer::start()),
+            Topology::Sentinel => Deployment::Sentinel(distlock_harness::SentinelSet::start()),
+        }
     }
 
     /// A new client connected to the deployment (a second client is another process's
     /// view of the same locks).
     pub async fn client(&self) -> Client {
-        match self.topology {
-            Topology::Standalone => client_for(&self.servers[0]).await,
+        match self {
+            Deployment::Standalone(server) => client_for(server).await,
+            Deployment::Sentinel(set) => Client::builder()
+                .url(set.url())
+                .build()
+                .await
+                .expect("connect through the sentinels"),
         }
     }
 
     /// The server that holds `key`, for assertions with [`cmd`] (on Cluster: the node
     /// serving the key's slot; on Sentinel: the current master).
     pub fn node_for(&self, key: &str) -> &RedisServer {
-        let _ = key; // one server holds every key
-        match self.topology {
-            Topology::Standalone => &self.servers[0],
+        let _ = key; // one master holds every key
+        match self {
+            Deployment::Standalone(server) => server,
+            Deployment::Sentinel(set) => set.master(),
         }
     }
 }

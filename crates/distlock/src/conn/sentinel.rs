@@ -1,0 +1,476 @@
+//! Redis Sentinel (`redis-sentinel://`, `rediss-sentinel://`): the master is resolved by
+//! distlock itself and followed across failovers.
+//!
+//! redis-rs's Sentinel client resolves the master once and never follows a failover
+//! (redis-rs issue #1438), so this module does the resolution: ask every sentinel in parallel
+//! (`SENTINEL MASTER <name>`), keep the answers whose flags say the master is not down, take
+//! the one with the highest config epoch, and check with `ROLE` that the server is a master.
+//! A monitor task follows failovers: it listens for `+switch-master` on a sentinel and asks
+//! again every second. On a switch the command connection is replaced at once (requests
+//! after the switch go to the new master; the old master's connection closes when its last
+//! in-flight request ends), and the subscription hub reconnects to the new master and wakes
+//! every local waiter, so none waits for a message published to nobody.
+
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::ConnectionManager;
+use tokio::sync::watch;
+
+use super::ConnectSettings;
+
+/// Port of a sentinel given without one.
+const DEFAULT_SENTINEL_PORT: u16 = 26379;
+/// How often the monitor asks the sentinels, besides listening for `+switch-master`.
+const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Where a Sentinel deployment is: parsed from a `redis-sentinel://` URL.
+#[derive(Clone)]
+pub(crate) struct Config {
+    /// `redis` or `rediss` (TLS to the master and the sentinels).
+    scheme: &'static str,
+    /// The sentinels' `host:port`.
+    sentinels: Vec<String>,
+    /// The master's name in the sentinels' configuration.
+    master_name: String,
+    /// `user:password@` (as written in the URL, still percent-encoded) for the master.
+    userinfo: String,
+    /// `/<db>` or empty.
+    db_path: String,
+    /// `?…` or empty, passed on to the master's and the sentinels' URLs.
+    query: String,
+    /// `#insecure` when the URL's query asked for TLS without certificate checks (redis-rs's
+    /// spelling, which a Sentinel URL cannot use: its fragment is the master's name).
+    insecure: &'static str,
+    /// `user:password@` for the sentinels, when they require auth.
+    sentinel_userinfo: String,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("sentinels", &self.sentinels)
+            .field("master_name", &self.master_name)
+            .finish()
+    }
+}
+
+/// Whether `url` names a Sentinel deployment (lettuce's URL form).
+pub(crate) fn is_sentinel_url(url: &str) -> bool {
+    url.starts_with("redis-sentinel://") || url.starts_with("rediss-sentinel://")
+}
+
+impl Config {
+    /// Parse lettuce's form `redis-sentinel://[user:password@]host1[:port1][,host2[:port2]…][/db][?query]#master-name`
+    /// (`rediss-sentinel://` for TLS). Sentinels without a port listen on 26379.
+    /// `sentinel_auth` is `user:password` (or `:password`) for the sentinels, if they need it.
+    ///
+    /// Errors are messages without the password.
+    pub(crate) fn parse(url: &str, sentinel_auth: Option<&str>) -> Result<Config, String> {
+        let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis-sentinel://") {
+            ("redis", rest)
+        } else if let Some(rest) = url.strip_prefix("rediss-sentinel://") {
+            ("rediss", rest)
+        } else {
+            return Err("not a redis-sentinel:// or rediss-sentinel:// URL".into());
+        };
+        let (rest, master_name) = rest
+            .rsplit_once('#')
+            .ok_or("no master name: end the URL with #<master-name>")?;
+        if master_name.is_empty() {
+            return Err("empty master name after #".into());
+        }
+        let (rest, query, insecure) = match rest.split_once('?') {
+            Some((r, q)) => {
+                let insecure = q.split('&').any(|p| p == "insecure");
+                let kept: Vec<&str> = q.split('&').filter(|p| *p != "insecure").collect();
+                let query = if kept.is_empty() || kept == [""] {
+                    String::new()
+                } else {
+                    format!("?{}", kept.join("&"))
+                };
+                (r, query, if insecure { "#insecure" } else { "" })
+            }
+            None => (rest, String::new(), ""),
+        };
+        let (authority, db_path) = match rest.split_once('/') {
+            Some((a, "")) => (a, String::new()),
+            Some((a, db)) => {
+                if db.parse::<u32>().is_err() {
+                    return Err(format!("the database {db:?} is not a number"));
+                }
+                (a, format!("/{db}"))
+            }
+            None => (rest, String::new()),
+        };
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((u, h)) => (format!("{u}@"), h),
+            None => (String::new(), authority),
+        };
+        let mut sentinels = Vec::new();
+        for host in hosts.split(',') {
+            if host.is_empty() {
+                return Err("an empty sentinel address".into());
+            }
+            let has_port = match host.rfind(']') {
+                Some(end) => host[end..].contains(':'),
+                None => host.contains(':'),
+            };
+            if has_port {
+                let (_, port) = host.rsplit_once(':').expect("has a colon");
+                if port.parse::<u16>().is_err() {
+                    return Err(format!("sentinel address {host:?}: bad port"));
+                }
+                sentinels.push(host.to_string());
+            } else {
+                sentinels.push(format!("{host}:{DEFAULT_SENTINEL_PORT}"));
+            }
+        }
+        Ok(Config {
+            scheme,
+            sentinels,
+            master_name: master_name.to_string(),
+            userinfo,
+            db_path,
+            query,
+            insecure,
+            sentinel_userinfo: sentinel_auth.map(|a| format!("{a}@")).unwrap_or_default(),
+        })
+    }
+
+    fn master_url(&self, addr: &str) -> String {
+        format!(
+            "{}://{}{addr}{}{}{}",
+            self.scheme, self.userinfo, self.db_path, self.query, self.insecure
+        )
+    }
+
+    fn sentinel_url(&self, addr: &str) -> String {
+        // TLS settings (e.g. `?insecure`) apply to the sentinels too.
+        format!(
+            "{}://{}{addr}/{}{}",
+            self.scheme, self.sentinel_userinfo, self.query, self.insecure
+        )
+    }
+}
+
+/// What a sentinel says about the master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Answer {
+    addr: String,
+    epoch: u64,
+}
+
+/// The master in use now.
+struct Current {
+    addr: String,
+    client: redis::Client,
+    manager: ConnectionManager,
+}
+
+/// A resolved and followed Sentinel master: what the command connection, the subscription
+/// hub and the blocking fallback read.
+pub(crate) struct Master {
+    config: Config,
+    settings: ConnectSettings,
+    current: RwLock<Current>,
+    /// Bumped on every switch; the hub reconnects when it changes.
+    switches: watch::Sender<u64>,
+    /// Wakes the monitor at once (e.g. after a READONLY reply).
+    nudge: tokio::sync::Notify,
+}
+
+impl Master {
+    /// Resolve the master, connect to it, and start following failovers (the monitor task
+    /// ends when the last handle is dropped).
+    pub(crate) async fn connect(
+        config: Config,
+        settings: &ConnectSettings,
+    ) -> Result<Arc<Master>, String> {
+        let answer = resolve(&config, settings).await?;
+        let (client, manager) = open_master(&config, settings, &answer.addr).await?;
+        let master = Arc::new(Master {
+            config,
+            settings: settings.clone(),
+            current: RwLock::new(Current {
+                addr: answer.addr,
+                client,
+                manager,
+            }),
+            switches: watch::channel(0).0,
+            nudge: tokio::sync::Notify::new(),
+        });
+        tokio::spawn(monitor(Arc::downgrade(&master)));
+        Ok(master)
+    }
+
+    /// The command connection to the current master (cheap: a shared handle).
+    pub(crate) fn manager(&self) -> ConnectionManager {
+        self.current.read().unwrap().manager.clone()
+    }
+
+    /// A client for the current master (pub/sub connections, the blocking fallback).
+    pub(crate) fn client(&self) -> redis::Client {
+        self.current.read().unwrap().client.clone()
+    }
+
+    /// Changes on every switch of master.
+    pub(crate) fn switches(&self) -> watch::Receiver<u64> {
+        self.switches.subscribe()
+    }
+
+    /// Ask the sentinels now rather than at the next poll (the master refused a write, or
+    /// cannot be reached).
+    pub(crate) fn nudge(&self) {
+        self.nudge.notify_one();
+    }
+
+    /// Ask the sentinels; switch to the master they name if it is another one.
+    async fn refresh(&self) -> Result<(), String> {
+        let answer = resolve(&self.config, &self.settings).await?;
+        if answer.addr == self.current.read().unwrap().addr {
+            return Ok(());
+        }
+        let (client, manager) = open_master(&self.config, &self.settings, &answer.addr).await?;
+        let old = {
+            let mut current = self.current.write().unwrap();
+            let old = std::mem::replace(
+                &mut *current,
+                Current {
+                    addr: answer.addr.clone(),
+                    client,
+                    manager,
+                },
+            );
+            old.addr
+        };
+        tracing::warn!(
+            master = %self.config.master_name,
+            from = %old,
+            to = %answer.addr,
+            config_epoch = answer.epoch,
+            "Sentinel master switched; commands and subscriptions move to the new master"
+        );
+        self.switches.send_modify(|n| *n += 1);
+        Ok(())
+    }
+}
+
+/// Connect to `addr` and check that it is a master (`ROLE`).
+async fn open_master(
+    config: &Config,
+    settings: &ConnectSettings,
+    addr: &str,
+) -> Result<(redis::Client, ConnectionManager), String> {
+    let client = redis::Client::open(config.master_url(addr).as_str())
+        .map_err(|e| format!("master {addr}: {}", e.category()))?;
+    let manager = tokio::time::timeout(
+        settings.connect_timeout,
+        super::standalone::connect(&client, settings),
+    )
+    .await
+    .map_err(|_| format!("master {addr}: no answer within the connect timeout"))?
+    .map_err(|e| format!("master {addr}: {e}"))?;
+    let mut con = manager.clone();
+    let role: redis::Value = tokio::time::timeout(
+        settings.command_timeout,
+        redis::cmd("ROLE").query_async(&mut con),
+    )
+    .await
+    .map_err(|_| format!("master {addr}: ROLE timed out"))?
+    .map_err(|e| format!("master {addr}: ROLE: {e}"))?;
+    let role = match &role {
+        redis::Value::Array(items) => items.first().and_then(|v| match v {
+            redis::Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            redis::Value::SimpleString(s) => Some(s.clone()),
+            _ => None,
+        }),
+        _ => None,
+    };
+    if role.as_deref() != Some("master") {
+        return Err(format!(
+            "{addr}, named master by the sentinels, says it is a {}",
+            role.as_deref().unwrap_or("server of unknown role")
+        ));
+    }
+    Ok((client, manager))
+}
+
+/// Ask every sentinel in parallel; the answer with the highest config epoch among those that
+/// do not flag the master down.
+async fn resolve(config: &Config, settings: &ConnectSettings) -> Result<Answer, String> {
+    let asks = config
+        .sentinels
+        .iter()
+        .map(|s| ask_sentinel(config, settings, s));
+    let answers = futures_util::future::join_all(asks).await;
+    let mut best: Option<Answer> = None;
+    let mut errors = Vec::new();
+    for (sentinel, answer) in config.sentinels.iter().zip(answers) {
+        match answer {
+            Ok(Some(a)) => {
+                if best.as_ref().is_none_or(|b| a.epoch > b.epoch) {
+                    best = Some(a);
+                }
+            }
+            Ok(None) => errors.push(format!("{sentinel}: master down or unknown")),
+            Err(e) => errors.push(format!("{sentinel}: {e}")),
+        }
+    }
+    best.ok_or_else(|| {
+        format!(
+            "no sentinel names a live master {:?} ({})",
+            config.master_name,
+            errors.join("; ")
+        )
+    })
+}
+
+/// One sentinel's view of the master: `None` when it flags the master down.
+async fn ask_sentinel(
+    config: &Config,
+    settings: &ConnectSettings,
+    sentinel: &str,
+) -> Result<Option<Answer>, String> {
+    let client = redis::Client::open(config.sentinel_url(sentinel).as_str())
+        .map_err(|e| e.category().to_string())?;
+    let ask = async {
+        let mut con = client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|e| e.to_string())?;
+        let fields: Vec<String> = redis::cmd("SENTINEL")
+            .arg("MASTER")
+            .arg(&config.master_name)
+            .query_async(&mut con)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(fields)
+    };
+    let fields = tokio::time::timeout(settings.connect_timeout, ask)
+        .await
+        .map_err(|_| "no answer within the connect timeout".to_string())??;
+    let field = |name: &str| {
+        fields
+            .chunks(2)
+            .find(|kv| kv[0] == name)
+            .and_then(|kv| kv.get(1).cloned())
+    };
+    let flags = field("flags").unwrap_or_default();
+    if flags
+        .split(',')
+        .any(|f| matches!(f, "s_down" | "o_down" | "disconnected"))
+    {
+        return Ok(None);
+    }
+    let (Some(ip), Some(port)) = (field("ip"), field("port")) else {
+        return Err("SENTINEL MASTER reply without ip and port".into());
+    };
+    let host = if ip.contains(':') {
+        format!("[{ip}]")
+    } else {
+        ip
+    };
+    Ok(Some(Answer {
+        addr: format!("{host}:{port}"),
+        epoch: field("config-epoch")
+            .and_then(|e| e.parse().ok())
+            .unwrap_or(0),
+    }))
+}
+
+/// Follow failovers while `master` lives: listen for `+switch-master` on one sentinel (the
+/// next one when it fails) and ask the sentinels every second and when nudged.
+async fn monitor(master: Weak<Master>) {
+    let mut listener: Option<redis::aio::PubSub> = None;
+    let mut next_sentinel = 0usize;
+    loop {
+        let Some(m) = master.upgrade() else { return };
+        if listener.is_none() {
+            let sentinel = m.config.sentinels[next_sentinel % m.config.sentinels.len()].clone();
+            next_sentinel += 1;
+            listener = open_listener(&m.config, &m.settings, &sentinel).await;
+        }
+        let switched = async {
+            match listener.as_mut() {
+                Some(l) => {
+                    let mut stream = l.on_message();
+                    while let Some(msg) = stream.next().await {
+                        let payload: String = msg.get_payload().unwrap_or_default();
+                        if payload.split(' ').next() == Some(m.config.master_name.as_str()) {
+                            return true;
+                        }
+                    }
+                    false
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let listener_alive = tokio::select! {
+            alive = switched => alive,
+            () = tokio::time::sleep(POLL_INTERVAL) => true,
+            () = m.nudge.notified() => true,
+        };
+        if !listener_alive {
+            listener = None;
+        }
+        if let Err(e) = m.refresh().await {
+            tracing::debug!(error = %e, "Sentinel: could not resolve the master; asking again");
+        }
+        drop(m);
+    }
+}
+
+async fn open_listener(
+    config: &Config,
+    settings: &ConnectSettings,
+    sentinel: &str,
+) -> Option<redis::aio::PubSub> {
+    let client = redis::Client::open(config.sentinel_url(sentinel).as_str()).ok()?;
+    let mut pubsub = tokio::time::timeout(settings.connect_timeout, client.get_async_pubsub())
+        .await
+        .ok()?
+        .ok()?;
+    pubsub.subscribe("+switch-master").await.ok()?;
+    Some(pubsub)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+
+    #[test]
+    fn parses_lettuce_sentinel_urls() {
+        let c = Config::parse(
+            "redis-sentinel://app:s3cret@h1:26379,h2,h3:26380/2#mymaster",
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.sentinels, ["h1:26379", "h2:26379", "h3:26380"]);
+        assert_eq!(c.master_name, "mymaster");
+        assert_eq!(
+            c.master_url("10.0.0.5:6379"),
+            "redis://app:s3cret@10.0.0.5:6379/2"
+        );
+        assert_eq!(c.sentinel_url("h1:26379"), "redis://h1:26379/");
+        let c = Config::parse("rediss-sentinel://h1#m", Some(":pw")).unwrap();
+        assert_eq!(c.master_url("h:1"), "rediss://h:1");
+        assert_eq!(c.sentinel_url("h1:26379"), "rediss://:pw@h1:26379/");
+        let c = Config::parse("rediss-sentinel://h1/1?insecure#m", None).unwrap();
+        assert_eq!(c.master_url("h:1"), "rediss://h:1/1#insecure");
+        let c = Config::parse("redis-sentinel://[::1]:26379,[::1]#m", None).unwrap();
+        assert_eq!(c.sentinels, ["[::1]:26379", "[::1]:26379"]);
+        for bad in [
+            "redis-sentinel://h1:26379",
+            "redis-sentinel://h1#",
+            "redis-sentinel://h1:x#m",
+            "redis-sentinel://h1,,h2#m",
+            "redis-sentinel://h1/x#m",
+            "redis://h1#m",
+        ] {
+            let e = Config::parse(bad, None).unwrap_err();
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Redis Sentinel: a master with two replicas and three sentinels, all real processes; the
+//! client finds the master through the sentinels and follows failovers.
+
+use std::time::{Duration, Instant};
+
+use distlock::{Client, ErrorKind};
+use distlock_harness::testing::wait_until;
+use distlock_harness::SentinelSet;
+
+use crate::util::*;
+
+async fn client_on(set: &SentinelSet) -> Client {
+    Client::builder()
+        .url(set.url())
+        .build()
+        .await
+        .expect("connect through the sentinels")
+}
+
+/// The client connects to the master the sentinels name (not to a replica), and a bad master
+/// name or unreachable sentinels are a clear `Connection` error that names the master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_finds_the_master_through_the_sentinels() {
+    let set = SentinelSet::start();
+    let client = client_on(&set).await;
+    let guard = client.lock("found").acquire().await.unwrap();
+    let master = set.master();
+    assert_eq!(
+        cmd::<i64>(master, &["HLEN", "found"]),
+        2,
+        "holder + token on the master"
+    );
+    guard.release().await.unwrap();
+
+    let wrong = set
+        .url()
+        .replace(&format!("#{}", set.master_name()), "#nosuchmaster");
+    let err = Client::builder()
+        .url(wrong)
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("nosuchmaster"), "{err}");
+}
+
+/// The master is killed (SIGKILL) while a lock is held and another client waits for it. The
+/// client follows the failover: the holder's release goes to the new master, the waiter —
+/// resubscribed on the new master — is woken by it (not by the lease), and its fencing token
+/// is above the holder's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_gets_the_lock_after_a_master_failover() {
+    let mut set = SentinelSet::start();
+    let holder_client = client_on(&set).await;
+    let waiter_client = client_on(&set).await;
+    let lease = Duration::from_secs(30);
+    let held = holder_client
+        .lock("failover")
+        .lease(lease)
+        .acquire()
+        .await
+        .unwrap();
+    let token = held.fencing_token();
+    // The grant is on both replicas before the kill (no WAIT yet: wait for it here).
+    let replicated = set
+        .servers()
+        .iter()
+        .filter(|s| s.port() != set.master_port())
+        .all(|r| {
+            wait_until(Duration::from_secs(5), || {
+                cmd::<i64>(r, &["EXISTS", "failover"]) == 1
+            })
+        });
+    assert!(replicated, "the grant did not reach the replicas");
+    let waiter = {
+        let lock = waiter_client.lock("failover");
+        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(25)).await })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || {
+            numsub(set.master(), "redisson_lock__channel:{failover}") == 1
+        })
+        .await
+    );
+
+    let killed_at = Instant::now();
+    let old = set.kill_master();
+    let new = tokio::task::block_in_place(|| set.wait_for_failover(old, Duration::from_secs(15)));
+    let failed_over = killed_at.elapsed();
+    assert_ne!(new, old);
+    // Both clients moved their subscriptions to the new master.
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            numsub(set.master(), "redisson_lock__channel:{failover}") >= 1
+        })
+        .await,
+        "the waiter did not resubscribe on the new master"
+    );
+    assert!(!waiter.is_finished(), "the waiter got a lock that is held");
+
+    let released_at = Instant::now();
+    held.release()
+        .await
+        .expect("release through the new master");
+    let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was not woken by the release")
+        .unwrap()
+        .unwrap()
+        .expect("the waiter got the lock");
+    let woken = released_at.elapsed();
+    eprintln!(
+        "sentinel failover: kill -> new master {failed_over:?}; release -> waiter granted {woken:?}"
+    );
+    assert!(
+        woken < Duration::from_millis(1_500),
+        "woken {woken:?} after the release"
+    );
+    assert!(
+        got.fencing_token() > token,
+        "tokens not ordered across the failover"
+    );
+    got.release().await.unwrap();
+}
