@@ -11,6 +11,8 @@ use distlock_harness::RedisServer;
 #[derive(Clone, Debug)]
 pub struct Options {
     pub url: Option<String>,
+    /// `--sentinel-password`: the sentinels' password for a `redis-sentinel://` URL.
+    pub sentinel_password: Option<String>,
     pub key_prefix: String,
     pub watchdog_lease: Duration,
     /// `--connect-timeout`: bound on establishing a connection.
@@ -25,12 +27,16 @@ pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
 impl Options {
     /// A client builder for `url` with these options (prefix, watchdog lease, timeouts).
     pub fn builder_for(&self, url: &str) -> ClientBuilder {
-        Client::builder()
+        let builder = Client::builder()
             .url(url)
             .key_prefix(self.key_prefix.clone())
             .watchdog_lease(self.watchdog_lease)
             .connect_timeout(self.connect_timeout)
-            .command_timeout(self.command_timeout)
+            .command_timeout(self.command_timeout);
+        match &self.sentinel_password {
+            Some(pw) => builder.sentinel_auth(None, pw),
+            None => builder,
+        }
     }
 
     /// A client for `url` with these options.

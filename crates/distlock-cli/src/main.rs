@@ -15,11 +15,23 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "distlock", version, about, long_about = None)]
 struct Cli {
-    /// Redis URL (redis://[user][:password@]host[:port][/db], rediss:// for TLS). Without it,
-    /// `run`, `status` and `unlock` use redis://127.0.0.1:6379/ and `demo` starts a private
-    /// redis-server.
+    /// Redis URL: redis://[user][:password@]host[:port][/db] (rediss:// for TLS), or a master
+    /// behind Redis Sentinel: redis-sentinel://[user:password@]host1[:port1][,host2...][/db]#master-name
+    /// (rediss-sentinel:// for TLS; sentinels without a port listen on 26379; the master is
+    /// followed across failovers). Without it, `run`, `status` and `unlock` use
+    /// redis://127.0.0.1:6379/ and `demo` starts a private redis-server.
     #[arg(long, env = "DISTLOCK_URL", global = true, hide_env_values = true)]
     url: Option<String>,
+
+    /// Password of the sentinels of a redis-sentinel:// URL, when they require one (the URL's
+    /// credentials are the master's).
+    #[arg(
+        long,
+        env = "DISTLOCK_SENTINEL_PASSWORD",
+        global = true,
+        hide_env_values = true
+    )]
+    sentinel_password: Option<String>,
 
     /// Prefix put before every lock name to form its Redis key.
     #[arg(long, env = "DISTLOCK_KEY_PREFIX", global = true, default_value = "")]
@@ -106,6 +118,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         let opts = connect::Options {
             url: cli.url,
+            sentinel_password: cli.sentinel_password,
             key_prefix: cli.key_prefix,
             watchdog_lease: cli.watchdog_lease,
             connect_timeout: cli.connect_timeout,

@@ -495,3 +495,47 @@ fn redlock_mode_runs_under_a_quorum_and_exits_75_without_one() {
     third.args(["run", "rl", "--redlock", &urls, "--", "true"]);
     assert_eq!(output(third).status.code(), Some(0));
 }
+
+/// `run` and `status` work through Redis Sentinel (`redis-sentinel://…#name`): the command
+/// gets a fencing token, the lock is on the master the sentinels name, and `status` finds it.
+#[test]
+fn run_and_status_through_sentinel() {
+    let set = distlock_harness::SentinelSet::start();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env("DISTLOCK_URL", set.url())
+        .env_remove("DISTLOCK_LOG")
+        .args(["run", "via-sentinel", "--", "sh", "-c"])
+        .arg("echo token=$DISTLOCK_FENCING_TOKEN; redis-cli -p \"$0\" HLEN via-sentinel")
+        .arg(set.master_port().to_string());
+    let out = output(c);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("token="), "{stdout}");
+    assert!(!stdout.contains("token=\n"), "no token: {stdout}");
+    // Holder field and token, on the master, while the command ran.
+    assert!(stdout.lines().any(|l| l.trim() == "2"), "{stdout}");
+
+    let held = {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+        c.env("DISTLOCK_URL", set.url())
+            .env_remove("DISTLOCK_LOG")
+            .args(["run", "held-sentinel", "--", "sleep", "30"])
+            .stdout(Stdio::null());
+        c.spawn().unwrap()
+    };
+    let mut held = held;
+    assert!(wait_until(Duration::from_secs(5), || cmd::<bool>(
+        set.master(),
+        &["EXISTS", "held-sentinel"]
+    )));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env("DISTLOCK_URL", set.url())
+        .env_remove("DISTLOCK_LOG")
+        .args(["status", "held-sentinel"]);
+    let out = output(c);
+    let _ = held.kill();
+    let _ = held.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("held"), "{stdout}");
+}
