@@ -20,8 +20,9 @@
 //! most one hint (or one cap), never a hang. A kind without a wake channel (a job lock:
 //! ShedLock's format has none) polls at its re-check interval.
 //!
-//! A waiter rides out an unreachable server (a restart, a failover, a broken connection):
-//! an attempt that fails with [`ErrorKind::Connection`] is retried with backoff (50 ms
+//! A waiter rides out an unreachable server (a restart, a failover, a broken connection) and
+//! grants its replicas did not confirm: an attempt that fails with [`ErrorKind::Connection`]
+//! or [`ErrorKind::NotReplicated`] is retried with backoff (50 ms
 //! doubling to 1 s, cut short when the subscription reconnects) until the caller's deadline;
 //! only if the deadline passes while the server is still unreachable is the error returned.
 //! A waiter whose wake channel the server's ACL refuses (no `&channel` rights) polls every
@@ -138,7 +139,8 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Whether a waiter keeps trying after this error (until its deadline).
 fn rides_out(e: &Error) -> bool {
-    e.kind() == ErrorKind::Connection && !e.is_outcome_unknown()
+    (e.kind() == ErrorKind::Connection || e.kind() == ErrorKind::NotReplicated)
+        && !e.is_outcome_unknown()
 }
 
 /// What one attempt found.

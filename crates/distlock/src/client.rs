@@ -235,6 +235,8 @@ pub struct ClientBuilder {
     connect_timeout: Duration,
     require_noeviction: bool,
     sentinel_auth: Option<String>,
+    replica_acks: u32,
+    replica_ack_timeout: Duration,
 }
 
 impl Default for ClientBuilder {
@@ -248,6 +250,8 @@ impl Default for ClientBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             require_noeviction: false,
             sentinel_auth: None,
+            replica_acks: 1,
+            replica_ack_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -281,6 +285,32 @@ impl ClientBuilder {
     ///   about a second of the sentinels' switch.
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
+        self
+    }
+
+    /// How many replicas must confirm a grant before it counts, where the deployment has
+    /// replicas (Redis Sentinel): after the script that grants (an acquire or a re-entry of a
+    /// lock of any kind), distlock sends `WAIT <n> <timeout>` on the connection that made the
+    /// grant (one set aside for grants, since `WAIT` blocks its connection). When fewer
+    /// replicas confirm within [`replica_ack_timeout`](ClientBuilder::replica_ack_timeout),
+    /// the grant is given back and the call fails with
+    /// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated) (a waiting acquire
+    /// retries until its deadline). This narrows the failover window in which a grant the old
+    /// master never replicated is granted again by the promoted replica; it does not close it
+    /// (replication stays asynchronous: see the README's Topologies section).
+    ///
+    /// Default 1 (Redisson's default for its synced writes); 0 turns it off. A standalone
+    /// server has no replicas to ask: no `WAIT` is sent. The replica count is the sentinels'
+    /// view, never the master's own (an isolated old master reports none).
+    pub fn replica_acks(mut self, n: u32) -> Self {
+        self.replica_acks = n;
+        self
+    }
+
+    /// How long a grant waits for its replicas' confirmations
+    /// ([`replica_acks`](ClientBuilder::replica_acks)). Default 1 s. At least 1 ms.
+    pub fn replica_ack_timeout(mut self, timeout: Duration) -> Self {
+        self.replica_ack_timeout = timeout;
         self
     }
 
@@ -384,6 +414,7 @@ impl ClientBuilder {
             ("watchdog lease", self.watchdog_lease),
             ("command timeout", self.command_timeout),
             ("connect timeout", self.connect_timeout),
+            ("replica ack timeout", self.replica_ack_timeout),
         ] {
             keys::lease_ms(what, d).map_err(|e| Error::config(e.to_string()))?;
         }
@@ -401,6 +432,8 @@ impl ClientBuilder {
         let settings = ConnectSettings {
             connect_timeout: self.connect_timeout,
             command_timeout: self.command_timeout,
+            replica_acks: self.replica_acks,
+            replica_ack_timeout: self.replica_ack_timeout,
         };
         let (backend, subscriber) = Backend::connect(target, &settings, &redacted).await?;
         // One round trip for all three: the requests share the multiplexed connection.

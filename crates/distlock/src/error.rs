@@ -57,6 +57,11 @@ pub enum ErrorKind {
     /// A [`RedLock`](crate::RedLock) could not get a quorum of nodes within the lock's
     /// validity; [`Error::node_failures`] names each failing node and its cause.
     QuorumNotReached,
+    /// A grant was made on the master but fewer replicas than asked for confirmed it (`WAIT`)
+    /// within the timeout ([`ClientBuilder::replica_acks`](crate::ClientBuilder::replica_acks));
+    /// the grant was given back. [`Error::replication`] says how many acknowledged. Waiting
+    /// acquires retry until their deadline.
+    NotReplicated,
 }
 
 impl fmt::Display for ErrorKind {
@@ -76,6 +81,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Backend => "server error",
             ErrorKind::QuorumNotReached => "quorum not reached",
             ErrorKind::WouldDeadlock => "would deadlock",
+            ErrorKind::NotReplicated => "grant not confirmed by enough replicas",
         })
     }
 }
@@ -114,6 +120,8 @@ pub struct Error {
     reason: Option<NotHeldReason>,
     nodes: Vec<NodeFailure>,
     unknown: bool,
+    /// (acknowledged, wanted) replicas of [`ErrorKind::NotReplicated`].
+    replication: Option<(u32, u32)>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -128,8 +136,25 @@ impl Error {
             reason: None,
             nodes: Vec::new(),
             unknown: false,
+            replication: None,
             source: None,
         }
+    }
+
+    pub(crate) fn not_replicated(context: &str, acked: u32, wanted: u32) -> Self {
+        let mut e = Error::new(
+            ErrorKind::NotReplicated,
+            format!(
+                "{context}: granted on the master, but {acked} of {wanted} replicas confirmed                  it within the WAIT timeout; given back"
+            ),
+        );
+        e.replication = Some((acked, wanted));
+        e
+    }
+
+    /// For [`ErrorKind::NotReplicated`]: `(acknowledged, wanted)` replicas.
+    pub fn replication(&self) -> Option<(u32, u32)> {
+        self.replication
     }
 
     pub(crate) fn quorum(message: impl Into<String>, nodes: Vec<NodeFailure>) -> Self {

@@ -56,6 +56,9 @@ pub(crate) fn redact_url(url: &str) -> String {
 pub(crate) enum Connection {
     /// One server: a multiplexed connection that reconnects with backoff.
     Standalone(ConnectionManager),
+    /// A connection set aside for grants confirmed by `WAIT` (which blocks its connection),
+    /// held exclusively for one grant.
+    Pinned(redis::aio::MultiplexedConnection),
     /// The master Redis Sentinel names now (a request goes to the master current when it is
     /// sent; a switch of master takes effect for the next request).
     Sentinel(Arc<sentinel::Master>),
@@ -65,6 +68,7 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Connection::Standalone(c) => c.req_packed_command(cmd),
+            Connection::Pinned(c) => c.req_packed_command(cmd),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
                 Box::pin(async move { c.req_packed_command(cmd).await })
@@ -80,6 +84,7 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Pinned(c) => c.req_packed_commands(pipeline, offset, count),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
                 Box::pin(async move { c.req_packed_commands(pipeline, offset, count).await })
@@ -90,6 +95,7 @@ impl ConnectionLike for Connection {
     fn get_db(&self) -> i64 {
         match self {
             Connection::Standalone(c) => c.get_db(),
+            Connection::Pinned(c) => c.get_db(),
             Connection::Sentinel(m) => m.manager().get_db(),
         }
     }
@@ -160,11 +166,60 @@ pub(crate) struct Backend {
     conn: Connection,
 }
 
+/// The connection one grant is sent on ([`Backend::for_grant`]).
+pub(crate) struct GrantChannel {
+    /// Send the grant's script through this.
+    pub(crate) backend: Backend,
+    /// Replicas to wait for, and how long, after the grant.
+    wait: Option<(u32, Duration)>,
+    /// Holds the set-aside connection exclusively (WAIT covers this connection's writes).
+    slot: Option<sentinel::GrantSlotGuard>,
+}
+
+impl GrantChannel {
+    /// A send on this channel failed with `e`: a broken set-aside connection is reopened
+    /// for the next grant.
+    pub(crate) fn failed(&mut self, e: &Error) {
+        if e.kind() == ErrorKind::Connection {
+            if let Some(slot) = self.slot.as_mut() {
+                **slot = None;
+            }
+        }
+    }
+
+    /// After a grant: `WAIT` for the replicas on the connection that made it. `Ok` when no
+    /// confirmation is asked for or enough replicas confirmed; [`ErrorKind::NotReplicated`]
+    /// otherwise (the caller gives the grant back).
+    pub(crate) async fn confirm(&self, context: &str) -> Result<()> {
+        let Some((wanted, timeout)) = self.wait else {
+            return Ok(());
+        };
+        let acked: i64 = self
+            .backend
+            .query(
+                context,
+                redis::cmd("WAIT")
+                    .arg(wanted)
+                    .arg(timeout.as_millis() as u64),
+            )
+            .await?;
+        let acked = acked.max(0) as u32;
+        if acked < wanted {
+            return Err(Error::not_replicated(context, acked, wanted));
+        }
+        Ok(())
+    }
+}
+
 /// Connection settings a [`Backend`] and the subscription hub share.
 #[derive(Clone, Debug)]
 pub(crate) struct ConnectSettings {
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
+    /// Replicas that must confirm a grant (`WAIT`) where the deployment has replicas; 0: off.
+    pub replica_acks: u32,
+    /// How long a grant waits for those confirmations.
+    pub replica_ack_timeout: Duration,
 }
 
 impl Backend {
@@ -223,8 +278,35 @@ impl Backend {
     /// A client for the server commands go to now (the blocking fallback connects with it).
     pub(crate) fn current_client(&self) -> Option<redis::Client> {
         match &self.conn {
-            Connection::Standalone(_) => None,
+            Connection::Standalone(_) | Connection::Pinned(_) => None,
             Connection::Sentinel(m) => Some(m.client()),
+        }
+    }
+
+    /// Where a grant is sent: this backend itself, or — where grants must be confirmed by
+    /// replicas — a backend over a connection set aside for it, held until the returned
+    /// value drops, with the `WAIT` to send after the grant.
+    pub(crate) async fn for_grant(&self) -> Result<GrantChannel> {
+        match &self.conn {
+            Connection::Sentinel(m) => match m.grant_connection().await {
+                Some((conn, wanted, timeout, guard)) => Ok(GrantChannel {
+                    backend: Backend {
+                        conn: Connection::Pinned(conn),
+                    },
+                    wait: Some((wanted, timeout)),
+                    slot: Some(guard),
+                }),
+                None => Ok(GrantChannel {
+                    backend: self.clone(),
+                    wait: None,
+                    slot: None,
+                }),
+            },
+            _ => Ok(GrantChannel {
+                backend: self.clone(),
+                wait: None,
+                slot: None,
+            }),
         }
     }
 

@@ -155,18 +155,41 @@ impl Config {
     }
 }
 
+/// Connections set aside for grants confirmed by `WAIT` (which blocks its connection until
+/// the replicas answer or the timeout passes), per master.
+const GRANT_CONNECTIONS: usize = 4;
+
 /// What a sentinel says about the master.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Answer {
     addr: String,
     epoch: u64,
+    /// Replicas the sentinel knows of (`num-slaves`), whatever their state.
+    replicas: u32,
 }
+
+/// One set-aside connection for grants; opened on first use.
+type GrantSlot = Arc<tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>>;
+
+/// Exclusive use of one grant connection; set it to `None` to have it reopened.
+pub(crate) type GrantSlotGuard =
+    tokio::sync::OwnedMutexGuard<Option<redis::aio::MultiplexedConnection>>;
 
 /// The master in use now.
 struct Current {
     addr: String,
     client: redis::Client,
     manager: ConnectionManager,
+    /// Replicas of this master in the sentinels' view (not the master's own count: an
+    /// isolated old master reports none and would grant unconfirmed).
+    replicas: u32,
+    grant_slots: Vec<GrantSlot>,
+}
+
+fn grant_slots() -> Vec<GrantSlot> {
+    (0..GRANT_CONNECTIONS)
+        .map(|_| Arc::new(tokio::sync::Mutex::new(None)))
+        .collect()
 }
 
 /// A resolved and followed Sentinel master: what the command connection, the subscription
@@ -179,6 +202,8 @@ pub(crate) struct Master {
     switches: watch::Sender<u64>,
     /// Wakes the monitor at once (e.g. after a READONLY reply).
     nudge: tokio::sync::Notify,
+    /// Round robin over the grant connections.
+    next_slot: std::sync::atomic::AtomicUsize,
 }
 
 impl Master {
@@ -197,9 +222,12 @@ impl Master {
                 addr: answer.addr,
                 client,
                 manager,
+                replicas: answer.replicas,
+                grant_slots: grant_slots(),
             }),
             switches: watch::channel(0).0,
             nudge: tokio::sync::Notify::new(),
+            next_slot: Default::default(),
         });
         tokio::spawn(monitor(Arc::downgrade(&master)));
         Ok(master)
@@ -220,6 +248,48 @@ impl Master {
         self.switches.subscribe()
     }
 
+    /// A connection set aside for one grant to be confirmed by `WAIT`, held exclusively
+    /// until the guard drops, with the replicas to wait for and the timeout; `None` when
+    /// grants need no confirmation (asked for none, or the master has no replicas).
+    pub(crate) async fn grant_connection(
+        &self,
+    ) -> Option<(
+        redis::aio::MultiplexedConnection,
+        u32,
+        Duration,
+        GrantSlotGuard,
+    )> {
+        let wanted = self.settings.replica_acks;
+        let (slot, client) = {
+            let current = self.current.read().unwrap();
+            if wanted == 0 || current.replicas == 0 {
+                return None;
+            }
+            let n = self
+                .next_slot
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            (
+                current.grant_slots[n % current.grant_slots.len()].clone(),
+                current.client.clone(),
+            )
+        };
+        let mut conn = slot.clone().lock_owned().await;
+        if conn.is_none() {
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(self.settings.connect_timeout))
+                .set_response_timeout(Some(
+                    self.settings.command_timeout + self.settings.replica_ack_timeout,
+                ));
+            *conn = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .ok();
+        }
+        let c = conn.as_ref()?.clone();
+        // The guard keeps the slot exclusive; its connection stays for the next grant.
+        Some((c, wanted, self.settings.replica_ack_timeout, conn))
+    }
+
     /// Ask the sentinels now rather than at the next poll (the master refused a write, or
     /// cannot be reached).
     pub(crate) fn nudge(&self) {
@@ -229,8 +299,12 @@ impl Master {
     /// Ask the sentinels; switch to the master they name if it is another one.
     async fn refresh(&self) -> Result<(), String> {
         let answer = resolve(&self.config, &self.settings).await?;
-        if answer.addr == self.current.read().unwrap().addr {
-            return Ok(());
+        {
+            let mut current = self.current.write().unwrap();
+            if answer.addr == current.addr {
+                current.replicas = answer.replicas;
+                return Ok(());
+            }
         }
         let (client, manager) = open_master(&self.config, &self.settings, &answer.addr).await?;
         let old = {
@@ -241,6 +315,8 @@ impl Master {
                     addr: answer.addr.clone(),
                     client,
                     manager,
+                    replicas: answer.replicas,
+                    grant_slots: grant_slots(),
                 },
             );
             old.addr
@@ -376,6 +452,9 @@ async fn ask_sentinel(
         addr: format!("{host}:{port}"),
         epoch: field("config-epoch")
             .and_then(|e| e.parse().ok())
+            .unwrap_or(0),
+        replicas: field("num-slaves")
+            .and_then(|n| n.parse().ok())
             .unwrap_or(0),
     }))
 }

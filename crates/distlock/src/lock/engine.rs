@@ -98,33 +98,65 @@ impl Lock {
             floor: client.inner.fencing_floor.as_str(),
         };
         let (inv, resend) = self.inner.raw.acquire(&self.inner.names, &call);
-        let r: Vec<i64> = match resend {
-            Resend::Always => self.backend().eval(&context, &inv).await?,
+        // Where replicas must confirm grants, the grant goes over a connection set aside for
+        // it, and WAIT follows on that connection.
+        let mut grant = client.inner.backend.for_grant().await?;
+        let sent: Result<Vec<i64>> = match resend {
+            Resend::Always => grant.backend.eval(&context, &inv).await,
             // The latch answers a resend while it lives: resend until answered within its
             // window; after that the caller undoes it (`undo_reentry`).
-            Resend::Latched => client.eval_latched(&context, &inv).await?.0,
-            Resend::Never => self.backend().eval_once(&context, &inv).await?,
+            Resend::Latched => grant
+                .backend
+                .eval_resolving(&context, &inv, client.resolve_window())
+                .await
+                .map(|(r, _)| r),
+            Resend::Never => grant.backend.eval_once(&context, &inv).await,
         };
-        match parse_attempt(&r) {
-            Ok(a) => Ok(a),
-            Err([-4]) => Err(Error::new(
-                ErrorKind::Connection,
-                format!("{context}: the request was cancelled after its outcome was unknown"),
-            )),
-            Err([-3]) => Err(Error::new(
-                ErrorKind::WouldDeadlock,
-                format!(
-                    "lock {:?}: this owner holds a read lock; a read -> write upgrade would \
-                     deadlock (release the read lock first)",
-                    self.inner.names.name
-                ),
-            )),
-            Err([code]) if not_held_reason(*code).is_some() => Err(Error::not_held(
-                &self.inner.names.name,
-                not_held_reason(*code).expect("checked"),
-            )),
-            Err(_) => Err(Error::unexpected(format!("{context}: reply {r:?}"))),
+        let r = sent.inspect_err(|e| grant.failed(e))?;
+        let attempt = match parse_attempt(&r) {
+            Ok(a) => a,
+            Err([-4]) => {
+                return Err(Error::new(
+                    ErrorKind::Connection,
+                    format!("{context}: the request was cancelled after its outcome was unknown"),
+                ))
+            }
+            Err([-3]) => {
+                return Err(Error::new(
+                    ErrorKind::WouldDeadlock,
+                    format!(
+                        "lock {:?}: this owner holds a read lock; a read -> write upgrade would \
+                         deadlock (release the read lock first)",
+                        self.inner.names.name
+                    ),
+                ))
+            }
+            Err([code]) if not_held_reason(*code).is_some() => {
+                return Err(Error::not_held(
+                    &self.inner.names.name,
+                    not_held_reason(*code).expect("checked"),
+                ))
+            }
+            Err(_) => return Err(Error::unexpected(format!("{context}: reply {r:?}"))),
+        };
+        if let Attempt::Granted { hold_count, .. } = attempt {
+            if let Err(e) = grant.confirm(&context.to_string()).await {
+                grant.failed(&e);
+                drop(grant);
+                // Not confirmed by the replicas: give back what this attempt holds before
+                // answering, so that a retry by the same owner cannot find it.
+                let holds = if mode == Mode::New { hold_count } else { 1 };
+                let lease = Duration::from_millis(lease_ms);
+                for _ in 0..holds {
+                    if let Err(r) = self.release_hold(owner, lease).await {
+                        tracing::warn!(lock = %self.inner.names.name, error = format_args!("{r:#}"), "giving back an unconfirmed grant failed; its lease ends it");
+                        break;
+                    }
+                }
+                return Err(e);
+            }
         }
+        Ok(attempt)
     }
 
     /// Acquire for `owner` (a fresh one when `None`) through the crate's acquire driver.

@@ -123,3 +123,65 @@ async fn a_waiter_gets_the_lock_after_a_master_failover() {
     );
     got.release().await.unwrap();
 }
+
+/// Grants confirmed by a replica (`WAIT 1`, the default): with both replicas stopped
+/// (SIGSTOP) an acquire is granted on the master, not confirmed within the timeout, given
+/// back, and fails with `NotReplicated` (0 of 1) leaving no hold; a waiting acquire retries and
+/// gets the lock once the replicas resume, and the lock is then on a replica already.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_wait_for_a_replica_and_are_given_back_without_one() {
+    let set = SentinelSet::start();
+    let client = Client::builder()
+        .url(set.url())
+        .replica_ack_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    let master_port = set.master_port();
+    let replicas: Vec<_> = set
+        .servers()
+        .iter()
+        .filter(|s| s.port() != master_port)
+        .collect();
+    for r in &replicas {
+        r.pause();
+    }
+    let lock = client.lock("confirmed");
+    let started = Instant::now();
+    let err = lock.try_acquire().await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::NotReplicated, "{err}");
+    assert_eq!(err.replication(), Some((0, 1)), "{err}");
+    assert!(took >= Duration::from_millis(250), "no WAIT: {took:?}");
+    assert_eq!(
+        cmd::<i64>(set.master(), &["EXISTS", "confirmed"]),
+        0,
+        "the unconfirmed grant was not given back"
+    );
+
+    let waiter = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        !waiter.is_finished(),
+        "granted while no replica could confirm"
+    );
+    for r in &replicas {
+        r.resume();
+    }
+    let guard = tokio::time::timeout(Duration::from_secs(8), waiter)
+        .await
+        .expect("granted after the replicas resumed")
+        .unwrap()
+        .unwrap()
+        .expect("granted");
+    // Confirmed by at least one replica before the grant returned.
+    let on_replicas = replicas
+        .iter()
+        .filter(|r| cmd::<i64>(r, &["EXISTS", "confirmed"]) == 1)
+        .count();
+    assert!(on_replicas >= 1, "the grant is on no replica");
+    guard.release().await.unwrap();
+}
