@@ -12,11 +12,14 @@
 //!
 //! [`testing`] has the helpers tests use on such a server: run a command, list keys and
 //! subscribers, wait for a condition. [`sentinel`] starts a master, two replicas and three
-//! Redis Sentinels watching them ([`SentinelSet`]), for failover tests.
+//! Redis Sentinels watching them ([`SentinelSet`]), for failover tests. [`cluster`] starts a
+//! Redis Cluster of three masters with one replica each ([`ClusterSet`]).
 
+pub mod cluster;
 pub mod sentinel;
 pub mod testing;
 
+pub use cluster::ClusterSet;
 pub use sentinel::SentinelSet;
 
 use std::io;

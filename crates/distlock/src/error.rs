@@ -145,7 +145,8 @@ impl Error {
         let mut e = Error::new(
             ErrorKind::NotReplicated,
             format!(
-                "{context}: granted on the master, but {acked} of {wanted} replicas confirmed                  it within the WAIT timeout; given back"
+                "{context}: granted on the master, but {acked} of {wanted} replicas confirmed \
+                 it within the WAIT timeout; given back"
             ),
         );
         e.replication = Some((acked, wanted));

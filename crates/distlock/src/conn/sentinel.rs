@@ -164,7 +164,7 @@ const GRANT_CONNECTIONS: usize = 4;
 struct Answer {
     addr: String,
     epoch: u64,
-    /// Replicas the sentinel knows of (`num-slaves`), whatever their state.
+    /// Replicas the sentinel sees healthy (`SENTINEL REPLICAS`: not down, link up).
     replicas: u32,
 }
 
@@ -180,8 +180,8 @@ struct Current {
     addr: String,
     client: redis::Client,
     manager: ConnectionManager,
-    /// Replicas of this master in the sentinels' view (not the master's own count: an
-    /// isolated old master reports none and would grant unconfirmed).
+    /// Healthy replicas of this master in the sentinels' view (not the master's own count:
+    /// an isolated old master reports none and would grant unconfirmed).
     replicas: u32,
     grant_slots: Vec<GrantSlot>,
 }
@@ -249,8 +249,9 @@ impl Master {
     }
 
     /// A connection set aside for one grant to be confirmed by `WAIT`, held exclusively
-    /// until the guard drops, with the replicas to wait for and the timeout; `None` when
-    /// grants need no confirmation (asked for none, or the master has no replicas).
+    /// until the guard drops, with the replicas to wait for (the number asked for, at most
+    /// the healthy replicas the sentinels see) and the timeout; `None` when grants need no
+    /// confirmation (asked for none, or no healthy replica to ask).
     pub(crate) async fn grant_connection(
         &self,
     ) -> Option<(
@@ -259,16 +260,17 @@ impl Master {
         Duration,
         GrantSlotGuard,
     )> {
-        let wanted = self.settings.replica_acks;
-        let (slot, client) = {
+        let (wanted, slot, client) = {
             let current = self.current.read().unwrap();
-            if wanted == 0 || current.replicas == 0 {
+            let wanted = self.settings.replica_acks.min(current.replicas);
+            if wanted == 0 {
                 return None;
             }
             let n = self
                 .next_slot
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             (
+                wanted,
                 current.grant_slots[n % current.grant_slots.len()].clone(),
                 current.client.clone(),
             )
@@ -422,9 +424,15 @@ async fn ask_sentinel(
             .query_async(&mut con)
             .await
             .map_err(|e| e.to_string())?;
-        Ok::<_, String>(fields)
+        let replicas: Vec<Vec<String>> = redis::cmd("SENTINEL")
+            .arg("REPLICAS")
+            .arg(&config.master_name)
+            .query_async(&mut con)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((fields, replicas))
     };
-    let fields = tokio::time::timeout(settings.connect_timeout, ask)
+    let (fields, replicas) = tokio::time::timeout(settings.connect_timeout, ask)
         .await
         .map_err(|_| "no answer within the connect timeout".to_string())??;
     let field = |name: &str| {
@@ -453,10 +461,24 @@ async fn ask_sentinel(
         epoch: field("config-epoch")
             .and_then(|e| e.parse().ok())
             .unwrap_or(0),
-        replicas: field("num-slaves")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0),
+        replicas: replicas.iter().filter(|r| healthy_replica(r)).count() as u32,
     }))
+}
+
+/// Whether a `SENTINEL REPLICAS` entry is a replica that can confirm writes: not flagged
+/// down or disconnected, and its link to the master up.
+fn healthy_replica(fields: &[String]) -> bool {
+    let field = |name: &str| {
+        fields
+            .chunks(2)
+            .find(|kv| kv[0] == name)
+            .and_then(|kv| kv.get(1).map(String::as_str))
+    };
+    let flags = field("flags").unwrap_or("");
+    !flags
+        .split(',')
+        .any(|f| matches!(f, "s_down" | "o_down" | "disconnected"))
+        && field("master-link-status") == Some("ok")
 }
 
 /// Follow failovers while `master` lives: listen for `+switch-master` on one sentinel (the

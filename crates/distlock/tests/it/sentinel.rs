@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use distlock::{Client, ErrorKind};
+use distlock_harness::sentinel::role;
 use distlock_harness::testing::wait_until;
 use distlock_harness::SentinelSet;
 
@@ -125,9 +126,10 @@ async fn a_waiter_gets_the_lock_after_a_master_failover() {
 }
 
 /// Grants confirmed by a replica (`WAIT 1`, the default): with both replicas stopped
-/// (SIGSTOP) an acquire is granted on the master, not confirmed within the timeout, given
-/// back, and fails with `NotReplicated` (0 of 1) leaving no hold; a waiting acquire retries and
-/// gets the lock once the replicas resume, and the lock is then on a replica already.
+/// (SIGSTOP; for less than the sentinels' 1 s down-after, so they still count as healthy) an
+/// acquire is granted on the master, not confirmed within the timeout, given back, and fails
+/// with `NotReplicated` (0 of 1) leaving no hold; a waiting acquire retries and gets the lock
+/// once the replicas resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_wait_for_a_replica_and_are_given_back_without_one() {
     let set = SentinelSet::start();
@@ -177,11 +179,64 @@ async fn grants_wait_for_a_replica_and_are_given_back_without_one() {
         .unwrap()
         .unwrap()
         .expect("granted");
-    // Confirmed by at least one replica before the grant returned.
-    let on_replicas = replicas
-        .iter()
-        .filter(|r| cmd::<i64>(r, &["EXISTS", "confirmed"]) == 1)
-        .count();
-    assert!(on_replicas >= 1, "the grant is on no replica");
+    assert!(
+        replicas
+            .iter()
+            .any(|r| wait_until(Duration::from_secs(2), || cmd::<i64>(
+                r,
+                &["EXISTS", "confirmed"]
+            ) == 1)),
+        "the grant is on no replica"
+    );
     guard.release().await.unwrap();
+}
+
+/// Two failovers in a row: the client follows both (locks granted, released and waited for
+/// on the third master), and its tokens keep rising.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_follows_two_failovers_in_a_row() {
+    let mut set = SentinelSet::start();
+    let client = client_on(&set).await;
+    let mut last = client.lock("twice").acquire().await.unwrap();
+    for round in 0..2 {
+        let token = last.fencing_token();
+        last.release().await.unwrap();
+        // A release is not confirmed by replicas: wait until they have it, or the promoted
+        // one may still hold the lock for its lease (asynchronous replication).
+        let master_port = set.master_port();
+        for r in set.servers().iter().filter(|s| s.port() != master_port) {
+            if role(r).is_some() {
+                assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
+                    r,
+                    &["EXISTS", "twice"]
+                ) == 0));
+            }
+        }
+        let old = set.kill_master();
+        let new =
+            tokio::task::block_in_place(|| set.wait_for_failover(old, Duration::from_secs(20)));
+        assert_ne!(new, old, "round {round}");
+        let started = Instant::now();
+        let guard = client
+            .lock("twice")
+            .try_acquire_for(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("round {round}: not granted on the new master"));
+        eprintln!(
+            "failover {round}: granted on the new master {:?} after the sentinels' switch",
+            started.elapsed()
+        );
+        assert_eq!(
+            cmd::<i64>(set.master(), &["EXISTS", "twice"]),
+            1,
+            "round {round}: not on the new master"
+        );
+        assert!(
+            guard.fencing_token() > token,
+            "round {round}: token went back"
+        );
+        last = guard;
+    }
+    last.release().await.unwrap();
 }
