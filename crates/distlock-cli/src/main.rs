@@ -18,7 +18,8 @@ struct Cli {
     /// Redis URL: redis://[user][:password@]host[:port][/db] (rediss:// for TLS), or a master
     /// behind Redis Sentinel: redis-sentinel://[user:password@]host1[:port1][,host2...][/db]#master-name
     /// (rediss-sentinel:// for TLS; sentinels without a port listen on 26379; the master is
-    /// followed across failovers). Without it, `run`, `status` and `unlock` use
+    /// followed across failovers), or Redis Cluster: redis-cluster://[user:password@]host1[:port1][,host2...]
+    /// (rediss-cluster:// for TLS). Without it, `run`, `status` and `unlock` use
     /// redis://127.0.0.1:6379/ and `demo` starts a private redis-server.
     #[arg(long, env = "DISTLOCK_URL", global = true, hide_env_values = true)]
     url: Option<String>,

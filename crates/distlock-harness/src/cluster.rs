@@ -403,7 +403,9 @@ impl ClusterSet {
     /// Wait until the slots the master on `old_port` served are all served by one other
     /// node, as every running node sees it, that node's `ROLE` says `master`, and every
     /// running node says `cluster_state:ok` with 16384 slots ok; return the new master's
-    /// port. After a crash this usually takes 2–3 s (see the [module](self) docs).
+    /// port. After a crash this usually takes 2–3 s (see the [module](self) docs). A
+    /// [paused](RedisServer::pause) node never answers, so it never agrees: the wait then
+    /// runs into `limit`.
     ///
     /// The slots are those [`kill_master_of_key`](Self::kill_master_of_key) remembered;
     /// for a master killed another way (through [`node_mut`](Self::node_mut)) they are read
@@ -648,7 +650,10 @@ impl ClusterSet {
                 Err(e) => errors.push(e),
             }
         }
-        panic!("no node answered CLUSTER SLOTS: {errors:?}\n{}", self.logs())
+        panic!(
+            "no node answered CLUSTER SLOTS: {errors:?}\n{}",
+            self.logs()
+        )
     }
 
     /// The slot table every running node agrees on, when each also says `cluster_state:ok`
@@ -800,9 +805,8 @@ fn slot_table(reply: &redis::Value) -> Result<Vec<u16>, String> {
         let redis::Value::Array(parts) = range else {
             return Err(odd());
         };
-        let int = |v: Option<&redis::Value>| {
-            v.and_then(|v| redis::from_redis_value_ref::<u16>(v).ok())
-        };
+        let int =
+            |v: Option<&redis::Value>| v.and_then(|v| redis::from_redis_value_ref::<u16>(v).ok());
         let (Some(first), Some(last)) = (int(parts.first()), int(parts.get(1))) else {
             return Err(odd());
         };

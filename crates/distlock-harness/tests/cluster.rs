@@ -11,15 +11,14 @@ use distlock_harness::{ClusterSet, RedisServer};
 /// `GET key` on `node`: the value, or the port a `MOVED`/`ASK` error redirects to.
 fn get(node: &RedisServer, key: &str) -> Result<Option<String>, u16> {
     let mut con = node.connection();
-    redis::cmd("GET")
-        .arg(key)
-        .query(&mut con)
-        .map_err(|e| {
-            // (address, slot) of a MOVED or ASK error.
-            let port = e.redirect_node().and_then(|(addr, _)| addr.rsplit(':').next());
-            port.and_then(|p| p.parse().ok())
-                .unwrap_or_else(|| panic!("GET {key} on {}: {e}", node.port()))
-        })
+    redis::cmd("GET").arg(key).query(&mut con).map_err(|e| {
+        // (address, slot) of a MOVED or ASK error.
+        let port = e
+            .redirect_node()
+            .and_then(|(addr, _)| addr.rsplit(':').next());
+        port.and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("GET {key} on {}: {e}", node.port()))
+    })
 }
 
 #[test]
@@ -71,7 +70,11 @@ fn a_cluster_serves_fails_over_and_migrates_a_slot() {
         assert_eq!(acked, 1, "{key} was not replicated");
         assert_eq!(get(node, key), Ok(Some(format!("value of {key}"))));
         let elsewhere = cluster.masters().into_iter().find(|m| m.port() != port);
-        assert_eq!(get(elsewhere.unwrap(), key), Err(port), "no MOVED to {port}");
+        assert_eq!(
+            get(elsewhere.unwrap(), key),
+            Err(port),
+            "no MOVED to {port}"
+        );
     }
     let mut shards = keys.into_iter();
 

@@ -427,7 +427,7 @@ impl ClientBuilder {
         let target = Target::parse(&url, self.sentinel_auth.as_deref())?;
         let standalone = match &target {
             Target::Standalone(client) => Some(client.clone()),
-            Target::Sentinel(_) => None,
+            Target::Sentinel(_) | Target::Cluster(_) => None,
         };
         let settings = ConnectSettings {
             connect_timeout: self.connect_timeout,
@@ -480,25 +480,46 @@ impl ClientBuilder {
     }
 }
 
+/// The text of an `INFO` reply: one server's, or each node's (a cluster answers per node).
+fn info_texts(v: redis::Value) -> Vec<String> {
+    match v {
+        redis::Value::BulkString(b) => vec![String::from_utf8_lossy(&b).into_owned()],
+        redis::Value::VerbatimString { text, .. } => vec![text],
+        redis::Value::SimpleString(s) => vec![s],
+        redis::Value::Map(pairs) => pairs.into_iter().flat_map(|(_, v)| info_texts(v)).collect(),
+        redis::Value::Array(items) => items.into_iter().flat_map(info_texts).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Read the server's `maxmemory-policy` (`INFO memory`); warn about policies that may evict
 /// lock keys, or refuse them when `require_noeviction`.
 async fn check_eviction_policy(
     backend: &Backend,
     require_noeviction: bool,
 ) -> Result<Option<String>> {
-    let info: Result<String> = backend
+    let info: Result<redis::Value> = backend
         .query("read maxmemory-policy", redis::cmd("INFO").arg("memory"))
         .await;
     let (policy, limited) = match info {
         Ok(info) => {
-            let field = |name: &str| {
+            // One server's text, or (Redis Cluster) one per node: judge by the first node
+            // whose policy may evict, else by any.
+            let texts = info_texts(info);
+            let field = |info: &str, name: &str| {
                 info.lines()
                     .find_map(|l| l.strip_prefix(name))
                     .map(|v| v.trim().to_string())
             };
+            let info = texts
+                .iter()
+                .find(|t| field(t, "maxmemory_policy:").as_deref() != Some("noeviction"))
+                .or(texts.first())
+                .cloned()
+                .unwrap_or_default();
             // Without a maxmemory limit nothing is evicted (until an operator sets one).
-            let limited = field("maxmemory:").is_none_or(|m| m != "0");
-            (field("maxmemory_policy:"), limited)
+            let limited = field(&info, "maxmemory:").is_none_or(|m| m != "0");
+            (field(&info, "maxmemory_policy:"), limited)
         }
         Err(e) if e.kind() == crate::error::ErrorKind::NoPermission => (None, true),
         Err(e) => return Err(e),

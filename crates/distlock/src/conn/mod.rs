@@ -4,14 +4,15 @@
 //! the resend rules (what may be sent again after a broken connection or a timeout, and for
 //! how long) and sends over a [`Connection`]; every subscription goes through the
 //! [`pubsub::Hub`], which opens its connections through a [`Subscriber`]. A deployment is one
-//! variant of each: `standalone.rs` (one server) and `sentinel.rs` (a master found and
-//! followed through Redis Sentinel); Cluster is a further variant (and file) behind the same
-//! two types. Scripts route by their first key (redis-rs's cluster client does so), and every
-//! script's keys share the lock's hash slot.
+//! variant of each: `standalone.rs` (one server), `sentinel.rs` (a master found and followed
+//! through Redis Sentinel) and `cluster.rs` (Redis Cluster). Scripts route by their first key
+//! (redis-rs's cluster client does so), and every script's keys share the lock's hash slot.
 
+mod cluster;
 pub(crate) mod pubsub;
 pub(crate) mod sentinel;
 mod standalone;
+mod url;
 
 use std::sync::Arc;
 
@@ -62,6 +63,8 @@ pub(crate) enum Connection {
     /// The master Redis Sentinel names now (a request goes to the master current when it is
     /// sent; a switch of master takes effect for the next request).
     Sentinel(Arc<sentinel::Master>),
+    /// Redis Cluster: each request routed by its first key, never resent by the driver.
+    Cluster(redis::cluster_async::ClusterConnection),
 }
 
 impl ConnectionLike for Connection {
@@ -69,6 +72,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.req_packed_command(cmd),
             Connection::Pinned(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
                 Box::pin(async move { c.req_packed_command(cmd).await })
@@ -85,6 +89,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
             Connection::Pinned(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
                 Box::pin(async move { c.req_packed_commands(pipeline, offset, count).await })
@@ -96,6 +101,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.get_db(),
             Connection::Pinned(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
             Connection::Sentinel(m) => m.manager().get_db(),
         }
     }
@@ -108,6 +114,9 @@ pub(crate) enum Subscriber {
     Standalone(Box<redis::Client>),
     /// Plain pub/sub connections to the master Redis Sentinel names now.
     Sentinel(Arc<sentinel::Master>),
+    /// Classic pub/sub on any cluster node (the cluster forwards every `PUBLISH` to all
+    /// nodes): the seed nodes, tried in turn.
+    Cluster(Arc<Vec<redis::Client>>),
 }
 
 impl Subscriber {
@@ -116,6 +125,9 @@ impl Subscriber {
         match self {
             Subscriber::Standalone(client) => client.get_async_pubsub().await,
             Subscriber::Sentinel(m) => m.client().get_async_pubsub().await,
+            Subscriber::Cluster(seeds) => {
+                cluster::subscribe_any(seeds, Duration::from_secs(2)).await
+            }
         }
     }
 
@@ -123,7 +135,7 @@ impl Subscriber {
     /// the hub then reconnects and wakes every waiter. `None` when it never changes.
     pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         match self {
-            Subscriber::Standalone(_) => None,
+            Subscriber::Standalone(_) | Subscriber::Cluster(_) => None,
             Subscriber::Sentinel(m) => Some(m.switches()),
         }
     }
@@ -136,6 +148,8 @@ pub(crate) enum Target {
     Standalone(redis::Client),
     /// `redis-sentinel://`, `rediss-sentinel://`.
     Sentinel(sentinel::Config),
+    /// `redis-cluster://`, `rediss-cluster://`.
+    Cluster(cluster::Config),
 }
 
 impl Target {
@@ -143,6 +157,11 @@ impl Target {
     /// sentinels of a Sentinel URL. Errors never quote the URL (it may hold a password).
     pub(crate) fn parse(url: &str, sentinel_auth: Option<&str>) -> Result<Target> {
         let redacted = redact_url(url);
+        if cluster::is_cluster_url(url) {
+            return cluster::Config::parse(url)
+                .map(Target::Cluster)
+                .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
+        }
         if sentinel::is_sentinel_url(url) {
             return sentinel::Config::parse(url, sentinel_auth)
                 .map(Target::Sentinel)
@@ -256,6 +275,21 @@ impl Backend {
                         Subscriber::Sentinel(master),
                     )
                 }
+                Target::Cluster(config) => {
+                    let conn = cluster::connect(&config, settings)
+                        .await
+                        .map_err(|e| Error::from_redis(&context, e))?;
+                    let seeds = config
+                        .seed_urls()
+                        .iter()
+                        .map(|u| redis::Client::open(u.as_str()))
+                        .collect::<redis::RedisResult<Vec<_>>>()
+                        .map_err(|e| Error::from_redis(&context, e))?;
+                    (
+                        Connection::Cluster(conn),
+                        Subscriber::Cluster(Arc::new(seeds)),
+                    )
+                }
             };
             let backend = Backend { conn };
             backend
@@ -278,7 +312,7 @@ impl Backend {
     /// A client for the server commands go to now (the blocking fallback connects with it).
     pub(crate) fn current_client(&self) -> Option<redis::Client> {
         match &self.conn {
-            Connection::Standalone(_) | Connection::Pinned(_) => None,
+            Connection::Standalone(_) | Connection::Pinned(_) | Connection::Cluster(_) => None,
             Connection::Sentinel(m) => Some(m.client()),
         }
     }
@@ -321,9 +355,9 @@ impl Backend {
     }
 
     /// Whether every script call must keep its keys in one hash slot (Redis Cluster). A
-    /// standalone server takes any keys in one call, so batches need not be split by slot.
+    /// single server takes any keys in one call, so batches need not be split by slot.
     pub(crate) fn single_slot_scripts(&self) -> bool {
-        false
+        matches!(self.conn, Connection::Cluster(_))
     }
 
     /// Run a script (EVALSHA, NOSCRIPT → SCRIPT LOAD + retry), resending on connection

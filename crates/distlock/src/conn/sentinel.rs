@@ -18,6 +18,7 @@ use futures_util::StreamExt;
 use redis::aio::ConnectionManager;
 use tokio::sync::watch;
 
+use super::url::MultiHost;
 use super::ConnectSettings;
 
 /// Port of a sentinel given without one.
@@ -28,21 +29,9 @@ const POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// Where a Sentinel deployment is: parsed from a `redis-sentinel://` URL.
 #[derive(Clone)]
 pub(crate) struct Config {
-    /// `redis` or `rediss` (TLS to the master and the sentinels).
-    scheme: &'static str,
-    /// The sentinels' `host:port`.
-    sentinels: Vec<String>,
+    url: MultiHost,
     /// The master's name in the sentinels' configuration.
     master_name: String,
-    /// `user:password@` (as written in the URL, still percent-encoded) for the master.
-    userinfo: String,
-    /// `/<db>` or empty.
-    db_path: String,
-    /// `?…` or empty, passed on to the master's and the sentinels' URLs.
-    query: String,
-    /// `#insecure` when the URL's query asked for TLS without certificate checks (redis-rs's
-    /// spelling, which a Sentinel URL cannot use: its fragment is the master's name).
-    insecure: &'static str,
     /// `user:password@` for the sentinels, when they require auth.
     sentinel_userinfo: String,
 }
@@ -50,7 +39,7 @@ pub(crate) struct Config {
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("sentinels", &self.sentinels)
+            .field("sentinels", &self.url.hosts)
             .field("master_name", &self.master_name)
             .finish()
     }
@@ -68,90 +57,36 @@ impl Config {
     ///
     /// Errors are messages without the password.
     pub(crate) fn parse(url: &str, sentinel_auth: Option<&str>) -> Result<Config, String> {
-        let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis-sentinel://") {
-            ("redis", rest)
-        } else if let Some(rest) = url.strip_prefix("rediss-sentinel://") {
-            ("rediss", rest)
-        } else {
-            return Err("not a redis-sentinel:// or rediss-sentinel:// URL".into());
-        };
-        let (rest, master_name) = rest
-            .rsplit_once('#')
+        let mut url = MultiHost::parse(
+            url,
+            "redis-sentinel",
+            "rediss-sentinel",
+            DEFAULT_SENTINEL_PORT,
+            "sentinel",
+        )?;
+        let master_name = url
+            .fragment
+            .take()
             .ok_or("no master name: end the URL with #<master-name>")?;
         if master_name.is_empty() {
             return Err("empty master name after #".into());
         }
-        let (rest, query, insecure) = match rest.split_once('?') {
-            Some((r, q)) => {
-                let insecure = q.split('&').any(|p| p == "insecure");
-                let kept: Vec<&str> = q.split('&').filter(|p| *p != "insecure").collect();
-                let query = if kept.is_empty() || kept == [""] {
-                    String::new()
-                } else {
-                    format!("?{}", kept.join("&"))
-                };
-                (r, query, if insecure { "#insecure" } else { "" })
-            }
-            None => (rest, String::new(), ""),
-        };
-        let (authority, db_path) = match rest.split_once('/') {
-            Some((a, "")) => (a, String::new()),
-            Some((a, db)) => {
-                if db.parse::<u32>().is_err() {
-                    return Err(format!("the database {db:?} is not a number"));
-                }
-                (a, format!("/{db}"))
-            }
-            None => (rest, String::new()),
-        };
-        let (userinfo, hosts) = match authority.rsplit_once('@') {
-            Some((u, h)) => (format!("{u}@"), h),
-            None => (String::new(), authority),
-        };
-        let mut sentinels = Vec::new();
-        for host in hosts.split(',') {
-            if host.is_empty() {
-                return Err("an empty sentinel address".into());
-            }
-            let has_port = match host.rfind(']') {
-                Some(end) => host[end..].contains(':'),
-                None => host.contains(':'),
-            };
-            if has_port {
-                let (_, port) = host.rsplit_once(':').expect("has a colon");
-                if port.parse::<u16>().is_err() {
-                    return Err(format!("sentinel address {host:?}: bad port"));
-                }
-                sentinels.push(host.to_string());
-            } else {
-                sentinels.push(format!("{host}:{DEFAULT_SENTINEL_PORT}"));
-            }
-        }
         Ok(Config {
-            scheme,
-            sentinels,
-            master_name: master_name.to_string(),
-            userinfo,
-            db_path,
-            query,
-            insecure,
+            url,
+            master_name,
             sentinel_userinfo: sentinel_auth.map(|a| format!("{a}@")).unwrap_or_default(),
         })
     }
 
     fn master_url(&self, addr: &str) -> String {
-        format!(
-            "{}://{}{addr}{}{}{}",
-            self.scheme, self.userinfo, self.db_path, self.query, self.insecure
-        )
+        self.url.node_url(&self.url.userinfo, addr)
     }
 
     fn sentinel_url(&self, addr: &str) -> String {
-        // TLS settings (e.g. `?insecure`) apply to the sentinels too.
-        format!(
-            "{}://{}{addr}/{}{}",
-            self.scheme, self.sentinel_userinfo, self.query, self.insecure
-        )
+        // A sentinel has no databases: always 0; TLS settings apply to it too.
+        let mut url = self.url.clone();
+        url.db_path = "/".into();
+        url.node_url(&self.sentinel_userinfo, addr)
     }
 }
 
@@ -379,13 +314,14 @@ async fn open_master(
 /// do not flag the master down.
 async fn resolve(config: &Config, settings: &ConnectSettings) -> Result<Answer, String> {
     let asks = config
-        .sentinels
+        .url
+        .hosts
         .iter()
         .map(|s| ask_sentinel(config, settings, s));
     let answers = futures_util::future::join_all(asks).await;
     let mut best: Option<Answer> = None;
     let mut errors = Vec::new();
-    for (sentinel, answer) in config.sentinels.iter().zip(answers) {
+    for (sentinel, answer) in config.url.hosts.iter().zip(answers) {
         match answer {
             Ok(Some(a)) => {
                 if best.as_ref().is_none_or(|b| a.epoch > b.epoch) {
@@ -489,7 +425,7 @@ async fn monitor(master: Weak<Master>) {
     loop {
         let Some(m) = master.upgrade() else { return };
         if listener.is_none() {
-            let sentinel = m.config.sentinels[next_sentinel % m.config.sentinels.len()].clone();
+            let sentinel = m.config.url.hosts[next_sentinel % m.config.url.hosts.len()].clone();
             next_sentinel += 1;
             listener = open_listener(&m.config, &m.settings, &sentinel).await;
         }
@@ -548,7 +484,7 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!(c.sentinels, ["h1:26379", "h2:26379", "h3:26380"]);
+        assert_eq!(c.url.hosts, ["h1:26379", "h2:26379", "h3:26380"]);
         assert_eq!(c.master_name, "mymaster");
         assert_eq!(
             c.master_url("10.0.0.5:6379"),
@@ -561,7 +497,7 @@ mod tests {
         let c = Config::parse("rediss-sentinel://h1/1?insecure#m", None).unwrap();
         assert_eq!(c.master_url("h:1"), "rediss://h:1/1#insecure");
         let c = Config::parse("redis-sentinel://[::1]:26379,[::1]#m", None).unwrap();
-        assert_eq!(c.sentinels, ["[::1]:26379", "[::1]:26379"]);
+        assert_eq!(c.url.hosts, ["[::1]:26379", "[::1]:26379"]);
         for bad in [
             "redis-sentinel://h1:26379",
             "redis-sentinel://h1#",

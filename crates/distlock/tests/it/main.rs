@@ -26,5 +26,6 @@ mod semaphore;
 mod sentinel;
 mod shutdown;
 mod tls;
+mod topologies;
 mod wakeup;
 mod watchdog;

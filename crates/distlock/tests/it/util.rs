@@ -136,11 +136,14 @@ pub enum Topology {
     /// A master with two replicas and three sentinels; the client connects through the
     /// sentinels (`redis-sentinel://`).
     Sentinel,
+    /// Three masters with a replica each (`redis-cluster://`).
+    Cluster,
 }
 
 impl Topology {
     /// Every topology, in the order the conformance tests run on them.
-    pub const ALL: &'static [Topology] = &[Topology::Standalone, Topology::Sentinel];
+    pub const ALL: &'static [Topology] =
+        &[Topology::Standalone, Topology::Sentinel, Topology::Cluster];
 }
 
 /// Every topology a conformance test runs on:
@@ -161,6 +164,8 @@ pub enum Deployment {
     Standalone(RedisServer),
     /// A Sentinel set.
     Sentinel(distlock_harness::SentinelSet),
+    /// A cluster.
+    Cluster(distlock_harness::ClusterSet),
 }
 
 impl Deployment {
@@ -169,6 +174,7 @@ impl Deployment {
         match topology {
             Topology::Standalone => Deployment::Standalone(RedisServer::start()),
             Topology::Sentinel => Deployment::Sentinel(distlock_harness::SentinelSet::start()),
+            Topology::Cluster => Deployment::Cluster(distlock_harness::ClusterSet::start()),
         }
     }
 
@@ -182,16 +188,39 @@ impl Deployment {
                 .build()
                 .await
                 .expect("connect through the sentinels"),
+            Deployment::Cluster(set) => Client::builder()
+                .url(set.url())
+                .build()
+                .await
+                .expect("connect to the cluster"),
+        }
+    }
+
+    /// Every data server of the deployment (not the sentinels).
+    pub fn nodes(&self) -> Vec<&RedisServer> {
+        match self {
+            Deployment::Standalone(server) => vec![server],
+            Deployment::Sentinel(set) => set.servers().iter().collect(),
+            Deployment::Cluster(set) => set.nodes().iter().collect(),
+        }
+    }
+
+    /// The URL clients connect with.
+    pub fn url(&self) -> String {
+        match self {
+            Deployment::Standalone(server) => server.url(),
+            Deployment::Sentinel(set) => set.url(),
+            Deployment::Cluster(set) => set.url(),
         }
     }
 
     /// The server that holds `key`, for assertions with [`cmd`] (on Cluster: the node
     /// serving the key's slot; on Sentinel: the current master).
     pub fn node_for(&self, key: &str) -> &RedisServer {
-        let _ = key; // one master holds every key
         match self {
             Deployment::Standalone(server) => server,
             Deployment::Sentinel(set) => set.master(),
+            Deployment::Cluster(set) => set.node_for_key(key),
         }
     }
 }
