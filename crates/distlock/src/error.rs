@@ -260,13 +260,15 @@ impl Error {
                 K::InvalidClientConfig => ErrorKind::Config,
                 K::UnexpectedReturnType | K::Parse => ErrorKind::UnexpectedReply,
                 // Not serving for now: loading its snapshot, a replica that lost its master,
-                // a cluster slot in transit, a master demoted by a failover (READONLY).
+                // a cluster slot in transit or moved, a master demoted by a failover
+                // (READONLY).
                 // Retried like a broken connection.
                 K::Server(S::BusyLoading)
                 | K::Server(S::TryAgain)
                 | K::Server(S::MasterDown)
                 | K::Server(S::ClusterDown)
-                | K::Server(S::ReadOnly) => ErrorKind::Connection,
+                | K::Server(S::ReadOnly)
+                | K::Server(S::Moved) => ErrorKind::Connection,
                 _ if err.is_timeout()
                     || err.is_connection_dropped()
                     || err.is_connection_refusal()

@@ -6,6 +6,7 @@ mod util;
 mod acl;
 mod bad_input;
 mod cancel;
+mod cluster;
 mod fair;
 mod faults;
 mod fencing;
