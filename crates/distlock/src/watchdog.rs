@@ -503,11 +503,37 @@ async fn renew_chunk(
             inv.arg(prefix.as_str());
         }
     }
-    match backend.eval::<Vec<i64>>("watchdog renewal", &inv).await {
+    // Where grants must be confirmed by replicas, so must renewals: an unconfirmed renewal
+    // moves no local deadline (the lease runs out locally unless a later one is confirmed).
+    let Ok(mut grant) = backend.for_grant().await else {
+        return false;
+    };
+    let sent = grant
+        .backend
+        .eval::<Vec<i64>>("watchdog renewal", &inv)
+        .await
+        .inspect_err(|e| grant.failed(e));
+    match sent {
         Ok(results) if results.len() == chunk.len() => {
+            let confirmed = match grant.confirm("watchdog renewal").await {
+                Ok(()) => true,
+                Err(e) => {
+                    grant.failed(&e);
+                    tracing::warn!(
+                        error = format_args!("{e:#}"),
+                        locks = chunk.len(),
+                        "watchdog renewal not confirmed by the replicas; local deadlines kept"
+                    );
+                    false
+                }
+            };
             for ((_, entry_key, _, state), r) in chunk.iter().zip(results) {
                 if r == 1 {
-                    state.renewed(started + lease - drift(lease));
+                    if confirmed {
+                        state.renewed(started + lease - drift(lease));
+                    } else if Instant::now() >= state.valid_until() {
+                        state.mark_lost();
+                    }
                 } else if stop_renewing(shared, entry_key, state) {
                     tracing::warn!(lock = %entry_key.0, "watchdog found the lock gone; lease lost");
                     state.mark_lost();

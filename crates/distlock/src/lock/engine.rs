@@ -374,10 +374,26 @@ impl Lock {
                 inv
             }
         };
-        let r: Vec<i64> = self.backend().eval(&self.context("extend"), &inv).await?;
-        r.first()
+        // Confirmed by replicas like a grant (where the deployment asks for it): an extension
+        // they did not confirm fails with NotReplicated and moves no local deadline.
+        let context = self.context("extend");
+        let mut grant = self.backend().for_grant().await?;
+        let r: Vec<i64> = grant
+            .backend
+            .eval(&context, &inv)
+            .await
+            .inspect_err(|e| grant.failed(e))?;
+        let code = r
+            .first()
             .copied()
-            .ok_or_else(|| Error::unexpected(format!("{}: empty reply", self.context("extend"))))
+            .ok_or_else(|| Error::unexpected(format!("{context}: empty reply")))?;
+        if code == 1 {
+            grant
+                .confirm(&context.to_string())
+                .await
+                .inspect_err(|e| grant.failed(e))?;
+        }
+        Ok(code)
     }
 }
 

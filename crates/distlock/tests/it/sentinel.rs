@@ -240,3 +240,43 @@ async fn the_client_follows_two_failovers_in_a_row() {
     }
     last.release().await.unwrap();
 }
+
+/// Renewals and extensions are confirmed like grants: with both replicas stopped (for less
+/// than the sentinels' down-after) `extend` fails with `NotReplicated`, the watchdog's renewals
+/// are not confirmed, so the holder's lease runs out locally and `lost()` fires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unconfirmed_renewals_let_the_lease_run_out() {
+    let set = SentinelSet::start();
+    let client = Client::builder()
+        .url(set.url())
+        .watchdog_lease(Duration::from_millis(600))
+        .replica_ack_timeout(Duration::from_millis(150))
+        .build()
+        .await
+        .unwrap();
+    let guard = client.lock("renewed").acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!guard.is_lost(), "confirmed renewals keep the lease");
+    let master_port = set.master_port();
+    let replicas: Vec<_> = set
+        .servers()
+        .iter()
+        .filter(|s| s.port() != master_port)
+        .collect();
+    for r in &replicas {
+        r.pause();
+    }
+    let paused = Instant::now();
+    let err = guard.extend(Duration::from_millis(600)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotReplicated, "{err}");
+    let lost = tokio::time::timeout(Duration::from_millis(800), guard.lost()).await;
+    let after = paused.elapsed();
+    for r in &replicas {
+        r.resume();
+    }
+    assert!(
+        lost.is_ok(),
+        "lost() did not fire {after:?} into unconfirmed renewals"
+    );
+    drop(guard);
+}
