@@ -132,7 +132,7 @@ pub mod __bench {
 
     /// Parse an acquire reply; true when it is a grant.
     pub fn parse_acquire_reply(reply: &redis::Value) -> bool {
-        let Ok(v) = redis::from_redis_value::<Vec<i64>>(reply.clone()) else {
+        let Ok(v) = redis::from_redis_value::<Vec<String>>(reply.clone()) else {
             return false;
         };
         matches!(lock::parse_attempt(&v), Ok(lock::Attempt::Granted { .. }))

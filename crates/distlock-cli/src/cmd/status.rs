@@ -140,8 +140,8 @@ struct Row {
     held: bool,
     holders: Vec<Holder>,
     ttl_ms: Option<u64>,
-    fencing_token: Option<u64>,
-    fencing_counter: u64,
+    fencing_token: Option<u128>,
+    fencing_counter: u128,
     waiting_clients: u64,
     /// Read-write locks: "read" or "write".
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -309,6 +309,15 @@ impl Backend {
         }
     }
 
+    /// The generation of the fencing tokens issued now: the Sentinel master's config epoch,
+    /// 0 elsewhere.
+    pub(crate) fn token_generation(&self) -> u64 {
+        match &self.conn {
+            Connection::Sentinel(m) => m.epoch(),
+            _ => 0,
+        }
+    }
+
     /// A client for the server commands go to now (the blocking fallback connects with it).
     pub(crate) fn current_client(&self) -> Option<redis::Client> {
         match &self.conn {

@@ -113,6 +113,8 @@ pub(crate) type GrantSlotGuard =
 /// The master in use now.
 struct Current {
     addr: String,
+    /// The config epoch the sentinels gave with it (the fencing tokens' generation).
+    epoch: u64,
     client: redis::Client,
     manager: ConnectionManager,
     /// Healthy replicas of this master in the sentinels' view (not the master's own count:
@@ -155,6 +157,7 @@ impl Master {
             settings: settings.clone(),
             current: RwLock::new(Current {
                 addr: answer.addr,
+                epoch: answer.epoch,
                 client,
                 manager,
                 replicas: answer.replicas,
@@ -176,6 +179,12 @@ impl Master {
     /// A client for the current master (pub/sub connections, the blocking fallback).
     pub(crate) fn client(&self) -> redis::Client {
         self.current.read().unwrap().client.clone()
+    }
+
+    /// The config epoch of the current master: the generation of the fencing tokens it
+    /// issues (it rises with every failover).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.current.read().unwrap().epoch
     }
 
     /// Changes on every switch of master.
@@ -240,6 +249,7 @@ impl Master {
             let mut current = self.current.write().unwrap();
             if answer.addr == current.addr {
                 current.replicas = answer.replicas;
+                current.epoch = current.epoch.max(answer.epoch);
                 return Ok(());
             }
         }
@@ -250,6 +260,7 @@ impl Master {
                 &mut *current,
                 Current {
                     addr: answer.addr.clone(),
+                    epoch: answer.epoch,
                     client,
                     manager,
                     replicas: answer.replicas,

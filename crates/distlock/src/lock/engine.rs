@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::raw::{
-    not_held_reason, parse_attempt, AcquireCall, Attempt, Mode, ReleaseCall, Renewal, Resend,
-    NO_TTL_RECHECK,
+    not_held_reason, parse_attempt, parse_token, AcquireCall, Attempt, Mode, ReleaseCall, Renewal,
+    Resend, NO_TTL_RECHECK,
 };
 use super::{FencingToken, Lock, LockGuard, Owner};
 use crate::acquire::{acquire, Acquire, Step};
@@ -62,20 +62,21 @@ impl Lock {
         crate::acquire::not_acquired(format_args!("lock {:?}", self.inner.names.name), wait)
     }
 
-    pub(super) async fn inspect(&self, owner: &Owner) -> Result<(u32, u64, i64)> {
+    pub(super) async fn inspect(&self, owner: &Owner) -> Result<(u32, u128, i64)> {
         let mut inv = scripts::LOCK_INSPECT.prepare_invoke();
         inv.key(&self.inner.names.key)
             .arg(self.inner.raw.field(owner))
             .arg(TOKEN_FIELD);
-        let r: Vec<i64> = self.backend().eval(&self.context("inspect"), &inv).await?;
-        match r.as_slice() {
-            [-2] => Ok((0, 0, -2)),
-            [count, token, pttl] if *count >= 0 => Ok((*count as u32, *token as u64, *pttl)),
-            _ => Err(Error::unexpected(format!(
-                "{}: reply {r:?}",
-                self.context("inspect")
-            ))),
-        }
+        let r: Vec<String> = self.backend().eval(&self.context("inspect"), &inv).await?;
+        let parsed = match r.as_slice() {
+            [code] if code == "-2" => Some((0, 0, -2)),
+            [count, token, pttl] => match (count.parse(), parse_token(token), pttl.parse()) {
+                (Ok(count), Some(token), Ok(pttl)) => Some((count, token, pttl)),
+                _ => None,
+            },
+            _ => None,
+        };
+        parsed.ok_or_else(|| Error::unexpected(format!("{}: reply {r:?}", self.context("inspect"))))
     }
 
     pub(crate) async fn attempt(
@@ -88,6 +89,11 @@ impl Lock {
     ) -> Result<Attempt> {
         let client = &self.inner.client;
         let context = self.context("acquire");
+        // The token's generation rides in front of the floor (see prelude.lua's next_token).
+        let floor = match client.inner.backend.token_generation() {
+            0 => client.inner.fencing_floor.clone(),
+            generation => format!("{generation}:{}", client.inner.fencing_floor),
+        };
         let call = AcquireCall {
             owner,
             mode,
@@ -95,13 +101,13 @@ impl Lock {
             request_id,
             wait_ms,
             latch_ms: client.latch_ttl_ms(),
-            floor: client.inner.fencing_floor.as_str(),
+            floor: &floor,
         };
         let (inv, resend) = self.inner.raw.acquire(&self.inner.names, &call);
         // Where replicas must confirm grants, the grant goes over a connection set aside for
         // it, and WAIT follows on that connection.
         let mut grant = client.inner.backend.for_grant().await?;
-        let sent: Result<Vec<i64>> = match resend {
+        let sent: Result<Vec<String>> = match resend {
             Resend::Always => grant.backend.eval(&context, &inv).await,
             // The latch answers a resend while it lives: resend until answered within its
             // window; after that the caller undoes it (`undo_reentry`).
@@ -115,13 +121,13 @@ impl Lock {
         let r = sent.inspect_err(|e| grant.failed(e))?;
         let attempt = match parse_attempt(&r) {
             Ok(a) => a,
-            Err([-4]) => {
+            Err(Some(-4)) => {
                 return Err(Error::new(
                     ErrorKind::Connection,
                     format!("{context}: the request was cancelled after its outcome was unknown"),
                 ))
             }
-            Err([-3]) => {
+            Err(Some(-3)) => {
                 return Err(Error::new(
                     ErrorKind::WouldDeadlock,
                     format!(
@@ -131,10 +137,10 @@ impl Lock {
                     ),
                 ))
             }
-            Err([code]) if not_held_reason(*code).is_some() => {
+            Err(Some(code)) if not_held_reason(code).is_some() => {
                 return Err(Error::not_held(
                     &self.inner.names.name,
-                    not_held_reason(*code).expect("checked"),
+                    not_held_reason(code).expect("checked"),
                 ))
             }
             Err(_) => return Err(Error::unexpected(format!("{context}: reply {r:?}"))),
@@ -206,7 +212,7 @@ impl Lock {
         &self,
         owner: Owner,
         hold_count: u32,
-        token: u64,
+        token: u128,
         lease: Duration,
         started: Instant,
     ) -> LockGuard {
@@ -218,7 +224,7 @@ impl Lock {
         &self,
         owner: Owner,
         hold_count: u32,
-        token: u64,
+        token: u128,
         lease: Duration,
         valid_until: Instant,
     ) -> LockGuard {
@@ -433,7 +439,7 @@ struct LockRequest {
 
 impl Acquire for LockRequest {
     /// Hold count, fencing token, and the instant the lease counts from.
-    type Grant = (u32, u64, Instant);
+    type Grant = (u32, u128, Instant);
 
     fn wake(&self) -> Option<(&str, Wake)> {
         Some((&self.channel, self.wake))

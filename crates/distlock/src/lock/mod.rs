@@ -485,7 +485,7 @@ impl Lock {
             ),
             Some(c) => (c, counter_key),
         };
-        let counter = counter.parse::<u64>().map_err(|_| {
+        let counter = raw::parse_token(&counter).ok_or_else(|| {
             Error::new(
                 ErrorKind::UnexpectedReply,
                 format!(
@@ -519,7 +519,7 @@ impl Lock {
                     .await?;
                 for (field, value) in fields {
                     if field == TOKEN_FIELD {
-                        status.fencing_token = value.parse().ok().map(FencingToken);
+                        status.fencing_token = raw::parse_token(&value).map(FencingToken);
                     } else if field == "mode" {
                         status.mode = Some(value);
                     } else if let Ok(holds) = value.parse() {
@@ -529,7 +529,8 @@ impl Lock {
                 // A Redisson RFencedLock holder stores no token in the hash: its token is the
                 // last one drawn from its counter.
                 if status.fencing_token.is_none() && !status.holders.is_empty() {
-                    status.fencing_token = fenced.and_then(|t| t.parse().ok()).map(FencingToken);
+                    status.fencing_token =
+                        fenced.and_then(|t| raw::parse_token(&t)).map(FencingToken);
                 }
             }
             other => {

@@ -77,13 +77,31 @@ impl fmt::Debug for Owner {
 /// granted or written.
 /// What they cannot fix: two masters that both grant during a network partition (the
 /// resource still sees two increasing streams; only the later-seen lower token is refused).
+///
+/// On Redis Sentinel a token also carries a *generation*, the config epoch of the master that
+/// issued it, which rises with every failover: the token's value is
+/// `generation × 2^64 + sequence`, so every token of a promoted master is above every token of
+/// the master it replaced, whatever the two servers' clocks say — and a grant made by an
+/// isolated old master that still serves a stale client is ordered below the new master's.
+/// On one server and on Cluster the generation is 0 and the value is the sequence. One
+/// number either way: compare tokens as integers (`u128`), print them in decimal.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub struct FencingToken(pub u64);
+pub struct FencingToken(pub u128);
 
 impl FencingToken {
-    /// The token's value.
-    pub fn get(self) -> u64 {
+    /// The token's value: `generation × 2^64 + sequence`.
+    pub fn get(self) -> u128 {
         self.0
+    }
+
+    /// The generation: the issuing master's Sentinel config epoch, 0 elsewhere.
+    pub fn generation(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+
+    /// The sequence within the generation (`max(last + 1, server µs)`).
+    pub fn sequence(self) -> u64 {
+        self.0 as u64
     }
 }
 
@@ -112,7 +130,7 @@ pub struct LockStatus {
     /// slot, so an upper bound of this lock's last token). Before the slot's first grant: the
     /// floor its counter will start above (the legacy server-wide counter as read at
     /// connect, 0 when there was none).
-    pub fencing_counter: u64,
+    pub fencing_counter: u128,
     /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`): one per waiting client
     /// (per waiter for a fair lock, whose waiters have channels of their own).
     pub subscribers: u64,

@@ -530,7 +530,7 @@ enum Decision {
 }
 
 enum NodeResult {
-    Granted(u64),
+    Granted(u128),
     Held,
     Failed(String),
 }

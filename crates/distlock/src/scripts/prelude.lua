@@ -19,6 +19,13 @@
 --          (NOPERM) is served as if it did not exist. Exact over the whole range:
 --          decimal-string arithmetic, never Lua numbers (doubles, exact only below 2^53) and no
 --          float formatting.
+--          A floor of the form '<generation>:<floor>' with a generation above 0 (Sentinel:
+--          the config epoch of the master the client resolved, which rises with every
+--          failover) makes the token '<generation>:<sequence>', ordered by generation first:
+--          the counter keeps the highest '<generation>:<sequence>' issued; a newer generation
+--          starts its sequence at the clock reading, the same or an older one (a client with a
+--          stale view) counts on in the counter's generation. fenced_key is not used then
+--          (Redisson's tokens have no generation).
 -- Errors   'ERR distlock: fencing counter <key> ...' when the counter (or, for a new counter,
 --          the floor; or fenced_key) is not a decimal integer, or is at or above TOKEN_MAX =
 --          2^63 - 1 (the largest token: it fits i64 and u64, and a Redisson-style INCR of the
@@ -54,40 +61,10 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function next_token(counter_key, floor, fenced_key)
-  local t = time_reply or redis.call('time')
-  time_reply = t
-  local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-  -- One command writes the clock reading and reads the last token.
-  local last = redis.call('set', counter_key, now, 'GET')
-  local fresh = not last
-  if fresh then
-    -- The slot's first grant: count on from the floor.
-    last = floor or '0'
-  end
-  -- Redisson's RFencedLock counter of this lock, when a Java service has one. pcall: a user
-  -- whose ACL does not cover that key (no RFencedLock shares the lock then) reads nothing.
-  local theirs = fenced_key and redis.pcall('get', fenced_key)
-  if type(theirs) == 'table' then
-    theirs = false
-  end
-  -- The common case, last < now (and theirs < now), decided cheaply and still exactly:
-  -- converting decimals to doubles rounds monotonically, so tonumber(a) < tonumber(b) implies
-  -- a < b.
-  if string.find(last, '^%d+$') and tonumber(last) < tonumber(now) and
-      (not theirs or (string.find(theirs, '^%d+$') and tonumber(theirs) < tonumber(now))) then
-    if theirs then
-      redis.call('set', fenced_key, now, 'KEEPTTL')
-    end
-    return now
-  end
-
-  -- The slow path: the counter (or, for a new counter, the floor, or Redisson's counter) was
-  -- not below the clock reading (it ran ahead of this server's clock: a restart, a failover,
-  -- many grants per microsecond), or is not a decimal integer. Its helpers are defined here,
-  -- after the common path returned, so that path does not pay for creating them on every run.
-  local TOKEN_MAX = '9223372036854775807'
-
+-- Exact decimal-string arithmetic for the slow paths of the token functions (Lua numbers are
+-- doubles, exact only below 2^53): dec_norm, dec_lt, dec_incr. Made on demand, so the common
+-- path does not pay for creating them on every run.
+local function decimal_helpers()
   -- A decimal integer without leading zeros, or nil when s is not one.
   local function dec_norm(s)
     if not string.find(s, '^%d+$') then
@@ -131,6 +108,101 @@ local function next_token(counter_key, floor, fenced_key)
     return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1) ..
       string.rep('0', #s - i)
   end
+
+  return dec_norm, dec_lt, dec_incr
+end
+
+-- The largest token sequence (2^63 - 1): it fits i64 and u64, and a Redisson-style INCR of a
+-- counter stays valid.
+local TOKEN_MAX = '9223372036854775807'
+
+-- next_token of a generation above 0: '<generation>:<sequence>', see the header.
+local function generation_token(counter_key, floor, generation)
+  local t = time_reply or redis.call('time')
+  time_reply = t
+  local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+  local last = redis.call('get', counter_key)
+  local last_gen, last_seq = '0', floor
+  if last then
+    local g, q = string.match(last, '^(%d+):(%d+)$')
+    if g then
+      last_gen, last_seq = g, q
+    else
+      last_seq = last
+    end
+  end
+  local dec_norm, dec_lt, dec_incr = decimal_helpers()
+  local seq = dec_norm(last_seq)
+  if seq == nil or not dec_lt(seq, TOKEN_MAX) then
+    error(redis.error_reply('ERR distlock: fencing counter ' .. counter_key .. ' holds "' ..
+      string.sub(last or floor, 1, 40) .. '", not a token below 2^63; no token can be issued ' ..
+      '(fix or delete the key)'))
+  end
+  local gen, counted = dec_norm(generation), dec_norm(last_gen)
+  if dec_lt(counted, gen) then
+    -- A newer generation (a promoted master) starts its sequence at the clock.
+    seq = now
+  else
+    -- The counter's generation (a client with an older view counts on in it).
+    gen = counted
+    if dec_lt(seq, now) then
+      seq = now
+    else
+      seq = dec_incr(seq)
+    end
+  end
+  local token = gen .. ':' .. seq
+  redis.call('set', counter_key, token)
+  return token
+end
+
+local function next_token(counter_key, floor, fenced_key)
+  -- A generation above 0 comes as '<generation>:<floor>' (Sentinel: the master's epoch).
+  local generation, gen_floor = string.match(floor or '', '^(%d+):(%d+)$')
+  if generation and not string.find(generation, '^0+$') then
+    return generation_token(counter_key, gen_floor, generation)
+  end
+  if generation then
+    floor = gen_floor
+  end
+  local t = time_reply or redis.call('time')
+  time_reply = t
+  local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+  -- One command writes the clock reading and reads the last token.
+  local last = redis.call('set', counter_key, now, 'GET')
+  local fresh = not last
+  if fresh then
+    -- The slot's first grant: count on from the floor.
+    last = floor or '0'
+  end
+  -- Redisson's RFencedLock counter of this lock, when a Java service has one. pcall: a user
+  -- whose ACL does not cover that key (no RFencedLock shares the lock then) reads nothing.
+  local theirs = fenced_key and redis.pcall('get', fenced_key)
+  if type(theirs) == 'table' then
+    theirs = false
+  end
+  -- The common case, last < now (and theirs < now), decided cheaply and still exactly:
+  -- converting decimals to doubles rounds monotonically, so tonumber(a) < tonumber(b) implies
+  -- a < b.
+  if string.find(last, '^%d+$') and tonumber(last) < tonumber(now) and
+      (not theirs or (string.find(theirs, '^%d+$') and tonumber(theirs) < tonumber(now))) then
+    if theirs then
+      redis.call('set', fenced_key, now, 'KEEPTTL')
+    end
+    return now
+  end
+
+  -- The slow path: the counter (or, for a new counter, the floor, or Redisson's counter) was
+  -- not below the clock reading (it ran ahead of this server's clock: a restart, a failover,
+  -- many grants per microsecond), or is not a decimal integer. Its helpers are defined here,
+  -- after the common path returned, so that path does not pay for creating them on every run.
+  -- A counter a client of a newer generation wrote ('<generation>:<sequence>'): count on in
+  -- its generation (this client's view, generation 0, is older).
+  if not fresh and string.find(last, '^%d+:%d+$') then
+    redis.call('set', counter_key, last)
+    return generation_token(counter_key, floor or '0', '0')
+  end
+  local dec_norm, dec_lt, dec_incr = decimal_helpers()
 
   -- Put the counter back as it was found, and raise an error naming the bad key.
   local function refuse(key, value, is_counter, why)

@@ -12,7 +12,7 @@ async fn tokens_strictly_increase_over_1000_grants() {
     let (_server, client) = setup().await;
     let lock = client.lock("fenced");
     let short = client.lock("fenced").lease(Duration::from_millis(15));
-    let mut last = 0u64;
+    let mut last = 0u128;
     for i in 0..1000 {
         let token = if i % 50 == 49 {
             // Let this one expire instead of releasing it.
@@ -117,8 +117,8 @@ async fn stale_holder_is_exposed_by_its_token() {
     tokio::time::sleep(Duration::from_millis(150)).await;
     let fresh = client.lock("resource").acquire().await.unwrap();
     // The resource: accept a write only with a token ≥ the highest seen.
-    let mut highest = 0u64;
-    let mut write = |token: u64| {
+    let mut highest = 0u128;
+    let mut write = |token: u128| {
         if token >= highest {
             highest = token;
             true
@@ -140,7 +140,7 @@ fn counter_of(tag: &str) -> String {
 }
 
 /// 2^53: the first integer a Lua number (a double) cannot count past by one.
-const TWO_POW_53: u64 = 1 << 53;
+const TWO_POW_53: u128 = 1 << 53;
 
 fn counter(server: &RedisServer, tag: &str) -> String {
     cmd(server, &["GET", &counter_of(tag)])
@@ -233,7 +233,7 @@ async fn the_last_token_is_2_pow_63_minus_1_then_grants_fail_leaving_nothing() {
         &["SET", &counter_of("last"), "9223372036854775806"],
     );
     let g = client.lock("{last}").acquire().await.unwrap();
-    assert_eq!(g.fencing_token().get(), i64::MAX as u64);
+    assert_eq!(g.fencing_token().get(), i64::MAX as u128);
     g.release().await.unwrap();
     let max = i64::MAX.to_string();
     assert_eq!(counter(&server, "last"), max);
@@ -433,7 +433,7 @@ async fn acquire_scripts_touch_one_slot_on_a_cluster_node() {
 /// on from itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_keep_rising_across_the_upgrade_from_one_counter_per_server() {
-    const OLD: u64 = 1 << 60;
+    const OLD: u128 = 1 << 60;
     let server = RedisServer::start();
     let legacy = legacy_fencing_counter("");
     let _: () = cmd(&server, &["SET", &legacy, &OLD.to_string()]);
@@ -453,7 +453,7 @@ async fn tokens_keep_rising_across_the_upgrade_from_one_counter_per_server() {
         OLD
     );
 
-    let mut last: HashMap<&str, u64> = HashMap::new();
+    let mut last: HashMap<&str, u128> = HashMap::new();
     for round in 0..5 {
         for name in &names {
             let g = if round % 2 == 0 {
@@ -481,7 +481,7 @@ async fn tokens_keep_rising_across_the_upgrade_from_one_counter_per_server() {
         w.release().await.unwrap();
     }
     let old: u64 = cmd(&server, &["GET", &legacy]);
-    assert_eq!(old, OLD, "the old counter was written");
+    assert_eq!(u128::from(old), OLD, "the old counter was written");
 
     // A client connected later starts new slots above the old counter too, and counts on in
     // the slots that exist.
@@ -526,4 +526,63 @@ async fn tokens_keep_rising_across_the_upgrade_from_one_counter_per_server() {
     let ignoring = client_for(&server).await;
     let g = ignoring.lock("upgrade:at-end").acquire().await.unwrap();
     g.release().await.unwrap();
+}
+
+/// Tokens carry a generation (on Sentinel: the master's config epoch) ahead of the sequence:
+/// a promoted master's first token is above every token of the old one even when the old
+/// master's counter ran far ahead of the clock, and a client with an older view of the
+/// generation counts on in the newer one.
+#[test]
+fn a_newer_generation_orders_above_any_older_token() {
+    let server = RedisServer::start();
+    let counter = fencing_counter("", "gen");
+    let grant = |floor: &str, owner: &str| -> Vec<String> {
+        let r: Vec<String> = redis::cmd("EVAL")
+            .arg(lock_acquire_source())
+            .arg(3)
+            .arg("gen")
+            .arg(&counter)
+            .arg("gen")
+            .arg(30000)
+            .arg(owner)
+            .arg("new")
+            .arg(3000)
+            .arg(distlock::layout::TOKEN_FIELD)
+            .arg(floor)
+            .query(&mut server.connection())
+            .unwrap();
+        let _: () = cmd(&server, &["DEL", "gen"]);
+        r
+    };
+    let value = |token: &str| -> u128 {
+        match token.split_once(':') {
+            Some((g, s)) => (g.parse::<u128>().unwrap() << 64) | s.parse::<u128>().unwrap(),
+            None => token.parse().unwrap(),
+        }
+    };
+    // The old master's counter, far ahead of the clock, in generation 1.
+    let old = "1:9000000000000000000";
+    let _: () = cmd(&server, &["SET", &counter, old]);
+    let first = grant("2:0", "a:1");
+    assert_eq!(first[0], "1");
+    let token = &first[2];
+    assert!(token.starts_with("2:"), "{token}");
+    assert!(value(token) > value(old), "{token} not above {old}");
+    assert_eq!(cmd::<String>(&server, &["GET", &counter]), *token);
+    // A client that still believes in generation 1 gets a generation-2 token, above the last.
+    let next = grant("1:0", "b:1");
+    assert!(next[2].starts_with("2:"), "{}", next[2]);
+    assert!(value(&next[2]) > value(token));
+    // Generation 0 (one server) after generation 2: still above, in generation 2.
+    let plain = grant("0", "c:1");
+    assert!(value(&plain[2]) > value(&next[2]), "{}", plain[2]);
+}
+
+/// `lock_acquire.lua` as it runs (prelude joined).
+fn lock_acquire_source() -> &'static str {
+    distlock::SCRIPT_SOURCES
+        .iter()
+        .find(|(f, _)| *f == "lock_acquire.lua")
+        .map(|(_, s)| *s)
+        .expect("script")
 }

@@ -64,7 +64,7 @@ proptest! {
             let mut holder: Option<(usize, u32)> = None;
             // Guards per owner, latest last.
             let mut guards: Vec<Vec<LockGuard>> = vec![Vec::new(), Vec::new(), Vec::new()];
-            let mut last_token = 0u64;
+            let mut last_token = 0u128;
             for op in ops {
                 match op {
                     Op::Take(i) => {

@@ -803,7 +803,7 @@ async fn fencing_tokens_interleave_with_rfencedlock() {
     let g = lock.acquire().await.unwrap();
     let d1 = g.fencing_token().get();
     assert!(
-        d1 > r1 as u64,
+        d1 > r1 as u128,
         "distlock's token {d1} after Redisson's {r1}"
     );
     assert_eq!(
@@ -825,7 +825,7 @@ async fn fencing_tokens_interleave_with_rfencedlock() {
 
     let r2 = jlock.lock_and_get_token(1).expect("Redisson locks again");
     assert!(
-        r2 as u64 > d1,
+        r2 as u128 > d1,
         "Redisson's token {r2} after distlock's {d1}"
     );
     assert_eq!(jlock.unlock(1), Some(1));
@@ -833,7 +833,7 @@ async fn fencing_tokens_interleave_with_rfencedlock() {
     let g = lock.acquire().await.unwrap();
     let d2 = g.fencing_token().get();
     assert!(
-        d2 > r2 as u64,
+        d2 > r2 as u128,
         "distlock's token {d2} after Redisson's {r2}"
     );
     assert_eq!(stored(), Some(d2.to_string()));
@@ -843,7 +843,7 @@ async fn fencing_tokens_interleave_with_rfencedlock() {
         .lock_and_get_token(1)
         .expect("Redisson locks a third time");
     assert!(
-        r3 as u64 > d2,
+        r3 as u128 > d2,
         "Redisson's token {r3} after distlock's {d2}"
     );
     assert_eq!(jlock.unlock(1), Some(1));
@@ -868,7 +868,7 @@ async fn lock_status_shows_the_rfencedlock_holders_token() {
     assert_eq!(status.holders, vec![(java.lock_name(1), 1)]);
     assert_eq!(
         status.fencing_token,
-        Some(FencingToken(stored)),
+        Some(FencingToken(u128::from(stored))),
         "the Redisson holder's token in {status:?}"
     );
     assert_eq!(jlock.unlock(1), Some(1));

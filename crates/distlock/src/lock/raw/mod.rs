@@ -80,7 +80,7 @@ pub(crate) enum Resend {
 
 /// What one acquire attempt found.
 pub(crate) enum Attempt {
-    Granted { hold_count: u32, token: u64 },
+    Granted { hold_count: u32, token: u128 },
     Held { pttl_ms: i64 },
 }
 
@@ -183,19 +183,37 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// An acquire script's reply: a grant, a refusal with the holder's PTTL, or (as `Err`) a
-/// code for the caller to interpret (not held, would deadlock, cancelled, malformed). The
-/// scripts send the token as a decimal string (at most 2^63 - 1), which redis-rs parses into
-/// `i64` exactly; a token that is not one fails the parse instead of being rounded.
-pub(crate) fn parse_attempt(r: &[i64]) -> std::result::Result<Attempt, &[i64]> {
+/// An acquire script's reply (read as strings: the token may not fit an integer): a grant, a
+/// refusal with the holder's PTTL, or (as `Err`) a code for the caller to interpret (not
+/// held, would deadlock, cancelled; `None`: malformed).
+pub(crate) fn parse_attempt(r: &[String]) -> std::result::Result<Attempt, Option<i64>> {
     match r {
-        [1, count, token] if *count > 0 && *token >= 0 => Ok(Attempt::Granted {
-            hold_count: *count as u32,
-            token: *token as u64,
-        }),
-        [0, pttl] => Ok(Attempt::Held { pttl_ms: *pttl }),
-        other => Err(other),
+        [one, count, token] if one == "1" => match (count.parse::<u32>(), parse_token(token)) {
+            (Ok(count), Some(token)) if count > 0 => Ok(Attempt::Granted {
+                hold_count: count,
+                token,
+            }),
+            _ => Err(None),
+        },
+        [zero, pttl] if zero == "0" => pttl
+            .parse()
+            .map(|pttl_ms| Attempt::Held { pttl_ms })
+            .map_err(|_| None),
+        [code] => Err(code.parse().ok()),
+        _ => Err(None),
     }
+}
+
+/// A token as the scripts write it: `<sequence>`, or `<generation>:<sequence>` (generation
+/// above 0), both decimal; the value is `generation × 2^64 + sequence`. `None` when it is
+/// neither, or the sequence is not below 2^64.
+pub(crate) fn parse_token(s: &str) -> Option<u128> {
+    let (generation, sequence) = match s.split_once(':') {
+        Some((g, q)) => (g.parse::<u64>().ok()?, q),
+        None => (0, s),
+    };
+    let sequence = sequence.parse::<u64>().ok()?;
+    Some((u128::from(generation) << 64) | u128::from(sequence))
 }
 
 /// The scripts' not-held codes.
