@@ -268,7 +268,8 @@ impl Error {
                 | K::Server(S::MasterDown)
                 | K::Server(S::ClusterDown)
                 | K::Server(S::ReadOnly)
-                | K::Server(S::Moved) => ErrorKind::Connection,
+                | K::Server(S::Moved)
+                | K::Server(S::Ask) => ErrorKind::Connection,
                 _ if err.is_timeout()
                     || err.is_connection_dropped()
                     || err.is_connection_refusal()

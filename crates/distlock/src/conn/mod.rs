@@ -523,8 +523,9 @@ fn resend_delay(attempt: usize) -> Duration {
 /// Errors after which the same request may be sent again: broken or refused connections,
 /// timeouts, a server that is still loading its snapshot or asks to try again, a replica's
 /// READONLY refusal (given before anything runs: a master demoted by a failover), and a
-/// cluster's MOVED redirect (nothing ran; the cluster client rebuilds its slot map on it, so
-/// the resend goes to the slot's new master).
+/// cluster's MOVED and ASK redirects (nothing ran; on MOVED the cluster client rebuilds its
+/// slot map, so the resend goes to the slot's new master; ASK means the slot is migrating,
+/// and the resend after a pause finds it moved).
 fn retriable(e: &redis::RedisError) -> bool {
     use redis::{ErrorKind as K, ServerErrorKind as S};
     e.is_io_error()
@@ -539,6 +540,7 @@ fn retriable(e: &redis::RedisError) -> bool {
                 | K::Server(S::ClusterDown)
                 | K::Server(S::ReadOnly)
                 | K::Server(S::Moved)
+                | K::Server(S::Ask)
         )
 }
 

@@ -101,3 +101,51 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
     assert_eq!(cmd::<i64>(set.node_for_key(name), &["EXISTS", name]), 1);
     got.release().await.unwrap();
 }
+
+/// The slot of a held lock migrates to another master: the watchdog's renewals, an
+/// extension and the release follow it (MOVED/ASK are resent after the slot map is rebuilt),
+/// and the lock is never lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_lock_follows_its_slot_to_another_master() {
+    let set = ClusterSet::start();
+    let client = Client::builder()
+        .url(set.url())
+        .watchdog_lease(Duration::from_millis(600))
+        .build()
+        .await
+        .unwrap();
+    let name = "migrating";
+    let guard = client.lock(name).acquire().await.unwrap();
+    let slot = set.key_slot(name);
+    let from = set.node_for_key(name).port();
+    let to = set
+        .masters()
+        .into_iter()
+        .map(|m| m.port())
+        .find(|p| *p != from)
+        .expect("another master");
+    // Move the slot, the fencing counter of that slot with it.
+    tokio::task::block_in_place(|| set.migrate_slot(slot, to));
+    assert_eq!(set.node_for_key(name).port(), to);
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    assert!(!guard.is_lost(), "renewals did not follow the slot");
+    assert!(cmd::<i64>(set.node_for_key(name), &["PTTL", name]) > 0);
+    guard
+        .extend(Duration::from_secs(5))
+        .await
+        .expect("extend on the new master");
+    let token = guard.fencing_token();
+    guard.release().await.expect("release on the new master");
+    assert_eq!(cmd::<i64>(set.node_for_key(name), &["EXISTS", name]), 0);
+    let next = client
+        .lock(name)
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free");
+    assert!(
+        next.fencing_token() > token,
+        "the slot's counter moved with it"
+    );
+    next.release().await.unwrap();
+}
