@@ -189,6 +189,9 @@ pub(crate) struct Backend {
 pub(crate) struct GrantChannel {
     /// Send the grant's script through this.
     pub(crate) backend: Backend,
+    /// The generation of the tokens granted through it: the Sentinel master's config epoch,
+    /// 0 elsewhere.
+    pub(crate) generation: u64,
     /// Replicas to wait for, and how long, after the grant.
     wait: Option<(u32, Duration)>,
     /// Holds the set-aside connection exclusively (WAIT covers this connection's writes).
@@ -309,15 +312,6 @@ impl Backend {
         }
     }
 
-    /// The generation of the fencing tokens issued now: the Sentinel master's config epoch,
-    /// 0 elsewhere.
-    pub(crate) fn token_generation(&self) -> u64 {
-        match &self.conn {
-            Connection::Sentinel(m) => m.epoch(),
-            _ => 0,
-        }
-    }
-
     /// A client for the server commands go to now (the blocking fallback connects with it).
     pub(crate) fn current_client(&self) -> Option<redis::Client> {
         match &self.conn {
@@ -331,22 +325,32 @@ impl Backend {
     /// value drops, with the `WAIT` to send after the grant.
     pub(crate) async fn for_grant(&self) -> Result<GrantChannel> {
         match &self.conn {
+            // A grant goes to one master from first send to last (its token's generation is
+            // that master's config epoch): after a switch it fails, and is built again.
             Connection::Sentinel(m) => match m.grant_connection().await {
-                Some((conn, wanted, timeout, guard)) => Ok(GrantChannel {
+                Some((conn, epoch, wanted, timeout, guard)) => Ok(GrantChannel {
                     backend: Backend {
                         conn: Connection::Pinned(conn),
                     },
+                    generation: epoch,
                     wait: Some((wanted, timeout)),
                     slot: Some(guard),
                 }),
-                None => Ok(GrantChannel {
-                    backend: self.clone(),
-                    wait: None,
-                    slot: None,
-                }),
+                None => {
+                    let (manager, epoch) = m.snapshot();
+                    Ok(GrantChannel {
+                        backend: Backend {
+                            conn: Connection::Standalone(manager),
+                        },
+                        generation: epoch,
+                        wait: None,
+                        slot: None,
+                    })
+                }
             },
             _ => Ok(GrantChannel {
                 backend: self.clone(),
+                generation: 0,
                 wait: None,
                 slot: None,
             }),

@@ -181,10 +181,11 @@ impl Master {
         self.current.read().unwrap().client.clone()
     }
 
-    /// The config epoch of the current master: the generation of the fencing tokens it
-    /// issues (it rises with every failover).
-    pub(crate) fn epoch(&self) -> u64 {
-        self.current.read().unwrap().epoch
+    /// The command connection to the current master and its config epoch (the generation
+    /// of the fencing tokens it issues, which rises with every failover), read together.
+    pub(crate) fn snapshot(&self) -> (ConnectionManager, u64) {
+        let current = self.current.read().unwrap();
+        (current.manager.clone(), current.epoch)
     }
 
     /// Changes on every switch of master.
@@ -200,11 +201,12 @@ impl Master {
         &self,
     ) -> Option<(
         redis::aio::MultiplexedConnection,
+        u64,
         u32,
         Duration,
         GrantSlotGuard,
     )> {
-        let (wanted, slot, client) = {
+        let (wanted, slot, client, epoch) = {
             let current = self.current.read().unwrap();
             let wanted = self.settings.replica_acks.min(current.replicas);
             if wanted == 0 {
@@ -217,6 +219,7 @@ impl Master {
                 wanted,
                 current.grant_slots[n % current.grant_slots.len()].clone(),
                 current.client.clone(),
+                current.epoch,
             )
         };
         let mut conn = slot.clone().lock_owned().await;
@@ -233,7 +236,7 @@ impl Master {
         }
         let c = conn.as_ref()?.clone();
         // The guard keeps the slot exclusive; its connection stays for the next grant.
-        Some((c, wanted, self.settings.replica_ack_timeout, conn))
+        Some((c, epoch, wanted, self.settings.replica_ack_timeout, conn))
     }
 
     /// Ask the sentinels now rather than at the next poll (the master refused a write, or
@@ -388,11 +391,10 @@ async fn ask_sentinel(
             .find(|kv| kv[0] == name)
             .and_then(|kv| kv.get(1).cloned())
     };
+    // Down means s_down or o_down; a sentinel that has just switched reports the new master
+    // as `disconnected` until its own link to it is up, which is no reason to wait.
     let flags = field("flags").unwrap_or_default();
-    if flags
-        .split(',')
-        .any(|f| matches!(f, "s_down" | "o_down" | "disconnected"))
-    {
+    if flags.split(',').any(|f| matches!(f, "s_down" | "o_down")) {
         return Ok(None);
     }
     let (Some(ip), Some(port)) = (field("ip"), field("port")) else {

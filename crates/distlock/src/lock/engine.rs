@@ -89,8 +89,12 @@ impl Lock {
     ) -> Result<Attempt> {
         let client = &self.inner.client;
         let context = self.context("acquire");
-        // The token's generation rides in front of the floor (see prelude.lua's next_token).
-        let floor = match client.inner.backend.token_generation() {
+        // Where replicas must confirm grants, the grant goes over a connection set aside for
+        // it, and WAIT follows on that connection; on Sentinel it stays with one master, whose
+        // config epoch is the token's generation, riding in front of the floor (see
+        // prelude.lua's next_token).
+        let mut grant = client.inner.backend.for_grant().await?;
+        let floor = match grant.generation {
             0 => client.inner.fencing_floor.clone(),
             generation => format!("{generation}:{}", client.inner.fencing_floor),
         };
@@ -104,9 +108,6 @@ impl Lock {
             floor: &floor,
         };
         let (inv, resend) = self.inner.raw.acquire(&self.inner.names, &call);
-        // Where replicas must confirm grants, the grant goes over a connection set aside for
-        // it, and WAIT follows on that connection.
-        let mut grant = client.inner.backend.for_grant().await?;
         let sent: Result<Vec<String>> = match resend {
             Resend::Always => grant.backend.eval(&context, &inv).await,
             // The latch answers a resend while it lives: resend until answered within its

@@ -280,3 +280,54 @@ async fn unconfirmed_renewals_let_the_lease_run_out() {
     );
     drop(guard);
 }
+
+/// The old master is stopped (SIGSTOP) past a failover, with an acquire of another client
+/// already sent to it, and resumed while the new master's holder holds the lock: the old
+/// master then runs that queued acquire and grants it — but none of its former replicas
+/// confirms it (`WAIT`), so the grant is given back and the client keeps waiting instead of
+/// holding the lock beside the new master's holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_master_resumed_after_failover_grants_nothing_confirmed() {
+    let mut set = SentinelSet::start();
+    let stale = Client::builder()
+        .url(set.url())
+        .command_timeout(Duration::from_secs(6))
+        .build()
+        .await
+        .unwrap();
+    let fresh = client_on(&set).await;
+    // Open the stale client's connections set aside for grants before the pause.
+    for _ in 0..8 {
+        stale
+            .lock("warm")
+            .acquire()
+            .await
+            .unwrap()
+            .release()
+            .await
+            .unwrap();
+    }
+    let old = set.master_port();
+    set.master().pause();
+    let paused = Instant::now();
+    let queued = {
+        let lock = stale.lock("split");
+        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(9)).await })
+    };
+    let new = tokio::task::block_in_place(|| set.wait_for_failover(old, Duration::from_secs(15)));
+    assert_ne!(new, old);
+    let holder = fresh
+        .lock("split")
+        .try_acquire_for(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("the new master grants");
+    let resumed_after = paused.elapsed();
+    set.server_mut(old).expect("old master").resume();
+    let got = queued.await.unwrap();
+    assert!(
+        !matches!(got, Ok(Some(_))),
+        "two holders: the stale client got a grant (resumed {resumed_after:?} after the pause)"
+    );
+    holder.release().await.unwrap();
+}
