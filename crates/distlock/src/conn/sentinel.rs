@@ -5,8 +5,8 @@
 //! (redis-rs issue #1438), so this module does the resolution: ask every sentinel in parallel
 //! (`SENTINEL MASTER <name>`), keep the answers whose flags say the master is not down, take
 //! the one with the highest config epoch, and check with `ROLE` that the server is a master.
-//! A monitor task follows failovers: it listens for `+switch-master` on a sentinel and asks
-//! again every second. On a switch the command connection is replaced at once (requests
+//! A monitor task follows failovers: it listens for `+switch-master` on every sentinel and
+//! asks again every second. On a switch the command connection is replaced at once (requests
 //! after the switch go to the new master; the old master's connection closes when its last
 //! in-flight request ends), and the subscription hub reconnects to the new master and wakes
 //! every local waiter, so none waits for a message published to nobody.
@@ -430,45 +430,49 @@ fn healthy_replica(fields: &[String]) -> bool {
         && field("master-link-status") == Some("ok")
 }
 
-/// Follow failovers while `master` lives: listen for `+switch-master` on one sentinel (the
-/// next one when it fails) and ask the sentinels every second and when nudged.
+/// Follow failovers while `master` lives: ask the sentinels every second, and at once when
+/// a listener hears `+switch-master` or a request meets a demoted or unreachable master.
 async fn monitor(master: Weak<Master>) {
-    let mut listener: Option<redis::aio::PubSub> = None;
-    let mut next_sentinel = 0usize;
+    // One listener per sentinel: the first that hears the switch wakes the monitor (the
+    // elected leader announces it at once, the others only after their next hello).
+    if let Some(m) = master.upgrade() {
+        for sentinel in m.config.url.hosts.clone() {
+            tokio::spawn(listen(master.clone(), sentinel));
+        }
+    }
     loop {
         let Some(m) = master.upgrade() else { return };
-        if listener.is_none() {
-            let sentinel = m.config.url.hosts[next_sentinel % m.config.url.hosts.len()].clone();
-            next_sentinel += 1;
-            listener = open_listener(&m.config, &m.settings, &sentinel).await;
-        }
-        let switched = async {
-            match listener.as_mut() {
-                Some(l) => {
-                    let mut stream = l.on_message();
-                    while let Some(msg) = stream.next().await {
-                        let payload: String = msg.get_payload().unwrap_or_default();
-                        if payload.split(' ').next() == Some(m.config.master_name.as_str()) {
-                            return true;
-                        }
-                    }
-                    false
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let listener_alive = tokio::select! {
-            alive = switched => alive,
-            () = tokio::time::sleep(POLL_INTERVAL) => true,
-            () = m.nudge.notified() => true,
-        };
-        if !listener_alive {
-            listener = None;
+        tokio::select! {
+            () = tokio::time::sleep(POLL_INTERVAL) => {}
+            () = m.nudge.notified() => {}
         }
         if let Err(e) = m.refresh().await {
             tracing::debug!(error = %e, "Sentinel: could not resolve the master; asking again");
         }
         drop(m);
+    }
+}
+
+/// Listen for `+switch-master` of our master on `sentinel` and nudge the monitor; reconnect
+/// after a second when the connection fails; end with the master.
+async fn listen(master: Weak<Master>, sentinel: String) {
+    loop {
+        let Some(m) = master.upgrade() else { return };
+        let (config, settings) = (m.config.clone(), m.settings.clone());
+        drop(m);
+        if let Some(mut pubsub) = open_listener(&config, &settings, &sentinel).await {
+            let mut stream = pubsub.on_message();
+            while let Some(msg) = stream.next().await {
+                let payload: String = msg.get_payload().unwrap_or_default();
+                if payload.split(' ').next() == Some(config.master_name.as_str()) {
+                    match master.upgrade() {
+                        Some(m) => m.nudge(),
+                        None => return,
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
     }
 }
 
