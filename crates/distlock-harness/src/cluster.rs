@@ -213,20 +213,15 @@ impl ClusterSet {
         what: &str,
         mut ready: impl FnMut(&Self) -> Result<(), String>,
     ) {
-        loop {
-            let seen = match ready(self) {
-                Ok(()) => return,
-                Err(seen) => seen,
-            };
-            if Instant::now() >= deadline {
-                panic!(
-                    "cluster set not ready within {READY_TIMEOUT:?}: waited for {what}; \
-                     last seen: {seen}\n{}",
-                    self.logs()
-                );
-            }
-            thread::sleep(READY_POLL);
-        }
+        crate::poll_ready(
+            "cluster set",
+            READY_TIMEOUT,
+            READY_POLL,
+            deadline,
+            what,
+            || ready(self),
+            || self.logs(),
+        );
     }
 
     /// `Ok` when every node's `CLUSTER NODES` lists exactly the nodes `ids`, none of them

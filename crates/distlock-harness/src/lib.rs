@@ -37,6 +37,33 @@ DISTLOCK_REDIS_SERVER at a redis-server (or valkey-server) binary";
 /// How long a server may take to answer its first `PING`.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Poll `ready` every `poll` until it returns `Ok` (it returns `Err` with what it saw);
+/// at `deadline` panic naming `kind`, its `timeout`, `what` was awaited, the last thing seen
+/// and `logs()`. Shared by the multi-server sets.
+pub(crate) fn poll_ready(
+    kind: &str,
+    timeout: Duration,
+    poll: Duration,
+    deadline: Instant,
+    what: &str,
+    mut ready: impl FnMut() -> Result<(), String>,
+    logs: impl Fn() -> String,
+) {
+    loop {
+        let seen = match ready() {
+            Ok(()) => return,
+            Err(seen) => seen,
+        };
+        if Instant::now() >= deadline {
+            panic!(
+                "{kind} not ready within {timeout:?}: waited for {what}; last seen: {seen}\n{}",
+                logs()
+            );
+        }
+        thread::sleep(poll);
+    }
+}
+
 /// The `redis-server` binary: `$DISTLOCK_REDIS_SERVER`, else `redis-server` on `PATH`.
 ///
 /// # Errors

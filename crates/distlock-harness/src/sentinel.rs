@@ -166,20 +166,15 @@ impl SentinelSet {
         what: &str,
         mut ready: impl FnMut(&Self) -> Result<(), String>,
     ) {
-        loop {
-            let seen = match ready(self) {
-                Ok(()) => return,
-                Err(seen) => seen,
-            };
-            if Instant::now() >= deadline {
-                panic!(
-                    "sentinel set not ready within {READY_TIMEOUT:?}: waited for {what}; \
-                     last seen: {seen}\n{}",
-                    self.logs()
-                );
-            }
-            thread::sleep(READY_POLL);
-        }
+        crate::poll_ready(
+            "sentinel set",
+            READY_TIMEOUT,
+            READY_POLL,
+            deadline,
+            what,
+            || ready(self),
+            || self.logs(),
+        );
     }
 
     /// `Ok` when the first master's `INFO replication` lists both replicas as online.
