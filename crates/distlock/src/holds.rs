@@ -82,8 +82,9 @@ pub(crate) type Releaser = Arc<dyn Fn() -> ReleaseRequest + Send + Sync>;
 /// What the blocking fallback needs to reach the server without the runtime.
 #[derive(Clone)]
 pub(crate) struct Fallback {
-    /// The standalone server's client; `None` when the server changes (Sentinel): then the
-    /// backend names the current one.
+    /// The standalone server's client; `None` when the server changes (Sentinel: the backend
+    /// names the current one) or there is no single one (Cluster: no blocking release; the
+    /// lease ends the hold).
     pub(crate) client: Option<redis::Client>,
     pub(crate) backend: crate::conn::Backend,
     pub(crate) connect_timeout: Duration,

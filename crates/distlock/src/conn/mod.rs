@@ -31,20 +31,20 @@ const RETRY_DELAYS: [Duration; 3] = [
     Duration::from_millis(400),
 ];
 
-/// `redis://user:secret@host/` → `redis://user:***@host/`, for messages and `Debug`.
+/// `redis://user:secret@host/` → `redis://user:***@host/`, for messages and `Debug`. The
+/// credentials end at the last `@` of the URL, so a password holding `/`, `?` or `#` (which
+/// should be percent-encoded, but may not be) is masked whole too.
 pub(crate) fn redact_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_string();
     };
     let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
+    let Some(at) = rest.rfind('@') else {
         return url.to_string();
     };
-    let userinfo = &authority[..at];
+    let userinfo = &rest[..at];
     let user = userinfo.split(':').next().unwrap_or("");
-    let masked = if userinfo.contains(':') {
+    let masked = if userinfo.contains(':') && !user.contains(['/', '?', '#']) {
         format!("{user}:***")
     } else {
         "***".to_string()
@@ -327,7 +327,10 @@ impl Backend {
         match &self.conn {
             // A grant goes to one master from first send to last (its token's generation is
             // that master's config epoch): after a switch it fails, and is built again.
-            Connection::Sentinel(m) => match m.grant_connection().await {
+            Connection::Sentinel(m) => match m.grant_connection().await.map_err(|e| {
+                m.nudge();
+                Error::new(ErrorKind::Connection, format!("grant: {e}"))
+            })? {
                 Some((conn, epoch, wanted, timeout, guard)) => Ok(GrantChannel {
                     backend: Backend {
                         conn: Connection::Pinned(conn),
@@ -355,6 +358,11 @@ impl Backend {
                 slot: None,
             }),
         }
+    }
+
+    /// Whether this backend sends over a connection set aside for one grant.
+    fn pinned(&self) -> bool {
+        matches!(self.conn, Connection::Pinned(_))
     }
 
     /// A request failed with `e`: on Sentinel, a refused write (READONLY: the master was
@@ -425,7 +433,9 @@ impl Backend {
                 Err(e) if retriable(&e) => {
                     self.saw_error(&e);
                     let now = tokio::time::Instant::now();
-                    if now >= deadline {
+                    // Over a connection set aside for a grant, which does not reconnect, the
+                    // outcome is unknown at once; the caller resolves it through the latch.
+                    if now >= deadline || self.pinned() {
                         return Err(Error::from_redis(&context.to_string(), e).outcome_unknown());
                     }
                     tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending (same request id)");
@@ -501,10 +511,13 @@ impl Backend {
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
         let mut attempt = 0;
+        // A connection set aside for one grant does not reconnect: a failure there goes back
+        // to the caller, which sends the grant again over a fresh one.
+        let resends = if self.pinned() { 0 } else { RETRY_DELAYS.len() };
         loop {
             match send(self.conn.clone()).await {
                 Ok(v) => return Ok(v),
-                Err(e) if retriable(&e) && attempt < RETRY_DELAYS.len() => {
+                Err(e) if retriable(&e) && attempt < resends => {
                     self.saw_error(&e);
                     tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending");
                     tokio::time::sleep(RETRY_DELAYS[attempt]).await;
@@ -528,8 +541,9 @@ fn resend_delay(attempt: usize) -> Duration {
 /// timeouts, a server that is still loading its snapshot or asks to try again, a replica's
 /// READONLY refusal (given before anything runs: a master demoted by a failover), and a
 /// cluster's MOVED and ASK redirects (nothing ran; on MOVED the cluster client rebuilds its
-/// slot map, so the resend goes to the slot's new master; ASK means the slot is migrating,
-/// and the resend after a pause finds it moved).
+/// slot map, so the resend goes to the slot's new master; ASK means the slot is migrating:
+/// the resends find it moved if the migration ends within them, else the caller gets a
+/// connection error — `ASKING` is not sent yet).
 fn retriable(e: &redis::RedisError) -> bool {
     use redis::{ErrorKind as K, ServerErrorKind as S};
     e.is_io_error()
@@ -564,5 +578,7 @@ mod tests {
         );
         assert_eq!(redact_url("redis://host:6379"), "redis://host:6379");
         assert!(!redact_url("redis://u:p@ss@h/").contains("p@ss"));
+        assert!(!redact_url("redis://u:se/cret@h/").contains("cret"));
+        assert!(!redact_url("redis-sentinel://u:a#b?c@h1,h2#m").contains("a#b"));
     }
 }

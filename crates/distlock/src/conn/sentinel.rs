@@ -199,18 +199,21 @@ impl Master {
     /// confirmation (asked for none, or no healthy replica to ask).
     pub(crate) async fn grant_connection(
         &self,
-    ) -> Option<(
-        redis::aio::MultiplexedConnection,
-        u64,
-        u32,
-        Duration,
-        GrantSlotGuard,
-    )> {
+    ) -> Result<
+        Option<(
+            redis::aio::MultiplexedConnection,
+            u64,
+            u32,
+            Duration,
+            GrantSlotGuard,
+        )>,
+        String,
+    > {
         let (wanted, slot, client, epoch) = {
             let current = self.current.read().unwrap();
             let wanted = self.settings.replica_acks.min(current.replicas);
             if wanted == 0 {
-                return None;
+                return Ok(None);
             }
             let n = self
                 .next_slot
@@ -229,14 +232,22 @@ impl Master {
                 .set_response_timeout(Some(
                     self.settings.command_timeout + self.settings.replica_ack_timeout,
                 ));
-            *conn = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-                .ok();
+            *conn = Some(
+                client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                    .map_err(|e| format!("a connection for grants: {e}"))?,
+            );
         }
-        let c = conn.as_ref()?.clone();
+        let c = conn.as_ref().expect("opened above").clone();
         // The guard keeps the slot exclusive; its connection stays for the next grant.
-        Some((c, epoch, wanted, self.settings.replica_ack_timeout, conn))
+        Ok(Some((
+            c,
+            epoch,
+            wanted,
+            self.settings.replica_ack_timeout,
+            conn,
+        )))
     }
 
     /// Ask the sentinels now rather than at the next poll (the master refused a write, or
@@ -250,6 +261,10 @@ impl Master {
         let answer = resolve(&self.config, &self.settings).await?;
         {
             let mut current = self.current.write().unwrap();
+            if answer.epoch < current.epoch {
+                // A sentinel with an older view (e.g. cut off from the others): keep ours.
+                return Ok(());
+            }
             if answer.addr == current.addr {
                 current.replicas = answer.replicas;
                 current.epoch = current.epoch.max(answer.epoch);
@@ -456,23 +471,36 @@ async fn monitor(master: Weak<Master>) {
 /// Listen for `+switch-master` of our master on `sentinel` and nudge the monitor; reconnect
 /// after a second when the connection fails; end with the master.
 async fn listen(master: Weak<Master>, sentinel: String) {
+    let Some(m) = master.upgrade() else { return };
+    let (config, settings) = (m.config.clone(), m.settings.clone());
+    // Closes when the master (its sender) is dropped: then this task ends at once.
+    let mut gone = m.switches();
+    drop(m);
+    let ended = async { while gone.changed().await.is_ok() {} };
+    tokio::pin!(ended);
     loop {
-        let Some(m) = master.upgrade() else { return };
-        let (config, settings) = (m.config.clone(), m.settings.clone());
-        drop(m);
-        if let Some(mut pubsub) = open_listener(&config, &settings, &sentinel).await {
-            let mut stream = pubsub.on_message();
-            while let Some(msg) = stream.next().await {
-                let payload: String = msg.get_payload().unwrap_or_default();
-                if payload.split(' ').next() == Some(config.master_name.as_str()) {
-                    match master.upgrade() {
-                        Some(m) => m.nudge(),
-                        None => return,
+        let heard = async {
+            if let Some(mut pubsub) = open_listener(&config, &settings, &sentinel).await {
+                let mut stream = pubsub.on_message();
+                while let Some(msg) = stream.next().await {
+                    let payload: String = msg.get_payload().unwrap_or_default();
+                    if payload.split(' ').next() == Some(config.master_name.as_str()) {
+                        match master.upgrade() {
+                            Some(m) => m.nudge(),
+                            None => return,
+                        }
                     }
                 }
             }
+            tokio::time::sleep(POLL_INTERVAL).await;
+        };
+        tokio::select! {
+            () = &mut ended => return,
+            () = heard => {}
         }
-        tokio::time::sleep(POLL_INTERVAL).await;
+        if master.strong_count() == 0 {
+            return;
+        }
     }
 }
 
@@ -513,6 +541,9 @@ mod tests {
         assert_eq!(c.sentinel_url("h1:26379"), "rediss://:pw@h1:26379/");
         let c = Config::parse("rediss-sentinel://h1/1?insecure#m", None).unwrap();
         assert_eq!(c.master_url("h:1"), "rediss://h:1/1#insecure");
+        // A password with `/` (not percent-encoded) stays whole, and out of the hosts.
+        let c = Config::parse("redis-sentinel://u:se/cret@h1#m", None).unwrap();
+        assert_eq!(c.url.hosts, ["h1:26379"]);
         let c = Config::parse("redis-sentinel://[::1]:26379,[::1]#m", None).unwrap();
         assert_eq!(c.url.hosts, ["[::1]:26379", "[::1]:26379"]);
         for bad in [
@@ -522,9 +553,11 @@ mod tests {
             "redis-sentinel://h1,,h2#m",
             "redis-sentinel://h1/x#m",
             "redis://h1#m",
+            "redis-sentinel://u:s3cret@h1:x#m",
+            "redis-sentinel://u:s3/cret@h1/x#m",
         ] {
             let e = Config::parse(bad, None).unwrap_err();
-            assert!(!e.contains("s3cret"), "{e}");
+            assert!(!e.contains("s3cret") && !e.contains("cret"), "{e}");
         }
     }
 }

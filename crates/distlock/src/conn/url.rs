@@ -38,6 +38,11 @@ impl MultiHost {
         } else {
             return Err(format!("not a {plain}:// or {tls}:// URL"));
         };
+        // Credentials first, up to the last `@`: a password may hold `/`, `?` or `#`.
+        let (userinfo, rest) = match rest.rsplit_once('@') {
+            Some((u, r)) => (format!("{u}@"), r),
+            None => (String::new(), rest),
+        };
         let (rest, fragment) = match rest.rsplit_once('#') {
             Some((r, f)) => (r, Some(f.to_string())),
             None => (rest, None),
@@ -68,12 +73,8 @@ impl MultiHost {
             }
             None => (rest, String::new()),
         };
-        let (userinfo, list) = match authority.rsplit_once('@') {
-            Some((u, h)) => (format!("{u}@"), h),
-            None => (String::new(), authority),
-        };
         let mut hosts = Vec::new();
-        for host in list.split(',') {
+        for host in authority.split(',') {
             if host.is_empty() {
                 return Err(format!("an empty {what} address"));
             }

@@ -355,7 +355,7 @@ impl JobLock {
             key: self.key(),
             at_most_ms: at_most.as_millis() as u64,
             host: gethostname::gethostname().to_string_lossy().into_owned(),
-            value: Mutex::new(String::new()),
+            value: Mutex::new((String::new(), false)),
             client: self.client.clone(),
         };
         let key = request.key.clone();
@@ -475,9 +475,11 @@ struct JobRequest {
     key: String,
     at_most_ms: u64,
     host: String,
-    /// The value of the latest attempt: each attempt writes a fresh one, so the time in it is
-    /// the time of the grant (as ShedLock's is).
-    value: Mutex<String>,
+    /// The value of the latest attempt, and whether the server refused it. A refused value is
+    /// replaced by a fresh one (so the time in it is the time of the grant, as ShedLock's is);
+    /// one whose answer never came is sent again (the script answers 1 when it finds it), so
+    /// a grant whose reply was lost is found, or given back, by its value.
+    value: Mutex<(String, bool)>,
 }
 
 impl Acquire for JobRequest {
@@ -493,13 +495,19 @@ impl Acquire for JobRequest {
     }
 
     async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
-        let value = format!(
-            "ADDED:{}@{}:{}",
-            humantime::format_rfc3339_millis(SystemTime::now()),
-            self.host,
-            uuid::Uuid::new_v4()
-        );
-        *self.value.lock().unwrap() = value.clone();
+        let value = {
+            let mut last = self.value.lock().unwrap();
+            if last.0.is_empty() || last.1 {
+                last.0 = format!(
+                    "ADDED:{}@{}:{}",
+                    humantime::format_rfc3339_millis(SystemTime::now()),
+                    self.host,
+                    uuid::Uuid::new_v4()
+                );
+            }
+            last.1 = false;
+            last.0.clone()
+        };
         let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
         inv.key(&self.key).arg(&value).arg(self.at_most_ms);
         let taken: i64 = self
@@ -511,6 +519,7 @@ impl Acquire for JobRequest {
         Ok(if taken == 1 {
             Step::Done((value, started))
         } else {
+            self.value.lock().unwrap().1 = true;
             Step::Wait(None)
         })
     }
@@ -519,8 +528,8 @@ impl Acquire for JobRequest {
         // Delete the lock if the last attempt took it (compared by value, so another
         // instance's lock is never touched). A send still queued on a stalled server that
         // runs after this takes the lock until `at_most_for` ends.
-        let value = self.value.into_inner().unwrap_or_else(|e| e.into_inner());
-        if value.is_empty() {
+        let (value, refused) = self.value.into_inner().unwrap_or_else(|e| e.into_inner());
+        if value.is_empty() || refused {
             return;
         }
         let request = ReleaseRequest::new(

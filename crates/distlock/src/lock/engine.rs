@@ -189,10 +189,10 @@ impl Lock {
             owner: owner.clone(),
             mode,
             // Only re-entrant requests need a request id (for their acquire latch).
-            request_id: match mode {
+            request_id: std::sync::Mutex::new(match mode {
                 Mode::New => String::new(),
                 _ => self.inner.client.request_id(),
-            },
+            }),
             lease_ms: lease.as_millis() as u64,
             // Not 0 unless the wait is: a waiter joins the kind's queue.
             wait_ms: if wait.is_zero() {
@@ -430,7 +430,10 @@ struct LockRequest {
     lock: Lock,
     owner: Owner,
     mode: Mode,
-    request_id: String,
+    /// The re-entrant modes' request id (their acquire latch); a new one after a grant that
+    /// replicas did not confirm was given back, so that the next attempt is not answered by
+    /// the latch of the one given back.
+    request_id: std::sync::Mutex<String>,
     lease_ms: u64,
     /// The whole wait in ms; 0 for a single attempt (no queue).
     wait_ms: u64,
@@ -451,16 +454,22 @@ impl Acquire for LockRequest {
     }
 
     async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
+        let request_id = self.request_id.lock().unwrap().clone();
         let attempt = self
             .lock
             .attempt(
                 &self.owner,
                 self.mode,
                 self.lease_ms,
-                &self.request_id,
+                &request_id,
                 self.wait_ms,
             )
-            .await?;
+            .await
+            .inspect_err(|e| {
+                if e.kind() == ErrorKind::NotReplicated && self.mode != Mode::New {
+                    *self.request_id.lock().unwrap() = self.lock.inner.client.request_id();
+                }
+            })?;
         Ok(match attempt {
             Attempt::Granted { hold_count, token } => Step::Done((hold_count, token, started)),
             // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked every
@@ -499,6 +508,7 @@ impl Acquire for LockRequest {
             wait_ms,
             ..
         } = self;
+        let request_id = request_id.into_inner().unwrap_or_else(|e| e.into_inner());
         // For a fresh owner, any hold it has is ours to give back entirely; a plain lock's
         // re-entrant request is undone through its acquire latch. A queued waiter (fair
         // lock, waiting writer) leaves the queue at once.

@@ -20,11 +20,13 @@
 -- ARGV[6]  name of the token field in the lock hash
 -- ARGV[7]  wake channel prefix redisson_lock__channel:{name} (a waiter's channel is
 --          <prefix>:<owner>)
--- ARGV[8]  token floor of a new counter (decimal; see prelude.lua's next_token)
+-- ARGV[8]  token floor of a new counter (decimal), or '<generation>:<floor>' (see prelude.lua's
+--          next_token)
 -- ARGV[9]  the caller's whole wait in ms (Redisson's score arithmetic); 0 for no wait
 --
--- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a decimal
---                                           string (exact up to 2^63 - 1)
+-- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
+--                                           '<sequence>' (decimal, at most 2^63 - 1) or
+--                                           '<generation>:<sequence>'
 --          {0, wait_ms}                     not granted (wait_ms: lock PTTL, -2 when free but
 --                                            an earlier waiter is first, -1 no TTL)
 --          {-1} / {-2}                      mode 'nested': gone / another owner holds it
@@ -46,6 +48,9 @@ local dropped = drop_stale_heads(KEYS[2], KEYS[3], KEYS[5], now)
 
 if mine then
   if ARGV[4] == 'new' then
+    -- A resend of a granted request: same hold, same token. The PEXPIRE is also the write a
+    -- replica-confirmation (WAIT) on this connection then covers.
+    redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
             held_token(KEYS[1], ARGV[6], KEYS[4], ARGV[8])}
   end

@@ -22,10 +22,12 @@
 -- ARGV[5]  name of the token field inside the lock hash
 -- ARGV[6]  token floor of a new counter: the legacy server-wide counter's value read by the
 --          client at connect, '0' if none (decimal string; used only when KEYS[2] does not
---          exist yet)
+--          exist yet); '<generation>:<floor>' carries a token generation above 0 (Sentinel:
+--          the master's config epoch; see prelude.lua's next_token)
 --
--- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a decimal
---                                           string (exact up to 2^63 - 1)
+-- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
+--                                           '<sequence>' (decimal, at most 2^63 - 1) or
+--                                           '<generation>:<sequence>'
 --          {0, pttl}                        held by another owner; pttl in ms (-1: no TTL)
 --          {-1}                             mode 'nested': the lock is gone; modes 'as',
 --                                           'nested': a resend whose first send was

@@ -331,3 +331,62 @@ async fn an_old_master_resumed_after_failover_grants_nothing_confirmed() {
     );
     holder.release().await.unwrap();
 }
+
+/// A re-entry (`acquire_as` by an owner that holds) whose grant no replica confirms is given
+/// back without touching the owner's existing hold, and retried under a new request id (the
+/// acquire latch of the one given back does not answer it): once the replicas resume, the
+/// owner holds twice, then once after one release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unconfirmed_reentry_keeps_the_existing_hold() {
+    let set = SentinelSet::start();
+    let client = Client::builder()
+        .url(set.url())
+        .replica_ack_timeout(Duration::from_millis(150))
+        .build()
+        .await
+        .unwrap();
+    let owner = client.new_owner();
+    let lock = client.lock("reent");
+    let first = lock
+        .try_acquire_as(&owner, Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("first hold");
+    let master_port = set.master_port();
+    let replicas: Vec<_> = set
+        .servers()
+        .iter()
+        .filter(|s| s.port() != master_port)
+        .collect();
+    for r in &replicas {
+        r.pause();
+    }
+    let again = {
+        let (lock, owner) = (lock.clone(), owner.clone());
+        tokio::spawn(async move { lock.try_acquire_as(&owner, Duration::from_secs(5)).await })
+    };
+    let holds = |set: &SentinelSet| {
+        cmd::<Option<i64>>(set.master(), &["HGET", "reent", owner.as_str()]).unwrap_or(0)
+    };
+    // While no replica confirms, each attempt adds a hold and gives it back: the first hold
+    // is never taken away.
+    let paused = Instant::now();
+    while paused.elapsed() < Duration::from_millis(450) {
+        let n = holds(&set);
+        assert!(n >= 1, "the first hold was given back ({n} holds)");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        !again.is_finished(),
+        "re-entered while no replica could confirm"
+    );
+    for r in &replicas {
+        r.resume();
+    }
+    let second = again.await.unwrap().unwrap().expect("re-entered");
+    assert_eq!(holds(&set), 2);
+    second.release().await.unwrap();
+    assert_eq!(holds(&set), 1);
+    first.release().await.unwrap();
+    assert_eq!(holds(&set), 0);
+}
