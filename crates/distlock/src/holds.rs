@@ -333,7 +333,12 @@ fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
         .name("distlock-release".into())
         .spawn(move || {
             let client = fb.client.clone().or_else(|| fb.backend.current_client());
-            let Some(client) = client else { return };
+            let Some(client) = client else {
+                // Redis Cluster: no single server to send it to; its lease ends the hold.
+                tracing::debug!(what = %request.context, "no blocking release on this deployment; the lease ends the hold");
+                let _ = tx.send((request.context, Ok(redis::Value::Nil)));
+                return;
+            };
             let r = client
                 .get_connection_with_timeout(fb.connect_timeout)
                 .and_then(|mut con| {

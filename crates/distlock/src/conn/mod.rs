@@ -212,14 +212,14 @@ impl GrantChannel {
     /// After a grant: `WAIT` for the replicas on the connection that made it. `Ok` when no
     /// confirmation is asked for or enough replicas confirmed; [`ErrorKind::NotReplicated`]
     /// otherwise (the caller gives the grant back).
-    pub(crate) async fn confirm(&self, context: &str) -> Result<()> {
+    pub(crate) async fn confirm(&self, context: impl fmt::Display) -> Result<()> {
         let Some((wanted, timeout)) = self.wait else {
             return Ok(());
         };
         let acked: i64 = self
             .backend
             .query(
-                context,
+                &context,
                 redis::cmd("WAIT")
                     .arg(wanted)
                     .arg(timeout.as_millis() as u64),
@@ -227,7 +227,7 @@ impl GrantChannel {
             .await?;
         let acked = acked.max(0) as u32;
         if acked < wanted {
-            return Err(Error::not_replicated(context, acked, wanted));
+            return Err(Error::not_replicated(&context.to_string(), acked, wanted));
         }
         Ok(())
     }

@@ -94,9 +94,9 @@ impl Lock {
         // config epoch is the token's generation, riding in front of the floor (see
         // prelude.lua's next_token).
         let mut grant = client.inner.backend.for_grant().await?;
-        let floor = match grant.generation {
-            0 => client.inner.fencing_floor.clone(),
-            generation => format!("{generation}:{}", client.inner.fencing_floor),
+        let floor: std::borrow::Cow<'_, str> = match grant.generation {
+            0 => client.inner.fencing_floor.as_str().into(),
+            generation => format!("{generation}:{}", client.inner.fencing_floor).into(),
         };
         let call = AcquireCall {
             owner,
@@ -147,7 +147,7 @@ impl Lock {
             Err(_) => return Err(Error::unexpected(format!("{context}: reply {r:?}"))),
         };
         if let Attempt::Granted { hold_count, .. } = attempt {
-            if let Err(e) = grant.confirm(&context.to_string()).await {
+            if let Err(e) = grant.confirm(&context).await {
                 grant.failed(&e);
                 drop(grant);
                 // Not confirmed by the replicas: give back what this attempt holds before
@@ -396,7 +396,7 @@ impl Lock {
             .ok_or_else(|| Error::unexpected(format!("{context}: empty reply")))?;
         if code == 1 {
             grant
-                .confirm(&context.to_string())
+                .confirm(&context)
                 .await
                 .inspect_err(|e| grant.failed(e))?;
         }
