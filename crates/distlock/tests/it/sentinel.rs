@@ -312,13 +312,15 @@ async fn an_old_master_resumed_after_failover_grants_nothing_confirmed() {
     let paused = Instant::now();
     let queued = {
         let lock = stale.lock("split");
-        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(9)).await })
+        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(15)).await })
     };
     let new = tokio::task::block_in_place(|| set.wait_for_failover(old, Duration::from_secs(15)));
     assert_ne!(new, old);
+    // Long enough for an attempt that went to the stopped master before this client switched
+    // (it waits out the connect timeout, 5 s) and one more on the new master.
     let holder = fresh
         .lock("split")
-        .try_acquire_for(Duration::from_secs(5))
+        .try_acquire_for(Duration::from_secs(12))
         .await
         .unwrap()
         .expect("the new master grants");
