@@ -199,6 +199,15 @@ pub(crate) struct GrantChannel {
 }
 
 impl GrantChannel {
+    /// A channel over `conn` that sends no `WAIT`, for tokens of `generation`.
+    fn unconfirmed(conn: Connection, generation: u64) -> GrantChannel {
+        GrantChannel {
+            backend: Backend { conn },
+            generation,
+            wait: None,
+            slot: None,
+        }
+    }
     /// A send on this channel failed with `e`: a broken set-aside connection is reopened
     /// for the next grant.
     pub(crate) fn failed(&mut self, e: &Error) {
@@ -332,31 +341,19 @@ impl Backend {
                 Error::new(ErrorKind::Connection, format!("grant: {e}"))
             })? {
                 Some((conn, epoch, wanted, timeout, guard)) => Ok(GrantChannel {
-                    backend: Backend {
-                        conn: Connection::Pinned(conn),
-                    },
-                    generation: epoch,
                     wait: Some((wanted, timeout)),
                     slot: Some(guard),
+                    ..GrantChannel::unconfirmed(Connection::Pinned(conn), epoch)
                 }),
                 None => {
                     let (manager, epoch) = m.snapshot();
-                    Ok(GrantChannel {
-                        backend: Backend {
-                            conn: Connection::Standalone(manager),
-                        },
-                        generation: epoch,
-                        wait: None,
-                        slot: None,
-                    })
+                    Ok(GrantChannel::unconfirmed(
+                        Connection::Standalone(manager),
+                        epoch,
+                    ))
                 }
             },
-            _ => Ok(GrantChannel {
-                backend: self.clone(),
-                generation: 0,
-                wait: None,
-                slot: None,
-            }),
+            _ => Ok(GrantChannel::unconfirmed(self.conn.clone(), 0)),
         }
     }
 

@@ -400,49 +400,49 @@ async fn ask_sentinel(
     let (fields, replicas) = tokio::time::timeout(settings.connect_timeout, ask)
         .await
         .map_err(|_| "no answer within the connect timeout".to_string())??;
-    let field = |name: &str| {
-        fields
-            .chunks(2)
-            .find(|kv| kv[0] == name)
-            .and_then(|kv| kv.get(1).cloned())
-    };
     // Down means s_down or o_down; a sentinel that has just switched reports the new master
     // as `disconnected` until its own link to it is up, which is no reason to wait.
-    let flags = field("flags").unwrap_or_default();
-    if flags.split(',').any(|f| matches!(f, "s_down" | "o_down")) {
+    if flagged(&fields, &["s_down", "o_down"]) {
         return Ok(None);
     }
-    let (Some(ip), Some(port)) = (field("ip"), field("port")) else {
+    let (Some(ip), Some(port)) = (reply_field(&fields, "ip"), reply_field(&fields, "port")) else {
         return Err("SENTINEL MASTER reply without ip and port".into());
     };
     let host = if ip.contains(':') {
         format!("[{ip}]")
     } else {
-        ip
+        ip.to_string()
     };
     Ok(Some(Answer {
         addr: format!("{host}:{port}"),
-        epoch: field("config-epoch")
+        epoch: reply_field(&fields, "config-epoch")
             .and_then(|e| e.parse().ok())
             .unwrap_or(0),
         replicas: replicas.iter().filter(|r| healthy_replica(r)).count() as u32,
     }))
 }
 
+/// The value of `name` in a sentinel's flat `name, value, …` reply.
+fn reply_field<'a>(fields: &'a [String], name: &str) -> Option<&'a str> {
+    fields
+        .chunks(2)
+        .find(|kv| kv[0] == name)
+        .and_then(|kv| kv.get(1).map(String::as_str))
+}
+
+/// Whether the reply's `flags` carry any of `any`.
+fn flagged(fields: &[String], any: &[&str]) -> bool {
+    reply_field(fields, "flags")
+        .unwrap_or("")
+        .split(',')
+        .any(|f| any.contains(&f))
+}
+
 /// Whether a `SENTINEL REPLICAS` entry is a replica that can confirm writes: not flagged
 /// down or disconnected, and its link to the master up.
 fn healthy_replica(fields: &[String]) -> bool {
-    let field = |name: &str| {
-        fields
-            .chunks(2)
-            .find(|kv| kv[0] == name)
-            .and_then(|kv| kv.get(1).map(String::as_str))
-    };
-    let flags = field("flags").unwrap_or("");
-    !flags
-        .split(',')
-        .any(|f| matches!(f, "s_down" | "o_down" | "disconnected"))
-        && field("master-link-status") == Some("ok")
+    !flagged(fields, &["s_down", "o_down", "disconnected"])
+        && reply_field(fields, "master-link-status") == Some("ok")
 }
 
 /// Follow failovers while `master` lives: ask the sentinels every second, and at once when
