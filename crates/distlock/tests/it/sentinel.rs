@@ -10,6 +10,24 @@ use distlock_harness::SentinelSet;
 
 use crate::util::*;
 
+/// The data servers that are not the current master.
+fn replicas(set: &SentinelSet) -> Vec<&RedisServer> {
+    let master_port = set.master_port();
+    set.servers()
+        .iter()
+        .filter(|s| s.port() != master_port)
+        .collect()
+}
+
+/// Stop (SIGSTOP) every replica; resume the returned servers.
+fn pause_replicas(set: &SentinelSet) -> Vec<&RedisServer> {
+    let replicas = replicas(set);
+    for r in &replicas {
+        r.pause();
+    }
+    replicas
+}
+
 async fn client_on(set: &SentinelSet) -> Client {
     Client::builder()
         .url(set.url())
@@ -64,15 +82,11 @@ async fn a_waiter_gets_the_lock_after_a_master_failover() {
         .unwrap();
     let token = held.fencing_token();
     // The grant is on both replicas before the kill (no WAIT yet: wait for it here).
-    let replicated = set
-        .servers()
-        .iter()
-        .filter(|s| s.port() != set.master_port())
-        .all(|r| {
-            wait_until(Duration::from_secs(5), || {
-                cmd::<i64>(r, &["EXISTS", "failover"]) == 1
-            })
-        });
+    let replicated = replicas(&set).into_iter().all(|r| {
+        wait_until(Duration::from_secs(5), || {
+            cmd::<i64>(r, &["EXISTS", "failover"]) == 1
+        })
+    });
     assert!(replicated, "the grant did not reach the replicas");
     let waiter = {
         let lock = waiter_client.lock("failover");
@@ -139,15 +153,7 @@ async fn grants_wait_for_a_replica_and_are_given_back_without_one() {
         .build()
         .await
         .unwrap();
-    let master_port = set.master_port();
-    let replicas: Vec<_> = set
-        .servers()
-        .iter()
-        .filter(|s| s.port() != master_port)
-        .collect();
-    for r in &replicas {
-        r.pause();
-    }
+    let replicas = pause_replicas(&set);
     let lock = client.lock("confirmed");
     let started = Instant::now();
     let err = lock.try_acquire().await.unwrap_err();
@@ -203,8 +209,7 @@ async fn the_client_follows_two_failovers_in_a_row() {
         last.release().await.unwrap();
         // A release is not confirmed by replicas: wait until they have it, or the promoted
         // one may still hold the lock for its lease (asynchronous replication).
-        let master_port = set.master_port();
-        for r in set.servers().iter().filter(|s| s.port() != master_port) {
+        for r in replicas(&set) {
             if role(r).is_some() {
                 assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
                     r,
@@ -257,15 +262,7 @@ async fn unconfirmed_renewals_let_the_lease_run_out() {
     let guard = client.lock("renewed").acquire().await.unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(!guard.is_lost(), "confirmed renewals keep the lease");
-    let master_port = set.master_port();
-    let replicas: Vec<_> = set
-        .servers()
-        .iter()
-        .filter(|s| s.port() != master_port)
-        .collect();
-    for r in &replicas {
-        r.pause();
-    }
+    let replicas = pause_replicas(&set);
     let paused = Instant::now();
     let err = guard.extend(Duration::from_millis(600)).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotReplicated, "{err}");
@@ -371,15 +368,7 @@ async fn an_unconfirmed_reentry_keeps_the_existing_hold() {
         .await
         .unwrap()
         .expect("first hold");
-    let master_port = set.master_port();
-    let replicas: Vec<_> = set
-        .servers()
-        .iter()
-        .filter(|s| s.port() != master_port)
-        .collect();
-    for r in &replicas {
-        r.pause();
-    }
+    let replicas = pause_replicas(&set);
     let again = {
         let (lock, owner) = (lock.clone(), owner.clone());
         tokio::spawn(async move { lock.try_acquire_as(&owner, Duration::from_secs(5)).await })
