@@ -181,19 +181,11 @@ impl Deployment {
     /// A new client connected to the deployment (a second client is another process's
     /// view of the same locks).
     pub async fn client(&self) -> Client {
-        match self {
-            Deployment::Standalone(server) => client_for(server).await,
-            Deployment::Sentinel(set) => Client::builder()
-                .url(set.url())
-                .build()
-                .await
-                .expect("connect through the sentinels"),
-            Deployment::Cluster(set) => Client::builder()
-                .url(set.url())
-                .build()
-                .await
-                .expect("connect to the cluster"),
-        }
+        Client::builder()
+            .url(self.url())
+            .build()
+            .await
+            .expect("connect to the test deployment")
     }
 
     /// Every data server of the deployment (not the sentinels).
