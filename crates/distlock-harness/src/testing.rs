@@ -43,11 +43,13 @@ pub fn keys(server: &RedisServer) -> Vec<String> {
     k
 }
 
-/// The number of clients subscribed to `channel` (`PUBSUB NUMSUB`), e.g. to wait until a
+/// The number of clients subscribed to `channel` on `server`, classic (`PUBSUB NUMSUB`) and
+/// sharded (`PUBSUB SHARDNUMSUB`, Redis 7 Cluster), e.g. to wait until a
 /// waiter is really waiting for a message on it.
 pub fn numsub(server: &RedisServer, channel: &str) -> u64 {
-    let (_, n): (String, u64) = cmd(server, &["PUBSUB", "NUMSUB", channel]);
-    n
+    let (_, classic): (String, u64) = cmd(server, &["PUBSUB", "NUMSUB", channel]);
+    let (_, sharded): (String, u64) = cmd(server, &["PUBSUB", "SHARDNUMSUB", channel]);
+    classic + sharded
 }
 
 /// The server's clock (`TIME`) in milliseconds since the Unix epoch: compare it with

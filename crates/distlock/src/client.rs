@@ -117,7 +117,7 @@ impl Client {
     pub(crate) async fn eval_latched<T: redis::FromRedisValue>(
         &self,
         context: impl fmt::Display,
-        inv: &redis::ScriptInvocation<'_>,
+        inv: &crate::scripts::Invocation<'_>,
     ) -> Result<(T, bool)> {
         self.inner
             .backend
@@ -163,6 +163,18 @@ impl Client {
     /// The server's URL with any password replaced by `***`.
     pub fn redacted_url(&self) -> &str {
         &self.inner.redacted_url
+    }
+
+    /// A redis-rs connection over this client's deployment, for the application's own
+    /// commands next to its locks (the data a lock guards): on Redis Sentinel it goes to the
+    /// current master and follows failovers, on Redis Cluster it routes each command by its
+    /// key. It shares the client's multiplexed connection (cheap to clone) and its timeouts.
+    ///
+    /// A request that fails is not sent again, except by the standalone and Sentinel
+    /// connections' own reconnection; on a Cluster not at all (redis-rs's cluster client is
+    /// built without retries, so a command that is not idempotent never runs twice).
+    pub fn redis_connection(&self) -> RedisConnection {
+        RedisConnection(self.inner.backend.connection())
     }
 
     /// Release everything this client holds and stop its background tasks.
@@ -237,6 +249,64 @@ pub struct ClientBuilder {
     sentinel_auth: Option<String>,
     replica_acks: u32,
     replica_ack_timeout: Duration,
+    pubsub: PubSubMode,
+}
+
+/// A redis-rs connection over a [`Client`]'s deployment ([`Client::redis_connection`]):
+/// use it with redis-rs's commands (`redis::AsyncCommands`, `redis::cmd(..).query_async`).
+#[derive(Clone)]
+pub struct RedisConnection(crate::conn::Connection);
+
+impl fmt::Debug for RedisConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisConnection").finish_non_exhaustive()
+    }
+}
+
+impl redis::aio::ConnectionLike for RedisConnection {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        self.0.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        self.0.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}
+
+/// Which pub/sub carries wake-ups on a Redis Cluster ([`ClientBuilder::pubsub_mode`]).
+///
+/// Classic pub/sub (`PUBLISH`/`SUBSCRIBE`) is forwarded by a cluster to every node, so its
+/// cost grows with the cluster; sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`, Redis 7) stays on
+/// the master of the channel's hash slot. Redisson 3.22 and later use sharded pub/sub on a
+/// Redis 7 cluster (its `shardedSubscriptionMode`, default AUTO), older Redisson classic; a
+/// Java waiter only wakes on the kind its client subscribes to. Standalone and Sentinel
+/// deployments always use classic pub/sub, as Redisson does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PubSubMode {
+    /// Sharded where every node supports it (`PUBSUB SHARDNUMSUB` answers), classic
+    /// otherwise: Redisson's AUTO. The default.
+    #[default]
+    Auto,
+    /// Classic pub/sub only (Redisson before 3.22, or `shardedSubscriptionMode` OFF).
+    Classic,
+    /// Sharded pub/sub only; connecting fails on servers without it.
+    Sharded,
+    /// Publish both ways and listen on both, for fleets whose Java clients are configured
+    /// either way (each release costs a second publish).
+    Both,
 }
 
 impl Default for ClientBuilder {
@@ -252,6 +322,7 @@ impl Default for ClientBuilder {
             sentinel_auth: None,
             replica_acks: 1,
             replica_ack_timeout: Duration::from_secs(1),
+            pubsub: PubSubMode::Auto,
         }
     }
 }
@@ -266,6 +337,9 @@ impl fmt::Debug for ClientBuilder {
             .field("command_timeout", &self.command_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("require_noeviction", &self.require_noeviction)
+            .field("replica_acks", &self.replica_acks)
+            .field("replica_ack_timeout", &self.replica_ack_timeout)
+            .field("pubsub", &self.pubsub)
             .finish()
     }
 }
@@ -311,6 +385,18 @@ impl ClientBuilder {
     /// ([`replica_acks`](ClientBuilder::replica_acks)). Default 1 s. At least 1 ms.
     pub fn replica_ack_timeout(mut self, timeout: Duration) -> Self {
         self.replica_ack_timeout = timeout;
+        self
+    }
+
+    /// Which pub/sub carries wake-ups on a Redis Cluster: [`PubSubMode::Auto`] (the default:
+    /// sharded on Redis 7, as Redisson 3.22+), classic, sharded, or both. Sharded
+    /// subscriptions are held on one connection per master and follow their slots: when a
+    /// node drops them (failover, slot migration), when its connection closes, and when a
+    /// periodic read of the slot map (every 5 s) finds a slot on another master, the channel
+    /// is subscribed again on its master and its waiters are woken to check at once.
+    /// Ignored on other deployments (classic pub/sub).
+    pub fn pubsub_mode(mut self, mode: PubSubMode) -> Self {
+        self.pubsub = mode;
         self
     }
 
@@ -434,6 +520,7 @@ impl ClientBuilder {
             command_timeout: self.command_timeout,
             replica_acks: self.replica_acks,
             replica_ack_timeout: self.replica_ack_timeout,
+            pubsub: self.pubsub,
         };
         let (backend, subscriber) = Backend::connect(target, &settings, &redacted).await?;
         // One round trip for all three: the requests share the multiplexed connection.
@@ -620,8 +707,11 @@ async fn read_fencing_floor(backend: &Backend, legacy_counter: &str) -> Result<S
 /// request would silently not run. Failures are left to the per-call fallback.
 async fn preload_scripts(backend: &Backend) {
     let mut pipe = redis::pipe();
-    for (_, source) in crate::scripts::RUNNABLE {
-        pipe.cmd("SCRIPT").arg("LOAD").arg(*source).ignore();
+    for script in crate::scripts::ALL {
+        pipe.cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(script.text(backend.publish()))
+            .ignore();
     }
     if let Err(e) = backend.pipeline::<()>("load scripts", &pipe).await {
         tracing::debug!(

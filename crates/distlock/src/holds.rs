@@ -31,13 +31,13 @@ tokio::task_local! {
 pub(crate) struct ReleaseRequest {
     /// What is released, for logs (`release "orders"`).
     pub(crate) context: String,
-    pub(crate) script: &'static redis::Script,
+    pub(crate) script: &'static crate::scripts::Script,
     pub(crate) keys: Vec<String>,
     pub(crate) args: Vec<Vec<u8>>,
 }
 
 impl ReleaseRequest {
-    pub(crate) fn new(context: String, script: &'static redis::Script) -> ReleaseRequest {
+    pub(crate) fn new(context: String, script: &'static crate::scripts::Script) -> ReleaseRequest {
         ReleaseRequest {
             context,
             script,
@@ -63,7 +63,7 @@ impl ReleaseRequest {
     }
 
     /// The script call (build it anew for every send).
-    pub(crate) fn invocation(&self) -> redis::ScriptInvocation<'static> {
+    pub(crate) fn invocation(&self) -> crate::scripts::Invocation<'static> {
         let mut inv = self.script.prepare_invoke();
         for k in &self.keys {
             inv.key(k.as_str());
@@ -344,7 +344,7 @@ fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
                 .and_then(|mut con| {
                     con.set_read_timeout(Some(fb.command_timeout))?;
                     con.set_write_timeout(Some(fb.command_timeout))?;
-                    request.invocation().invoke::<redis::Value>(&mut con)
+                    request.invocation().invoke_blocking::<redis::Value>(&mut con, fb.backend.publish())
                 });
             let _ = tx.send((request.context, r));
         });

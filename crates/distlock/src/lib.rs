@@ -55,8 +55,8 @@ mod semaphore;
 mod watchdog;
 
 pub use client::{
-    Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT,
-    DEFAULT_WATCHDOG_LEASE,
+    Client, ClientBuilder, PubSubMode, RedisConnection, DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT, DEFAULT_WATCHDOG_LEASE,
 };
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
 pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
@@ -90,8 +90,8 @@ pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::RUNNABLE;
 pub mod __bench {
     use crate::lock::raw::{self as lock, Mode};
 
-    /// Build the `lock_acquire.lua` invocation a plain acquire sends.
-    pub fn acquire_invocation(key: &str, owner: &str) -> redis::ScriptInvocation<'static> {
+    /// Build the `EVALSHA` of `lock_acquire.lua` a plain acquire sends.
+    pub fn acquire_invocation(key: &str, owner: &str) -> redis::Cmd {
         lock::plain_acquire_invocation(
             key,
             &crate::keys::fencing_counter("", key),
@@ -103,15 +103,12 @@ pub mod __bench {
             3_000,
             "0",
         )
+        .evalsha(crate::scripts::Publish::Classic)
     }
 
-    /// Build the `lock_release.lua` invocation a plain release sends (through the raw layer,
-    /// as the engine does).
-    pub fn release_invocation(
-        key: &str,
-        owner: &str,
-        latch: &str,
-    ) -> redis::ScriptInvocation<'static> {
+    /// Build the `EVALSHA` of `lock_release.lua` a plain release sends (through the raw
+    /// layer, as the engine does).
+    pub fn release_invocation(key: &str, owner: &str, latch: &str) -> redis::Cmd {
         use lock::RawLock;
         let names = lock::Names {
             name: key.to_string(),
@@ -127,7 +124,10 @@ pub mod __bench {
             latch_ms: 3_000,
             context: String::new(),
         };
-        lock::Plain.release(&names, &call).invocation()
+        lock::Plain
+            .release(&names, &call)
+            .invocation()
+            .evalsha(crate::scripts::Publish::Classic)
     }
 
     /// Parse an acquire reply; true when it is a grant.

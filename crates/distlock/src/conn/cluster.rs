@@ -19,6 +19,7 @@ use redis::cluster_async::ClusterConnection;
 
 use super::url::MultiHost;
 use super::ConnectSettings;
+use crate::scripts::Publish;
 
 /// Port of a node given without one.
 const DEFAULT_PORT: u16 = 6379;
@@ -79,6 +80,42 @@ pub(crate) async fn connect(
         .build()?
         .get_async_connection()
         .await
+}
+
+/// Which pub/sub the scripts and the hub use on this cluster, for the setting `mode`:
+/// sharded where the servers support it (`PUBSUB SHARDNUMSUB` answers: Redis 7), as Redisson's
+/// default `shardedSubscriptionMode` AUTO. `Ok(Err(why))` when sharded pub/sub was asked for
+/// and the servers lack it.
+pub(crate) async fn publish_mode(
+    conn: &mut super::Connection,
+    mode: crate::PubSubMode,
+) -> redis::RedisResult<Result<Publish, String>> {
+    use crate::PubSubMode;
+    if mode == PubSubMode::Classic {
+        return Ok(Ok(Publish::Classic));
+    }
+    let probe = redis::cmd("PUBSUB")
+        .arg("SHARDNUMSUB")
+        .query_async::<redis::Value>(conn)
+        .await;
+    let supported = match probe {
+        Ok(_) => true,
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError) => {
+            false
+        }
+        Err(e) if e.code().is_some() => false,
+        Err(e) => return Err(e),
+    };
+    Ok(match (mode, supported) {
+        (PubSubMode::Both, true) => Ok(Publish::Both),
+        (_, true) => Ok(Publish::Sharded),
+        (PubSubMode::Auto, false) => Ok(Publish::Classic),
+        (_, false) => Err(
+            "sharded pub/sub was asked for, but the cluster's servers do not \
+                           support it (SSUBSCRIBE needs Redis 7 or later)"
+                .to_string(),
+        ),
+    })
 }
 
 /// Open a subscription connection to the first seed node that answers within `timeout`

@@ -11,6 +11,7 @@
 mod cluster;
 pub(crate) mod pubsub;
 pub(crate) mod sentinel;
+mod shards;
 mod standalone;
 mod url;
 
@@ -20,7 +21,9 @@ use std::fmt;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager};
-use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, ScriptInvocation, Value};
+use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
+
+use crate::scripts::{Invocation as ScriptInvocation, Publish};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -114,19 +117,42 @@ pub(crate) enum Subscriber {
     Standalone(Box<redis::Client>),
     /// Plain pub/sub connections to the master Redis Sentinel names now.
     Sentinel(Arc<sentinel::Master>),
-    /// Classic pub/sub on any cluster node (the cluster forwards every `PUBLISH` to all
-    /// nodes): the seed nodes, tried in turn.
-    Cluster(Arc<Vec<redis::Client>>),
+    /// Redis Cluster: classic pub/sub on any node (the cluster forwards every `PUBLISH` to
+    /// all nodes), the seed nodes tried in turn; or sharded pub/sub on each channel's master;
+    /// or both, as the client's [`Publish`] mode says.
+    Cluster(Arc<Vec<redis::Client>>, Publish),
+}
+
+/// The subscription connection(s) of the hub: classic, sharded, or both.
+pub(crate) struct Links {
+    pub(crate) classic: Option<redis::aio::PubSub>,
+    pub(crate) sharded: Option<shards::Shards>,
 }
 
 impl Subscriber {
-    /// Open one pub/sub connection.
-    pub(crate) async fn connect(&self) -> redis::RedisResult<redis::aio::PubSub> {
+    /// Open the subscription connections.
+    pub(crate) async fn connect(&self, timeout: Duration) -> redis::RedisResult<Links> {
+        let classic = |pubsub| Links {
+            classic: Some(pubsub),
+            sharded: None,
+        };
         match self {
-            Subscriber::Standalone(client) => client.get_async_pubsub().await,
-            Subscriber::Sentinel(m) => m.client().get_async_pubsub().await,
-            Subscriber::Cluster(seeds) => {
-                cluster::subscribe_any(seeds, Duration::from_secs(2)).await
+            Subscriber::Standalone(client) => client.get_async_pubsub().await.map(classic),
+            Subscriber::Sentinel(m) => m.client().get_async_pubsub().await.map(classic),
+            Subscriber::Cluster(seeds, publish) => {
+                let sharded = match publish {
+                    Publish::Classic => None,
+                    Publish::Sharded | Publish::Both => {
+                        Some(shards::Shards::open(seeds.clone(), timeout).await?)
+                    }
+                };
+                let classic = match publish {
+                    Publish::Sharded => None,
+                    Publish::Classic | Publish::Both => {
+                        Some(cluster::subscribe_any(seeds, timeout).await?)
+                    }
+                };
+                Ok(Links { classic, sharded })
             }
         }
     }
@@ -135,7 +161,7 @@ impl Subscriber {
     /// the hub then reconnects and wakes every waiter. `None` when it never changes.
     pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         match self {
-            Subscriber::Standalone(_) | Subscriber::Cluster(_) => None,
+            Subscriber::Standalone(_) | Subscriber::Cluster(..) => None,
             Subscriber::Sentinel(m) => Some(m.switches()),
         }
     }
@@ -183,6 +209,8 @@ impl Target {
 #[derive(Clone)]
 pub(crate) struct Backend {
     conn: Connection,
+    /// Which variant of the scripts runs: how they publish wake-ups.
+    publish: Publish,
 }
 
 /// The connection one grant is sent on ([`Backend::for_grant`]).
@@ -190,8 +218,10 @@ pub(crate) struct GrantChannel {
     /// Send the grant's script through this.
     pub(crate) backend: Backend,
     /// The generation of the tokens granted through it: the Sentinel master's config epoch,
-    /// 0 elsewhere.
+    /// 0 elsewhere (on a Cluster the script reads its node's own: `cluster`).
     pub(crate) generation: u64,
+    /// Redis Cluster: the script takes the generation from its node's config epoch.
+    cluster: bool,
     /// Replicas to wait for, and how long, after the grant.
     wait: Option<(u32, Duration)>,
     /// Holds the set-aside connection exclusively (WAIT covers this connection's writes).
@@ -200,12 +230,26 @@ pub(crate) struct GrantChannel {
 
 impl GrantChannel {
     /// A channel over `conn` that sends no `WAIT`, for tokens of `generation`.
-    fn unconfirmed(conn: Connection, generation: u64) -> GrantChannel {
+    fn unconfirmed(conn: Connection, publish: Publish, generation: u64) -> GrantChannel {
         GrantChannel {
-            backend: Backend { conn },
+            backend: Backend { conn, publish },
             generation,
+            cluster: false,
             wait: None,
             slot: None,
+        }
+    }
+
+    /// The fencing floor argument of a grant's script for the client's `floor` (see
+    /// `prelude.lua`'s `next_token`): `floor` itself, `<generation>:<floor>` on Sentinel,
+    /// `cluster:<floor>` on a Cluster.
+    pub(crate) fn floor<'a>(&self, floor: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.cluster {
+            format!("cluster:{floor}").into()
+        } else if self.generation == 0 {
+            floor.into()
+        } else {
+            format!("{}:{floor}", self.generation).into()
         }
     }
     /// A send on this channel failed with `e`: a broken set-aside connection is reopened
@@ -251,6 +295,8 @@ pub(crate) struct ConnectSettings {
     pub replica_acks: u32,
     /// How long a grant waits for those confirmations.
     pub replica_ack_timeout: Duration,
+    /// Classic or sharded pub/sub (Cluster only).
+    pub pubsub: crate::PubSubMode,
 }
 
 impl Backend {
@@ -265,7 +311,7 @@ impl Backend {
         // manager retries a failed first connection on its own, which must not stretch it.
         let context = format!("connect to {redacted_url}");
         let connect = async {
-            let (conn, subscriber) = match target {
+            let (conn, subscriber, publish) = match target {
                 Target::Standalone(client) => {
                     let conn = standalone::connect(&client, settings)
                         .await
@@ -273,6 +319,7 @@ impl Backend {
                     (
                         Connection::Standalone(conn),
                         Subscriber::Standalone(Box::new(client)),
+                        Publish::Classic,
                     )
                 }
                 Target::Sentinel(config) => {
@@ -285,6 +332,7 @@ impl Backend {
                     (
                         Connection::Sentinel(master.clone()),
                         Subscriber::Sentinel(master),
+                        Publish::Classic,
                     )
                 }
                 Target::Cluster(config) => {
@@ -297,13 +345,17 @@ impl Backend {
                         .map(|u| redis::Client::open(u.as_str()))
                         .collect::<redis::RedisResult<Vec<_>>>()
                         .map_err(|e| Error::from_redis(&context, e))?;
-                    (
-                        Connection::Cluster(conn),
-                        Subscriber::Cluster(Arc::new(seeds)),
-                    )
+                    let mut conn = Connection::Cluster(conn);
+                    let publish = cluster::publish_mode(&mut conn, settings.pubsub)
+                        .await
+                        .map_err(|e| Error::from_redis(&context, e))?
+                        .map_err(|why| {
+                            Error::new(ErrorKind::Config, format!("{context}: {why}"))
+                        })?;
+                    (conn, Subscriber::Cluster(Arc::new(seeds), publish), publish)
                 }
             };
-            let backend = Backend { conn };
+            let backend = Backend { conn, publish };
             backend
                 .query::<String>(&context, &redis::cmd("PING"))
                 .await?;
@@ -343,18 +395,38 @@ impl Backend {
                 Some((conn, epoch, wanted, timeout, guard)) => Ok(GrantChannel {
                     wait: Some((wanted, timeout)),
                     slot: Some(guard),
-                    ..GrantChannel::unconfirmed(Connection::Pinned(conn), epoch)
+                    ..GrantChannel::unconfirmed(Connection::Pinned(conn), self.publish, epoch)
                 }),
                 None => {
                     let (manager, epoch) = m.snapshot();
                     Ok(GrantChannel::unconfirmed(
                         Connection::Standalone(manager),
+                        self.publish,
                         epoch,
                     ))
                 }
             },
-            _ => Ok(GrantChannel::unconfirmed(self.conn.clone(), 0)),
+            // The script reads its node's config epoch (`cluster:<floor>`).
+            Connection::Cluster(_) => Ok(GrantChannel {
+                cluster: true,
+                ..GrantChannel::unconfirmed(self.conn.clone(), self.publish, 0)
+            }),
+            _ => Ok(GrantChannel::unconfirmed(
+                self.conn.clone(),
+                self.publish,
+                0,
+            )),
         }
+    }
+
+    /// The command connection (routes like every request of this backend).
+    pub(crate) fn connection(&self) -> Connection {
+        self.conn.clone()
+    }
+
+    /// How this backend's scripts publish wake-ups.
+    pub(crate) fn publish(&self) -> Publish {
+        self.publish
     }
 
     /// Whether this backend sends over a connection set aside for one grant.
@@ -385,8 +457,9 @@ impl Backend {
         context: impl fmt::Display,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T> {
+        let publish = self.publish;
         self.with_retries(context, |mut conn| async move {
-            invocation.invoke_async::<T>(&mut conn).await
+            invocation.invoke_async::<T>(&mut conn, publish).await
         })
         .await
     }
@@ -400,7 +473,7 @@ impl Backend {
     ) -> Result<T> {
         let mut conn = self.conn.clone();
         invocation
-            .invoke_async::<T>(&mut conn)
+            .invoke_async::<T>(&mut conn, self.publish)
             .await
             .map_err(|e| Error::from_redis(&context.to_string(), e))
     }
@@ -425,7 +498,7 @@ impl Backend {
         let mut attempt = 0usize;
         loop {
             let mut conn = self.conn.clone();
-            match invocation.invoke_async::<T>(&mut conn).await {
+            match invocation.invoke_async::<T>(&mut conn, self.publish).await {
                 Ok(v) => return Ok((v, attempt > 0)),
                 Err(e) if retriable(&e) => {
                     self.saw_error(&e);

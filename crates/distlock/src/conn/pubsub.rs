@@ -26,6 +26,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use super::shards::{ShardEvent, Shards};
 use super::Subscriber;
 
 /// How a channel's messages wake its local waiters.
@@ -221,23 +222,116 @@ impl Hub {
     }
 }
 
+/// The hub's live subscription connections.
 struct Conn {
+    /// Classic pub/sub (`SUBSCRIBE`), split so that messages are read while commands go out.
+    classic: Option<Classic>,
+    /// Sharded pub/sub (`SSUBSCRIBE`, Cluster): one connection per master.
+    sharded: Option<Shards>,
+}
+
+struct Classic {
     sink: redis::aio::PubSubSink,
     stream: redis::aio::PubSubStream,
     /// Channels the server has us subscribed to.
     server: HashSet<String>,
 }
 
-async fn connect(subscriber: &Subscriber, timeout: Duration) -> Option<Conn> {
-    match tokio::time::timeout(timeout, subscriber.connect()).await {
-        Ok(Ok(pubsub)) => {
-            let (sink, stream) = pubsub.split();
-            Some(Conn {
-                sink,
-                stream,
-                server: HashSet::new(),
-            })
+/// What the connections delivered.
+enum Event {
+    Message(String, Vec<u8>),
+    /// Channels whose subscription was lost (or moved): subscribe again, wake their waiters.
+    Resync(Vec<String>),
+    /// The classic connection closed.
+    Closed,
+}
+
+impl Conn {
+    /// Whether the server has `name` subscribed on every kind of connection in use.
+    fn has(&self, name: &str) -> bool {
+        self.classic
+            .as_ref()
+            .is_none_or(|c| c.server.contains(name))
+            && self.sharded.as_ref().is_none_or(|s| s.has(name))
+    }
+
+    /// Whether the server has `name` subscribed on any connection.
+    fn has_any(&self, name: &str) -> bool {
+        self.classic
+            .as_ref()
+            .is_some_and(|c| c.server.contains(name))
+            || self.sharded.as_ref().is_some_and(|s| s.has(name))
+    }
+
+    async fn subscribe(&mut self, name: &str) -> redis::RedisResult<()> {
+        if let Some(c) = self.classic.as_mut() {
+            if !c.server.contains(name) {
+                c.sink.subscribe(name).await?;
+                c.server.insert(name.to_string());
+            }
         }
+        if let Some(s) = self.sharded.as_mut() {
+            if !s.has(name) {
+                s.subscribe(name).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(&mut self, name: &str) -> redis::RedisResult<()> {
+        if let Some(c) = self.classic.as_mut() {
+            if c.server.remove(name) {
+                c.sink.unsubscribe(name).await?;
+            }
+        }
+        if let Some(s) = self.sharded.as_mut() {
+            s.unsubscribe(name).await?;
+        }
+        Ok(())
+    }
+
+    async fn next(&mut self) -> Event {
+        let classic = async {
+            match self.classic.as_mut() {
+                Some(c) => match c.stream.next().await {
+                    Some(msg) => Event::Message(
+                        msg.get_channel_name().to_string(),
+                        msg.get_payload_bytes().to_vec(),
+                    ),
+                    None => Event::Closed,
+                },
+                None => std::future::pending().await,
+            }
+        };
+        let sharded = async {
+            match self.sharded.as_mut() {
+                Some(s) => match s.next().await {
+                    ShardEvent::Message(c, p) => Event::Message(c, p),
+                    ShardEvent::Resync(names) => Event::Resync(names),
+                },
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            e = classic => e,
+            e = sharded => e,
+        }
+    }
+}
+
+async fn connect(subscriber: &Subscriber, timeout: Duration) -> Option<Conn> {
+    match tokio::time::timeout(timeout, subscriber.connect(timeout)).await {
+        Ok(Ok(links)) => Some(Conn {
+            classic: links.classic.map(|pubsub| {
+                let (sink, stream) = pubsub.split();
+                Classic {
+                    sink,
+                    stream,
+                    server: HashSet::new(),
+                }
+            }),
+            sharded: links.sharded,
+        }),
         Ok(Err(e)) => {
             tracing::debug!(
                 error = format_args!("{e:#}"),
@@ -257,15 +351,15 @@ async fn connect(subscriber: &Subscriber, timeout: Duration) -> Option<Conn> {
 /// connection broke.
 async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::RedisResult<bool> {
     let wanted = shared.channel(name);
-    let has = conn.server.contains(name);
-    if let (Some(channel), false) = (&wanted, has) {
+    if let Some(channel) = &wanted {
+        if conn.has(name) {
+            return Ok(true);
+        }
         if channel.is_denied() {
             return Ok(false);
         }
-        match conn.sink.subscribe(name).await {
-            Ok(()) => {
-                conn.server.insert(name.to_string());
-            }
+        match conn.subscribe(name).await {
+            Ok(()) => {}
             Err(e) if is_noperm(&e) => {
                 channel.denied.store(true, Ordering::Relaxed);
                 if !shared.denial_logged.swap(true, Ordering::Relaxed) {
@@ -283,9 +377,8 @@ async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::Redis
             }
             Err(e) => return Err(e),
         }
-    } else if wanted.is_none() && has {
-        conn.sink.unsubscribe(name).await?;
-        conn.server.remove(name);
+    } else if conn.has_any(name) {
+        conn.unsubscribe(name).await?;
     }
     Ok(true)
 }
@@ -411,15 +504,27 @@ async fn run(
                     conn = None;
                 }
             }
-            msg = c.stream.next() => {
-                match msg {
-                    Some(msg) => {
-                        let name = msg.get_channel_name();
-                        if let Some(channel) = shared.channel(name) {
-                            channel.wake(msg.get_payload_bytes());
+            event = c.next() => {
+                match event {
+                    Event::Message(name, payload) => {
+                        if let Some(channel) = shared.channel(&name) {
+                            channel.wake(&payload);
                         }
                     }
-                    None => {
+                    Event::Resync(names) => {
+                        for name in names {
+                            if let Err(e) = reconcile(c, &shared, &name).await {
+                                tracing::warn!(error = format_args!("{e:#}"), "resubscribing failed; reconnecting");
+                                conn = None;
+                                break;
+                            }
+                            // A release may have been published where nobody listened.
+                            if let Some(channel) = shared.channel(&name) {
+                                channel.wake_all();
+                            }
+                        }
+                    }
+                    Event::Closed => {
                         tracing::warn!("subscription connection closed; reconnecting");
                         conn = None;
                     }

@@ -94,10 +94,7 @@ impl Lock {
         // config epoch is the token's generation, riding in front of the floor (see
         // prelude.lua's next_token).
         let mut grant = client.inner.backend.for_grant().await?;
-        let floor: std::borrow::Cow<'_, str> = match grant.generation {
-            0 => client.inner.fencing_floor.as_str().into(),
-            generation => format!("{generation}:{}", client.inner.fencing_floor).into(),
-        };
+        let floor = grant.floor(&client.inner.fencing_floor);
         let call = AcquireCall {
             owner,
             mode,

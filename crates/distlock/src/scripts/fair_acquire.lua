@@ -87,7 +87,7 @@ end
 if exists == 0 and dropped and head ~= false then
   -- pcall: a user without rights on the channel still gets its answer (the head re-checks
   -- within its liveness period anyway).
-  redis.pcall('publish', ARGV[7] .. ':' .. head, 0)
+  publish(ARGV[7] .. ':' .. head, 0)
 end
 if ARGV[5] == '1' then
   -- Queued already: keep the place and its Redisson score; else join the tail.

@@ -30,7 +30,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   if head ~= false then
     -- pcall: a user without rights on the channel (NOPERM) still gets the
     -- result of what was done; waiters re-check on their own.
-    redis.pcall('publish', ARGV[3] .. ':' .. head, 0)
+    publish(ARGV[3] .. ':' .. head, 0)
   end
 end
 return result

@@ -42,7 +42,7 @@ local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
   -- pcall: a user without rights on the channel (NOPERM) still gets the
   -- result of what was done; waiters re-check on their own.
-  redis.pcall('publish', ARGV[5] .. ':' .. head, ARGV[1])
+  publish(ARGV[5] .. ':' .. head, ARGV[1])
 end
 redis.call('set', KEYS[4], 1, 'px', ARGV[4])
 return 1

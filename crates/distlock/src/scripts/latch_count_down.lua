@@ -22,7 +22,7 @@ local v = redis.call('decr', KEYS[1])
 if v <= 0 then
   redis.call('del', KEYS[1])
   -- A user without channel rights still counts down (waiters re-check every second).
-  redis.pcall('publish', KEYS[2], ARGV[1])
+  publish(KEYS[2], ARGV[1])
   v = 0
 end
 redis.call('set', KEYS[3], v, 'px', ARGV[2])

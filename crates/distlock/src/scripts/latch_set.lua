@@ -12,7 +12,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('set', KEYS[1], ARGV[2])
   -- pcall: a user without rights on the channel (NOPERM) still gets the
   -- result of what was done; waiters re-check on their own.
-  redis.pcall('publish', KEYS[2], ARGV[1])
+  publish(KEYS[2], ARGV[1])
   return 1
 end
 return 0

@@ -23,7 +23,7 @@ redis.call('zrem', KEYS[2], ARGV[1])
 local v = redis.call('incrby', KEYS[1], 1)
 -- As Redisson: the new count, whatever it is. pcall: a user without rights on the channel
 -- (NOPERM) still gets the result of what was done; waiters re-check on their own.
-redis.pcall('publish', KEYS[3], v)
+publish(KEYS[3], v)
 if tonumber(expiry) <= now then
   return -1
 end

@@ -50,7 +50,7 @@ local function reclaim_leases(counter_key, leases_key, channel, now)
   end
   local v = redis.call('incrby', counter_key, expired)
   if v > 0 then
-    redis.pcall('publish', channel, v)
+    publish(channel, v)
   end
   return expired
 end

@@ -2,9 +2,9 @@
 --
 -- Redisson's forceUnlockAsync, refusing keys that are not lock hashes: a typo in a lock name
 -- must not delete a user's data. A lock hash (plain, fair, read-write; distlock or Redisson)
--- has only these fields: 'distlock:fencing-token' (digits), 'mode' ('read' | 'write', the
--- read-write lock) and owner fields '<client-id>:<owner>[:write]' (they contain ':') whose
--- values are hold counts (digits).
+-- has only these fields: 'distlock:fencing-token' (digits, or '<generation>:<sequence>'),
+-- 'mode' ('read' | 'write', the read-write lock) and owner fields
+-- '<client-id>:<owner>[:write]' (they contain ':') whose values are hold counts (digits).
 --
 -- KEYS[1]  lock key
 -- KEYS[2]  wake channel redisson_lock__channel:{name}
@@ -29,7 +29,8 @@ for i = 1, #fields, 2 do
   local field, value = fields[i], fields[i + 1]
   local ok
   if field == 'distlock:fencing-token' then
-    ok = string.match(value, '^%d+$') ~= nil
+    -- '<sequence>', or '<generation>:<sequence>' (Sentinel, Cluster)
+    ok = string.match(value, '^%d+$') ~= nil or string.match(value, '^%d+:%d+$') ~= nil
   elseif field == 'mode' then
     ok = value == 'read' or value == 'write'
   elseif string.find(field, ':', 1, true) then
@@ -43,5 +44,5 @@ for i = 1, #fields, 2 do
 end
 
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
+publish(KEYS[2], ARGV[1])
 return 1

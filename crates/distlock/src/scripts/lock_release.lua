@@ -42,5 +42,5 @@ end
 redis.call('del', KEYS[1])
 -- pcall: a user without rights on the channel (NOPERM) still gets the
 -- result of what was done; waiters re-check on their own.
-redis.pcall('publish', KEYS[2], ARGV[1])
+publish(KEYS[2], ARGV[1])
 return 1

@@ -1,37 +1,187 @@
 //! The Lua scripts, one `.lua` file each; every file's header lists its KEYS, ARGV and
-//! return values. They are compiled into the binary, hashed once, and run by `EVALSHA` with a
-//! `SCRIPT LOAD` + retry on `NOSCRIPT` (redis-rs [`redis::Script`]), so a server restart or
-//! `SCRIPT FLUSH` costs one extra round trip, never an error.
+//! return values. They are compiled into the binary, hashed once, and run by `EVALSHA`; a
+//! `NOSCRIPT` answer (a server restart, `SCRIPT FLUSH`, a promoted replica) is followed by one
+//! `EVAL` of the full text on the same connection — on a Cluster that is the node the key
+//! routes to, so a node that is down elsewhere cannot fail it (redis-rs's own recovery sends
+//! `SCRIPT LOAD` to every node and fails while any is down).
 //!
-//! Scripts marked `with "prelude.lua"` are run with `prelude.lua` (local helper functions:
-//! exact fencing tokens from the lock's per-slot counter, server time in ms from one `TIME`
-//! per run, a TTL that must not fail half-way) joined in front of their text at build time;
-//! the leased-semaphore scripts also get `leases.lua` (migration of the old leases key,
-//! Redisson's reclaim of ended leases), the fair-lock scripts `fair.lua` (Redisson's queue
-//! score arithmetic, dead waiters at the head).
+//! Every script is run with `publish.lua` joined in front (its `publish(channel, message)` is
+//! how scripts wake waiters), in one of three variants chosen by the client's
+//! [`Publish`] mode: `PUBLISH`, `SPUBLISH` or both. Scripts marked `with "prelude.lua"` also
+//! get `prelude.lua` (local helper functions: exact fencing tokens from the lock's per-slot
+//! counter, server time in ms from one `TIME` per run, a TTL that must not fail half-way)
+//! joined in front of their text at build time; the leased-semaphore scripts also get
+//! `leases.lua` (migration of the old leases key, Redisson's reclaim of ended leases), the
+//! fair-lock scripts `fair.lua` (Redisson's queue score arithmetic, dead waiters at the head).
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use redis::{Cmd, FromRedisValue, RedisWrite, ToRedisArgs};
+
+/// How scripts publish wake-ups: which variant of each script a client runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Publish {
+    /// `PUBLISH`: classic pub/sub (every deployment; a Cluster forwards it to every node).
+    #[default]
+    Classic,
+    /// `SPUBLISH`: sharded pub/sub, delivered only on the channel's slot (Redis 7 Cluster).
+    Sharded,
+    /// Both, for fleets whose other clients listen one way or the other.
+    Both,
+}
+
+impl Publish {
+    fn index(self) -> usize {
+        match self {
+            Publish::Classic => 0,
+            Publish::Sharded => 1,
+            Publish::Both => 2,
+        }
+    }
+}
+
+/// The body of `publish()` in `publish.lua`, and its replacements per [`Publish`] mode.
+const CLASSIC_BODY: &str = "  redis.pcall('publish', channel, message)\n";
+const BODIES: [&str; 3] = [
+    CLASSIC_BODY,
+    "  redis.pcall('spublish', channel, message)\n",
+    "  redis.pcall('publish', channel, message)\n  redis.pcall('spublish', channel, message)\n",
+];
+
+/// One script in its three publish variants: the text as run and its SHA-1.
+pub(crate) struct Script {
+    texts: [String; 3],
+    hashes: [String; 3],
+}
+
+impl Script {
+    /// The variants of `classic` (the text with `publish.lua` as written joined in front).
+    fn new(classic: &str) -> Script {
+        assert!(classic.contains(CLASSIC_BODY), "publish.lua not joined");
+        let texts = BODIES.map(|body| classic.replacen(CLASSIC_BODY, body, 1));
+        let hashes = std::array::from_fn(|i| redis::Script::new(&texts[i]).get_hash().to_string());
+        Script { texts, hashes }
+    }
+
+    /// The text run in `mode`.
+    pub(crate) fn text(&self, mode: Publish) -> &str {
+        &self.texts[mode.index()]
+    }
+
+    /// Start a call of this script: add keys and arguments, then send it through the
+    /// connection layer.
+    pub(crate) fn prepare_invoke(&'static self) -> Invocation<'static> {
+        Invocation {
+            script: self,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+}
+
+/// One call of a script: its keys and arguments (the lifetime is the script's).
+#[derive(Clone)]
+pub(crate) struct Invocation<'a> {
+    script: &'a Script,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl<'a> Invocation<'a> {
+    /// Add a key (KEYS[n]).
+    pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
+        key.write_redis_args(&mut self.keys);
+        self
+    }
+
+    /// Add an argument (ARGV[n]).
+    pub(crate) fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
+        arg.write_redis_args(&mut self.args);
+        self
+    }
+
+    fn command(&self, verb: &str, script: &str) -> Cmd {
+        let mut cmd = redis::cmd(verb);
+        cmd.arg(script).arg(self.keys.len());
+        for k in &self.keys {
+            cmd.write_arg(k);
+        }
+        for a in &self.args {
+            cmd.write_arg(a);
+        }
+        cmd
+    }
+
+    /// `EVALSHA` of the variant for `mode`.
+    pub(crate) fn evalsha(&self, mode: Publish) -> Cmd {
+        self.command("EVALSHA", &self.script.hashes[mode.index()])
+    }
+
+    /// `EVAL` of the variant for `mode` (the full text).
+    pub(crate) fn eval(&self, mode: Publish) -> Cmd {
+        self.command("EVAL", self.script.text(mode))
+    }
+
+    /// Run it: `EVALSHA`, and on `NOSCRIPT` one `EVAL` on the same connection (which also
+    /// caches the script there).
+    pub(crate) async fn invoke_async<T: FromRedisValue>(
+        &self,
+        con: &mut impl redis::aio::ConnectionLike,
+        mode: Publish,
+    ) -> redis::RedisResult<T> {
+        match self.evalsha(mode).query_async(con).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                self.eval(mode).query_async(con).await
+            }
+            r => r,
+        }
+    }
+
+    /// [`Invocation::invoke_async`] over a blocking connection.
+    pub(crate) fn invoke_blocking<T: FromRedisValue>(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        mode: Publish,
+    ) -> redis::RedisResult<T> {
+        match self.evalsha(mode).query(con) {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                self.eval(mode).query(con)
+            }
+            r => r,
+        }
+    }
+}
 
 macro_rules! scripts {
     ($($(#[$doc:meta])* $name:ident => $file:literal $(with $($prelude:literal)+)?,)*) => {
         $(
             $(#[$doc])*
             pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
-                Script::new(concat!($($(include_str!($prelude),)+)? include_str!($file)))
+                Script::new(concat!(
+                    include_str!("publish.lua"),
+                    $($(include_str!($prelude),)+)?
+                    include_str!($file)
+                ))
             });
         )*
+        /// Every script, for loading them all at once.
+        pub(crate) static ALL: &[&LazyLock<Script>] = &[$(&$name,)*];
         /// Each script file's own text, by file name (what its header documents).
         #[cfg(test)]
         pub(crate) const SOURCES: &[(&str, &str)] = &[$(($file, include_str!($file)),)*];
-        /// Every script as it is run, by file name: its file's text with the prelude it uses
-        /// joined in front. For tools and tests that run them directly.
-        pub(crate) const RUNNABLE: &[(&str, &str)] =
-            &[$(($file, concat!($($(include_str!($prelude),)+)? include_str!($file))),)*];
+        /// Every script as it is run with classic `PUBLISH`, by file name: its file's text
+        /// with `publish.lua` and the helpers it uses joined in front. For tools and tests
+        /// that run them directly.
+        pub(crate) const RUNNABLE: &[(&str, &str)] = &[$((
+            $file,
+            concat!(include_str!("publish.lua"), $($(include_str!($prelude),)+)? include_str!($file)),
+        ),)*];
     };
 }
 
+/// The `publish()` helper joined in front of every script.
+#[cfg(test)]
+const PUBLISH: &str = include_str!("publish.lua");
 /// The helpers joined in front of the scripts that issue fencing tokens or read server time.
 #[cfg(test)]
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -103,7 +253,7 @@ scripts! {
 
 #[cfg(test)]
 mod tests {
-    use super::{FAIR, LEASES, PRELUDE, RUNNABLE, SOURCES};
+    use super::{Publish, ALL, FAIR, LEASES, PRELUDE, PUBLISH, RUNNABLE, SOURCES};
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
@@ -168,7 +318,7 @@ mod tests {
             ]
             .iter()
             .any(|f| own.contains(f));
-            let mut expected = String::new();
+            let mut expected = PUBLISH.to_string();
             if uses || uses_leases {
                 expected.push_str(PRELUDE);
             }
@@ -180,6 +330,22 @@ mod tests {
             }
             expected.push_str(own);
             assert_eq!(*run, expected, "{file}: helpers not joined as used");
+        }
+    }
+
+    #[test]
+    fn each_publish_mode_runs_its_own_variant() {
+        assert_eq!(ALL.len(), RUNNABLE.len());
+        for script in ALL {
+            let classic = script.text(Publish::Classic);
+            let sharded = script.text(Publish::Sharded);
+            let both = script.text(Publish::Both);
+            assert!(RUNNABLE.iter().any(|(_, s)| *s == classic));
+            assert!(!sharded.contains("pcall('publish'"), "{sharded}");
+            assert!(sharded.contains("pcall('spublish', channel, message)"));
+            assert!(both.contains("pcall('publish'") && both.contains("pcall('spublish'"));
+            // Only the helper's body differs.
+            assert_eq!(classic.lines().count() + 1, both.lines().count());
         }
     }
 }

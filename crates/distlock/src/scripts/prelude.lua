@@ -25,7 +25,9 @@
 --          the counter keeps the highest '<generation>:<sequence>' issued; a newer generation
 --          starts its sequence at the clock reading, the same or an older one (a client with a
 --          stale view) counts on in the counter's generation. fenced_key is not used then
---          (Redisson's tokens have no generation).
+--          (Redisson's tokens have no generation). A floor 'cluster:<floor>' (Redis Cluster)
+--          takes the generation from this node's config epoch (cluster_my_epoch of CLUSTER
+--          INFO: a promoted replica's is above every epoch before it); one more command.
 -- Errors   'ERR distlock: fencing counter <key> ...' when the counter (or, for a new counter,
 --          the floor; or fenced_key) is not a decimal integer, or is at or above TOKEN_MAX =
 --          2^63 - 1 (the largest token: it fits i64 and u64, and a Redisson-style INCR of the
@@ -157,6 +159,12 @@ local function generation_token(counter_key, floor, generation)
 end
 
 local function next_token(counter_key, floor, fenced_key)
+  -- Redis Cluster: 'cluster:<floor>', the generation is this node's config epoch.
+  local cluster_floor = string.match(floor or '', '^cluster:(%d+)$')
+  if cluster_floor then
+    local epoch = string.match(redis.call('cluster', 'info'), 'cluster_my_epoch:(%d+)')
+    floor = (epoch or '0') .. ':' .. cluster_floor
+  end
   -- A generation above 0 comes as '<generation>:<floor>' (Sentinel: the master's epoch).
   local generation, gen_floor = string.match(floor or '', '^(%d+):(%d+)$')
   if generation and not string.find(generation, '^0+$') then

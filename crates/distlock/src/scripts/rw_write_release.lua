@@ -32,6 +32,6 @@ else
 end
 -- pcall: a user without rights on the channel (NOPERM) still gets the
 -- result of what was done; waiters re-check on their own.
-redis.pcall('publish', KEYS[2], ARGV[1])
+publish(KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

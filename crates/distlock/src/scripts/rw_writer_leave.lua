@@ -11,6 +11,6 @@ local removed = redis.call('zrem', KEYS[1], ARGV[1])
 if removed == 1 then
   -- pcall: a user without rights on the channel (NOPERM) still gets the
   -- result of what was done; waiters re-check on their own.
-  redis.pcall('publish', KEYS[2], '1')
+  publish(KEYS[2], '1')
 end
 return removed

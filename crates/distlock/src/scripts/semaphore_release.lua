@@ -35,7 +35,7 @@ elseif prior then
 end
 local v = redis.call('incrby', KEYS[1], ARGV[1])
 -- A user without channel rights still releases (waiters fall back to polling).
-redis.pcall('publish', KEYS[2], v)
+publish(KEYS[2], v)
 if ARGV[2] == '0' then
   redis.call('set', KEYS[3], v, 'px', ARGV[3])
 end

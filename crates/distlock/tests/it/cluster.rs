@@ -98,6 +98,13 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
         got.fencing_token() > token,
         "tokens not ordered across the failover"
     );
+    // The promoted replica's config epoch is above every epoch before it.
+    assert!(
+        got.fencing_token().generation() > token.generation(),
+        "{} not of a newer generation than {}",
+        got.fencing_token(),
+        token
+    );
     assert_eq!(cmd::<i64>(set.node_for_key(name), &["EXISTS", name]), 1);
     got.release().await.unwrap();
 }
@@ -148,4 +155,157 @@ async fn a_held_lock_follows_its_slot_to_another_master() {
         "the slot's counter moved with it"
     );
     next.release().await.unwrap();
+}
+
+/// A raw sharded subscriber on one node (RESP2: replies and messages are arrays).
+fn sharded_listener(node: &distlock_harness::RedisServer, channel: &str) -> redis::Connection {
+    let mut con = node.connection();
+    con.send_packed_command(&redis::cmd("SSUBSCRIBE").arg(channel).get_packed_command())
+        .unwrap();
+    let confirm: Vec<redis::Value> = redis::from_redis_value(con.recv_response().unwrap()).unwrap();
+    assert_eq!(confirm.len(), 3, "SSUBSCRIBE confirmation {confirm:?}");
+    con.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    con
+}
+
+/// On a Redis 7 cluster Redisson 3.22+ wakes waiters with `SPUBLISH` (sharded pub/sub): a
+/// distlock waiter is woken by a Java client's unlock (its script, `SPUBLISH` as its publish
+/// command), and a Java client's `SSUBSCRIBE` hears distlock's release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_wake_ups_reach_redisson_and_back() {
+    let set = ClusterSet::start();
+    let client = client_on(&set).await;
+    let name = "interop-sharded";
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let node = set.node_for_key(name);
+    let java = "8c1b2f0e-1111-4222-8333-944455556666:1";
+    let lock_src = include_str!("redisson/lock_lock.lua");
+    let unlock_src = include_str!("redisson/lock_unlock.lua");
+    let held: Option<i64> = redis::cmd("EVAL")
+        .arg(lock_src)
+        .arg(1)
+        .arg(name)
+        .arg(30_000)
+        .arg(java)
+        .query(&mut node.connection())
+        .unwrap();
+    assert_eq!(held, None, "the Java client took the lock");
+
+    let waiter = {
+        let lock = client.lock(name);
+        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(20)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!waiter.is_finished(), "granted while Java holds it");
+    let released_at = Instant::now();
+    let r: Option<i64> = redis::cmd("EVAL")
+        .arg(unlock_src)
+        .arg(3)
+        .arg(name)
+        .arg(&channel)
+        .arg(format!(
+            "redisson_unlock_latch:{{{name}}}:0123456789abcdef0123456789abcdef"
+        ))
+        .arg("0")
+        .arg(30_000)
+        .arg(java)
+        .arg("SPUBLISH")
+        .arg(16_000)
+        .query(&mut node.connection())
+        .unwrap();
+    assert_eq!(r, Some(1), "the Java unlock released");
+    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the distlock waiter was not woken by Redisson's SPUBLISH")
+        .unwrap()
+        .unwrap()
+        .expect("granted");
+    let woken = released_at.elapsed();
+    assert!(woken < Duration::from_secs(1), "woken after {woken:?}");
+
+    let mut java_waiter = tokio::task::block_in_place(|| sharded_listener(node, &channel));
+    guard.release().await.unwrap();
+    let message = tokio::task::block_in_place(|| java_waiter.recv_response())
+        .expect("the Java subscriber heard no sharded message");
+    let parts: Vec<Vec<u8>> = redis::from_redis_value(message).unwrap();
+    assert_eq!(parts[0], b"smessage");
+    assert_eq!(parts[1], channel.as_bytes());
+    assert_eq!(parts[2], b"0", "Redisson's unlock message");
+}
+
+/// `CLUSTER FAILOVER` on the replica of the lock's slot: the old master, now a replica, drops
+/// its sharded subscriptions itself (a server-sent `sunsubscribe`, which redis-rs's cluster
+/// client would take for its own and never renew). The waiter's subscription moves to the
+/// new master, so the holder's release wakes it at once, not after the 30 s lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_follows_a_manual_failover_of_its_slot() {
+    let set = ClusterSet::start();
+    let holder = client_on(&set).await;
+    let waiting = client_on(&set).await;
+    let name = "manual-failover";
+    let held = holder
+        .lock(name)
+        .lease(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = {
+        let lock = waiting.lock(name);
+        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(25)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let old = set.node_for_key(name).port();
+    let replica = set.replica_of(old).expect("a replica").port();
+    tokio::task::block_in_place(|| set.failover_replica(replica));
+    assert_eq!(set.node_for_key(name).port(), replica);
+    // Let the waiter's client see the dropped subscription and subscribe on the new master.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiter.is_finished(), "the waiter got a lock that is held");
+    let released_at = Instant::now();
+    held.release().await.expect("release on the new master");
+    let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was not woken: its subscription did not follow the failover")
+        .unwrap()
+        .unwrap()
+        .expect("granted");
+    let woken = released_at.elapsed();
+    eprintln!("manual failover: release -> waiter granted {woken:?}");
+    assert!(woken < Duration::from_millis(500), "woken after {woken:?}");
+    got.release().await.unwrap();
+}
+
+/// The scripts are flushed from the lock's master while another master is stopped (for
+/// less than the node timeout, so the cluster still serves every slot). The `NOSCRIPT`
+/// answer is followed by an `EVAL` on the lock's own master; redis-rs's recovery would send
+/// `SCRIPT LOAD` to every node and wait for the stopped one until the command timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noscript_is_recovered_while_another_master_is_down() {
+    let set = ClusterSet::start();
+    let client = Client::builder()
+        .url(set.url())
+        .command_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .unwrap();
+    let name = "noscript";
+    let master = set.node_for_key(name);
+    let stopped = set
+        .masters()
+        .into_iter()
+        .find(|m| m.port() != master.port())
+        .unwrap();
+    let mut on_master = master.connection();
+    stopped.pause();
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query(&mut on_master)
+        .unwrap();
+    let started = Instant::now();
+    let r = client.lock(name).try_acquire().await;
+    let took = started.elapsed();
+    stopped.resume();
+    let guard = r.expect("acquire after SCRIPT FLUSH").expect("free");
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+    guard.release().await.unwrap();
 }

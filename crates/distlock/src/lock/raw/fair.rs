@@ -38,7 +38,7 @@ fn leave_invocation(
     owner: &str,
     force: bool,
     wait_ms: u64,
-) -> redis::ScriptInvocation<'static> {
+) -> crate::scripts::Invocation<'static> {
     let mut inv = scripts::FAIR_LEAVE.prepare_invoke();
     inv.key(&n.key)
         .key(queue_key(n))
@@ -68,7 +68,7 @@ impl RawLock for Fair {
         &self,
         n: &Names,
         c: &AcquireCall<'_>,
-    ) -> (redis::ScriptInvocation<'static>, Resend) {
+    ) -> (crate::scripts::Invocation<'static>, Resend) {
         let mut inv = scripts::FAIR_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(queue_key(n))
@@ -106,11 +106,11 @@ impl RawLock for Fair {
         n: &Names,
         owner: &str,
         wait_ms: u64,
-    ) -> Option<redis::ScriptInvocation<'static>> {
+    ) -> Option<crate::scripts::Invocation<'static>> {
         Some(leave_invocation(n, owner, false, wait_ms))
     }
 
-    fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static> {
+    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
         leave_invocation(n, "", true, 0)
     }
 

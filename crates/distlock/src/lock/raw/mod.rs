@@ -139,8 +139,11 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     fn recheck(&self) -> Duration;
 
     /// The acquire script call, and how it may be resent.
-    fn acquire(&self, n: &Names, c: &AcquireCall<'_>)
-        -> (redis::ScriptInvocation<'static>, Resend);
+    fn acquire(
+        &self,
+        n: &Names,
+        c: &AcquireCall<'_>,
+    ) -> (crate::scripts::Invocation<'static>, Resend);
 
     /// The script call that releases one hold.
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest;
@@ -169,13 +172,13 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
         _n: &Names,
         _owner: &str,
         _wait_ms: u64,
-    ) -> Option<redis::ScriptInvocation<'static>> {
+    ) -> Option<crate::scripts::Invocation<'static>> {
         None
     }
 
     /// The call that deletes the lock whoever holds it and wakes its waiters; it answers 1
     /// when something was deleted.
-    fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static>;
+    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static>;
 
     /// The queue `status` reports.
     fn queue(&self, _n: &Names) -> Option<Queue> {
@@ -226,7 +229,7 @@ pub(crate) fn not_held_reason(code: i64) -> Option<NotHeldReason> {
 }
 
 /// The invocation of `lock_force_unlock.lua` with a wake message.
-fn force_unlock_invocation(n: &Names, message: &str) -> redis::ScriptInvocation<'static> {
+fn force_unlock_invocation(n: &Names, message: &str) -> crate::scripts::Invocation<'static> {
     let mut inv = crate::scripts::LOCK_FORCE_UNLOCK.prepare_invoke();
     inv.key(&n.key).key(&n.channel).arg(message);
     inv

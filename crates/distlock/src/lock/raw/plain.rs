@@ -32,7 +32,7 @@ impl RawLock for Plain {
         &self,
         n: &Names,
         c: &AcquireCall<'_>,
-    ) -> (redis::ScriptInvocation<'static>, Resend) {
+    ) -> (crate::scripts::Invocation<'static>, Resend) {
         // A fresh owner's request needs no latch: pass the lock key in its place (it is
         // never read then, and shares the lock's cluster slot).
         let latch = match c.mode {
@@ -79,7 +79,7 @@ impl RawLock for Plain {
         true
     }
 
-    fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static> {
+    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
         super::force_unlock_invocation(n, UNLOCK_MESSAGE)
     }
 }
@@ -96,7 +96,7 @@ pub(crate) fn plain_acquire_invocation(
     mode: Mode,
     latch_ms: u64,
     floor: &str,
-) -> redis::ScriptInvocation<'static> {
+) -> crate::scripts::Invocation<'static> {
     let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
     inv.key(key)
         .key(counter)

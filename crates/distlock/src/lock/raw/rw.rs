@@ -39,7 +39,7 @@ fn read_prefix(n: &Names, owner: &Owner) -> String {
 }
 
 /// `lock_force_unlock.lua` with message `1`: wake every reader and writer.
-fn force_unlock(n: &Names) -> redis::ScriptInvocation<'static> {
+fn force_unlock(n: &Names) -> crate::scripts::Invocation<'static> {
     super::force_unlock_invocation(n, "1")
 }
 
@@ -60,7 +60,7 @@ impl RawLock for Read {
         &self,
         n: &Names,
         c: &AcquireCall<'_>,
-    ) -> (redis::ScriptInvocation<'static>, Resend) {
+    ) -> (crate::scripts::Invocation<'static>, Resend) {
         let mut inv = scripts::RW_READ_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(read_prefix(n, c.owner))
@@ -92,7 +92,7 @@ impl RawLock for Read {
         }
     }
 
-    fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static> {
+    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
         force_unlock(n)
     }
 
@@ -122,7 +122,7 @@ impl RawLock for Write {
         &self,
         n: &Names,
         c: &AcquireCall<'_>,
-    ) -> (redis::ScriptInvocation<'static>, Resend) {
+    ) -> (crate::scripts::Invocation<'static>, Resend) {
         let mut inv = scripts::RW_WRITE_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(writers_key(n))
@@ -153,13 +153,13 @@ impl RawLock for Write {
         n: &Names,
         owner: &str,
         _wait_ms: u64,
-    ) -> Option<redis::ScriptInvocation<'static>> {
+    ) -> Option<crate::scripts::Invocation<'static>> {
         let mut inv = scripts::RW_WRITER_LEAVE.prepare_invoke();
         inv.key(writers_key(n)).key(&n.channel).arg(owner);
         Some(inv)
     }
 
-    fn force_unlock(&self, n: &Names) -> redis::ScriptInvocation<'static> {
+    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
         force_unlock(n)
     }
 

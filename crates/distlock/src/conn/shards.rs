@@ -1,0 +1,403 @@
+//! Sharded pub/sub on Redis Cluster (`SSUBSCRIBE`, Redis 7): one dedicated RESP3 connection per
+//! master, each channel subscribed on the master of its hash slot, as Redisson 3.22+ does on
+//! a Redis 7 cluster — so Java and Rust waiters wake each other there.
+//!
+//! redis-rs's cluster client can `SSUBSCRIBE`, but takes a `sunsubscribe` that the *server*
+//! sends (its node lost the slot: failover, slot migration) for the client's own and never
+//! subscribes again, and has no periodic topology refresh. So distlock keeps its own slot map
+//! (`CLUSTER SLOTS`, refreshed every [`REFRESH_EVERY`], after a redirect and after any
+//! subscription was dropped) and its own record of which node holds which subscription:
+//! - a server-sent `sunsubscribe` for a channel still wanted, a node connection that closed,
+//!   or a refresh that finds a channel's slot on another master all make the hub subscribe
+//!   that channel again (on the slot's master now) and wake its waiters, since a release may
+//!   have been published where nobody listened;
+//! - a `MOVED` answer to `SSUBSCRIBE` refreshes the map and tries again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{ConnectionAddr, ConnectionInfo, PushInfo, PushKind, Value};
+use tokio::sync::mpsc;
+
+use crate::keys::key_slot;
+
+/// How often the slot map is read again without any other reason.
+pub(crate) const REFRESH_EVERY: Duration = Duration::from_secs(5);
+
+/// A node's address as `CLUSTER SLOTS` names it: `host:port`.
+type Addr = Arc<str>;
+
+/// What the sharded subscriptions of one client need to hear next.
+pub(crate) enum ShardEvent {
+    /// A message on a channel.
+    Message(String, Vec<u8>),
+    /// These channels lost their subscription (or it is on the wrong node now): subscribe
+    /// them again and wake their waiters.
+    Resync(Vec<String>),
+}
+
+/// The sharded subscriptions of one client (driven by the subscription hub).
+pub(crate) struct Shards {
+    /// Connection settings (auth, TLS) of the seed nodes; each node connection copies the
+    /// first one's with the node's address.
+    seeds: Arc<Vec<redis::Client>>,
+    timeout: Duration,
+    /// Slot ranges and their masters, sorted by first slot.
+    map: Vec<(u16, u16, Addr)>,
+    nodes: HashMap<Addr, MultiplexedConnection>,
+    /// Channel → the node it is subscribed on.
+    subscribed: HashMap<String, Addr>,
+    tx: mpsc::UnboundedSender<(Addr, PushInfo)>,
+    rx: mpsc::UnboundedReceiver<(Addr, PushInfo)>,
+    refresh: tokio::time::Interval,
+}
+
+impl Shards {
+    /// Read the slot map from the first seed (or known node) that answers; no subscription
+    /// yet.
+    pub(crate) async fn open(
+        seeds: Arc<Vec<redis::Client>>,
+        timeout: Duration,
+    ) -> redis::RedisResult<Shards> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut refresh = tokio::time::interval(REFRESH_EVERY);
+        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        refresh.reset();
+        let mut shards = Shards {
+            seeds,
+            timeout,
+            map: Vec::new(),
+            nodes: HashMap::new(),
+            subscribed: HashMap::new(),
+            tx,
+            rx,
+            refresh,
+        };
+        shards.refresh_map().await?;
+        Ok(shards)
+    }
+
+    /// Whether `channel` is subscribed (on the node that held its slot when it was).
+    pub(crate) fn has(&self, channel: &str) -> bool {
+        self.subscribed.contains_key(channel)
+    }
+
+    /// `SSUBSCRIBE channel` on its slot's master; after a `MOVED` answer the map is read
+    /// again and the subscription tried once more.
+    pub(crate) async fn subscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+        let mut attempt = 0;
+        loop {
+            let addr = self.owner(channel)?;
+            let reply = match self
+                .send(&addr, redis::cmd("SSUBSCRIBE").arg(channel))
+                .await
+            {
+                Err(e) if attempt == 0 && is_redirect(&e) => {
+                    attempt += 1;
+                    self.refresh_map().await?;
+                    continue;
+                }
+                r => r?,
+            };
+            match reply {
+                Value::Push {
+                    kind: PushKind::SSubscribe,
+                    ref data,
+                } if data.first().and_then(bytes) == Some(channel.as_bytes()) => {
+                    self.subscribed.insert(channel.to_string(), addr);
+                    return Ok(());
+                }
+                other => {
+                    // A server-sent push taken for this request's answer: the connection's
+                    // request order is lost; open it again.
+                    self.drop_node(&addr);
+                    return Err(io_error(format!(
+                        "unexpected answer to SSUBSCRIBE: {other:?}"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// `SUNSUBSCRIBE channel` on the node it is subscribed on (nothing when that node is
+    /// gone: its subscriptions went with it).
+    pub(crate) async fn unsubscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+        let Some(addr) = self.subscribed.remove(channel) else {
+            return Ok(());
+        };
+        if self.nodes.contains_key(&addr) {
+            self.send(&addr, redis::cmd("SUNSUBSCRIBE").arg(channel))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The next message or resubscription to make.
+    pub(crate) async fn next(&mut self) -> ShardEvent {
+        loop {
+            tokio::select! {
+                push = self.rx.recv() => {
+                    // `self.tx` lives as long as `self`: the channel never closes.
+                    let Some((addr, push)) = push else { continue };
+                    if let Some(event) = self.on_push(addr, push).await {
+                        return event;
+                    }
+                }
+                _ = self.refresh.tick() => {
+                    if self.refresh_map().await.is_err() {
+                        continue;
+                    }
+                    let moved = self.take_where(|shards, channel, addr| {
+                        shards.owner(channel).ok().as_ref() != Some(addr)
+                    });
+                    if !moved.is_empty() {
+                        tracing::info!(channels = moved.len(), "slots moved: subscribing on their new masters");
+                        return ShardEvent::Resync(moved);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn on_push(&mut self, addr: Addr, push: PushInfo) -> Option<ShardEvent> {
+        match push.kind {
+            PushKind::SMessage => {
+                let mut data = push.data.into_iter();
+                let channel = data
+                    .next()
+                    .and_then(|v| bytes(&v).map(|b| String::from_utf8_lossy(b).into_owned()))?;
+                let payload = data.next().and_then(|v| bytes(&v).map(<[u8]>::to_vec))?;
+                Some(ShardEvent::Message(channel, payload))
+            }
+            PushKind::SUnsubscribe => {
+                // Our own SUNSUBSCRIBE forgot the channel (or moved it) first; a channel
+                // still recorded on this node was dropped by the server.
+                let channel = push
+                    .data
+                    .first()
+                    .and_then(bytes)
+                    .map(|b| String::from_utf8_lossy(b).into_owned())?;
+                if self.subscribed.get(&channel) != Some(&addr) {
+                    return None;
+                }
+                self.subscribed.remove(&channel);
+                tracing::info!(%channel, node = %addr, "the server dropped a sharded subscription (failover or slot migration); subscribing again");
+                let _ = self.refresh_map().await;
+                Some(ShardEvent::Resync(vec![channel]))
+            }
+            PushKind::Disconnection => {
+                self.nodes.remove(&addr);
+                let lost = self.take_where(|_, _, on| *on == addr);
+                tracing::info!(node = %addr, channels = lost.len(), "sharded subscription connection closed");
+                let _ = self.refresh_map().await;
+                (!lost.is_empty()).then_some(ShardEvent::Resync(lost))
+            }
+            _ => None,
+        }
+    }
+
+    /// Remove and return the channels for which `pred(self, channel, node)` holds.
+    fn take_where(&mut self, pred: impl Fn(&Shards, &str, &Addr) -> bool) -> Vec<String> {
+        let names: Vec<String> = self
+            .subscribed
+            .iter()
+            .filter(|(c, a)| pred(self, c, a))
+            .map(|(c, _)| c.clone())
+            .collect();
+        for c in &names {
+            self.subscribed.remove(c);
+        }
+        names
+    }
+
+    /// The master of `channel`'s slot in the current map.
+    fn owner(&self, channel: &str) -> redis::RedisResult<Addr> {
+        let slot = key_slot(channel);
+        let i = self.map.partition_point(|(first, _, _)| *first <= slot);
+        match i.checked_sub(1).map(|i| &self.map[i]) {
+            Some((_, last, addr)) if slot <= *last => Ok(addr.clone()),
+            _ => Err(io_error(format!(
+                "no master serves slot {slot} (cluster down?)"
+            ))),
+        }
+    }
+
+    /// Send one command to `addr`, connecting first if needed.
+    async fn send(&mut self, addr: &Addr, cmd: &redis::Cmd) -> redis::RedisResult<Value> {
+        let conn = match self.nodes.get(addr) {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.connect(addr).await?;
+                self.nodes.insert(addr.clone(), c.clone());
+                c
+            }
+        };
+        let mut conn = conn;
+        match conn
+            .send_packed_command(cmd)
+            .await
+            .and_then(Value::extract_error)
+        {
+            Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+                self.drop_node(addr);
+                Err(e)
+            }
+            r => r,
+        }
+    }
+
+    /// Forget a node's connection and every subscription on it (the hub subscribes them
+    /// again).
+    fn drop_node(&mut self, addr: &Addr) {
+        self.nodes.remove(addr);
+        self.subscribed.retain(|_, on| on != addr);
+    }
+
+    async fn connect(&self, addr: &Addr) -> redis::RedisResult<MultiplexedConnection> {
+        let (host, port) = split_addr(addr)?;
+        let client =
+            redis::Client::open(node_info(self.seeds[0].get_connection_info(), host, port))?;
+        let tx = self.tx.clone();
+        let tag = addr.clone();
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+            .set_push_sender(move |push: PushInfo| tx.send((tag.clone(), push)));
+        client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+    }
+
+    /// Read `CLUSTER SLOTS` from a node that answers: connected masters first, then the
+    /// seeds.
+    async fn refresh_map(&mut self) -> redis::RedisResult<()> {
+        let mut last = None;
+        let known: Vec<Addr> = self.nodes.keys().cloned().collect();
+        for addr in &known {
+            let Some(mut conn) = self.nodes.get(addr).cloned() else {
+                continue;
+            };
+            match redis::cmd("CLUSTER")
+                .arg("SLOTS")
+                .query_async::<Value>(&mut conn)
+                .await
+            {
+                Ok(v) => return self.set_map(v, Some(addr)),
+                Err(e) => last = Some(e),
+            }
+        }
+        for seed in self.seeds.iter() {
+            let attempt = async {
+                let mut conn = seed.get_multiplexed_async_connection().await?;
+                redis::cmd("CLUSTER")
+                    .arg("SLOTS")
+                    .query_async::<Value>(&mut conn)
+                    .await
+            };
+            match tokio::time::timeout(self.timeout, attempt).await {
+                Ok(Ok(v)) => {
+                    let asked = match seed.get_connection_info().addr() {
+                        ConnectionAddr::Tcp(h, p)
+                        | ConnectionAddr::TcpTls {
+                            host: h, port: p, ..
+                        } => Some(Addr::from(format!("{h}:{p}"))),
+                        _ => None,
+                    };
+                    return self.set_map(v, asked.as_ref());
+                }
+                Ok(Err(e)) => last = Some(e),
+                Err(_) => last = Some(io_error("no answer to CLUSTER SLOTS".into())),
+            }
+        }
+        Err(last.unwrap_or_else(|| io_error("no cluster node answered".into())))
+    }
+
+    /// Parse a `CLUSTER SLOTS` reply: `[[first, last, [host, port, id, …], replicas…], …]`.
+    /// An empty host means the node that answered (`asked`).
+    fn set_map(&mut self, reply: Value, asked: Option<&Addr>) -> redis::RedisResult<()> {
+        let Value::Array(ranges) = reply else {
+            return Err(io_error("CLUSTER SLOTS: not an array".into()));
+        };
+        let mut map = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let Value::Array(fields) = range else {
+                continue;
+            };
+            let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =
+                (fields.first(), fields.get(1), fields.get(2))
+            else {
+                continue;
+            };
+            let host = master
+                .first()
+                .and_then(bytes)
+                .map(|b| String::from_utf8_lossy(b).into_owned());
+            let Some(Value::Int(port)) = master.get(1) else {
+                continue;
+            };
+            let addr: Addr = match host.as_deref() {
+                Some(h) if !h.is_empty() && h != "?" => format!("{h}:{port}").into(),
+                _ => match asked {
+                    Some(a) => a.clone(),
+                    None => continue,
+                },
+            };
+            map.push((*first as u16, *last as u16, addr));
+        }
+        map.sort_by_key(|(first, _, _)| *first);
+        self.map = map;
+        Ok(())
+    }
+}
+
+/// Split `host:port` (the host may be an IPv6 address with colons).
+fn split_addr(addr: &str) -> redis::RedisResult<(&str, u16)> {
+    addr.rsplit_once(':')
+        .and_then(|(h, p)| Some((h, p.parse().ok()?)))
+        .ok_or_else(|| io_error(format!("bad node address {addr:?}")))
+}
+
+/// `seed`'s connection settings (auth, TLS) with another node's address, and RESP3 (sharded
+/// messages arrive as pushes).
+fn node_info(seed: &ConnectionInfo, host: &str, port: u16) -> ConnectionInfo {
+    let addr = match seed.addr() {
+        ConnectionAddr::TcpTls {
+            insecure,
+            tls_params,
+            ..
+        } => ConnectionAddr::TcpTls {
+            host: host.to_string(),
+            port,
+            insecure: *insecure,
+            tls_params: tls_params.clone(),
+        },
+        _ => ConnectionAddr::Tcp(host.to_string(), port),
+    };
+    let redis = seed
+        .redis_settings()
+        .clone()
+        .set_protocol(redis::ProtocolVersion::RESP3);
+    seed.clone().set_addr(addr).set_redis_settings(redis)
+}
+
+/// A `MOVED` or `ASK` answer: the slot map is stale.
+fn is_redirect(e: &redis::RedisError) -> bool {
+    matches!(
+        e.kind(),
+        redis::ErrorKind::Server(redis::ServerErrorKind::Moved | redis::ServerErrorKind::Ask)
+    )
+}
+
+fn bytes(v: &Value) -> Option<&[u8]> {
+    match v {
+        Value::BulkString(b) => Some(b),
+        Value::SimpleString(s) => Some(s.as_bytes()),
+        _ => None,
+    }
+}
+
+fn io_error(msg: String) -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::other(msg))
+}
