@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use distlock::{Client, ClientBuilder};
-use distlock_harness::RedisServer;
+use distlock_harness::{ClusterSet, RedisServer, SentinelSet};
 
 /// Connection options shared by every subcommand.
 #[derive(Clone, Debug)]
@@ -60,29 +60,66 @@ impl Options {
         })
     }
 
-    /// A plain redis-rs connection configuration with these timeouts, for the commands that
-    /// also talk to Redis directly (`demo`).
-    pub fn redis_config(&self) -> redis::AsyncConnectionConfig {
-        redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.command_timeout))
-    }
-
     /// A client for `--url`, or the default local server.
     pub async fn client(&self) -> Result<Client> {
         self.client_for(self.url.as_deref().unwrap_or(DEFAULT_URL))
             .await
     }
 
-    /// The URL to use, starting a private server when none was given. The server lives as
-    /// long as the returned handle.
-    pub fn url_or_embedded(&self) -> Result<(String, Option<RedisServer>)> {
+    /// The URL to use, starting a private deployment of `topology` when none was given. The
+    /// deployment lives as long as the returned handle.
+    pub fn url_or_embedded(&self, topology: Topology) -> Result<(String, Option<Embedded>)> {
         if let Some(url) = &self.url {
             return Ok((url.clone(), None));
         }
-        let server = RedisServer::start_with(RedisServer::options()).map_err(|e| {
-            anyhow::anyhow!("no --url given and a private redis-server could not be started: {e}")
-        })?;
-        Ok((server.url(), Some(server)))
+        // The harness panics with a message naming what to install when a binary is missing.
+        let started = std::panic::catch_unwind(|| match topology {
+            Topology::Standalone => RedisServer::start_with(RedisServer::options())
+                .map(Embedded::Server)
+                .map_err(|e| e.to_string()),
+            Topology::Sentinel => Ok(Embedded::Sentinel(Box::new(SentinelSet::start()))),
+            Topology::Cluster => Ok(Embedded::Cluster(Box::new(ClusterSet::start()))),
+        });
+        let embedded = match started {
+            Ok(Ok(e)) => e,
+            Ok(Err(e)) => {
+                anyhow::bail!("no --url given and a private redis-server could not be started: {e}")
+            }
+            Err(_) => anyhow::bail!(
+                "no --url given and a private {topology:?} deployment could not be started \
+                 (see the message above)"
+            ),
+        };
+        Ok((embedded.url(), Some(embedded)))
+    }
+}
+
+/// Which private deployment `demo` starts when no URL is given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Topology {
+    /// One redis-server.
+    #[default]
+    Standalone,
+    /// A master with two replicas and three redis-sentinel processes.
+    Sentinel,
+    /// Three masters with a replica each (Redis Cluster).
+    Cluster,
+}
+
+/// A private deployment started for one command, stopped when dropped.
+pub enum Embedded {
+    Server(RedisServer),
+    Sentinel(Box<SentinelSet>),
+    Cluster(Box<ClusterSet>),
+}
+
+impl Embedded {
+    /// The URL clients connect with (`redis://`, `redis-sentinel://` or `redis-cluster://`).
+    pub fn url(&self) -> String {
+        match self {
+            Embedded::Server(s) => s.url(),
+            Embedded::Sentinel(s) => s.url(),
+            Embedded::Cluster(s) => s.url(),
+        }
     }
 }

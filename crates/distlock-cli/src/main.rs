@@ -20,7 +20,8 @@ struct Cli {
     /// (rediss-sentinel:// for TLS; sentinels without a port listen on 26379; the master is
     /// followed across failovers), or Redis Cluster: redis-cluster://[user:password@]host1[:port1][,host2...]
     /// (rediss-cluster:// for TLS). Without it, `run`, `status` and `unlock` use
-    /// redis://127.0.0.1:6379/ and `demo` starts a private redis-server.
+    /// redis://127.0.0.1:6379/, and `demo` and `bench` start a private redis-server (`demo
+    /// --topology` a Sentinel set or a Cluster).
     #[arg(long, env = "DISTLOCK_URL", global = true, hide_env_values = true)]
     url: Option<String>,
 

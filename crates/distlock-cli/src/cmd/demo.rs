@@ -29,7 +29,7 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::connect::Options;
+use crate::connect::{Options, Topology};
 use crate::exit;
 
 #[derive(Args, Debug)]
@@ -55,6 +55,10 @@ pub struct DemoArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// The private deployment to start when no --url is given: one server, a Sentinel set
+    /// (master, 2 replicas, 3 sentinels) or a Redis Cluster (3 masters, 3 replicas).
+    #[arg(long, value_enum, default_value_t = Topology::Standalone)]
+    pub topology: Topology,
 }
 
 #[derive(Args, Debug)]
@@ -161,14 +165,13 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     if args.processes > 64 || args.concurrency > 1024 {
         bail!("at most 64 processes and 1024 tasks per process");
     }
-    let (url, _server) = opts.url_or_embedded()?;
+    let (url, _server) = opts.url_or_embedded(args.topology)?;
     let run_id = uuid_like();
     let k = keys(&run_id);
-    let redis = redis::Client::open(url.as_str()).context("bad URL")?;
-    let mut con = redis
-        .get_multiplexed_async_connection_with_config(&opts.redis_config())
-        .await
-        .context("cannot connect to redis")?;
+    // The sale's data goes over the library's connection: on Sentinel to the master, on a
+    // Cluster routed by key.
+    let client = opts.client_for(&url).await?;
+    let mut con = client.redis_connection();
 
     // Stock per voucher: even split, the remainder on the first vouchers.
     let mut stock_initial = HashMap::new();
@@ -389,10 +392,7 @@ pub async fn worker(opts: &Options, args: WorkerArgs) -> Result<u8> {
         .clone()
         .context("demo-worker needs --url (it is started by `distlock demo`)")?;
     let client = opts.client_for(&url).await?;
-    let redis = redis::Client::open(url.as_str())?;
-    let con = redis
-        .get_multiplexed_async_connection_with_config(&opts.redis_config())
-        .await?;
+    let con = client.redis_connection();
     let k = Arc::new(keys(&args.run));
 
     // This worker's attempts: (user, voucher) for every (u, j) with (u + j) mod P == worker.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use distlock::RedisConnection;
 use distlock::{Client, LockGuard};
-use redis::aio::MultiplexedConnection;
 use serde_json::Value;
 
 use super::report::{handoff_stats, num1, Line};
@@ -18,13 +18,27 @@ use super::{Bench, PREFIX};
 /// Concurrent tasks that acquire or release the many locks of `watchdog` and `memory`.
 const PARALLEL: usize = 64;
 
-/// `INFO commandstats` as command name → calls.
-async fn command_calls(con: &mut MultiplexedConnection) -> Result<HashMap<String, u64>> {
-    let text: String = redis::cmd("INFO")
-        .arg("commandstats")
+/// The text of `INFO <section>`: one per master on a Cluster (redis-rs asks every primary
+/// and answers a map of node → text), one otherwise.
+async fn info_texts(con: &mut RedisConnection, section: &str) -> Result<Vec<String>> {
+    let reply: redis::Value = redis::cmd("INFO")
+        .arg(section)
         .query_async(con)
         .await
-        .context("INFO commandstats")?;
+        .with_context(|| format!("INFO {section}"))?;
+    let texts = match reply {
+        redis::Value::Map(nodes) => nodes
+            .into_iter()
+            .map(|(_, text)| redis::from_redis_value(text))
+            .collect::<Result<Vec<String>, _>>(),
+        other => redis::from_redis_value::<String>(other).map(|t| vec![t]),
+    };
+    texts.with_context(|| format!("INFO {section}"))
+}
+
+/// `INFO commandstats` as command name → calls (summed over the masters of a Cluster).
+async fn command_calls(con: &mut RedisConnection) -> Result<HashMap<String, u64>> {
+    let text = info_texts(con, "commandstats").await?.join("\n");
     let mut calls = HashMap::new();
     for line in text.lines() {
         let Some((name, fields)) = line
@@ -37,9 +51,9 @@ async fn command_calls(con: &mut MultiplexedConnection) -> Result<HashMap<String
         if let Some(n) = fields
             .split(',')
             .find_map(|f| f.strip_prefix("calls="))
-            .and_then(|n| n.parse().ok())
+            .and_then(|n| n.parse::<u64>().ok())
         {
-            calls.insert(name.to_string(), n);
+            *calls.entry(name.to_string()).or_insert(0) += n;
         }
     }
     Ok(calls)
@@ -91,22 +105,42 @@ fn is_top_level(command: &str) -> bool {
             .any(|p| command.starts_with(p))
 }
 
-/// One numeric field of an `INFO <section>` reply.
-async fn info_field(con: &mut MultiplexedConnection, section: &str, field: &str) -> Result<u64> {
-    let text: String = redis::cmd("INFO")
-        .arg(section)
-        .query_async(con)
-        .await
-        .with_context(|| format!("INFO {section}"))?;
-    text.lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix(field)?
-                .strip_prefix(':')?
-                .parse()
-                .ok()
-        })
-        .with_context(|| format!("no {field} in INFO {section}"))
+/// One numeric field of an `INFO <section>` reply (summed over the masters of a Cluster).
+async fn info_field(con: &mut RedisConnection, section: &str, field: &str) -> Result<u64> {
+    let mut sum = 0;
+    for text in info_texts(con, section).await? {
+        sum += text
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix(field)?
+                    .strip_prefix(':')?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .with_context(|| format!("no {field} in INFO {section}"))?;
+    }
+    Ok(sum)
+}
+
+/// Clients subscribed to `channel`: classic (`PUBSUB NUMSUB`) plus sharded
+/// (`PUBSUB SHARDNUMSUB`, Redis 7). redis-rs asks every node of a Cluster and sums.
+async fn subscribers(con: &mut RedisConnection, channel: &str) -> Result<u64> {
+    let mut n = 0;
+    for kind in ["NUMSUB", "SHARDNUMSUB"] {
+        let reply: redis::RedisResult<(String, u64)> = redis::cmd("PUBSUB")
+            .arg(kind)
+            .arg(channel)
+            .query_async(con)
+            .await;
+        match reply {
+            Ok((_, count)) => n += count,
+            // Servers before Redis 7 have no sharded pub/sub.
+            Err(_) if kind == "SHARDNUMSUB" => {}
+            Err(e) => return Err(e).with_context(|| format!("PUBSUB {kind}")),
+        }
+    }
+    Ok(n)
 }
 
 /// CPU time (user + system) this process used so far (`getrusage(RUSAGE_SELF)`).
@@ -180,7 +214,7 @@ async fn release_many(guards: Vec<LockGuard>) -> Result<(u64, String)> {
 }
 
 /// How many of `keys` exist.
-async fn count_existing(con: &mut MultiplexedConnection, keys: &[String]) -> Result<u64> {
+async fn count_existing(con: &mut RedisConnection, keys: &[String]) -> Result<u64> {
     let mut n = 0;
     for chunk in keys.chunks(1000) {
         let c: u64 = redis::cmd("EXISTS")
@@ -194,7 +228,7 @@ async fn count_existing(con: &mut MultiplexedConnection, keys: &[String]) -> Res
 }
 
 /// Every key matching `pattern` (SCAN).
-async fn scan(con: &mut MultiplexedConnection, pattern: &str) -> Result<Vec<String>> {
+async fn scan(con: &mut RedisConnection, pattern: &str) -> Result<Vec<String>> {
     let mut cursor: u64 = 0;
     let mut out = Vec::new();
     loop {
@@ -407,12 +441,7 @@ pub async fn waiters(b: &Bench) -> Result<Line> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let setup_ms = setup.elapsed().as_secs_f64() * 1000.0;
-    let (_, numsub): (String, u64) = redis::cmd("PUBSUB")
-        .arg("NUMSUB")
-        .arg(&channel)
-        .query_async(&mut con)
-        .await
-        .context("PUBSUB NUMSUB")?;
+    let numsub = subscribers(&mut con, &channel).await?;
     let status = lock.status().await.context("Lock::status")?;
 
     bar.set_message("waiters: hand-offs");
@@ -480,7 +509,7 @@ struct Census {
     sample_latch: Option<String>,
 }
 
-async fn census(con: &mut MultiplexedConnection, locks: &HashSet<String>) -> Result<Census> {
+async fn census(con: &mut RedisConnection, locks: &HashSet<String>) -> Result<Census> {
     let mut c = Census::default();
     for key in scan(con, &format!("*{PREFIX}m:*")).await? {
         if key.starts_with("redisson_unlock_latch:") {
