@@ -332,10 +332,14 @@ fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
     let spawned = std::thread::Builder::new()
         .name("distlock-release".into())
         .spawn(move || {
-            let client = fb.client.clone().or_else(|| fb.backend.current_client());
+            // Sentinel: the current master; Cluster: the master of the key's slot in the last
+            // slot map read.
+            let key = request.keys.first().map_or("", String::as_str);
+            let client = fb.client.clone().or_else(|| fb.backend.current_client(key));
             let Some(client) = client else {
-                // Redis Cluster: no single server to send it to; its lease ends the hold.
-                tracing::debug!(what = %request.context, "no blocking release on this deployment; the lease ends the hold");
+                // A Cluster whose slot map was never read (no grant needed it): its lease ends
+                // the hold.
+                tracing::debug!(what = %request.context, "no server known for a blocking release; the lease ends the hold");
                 let _ = tx.send((request.context, Ok(redis::Value::Nil)));
                 return;
             };

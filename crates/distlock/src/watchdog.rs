@@ -505,7 +505,9 @@ async fn renew_chunk(
     }
     // Where grants must be confirmed by replicas, so must renewals: an unconfirmed renewal
     // moves no local deadline (the lease runs out locally unless a later one is confirmed).
-    let Ok(mut grant) = backend.for_grant().await else {
+    // The chunk is one hash slot: its first key routes the grant connection.
+    let first_key = chunk.first().map_or("", |(_, (key, _), _, _)| key.as_str());
+    let Ok(mut grant) = backend.for_grant(first_key).await else {
         return false;
     };
     let sent = grant

@@ -12,13 +12,18 @@
 //! subscription connection to any node hears every channel; the hub connects to the seed
 //! nodes in turn and moves on when its node fails.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
+use redis::{ConnectionAddr, ConnectionInfo, Value};
 
 use super::url::MultiHost;
 use super::ConnectSettings;
+use crate::keys::key_slot;
 use crate::scripts::Publish;
 
 /// Port of a node given without one.
@@ -138,6 +143,343 @@ pub(crate) async fn subscribe_any(
             "no cluster node answered",
         ))
     }))
+}
+
+/// How often a slot map is read again without any other reason (grants and sharded
+/// subscriptions each keep one).
+pub(crate) const REFRESH_EVERY: Duration = Duration::from_secs(5);
+
+/// A node's address as `CLUSTER SLOTS` names it: `host:port`.
+pub(crate) type Addr = Arc<str>;
+
+/// One range of slots: its master and how many healthy replicas it has (replicas of that
+/// master that `CLUSTER NODES` does not flag `fail` or `fail?`).
+#[derive(Debug, Clone)]
+pub(crate) struct Range {
+    first: u16,
+    last: u16,
+    pub(crate) master: Addr,
+    pub(crate) replicas: u32,
+}
+
+/// Which master serves each slot, from `CLUSTER SLOTS`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SlotMap {
+    /// Sorted by first slot.
+    ranges: Vec<Range>,
+}
+
+impl SlotMap {
+    /// Parse a `CLUSTER SLOTS` reply: `[[first, last, [host, port, id, …], replica…], …]`. An
+    /// empty host means the node that answered (`asked`).
+    pub(crate) fn parse(reply: Value, asked: Option<&Addr>) -> redis::RedisResult<SlotMap> {
+        let Value::Array(ranges) = reply else {
+            return Err(io_error("CLUSTER SLOTS: not an array".into()));
+        };
+        let node = |v: &Value| -> Option<Addr> {
+            let Value::Array(fields) = v else { return None };
+            let host = match fields.first()? {
+                Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                Value::SimpleString(s) => s.clone(),
+                _ => return None,
+            };
+            let Value::Int(port) = fields.get(1)? else {
+                return None;
+            };
+            if host.is_empty() || host == "?" {
+                return asked.cloned();
+            }
+            Some(format!("{host}:{port}").into())
+        };
+        let mut map = Vec::with_capacity(ranges.len());
+        for range in &ranges {
+            let Value::Array(fields) = range else {
+                continue;
+            };
+            let (Some(Value::Int(first)), Some(Value::Int(last)), Some(master)) =
+                (fields.first(), fields.get(1), fields.get(2).and_then(node))
+            else {
+                continue;
+            };
+            map.push(Range {
+                first: *first as u16,
+                last: *last as u16,
+                master,
+                replicas: 0,
+            });
+        }
+        map.sort_by_key(|r| r.first);
+        Ok(SlotMap { ranges: map })
+    }
+
+    /// The range serving `slot`.
+    pub(crate) fn range_of(&self, slot: u16) -> Option<&Range> {
+        let i = self.ranges.partition_point(|r| r.first <= slot);
+        i.checked_sub(1)
+            .map(|i| &self.ranges[i])
+            .filter(|r| slot <= r.last)
+    }
+
+    /// The masters, each once.
+    fn masters(&self) -> Vec<Addr> {
+        let mut m: Vec<Addr> = self.ranges.iter().map(|r| r.master.clone()).collect();
+        m.sort();
+        m.dedup();
+        m
+    }
+}
+
+/// Count the healthy replicas of each master in a `CLUSTER NODES` reply (`<id> <ip:port@bus>
+/// <flags> <master id> …` per line) into `map`'s ranges.
+fn count_replicas(map: &mut SlotMap, nodes: &str) {
+    let mut addr_of: HashMap<&str, Addr> = HashMap::new();
+    let mut healthy: HashMap<&str, u32> = HashMap::new();
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [id, addr, flags, master, ..] = fields[..] else {
+            continue;
+        };
+        let addr = addr.split('@').next().unwrap_or(addr);
+        addr_of.insert(id, Addr::from(addr));
+        let down = flags
+            .split(',')
+            .any(|f| f == "fail" || f == "fail?" || f == "handshake" || f == "noaddr");
+        if master != "-" && !down {
+            *healthy.entry(master).or_default() += 1;
+        }
+    }
+    let count: HashMap<Addr, u32> = healthy
+        .into_iter()
+        .filter_map(|(id, n)| Some((addr_of.get(id)?.clone(), n)))
+        .collect();
+    for range in &mut map.ranges {
+        range.replicas = count.get(&range.master).copied().unwrap_or(0);
+    }
+}
+
+/// Read the slot map (`CLUSTER SLOTS`, with healthy replicas counted from `CLUSTER NODES`)
+/// from the first of `known` (connections to nodes) or `seeds` that answers within `timeout`
+/// each.
+pub(crate) async fn fetch_slots(
+    known: Vec<(Addr, redis::aio::MultiplexedConnection)>,
+    seeds: &[redis::Client],
+    timeout: Duration,
+) -> redis::RedisResult<SlotMap> {
+    let mut last = None;
+    let mut both = redis::pipe();
+    both.cmd("CLUSTER").arg("SLOTS").cmd("CLUSTER").arg("NODES");
+    let both = &both;
+    let parse = |(slots, nodes): (Value, String), asked: Option<&Addr>| {
+        let mut map = SlotMap::parse(slots, asked)?;
+        count_replicas(&mut map, &nodes);
+        Ok::<_, redis::RedisError>(map)
+    };
+    for (addr, mut conn) in known {
+        match tokio::time::timeout(timeout, both.query_async::<(Value, String)>(&mut conn)).await {
+            Ok(Ok(v)) => return parse(v, Some(&addr)),
+            Ok(Err(e)) => last = Some(e),
+            Err(_) => last = Some(io_error(format!("{addr}: no answer to CLUSTER SLOTS"))),
+        }
+    }
+    for seed in seeds {
+        let attempt = async {
+            let mut conn = seed.get_multiplexed_async_connection().await?;
+            both.query_async::<(Value, String)>(&mut conn).await
+        };
+        match tokio::time::timeout(timeout, attempt).await {
+            Ok(Ok(v)) => {
+                let asked = match seed.get_connection_info().addr() {
+                    ConnectionAddr::Tcp(h, p)
+                    | ConnectionAddr::TcpTls {
+                        host: h, port: p, ..
+                    } => Some(Addr::from(format!("{h}:{p}"))),
+                    _ => None,
+                };
+                return parse(v, asked.as_ref());
+            }
+            Ok(Err(e)) => last = Some(e),
+            Err(_) => last = Some(io_error("a seed node: no answer to CLUSTER SLOTS".into())),
+        }
+    }
+    Err(last.unwrap_or_else(|| io_error("no cluster node answered".into())))
+}
+
+/// `seed`'s connection settings (auth, TLS) with the address `addr` (`host:port`) and
+/// `protocol`.
+pub(crate) fn node_info(
+    seed: &ConnectionInfo,
+    addr: &str,
+    protocol: redis::ProtocolVersion,
+) -> redis::RedisResult<ConnectionInfo> {
+    let (host, port) = addr
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?)))
+        .ok_or_else(|| io_error(format!("bad node address {addr:?}")))?;
+    let addr = match seed.addr() {
+        ConnectionAddr::TcpTls {
+            insecure,
+            tls_params,
+            ..
+        } => ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure: *insecure,
+            tls_params: tls_params.clone(),
+        },
+        _ => ConnectionAddr::Tcp(host, port),
+    };
+    let redis = seed.redis_settings().clone().set_protocol(protocol);
+    Ok(seed.clone().set_addr(addr).set_redis_settings(redis))
+}
+
+pub(crate) fn io_error(msg: String) -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::other(msg))
+}
+
+/// What the command side knows of the cluster's nodes beyond redis-rs's routing: a slot map
+/// with each master's healthy replicas (refreshed every [`REFRESH_EVERY`] and after a grant
+/// failed), and connections per master set aside for grants confirmed by `WAIT`.
+pub(crate) struct Nodes {
+    seeds: Arc<Vec<redis::Client>>,
+    settings: super::ConnectSettings,
+    /// The map and when it was read.
+    map: RwLock<(SlotMap, Option<Instant>)>,
+    /// Read the map again before the next grant.
+    stale: AtomicBool,
+    /// One refresh at a time.
+    refreshing: tokio::sync::Mutex<()>,
+    pools: Mutex<HashMap<Addr, Vec<super::GrantSlot>>>,
+    next: AtomicUsize,
+}
+
+impl std::fmt::Debug for Nodes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nodes").finish_non_exhaustive()
+    }
+}
+
+impl Nodes {
+    pub(crate) fn new(seeds: Arc<Vec<redis::Client>>, settings: super::ConnectSettings) -> Nodes {
+        Nodes {
+            seeds,
+            settings,
+            map: RwLock::new((SlotMap::default(), None)),
+            stale: AtomicBool::new(true),
+            refreshing: tokio::sync::Mutex::new(()),
+            pools: Mutex::new(HashMap::new()),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Read the map again before the next grant (a grant failed: the slot may have moved).
+    pub(crate) fn mark_stale(&self) {
+        self.stale.store(true, Ordering::Relaxed);
+    }
+
+    /// The current map, read again first when stale or older than [`REFRESH_EVERY`].
+    pub(crate) async fn slot_map(&self) -> Result<SlotMap, String> {
+        let fresh = |m: &(SlotMap, Option<Instant>)| {
+            !self.stale.load(Ordering::Relaxed)
+                && m.1.is_some_and(|at| at.elapsed() < REFRESH_EVERY)
+        };
+        {
+            let m = self.map.read().unwrap();
+            if fresh(&m) {
+                return Ok(m.0.clone());
+            }
+        }
+        let _one = self.refreshing.lock().await;
+        {
+            let m = self.map.read().unwrap();
+            if fresh(&m) {
+                return Ok(m.0.clone());
+            }
+        }
+        self.stale.store(false, Ordering::Relaxed);
+        match fetch_slots(Vec::new(), &self.seeds, self.settings.connect_timeout).await {
+            Ok(map) => {
+                let masters = map.masters();
+                self.pools
+                    .lock()
+                    .unwrap()
+                    .retain(|addr, _| masters.contains(addr));
+                *self.map.write().unwrap() = (map.clone(), Some(Instant::now()));
+                Ok(map)
+            }
+            Err(e) => {
+                self.stale.store(true, Ordering::Relaxed);
+                Err(format!("reading the cluster's slot map: {e}"))
+            }
+        }
+    }
+
+    /// A client for the master that serves `key` in the last map read (no refresh): for
+    /// the blocking release, which cannot wait for one.
+    pub(crate) fn client_for(&self, key: &str) -> Option<redis::Client> {
+        let m = self.map.read().unwrap();
+        let range = m.0.range_of(key_slot(key))?;
+        let info = node_info(
+            self.seeds.first()?.get_connection_info(),
+            &range.master,
+            redis::ProtocolVersion::RESP2,
+        )
+        .ok()?;
+        redis::Client::open(info).ok()
+    }
+
+    /// A connection to the master serving `key`, set aside for one grant to be confirmed by
+    /// `WAIT` and held exclusively until the guard drops, with the replicas to wait for (the
+    /// number asked for, at most the healthy replicas of that master) and the timeout; `None`
+    /// when grants need no confirmation (asked for none, or no healthy replica).
+    pub(crate) async fn grant_connection(
+        &self,
+        key: &str,
+    ) -> Result<
+        Option<(
+            redis::aio::MultiplexedConnection,
+            u32,
+            Duration,
+            super::GrantSlotGuard,
+        )>,
+        String,
+    > {
+        if self.settings.replica_acks == 0 {
+            return Ok(None);
+        }
+        let map = self.slot_map().await?;
+        let slot = key_slot(key);
+        let Some(range) = map.range_of(slot) else {
+            self.mark_stale();
+            return Err(format!("no master serves slot {slot} (cluster down?)"));
+        };
+        let wanted = self.settings.replica_acks.min(range.replicas);
+        if wanted == 0 {
+            return Ok(None);
+        }
+        let grant_slot = {
+            let mut pools = self.pools.lock().unwrap();
+            let pool = pools
+                .entry(range.master.clone())
+                .or_insert_with(super::grant_slots);
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            pool[n % pool.len()].clone()
+        };
+        let seed = self.seeds.first().ok_or("no seed node")?;
+        let client = node_info(
+            seed.get_connection_info(),
+            &range.master,
+            redis::ProtocolVersion::RESP2,
+        )
+        .and_then(redis::Client::open)
+        .map_err(|e| format!("a connection for grants to {}: {e}", range.master))?;
+        let (conn, guard) = super::open_grant_slot(grant_slot, &client, &self.settings).await?;
+        Ok(Some((
+            conn,
+            wanted,
+            self.settings.replica_ack_timeout,
+            guard,
+        )))
+    }
 }
 
 #[cfg(test)]

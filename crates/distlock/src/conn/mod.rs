@@ -67,7 +67,9 @@ pub(crate) enum Connection {
     /// sent; a switch of master takes effect for the next request).
     Sentinel(Arc<sentinel::Master>),
     /// Redis Cluster: each request routed by its first key, never resent by the driver.
-    Cluster(redis::cluster_async::ClusterConnection),
+    /// The slot map and grant connections of `cluster::Nodes` ride along (for grants
+    /// confirmed by `WAIT`, and the blocking release).
+    Cluster(redis::cluster_async::ClusterConnection, Arc<cluster::Nodes>),
 }
 
 impl ConnectionLike for Connection {
@@ -75,7 +77,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.req_packed_command(cmd),
             Connection::Pinned(c) => c.req_packed_command(cmd),
-            Connection::Cluster(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c, _) => c.req_packed_command(cmd),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
                 Box::pin(async move { c.req_packed_command(cmd).await })
@@ -92,7 +94,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
             Connection::Pinned(c) => c.req_packed_commands(pipeline, offset, count),
-            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c, _) => c.req_packed_commands(pipeline, offset, count),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
                 Box::pin(async move { c.req_packed_commands(pipeline, offset, count).await })
@@ -104,7 +106,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.get_db(),
             Connection::Pinned(c) => c.get_db(),
-            Connection::Cluster(c) => c.get_db(),
+            Connection::Cluster(c, _) => c.get_db(),
             Connection::Sentinel(m) => m.manager().get_db(),
         }
     }
@@ -205,6 +207,50 @@ impl Target {
     }
 }
 
+/// Connections set aside for grants confirmed by `WAIT` (which blocks its connection until
+/// the replicas answer or the timeout passes), per master.
+const GRANT_CONNECTIONS: usize = 4;
+
+/// One set-aside connection for grants; opened on first use.
+pub(crate) type GrantSlot = Arc<tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>>;
+
+/// Exclusive use of one grant connection; set it to `None` to have it reopened.
+pub(crate) type GrantSlotGuard =
+    tokio::sync::OwnedMutexGuard<Option<redis::aio::MultiplexedConnection>>;
+
+/// The grant connections of one master, none opened yet.
+pub(crate) fn grant_slots() -> Vec<GrantSlot> {
+    (0..GRANT_CONNECTIONS)
+        .map(|_| Arc::new(tokio::sync::Mutex::new(None)))
+        .collect()
+}
+
+/// Take `slot` exclusively, opening its connection to `client` first when it has none (its
+/// response timeout leaves room for the `WAIT`). Returns the connection and the guard that
+/// keeps the slot exclusive; the connection stays for the next grant.
+pub(crate) async fn open_grant_slot(
+    slot: GrantSlot,
+    client: &redis::Client,
+    settings: &ConnectSettings,
+) -> std::result::Result<(redis::aio::MultiplexedConnection, GrantSlotGuard), String> {
+    let mut conn = slot.lock_owned().await;
+    if conn.is_none() {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(settings.connect_timeout))
+            .set_response_timeout(Some(
+                settings.command_timeout + settings.replica_ack_timeout,
+            ));
+        *conn = Some(
+            client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(|e| format!("a connection for grants: {e}"))?,
+        );
+    }
+    let c = conn.as_ref().expect("opened above").clone();
+    Ok((c, conn))
+}
+
 /// The command side of a client: resend rules over a [`Connection`].
 #[derive(Clone)]
 pub(crate) struct Backend {
@@ -220,12 +266,13 @@ pub(crate) struct GrantChannel {
     /// The generation of the tokens granted through it: the Sentinel master's config epoch,
     /// 0 elsewhere (on a Cluster the script reads its node's own: `cluster`).
     pub(crate) generation: u64,
-    /// Redis Cluster: the script takes the generation from its node's config epoch.
-    cluster: bool,
+    /// Redis Cluster: the script takes the generation from its node's config epoch, and a
+    /// failed grant has the slot map read again.
+    cluster: Option<Arc<cluster::Nodes>>,
     /// Replicas to wait for, and how long, after the grant.
     wait: Option<(u32, Duration)>,
     /// Holds the set-aside connection exclusively (WAIT covers this connection's writes).
-    slot: Option<sentinel::GrantSlotGuard>,
+    slot: Option<GrantSlotGuard>,
 }
 
 impl GrantChannel {
@@ -234,7 +281,7 @@ impl GrantChannel {
         GrantChannel {
             backend: Backend { conn, publish },
             generation,
-            cluster: false,
+            cluster: None,
             wait: None,
             slot: None,
         }
@@ -244,7 +291,7 @@ impl GrantChannel {
     /// `prelude.lua`'s `next_token`): `floor` itself, `<generation>:<floor>` on Sentinel,
     /// `cluster:<floor>` on a Cluster.
     pub(crate) fn floor<'a>(&self, floor: &'a str) -> std::borrow::Cow<'a, str> {
-        if self.cluster {
+        if self.cluster.is_some() {
             format!("cluster:{floor}").into()
         } else if self.generation == 0 {
             floor.into()
@@ -252,13 +299,18 @@ impl GrantChannel {
             format!("{}:{floor}", self.generation).into()
         }
     }
+
     /// A send on this channel failed with `e`: a broken set-aside connection is reopened
-    /// for the next grant.
+    /// for the next grant; on a Cluster the slot map is read again (the slot may have moved,
+    /// or its replicas changed).
     pub(crate) fn failed(&mut self, e: &Error) {
         if e.kind() == ErrorKind::Connection {
             if let Some(slot) = self.slot.as_mut() {
                 **slot = None;
             }
+        }
+        if let Some(nodes) = &self.cluster {
+            nodes.mark_stale();
         }
     }
 
@@ -345,14 +397,19 @@ impl Backend {
                         .map(|u| redis::Client::open(u.as_str()))
                         .collect::<redis::RedisResult<Vec<_>>>()
                         .map_err(|e| Error::from_redis(&context, e))?;
-                    let mut conn = Connection::Cluster(conn);
+                    let seeds = Arc::new(seeds);
+                    let nodes = Arc::new(cluster::Nodes::new(seeds.clone(), settings.clone()));
+                    // Read the slot map now: the blocking release needs it even when no grant
+                    // is confirmed (failures are retried at the first grant).
+                    let _ = nodes.slot_map().await;
+                    let mut conn = Connection::Cluster(conn, nodes);
                     let publish = cluster::publish_mode(&mut conn, settings.pubsub)
                         .await
                         .map_err(|e| Error::from_redis(&context, e))?
                         .map_err(|why| {
                             Error::new(ErrorKind::Config, format!("{context}: {why}"))
                         })?;
-                    (conn, Subscriber::Cluster(Arc::new(seeds), publish), publish)
+                    (conn, Subscriber::Cluster(seeds, publish), publish)
                 }
             };
             let backend = Backend { conn, publish };
@@ -374,17 +431,18 @@ impl Backend {
     }
 
     /// A client for the server commands go to now (the blocking fallback connects with it).
-    pub(crate) fn current_client(&self) -> Option<redis::Client> {
+    pub(crate) fn current_client(&self, key: &str) -> Option<redis::Client> {
         match &self.conn {
-            Connection::Standalone(_) | Connection::Pinned(_) | Connection::Cluster(_) => None,
+            Connection::Standalone(_) | Connection::Pinned(_) => None,
             Connection::Sentinel(m) => Some(m.client()),
+            Connection::Cluster(_, nodes) => nodes.client_for(key),
         }
     }
 
     /// Where a grant is sent: this backend itself, or — where grants must be confirmed by
     /// replicas — a backend over a connection set aside for it, held until the returned
     /// value drops, with the `WAIT` to send after the grant.
-    pub(crate) async fn for_grant(&self) -> Result<GrantChannel> {
+    pub(crate) async fn for_grant(&self, key: &str) -> Result<GrantChannel> {
         match &self.conn {
             // A grant goes to one master from first send to last (its token's generation is
             // that master's config epoch): after a switch it fails, and is built again.
@@ -407,10 +465,26 @@ impl Backend {
                 }
             },
             // The script reads its node's config epoch (`cluster:<floor>`).
-            Connection::Cluster(_) => Ok(GrantChannel {
-                cluster: true,
-                ..GrantChannel::unconfirmed(self.conn.clone(), self.publish, 0)
-            }),
+            // The script reads its node's config epoch (`cluster:<floor>`); a grant to be
+            // confirmed goes to the key's master over a connection set aside for it.
+            Connection::Cluster(_, nodes) => {
+                let set_aside = nodes.grant_connection(key).await.map_err(|e| {
+                    nodes.mark_stale();
+                    Error::new(ErrorKind::Connection, format!("grant: {e}"))
+                })?;
+                Ok(match set_aside {
+                    Some((conn, wanted, timeout, guard)) => GrantChannel {
+                        wait: Some((wanted, timeout)),
+                        slot: Some(guard),
+                        cluster: Some(nodes.clone()),
+                        ..GrantChannel::unconfirmed(Connection::Pinned(conn), self.publish, 0)
+                    },
+                    None => GrantChannel {
+                        cluster: Some(nodes.clone()),
+                        ..GrantChannel::unconfirmed(self.conn.clone(), self.publish, 0)
+                    },
+                })
+            }
             _ => Ok(GrantChannel::unconfirmed(
                 self.conn.clone(),
                 self.publish,
@@ -447,7 +521,7 @@ impl Backend {
     /// Whether every script call must keep its keys in one hash slot (Redis Cluster). A
     /// single server takes any keys in one call, so batches need not be split by slot.
     pub(crate) fn single_slot_scripts(&self) -> bool {
-        matches!(self.conn, Connection::Cluster(_))
+        matches!(self.conn, Connection::Cluster(..))
     }
 
     /// Run a script (EVALSHA, NOSCRIPT → SCRIPT LOAD + retry), resending on connection

@@ -90,10 +90,6 @@ impl Config {
     }
 }
 
-/// Connections set aside for grants confirmed by `WAIT` (which blocks its connection until
-/// the replicas answer or the timeout passes), per master.
-const GRANT_CONNECTIONS: usize = 4;
-
 /// What a sentinel says about the master.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Answer {
@@ -102,13 +98,6 @@ struct Answer {
     /// Replicas the sentinel sees healthy (`SENTINEL REPLICAS`: not down, link up).
     replicas: u32,
 }
-
-/// One set-aside connection for grants; opened on first use.
-type GrantSlot = Arc<tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>>;
-
-/// Exclusive use of one grant connection; set it to `None` to have it reopened.
-pub(crate) type GrantSlotGuard =
-    tokio::sync::OwnedMutexGuard<Option<redis::aio::MultiplexedConnection>>;
 
 /// The master in use now.
 struct Current {
@@ -120,13 +109,7 @@ struct Current {
     /// Healthy replicas of this master in the sentinels' view (not the master's own count:
     /// an isolated old master reports none and would grant unconfirmed).
     replicas: u32,
-    grant_slots: Vec<GrantSlot>,
-}
-
-fn grant_slots() -> Vec<GrantSlot> {
-    (0..GRANT_CONNECTIONS)
-        .map(|_| Arc::new(tokio::sync::Mutex::new(None)))
-        .collect()
+    grant_slots: Vec<super::GrantSlot>,
 }
 
 /// A resolved and followed Sentinel master: what the command connection, the subscription
@@ -161,7 +144,7 @@ impl Master {
                 client,
                 manager,
                 replicas: answer.replicas,
-                grant_slots: grant_slots(),
+                grant_slots: super::grant_slots(),
             }),
             switches: watch::channel(0).0,
             nudge: tokio::sync::Notify::new(),
@@ -205,7 +188,7 @@ impl Master {
             u64,
             u32,
             Duration,
-            GrantSlotGuard,
+            super::GrantSlotGuard,
         )>,
         String,
     > {
@@ -225,22 +208,7 @@ impl Master {
                 current.epoch,
             )
         };
-        let mut conn = slot.clone().lock_owned().await;
-        if conn.is_none() {
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(self.settings.connect_timeout))
-                .set_response_timeout(Some(
-                    self.settings.command_timeout + self.settings.replica_ack_timeout,
-                ));
-            *conn = Some(
-                client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                    .map_err(|e| format!("a connection for grants: {e}"))?,
-            );
-        }
-        let c = conn.as_ref().expect("opened above").clone();
-        // The guard keeps the slot exclusive; its connection stays for the next grant.
+        let (c, conn) = super::open_grant_slot(slot, &client, &self.settings).await?;
         Ok(Some((
             c,
             epoch,
@@ -282,7 +250,7 @@ impl Master {
                     client,
                     manager,
                     replicas: answer.replicas,
-                    grant_slots: grant_slots(),
+                    grant_slots: super::grant_slots(),
                 },
             );
             old.addr

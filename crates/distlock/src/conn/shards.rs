@@ -18,16 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{ConnectionAddr, ConnectionInfo, PushInfo, PushKind, Value};
+use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
+use super::cluster::{fetch_slots, io_error, node_info, Addr, SlotMap, REFRESH_EVERY};
 use crate::keys::key_slot;
-
-/// How often the slot map is read again without any other reason.
-pub(crate) const REFRESH_EVERY: Duration = Duration::from_secs(5);
-
-/// A node's address as `CLUSTER SLOTS` names it: `host:port`.
-type Addr = Arc<str>;
 
 /// What the sharded subscriptions of one client need to hear next.
 pub(crate) enum ShardEvent {
@@ -44,8 +39,7 @@ pub(crate) struct Shards {
     /// first one's with the node's address.
     seeds: Arc<Vec<redis::Client>>,
     timeout: Duration,
-    /// Slot ranges and their masters, sorted by first slot.
-    map: Vec<(u16, u16, Addr)>,
+    map: SlotMap,
     nodes: HashMap<Addr, MultiplexedConnection>,
     /// Channel → the node it is subscribed on.
     subscribed: HashMap<String, Addr>,
@@ -68,7 +62,7 @@ impl Shards {
         let mut shards = Shards {
             seeds,
             timeout,
-            map: Vec::new(),
+            map: SlotMap::default(),
             nodes: HashMap::new(),
             subscribed: HashMap::new(),
             tx,
@@ -215,10 +209,9 @@ impl Shards {
     /// The master of `channel`'s slot in the current map.
     fn owner(&self, channel: &str) -> redis::RedisResult<Addr> {
         let slot = key_slot(channel);
-        let i = self.map.partition_point(|(first, _, _)| *first <= slot);
-        match i.checked_sub(1).map(|i| &self.map[i]) {
-            Some((_, last, addr)) if slot <= *last => Ok(addr.clone()),
-            _ => Err(io_error(format!(
+        match self.map.range_of(slot) {
+            Some(range) => Ok(range.master.clone()),
+            None => Err(io_error(format!(
                 "no master serves slot {slot} (cluster down?)"
             ))),
         }
@@ -256,16 +249,22 @@ impl Shards {
     }
 
     async fn connect(&self, addr: &Addr) -> redis::RedisResult<MultiplexedConnection> {
-        let (host, port) = split_addr(addr)?;
-        let client =
-            redis::Client::open(node_info(self.seeds[0].get_connection_info(), host, port))?;
+        let seed = self
+            .seeds
+            .first()
+            .ok_or_else(|| io_error("no seed node".into()))?;
+        let info = node_info(
+            seed.get_connection_info(),
+            addr,
+            redis::ProtocolVersion::RESP3,
+        )?;
         let tx = self.tx.clone();
         let tag = addr.clone();
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout))
             .set_push_sender(move |push: PushInfo| tx.send((tag.clone(), push)));
-        client
+        redis::Client::open(info)?
             .get_multiplexed_async_connection_with_config(&config)
             .await
     }
@@ -273,113 +272,14 @@ impl Shards {
     /// Read `CLUSTER SLOTS` from a node that answers: connected masters first, then the
     /// seeds.
     async fn refresh_map(&mut self) -> redis::RedisResult<()> {
-        let mut last = None;
-        let known: Vec<Addr> = self.nodes.keys().cloned().collect();
-        for addr in &known {
-            let Some(mut conn) = self.nodes.get(addr).cloned() else {
-                continue;
-            };
-            match redis::cmd("CLUSTER")
-                .arg("SLOTS")
-                .query_async::<Value>(&mut conn)
-                .await
-            {
-                Ok(v) => return self.set_map(v, Some(addr)),
-                Err(e) => last = Some(e),
-            }
-        }
-        for seed in self.seeds.iter() {
-            let attempt = async {
-                let mut conn = seed.get_multiplexed_async_connection().await?;
-                redis::cmd("CLUSTER")
-                    .arg("SLOTS")
-                    .query_async::<Value>(&mut conn)
-                    .await
-            };
-            match tokio::time::timeout(self.timeout, attempt).await {
-                Ok(Ok(v)) => {
-                    let asked = match seed.get_connection_info().addr() {
-                        ConnectionAddr::Tcp(h, p)
-                        | ConnectionAddr::TcpTls {
-                            host: h, port: p, ..
-                        } => Some(Addr::from(format!("{h}:{p}"))),
-                        _ => None,
-                    };
-                    return self.set_map(v, asked.as_ref());
-                }
-                Ok(Err(e)) => last = Some(e),
-                Err(_) => last = Some(io_error("no answer to CLUSTER SLOTS".into())),
-            }
-        }
-        Err(last.unwrap_or_else(|| io_error("no cluster node answered".into())))
-    }
-
-    /// Parse a `CLUSTER SLOTS` reply: `[[first, last, [host, port, id, …], replicas…], …]`.
-    /// An empty host means the node that answered (`asked`).
-    fn set_map(&mut self, reply: Value, asked: Option<&Addr>) -> redis::RedisResult<()> {
-        let Value::Array(ranges) = reply else {
-            return Err(io_error("CLUSTER SLOTS: not an array".into()));
-        };
-        let mut map = Vec::with_capacity(ranges.len());
-        for range in ranges {
-            let Value::Array(fields) = range else {
-                continue;
-            };
-            let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =
-                (fields.first(), fields.get(1), fields.get(2))
-            else {
-                continue;
-            };
-            let host = master
-                .first()
-                .and_then(bytes)
-                .map(|b| String::from_utf8_lossy(b).into_owned());
-            let Some(Value::Int(port)) = master.get(1) else {
-                continue;
-            };
-            let addr: Addr = match host.as_deref() {
-                Some(h) if !h.is_empty() && h != "?" => format!("{h}:{port}").into(),
-                _ => match asked {
-                    Some(a) => a.clone(),
-                    None => continue,
-                },
-            };
-            map.push((*first as u16, *last as u16, addr));
-        }
-        map.sort_by_key(|(first, _, _)| *first);
-        self.map = map;
+        let known = self
+            .nodes
+            .iter()
+            .map(|(a, c)| (a.clone(), c.clone()))
+            .collect();
+        self.map = fetch_slots(known, &self.seeds, self.timeout).await?;
         Ok(())
     }
-}
-
-/// Split `host:port` (the host may be an IPv6 address with colons).
-fn split_addr(addr: &str) -> redis::RedisResult<(&str, u16)> {
-    addr.rsplit_once(':')
-        .and_then(|(h, p)| Some((h, p.parse().ok()?)))
-        .ok_or_else(|| io_error(format!("bad node address {addr:?}")))
-}
-
-/// `seed`'s connection settings (auth, TLS) with another node's address, and RESP3 (sharded
-/// messages arrive as pushes).
-fn node_info(seed: &ConnectionInfo, host: &str, port: u16) -> ConnectionInfo {
-    let addr = match seed.addr() {
-        ConnectionAddr::TcpTls {
-            insecure,
-            tls_params,
-            ..
-        } => ConnectionAddr::TcpTls {
-            host: host.to_string(),
-            port,
-            insecure: *insecure,
-            tls_params: tls_params.clone(),
-        },
-        _ => ConnectionAddr::Tcp(host.to_string(), port),
-    };
-    let redis = seed
-        .redis_settings()
-        .clone()
-        .set_protocol(redis::ProtocolVersion::RESP3);
-    seed.clone().set_addr(addr).set_redis_settings(redis)
 }
 
 /// A `MOVED` or `ASK` answer: the slot map is stale.
@@ -396,8 +296,4 @@ fn bytes(v: &Value) -> Option<&[u8]> {
         Value::SimpleString(s) => Some(s.as_bytes()),
         _ => None,
     }
-}
-
-fn io_error(msg: String) -> redis::RedisError {
-    redis::RedisError::from(std::io::Error::other(msg))
 }

@@ -93,7 +93,11 @@ impl Lock {
         // it, and WAIT follows on that connection; on Sentinel it stays with one master, whose
         // config epoch is the token's generation, riding in front of the floor (see
         // prelude.lua's next_token).
-        let mut grant = client.inner.backend.for_grant().await?;
+        let mut grant = client
+            .inner
+            .backend
+            .for_grant(&self.inner.names.key)
+            .await?;
         let floor = grant.floor(&client.inner.fencing_floor);
         let call = AcquireCall {
             owner,
@@ -381,7 +385,7 @@ impl Lock {
         // Confirmed by replicas like a grant (where the deployment asks for it): an extension
         // they did not confirm fails with NotReplicated and moves no local deadline.
         let context = self.context("extend");
-        let mut grant = self.backend().for_grant().await?;
+        let mut grant = self.backend().for_grant(key).await?;
         let r: Vec<i64> = grant
             .backend
             .eval(&context, &inv)

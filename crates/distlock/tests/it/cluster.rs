@@ -309,3 +309,60 @@ async fn noscript_is_recovered_while_another_master_is_down() {
     assert!(took < Duration::from_millis(500), "took {took:?}");
     guard.release().await.unwrap();
 }
+
+/// Grants on a Cluster are confirmed by a replica of the slot's master (`WAIT 1` on a
+/// connection to that master set aside for grants): with the replica stopped, a grant is
+/// given back and the call fails with `NotReplicated`; with `replica_acks(0)` it is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_wait_for_a_replica_of_the_slots_master() {
+    let set = ClusterSet::start();
+    let confirmed = Client::builder()
+        .url(set.url())
+        .replica_ack_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let unconfirmed = Client::builder()
+        .url(set.url())
+        .replica_acks(0)
+        .build()
+        .await
+        .unwrap();
+    let name = "confirmed";
+    // Warm both clients' slot maps and grant connections.
+    confirmed
+        .lock(name)
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    unconfirmed
+        .lock(name)
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    let master = set.node_for_key(name).port();
+    let replica = set.replica_of(master).expect("a replica");
+    replica.pause();
+    let started = Instant::now();
+    let refused = confirmed.lock(name).try_acquire().await;
+    let took = started.elapsed();
+    let exists: i64 = cmd(set.node_for_key(name), &["EXISTS", name]);
+    let granted = unconfirmed.lock(name).try_acquire().await;
+    replica.resume();
+
+    let e = refused.expect_err("granted without a replica's confirmation");
+    assert_eq!(e.replication(), Some((0, 1)), "{e:#}");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_eq!(exists, 0, "the unconfirmed grant was not given back");
+    let guard = granted
+        .unwrap()
+        .expect("replica_acks(0) grants unconfirmed");
+    guard.release().await.unwrap();
+}

@@ -237,3 +237,52 @@ async fn shutdown_from_inside_a_scheduled_job_returns() {
         .expect("a second shutdown returns")
         .unwrap();
 }
+
+/// `leftovers` across a deployment: keys from every master, permits read where the key
+/// lives.
+fn leftovers_on(deployment: &Deployment, name: &str) -> Vec<String> {
+    let mut left: Vec<String> = deployment
+        .masters()
+        .into_iter()
+        .flat_map(lock_keys)
+        .filter(|k| k.contains(name))
+        .filter(|k| !k.starts_with("distlock_acquire_latch:"))
+        .filter(|k| !k.starts_with("distlock_semaphore_"))
+        .filter(|k| !k.ends_with(":sem") && !k.ends_with(":leased"))
+        .collect();
+    for sem in [format!("{name}:sem"), format!("{name}:leased")] {
+        let permits: Option<u64> = cmd(deployment.node_for(&sem), &["GET", &sem]);
+        if permits.is_some_and(|p| p != 100) {
+            left.push(format!("{sem} = {permits:?}"));
+        }
+    }
+    left
+}
+
+/// Returning from `main` while holding, on a Sentinel set and a Cluster: the blocking
+/// release at runtime end goes to the current master (Sentinel) or to the master of each
+/// key's slot (Cluster), so nothing is left held — on a current-thread runtime too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn returning_from_main_while_holding_leaves_nothing_on_sentinel_and_cluster() {
+    let bin = example_bin("return_while_holding");
+    for topology in [Topology::Sentinel, Topology::Cluster] {
+        let deployment = Deployment::start(topology);
+        let url = deployment.url();
+        let children: Vec<_> = (0..4)
+            .map(|run| {
+                let flavor = if run % 2 == 0 { "multi" } else { "current" };
+                std::process::Command::new(&bin)
+                    .args([url.as_str(), &format!("t{run}"), flavor])
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn the example")
+            })
+            .collect();
+        wait_all_succeed(children, "return_while_holding").await;
+        let mut left = Vec::new();
+        for run in 0..4 {
+            left.extend(leftovers_on(&deployment, &format!("t{run}:")));
+        }
+        assert_eq!(left, Vec::<String>::new(), "{topology:?}");
+    }
+}

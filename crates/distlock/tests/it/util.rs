@@ -197,6 +197,15 @@ impl Deployment {
         }
     }
 
+    /// The servers that take writes: the server, the current master, the cluster's masters.
+    pub fn masters(&self) -> Vec<&RedisServer> {
+        match self {
+            Deployment::Standalone(server) => vec![server],
+            Deployment::Sentinel(set) => vec![set.master()],
+            Deployment::Cluster(set) => set.masters(),
+        }
+    }
+
     /// The URL clients connect with.
     pub fn url(&self) -> String {
         match self {
