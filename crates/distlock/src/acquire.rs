@@ -143,6 +143,30 @@ fn rides_out(e: &Error) -> bool {
         && !e.is_outcome_unknown()
 }
 
+/// After a grant sent over `grant`: have the replicas confirm it (`WAIT`, where the
+/// deployment asks for it). When they do not, the grant is given back by `undo` before the
+/// `NotReplicated` error is returned (which waiters ride out), so a retry finds nothing of it.
+pub(crate) async fn confirm_grant<F, Fut>(
+    mut grant: crate::conn::GrantChannel,
+    context: &str,
+    undo: F,
+) -> Result<()>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    if let Err(e) = grant.confirm(context).await {
+        grant.failed(&e);
+        // Frees the set-aside connection; the give-back goes over the client's own.
+        drop(grant);
+        if let Err(u) = undo().await {
+            tracing::warn!(%context, error = format_args!("{u:#}"), "giving back an unconfirmed grant failed; its lease or the give-back latch ends it");
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
 /// What one attempt found.
 pub(crate) enum Step<T> {
     /// Got it.

@@ -55,14 +55,21 @@ impl GuardInner {
         inv.key(&self.key)
             .arg(&self.value)
             .arg(ttl.as_millis() as u64);
-        let r: i64 = self
-            .client
-            .inner
+        // Confirmed by replicas like a grant (where the deployment asks for it): an
+        // extension they did not confirm fails with NotReplicated and moves no local deadline.
+        let context = format!("extend job {:?}", self.name);
+        let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
+        let r: i64 = grant
             .backend
-            .eval(&format!("extend job {:?}", self.name), &inv)
-            .await?;
+            .eval(&context, &inv)
+            .await
+            .inspect_err(|e| grant.failed(e))?;
         match r {
             1 => {
+                grant
+                    .confirm(&context)
+                    .await
+                    .inspect_err(|e| grant.failed(e))?;
                 self.lease
                     .set_valid_until(started + ttl.saturating_sub(keys::drift(ttl)));
                 Ok(())

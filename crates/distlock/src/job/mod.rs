@@ -35,7 +35,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::acquire::{acquire, not_acquired, Acquire, Step};
+use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, Result};
@@ -482,6 +482,19 @@ struct JobRequest {
     value: Mutex<(String, bool)>,
 }
 
+impl JobRequest {
+    /// The script call that deletes the lock if it still holds `value` (a give-back).
+    fn release_request(&self, value: &str) -> ReleaseRequest {
+        ReleaseRequest::new(
+            format!("give back job lock {:?}", self.key),
+            &scripts::JOB_RELEASE,
+        )
+        .key(&self.key)
+        .arg(value)
+        .arg(0)
+    }
+}
+
 impl Acquire for JobRequest {
     /// The value written and the instant the lease counts from.
     type Grant = (String, Instant);
@@ -510,13 +523,28 @@ impl Acquire for JobRequest {
         };
         let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
         inv.key(&self.key).arg(&value).arg(self.at_most_ms);
-        let taken: i64 = self
-            .client
-            .inner
+        let context = format!("job lock {:?}", self.key);
+        // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
+        let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
+        let taken: i64 = grant
             .backend
-            .eval(&format!("job lock {:?}", self.key), &inv)
-            .await?;
+            .eval(&context, &inv)
+            .await
+            .inspect_err(|e| grant.failed(e))?;
         Ok(if taken == 1 {
+            // Not confirmed: deleted if still ours (by value); the next attempt writes a new
+            // value.
+            confirm_grant(grant, &context, || async {
+                self.value.lock().unwrap().1 = true;
+                let request = self.release_request(&value);
+                self.client
+                    .inner
+                    .backend
+                    .eval::<i64>(&request.context, &request.invocation())
+                    .await
+                    .map(|_| ())
+            })
+            .await?;
             Step::Done((value, started))
         } else {
             self.value.lock().unwrap().1 = true;
@@ -528,17 +556,15 @@ impl Acquire for JobRequest {
         // Delete the lock if the last attempt took it (compared by value, so another
         // instance's lock is never touched). A send still queued on a stalled server that
         // runs after this takes the lock until `at_most_for` ends.
-        let (value, refused) = self.value.into_inner().unwrap_or_else(|e| e.into_inner());
+        let (value, refused) = self
+            .value
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_else(|e| e.into_inner().clone());
         if value.is_empty() || refused {
             return;
         }
-        let request = ReleaseRequest::new(
-            format!("give back job lock {:?}", self.key),
-            &scripts::JOB_RELEASE,
-        )
-        .key(&self.key)
-        .arg(value)
-        .arg(0);
+        let request = self.release_request(&value);
         let client = &self.client.inner;
         client.holds.release_in_background(&client.backend, request);
     }

@@ -1,7 +1,7 @@
 //! [`LeasedSemaphore`]: Redisson's `RPermitExpirableSemaphore` — permits with ids and
 //! leases, so a crashed holder's permit returns when its lease ends.
 
-use crate::acquire::{acquire, not_acquired, Acquire, Step};
+use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
@@ -242,14 +242,23 @@ impl Acquire for LeasedRequest {
             .key(&self.old_leases)
             .arg(member(&self.id))
             .arg(self.lease_ms);
-        let r: (i64, i64) = n
-            .client
-            .inner
+        let context = n.context("acquire");
+        // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
+        let mut grant = n.client.inner.backend.for_grant(&n.key).await?;
+        let r: (i64, i64) = grant
             .backend
-            .eval(&n.context("acquire"), &inv)
-            .await?;
+            .eval(&context, &inv)
+            .await
+            .inspect_err(|e| grant.failed(e))?;
         Ok(match r {
-            (1, _) => Step::Done(started),
+            (1, _) => {
+                // Not confirmed: released by id (a retry asks for the same id again).
+                confirm_grant(grant, &context, || async {
+                    self.sem.release_id(&self.id).await.map(|_| ())
+                })
+                .await?;
+                Step::Done(started)
+            }
             // Waits are bounded by the earliest running lease.
             (_, wait_ms) if wait_ms >= 0 => Step::Wait(Some(Duration::from_millis(wait_ms as u64))),
             _ => Step::Wait(None),
@@ -303,14 +312,26 @@ async fn extend_permit(
         .key(sem.old_leases_key())
         .arg(member(id))
         .arg(lease_ms);
-    let r: Vec<i64> = sem
+    // Confirmed by replicas like a grant (where the deployment asks for it): an extension
+    // they did not confirm fails with NotReplicated and moves no local deadline.
+    let context = sem.names.context("extend");
+    let mut grant = sem
         .names
         .client
         .inner
         .backend
-        .eval(&sem.names.context("extend"), &inv)
+        .for_grant(&sem.names.key)
         .await?;
+    let r: Vec<i64> = grant
+        .backend
+        .eval(&context, &inv)
+        .await
+        .inspect_err(|e| grant.failed(e))?;
     if r.first() == Some(&1) {
+        grant
+            .confirm(&context)
+            .await
+            .inspect_err(|e| grant.failed(e))?;
         state.set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
         Ok(())
     } else {

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::acquire::{acquire, not_acquired, Acquire, Step};
+use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, Result};
@@ -320,13 +320,9 @@ impl Semaphore {
         let n = &self.names;
         keys::check_name(&n.name)?;
         check_permits("permits", permits)?;
-        let request = n.client.request_id();
         let request = PermitRequest {
             names: n.clone(),
-            latch: format!(
-                "{}:{request}",
-                keys::prefixed("distlock_semaphore_grant", &n.key)
-            ),
+            latch: std::sync::Mutex::new(grant_latch(n)),
             permits,
         };
         let got = acquire(&n.client, request, wait).await?;
@@ -342,12 +338,34 @@ impl Semaphore {
 struct PermitRequest {
     names: Names,
     /// The grant latch of this request: it answers a resend, and its tombstone makes a send
-    /// still queued on a stalled server do nothing.
-    latch: String,
+    /// still queued on a stalled server do nothing. A new one after a grant the replicas did
+    /// not confirm (given back: its latch is a tombstone).
+    latch: std::sync::Mutex<String>,
     permits: u64,
 }
 
+/// A fresh grant latch for an acquire of `n`.
+fn grant_latch(n: &Names) -> String {
+    format!(
+        "{}:{}",
+        keys::prefixed("distlock_semaphore_grant", &n.key),
+        n.client.request_id()
+    )
+}
+
 impl PermitRequest {
+    /// The script call that gives back the grant recorded in `latch` (or tombstones it).
+    fn give_back_request(&self, latch: &str) -> ReleaseRequest {
+        let n = &self.names;
+        ReleaseRequest::new(n.context("give back"), &scripts::SEMAPHORE_RELEASE)
+            .key(&n.key)
+            .key(&n.channel)
+            .key(latch)
+            .arg(self.permits)
+            .arg("1")
+            .arg(self.latch_ms())
+    }
+
     /// The grant latch outlives the give-back's resend horizon (ten latch lifetimes): a
     /// plain permit has no lease, so a grant whose record expired before the give-back
     /// reached the server would be lost for good.
@@ -372,36 +390,42 @@ impl Acquire for PermitRequest {
         // the resend window only (as every latched request is); past it the outcome is
         // unknown, the wait stops, and the give-back returns what a send may have got.
         let n = &self.names;
+        let latch = self.latch.lock().unwrap().clone();
         let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
-            .key(&self.latch)
+            .key(&latch)
             .arg(self.permits)
             .arg(self.latch_ms());
-        let (got, _): (i64, bool) = n.client.eval_latched(n.context("acquire"), &inv).await?;
-        Ok(if got == 1 {
-            Step::Done(())
-        } else {
-            Step::Wait(None)
+        let context = n.context("acquire");
+        // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
+        let mut grant = n.client.inner.backend.for_grant(&n.key).await?;
+        let (got, _): (i64, bool) = grant
+            .backend
+            .eval_resolving(&context, &inv, n.client.resolve_window())
+            .await
+            .inspect_err(|e| grant.failed(e))?;
+        if got != 1 {
+            return Ok(Step::Wait(None));
+        }
+        confirm_grant(grant, &context, || async {
+            let request = self.give_back_request(&latch);
+            n.client
+                .eval_latched::<i64>(&request.context, &request.invocation())
+                .await?;
+            *self.latch.lock().unwrap() = grant_latch(n);
+            Ok(())
         })
+        .await?;
+        Ok(Step::Done(()))
     }
 
     fn give_back(self) {
         // Give the grant back if the acquire ran; tombstone its latch if it has not, so that
         // a send still queued on a stalled server does nothing when it runs. Tracked like a
         // release, so it is sent even when the runtime is shutting down.
-        let latch_ms = self.latch_ms();
-        let PermitRequest {
-            names: n,
-            latch,
-            permits,
-        } = self;
-        let request = ReleaseRequest::new(n.context("give back"), &scripts::SEMAPHORE_RELEASE)
-            .key(&n.key)
-            .key(&n.channel)
-            .key(latch)
-            .arg(permits)
-            .arg("1")
-            .arg(latch_ms);
+        let latch = self.latch.lock().unwrap().clone();
+        let request = self.give_back_request(&latch);
+        let n = &self.names;
         let client = &n.client.inner;
         client.holds.give_back_in_background(
             &client.backend,

@@ -176,3 +176,78 @@ async fn the_family_works() {
         all.release().await.unwrap();
     }
 }
+
+/// Where grants are confirmed by replicas (Sentinel and Cluster), semaphore permits, leased
+/// permits and job locks are too: with the replicas of the key's master stopped, each grant
+/// is given back and the call fails with `NotReplicated` — the permits are all still
+/// available, no lease is left, the job lock does not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_and_job_locks_wait_for_a_replica() {
+    for topology in [Topology::Sentinel, Topology::Cluster] {
+        eprintln!("--- topology: {topology:?}");
+        let deployment = Deployment::start(topology);
+        let client = Client::builder()
+            .url(deployment.url())
+            .replica_ack_timeout(Duration::from_millis(100))
+            .build()
+            .await
+            .unwrap();
+        // One hash tag: one master, whose replicas are stopped.
+        let (sem_name, leased_name, job_name) = ("{wait}sem", "{wait}leased", "{wait}job");
+        let sem = client.semaphore(sem_name);
+        sem.try_set_permits(3).await.unwrap();
+        let leased = client.leased_semaphore(leased_name);
+        leased.try_set_permits(3).await.unwrap();
+        let job = client
+            .job_lock(job_name)
+            .at_most_for(Duration::from_secs(60));
+        // Confirmed while the replicas run.
+        sem.try_acquire()
+            .await
+            .unwrap()
+            .expect("a permit")
+            .release()
+            .await
+            .unwrap();
+
+        let replicas = deployment.replicas_of(sem_name);
+        assert!(!replicas.is_empty());
+        for r in &replicas {
+            r.pause();
+        }
+        let permit = sem.try_acquire().await;
+        let lease = leased.try_acquire(Duration::from_secs(30)).await;
+        let job_guard = job.try_acquire().await;
+        for r in &replicas {
+            r.resume();
+        }
+        let master = deployment.node_for(sem_name);
+        for (what, e) in [
+            ("permit", permit.map(|_| ()).unwrap_err()),
+            ("leased permit", lease.map(|_| ()).unwrap_err()),
+            ("job lock", job_guard.map(|_| ()).unwrap_err()),
+        ] {
+            assert_eq!(e.replication(), Some((0, 1)), "{topology:?} {what}: {e:#}");
+        }
+        assert_eq!(
+            cmd::<String>(master, &["GET", sem_name]),
+            "3",
+            "{topology:?}"
+        );
+        assert_eq!(
+            cmd::<String>(master, &["GET", leased_name]),
+            "3",
+            "{topology:?}"
+        );
+        assert_eq!(
+            cmd::<i64>(master, &["ZCARD", &format!("{leased_name}:timeout")]),
+            0,
+            "{topology:?}"
+        );
+        assert_eq!(
+            cmd::<i64>(master, &["EXISTS", &format!("job-lock:default:{job_name}")]),
+            0,
+            "{topology:?}"
+        );
+    }
+}

@@ -206,6 +206,24 @@ impl Deployment {
         }
     }
 
+    /// The replicas of the master that holds `key` (none on a standalone server).
+    pub fn replicas_of(&self, key: &str) -> Vec<&RedisServer> {
+        match self {
+            Deployment::Standalone(_) => Vec::new(),
+            Deployment::Sentinel(set) => {
+                let master = set.master().port();
+                set.servers()
+                    .iter()
+                    .filter(|s| s.port() != master)
+                    .collect()
+            }
+            Deployment::Cluster(set) => set
+                .replica_of(set.node_for_key(key).port())
+                .into_iter()
+                .collect(),
+        }
+    }
+
     /// The URL clients connect with.
     pub fn url(&self) -> String {
         match self {
