@@ -114,14 +114,19 @@ impl Client {
     /// No resend goes out after the window: a send that reached the server after its latch
     /// expired would be applied a second time. A send still queued on a stalled server runs
     /// when the server resumes, and is then applied exactly once.
+    ///
+    /// Where the deployment confirms writes with replicas (Sentinel, Cluster), each send is
+    /// confirmed by `WAIT` and resent (same request id) until it is
+    /// ([`Backend::eval_confirmed`](crate::conn::Backend::eval_confirmed)); `key` routes it.
     pub(crate) async fn eval_latched<T: redis::FromRedisValue>(
         &self,
+        key: &str,
         context: impl fmt::Display,
         inv: &crate::scripts::Invocation<'_>,
     ) -> Result<(T, bool)> {
         self.inner
             .backend
-            .eval_resolving(context, inv, self.resolve_window())
+            .eval_confirmed(key, context, inv, self.resolve_window())
             .await
     }
 

@@ -226,10 +226,13 @@ impl Holds {
         runtime.spawn(async move {
             let request = sentinel.request.as_ref().expect("armed");
             let inv = request.invocation();
+            let key = request.keys.first().map_or("", String::as_str);
             let r = match resend_for {
                 None => backend.eval::<redis::Value>(&request.context, &inv).await,
+                // Confirmed by replicas where the deployment asks for it, as every latched
+                // write.
                 Some(limit) => backend
-                    .eval_resolving::<redis::Value>(&request.context, &inv, limit)
+                    .eval_confirmed::<redis::Value>(key, &request.context, &inv, limit)
                     .await
                     .map(|(v, _)| v),
             };

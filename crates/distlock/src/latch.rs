@@ -137,7 +137,7 @@ impl CountDownLatch {
         // window (never counted down twice).
         let (left, _): (i64, bool) = self
             .client
-            .eval_latched(self.context("count down"), &inv)
+            .eval_latched(&self.key, self.context("count down"), &inv)
             .await?;
         Ok(left.max(0) as u64)
     }

@@ -451,7 +451,13 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
         .filter(|(_, e)| e.renew_refs == 0 && !e.lease.is_lost())
         .map(|(k, e)| (k.clone(), e.lease.clone()))
         .collect();
-    for chunk in explicit.chunks(BATCH) {
+    // On a Cluster one pipeline must stay in one hash slot: one check per lease there.
+    let batch = if backend.single_slot_scripts() {
+        1
+    } else {
+        BATCH
+    };
+    for chunk in explicit.chunks(batch) {
         let mut pipe = redis::pipe();
         for ((key, field), _) in chunk {
             pipe.cmd("HEXISTS").arg(key).arg(field);

@@ -592,6 +592,70 @@ impl Backend {
         }
     }
 
+    /// [`Backend::eval_resolving`] for a write that replicas must confirm where the
+    /// deployment asks for it (releases, count-downs, permits added): sent over a connection
+    /// set aside for `key`'s master and followed there by `WAIT`. A send whose answer or
+    /// confirmation does not come (a broken connection, too few replicas: the write may be
+    /// lost by a failover) is sent again — with the same request id, so it is applied at most
+    /// once wherever it lands — until it is confirmed or `window` has passed; then the error
+    /// says the outcome is unknown. Redisson syncs its unlock with `WAIT` in the same way.
+    pub(crate) async fn eval_confirmed<T: FromRedisValue>(
+        &self,
+        key: &str,
+        context: impl fmt::Display,
+        invocation: &ScriptInvocation<'_>,
+        window: Duration,
+    ) -> Result<(T, bool)> {
+        let deadline = tokio::time::Instant::now() + window;
+        let mut attempt = 0usize;
+        loop {
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let failed = match self.for_grant(key).await {
+                Ok(grant) if grant.wait.is_none() => {
+                    // Nothing to confirm: resends over the client's own connection.
+                    drop(grant);
+                    return self
+                        .eval_resolving::<T>(&context, invocation, remaining)
+                        .await
+                        .map(|(v, resent)| (v, resent || attempt > 0));
+                }
+                Ok(mut grant) => {
+                    match grant
+                        .backend
+                        .eval_resolving::<T>(&context, invocation, remaining)
+                        .await
+                    {
+                        Ok((v, _)) => match grant.confirm(&context).await {
+                            Ok(()) => return Ok((v, attempt > 0)),
+                            Err(e) => {
+                                grant.failed(&e);
+                                e
+                            }
+                        },
+                        Err(e) => {
+                            grant.failed(&e);
+                            e
+                        }
+                    }
+                }
+                Err(e) => e,
+            };
+            let resendable =
+                failed.kind() == ErrorKind::NotReplicated || failed.kind() == ErrorKind::Connection;
+            let now = tokio::time::Instant::now();
+            if !resendable || now >= deadline {
+                return Err(if resendable {
+                    failed.outcome_unknown()
+                } else {
+                    failed
+                });
+            }
+            tracing::debug!(%context, error = format_args!("{failed:#}"), attempt, "not confirmed; resending (same request id)");
+            tokio::time::sleep(resend_delay(attempt).min(deadline - now)).await;
+            attempt += 1;
+        }
+    }
+
     /// Keep sending a cancellation (a script that leaves a tombstone in a request's latch and
     /// answers the same when resent) from a background task until the server answers, at
     /// most `limit`; `on_answer` gets the reply. Used to give back grants whose outcome was

@@ -156,7 +156,7 @@ impl Lock {
                 let holds = if mode == Mode::New { hold_count } else { 1 };
                 let lease = Duration::from_millis(lease_ms);
                 for _ in 0..holds {
-                    if let Err(r) = self.release_hold(owner, lease).await {
+                    if let Err(r) = self.give_back_hold(owner, lease).await {
                         tracing::warn!(lock = %self.inner.names.name, error = format_args!("{r:#}"), "giving back an unconfirmed grant failed; its lease ends it");
                         break;
                     }
@@ -307,7 +307,7 @@ impl Lock {
                 Ok(_) => {
                     tracing::info!(lock = %lock.inner.names.name, "re-entry of unknown outcome had run; giving its hold back");
                     lock.inner.client.inner.runtime.clone().spawn(async move {
-                        if let Err(e) = lock.release_hold(&owner, lease).await {
+                        if let Err(e) = lock.give_back_hold(&owner, lease).await {
                             tracing::warn!(lock = %lock.inner.names.name, error = format_args!("{e:#}"), "giving back a re-entry of unknown outcome failed");
                         }
                     });
@@ -342,13 +342,37 @@ impl Lock {
         self.inner.raw.acquire_as_allowed()
     }
 
+    /// Release one hold of `owner`, confirmed by replicas where the deployment asks for it.
     pub(crate) async fn release_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        self.release_hold_with(owner, lease, true).await
+    }
+
+    /// Give back a hold of a grant that did not count (unconfirmed, cancelled, of unknown
+    /// outcome): the same release, not waiting for replicas (which may be what is missing).
+    pub(crate) async fn give_back_hold(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        self.release_hold_with(owner, lease, false).await
+    }
+
+    async fn release_hold_with(
+        &self,
+        owner: &Owner,
+        lease: Duration,
+        confirmed: bool,
+    ) -> Result<()> {
         let request = self.release_request(owner, lease);
-        let (r, resent): (i64, bool) = self
-            .inner
-            .client
-            .eval_latched(&request.context, &request.invocation())
-            .await?;
+        let client = &self.inner.client;
+        let inv = request.invocation();
+        let (r, resent): (i64, bool) = if confirmed {
+            client
+                .eval_latched(&self.inner.names.key, &request.context, &inv)
+                .await?
+        } else {
+            client
+                .inner
+                .backend
+                .eval_resolving(&request.context, &inv, client.resolve_window())
+                .await?
+        };
         // The plain lock's final release writes no latch: a resend that finds the lock gone
         // or re-taken means an earlier send released it.
         let r = if self.inner.raw.final_release_unlatched() && resent && (r == -1 || r == -2) {
@@ -527,7 +551,7 @@ impl Acquire for LockRequest {
             let lease = lock.effective_lease().unwrap_or(Duration::from_millis(1));
             if let Ok((count, _, _)) = lock.inspect(&owner).await {
                 for _ in 0..count {
-                    if lock.release_hold(&owner, lease).await.is_err() {
+                    if lock.give_back_hold(&owner, lease).await.is_err() {
                         break;
                     }
                 }

@@ -105,7 +105,7 @@ impl Names {
         // window (never added twice).
         let (v, _): (i64, bool) = self
             .client
-            .eval_latched(&request.context, &request.invocation())
+            .eval_latched(&self.key, &request.context, &request.invocation())
             .await?;
         Ok(v.max(0) as u64)
     }
@@ -409,8 +409,15 @@ impl Acquire for PermitRequest {
         }
         confirm_grant(grant, &context, || async {
             let request = self.give_back_request(&latch);
+            // Not confirmed itself: the replicas may be what is missing.
             n.client
-                .eval_latched::<i64>(&request.context, &request.invocation())
+                .inner
+                .backend
+                .eval_resolving::<i64>(
+                    &request.context,
+                    &request.invocation(),
+                    n.client.resolve_window(),
+                )
                 .await?;
             *self.latch.lock().unwrap() = grant_latch(n);
             Ok(())

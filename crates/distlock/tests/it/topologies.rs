@@ -251,3 +251,112 @@ async fn permits_and_job_locks_wait_for_a_replica() {
         );
     }
 }
+
+/// What the workers of `totals_survive_a_failover` saw.
+#[derive(Default, Debug)]
+struct Tally {
+    /// Count-downs answered.
+    counted: u64,
+    /// Count-downs whose outcome is unknown (applied once or not at all).
+    count_unknown: u64,
+    /// Permit releases whose outcome is unknown.
+    release_unknown: u64,
+    /// Acquire+release rounds completed.
+    rounds: u64,
+}
+
+/// Semaphore permits and a latch's count are conserved across a failover of their master
+/// (`kill -9` while workers acquire, release and count down): every operation is applied
+/// once, or reported with its outcome unknown — never twice, and a confirmed one is never
+/// lost. Grants and releases wait for every replica here (`replica_acks(2)`), so the
+/// promoted replica has each of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn totals_survive_a_failover() {
+    use std::sync::{Arc, Mutex};
+    const PERMITS: u64 = 3;
+    const COUNT: u64 = 1_000_000;
+    for topology in [Topology::Sentinel, Topology::Cluster] {
+        eprintln!("--- topology: {topology:?}");
+        let mut deployment = Deployment::start(topology);
+        let client = Client::builder()
+            .url(deployment.url())
+            .replica_acks(2)
+            .build()
+            .await
+            .unwrap();
+        let sem_name = "{tot}sem";
+        // A latch's channel is Redisson's `redisson_countdownlatch__channel__{<name>}`, so its
+        // name takes no hash tag on a Cluster: pick one served by the semaphore's master.
+        let master_port = deployment.node_for(sem_name).port();
+        let latch_name = (0..)
+            .map(|i| format!("tot-latch-{i}"))
+            .find(|n| deployment.node_for(n).port() == master_port)
+            .unwrap();
+        let latch_name = latch_name.as_str();
+        let sem = client.semaphore(sem_name);
+        assert!(sem.try_set_permits(PERMITS).await.unwrap());
+        let latch = client.count_down_latch(latch_name);
+        assert!(latch.try_set_count(COUNT).await.unwrap());
+        let tally = Arc::new(Mutex::new(Tally::default()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut workers = Vec::new();
+        for _ in 0..3 {
+            let (sem, latch) = (sem.clone(), latch.clone());
+            let (tally, stop) = (tally.clone(), stop.clone());
+            workers.push(tokio::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match latch.count_down().await {
+                        Ok(_) => tally.lock().unwrap().counted += 1,
+                        Err(e) if e.is_outcome_unknown() => {
+                            tally.lock().unwrap().count_unknown += 1
+                        }
+                        Err(_) => {}
+                    }
+                    // A failed acquire gave back what it may have got.
+                    let Ok(Some(permit)) = sem.try_acquire_for(Duration::from_secs(2)).await else {
+                        continue;
+                    };
+                    match permit.release().await {
+                        Ok(_) => tally.lock().unwrap().rounds += 1,
+                        Err(e) if e.is_outcome_unknown() => {
+                            tally.lock().unwrap().release_unknown += 1
+                        }
+                        Err(e) => panic!("release: {e:#}"),
+                    }
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let new =
+            tokio::task::block_in_place(|| deployment.fail_over(sem_name, Duration::from_secs(20)));
+        // Work on the new master for a while, then stop.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in workers {
+            tokio::time::timeout(Duration::from_secs(30), w)
+                .await
+                .expect("workers stop")
+                .unwrap();
+        }
+        let tally = std::mem::take(&mut *tally.lock().unwrap());
+        eprintln!("{topology:?}: new master {new}; {tally:?}");
+        let master = deployment.node_for(sem_name);
+        let available: u64 = cmd::<String>(master, &["GET", sem_name]).parse().unwrap();
+        let count: u64 = cmd::<String>(master, &["GET", latch_name]).parse().unwrap();
+        assert!(
+            tally.rounds > 0 && tally.counted > 0,
+            "{topology:?}: no work done"
+        );
+        // Never more permits than there are; fewer only by releases of unknown outcome.
+        assert!(
+            available <= PERMITS && available + tally.release_unknown >= PERMITS,
+            "{topology:?}: {available} permits available of {PERMITS}, {tally:?}"
+        );
+        // Every answered count-down is there once; unknown ones at most once.
+        let applied = COUNT - count;
+        assert!(
+            applied >= tally.counted && applied <= tally.counted + tally.count_unknown,
+            "{topology:?}: {applied} count-downs applied, {tally:?}"
+        );
+    }
+}

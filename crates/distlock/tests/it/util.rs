@@ -224,6 +224,22 @@ impl Deployment {
         }
     }
 
+    /// `kill -9` the master that holds `key` and wait (at most `limit`) until its replica
+    /// took over; returns the new master's port. Panics on a standalone server.
+    pub fn fail_over(&mut self, key: &str, limit: Duration) -> u16 {
+        match self {
+            Deployment::Standalone(_) => panic!("a standalone server has no failover"),
+            Deployment::Sentinel(set) => {
+                let old = set.kill_master();
+                set.wait_for_failover(old, limit)
+            }
+            Deployment::Cluster(set) => {
+                let old = set.kill_master_of_key(key);
+                set.wait_for_failover(old, limit)
+            }
+        }
+    }
+
     /// The URL clients connect with.
     pub fn url(&self) -> String {
         match self {
