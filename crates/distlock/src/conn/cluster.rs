@@ -413,6 +413,29 @@ impl Nodes {
         }
     }
 
+    /// A new connection to the node `addr` (`host:port`, from an `ASK` redirect: rare, only
+    /// while a slot migrates, so none is kept).
+    pub(crate) async fn connection_to(
+        &self,
+        addr: &str,
+    ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+        let seed = self
+            .seeds
+            .first()
+            .ok_or_else(|| io_error("no seed node".into()))?;
+        let info = node_info(
+            seed.get_connection_info(),
+            addr,
+            redis::ProtocolVersion::RESP2,
+        )?;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.settings.connect_timeout))
+            .set_response_timeout(Some(self.settings.command_timeout));
+        redis::Client::open(info)?
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+    }
+
     /// A client for the master that serves `key` in the last map read (no refresh): for
     /// the blocking release, which cannot wait for one.
     pub(crate) fn client_for(&self, key: &str) -> Option<redis::Client> {

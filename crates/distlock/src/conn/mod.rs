@@ -70,6 +70,9 @@ pub(crate) enum Connection {
     /// The slot map and grant connections of `cluster::Nodes` ride along (for grants
     /// confirmed by `WAIT`, and the blocking release).
     Cluster(redis::cluster_async::ClusterConnection, Arc<cluster::Nodes>),
+    /// One request redirected by `ASK` (a slot being migrated): sent to the importing node
+    /// right after `ASKING`. Single commands only.
+    Asking(redis::aio::MultiplexedConnection),
 }
 
 impl ConnectionLike for Connection {
@@ -77,6 +80,14 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.req_packed_command(cmd),
             Connection::Pinned(c) => c.req_packed_command(cmd),
+            Connection::Asking(c) => Box::pin(async move {
+                let mut pipe = redis::pipe();
+                pipe.cmd("ASKING").ignore().add_command(cmd.clone());
+                let mut replies = c.req_packed_commands(&pipe, 1, 1).await?;
+                replies
+                    .pop()
+                    .ok_or_else(|| cluster::io_error("no answer after ASKING".into()))
+            }),
             Connection::Cluster(c, _) => c.req_packed_command(cmd),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
@@ -94,6 +105,10 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
             Connection::Pinned(c) => c.req_packed_commands(pipeline, offset, count),
+            // Never built for pipelines (ASKING covers only the command after it).
+            Connection::Asking(_) => {
+                Box::pin(async { Err(cluster::io_error("a pipeline cannot follow ASK".into())) })
+            }
             Connection::Cluster(c, _) => c.req_packed_commands(pipeline, offset, count),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
@@ -105,7 +120,7 @@ impl ConnectionLike for Connection {
     fn get_db(&self) -> i64 {
         match self {
             Connection::Standalone(c) => c.get_db(),
-            Connection::Pinned(c) => c.get_db(),
+            Connection::Pinned(c) | Connection::Asking(c) => c.get_db(),
             Connection::Cluster(c, _) => c.get_db(),
             Connection::Sentinel(m) => m.manager().get_db(),
         }
@@ -255,6 +270,8 @@ pub(crate) async fn open_grant_slot(
 #[derive(Clone)]
 pub(crate) struct Backend {
     conn: Connection,
+    /// Redis Cluster: where an `ASK` redirect is followed.
+    nodes: Option<Arc<cluster::Nodes>>,
     /// Which variant of the scripts runs: how they publish wake-ups.
     publish: Publish,
 }
@@ -279,7 +296,11 @@ impl GrantChannel {
     /// A channel over `conn` that sends no `WAIT`, for tokens of `generation`.
     fn unconfirmed(conn: Connection, publish: Publish, generation: u64) -> GrantChannel {
         GrantChannel {
-            backend: Backend { conn, publish },
+            backend: Backend {
+                conn,
+                publish,
+                nodes: None,
+            },
             generation,
             cluster: None,
             wait: None,
@@ -412,7 +433,15 @@ impl Backend {
                     (conn, Subscriber::Cluster(seeds, publish), publish)
                 }
             };
-            let backend = Backend { conn, publish };
+            let nodes = match &conn {
+                Connection::Cluster(_, nodes) => Some(nodes.clone()),
+                _ => None,
+            };
+            let backend = Backend {
+                conn,
+                publish,
+                nodes,
+            };
             backend
                 .query::<String>(&context, &redis::cmd("PING"))
                 .await?;
@@ -433,7 +462,7 @@ impl Backend {
     /// A client for the server commands go to now (the blocking fallback connects with it).
     pub(crate) fn current_client(&self, key: &str) -> Option<redis::Client> {
         match &self.conn {
-            Connection::Standalone(_) | Connection::Pinned(_) => None,
+            Connection::Standalone(_) | Connection::Pinned(_) | Connection::Asking(_) => None,
             Connection::Sentinel(m) => Some(m.client()),
             Connection::Cluster(_, nodes) => nodes.client_for(key),
         }
@@ -472,7 +501,7 @@ impl Backend {
                     nodes.mark_stale();
                     Error::new(ErrorKind::Connection, format!("grant: {e}"))
                 })?;
-                Ok(match set_aside {
+                let mut grant = match set_aside {
                     Some((conn, wanted, timeout, guard)) => GrantChannel {
                         wait: Some((wanted, timeout)),
                         slot: Some(guard),
@@ -483,7 +512,9 @@ impl Backend {
                         cluster: Some(nodes.clone()),
                         ..GrantChannel::unconfirmed(self.conn.clone(), self.publish, 0)
                     },
-                })
+                };
+                grant.backend.nodes = Some(nodes.clone());
+                Ok(grant)
             }
             _ => Ok(GrantChannel::unconfirmed(
                 self.conn.clone(),
@@ -501,6 +532,28 @@ impl Backend {
     /// How this backend's scripts publish wake-ups.
     pub(crate) fn publish(&self) -> Publish {
         self.publish
+    }
+
+    /// When `e` is an `ASK` redirect (its slot is being migrated and the key already moved):
+    /// a connection to the importing node that sends `ASKING` before the request. `None`
+    /// for any other error, or off a Cluster. Nothing ran on the node that answered `ASK`.
+    async fn ask_target(&self, e: &redis::RedisError) -> Option<Connection> {
+        let nodes = self.nodes.as_ref()?;
+        if e.kind() != redis::ErrorKind::Server(redis::ServerErrorKind::Ask) {
+            return None;
+        }
+        let (addr, _) = e.redirect_node()?;
+        match nodes.connection_to(addr).await {
+            Ok(c) => Some(Connection::Asking(c)),
+            Err(err) => {
+                tracing::debug!(
+                    node = addr,
+                    error = format_args!("{err:#}"),
+                    "cannot follow ASK"
+                );
+                None
+            }
+        }
     }
 
     /// Whether this backend sends over a connection set aside for one grant.
@@ -546,10 +599,15 @@ impl Backend {
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T> {
         let mut conn = self.conn.clone();
-        invocation
-            .invoke_async::<T>(&mut conn, self.publish)
-            .await
-            .map_err(|e| Error::from_redis(&context.to_string(), e))
+        let mut r = invocation.invoke_async::<T>(&mut conn, self.publish).await;
+        if let Err(e) = &r {
+            if let Some(mut target) = self.ask_target(e).await {
+                r = invocation
+                    .invoke_async::<T>(&mut target, self.publish)
+                    .await;
+            }
+        }
+        r.map_err(|e| Error::from_redis(&context.to_string(), e))
     }
 
     /// Run a script that a request latch makes idempotent, resending it after connection
@@ -572,7 +630,15 @@ impl Backend {
         let mut attempt = 0usize;
         loop {
             let mut conn = self.conn.clone();
-            match invocation.invoke_async::<T>(&mut conn, self.publish).await {
+            let mut r = invocation.invoke_async::<T>(&mut conn, self.publish).await;
+            if let Err(e) = &r {
+                if let Some(mut target) = self.ask_target(e).await {
+                    r = invocation
+                        .invoke_async::<T>(&mut target, self.publish)
+                        .await;
+                }
+            }
+            match r {
                 Ok(v) => return Ok((v, attempt > 0)),
                 Err(e) if retriable(&e) => {
                     self.saw_error(&e);
@@ -723,7 +789,13 @@ impl Backend {
         // to the caller, which sends the grant again over a fresh one.
         let resends = if self.pinned() { 0 } else { RETRY_DELAYS.len() };
         loop {
-            match send(self.conn.clone()).await {
+            let mut r = send(self.conn.clone()).await;
+            if let Err(e) = &r {
+                if let Some(target) = self.ask_target(e).await {
+                    r = send(target).await;
+                }
+            }
+            match r {
                 Ok(v) => return Ok(v),
                 Err(e) if retriable(&e) && attempt < resends => {
                     self.saw_error(&e);

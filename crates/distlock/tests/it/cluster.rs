@@ -366,3 +366,64 @@ async fn grants_wait_for_a_replica_of_the_slots_master() {
         .expect("replica_acks(0) grants unconfirmed");
     guard.release().await.unwrap();
 }
+
+/// Mid-migration: the lock's slot is `MIGRATING` on its master and `IMPORTING` on another,
+/// and the lock key has already moved. The source answers `ASK`; the extension is sent to
+/// the importing node after `ASKING` and succeeds at once (without following `ASK`, it would
+/// be resent to the source until the migration ends). After the migration the release
+/// succeeds on the new master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_follows_ask_during_a_slot_migration() {
+    let set = ClusterSet::start();
+    let client = client_on(&set).await;
+    let name = "asked";
+    let guard = client
+        .lock(name)
+        .lease(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let slot = set.key_slot(name).to_string();
+    let source = set.node_for_key(name);
+    let target = set
+        .masters()
+        .into_iter()
+        .find(|m| m.port() != source.port())
+        .unwrap();
+    let id = |n: &distlock_harness::RedisServer| cmd::<String>(n, &["CLUSTER", "MYID"]);
+    let (source_id, target_id) = (id(source), id(target));
+    let _: () = cmd(target, &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id]);
+    let _: () = cmd(source, &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id]);
+    let port = target.port().to_string();
+    let _: () = cmd(source, &["MIGRATE", "127.0.0.1", &port, name, "0", "5000"]);
+    // The source redirects requests for the moved key.
+    let asked = redis::cmd("EXISTS")
+        .arg(name)
+        .query::<i64>(&mut source.connection())
+        .unwrap_err();
+    assert_eq!(asked.code(), Some("ASK"), "{asked}");
+
+    let started = Instant::now();
+    guard
+        .extend(Duration::from_secs(20))
+        .await
+        .expect("extend through ASK");
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+    let mut on_target = target.connection();
+    let _: () = redis::cmd("ASKING").query(&mut on_target).unwrap();
+    let pttl: i64 = redis::cmd("PTTL").arg(name).query(&mut on_target).unwrap();
+    assert!(pttl > 15_000, "the extension did not reach the importing node: {pttl}");
+
+    // Finish the migration: the slot's other keys (its fencing counter), then the owner.
+    let rest: Vec<String> = cmd(source, &["CLUSTER", "GETKEYSINSLOT", &slot, "100"]);
+    for key in &rest {
+        let _: () = cmd(source, &["MIGRATE", "127.0.0.1", &port, key, "0", "5000"]);
+    }
+    let _: () = cmd(target, &["CLUSTER", "SETSLOT", &slot, "NODE", &target_id]);
+    for master in set.masters() {
+        let _: () = cmd(master, &["CLUSTER", "SETSLOT", &slot, "NODE", &target_id]);
+    }
+    guard.release().await.expect("release after the migration");
+    assert_eq!(cmd::<i64>(set.node_for_key(name), &["EXISTS", name]), 0);
+}
