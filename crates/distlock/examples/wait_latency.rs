@@ -1,15 +1,16 @@
-//! What confirming grants with `WAIT` costs: acquire + release latency on a Sentinel set (a
-//! master, two replicas, three sentinels; real processes started by distlock-harness), with
-//! replica confirmation (`replica_acks(1)`, the default) and without (`replica_acks(0)`), and
-//! on a standalone server for reference:
+//! What confirming grants and releases with `WAIT` costs: acquire + release latency on a
+//! Sentinel set (a master, two replicas, three sentinels) and a Cluster (three masters with a
+//! replica each) — real processes started by distlock-harness — with replica confirmation
+//! (`replica_acks(1)`, the default) and without (`replica_acks(0)`), and on a standalone
+//! server for reference:
 //!
 //! ```text
-//! cargo run --release -p distlock --example sentinel_latency
+//! cargo run --release -p distlock --example wait_latency
 //! ```
 
 use std::time::{Duration, Instant};
 
-use distlock_harness::{RedisServer, SentinelSet};
+use distlock_harness::{ClusterSet, RedisServer, SentinelSet};
 
 const PAIRS: usize = 3000;
 
@@ -51,6 +52,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .replica_acks(0)
         .build()
         .await?;
+    let cluster = ClusterSet::start();
+    let cluster_confirmed = distlock::Client::builder().url(cluster.url()).build().await?;
+    let cluster_unconfirmed = distlock::Client::builder()
+        .url(cluster.url())
+        .replica_acks(0)
+        .build()
+        .await?;
     println!(
         "acquire latency p50 / p99, acquire+release pairs per second ({PAIRS} pairs, one task)"
     );
@@ -58,6 +66,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("standalone", &standalone),
         ("sentinel, replica_acks(0)", &unconfirmed),
         ("sentinel, replica_acks(1)", &confirmed),
+        ("cluster, replica_acks(0)", &cluster_unconfirmed),
+        ("cluster, replica_acks(1)", &cluster_confirmed),
     ] {
         let (p50, p99, rate) = measure(client).await?;
         println!("{what:<28} {p50:>10.1?} {p99:>10.1?} {rate:>8.0}/s");
