@@ -53,7 +53,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()
         .await?;
     let cluster = ClusterSet::start();
-    let cluster_confirmed = distlock::Client::builder().url(cluster.url()).build().await?;
+    let cluster_confirmed = distlock::Client::builder()
+        .url(cluster.url())
+        .build()
+        .await?;
     let cluster_unconfirmed = distlock::Client::builder()
         .url(cluster.url())
         .replica_acks(0)

@@ -159,7 +159,7 @@ impl Drop for Subscription {
 
 impl Hub {
     /// Start the hub task on the current runtime; it connects at once and reconnects with
-    /// backoff (20 ms doubling to 500 ms) whenever the connection closes, signalling
+    /// backoff (20 ms doubling to 200 ms) whenever the connection closes, signalling
     /// `reconnected` each time after the first.
     pub(crate) fn start(
         subscriber: Subscriber,
@@ -402,7 +402,9 @@ fn wake_everyone(shared: &Shared) {
 }
 
 /// Longest pause between two connection attempts of the hub.
-const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// Short: after a failover every waiter depends on the resubscription (a release published
+/// before it reaches nobody), and a refused connection costs next to nothing.
+const MAX_BACKOFF: Duration = Duration::from_millis(200);
 const MIN_BACKOFF: Duration = Duration::from_millis(20);
 
 async fn run(

@@ -64,7 +64,10 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
     );
     let waiter = {
         let lock = waiter_client.lock(name);
-        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(25)).await })
+        tokio::spawn(async move {
+            let r = lock.try_acquire_for(Duration::from_secs(25)).await;
+            (r, Instant::now())
+        })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiter.is_finished());
@@ -76,22 +79,24 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
     assert_ne!(new, old);
     assert!(!waiter.is_finished(), "the waiter got a lock that is held");
 
-    let released_at = Instant::now();
+    let releasing = Instant::now();
     held.release()
         .await
         .expect("release through the promoted replica");
-    let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+    let released_at = Instant::now();
+    let (got, granted_at) = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
         .expect("the waiter was not woken by the release")
-        .unwrap()
-        .unwrap()
-        .expect("the waiter got the lock");
-    let woken = released_at.elapsed();
+        .unwrap();
+    let got = got.unwrap().expect("the waiter got the lock");
+    let woken = granted_at.saturating_duration_since(released_at);
     eprintln!(
-        "cluster failover: kill -> new master {failed_over:?}; release -> waiter granted {woken:?}"
+        "cluster failover: kill -> new master {failed_over:?}; release took {:?} (its first \
+         send meets the dead master); release -> waiter granted {woken:?}",
+        released_at - releasing
     );
     assert!(
-        woken < Duration::from_millis(1_500),
+        woken < Duration::from_millis(500),
         "woken {woken:?} after the release"
     );
     assert!(
@@ -392,8 +397,14 @@ async fn an_extension_follows_ask_during_a_slot_migration() {
         .unwrap();
     let id = |n: &distlock_harness::RedisServer| cmd::<String>(n, &["CLUSTER", "MYID"]);
     let (source_id, target_id) = (id(source), id(target));
-    let _: () = cmd(target, &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id]);
-    let _: () = cmd(source, &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id]);
+    let _: () = cmd(
+        target,
+        &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id],
+    );
+    let _: () = cmd(
+        source,
+        &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id],
+    );
     let port = target.port().to_string();
     let _: () = cmd(source, &["MIGRATE", "127.0.0.1", &port, name, "0", "5000"]);
     // The source redirects requests for the moved key.
@@ -413,7 +424,10 @@ async fn an_extension_follows_ask_during_a_slot_migration() {
     let mut on_target = target.connection();
     let _: () = redis::cmd("ASKING").query(&mut on_target).unwrap();
     let pttl: i64 = redis::cmd("PTTL").arg(name).query(&mut on_target).unwrap();
-    assert!(pttl > 15_000, "the extension did not reach the importing node: {pttl}");
+    assert!(
+        pttl > 15_000,
+        "the extension did not reach the importing node: {pttl}"
+    );
 
     // Finish the migration: the slot's other keys (its fencing counter), then the owner.
     let rest: Vec<String> = cmd(source, &["CLUSTER", "GETKEYSINSLOT", &slot, "100"]);
