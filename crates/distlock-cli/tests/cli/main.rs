@@ -517,6 +517,53 @@ fn redlock_mode_runs_under_a_quorum_and_exits_75_without_one() {
     assert_eq!(output(third).status.code(), Some(0));
 }
 
+/// `run`, `status` and `unlock --force` work on a Redis Cluster (`redis-cluster://` seed
+/// nodes): the lock is on the master of its slot, with a token whose generation is that
+/// node's config epoch.
+#[test]
+fn run_status_and_unlock_on_a_cluster() {
+    let set = distlock_harness::ClusterSet::start();
+    let distlock = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+        c.env("DISTLOCK_URL", set.url())
+            .env_remove("DISTLOCK_LOG")
+            .args(args);
+        c
+    };
+    let mut c = distlock(&["run", "on-cluster", "--", "sh", "-c"]);
+    c.arg("echo token=$DISTLOCK_FENCING_TOKEN");
+    let out = output(c);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let token: u128 = stdout
+        .trim()
+        .strip_prefix("token=")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no token: {stdout}"));
+    assert!(token > 0);
+
+    let mut held = distlock(&["run", "held-cluster", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(5), || cmd::<bool>(
+        set.node_for_key("held-cluster"),
+        &["EXISTS", "held-cluster"]
+    )));
+    let status = output(distlock(&["status", "held-cluster"]));
+    let forced = output(distlock(&["unlock", "--force", "held-cluster"]));
+    let _ = held.kill();
+    let _ = held.wait();
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{status:?}");
+    assert!(stdout.contains("held"), "{stdout}");
+    assert!(forced.status.success(), "{forced:?}");
+    assert!(!cmd::<bool>(
+        set.node_for_key("held-cluster"),
+        &["EXISTS", "held-cluster"]
+    ));
+}
+
 /// `run` and `status` work through Redis Sentinel (`redis-sentinel://…#name`): the command
 /// gets a fencing token, the lock is on the master the sentinels name, and `status` finds it.
 #[test]
