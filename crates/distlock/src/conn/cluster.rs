@@ -304,9 +304,22 @@ pub(crate) async fn fetch_slots(
     Err(last.unwrap_or_else(|| io_error("no cluster node answered".into())))
 }
 
+/// A client for the node `addr` (`host:port`) with the first seed's connection settings
+/// (auth, TLS) and `protocol`.
+pub(crate) fn node_client(
+    seeds: &[redis::Client],
+    addr: &str,
+    protocol: redis::ProtocolVersion,
+) -> redis::RedisResult<redis::Client> {
+    let seed = seeds
+        .first()
+        .ok_or_else(|| io_error("no seed node".into()))?;
+    redis::Client::open(node_info(seed.get_connection_info(), addr, protocol)?)
+}
+
 /// `seed`'s connection settings (auth, TLS) with the address `addr` (`host:port`) and
 /// `protocol`.
-pub(crate) fn node_info(
+fn node_info(
     seed: &ConnectionInfo,
     addr: &str,
     protocol: redis::ProtocolVersion,
@@ -419,19 +432,10 @@ impl Nodes {
         &self,
         addr: &str,
     ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
-        let seed = self
-            .seeds
-            .first()
-            .ok_or_else(|| io_error("no seed node".into()))?;
-        let info = node_info(
-            seed.get_connection_info(),
-            addr,
-            redis::ProtocolVersion::RESP2,
-        )?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.settings.connect_timeout))
             .set_response_timeout(Some(self.settings.command_timeout));
-        redis::Client::open(info)?
+        node_client(&self.seeds, addr, redis::ProtocolVersion::RESP2)?
             .get_multiplexed_async_connection_with_config(&config)
             .await
     }
@@ -441,13 +445,7 @@ impl Nodes {
     pub(crate) fn client_for(&self, key: &str) -> Option<redis::Client> {
         let m = self.map.read().unwrap();
         let range = m.0.range_of(key_slot(key))?;
-        let info = node_info(
-            self.seeds.first()?.get_connection_info(),
-            &range.master,
-            redis::ProtocolVersion::RESP2,
-        )
-        .ok()?;
-        redis::Client::open(info).ok()
+        node_client(&self.seeds, &range.master, redis::ProtocolVersion::RESP2).ok()
     }
 
     /// A connection to the master serving `key`, set aside for one grant to be confirmed by
@@ -487,14 +485,8 @@ impl Nodes {
             let n = self.next.fetch_add(1, Ordering::Relaxed);
             pool[n % pool.len()].clone()
         };
-        let seed = self.seeds.first().ok_or("no seed node")?;
-        let client = node_info(
-            seed.get_connection_info(),
-            &range.master,
-            redis::ProtocolVersion::RESP2,
-        )
-        .and_then(redis::Client::open)
-        .map_err(|e| format!("a connection for grants to {}: {e}", range.master))?;
+        let client = node_client(&self.seeds, &range.master, redis::ProtocolVersion::RESP2)
+            .map_err(|e| format!("a connection for grants to {}: {e}", range.master))?;
         let (conn, guard) = super::open_grant_slot(grant_slot, &client, &self.settings).await?;
         Ok(Some((
             conn,

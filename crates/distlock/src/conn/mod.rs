@@ -534,6 +534,23 @@ impl Backend {
         self.publish
     }
 
+    /// Send a script once (EVALSHA, NOSCRIPT → EVAL), following an `ASK` redirect.
+    async fn invoke<T: FromRedisValue>(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+    ) -> redis::RedisResult<T> {
+        let mut conn = self.conn.clone();
+        let r = invocation.invoke_async::<T>(&mut conn, self.publish).await;
+        if let Err(e) = &r {
+            if let Some(mut target) = self.ask_target(e).await {
+                return invocation
+                    .invoke_async::<T>(&mut target, self.publish)
+                    .await;
+            }
+        }
+        r
+    }
+
     /// When `e` is an `ASK` redirect (its slot is being migrated and the key already moved):
     /// a connection to the importing node that sends `ASKING` before the request. `None`
     /// for any other error, or off a Cluster. Nothing ran on the node that answered `ASK`.
@@ -598,16 +615,9 @@ impl Backend {
         context: impl fmt::Display,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T> {
-        let mut conn = self.conn.clone();
-        let mut r = invocation.invoke_async::<T>(&mut conn, self.publish).await;
-        if let Err(e) = &r {
-            if let Some(mut target) = self.ask_target(e).await {
-                r = invocation
-                    .invoke_async::<T>(&mut target, self.publish)
-                    .await;
-            }
-        }
-        r.map_err(|e| Error::from_redis(&context.to_string(), e))
+        self.invoke(invocation)
+            .await
+            .map_err(|e| Error::from_redis(&context.to_string(), e))
     }
 
     /// Run a script that a request latch makes idempotent, resending it after connection
@@ -629,16 +639,7 @@ impl Backend {
         let deadline = tokio::time::Instant::now() + window;
         let mut attempt = 0usize;
         loop {
-            let mut conn = self.conn.clone();
-            let mut r = invocation.invoke_async::<T>(&mut conn, self.publish).await;
-            if let Err(e) = &r {
-                if let Some(mut target) = self.ask_target(e).await {
-                    r = invocation
-                        .invoke_async::<T>(&mut target, self.publish)
-                        .await;
-                }
-            }
-            match r {
+            match self.invoke(invocation).await {
                 Ok(v) => return Ok((v, attempt > 0)),
                 Err(e) if retriable(&e) => {
                     self.saw_error(&e);

@@ -21,7 +21,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
-use super::cluster::{fetch_slots, io_error, node_info, Addr, SlotMap, REFRESH_EVERY};
+use super::cluster::{fetch_slots, io_error, node_client, Addr, SlotMap, REFRESH_EVERY};
 use crate::keys::key_slot;
 
 /// What the sharded subscriptions of one client need to hear next.
@@ -249,22 +249,13 @@ impl Shards {
     }
 
     async fn connect(&self, addr: &Addr) -> redis::RedisResult<MultiplexedConnection> {
-        let seed = self
-            .seeds
-            .first()
-            .ok_or_else(|| io_error("no seed node".into()))?;
-        let info = node_info(
-            seed.get_connection_info(),
-            addr,
-            redis::ProtocolVersion::RESP3,
-        )?;
         let tx = self.tx.clone();
         let tag = addr.clone();
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout))
             .set_push_sender(move |push: PushInfo| tx.send((tag.clone(), push)));
-        redis::Client::open(info)?
+        node_client(&self.seeds, addr, redis::ProtocolVersion::RESP3)?
             .get_multiplexed_async_connection_with_config(&config)
             .await
     }
