@@ -162,50 +162,101 @@ pub(crate) struct Range {
     pub(crate) replicas: u32,
 }
 
-/// Which master serves each slot, from `CLUSTER SLOTS`.
+/// Which master serves each slot, from `CLUSTER SLOTS` and `CLUSTER NODES`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SlotMap {
     /// Sorted by first slot.
     ranges: Vec<Range>,
 }
 
+/// What `CLUSTER NODES` (`<id> <ip:port@bus[,hostname]> <flags> <master id> …` per line)
+/// says: each node's `ip:port`, and each master's healthy replicas, by node id.
+#[derive(Default)]
+struct NodeTable {
+    addr_of: HashMap<String, Addr>,
+    healthy: HashMap<String, u32>,
+}
+
+impl NodeTable {
+    fn parse(nodes: &str) -> NodeTable {
+        let mut table = NodeTable::default();
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [id, addr, flags, master, ..] = fields[..] else {
+                continue;
+            };
+            let addr = addr.split('@').next().unwrap_or(addr);
+            if !addr.starts_with(':') {
+                table.addr_of.insert(id.to_string(), Addr::from(addr));
+            }
+            let down = flags
+                .split(',')
+                .any(|f| f == "fail" || f == "fail?" || f == "handshake" || f == "noaddr");
+            if master != "-" && !down {
+                *table.healthy.entry(master.to_string()).or_default() += 1;
+            }
+        }
+        table
+    }
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
 impl SlotMap {
-    /// Parse a `CLUSTER SLOTS` reply: `[[first, last, [host, port, id, …], replica…], …]`. An
-    /// empty host means the node that answered (`asked`).
-    pub(crate) fn parse(reply: Value, asked: Option<&Addr>) -> redis::RedisResult<SlotMap> {
-        let Value::Array(ranges) = reply else {
+    /// Parse a `CLUSTER SLOTS` reply (`[[first, last, [host, port, id, …], replica…], …]`)
+    /// with the `CLUSTER NODES` text of the same node. A master is found by its node id:
+    /// its address is the reply's host and port, or — when the host is empty, `?` or null
+    /// (`cluster-preferred-endpoint-type` hostname or unknown-endpoint) — the `ip:port` of
+    /// `CLUSTER NODES`, or the node that answered (`asked`); its healthy replicas are counted
+    /// by id, so a hostname in one reply and an address in the other still match.
+    pub(crate) fn parse(
+        slots: Value,
+        nodes: &str,
+        asked: Option<&Addr>,
+    ) -> redis::RedisResult<SlotMap> {
+        let Value::Array(ranges) = slots else {
             return Err(io_error("CLUSTER SLOTS: not an array".into()));
         };
-        let node = |v: &Value| -> Option<Addr> {
-            let Value::Array(fields) = v else { return None };
-            let host = match fields.first()? {
-                Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-                Value::SimpleString(s) => s.clone(),
-                _ => return None,
-            };
-            let Value::Int(port) = fields.get(1)? else {
-                return None;
-            };
-            if host.is_empty() || host == "?" {
-                return asked.cloned();
-            }
-            Some(format!("{host}:{port}").into())
-        };
+        let table = NodeTable::parse(nodes);
         let mut map = Vec::with_capacity(ranges.len());
         for range in &ranges {
             let Value::Array(fields) = range else {
                 continue;
             };
-            let (Some(Value::Int(first)), Some(Value::Int(last)), Some(master)) =
-                (fields.first(), fields.get(1), fields.get(2).and_then(node))
+            let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =
+                (fields.first(), fields.get(1), fields.get(2))
             else {
                 continue;
             };
+            let host = master.first().and_then(text);
+            let port = match master.get(1) {
+                Some(Value::Int(p)) => Some(*p),
+                _ => None,
+            };
+            let id = master.get(2).and_then(text);
+            let addr = match (host.as_deref(), port) {
+                (Some(h), Some(p)) if !h.is_empty() && h != "?" => {
+                    Some(Addr::from(format!("{h}:{p}")))
+                }
+                _ => id
+                    .as_ref()
+                    .and_then(|id| table.addr_of.get(id).cloned())
+                    .or_else(|| asked.cloned()),
+            };
+            let Some(master) = addr else { continue };
             map.push(Range {
                 first: *first as u16,
                 last: *last as u16,
                 master,
-                replicas: 0,
+                replicas: id
+                    .and_then(|id| table.healthy.get(&id).copied())
+                    .unwrap_or(0),
             });
         }
         map.sort_by_key(|r| r.first);
@@ -229,34 +280,6 @@ impl SlotMap {
     }
 }
 
-/// Count the healthy replicas of each master in a `CLUSTER NODES` reply (`<id> <ip:port@bus>
-/// <flags> <master id> …` per line) into `map`'s ranges.
-fn count_replicas(map: &mut SlotMap, nodes: &str) {
-    let mut addr_of: HashMap<&str, Addr> = HashMap::new();
-    let mut healthy: HashMap<&str, u32> = HashMap::new();
-    for line in nodes.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let [id, addr, flags, master, ..] = fields[..] else {
-            continue;
-        };
-        let addr = addr.split('@').next().unwrap_or(addr);
-        addr_of.insert(id, Addr::from(addr));
-        let down = flags
-            .split(',')
-            .any(|f| f == "fail" || f == "fail?" || f == "handshake" || f == "noaddr");
-        if master != "-" && !down {
-            *healthy.entry(master).or_default() += 1;
-        }
-    }
-    let count: HashMap<Addr, u32> = healthy
-        .into_iter()
-        .filter_map(|(id, n)| Some((addr_of.get(id)?.clone(), n)))
-        .collect();
-    for range in &mut map.ranges {
-        range.replicas = count.get(&range.master).copied().unwrap_or(0);
-    }
-}
-
 /// Read the slot map (`CLUSTER SLOTS`, with healthy replicas counted from `CLUSTER NODES`)
 /// from the first of `known` (connections to nodes) or `seeds` that answers within `timeout`
 /// each.
@@ -270,9 +293,7 @@ pub(crate) async fn fetch_slots(
     both.cmd("CLUSTER").arg("SLOTS").cmd("CLUSTER").arg("NODES");
     let both = &both;
     let parse = |(slots, nodes): (Value, String), asked: Option<&Addr>| {
-        let mut map = SlotMap::parse(slots, asked)?;
-        count_replicas(&mut map, &nodes);
-        Ok::<_, redis::RedisError>(map)
+        SlotMap::parse(slots, &nodes, asked)
     };
     for (addr, mut conn) in known {
         match tokio::time::timeout(timeout, both.query_async::<(Value, String)>(&mut conn)).await {
@@ -395,13 +416,20 @@ impl Nodes {
             !self.stale.load(Ordering::Relaxed)
                 && m.1.is_some_and(|at| at.elapsed() < REFRESH_EVERY)
         };
-        {
+        let have_map = {
             let m = self.map.read().unwrap();
             if fresh(&m) {
                 return Ok(m.0.clone());
             }
-        }
-        let _one = self.refreshing.lock().await;
+            m.1.is_some()
+        };
+        // One refresh at a time; while one runs, the others go on with the map they have
+        // (a slow node must not hold up every grant).
+        let _one = match self.refreshing.try_lock() {
+            Ok(guard) => guard,
+            Err(_) if have_map => return Ok(self.map.read().unwrap().0.clone()),
+            Err(_) => self.refreshing.lock().await,
+        };
         {
             let m = self.map.read().unwrap();
             if fresh(&m) {
@@ -409,7 +437,19 @@ impl Nodes {
             }
         }
         self.stale.store(false, Ordering::Relaxed);
-        match fetch_slots(Vec::new(), &self.seeds, self.settings.connect_timeout).await {
+        // The masters of the last map first (the seeds may be gone), each asked briefly.
+        let mut candidates: Vec<redis::Client> = self
+            .map
+            .read()
+            .unwrap()
+            .0
+            .masters()
+            .iter()
+            .filter_map(|a| node_client(&self.seeds, a, redis::ProtocolVersion::RESP2).ok())
+            .collect();
+        candidates.extend(self.seeds.iter().cloned());
+        let each = self.settings.connect_timeout.min(Duration::from_secs(1));
+        match fetch_slots(Vec::new(), &candidates, each).await {
             Ok(map) => {
                 let masters = map.masters();
                 self.pools
@@ -465,6 +505,8 @@ impl Nodes {
         String,
     > {
         if self.settings.replica_acks == 0 {
+            // Kept fresh all the same, for the blocking release at runtime end.
+            let _ = self.slot_map().await;
             return Ok(None);
         }
         let map = self.slot_map().await?;
@@ -499,7 +541,56 @@ impl Nodes {
 
 #[cfg(test)]
 mod tests {
-    use super::Config;
+    use super::{Config, SlotMap};
+    use redis::Value;
+
+    fn node(host: Option<&str>, port: i64, id: &str) -> Value {
+        Value::Array(vec![
+            host.map_or(Value::Nil, |h| Value::BulkString(h.into())),
+            Value::Int(port),
+            Value::BulkString(id.into()),
+        ])
+    }
+
+    #[test]
+    fn slot_maps_find_masters_by_id_and_count_healthy_replicas() {
+        let slots = Value::Array(vec![
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(5460),
+                node(Some("m1.example"), 7000, "id1"),
+                node(Some("r1.example"), 7003, "id4"),
+            ]),
+            Value::Array(vec![
+                Value::Int(5461),
+                Value::Int(10922),
+                node(Some("?"), 7001, "id2"),
+            ]),
+            Value::Array(vec![
+                Value::Int(10923),
+                Value::Int(16383),
+                node(None, 7002, "id3"),
+            ]),
+        ]);
+        let nodes = "id1 10.0.0.1:7000@17000,m1.example myself,master - 0 0 1 connected 0-5460\n\
+                     id2 10.0.0.2:7001@17001 master - 0 0 2 connected 5461-10922\n\
+                     id3 10.0.0.3:7002@17002 master - 0 0 3 connected 10923-16383\n\
+                     id4 10.0.0.4:7003@17003,r1.example slave id1 0 0 1 connected\n\
+                     id5 10.0.0.5:7004@17004 slave id2 0 0 2 connected\n\
+                     id6 10.0.0.6:7005@17005 slave,fail id3 0 0 3 disconnected\n";
+        let map = SlotMap::parse(slots, nodes, None).unwrap();
+        let at = |slot| {
+            let r = map.range_of(slot).unwrap();
+            (r.master.to_string(), r.replicas)
+        };
+        // A hostname in CLUSTER SLOTS, an address in CLUSTER NODES: matched by id.
+        assert_eq!(at(0), ("m1.example:7000".into(), 1));
+        // `?` and a null host: the address from CLUSTER NODES.
+        assert_eq!(at(6000), ("10.0.0.2:7001".into(), 1));
+        // A failed replica does not count.
+        assert_eq!(at(16383), ("10.0.0.3:7002".into(), 0));
+        assert!(map.range_of(16384).is_none());
+    }
 
     #[test]
     fn parses_lettuce_cluster_urls() {

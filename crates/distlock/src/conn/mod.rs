@@ -638,16 +638,22 @@ impl Backend {
     ) -> Result<(T, bool)> {
         let deadline = tokio::time::Instant::now() + window;
         let mut attempt = 0usize;
+        // Whether a send so far may have run without its answer reaching us.
+        let mut unknown = false;
         loop {
             match self.invoke(invocation).await {
                 Ok(v) => return Ok((v, attempt > 0)),
                 Err(e) if retriable(&e) => {
                     self.saw_error(&e);
+                    unknown |= unanswered(&e);
                     let now = tokio::time::Instant::now();
                     // Over a connection set aside for a grant, which does not reconnect, the
-                    // outcome is unknown at once; the caller resolves it through the latch.
+                    // caller gets the error at once (and resolves an unknown outcome through
+                    // the latch); a refusal where nothing ran is ridden out like any
+                    // connection error.
                     if now >= deadline || self.pinned() {
-                        return Err(Error::from_redis(&context.to_string(), e).outcome_unknown());
+                        let e = Error::from_redis(&context.to_string(), e);
+                        return Err(if unknown { e.outcome_unknown() } else { e });
                     }
                     tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending (same request id)");
                     // The last resend goes out at the deadline at the latest.
@@ -822,9 +828,15 @@ fn resend_delay(attempt: usize) -> Duration {
 /// timeouts, a server that is still loading its snapshot or asks to try again, a replica's
 /// READONLY refusal (given before anything runs: a master demoted by a failover), and a
 /// cluster's MOVED and ASK redirects (nothing ran; on MOVED the cluster client rebuilds its
-/// slot map, so the resend goes to the slot's new master; ASK means the slot is migrating:
-/// the resends find it moved if the migration ends within them, else the caller gets a
-/// connection error — `ASKING` is not sent yet).
+/// slot map, so the resend goes to the slot's new master; an ASK that could not be followed
+/// is resent like a MOVED).
+/// Whether a failed send may have run on the server: its answer never came (a broken
+/// connection, a timeout). A server's refusal (MOVED, TRYAGAIN, READONLY, …) or a refused
+/// connection means nothing ran.
+fn unanswered(e: &redis::RedisError) -> bool {
+    (e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) && !e.is_connection_refusal()
+}
+
 fn retriable(e: &redis::RedisError) -> bool {
     use redis::{ErrorKind as K, ServerErrorKind as S};
     e.is_io_error()

@@ -11,9 +11,12 @@
 //!   or a refresh that finds a channel's slot on another master all make the hub subscribe
 //!   that channel again (on the slot's master now) and wake its waiters, since a release may
 //!   have been published where nobody listened;
-//! - a `MOVED` answer to `SSUBSCRIBE` refreshes the map and tries again.
+//! - a `MOVED` answer to `SSUBSCRIBE` refreshes the map and tries again;
+//! - a channel whose master cannot be reached (it failed, and the cluster has not promoted
+//!   its replica yet) stays pending and is tried again every [`RETRY_EVERY`], without
+//!   touching the subscriptions on the other masters.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +26,9 @@ use tokio::sync::mpsc;
 
 use super::cluster::{fetch_slots, io_error, node_client, Addr, SlotMap, REFRESH_EVERY};
 use crate::keys::key_slot;
+
+/// How often channels whose subscription failed are tried again.
+const RETRY_EVERY: Duration = Duration::from_millis(200);
 
 /// What the sharded subscriptions of one client need to hear next.
 pub(crate) enum ShardEvent {
@@ -43,6 +49,14 @@ pub(crate) struct Shards {
     nodes: HashMap<Addr, MultiplexedConnection>,
     /// Channel → the node it is subscribed on.
     subscribed: HashMap<String, Addr>,
+    /// Channels wanted but not subscribed now (their master cannot be reached, or the
+    /// cluster serves their slot nowhere yet): tried again every [`RETRY_EVERY`], so one
+    /// failed master does not hold up the others' subscriptions.
+    pending: HashSet<String>,
+    /// Read the slot map before the next subscription (a node dropped subscriptions or
+    /// closed). Set instead of reading it at once so that [`Shards::next`] never awaits
+    /// after changing state (it is cancelled whenever the hub has something else to do).
+    stale: bool,
     tx: mpsc::UnboundedSender<(Addr, PushInfo)>,
     rx: mpsc::UnboundedReceiver<(Addr, PushInfo)>,
     refresh: tokio::time::Interval,
@@ -65,6 +79,8 @@ impl Shards {
             map: SlotMap::default(),
             nodes: HashMap::new(),
             subscribed: HashMap::new(),
+            pending: HashSet::new(),
+            stale: false,
             tx,
             rx,
             refresh,
@@ -73,14 +89,38 @@ impl Shards {
         Ok(shards)
     }
 
-    /// Whether `channel` is subscribed (on the node that held its slot when it was).
+    /// Whether `channel` is subscribed (on the node that held its slot when it was), or
+    /// waits for its next try ([`Shards::subscribe`]).
     pub(crate) fn has(&self, channel: &str) -> bool {
-        self.subscribed.contains_key(channel)
+        self.subscribed.contains_key(channel) || self.pending.contains(channel)
+    }
+
+    /// Subscribe `channel` on its slot's master. Only an ACL refusal (`NOPERM`) is returned;
+    /// any other failure leaves the channel pending, tried again within [`RETRY_EVERY`]
+    /// (its waiters are woken then, and poll by their bounded waits meanwhile).
+    pub(crate) async fn subscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+        match self.try_subscribe(channel).await {
+            Ok(()) => {
+                self.pending.remove(channel);
+                Ok(())
+            }
+            Err(e) if e.code() == Some("NOPERM") || e.to_string().contains("NOPERM") => Err(e),
+            Err(e) => {
+                tracing::debug!(%channel, error = format_args!("{e:#}"), "sharded subscription failed; retrying");
+                self.stale = true;
+                self.pending.insert(channel.to_string());
+                Ok(())
+            }
+        }
     }
 
     /// `SSUBSCRIBE channel` on its slot's master; after a `MOVED` answer the map is read
     /// again and the subscription tried once more.
-    pub(crate) async fn subscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+    async fn try_subscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+        if self.stale {
+            self.refresh_map().await?;
+            self.stale = false;
+        }
         let mut attempt = 0;
         loop {
             let addr = self.owner(channel)?;
@@ -118,26 +158,42 @@ impl Shards {
     /// `SUNSUBSCRIBE channel` on the node it is subscribed on (nothing when that node is
     /// gone: its subscriptions went with it).
     pub(crate) async fn unsubscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+        self.pending.remove(channel);
         let Some(addr) = self.subscribed.remove(channel) else {
             return Ok(());
         };
         if self.nodes.contains_key(&addr) {
-            self.send(&addr, redis::cmd("SUNSUBSCRIBE").arg(channel))
-                .await?;
+            // A node that fails here took the subscription with it (its connection is
+            // dropped by `send`).
+            if let Err(e) = self
+                .send(&addr, redis::cmd("SUNSUBSCRIBE").arg(channel))
+                .await
+            {
+                tracing::debug!(%channel, node = %addr, error = format_args!("{e:#}"), "SUNSUBSCRIBE failed");
+            }
         }
         Ok(())
     }
 
     /// The next message or resubscription to make.
+    ///
+    /// Cancel safe: the hub drops it whenever it has something else to do, so every state
+    /// change here comes with the event it returns, with no `.await` in between (the map
+    /// refresh of the periodic branch changes nothing until it has the new map).
     pub(crate) async fn next(&mut self) -> ShardEvent {
         loop {
+            let retry = !self.pending.is_empty();
             tokio::select! {
                 push = self.rx.recv() => {
                     // `self.tx` lives as long as `self`: the channel never closes.
                     let Some((addr, push)) = push else { continue };
-                    if let Some(event) = self.on_push(addr, push).await {
+                    if let Some(event) = self.on_push(addr, push) {
                         return event;
                     }
+                }
+                _ = tokio::time::sleep(RETRY_EVERY), if retry => {
+                    let again: Vec<String> = self.pending.drain().collect();
+                    return ShardEvent::Resync(again);
                 }
                 _ = self.refresh.tick() => {
                     if self.refresh_map().await.is_err() {
@@ -155,7 +211,7 @@ impl Shards {
         }
     }
 
-    async fn on_push(&mut self, addr: Addr, push: PushInfo) -> Option<ShardEvent> {
+    fn on_push(&mut self, addr: Addr, push: PushInfo) -> Option<ShardEvent> {
         match push.kind {
             PushKind::SMessage => {
                 let mut data = push.data.into_iter();
@@ -178,14 +234,14 @@ impl Shards {
                 }
                 self.subscribed.remove(&channel);
                 tracing::info!(%channel, node = %addr, "the server dropped a sharded subscription (failover or slot migration); subscribing again");
-                let _ = self.refresh_map().await;
+                self.stale = true;
                 Some(ShardEvent::Resync(vec![channel]))
             }
             PushKind::Disconnection => {
                 self.nodes.remove(&addr);
                 let lost = self.take_where(|_, _, on| *on == addr);
                 tracing::info!(node = %addr, channels = lost.len(), "sharded subscription connection closed");
-                let _ = self.refresh_map().await;
+                self.stale = true;
                 (!lost.is_empty()).then_some(ShardEvent::Resync(lost))
             }
             _ => None,

@@ -168,12 +168,11 @@ impl LeasedSemaphore {
             sem: self.clone(),
             leases: self.leases_key(),
             old_leases: self.old_leases_key(),
-            id: uuid::Uuid::new_v4().simple().to_string(),
+            id: std::sync::Mutex::new(new_permit_id()),
             lease_ms,
         };
-        let id = request.id.clone();
         let got = acquire(&n.client, request, wait).await?;
-        Ok(got.map(|started| LeasedPermit {
+        Ok(got.map(|(started, id)| LeasedPermit {
             hold: {
                 let (sem, id) = (self.clone(), id.clone());
                 n.client
@@ -216,14 +215,21 @@ struct LeasedRequest {
     sem: LeasedSemaphore,
     leases: String,
     old_leases: String,
-    /// The permit id asked for: a resend that finds it granted answers the same.
-    id: String,
+    /// The permit id asked for: a resend that finds it granted answers the same. A new one
+    /// after a grant the replicas did not confirm (given back by id: a late give-back must
+    /// not meet the next grant).
+    id: std::sync::Mutex<String>,
     lease_ms: u64,
 }
 
+/// A new permit id: 16 random bytes as 32 hex characters (Redisson's form).
+fn new_permit_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
 impl Acquire for LeasedRequest {
-    /// The instant the lease counts from.
-    type Grant = Instant;
+    /// The instant the lease counts from, and the permit id.
+    type Grant = (Instant, String);
 
     fn wake(&self) -> Option<(&str, Wake)> {
         Some((&self.sem.names.channel, Wake::All))
@@ -233,14 +239,15 @@ impl Acquire for LeasedRequest {
         RECHECK
     }
 
-    async fn attempt(&self, started: Instant) -> Result<Step<Instant>> {
+    async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
         let n = &self.sem.names;
+        let id = self.id.lock().unwrap().clone();
         let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(&self.leases)
             .key(&n.channel)
             .key(&self.old_leases)
-            .arg(member(&self.id))
+            .arg(member(&id))
             .arg(self.lease_ms);
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
@@ -252,12 +259,13 @@ impl Acquire for LeasedRequest {
             .inspect_err(|e| grant.failed(e))?;
         Ok(match r {
             (1, _) => {
-                // Not confirmed: released by id (a retry asks for the same id again).
+                // Not confirmed: released by id; the next attempt asks for a new id.
                 confirm_grant(grant, &context, || async {
-                    self.sem.release_id(&self.id).await.map(|_| ())
+                    *self.id.lock().unwrap() = new_permit_id();
+                    self.sem.release_id(&id).await.map(|_| ())
                 })
                 .await?;
-                Step::Done(started)
+                Step::Done((started, id))
             }
             // Waits are bounded by the earliest running lease.
             (_, wait_ms) if wait_ms >= 0 => Step::Wait(Some(Duration::from_millis(wait_ms as u64))),
@@ -269,9 +277,10 @@ impl Acquire for LeasedRequest {
         // Released by id (idempotent); tracked like a release, so it is sent even when the
         // runtime is shutting down.
         let client = &self.sem.names.client.inner;
-        client
-            .holds
-            .release_in_background(&client.backend, self.sem.release_request(&self.id));
+        client.holds.release_in_background(
+            &client.backend,
+            self.sem.release_request(&self.id.lock().unwrap()),
+        );
     }
 }
 

@@ -404,10 +404,19 @@ impl Acquire for PermitRequest {
             .eval_resolving(&context, &inv, n.client.resolve_window())
             .await
             .inspect_err(|e| grant.failed(e))?;
+        if got == -4 {
+            // This latch was cancelled (an unconfirmed grant given back): a new one, and try
+            // again at once.
+            *self.latch.lock().unwrap() = grant_latch(n);
+            return Ok(Step::Wait(Some(Duration::ZERO)));
+        }
         if got != 1 {
             return Ok(Step::Wait(None));
         }
         confirm_grant(grant, &context, || async {
+            // A new latch whatever the give-back's fate: this one holds a grant or its
+            // tombstone.
+            *self.latch.lock().unwrap() = grant_latch(n);
             let request = self.give_back_request(&latch);
             // Not confirmed itself: the replicas may be what is missing.
             n.client
@@ -419,7 +428,6 @@ impl Acquire for PermitRequest {
                     n.client.resolve_window(),
                 )
                 .await?;
-            *self.latch.lock().unwrap() = grant_latch(n);
             Ok(())
         })
         .await?;

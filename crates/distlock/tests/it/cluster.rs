@@ -441,3 +441,91 @@ async fn an_extension_follows_ask_during_a_slot_migration() {
     guard.release().await.expect("release after the migration");
     assert_eq!(cmd::<i64>(set.node_for_key(name), &["EXISTS", name]), 0);
 }
+
+/// One master fails while waiters are subscribed on two masters: until the cluster promotes
+/// its replica, the failed master's channels cannot be subscribed again — but the healthy
+/// master's subscriptions stay, so a release there wakes its waiter at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_master_does_not_hold_up_wake_ups_on_the_others() {
+    let mut set = ClusterSet::start();
+    let holder = client_on(&set).await;
+    let waiting = client_on(&set).await;
+    let failing = "on-failing-master";
+    let healthy_port = set
+        .masters()
+        .into_iter()
+        .map(|m| m.port())
+        .find(|p| *p != set.node_for_key(failing).port())
+        .unwrap();
+    let healthy = (0..)
+        .map(|i| format!("on-healthy-master-{i}"))
+        .find(|n| set.node_for_key(n).port() == healthy_port)
+        .unwrap();
+    let mut guards = Vec::new();
+    let mut waiters = Vec::new();
+    for name in [failing, healthy.as_str()] {
+        guards.push(
+            holder
+                .lock(name)
+                .lease(Duration::from_secs(30))
+                .acquire()
+                .await
+                .unwrap(),
+        );
+        let lock = waiting.lock(name);
+        waiters.push(tokio::spawn(async move {
+            let r = lock.try_acquire_for(Duration::from_secs(20)).await;
+            (r, Instant::now())
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let killed = set.kill_master_of_key(failing);
+    // Let the waiters' client see the closed connection and fail to resubscribe there.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let healthy_guard = guards.pop().unwrap();
+    healthy_guard.release().await.unwrap();
+    let released_at = Instant::now();
+    assert!(
+        set.node_for_key(failing).port() == killed,
+        "the failover finished before the release: the test proves nothing"
+    );
+    let (got, granted_at) = tokio::time::timeout(Duration::from_secs(5), waiters.pop().unwrap())
+        .await
+        .expect("the healthy master's waiter was not woken")
+        .unwrap();
+    let woken = granted_at.saturating_duration_since(released_at);
+    let got = got.unwrap().expect("granted");
+    assert!(woken < Duration::from_millis(500), "woken after {woken:?}");
+    got.release().await.unwrap();
+    drop(guards);
+}
+
+/// After `CLUSTER FAILOVER` the old master, now a replica, answers `MOVED` on the grant
+/// connection set aside for it: nothing ran, so a waiting acquire rides it out and is granted
+/// by the new master (it is not an outcome unknown).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_refused_by_a_demoted_master_is_sent_to_the_new_one() {
+    let set = ClusterSet::start();
+    let client = client_on(&set).await;
+    let name = "demoted";
+    let sem = client.semaphore(name);
+    assert!(sem.try_set_permits(1).await.unwrap());
+    // Warm the slot map and the grant connection to the master.
+    sem.try_acquire()
+        .await
+        .unwrap()
+        .expect("a permit")
+        .release()
+        .await
+        .unwrap();
+    let old = set.node_for_key(name).port();
+    let replica = set.replica_of(old).expect("a replica").port();
+    tokio::task::block_in_place(|| set.failover_replica(replica));
+    let permit = sem
+        .try_acquire_for(Duration::from_secs(5))
+        .await
+        .expect("ridden out")
+        .expect("granted by the new master");
+    assert_eq!(cmd::<String>(set.node_for_key(name), &["GET", name]), "0");
+    permit.release().await.unwrap();
+}
