@@ -57,10 +57,12 @@ pub enum ErrorKind {
     /// A [`RedLock`](crate::RedLock) could not get a quorum of nodes within the lock's
     /// validity; [`Error::node_failures`] names each failing node and its cause.
     QuorumNotReached,
-    /// A grant was made on the master but fewer replicas than asked for confirmed it (`WAIT`)
-    /// within the timeout ([`ClientBuilder::replica_acks`](crate::ClientBuilder::replica_acks));
-    /// the grant was given back. [`Error::replication`] says how many acknowledged. Waiting
-    /// acquires retry until their deadline.
+    /// A write was made on the master but fewer replicas than asked for confirmed it (`WAIT`)
+    /// within the timeout ([`ClientBuilder::replica_acks`](crate::ClientBuilder::replica_acks)).
+    /// A grant was given back (waiting acquires retry until their deadline); a release,
+    /// count-down or permit addition was resent until its resend window ended, and the error
+    /// then also says its outcome is unknown ([`Error::is_outcome_unknown`]).
+    /// [`Error::replication`] says how many acknowledged.
     NotReplicated,
 }
 
@@ -81,7 +83,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Backend => "server error",
             ErrorKind::QuorumNotReached => "quorum not reached",
             ErrorKind::WouldDeadlock => "would deadlock",
-            ErrorKind::NotReplicated => "grant not confirmed by enough replicas",
+            ErrorKind::NotReplicated => "not confirmed by enough replicas",
         })
     }
 }
@@ -145,8 +147,9 @@ impl Error {
         let mut e = Error::new(
             ErrorKind::NotReplicated,
             format!(
-                "{context}: granted on the master, but {acked} of {wanted} replicas confirmed \
-                 it within the WAIT timeout; given back"
+                "{context}: applied on the master, but {acked} of {wanted} replicas confirmed \
+                 it within the WAIT timeout (a grant is given back; a release is resent until \
+                 confirmed)"
             ),
         );
         e.replication = Some((acked, wanted));
