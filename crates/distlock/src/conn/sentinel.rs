@@ -124,7 +124,13 @@ pub(crate) struct Master {
     nudge: tokio::sync::Notify,
     /// Round robin over the grant connections.
     next_slot: std::sync::atomic::AtomicUsize,
+    /// One connection per sentinel, kept between polls.
+    sentinels: SentinelConns,
 }
+
+/// One connection per sentinel (by its place in the URL), opened on first use and dropped
+/// when a query on it fails: the poll every second reuses them instead of connecting anew.
+type SentinelConns = Vec<std::sync::Mutex<Option<redis::aio::MultiplexedConnection>>>;
 
 impl Master {
     /// Resolve the master, connect to it, and start following failovers (the monitor task
@@ -133,7 +139,13 @@ impl Master {
         config: Config,
         settings: &ConnectSettings,
     ) -> Result<Arc<Master>, String> {
-        let answer = resolve(&config, settings).await?;
+        let sentinels: SentinelConns = config
+            .url
+            .hosts
+            .iter()
+            .map(|_| std::sync::Mutex::new(None))
+            .collect();
+        let answer = resolve(&config, settings, &sentinels).await?;
         let (client, manager) = open_master(&config, settings, &answer.addr).await?;
         let master = Arc::new(Master {
             config,
@@ -149,6 +161,7 @@ impl Master {
             switches: watch::channel(0).0,
             nudge: tokio::sync::Notify::new(),
             next_slot: Default::default(),
+            sentinels,
         });
         tokio::spawn(monitor(Arc::downgrade(&master)));
         Ok(master)
@@ -226,7 +239,7 @@ impl Master {
 
     /// Ask the sentinels; switch to the master they name if it is another one.
     async fn refresh(&self) -> Result<(), String> {
-        let answer = resolve(&self.config, &self.settings).await?;
+        let answer = resolve(&self.config, &self.settings, &self.sentinels).await?;
         {
             let mut current = self.current.write().unwrap();
             if answer.epoch < current.epoch {
@@ -309,12 +322,17 @@ async fn open_master(
 
 /// Ask every sentinel in parallel; the answer with the highest config epoch among those that
 /// do not flag the master down.
-async fn resolve(config: &Config, settings: &ConnectSettings) -> Result<Answer, String> {
+async fn resolve(
+    config: &Config,
+    settings: &ConnectSettings,
+    conns: &SentinelConns,
+) -> Result<Answer, String> {
     let asks = config
         .url
         .hosts
         .iter()
-        .map(|s| ask_sentinel(config, settings, s));
+        .zip(conns)
+        .map(|(s, conn)| ask_sentinel(config, settings, s, conn));
     let answers = futures_util::future::join_all(asks).await;
     let mut best: Option<Answer> = None;
     let mut errors = Vec::new();
@@ -343,14 +361,23 @@ async fn ask_sentinel(
     config: &Config,
     settings: &ConnectSettings,
     sentinel: &str,
+    cached: &std::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,
 ) -> Result<Option<Answer>, String> {
-    let client = redis::Client::open(config.sentinel_url(sentinel).as_str())
-        .map_err(|e| e.category().to_string())?;
     let ask = async {
-        let mut con = client
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(|e| e.to_string())?;
+        let kept = cached.lock().unwrap().clone();
+        let mut con = match kept {
+            Some(con) => con,
+            None => {
+                let client = redis::Client::open(config.sentinel_url(sentinel).as_str())
+                    .map_err(|e| e.category().to_string())?;
+                let con = client
+                    .get_multiplexed_async_connection()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                *cached.lock().unwrap() = Some(con.clone());
+                con
+            }
+        };
         let fields: Vec<String> = redis::cmd("SENTINEL")
             .arg("MASTER")
             .arg(&config.master_name)
@@ -365,9 +392,18 @@ async fn ask_sentinel(
             .map_err(|e| e.to_string())?;
         Ok::<_, String>((fields, replicas))
     };
-    let (fields, replicas) = tokio::time::timeout(settings.connect_timeout, ask)
+    let answered = tokio::time::timeout(settings.connect_timeout, ask)
         .await
-        .map_err(|_| "no answer within the connect timeout".to_string())??;
+        .map_err(|_| "no answer within the connect timeout".to_string())
+        .and_then(|r| r);
+    let (fields, replicas) = match answered {
+        Ok(v) => v,
+        Err(e) => {
+            // Connect again at the next poll.
+            *cached.lock().unwrap() = None;
+            return Err(e);
+        }
+    };
     // Down means s_down or o_down; a sentinel that has just switched reports the new master
     // as `disconnected` until its own link to it is up, which is no reason to wait.
     if flagged(&fields, &["s_down", "o_down"]) {

@@ -398,3 +398,33 @@ async fn an_unconfirmed_reentry_keeps_the_existing_hold() {
     first.release().await.unwrap();
     assert_eq!(holds(&set), 0);
 }
+
+/// The sentinels' connections accepted so far (`INFO stats`), summed.
+fn sentinel_connections(set: &SentinelSet) -> u64 {
+    set.sentinels()
+        .iter()
+        .map(|s| {
+            let info: String = cmd(s, &["INFO", "stats"]);
+            info.lines()
+                .find_map(|l| l.strip_prefix("total_connections_received:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .expect("total_connections_received")
+        })
+        .sum()
+}
+
+/// The poll that follows failovers asks every sentinel every second over one kept
+/// connection per sentinel, not a new one each time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_the_sentinels_reuses_one_connection_each() {
+    let set = SentinelSet::start();
+    let client = client_on(&set).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let before = sentinel_connections(&set);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let after = sentinel_connections(&set);
+    // Each `sentinel_connections` call itself connects once per sentinel.
+    let ours = after - before - set.sentinels().len() as u64;
+    assert!(ours == 0, "{ours} new sentinel connections in 4 polls");
+    drop(client);
+}
