@@ -377,7 +377,7 @@ pub(crate) struct Nodes {
     seeds: Arc<Vec<redis::Client>>,
     settings: super::ConnectSettings,
     /// The map and when it was read.
-    map: RwLock<(SlotMap, Option<Instant>)>,
+    map: RwLock<(Arc<SlotMap>, Option<Instant>)>,
     /// Read the map again before the next grant.
     stale: AtomicBool,
     /// One refresh at a time.
@@ -397,7 +397,7 @@ impl Nodes {
         Nodes {
             seeds,
             settings,
-            map: RwLock::new((SlotMap::default(), None)),
+            map: RwLock::new((Arc::new(SlotMap::default()), None)),
             stale: AtomicBool::new(true),
             refreshing: tokio::sync::Mutex::new(()),
             pools: Mutex::new(HashMap::new()),
@@ -411,8 +411,8 @@ impl Nodes {
     }
 
     /// The current map, read again first when stale or older than [`REFRESH_EVERY`].
-    pub(crate) async fn slot_map(&self) -> Result<SlotMap, String> {
-        let fresh = |m: &(SlotMap, Option<Instant>)| {
+    pub(crate) async fn slot_map(&self) -> Result<Arc<SlotMap>, String> {
+        let fresh = |m: &(Arc<SlotMap>, Option<Instant>)| {
             !self.stale.load(Ordering::Relaxed)
                 && m.1.is_some_and(|at| at.elapsed() < REFRESH_EVERY)
         };
@@ -451,6 +451,7 @@ impl Nodes {
         let each = self.settings.connect_timeout.min(Duration::from_secs(1));
         match fetch_slots(Vec::new(), &candidates, each).await {
             Ok(map) => {
+                let map = Arc::new(map);
                 let masters = map.masters();
                 self.pools
                     .lock()
