@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use distlock::{Client, ClientBuilder};
-use distlock_harness::{ClusterSet, RedisServer, SentinelSet};
+use distlock_test::{ClusterSet, RedisServer, SentinelSet};
 
 /// Connection options shared by every subcommand.
 #[derive(Clone, Debug)]

@@ -1,5 +1,5 @@
 //! Criterion benches of distlock's client-side costs, and of one acquire/release pair end to
-//! end against a private redis-server (started by distlock-harness).
+//! end against a private redis-server (started by distlock-test).
 //!
 //! ```text
 //! cargo bench -p distlock --bench client
@@ -66,7 +66,7 @@ fn commands(c: &mut Criterion) {
 }
 
 fn end_to_end(c: &mut Criterion) {
-    let server = distlock_harness::RedisServer::start();
+    let server = distlock_test::RedisServer::start();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

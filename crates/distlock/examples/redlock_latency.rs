@@ -1,5 +1,5 @@
 //! Acquire latency of a RedLock over 3 and 5 local redis-server processes (started on free
-//! ports by distlock-harness), compared with a single-node `Lock`:
+//! ports by distlock-test), compared with a single-node `Lock`:
 //!
 //! ```text
 //! cargo run --release -p distlock --example redlock_latency
@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use distlock_harness::RedisServer;
+use distlock_test::RedisServer;
 
 const PAIRS: usize = 2000;
 

@@ -1,6 +1,6 @@
 //! What confirming grants and releases with `WAIT` costs: acquire + release latency on a
 //! Sentinel set (a master, two replicas, three sentinels) and a Cluster (three masters with a
-//! replica each) — real processes started by distlock-harness — with replica confirmation
+//! replica each) — real processes started by distlock-test — with replica confirmation
 //! (`replica_acks(1)`, the default) and without (`replica_acks(0)`), and on a standalone
 //! server for reference:
 //!
@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use distlock_harness::{ClusterSet, RedisServer, SentinelSet};
+use distlock_test::{ClusterSet, RedisServer, SentinelSet};
 
 const PAIRS: usize = 3000;
 

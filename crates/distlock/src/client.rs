@@ -354,7 +354,11 @@ impl ClientBuilder {
     ///
     /// - one server: `redis://[user][:password@]host[:port][/db]`, or `rediss://…` for TLS
     ///   (rustls, Mozilla's root certificates; append `#insecure` to skip verification, as
-    ///   redis-rs does);
+    ///   redis-rs does). TLS needs the `tls` feature (on by default); it uses rustls's `ring`
+    ///   provider, which rustls picks by itself when it is the only one built. An application
+    ///   whose build also enables another provider (aws-lc-rs) chooses one once, before
+    ///   connecting — `rustls::crypto::ring::default_provider().install_default()` — as
+    ///   rustls requires; distlock installs nothing process-wide;
     /// - a master behind Redis Sentinel, in lettuce's form:
     ///   `redis-sentinel://[user:password@]host1[:port1][,host2[:port2]…][/db]#master-name`
     ///   (`rediss-sentinel://` for TLS, `?insecure` to skip verification; sentinels without a
@@ -513,8 +517,6 @@ impl ClientBuilder {
             return Err(Error::config("watchdog lease must be at least 3 ms"));
         }
         keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))?;
-        // TLS needs a process-wide crypto provider; installing twice is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let target = Target::parse(&url, self.sentinel_auth.as_deref())?;
         let standalone = match &target {
             Target::Standalone(client) => Some(client.clone()),

@@ -3,8 +3,8 @@
 
 use std::process::{Command, Output};
 
-use distlock_harness::testing::cmd;
-use distlock_harness::RedisServer;
+use distlock_test::testing::cmd;
+use distlock_test::RedisServer;
 use serde_json::Value;
 
 /// Tiny sizes so that all workloads take a few seconds.
@@ -229,7 +229,7 @@ fn bench_clients_flag_and_env_url() {
 /// An unreachable server is one error line and exit 1, not a panic.
 #[test]
 fn bench_reports_an_unreachable_server() {
-    let port = distlock_harness::free_port();
+    let port = distlock_test::free_port();
     let mut c = bench();
     c.args([
         "--url",
@@ -249,8 +249,8 @@ fn bench_reports_an_unreachable_server() {
 /// reports (but `memory` on a Cluster), `contended` with no lost updates.
 #[test]
 fn every_workload_runs_on_sentinel_and_cluster_urls() {
-    let sentinel = distlock_harness::SentinelSet::start();
-    let cluster = distlock_harness::ClusterSet::start();
+    let sentinel = distlock_test::SentinelSet::start();
+    let cluster = distlock_test::ClusterSet::start();
     for url in [sentinel.url(), cluster.url()] {
         let mut c = bench();
         c.args(["--url", &url, "--json"]);

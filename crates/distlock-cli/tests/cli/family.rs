@@ -3,8 +3,8 @@
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use distlock_harness::testing::{cmd, wait_until};
-use distlock_harness::RedisServer;
+use distlock_test::testing::{cmd, wait_until};
+use distlock_test::RedisServer;
 
 use super::{distlock, hold, hold_until_key, output};
 

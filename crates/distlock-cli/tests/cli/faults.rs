@@ -5,8 +5,8 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use distlock_harness::testing::{cmd, wait_until};
-use distlock_harness::RedisServer;
+use distlock_test::testing::{cmd, wait_until};
+use distlock_test::RedisServer;
 
 use super::{distlock, output};
 

@@ -9,8 +9,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use distlock_harness::testing::{cmd, wait_until};
-use distlock_harness::RedisServer;
+use distlock_test::testing::{cmd, wait_until};
+use distlock_test::RedisServer;
 
 fn distlock(server: &RedisServer) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
@@ -194,7 +194,7 @@ fn wrong_password_never_appears_in_output() {
 /// (the library's message and its source chain do not repeat it) and never the password.
 #[test]
 fn unreachable_server_shows_the_cause_once() {
-    let port = distlock_harness::free_port();
+    let port = distlock_test::free_port();
     for args in [&["status", "x"][..], &["run", "x", "--", "true"][..]] {
         let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
         c.env_remove("DISTLOCK_LOG")
@@ -522,7 +522,7 @@ fn redlock_mode_runs_under_a_quorum_and_exits_75_without_one() {
 /// node's config epoch.
 #[test]
 fn run_status_and_unlock_on_a_cluster() {
-    let set = distlock_harness::ClusterSet::start();
+    let set = distlock_test::ClusterSet::start();
     let distlock = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
         c.env("DISTLOCK_URL", set.url())
@@ -568,7 +568,7 @@ fn run_status_and_unlock_on_a_cluster() {
 /// gets a fencing token, the lock is on the master the sentinels name, and `status` finds it.
 #[test]
 fn run_and_status_through_sentinel() {
-    let set = distlock_harness::SentinelSet::start();
+    let set = distlock_test::SentinelSet::start();
     let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
     c.env("DISTLOCK_URL", set.url())
         .env_remove("DISTLOCK_LOG")

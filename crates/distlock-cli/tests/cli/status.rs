@@ -1,7 +1,7 @@
 //! `distlock status` and `distlock unlock --force`: what they show, what they refuse.
 
-use distlock_harness::testing::cmd;
-use distlock_harness::RedisServer;
+use distlock_test::testing::cmd;
+use distlock_test::RedisServer;
 
 use super::{distlock, hold_until_key, output};
 

@@ -93,7 +93,7 @@ async fn wrong_key_type_is_reported_and_left_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_server_is_a_connection_error() {
-    let port = distlock_harness::free_port();
+    let port = distlock_test::free_port();
     let err = Client::builder()
         .url(format!("redis://127.0.0.1:{port}/"))
         .connect_timeout(Duration::from_millis(500))

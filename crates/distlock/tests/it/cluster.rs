@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use distlock::Client;
-use distlock_harness::testing::wait_until;
-use distlock_harness::ClusterSet;
+use distlock_test::testing::wait_until;
+use distlock_test::ClusterSet;
 
 use crate::util::*;
 
@@ -163,7 +163,7 @@ async fn a_held_lock_follows_its_slot_to_another_master() {
 }
 
 /// A raw sharded subscriber on one node (RESP2: replies and messages are arrays).
-fn sharded_listener(node: &distlock_harness::RedisServer, channel: &str) -> redis::Connection {
+fn sharded_listener(node: &distlock_test::RedisServer, channel: &str) -> redis::Connection {
     let mut con = node.connection();
     con.send_packed_command(&redis::cmd("SSUBSCRIBE").arg(channel).get_packed_command())
         .unwrap();
@@ -395,7 +395,7 @@ async fn an_extension_follows_ask_during_a_slot_migration() {
         .into_iter()
         .find(|m| m.port() != source.port())
         .unwrap();
-    let id = |n: &distlock_harness::RedisServer| cmd::<String>(n, &["CLUSTER", "MYID"]);
+    let id = |n: &distlock_test::RedisServer| cmd::<String>(n, &["CLUSTER", "MYID"]);
     let (source_id, target_id) = (id(source), id(target));
     let _: () = cmd(
         target,

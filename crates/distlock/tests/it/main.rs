@@ -1,5 +1,5 @@
 //! distlock's integration tests: every test runs against real `redis-server` processes
-//! started by `distlock-harness` on free loopback ports.
+//! started by `distlock-test` on free loopback ports.
 
 mod util;
 
@@ -26,6 +26,7 @@ mod scripts;
 mod semaphore;
 mod sentinel;
 mod shutdown;
+#[cfg(feature = "tls")]
 mod tls;
 mod topologies;
 mod wakeup;

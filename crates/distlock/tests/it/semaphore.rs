@@ -283,7 +283,7 @@ async fn watchdog_keeps_a_leased_permit_and_signals_its_loss() {
 /// `<command> <leases key> <member>` where the member is a leased permit's id as Redisson
 /// stores it: the 16 bytes its 32 hex characters spell.
 fn permit_cmd<T: redis::FromRedisValue>(
-    server: &distlock_harness::RedisServer,
+    server: &distlock_test::RedisServer,
     command: &str,
     leases: &str,
     id: &str,

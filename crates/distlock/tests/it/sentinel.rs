@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use distlock::{Client, ErrorKind};
-use distlock_harness::sentinel::role;
-use distlock_harness::testing::wait_until;
-use distlock_harness::SentinelSet;
+use distlock_test::sentinel::role;
+use distlock_test::testing::wait_until;
+use distlock_test::SentinelSet;
 
 use crate::util::*;
 

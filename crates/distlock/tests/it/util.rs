@@ -1,7 +1,7 @@
 //! Helpers of the library's integration tests.
 //!
 //! The server-side ones — run a command on a server, list its keys and subscribers, poll
-//! until a condition holds — are `distlock_harness::testing`'s, re-exported here so that a
+//! until a condition holds — are `distlock_test::testing`'s, re-exported here so that a
 //! test's `use crate::util::*` brings everything. What is distlock's own stays here: clients,
 //! the filter of distlock's bookkeeping keys, the example binaries, and the topologies a
 //! conformance test runs on.
@@ -9,10 +9,8 @@
 use std::time::Duration;
 
 use distlock::Client;
-pub use distlock_harness::testing::{
-    cmd, eventually, keys, numsub, responds_within, server_time_ms,
-};
-pub use distlock_harness::RedisServer;
+pub use distlock_test::testing::{cmd, eventually, keys, numsub, responds_within, server_time_ms};
+pub use distlock_test::RedisServer;
 
 /// A fresh server and a client on it.
 pub async fn setup() -> (RedisServer, Client) {
@@ -163,9 +161,9 @@ pub enum Deployment {
     /// One server.
     Standalone(RedisServer),
     /// A Sentinel set.
-    Sentinel(distlock_harness::SentinelSet),
+    Sentinel(distlock_test::SentinelSet),
     /// A cluster.
-    Cluster(distlock_harness::ClusterSet),
+    Cluster(distlock_test::ClusterSet),
 }
 
 impl Deployment {
@@ -173,8 +171,8 @@ impl Deployment {
     pub fn start(topology: Topology) -> Deployment {
         match topology {
             Topology::Standalone => Deployment::Standalone(RedisServer::start()),
-            Topology::Sentinel => Deployment::Sentinel(distlock_harness::SentinelSet::start()),
-            Topology::Cluster => Deployment::Cluster(distlock_harness::ClusterSet::start()),
+            Topology::Sentinel => Deployment::Sentinel(distlock_test::SentinelSet::start()),
+            Topology::Cluster => Deployment::Cluster(distlock_test::ClusterSet::start()),
         }
     }
 

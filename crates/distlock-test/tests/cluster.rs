@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use distlock_harness::sentinel::role;
-use distlock_harness::testing::cmd;
-use distlock_harness::{ClusterSet, RedisServer};
+use distlock_test::sentinel::role;
+use distlock_test::testing::cmd;
+use distlock_test::{ClusterSet, RedisServer};
 
 /// `GET key` on `node`: the value, or the port a `MOVED`/`ASK` error redirects to.
 fn get(node: &RedisServer, key: &str) -> Result<Option<String>, u16> {

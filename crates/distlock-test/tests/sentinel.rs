@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use distlock_harness::sentinel::role;
-use distlock_harness::testing::cmd;
-use distlock_harness::SentinelSet;
+use distlock_test::sentinel::role;
+use distlock_test::testing::cmd;
+use distlock_test::SentinelSet;
 
 #[test]
 fn a_killed_master_fails_over_to_a_replica() {

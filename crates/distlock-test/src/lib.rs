@@ -1,5 +1,5 @@
-//! Real `redis-server` processes on free loopback ports, for distlock's tests, its `demo` and
-//! its `bench`.
+//! Real `redis-server` processes on free loopback ports, for tests of services that use
+//! distlock, and for distlock's own tests, its `demo` and its `bench`.
 //!
 //! Every server is a child process started from the `redis-server` binary named by the
 //! `DISTLOCK_REDIS_SERVER` environment variable, or found on `PATH`. A missing binary is a
