@@ -37,6 +37,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use tracing::Instrument;
+
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, Result};
@@ -50,6 +52,16 @@ pub(crate) trait Acquire: Send + Sync {
     /// What a granted attempt hands back to the primitive (hold count and fencing token,
     /// the instant the lease counts from, …).
     type Grant: Send;
+
+    /// What is acquired, for the `distlock.acquire` span: the kind (`lock`, `fair_lock`,
+    /// `read_lock`, `write_lock`, `semaphore`, `leased_semaphore`, `job_lock`, `latch`), the
+    /// name, and the owner where the kind has one.
+    fn describe(&self) -> (&'static str, &str, Option<&str>);
+
+    /// The fencing token of a grant, where the kind issues one (recorded on the span).
+    fn token(_grant: &Self::Grant) -> Option<u128> {
+        None
+    }
 
     /// The channel a waiter is woken on, and how; `None` for a kind that has none (polled
     /// every [`Acquire::recheck`]).
@@ -80,7 +92,51 @@ pub(crate) trait Acquire: Send + Sync {
 /// # Cancel safety
 /// Dropping the future, or an error that leaves the last attempt's outcome unknown, hands
 /// the request to [`Acquire::give_back`].
+///
+/// Runs in an INFO span `distlock.acquire` with the fields `kind`, `name`, `owner` (where the
+/// kind has one), `wait_ms` (the bound), and, when it ends, `outcome` (`granted`,
+/// `not_acquired`, `error`), `waited_ms` and `token` (a granted lock's fencing token).
 pub(crate) async fn acquire<A: Acquire>(
+    client: &Client,
+    request: A,
+    wait: Duration,
+) -> Result<Option<A::Grant>> {
+    let (kind, name, owner) = request.describe();
+    let span = tracing::info_span!(
+        "distlock.acquire",
+        kind,
+        name,
+        owner,
+        wait_ms = wait.as_millis() as u64,
+        outcome = tracing::field::Empty,
+        waited_ms = tracing::field::Empty,
+        token = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let got = acquire_in_span(client, request, wait)
+        .instrument(span.clone())
+        .await;
+    span.record("waited_ms", started.elapsed().as_millis() as u64);
+    match &got {
+        Ok(Some(grant)) => {
+            span.record("outcome", "granted");
+            if let Some(token) = A::token(grant) {
+                span.record("token", token.to_string());
+            }
+        }
+        Ok(None) => {
+            span.record("outcome", "not_acquired");
+        }
+        Err(e) => {
+            span.record("outcome", "error");
+            let _in = span.enter();
+            tracing::debug!(error = %e, "acquire failed");
+        }
+    }
+    got
+}
+
+async fn acquire_in_span<A: Acquire>(
     client: &Client,
     request: A,
     wait: Duration,

@@ -246,6 +246,10 @@ struct Opening<'a>(&'a CountDownLatch);
 impl Acquire for Opening<'_> {
     type Grant = ();
 
+    fn describe(&self) -> (&'static str, &str, Option<&str>) {
+        ("latch", &self.0.name, None)
+    }
+
     fn wake(&self) -> Option<(&str, Wake)> {
         Some((&self.0.channel, Wake::All))
     }

@@ -24,6 +24,8 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
+use tracing::Instrument;
+
 use crate::conn::Backend;
 use crate::keys::{self, drift};
 use crate::scripts;
@@ -486,6 +488,9 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
 
 /// One renewal script call for up to [`BATCH`] leases of one kind in one hash slot; false
 /// when it failed.
+///
+/// In an INFO span `distlock.renew` (`leases`, `read`, `outcome`: `renewed`, `unconfirmed`
+/// or `failed`; `lost`: the leases found gone).
 async fn renew_chunk(
     backend: &Backend,
     shared: &Shared,
@@ -493,6 +498,27 @@ async fn renew_chunk(
     lease_ms: u64,
     chunk: &[(u16, EntryKey, String, Arc<LeaseState>)],
     is_read: bool,
+) -> bool {
+    let span = tracing::info_span!(
+        "distlock.renew",
+        leases = chunk.len(),
+        read = is_read,
+        outcome = tracing::field::Empty,
+        lost = tracing::field::Empty,
+    );
+    renew_chunk_in_span(backend, shared, lease, lease_ms, chunk, is_read, &span)
+        .instrument(span.clone())
+        .await
+}
+
+async fn renew_chunk_in_span(
+    backend: &Backend,
+    shared: &Shared,
+    lease: Duration,
+    lease_ms: u64,
+    chunk: &[(u16, EntryKey, String, Arc<LeaseState>)],
+    is_read: bool,
+    span: &tracing::Span,
 ) -> bool {
     let started = Instant::now();
     let script = if is_read {
@@ -514,6 +540,7 @@ async fn renew_chunk(
     // The chunk is one hash slot: its first key routes the grant connection.
     let first_key = chunk.first().map_or("", |(_, (key, _), _, _)| key.as_str());
     let Ok(mut grant) = backend.for_grant(first_key).await else {
+        span.record("outcome", "failed");
         return false;
     };
     let sent = grant
@@ -535,6 +562,7 @@ async fn renew_chunk(
                     false
                 }
             };
+            let mut lost = 0usize;
             for ((_, entry_key, _, state), r) in chunk.iter().zip(results) {
                 if r == 1 {
                     if confirmed {
@@ -545,11 +573,15 @@ async fn renew_chunk(
                 } else if stop_renewing(shared, entry_key, state) {
                     tracing::warn!(lock = %entry_key.0, "watchdog found the lock gone; lease lost");
                     state.mark_lost();
+                    lost += 1;
                 }
             }
+            span.record("outcome", if confirmed { "renewed" } else { "unconfirmed" });
+            span.record("lost", lost);
             true
         }
         Ok(results) => {
+            span.record("outcome", "failed");
             tracing::error!(
                 got = results.len(),
                 want = chunk.len(),
@@ -558,6 +590,7 @@ async fn renew_chunk(
             false
         }
         Err(e) => {
+            span.record("outcome", "failed");
             tracing::warn!(
                 error = format_args!("{e:#}"),
                 locks = chunk.len(),

@@ -499,6 +499,10 @@ impl Acquire for JobRequest {
     /// The value written and the instant the lease counts from.
     type Grant = (String, Instant);
 
+    fn describe(&self) -> (&'static str, &str, Option<&str>) {
+        ("job_lock", &self.key, None)
+    }
+
     fn wake(&self) -> Option<(&str, Wake)> {
         None
     }

@@ -17,6 +17,8 @@ use crate::acquire::{acquire, Acquire, Step};
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
+use tracing::Instrument;
+
 use crate::keys::{self, TOKEN_FIELD};
 use crate::scripts;
 
@@ -353,7 +355,30 @@ impl Lock {
         self.release_hold_with(owner, lease, false).await
     }
 
+    /// In an INFO span `distlock.release` (`kind`, `name`, `owner`, `give_back`, `outcome`).
     async fn release_hold_with(
+        &self,
+        owner: &Owner,
+        lease: Duration,
+        confirmed: bool,
+    ) -> Result<()> {
+        let span = tracing::info_span!(
+            "distlock.release",
+            kind = self.inner.raw.kind(),
+            name = %self.inner.names.name,
+            owner = owner.as_str(),
+            give_back = !confirmed,
+            outcome = tracing::field::Empty,
+        );
+        let r = self
+            .release_hold_in_span(owner, lease, confirmed)
+            .instrument(span.clone())
+            .await;
+        span.record("outcome", outcome(&r));
+        r
+    }
+
+    async fn release_hold_in_span(
         &self,
         owner: &Owner,
         lease: Duration,
@@ -392,7 +417,32 @@ impl Lock {
         }
     }
 
+    /// In an INFO span `distlock.extend` (`kind`, `name`, `owner`, `lease_ms`, `outcome`).
     pub(crate) async fn renew_one(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
+        let span = tracing::info_span!(
+            "distlock.extend",
+            kind = self.inner.raw.kind(),
+            name = %self.inner.names.name,
+            owner = owner.as_str(),
+            lease_ms,
+            outcome = tracing::field::Empty,
+        );
+        let r = self
+            .renew_one_in_span(owner, lease_ms)
+            .instrument(span.clone())
+            .await;
+        span.record(
+            "outcome",
+            match &r {
+                Ok(1) => "extended",
+                Ok(_) => "not_held",
+                Err(_) => outcome(&r),
+            },
+        );
+        r
+    }
+
+    async fn renew_one_in_span(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
         let key = &self.inner.names.key;
         let inv = match self.inner.raw.renewal(&self.inner.names, owner) {
             Renewal::Read { prefix } => {
@@ -469,6 +519,18 @@ struct LockRequest {
 impl Acquire for LockRequest {
     /// Hold count, fencing token, and the instant the lease counts from.
     type Grant = (u32, u128, Instant);
+
+    fn describe(&self) -> (&'static str, &str, Option<&str>) {
+        (
+            self.lock.inner.raw.kind(),
+            &self.lock.inner.names.name,
+            Some(self.owner.as_str()),
+        )
+    }
+
+    fn token(grant: &Self::Grant) -> Option<u128> {
+        Some(grant.1)
+    }
 
     fn wake(&self) -> Option<(&str, Wake)> {
         Some((&self.channel, self.wake))
@@ -557,5 +619,17 @@ impl Acquire for LockRequest {
                 }
             }
         });
+    }
+}
+
+/// A span's `outcome` for a finished request: `ok`, `not_held`, `not_replicated`,
+/// `outcome_unknown` or `error`.
+fn outcome<T>(r: &Result<T>) -> &'static str {
+    match r {
+        Ok(_) => "ok",
+        Err(e) if e.is_outcome_unknown() => "outcome_unknown",
+        Err(e) if e.kind() == ErrorKind::NotHeld => "not_held",
+        Err(e) if e.kind() == ErrorKind::NotReplicated => "not_replicated",
+        Err(_) => "error",
     }
 }

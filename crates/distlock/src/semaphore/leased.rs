@@ -231,6 +231,10 @@ impl Acquire for LeasedRequest {
     /// The instant the lease counts from, and the permit id.
     type Grant = (Instant, String);
 
+    fn describe(&self) -> (&'static str, &str, Option<&str>) {
+        ("leased_semaphore", &self.sem.names.name, None)
+    }
+
     fn wake(&self) -> Option<(&str, Wake)> {
         Some((&self.sem.names.channel, Wake::All))
     }

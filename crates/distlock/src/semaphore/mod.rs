@@ -377,6 +377,10 @@ impl PermitRequest {
 impl Acquire for PermitRequest {
     type Grant = ();
 
+    fn describe(&self) -> (&'static str, &str, Option<&str>) {
+        ("semaphore", &self.names.name, None)
+    }
+
     fn wake(&self) -> Option<(&str, Wake)> {
         Some((&self.names.channel, Wake::All))
     }

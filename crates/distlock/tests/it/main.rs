@@ -16,6 +16,7 @@ mod lock_basic;
 mod lost;
 mod model;
 mod multi;
+mod observability;
 mod outages;
 mod processes;
 mod redisson;

@@ -52,6 +52,10 @@ fn leave_invocation(
 }
 
 impl RawLock for Fair {
+    fn kind(&self) -> &'static str {
+        "fair_lock"
+    }
+
     fn channel(&self, key: &str) -> String {
         keys::lock_channel(key)
     }

@@ -124,6 +124,9 @@ pub(crate) enum Queue {
 
 /// What differs between the kinds of the lock family. Every method only builds requests.
 pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
+    /// The kind's name in tracing spans: `lock`, `fair_lock`, `read_lock`, `write_lock`.
+    fn kind(&self) -> &'static str;
+
     /// The wake channel of the lock `key`.
     fn channel(&self, key: &str) -> String;
 

@@ -15,6 +15,10 @@ use crate::scripts;
 pub(crate) struct Plain;
 
 impl RawLock for Plain {
+    fn kind(&self) -> &'static str {
+        "lock"
+    }
+
     fn channel(&self, key: &str) -> String {
         keys::lock_channel(key)
     }

@@ -44,6 +44,10 @@ fn force_unlock(n: &Names) -> crate::scripts::Invocation<'static> {
 }
 
 impl RawLock for Read {
+    fn kind(&self) -> &'static str {
+        "read_lock"
+    }
+
     fn channel(&self, key: &str) -> String {
         rw_channel(key)
     }
@@ -102,6 +106,10 @@ impl RawLock for Read {
 }
 
 impl RawLock for Write {
+    fn kind(&self) -> &'static str {
+        "write_lock"
+    }
+
     fn channel(&self, key: &str) -> String {
         rw_channel(key)
     }

@@ -1,0 +1,155 @@
+//! Tracing spans: what a reader of the traces sees of acquires, releases, extensions and
+//! watchdog renewals.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::Subscriber;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+use crate::util::*;
+
+/// A closed span: its name and fields (as text).
+type Closed = (String, HashMap<String, String>);
+
+/// Collects every closed span with its fields.
+#[derive(Clone, Default)]
+struct Collector(Arc<Mutex<Vec<Closed>>>);
+
+struct Fields(HashMap<String, String>);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(
+            field.name().to_string(),
+            format!("{value:?}").trim_matches('"').to_string(),
+        );
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Collector {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut fields = Fields(HashMap::new());
+        attrs.record(&mut fields);
+        ctx.span(id).unwrap().extensions_mut().insert(fields);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let span = ctx.span(id).unwrap();
+        let mut ext = span.extensions_mut();
+        values.record(ext.get_mut::<Fields>().unwrap());
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let span = ctx.span(&id).unwrap();
+        let fields = span.extensions_mut().remove::<Fields>().unwrap().0;
+        self.0
+            .lock()
+            .unwrap()
+            .push((span.name().to_string(), fields));
+    }
+}
+
+impl Collector {
+    /// The closed spans called `name` whose fields include every pair of `with`.
+    fn find(&self, name: &str, with: &[(&str, &str)]) -> Vec<HashMap<String, String>> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(n, f)| {
+                n == name
+                    && with
+                        .iter()
+                        .all(|(k, v)| f.get(*k).map(String::as_str) == Some(*v))
+            })
+            .map(|(_, f)| f.clone())
+            .collect()
+    }
+}
+
+/// Acquire, extend, release, a refused attempt, a semaphore permit and a watchdog renewal
+/// each leave a span with the fields the README lists: kind, name, owner, outcome, waited
+/// time, the fencing token of a grant.
+#[tokio::test(flavor = "current_thread")]
+async fn spans_carry_kind_name_owner_token_and_outcome() {
+    // The process-wide default: a thread-scoped one races with the other tests' threads over
+    // tracing's per-callsite interest cache. Spans of other tests land here too; the names
+    // below are this test's own.
+    let collector = Collector::default();
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(collector.clone()))
+        .expect("no other test installs a global subscriber");
+
+    let server = RedisServer::start();
+    let client = client_with_watchdog(&server, Duration::from_millis(300)).await;
+    let lock = client.lock("traced");
+    let guard = lock.acquire().await.unwrap();
+    let token = guard.fencing_token().to_string();
+    let owner = guard.owner().to_string();
+    assert!(client.lock("traced").try_acquire().await.unwrap().is_none());
+    // Let the watchdog renew (every 100 ms), then extend and release.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    guard.extend(Duration::from_secs(5)).await.unwrap();
+    guard.release().await.unwrap();
+    let sem = client.semaphore("traced-sem");
+    sem.try_set_permits(1).await.unwrap();
+    sem.acquire().await.unwrap().release().await.unwrap();
+
+    let granted = collector.find(
+        "distlock.acquire",
+        &[("kind", "lock"), ("name", "traced"), ("outcome", "granted")],
+    );
+    assert_eq!(granted.len(), 1, "{granted:?}");
+    assert_eq!(granted[0]["token"], token);
+    assert_eq!(granted[0]["owner"], owner);
+    assert!(
+        granted[0]["waited_ms"].parse::<u64>().is_ok(),
+        "{granted:?}"
+    );
+    let refused = collector.find(
+        "distlock.acquire",
+        &[("name", "traced"), ("outcome", "not_acquired")],
+    );
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_ne!(refused[0]["owner"], owner);
+    let extended = collector.find(
+        "distlock.extend",
+        &[
+            ("name", "traced"),
+            ("owner", &owner),
+            ("outcome", "extended"),
+        ],
+    );
+    assert_eq!(extended.len(), 1);
+    let released = collector.find(
+        "distlock.release",
+        &[
+            ("name", "traced"),
+            ("owner", &owner),
+            ("outcome", "ok"),
+            ("give_back", "false"),
+        ],
+    );
+    assert_eq!(released.len(), 1);
+    assert!(!collector
+        .find("distlock.renew", &[("outcome", "renewed"), ("lost", "0")])
+        .is_empty());
+    assert_eq!(
+        collector
+            .find(
+                "distlock.acquire",
+                &[
+                    ("kind", "semaphore"),
+                    ("name", "traced-sem"),
+                    ("outcome", "granted")
+                ],
+            )
+            .len(),
+        1
+    );
+}
