@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::connect::Options;
@@ -102,23 +103,14 @@ fn die_with_wrapper(command: &mut tokio::process::Command) {
     // Taken before the fork: in the child, a different parent means the wrapper already
     // died between fork and prctl (the child was re-parented) and the signal would never
     // come.
-    let wrapper = std::process::id() as libc::pid_t;
+    let wrapper = nix::unistd::Pid::this();
     // SAFETY: the closure runs in the forked child before exec and calls only
     // async-signal-safe functions (prctl, getppid, raise); it allocates nothing.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) == -1
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != wrapper {
-                libc::raise(libc::SIGKILL);
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+            if nix::unistd::getppid() != wrapper {
+                let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
             }
             Ok(())
         });
@@ -129,12 +121,10 @@ fn die_with_wrapper(command: &mut tokio::process::Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_wrapper(_command: &mut tokio::process::Command) {}
 
-fn send_signal(pid: Option<u32>, sig: libc::c_int) {
-    if let Some(pid) = pid {
-        // SAFETY: kill(2) has no memory-safety preconditions; the pid is our own child's.
-        unsafe {
-            libc::kill(pid as libc::pid_t, sig);
-        }
+fn send_signal(pid: Option<u32>, sig: nix::sys::signal::Signal) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        // The child may have exited already: nothing to signal then.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
     }
 }
 
@@ -321,14 +311,14 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     let status = loop {
         tokio::select! {
             status = child.wait() => break status?,
-            _ = sigint.recv() => send_signal(pid, libc::SIGINT),
-            _ = sigterm.recv() => send_signal(pid, libc::SIGTERM),
-            _ = sighup.recv() => send_signal(pid, libc::SIGHUP),
+            _ = sigint.recv() => send_signal(pid, Signal::SIGINT),
+            _ = sigterm.recv() => send_signal(pid, Signal::SIGTERM),
+            _ = sighup.recv() => send_signal(pid, Signal::SIGHUP),
             _ = held.lost(), if !lost_seen => {
                 lost_seen = true;
                 eprintln!("distlock: the lease on {:?} was lost while the command ran", args.name);
                 if on_lost == OnLost::Term {
-                    send_signal(pid, libc::SIGTERM);
+                    send_signal(pid, Signal::SIGTERM);
                 }
             }
         }

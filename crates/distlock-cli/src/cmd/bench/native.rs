@@ -145,15 +145,15 @@ async fn subscribers(con: &mut RedisConnection, channel: &str) -> Result<u64> {
 
 /// CPU time (user + system) this process used so far (`getrusage(RUSAGE_SELF)`).
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage only writes the struct we pass; a zeroed rusage is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
         return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
     };
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let tv = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec().max(0) as u64)
+            + Duration::from_micros(t.tv_usec().max(0) as u64)
+    };
+    tv(usage.user_time()) + tv(usage.system_time())
 }
 
 /// Acquire every name (uncontended), [`PARALLEL`] at a time, and return the guards.
