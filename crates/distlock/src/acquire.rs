@@ -204,14 +204,14 @@ fn rides_out(e: &Error) -> bool {
 /// `NotReplicated` error is returned (which waiters ride out), so a retry finds nothing of it.
 pub(crate) async fn confirm_grant<F, Fut>(
     mut grant: crate::conn::GrantChannel,
-    context: &str,
+    context: impl fmt::Display,
     undo: F,
 ) -> Result<()>
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<()>>,
 {
-    if let Err(e) = grant.confirm(context).await {
+    if let Err(e) = grant.confirm(&context).await {
         grant.failed(&e);
         // Frees the set-aside connection; the give-back goes over the client's own.
         drop(grant);

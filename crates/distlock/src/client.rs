@@ -130,6 +130,20 @@ impl Client {
             .await
     }
 
+    /// [`Client::eval_latched`] without waiting for replicas: the give-back of a grant that
+    /// did not count (unconfirmed, cancelled, of unknown outcome), where the replicas may be
+    /// what is missing.
+    pub(crate) async fn eval_latched_unconfirmed<T: redis::FromRedisValue>(
+        &self,
+        context: impl fmt::Display,
+        inv: &crate::scripts::Invocation<'_>,
+    ) -> Result<(T, bool)> {
+        self.inner
+            .backend
+            .eval_resolving(context, inv, self.resolve_window())
+            .await
+    }
+
     /// How long a latch-protected request is resent: until its last send, waiting its
     /// command timeout, still reaches the server well inside the latch's life
     /// (latch TTL − command timeout − 500 ms).

@@ -1,5 +1,6 @@
 //! Redis Cluster (`redis-cluster://`, `rediss-cluster://`): commands routed by key through
-//! redis-rs's async cluster client, wake-ups over classic pub/sub.
+//! redis-rs's async cluster client; [`Nodes`]: the slot map, connections per master set
+//! aside for grants confirmed by `WAIT`, and connections that follow `ASK`.
 //!
 //! The cluster client is built with `retries(0)`: redis-rs would otherwise resend a request
 //! after an I/O error on its own (up to 16 times by default), which must never happen to a
@@ -8,9 +9,9 @@
 //! Every script's keys share one hash slot (hash tags, the per-slot fencing counter), so the
 //! client routes a script by its first key; watchdog batches are split by slot.
 //!
-//! Wake-ups: the scripts `PUBLISH`, which a cluster forwards to every node, so one
-//! subscription connection to any node hears every channel; the hub connects to the seed
-//! nodes in turn and moves on when its node fails.
+//! Wake-ups: sharded pub/sub on each channel's master (`shards.rs`); or, in classic mode, the
+//! scripts `PUBLISH`, which a cluster forwards to every node, so one subscription connection
+//! to any node hears every channel ([`subscribe_any`]: the seed nodes in turn).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -105,9 +106,7 @@ pub(crate) async fn publish_mode(
         .await;
     let supported = match probe {
         Ok(_) => true,
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError) => {
-            false
-        }
+        // The server refused the command (an unknown subcommand before Redis 7).
         Err(e) if e.code().is_some() => false,
         Err(e) => return Err(e),
     };
@@ -528,9 +527,11 @@ impl Nodes {
             let n = self.next.fetch_add(1, Ordering::Relaxed);
             pool[n % pool.len()].clone()
         };
-        let client = node_client(&self.seeds, &range.master, redis::ProtocolVersion::RESP2)
-            .map_err(|e| format!("a connection for grants to {}: {e}", range.master))?;
-        let (conn, guard) = super::open_grant_slot(grant_slot, &client, &self.settings).await?;
+        let client = || {
+            node_client(&self.seeds, &range.master, redis::ProtocolVersion::RESP2)
+                .map_err(|e| format!("a connection for grants to {}: {e}", range.master))
+        };
+        let (conn, guard) = super::open_grant_slot(grant_slot, client, &self.settings).await?;
         Ok(Some((
             conn,
             wanted,

@@ -67,9 +67,7 @@ pub(crate) enum Connection {
     /// sent; a switch of master takes effect for the next request).
     Sentinel(Arc<sentinel::Master>),
     /// Redis Cluster: each request routed by its first key, never resent by the driver.
-    /// The slot map and grant connections of `cluster::Nodes` ride along (for grants
-    /// confirmed by `WAIT`, and the blocking release).
-    Cluster(redis::cluster_async::ClusterConnection, Arc<cluster::Nodes>),
+    Cluster(redis::cluster_async::ClusterConnection),
     /// One request redirected by `ASK` (a slot being migrated): sent to the importing node
     /// right after `ASKING`. Single commands only.
     Asking(redis::aio::MultiplexedConnection),
@@ -88,7 +86,7 @@ impl ConnectionLike for Connection {
                     .pop()
                     .ok_or_else(|| cluster::io_error("no answer after ASKING".into()))
             }),
-            Connection::Cluster(c, _) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
                 Box::pin(async move { c.req_packed_command(cmd).await })
@@ -109,7 +107,7 @@ impl ConnectionLike for Connection {
             Connection::Asking(_) => {
                 Box::pin(async { Err(cluster::io_error("a pipeline cannot follow ASK".into())) })
             }
-            Connection::Cluster(c, _) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
             Connection::Sentinel(m) => {
                 let mut c = m.manager();
                 Box::pin(async move { c.req_packed_commands(pipeline, offset, count).await })
@@ -121,7 +119,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Standalone(c) => c.get_db(),
             Connection::Pinned(c) | Connection::Asking(c) => c.get_db(),
-            Connection::Cluster(c, _) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
             Connection::Sentinel(m) => m.manager().get_db(),
         }
     }
@@ -240,16 +238,18 @@ pub(crate) fn grant_slots() -> Vec<GrantSlot> {
         .collect()
 }
 
-/// Take `slot` exclusively, opening its connection to `client` first when it has none (its
-/// response timeout leaves room for the `WAIT`). Returns the connection and the guard that
-/// keeps the slot exclusive; the connection stays for the next grant.
+/// Take `slot` exclusively, opening its connection first when it has none, to the server
+/// `client()` names (called only then; its response timeout leaves room for the `WAIT`).
+/// Returns the connection and the guard that keeps the slot exclusive; the connection stays
+/// for the next grant.
 pub(crate) async fn open_grant_slot(
     slot: GrantSlot,
-    client: &redis::Client,
+    client: impl FnOnce() -> std::result::Result<redis::Client, String>,
     settings: &ConnectSettings,
 ) -> std::result::Result<(redis::aio::MultiplexedConnection, GrantSlotGuard), String> {
     let mut conn = slot.lock_owned().await;
     if conn.is_none() {
+        let client = client()?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(settings.connect_timeout))
             .set_response_timeout(Some(
@@ -270,7 +270,9 @@ pub(crate) async fn open_grant_slot(
 #[derive(Clone)]
 pub(crate) struct Backend {
     conn: Connection,
-    /// Redis Cluster: where an `ASK` redirect is followed.
+    /// Redis Cluster: the slot map and the connections set aside per master (grants
+    /// confirmed by `WAIT`, `ASK` redirects, the blocking release). Also on the backends of a
+    /// cluster's grant channels.
     nodes: Option<Arc<cluster::Nodes>>,
     /// Which variant of the scripts runs: how they publish wake-ups.
     publish: Publish,
@@ -281,11 +283,8 @@ pub(crate) struct GrantChannel {
     /// Send the grant's script through this.
     pub(crate) backend: Backend,
     /// The generation of the tokens granted through it: the Sentinel master's config epoch,
-    /// 0 elsewhere (on a Cluster the script reads its node's own: `cluster`).
+    /// 0 elsewhere (on a Cluster — `backend.nodes` set — the script reads its node's own).
     pub(crate) generation: u64,
-    /// Redis Cluster: the script takes the generation from its node's config epoch, and a
-    /// failed grant has the slot map read again.
-    cluster: Option<Arc<cluster::Nodes>>,
     /// Replicas to wait for, and how long, after the grant.
     wait: Option<(u32, Duration)>,
     /// Holds the set-aside connection exclusively (WAIT covers this connection's writes).
@@ -293,16 +292,21 @@ pub(crate) struct GrantChannel {
 }
 
 impl GrantChannel {
-    /// A channel over `conn` that sends no `WAIT`, for tokens of `generation`.
-    fn unconfirmed(conn: Connection, publish: Publish, generation: u64) -> GrantChannel {
+    /// A channel over `conn` that sends no `WAIT`, for tokens of `generation`; `nodes` on a
+    /// Cluster.
+    fn unconfirmed(
+        conn: Connection,
+        publish: Publish,
+        generation: u64,
+        nodes: Option<Arc<cluster::Nodes>>,
+    ) -> GrantChannel {
         GrantChannel {
             backend: Backend {
                 conn,
                 publish,
-                nodes: None,
+                nodes,
             },
             generation,
-            cluster: None,
             wait: None,
             slot: None,
         }
@@ -312,7 +316,7 @@ impl GrantChannel {
     /// `prelude.lua`'s `next_token`): `floor` itself, `<generation>:<floor>` on Sentinel,
     /// `cluster:<floor>` on a Cluster.
     pub(crate) fn floor<'a>(&self, floor: &'a str) -> std::borrow::Cow<'a, str> {
-        if self.cluster.is_some() {
+        if self.backend.nodes.is_some() {
             format!("cluster:{floor}").into()
         } else if self.generation == 0 {
             floor.into()
@@ -330,9 +334,28 @@ impl GrantChannel {
                 **slot = None;
             }
         }
-        if let Some(nodes) = &self.cluster {
+        if let Some(nodes) = &self.backend.nodes {
             nodes.mark_stale();
         }
+    }
+
+    /// Send `invocation` over this channel (resent by the usual rules); when `applied` says
+    /// the reply made a write to confirm (an extension that found its hold), `WAIT` for the
+    /// replicas. Any failure marks the channel failed ([`GrantChannel::failed`]);
+    /// [`ErrorKind::NotReplicated`] when too few replicas confirmed.
+    pub(crate) async fn eval_then_confirm<T: FromRedisValue>(
+        &mut self,
+        context: impl fmt::Display,
+        invocation: &ScriptInvocation<'_>,
+        applied: impl FnOnce(&T) -> bool,
+    ) -> Result<T> {
+        let sent = self.backend.eval::<T>(&context, invocation).await;
+        let r = sent.inspect_err(|e| self.failed(e))?;
+        if applied(&r) {
+            let confirmed = self.confirm(&context).await;
+            confirmed.inspect_err(|e| self.failed(e))?;
+        }
+        Ok(r)
     }
 
     /// After a grant: `WAIT` for the replicas on the connection that made it. `Ok` when no
@@ -384,7 +407,7 @@ impl Backend {
         // manager retries a failed first connection on its own, which must not stretch it.
         let context = format!("connect to {redacted_url}");
         let connect = async {
-            let (conn, subscriber, publish) = match target {
+            let (conn, subscriber, publish, nodes) = match target {
                 Target::Standalone(client) => {
                     let conn = standalone::connect(&client, settings)
                         .await
@@ -393,6 +416,7 @@ impl Backend {
                         Connection::Standalone(conn),
                         Subscriber::Standalone(Box::new(client)),
                         Publish::Classic,
+                        None,
                     )
                 }
                 Target::Sentinel(config) => {
@@ -406,6 +430,7 @@ impl Backend {
                         Connection::Sentinel(master.clone()),
                         Subscriber::Sentinel(master),
                         Publish::Classic,
+                        None,
                     )
                 }
                 Target::Cluster(config) => {
@@ -423,19 +448,20 @@ impl Backend {
                     // Read the slot map now: the blocking release needs it even when no grant
                     // is confirmed (failures are retried at the first grant).
                     let _ = nodes.slot_map().await;
-                    let mut conn = Connection::Cluster(conn, nodes);
+                    let mut conn = Connection::Cluster(conn);
                     let publish = cluster::publish_mode(&mut conn, settings.pubsub)
                         .await
                         .map_err(|e| Error::from_redis(&context, e))?
                         .map_err(|why| {
                             Error::new(ErrorKind::Config, format!("{context}: {why}"))
                         })?;
-                    (conn, Subscriber::Cluster(seeds, publish), publish)
+                    (
+                        conn,
+                        Subscriber::Cluster(seeds, publish),
+                        publish,
+                        Some(nodes),
+                    )
                 }
-            };
-            let nodes = match &conn {
-                Connection::Cluster(_, nodes) => Some(nodes.clone()),
-                _ => None,
             };
             let backend = Backend {
                 conn,
@@ -461,10 +487,10 @@ impl Backend {
 
     /// A client for the server commands go to now (the blocking fallback connects with it).
     pub(crate) fn current_client(&self, key: &str) -> Option<redis::Client> {
-        match &self.conn {
-            Connection::Standalone(_) | Connection::Pinned(_) | Connection::Asking(_) => None,
-            Connection::Sentinel(m) => Some(m.client()),
-            Connection::Cluster(_, nodes) => nodes.client_for(key),
+        match (&self.conn, &self.nodes) {
+            (Connection::Sentinel(m), _) => Some(m.client()),
+            (Connection::Cluster(_), Some(nodes)) => nodes.client_for(key),
+            _ => None,
         }
     }
 
@@ -472,17 +498,17 @@ impl Backend {
     /// replicas — a backend over a connection set aside for it, held until the returned
     /// value drops, with the `WAIT` to send after the grant.
     pub(crate) async fn for_grant(&self, key: &str) -> Result<GrantChannel> {
-        match &self.conn {
+        match (&self.conn, &self.nodes) {
             // A grant goes to one master from first send to last (its token's generation is
             // that master's config epoch): after a switch it fails, and is built again.
-            Connection::Sentinel(m) => match m.grant_connection().await.map_err(|e| {
+            (Connection::Sentinel(m), _) => match m.grant_connection().await.map_err(|e| {
                 m.nudge();
                 Error::new(ErrorKind::Connection, format!("grant: {e}"))
             })? {
                 Some((conn, epoch, wanted, timeout, guard)) => Ok(GrantChannel {
                     wait: Some((wanted, timeout)),
                     slot: Some(guard),
-                    ..GrantChannel::unconfirmed(Connection::Pinned(conn), self.publish, epoch)
+                    ..GrantChannel::unconfirmed(Connection::Pinned(conn), self.publish, epoch, None)
                 }),
                 None => {
                     let (manager, epoch) = m.snapshot();
@@ -490,36 +516,37 @@ impl Backend {
                         Connection::Standalone(manager),
                         self.publish,
                         epoch,
+                        None,
                     ))
                 }
             },
-            // The script reads its node's config epoch (`cluster:<floor>`).
             // The script reads its node's config epoch (`cluster:<floor>`); a grant to be
             // confirmed goes to the key's master over a connection set aside for it.
-            Connection::Cluster(_, nodes) => {
+            (Connection::Cluster(_), Some(nodes)) => {
                 let set_aside = nodes.grant_connection(key).await.map_err(|e| {
                     nodes.mark_stale();
                     Error::new(ErrorKind::Connection, format!("grant: {e}"))
                 })?;
-                let mut grant = match set_aside {
+                let nodes = Some(nodes.clone());
+                Ok(match set_aside {
                     Some((conn, wanted, timeout, guard)) => GrantChannel {
                         wait: Some((wanted, timeout)),
                         slot: Some(guard),
-                        cluster: Some(nodes.clone()),
-                        ..GrantChannel::unconfirmed(Connection::Pinned(conn), self.publish, 0)
+                        ..GrantChannel::unconfirmed(
+                            Connection::Pinned(conn),
+                            self.publish,
+                            0,
+                            nodes,
+                        )
                     },
-                    None => GrantChannel {
-                        cluster: Some(nodes.clone()),
-                        ..GrantChannel::unconfirmed(self.conn.clone(), self.publish, 0)
-                    },
-                };
-                grant.backend.nodes = Some(nodes.clone());
-                Ok(grant)
+                    None => GrantChannel::unconfirmed(self.conn.clone(), self.publish, 0, nodes),
+                })
             }
             _ => Ok(GrantChannel::unconfirmed(
                 self.conn.clone(),
                 self.publish,
                 0,
+                None,
             )),
         }
     }
@@ -534,21 +561,32 @@ impl Backend {
         self.publish
     }
 
+    /// Send once over this backend's connection, and once more to the importing node when
+    /// the answer is an `ASK` redirect.
+    async fn send_once<T, F, Fut>(&self, send: &mut F) -> redis::RedisResult<T>
+    where
+        F: FnMut(Connection) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        let r = send(self.conn.clone()).await;
+        if let Err(e) = &r {
+            if let Some(target) = self.ask_target(e).await {
+                return send(target).await;
+            }
+        }
+        r
+    }
+
     /// Send a script once (EVALSHA, NOSCRIPT → EVAL), following an `ASK` redirect.
     async fn invoke<T: FromRedisValue>(
         &self,
         invocation: &ScriptInvocation<'_>,
     ) -> redis::RedisResult<T> {
-        let mut conn = self.conn.clone();
-        let r = invocation.invoke_async::<T>(&mut conn, self.publish).await;
-        if let Err(e) = &r {
-            if let Some(mut target) = self.ask_target(e).await {
-                return invocation
-                    .invoke_async::<T>(&mut target, self.publish)
-                    .await;
-            }
-        }
-        r
+        let publish = self.publish;
+        self.send_once(&mut |mut conn| async move {
+            invocation.invoke_async::<T>(&mut conn, publish).await
+        })
+        .await
     }
 
     /// When `e` is an `ASK` redirect (its slot is being migrated and the key already moved):
@@ -591,7 +629,7 @@ impl Backend {
     /// Whether every script call must keep its keys in one hash slot (Redis Cluster). A
     /// single server takes any keys in one call, so batches need not be split by slot.
     pub(crate) fn single_slot_scripts(&self) -> bool {
-        matches!(self.conn, Connection::Cluster(..))
+        matches!(self.conn, Connection::Cluster(_))
     }
 
     /// Run a script (EVALSHA, NOSCRIPT → SCRIPT LOAD + retry), resending on connection
@@ -796,13 +834,7 @@ impl Backend {
         // to the caller, which sends the grant again over a fresh one.
         let resends = if self.pinned() { 0 } else { RETRY_DELAYS.len() };
         loop {
-            let mut r = send(self.conn.clone()).await;
-            if let Err(e) = &r {
-                if let Some(target) = self.ask_target(e).await {
-                    r = send(target).await;
-                }
-            }
-            match r {
+            match self.send_once(&mut send).await {
                 Ok(v) => return Ok(v),
                 Err(e) if retriable(&e) && attempt < resends => {
                     self.saw_error(&e);
@@ -824,12 +856,6 @@ fn resend_delay(attempt: usize) -> Duration {
         .unwrap_or(Duration::from_secs(1))
 }
 
-/// Errors after which the same request may be sent again: broken or refused connections,
-/// timeouts, a server that is still loading its snapshot or asks to try again, a replica's
-/// READONLY refusal (given before anything runs: a master demoted by a failover), and a
-/// cluster's MOVED and ASK redirects (nothing ran; on MOVED the cluster client rebuilds its
-/// slot map, so the resend goes to the slot's new master; an ASK that could not be followed
-/// is resent like a MOVED).
 /// Whether a failed send may have run on the server: its answer never came (a broken
 /// connection, a timeout). A server's refusal (MOVED, TRYAGAIN, READONLY, …) or a refused
 /// connection means nothing ran.
@@ -837,6 +863,12 @@ fn unanswered(e: &redis::RedisError) -> bool {
     (e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) && !e.is_connection_refusal()
 }
 
+/// Errors after which the same request may be sent again: broken or refused connections,
+/// timeouts, a server that is still loading its snapshot or asks to try again, a replica's
+/// READONLY refusal (given before anything runs: a master demoted by a failover), and a
+/// cluster's MOVED and ASK redirects (nothing ran; on MOVED the cluster client rebuilds its
+/// slot map, so the resend goes to the slot's new master; an ASK that could not be followed
+/// is resent like a MOVED).
 fn retriable(e: &redis::RedisError) -> bool {
     use redis::{ErrorKind as K, ServerErrorKind as S};
     e.is_io_error()

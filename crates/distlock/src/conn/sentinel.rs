@@ -221,7 +221,7 @@ impl Master {
                 current.epoch,
             )
         };
-        let (c, conn) = super::open_grant_slot(slot, &client, &self.settings).await?;
+        let (c, conn) = super::open_grant_slot(slot, || Ok(client), &self.settings).await?;
         Ok(Some((
             c,
             epoch,

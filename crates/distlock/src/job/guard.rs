@@ -60,16 +60,10 @@ impl GuardInner {
         let context = format!("extend job {:?}", self.name);
         let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
         let r: i64 = grant
-            .backend
-            .eval(&context, &inv)
-            .await
-            .inspect_err(|e| grant.failed(e))?;
+            .eval_then_confirm(&context, &inv, |r: &i64| *r == 1)
+            .await?;
         match r {
             1 => {
-                grant
-                    .confirm(&context)
-                    .await
-                    .inspect_err(|e| grant.failed(e))?;
                 self.lease
                     .set_valid_until(started + ttl.saturating_sub(keys::drift(ttl)));
                 Ok(())

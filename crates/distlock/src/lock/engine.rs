@@ -13,7 +13,7 @@ use super::raw::{
     Resend, NO_TTL_RECHECK,
 };
 use super::{FencingToken, Lock, LockGuard, Owner};
-use crate::acquire::{acquire, Acquire, Step};
+use crate::acquire::{acquire, confirm_grant, Acquire, Step};
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
@@ -150,21 +150,17 @@ impl Lock {
             Err(_) => return Err(Error::unexpected(format!("{context}: reply {r:?}"))),
         };
         if let Attempt::Granted { hold_count, .. } = attempt {
-            if let Err(e) = grant.confirm(&context).await {
-                grant.failed(&e);
-                drop(grant);
-                // Not confirmed by the replicas: give back what this attempt holds before
-                // answering, so that a retry by the same owner cannot find it.
+            // Not confirmed by the replicas: give back what this attempt holds before
+            // answering, so that a retry by the same owner cannot find it.
+            confirm_grant(grant, &context, || async {
                 let holds = if mode == Mode::New { hold_count } else { 1 };
                 let lease = Duration::from_millis(lease_ms);
                 for _ in 0..holds {
-                    if let Err(r) = self.give_back_hold(owner, lease).await {
-                        tracing::warn!(lock = %self.inner.names.name, error = format_args!("{r:#}"), "giving back an unconfirmed grant failed; its lease ends it");
-                        break;
-                    }
+                    self.give_back_hold(owner, lease).await?;
                 }
-                return Err(e);
-            }
+                Ok(())
+            })
+            .await?;
         }
         Ok(attempt)
     }
@@ -393,9 +389,7 @@ impl Lock {
                 .await?
         } else {
             client
-                .inner
-                .backend
-                .eval_resolving(&request.context, &inv, client.resolve_window())
+                .eval_latched_unconfirmed(&request.context, &inv)
                 .await?
         };
         // The plain lock's final release writes no latch: a resend that finds the lock gone
@@ -461,21 +455,11 @@ impl Lock {
         let context = self.context("extend");
         let mut grant = self.backend().for_grant(key).await?;
         let r: Vec<i64> = grant
-            .backend
-            .eval(&context, &inv)
-            .await
-            .inspect_err(|e| grant.failed(e))?;
-        let code = r
-            .first()
+            .eval_then_confirm(&context, &inv, |r: &Vec<i64>| r.first() == Some(&1))
+            .await?;
+        r.first()
             .copied()
-            .ok_or_else(|| Error::unexpected(format!("{context}: empty reply")))?;
-        if code == 1 {
-            grant
-                .confirm(&context)
-                .await
-                .inspect_err(|e| grant.failed(e))?;
-        }
-        Ok(code)
+            .ok_or_else(|| Error::unexpected(format!("{context}: empty reply")))
     }
 }
 

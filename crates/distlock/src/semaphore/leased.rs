@@ -336,15 +336,9 @@ async fn extend_permit(
         .for_grant(&sem.names.key)
         .await?;
     let r: Vec<i64> = grant
-        .backend
-        .eval(&context, &inv)
-        .await
-        .inspect_err(|e| grant.failed(e))?;
+        .eval_then_confirm(&context, &inv, |r: &Vec<i64>| r.first() == Some(&1))
+        .await?;
     if r.first() == Some(&1) {
-        grant
-            .confirm(&context)
-            .await
-            .inspect_err(|e| grant.failed(e))?;
         state.set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
         Ok(())
     } else {

@@ -424,13 +424,7 @@ impl Acquire for PermitRequest {
             let request = self.give_back_request(&latch);
             // Not confirmed itself: the replicas may be what is missing.
             n.client
-                .inner
-                .backend
-                .eval_resolving::<i64>(
-                    &request.context,
-                    &request.invocation(),
-                    n.client.resolve_window(),
-                )
+                .eval_latched_unconfirmed::<i64>(&request.context, &request.invocation())
                 .await?;
             Ok(())
         })
