@@ -193,8 +193,8 @@ impl Bench {
 
     /// A redis-rs connection for the counter, `INFO`, `PUBSUB`, `MEMORY` and `SCAN`: the
     /// library's, so it reaches the master on Sentinel and routes by key on a Cluster.
-    pub async fn conn(&self) -> Result<distlock::RedisConnection> {
-        Ok(self.data.redis_connection())
+    pub fn conn(&self) -> distlock::RedisConnection {
+        self.data.redis_connection()
     }
 
     /// Whether the URL names a Redis Cluster.
@@ -266,21 +266,21 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
     }
     let (url, server) = opts.url_or_embedded(crate::connect::Topology::Standalone)?;
     // Fail fast (and with the library's message) when the server is unreachable.
-    let probe = opts.client_for(&url).await?;
+    let data = opts.client_for(&url).await?;
     let bench = Bench {
         url,
         key_prefix: opts.key_prefix.clone(),
         watchdog_lease: opts.watchdog_lease,
         opts: opts.clone(),
         settings,
-        data: probe.clone(),
+        data,
         json: args.json,
     };
     if !args.json {
         println!(
             "distlock bench: distlock {} on {}{}",
             env!("CARGO_PKG_VERSION"),
-            probe.redacted_url(),
+            bench.data.redacted_url(),
             if server.is_some() {
                 " (private redis-server)"
             } else {
@@ -292,7 +292,6 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
             "workload", "clients", "ops", "seconds", "ops/s", "p50 µs", "p99 µs", "lost"
         );
     }
-    drop(probe);
 
     let mut failed = Vec::new();
     let mut broken = false;

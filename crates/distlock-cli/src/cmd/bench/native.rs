@@ -262,7 +262,7 @@ pub async fn watchdog(b: &Bench) -> Result<Line> {
     let lease = s.watchdog_lease;
     let period = lease / 3;
     let client = b.client_with_lease(lease).await?;
-    let mut con = b.conn().await?;
+    let mut con = b.conn();
     let names: Vec<String> = (0..n).map(|i| format!("{PREFIX}wd:{i}")).collect();
 
     let bar = b.bar("watchdog: acquire", n);
@@ -392,7 +392,7 @@ pub async fn waiters(b: &Bench) -> Result<Line> {
     // Waiters are served one after another; give the queue time to drain even when slow.
     let wait = s.wait.max(Duration::from_secs(120));
     let client = b.client().await?;
-    let mut con = b.conn().await?;
+    let mut con = b.conn();
     let lock = client.lock(format!("{PREFIX}w:lock"));
     let channel = lock.channel().to_string();
     let holder = lock.acquire().await.context("the holder's acquire")?;
@@ -537,7 +537,7 @@ pub async fn memory(b: &Bench) -> Result<Line> {
     let s = b.settings().clone();
     let n = s.memory_locks;
     let client = b.client().await?;
-    let mut con = b.conn().await?;
+    let mut con = b.conn();
     let names: Vec<String> = (0..n).map(|i| format!("{PREFIX}m:{i}")).collect();
     let locks: HashSet<String> = names
         .iter()

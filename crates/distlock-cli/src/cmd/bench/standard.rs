@@ -178,7 +178,7 @@ pub async fn distinct(b: &Bench) -> Result<Line> {
 pub async fn contended(b: &Bench) -> Result<Line> {
     let s = b.settings().clone();
     let client = b.client().await?;
-    let mut hconn = b.conn().await?;
+    let mut hconn = b.conn();
     let counter = format!("{PREFIX}c:counter");
     let lock_name = format!("{PREFIX}c:lock");
     let _: () = redis::cmd("SET")
