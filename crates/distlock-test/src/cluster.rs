@@ -26,7 +26,6 @@
 
 use std::fmt::Write as _;
 use std::io;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::testing::POLL_INTERVAL;
@@ -213,15 +212,18 @@ impl ClusterSet {
         what: &str,
         mut ready: impl FnMut(&Self) -> Result<(), String>,
     ) {
-        crate::poll_ready(
-            "cluster set",
-            READY_TIMEOUT,
+        crate::poll_until(
             READY_POLL,
             deadline,
-            what,
             || ready(self),
-            || self.logs(),
-        );
+            |seen| {
+                format!(
+                    "cluster set not ready within {READY_TIMEOUT:?}: waited for {what}; last \
+                 seen: {seen}\n{}",
+                    self.logs()
+                )
+            },
+        )
     }
 
     /// `Ok` when every node's `CLUSTER NODES` lists exactly the nodes `ids`, none of them
@@ -421,20 +423,18 @@ impl ClusterSet {
                 self.logs()
             );
         }
-        loop {
-            let seen = match self.taken_over(old_port, &slots) {
-                Ok(port) => return port,
-                Err(seen) => seen,
-            };
-            if Instant::now() >= deadline {
-                panic!(
-                    "no failover of slots {slots:?} away from port {old_port} within {limit:?}; \
-                     last seen: {seen}\n{}",
+        crate::poll_until(
+            POLL_INTERVAL,
+            deadline,
+            || self.taken_over(old_port, &slots),
+            |seen| {
+                format!(
+                    "no failover of slots {slots:?} away from port {old_port} within \
+                     {limit:?}; last seen: {seen}\n{}",
                     self.logs()
-                );
-            }
-            thread::sleep(POLL_INTERVAL);
-        }
+                )
+            },
+        )
     }
 
     /// `Ok(new master)` when the running nodes agree that one node other than `old_port`,
@@ -565,8 +565,13 @@ impl ClusterSet {
             }
             let what = format!("MIGRATE of {} keys of slot {slot} to {to_port}", keys.len());
             // The source waits up to MIGRATE_TIMEOUT for the target: so must this read.
-            run::<redis::Value>(source, &what, &migrate, QUERY_TIMEOUT + MIGRATE_TIMEOUT)
-                .unwrap_or_else(|e| panic!("{e}\n{}", self.logs()));
+            crate::query_with_timeout::<redis::Value>(
+                source,
+                &what,
+                &migrate,
+                QUERY_TIMEOUT + MIGRATE_TIMEOUT,
+            )
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.logs()));
         }
         let assign = ["CLUSTER", "SETSLOT", &slot_arg, "NODE", &target_id];
         self.must::<()>(target, &assign);
@@ -597,20 +602,18 @@ impl ClusterSet {
         what: &str,
         mut settled: impl FnMut(&Self) -> Result<T, String>,
     ) -> T {
-        loop {
-            let seen = match settled(self) {
-                Ok(done) => return done,
-                Err(seen) => seen,
-            };
-            if Instant::now() >= deadline {
-                panic!(
-                    "cluster did not settle within {SETTLE_TIMEOUT:?}: waited for {what}; \
-                     last seen: {seen}\n{}",
+        crate::poll_until(
+            POLL_INTERVAL,
+            deadline,
+            || settled(self),
+            |seen| {
+                format!(
+                    "cluster did not settle within {SETTLE_TIMEOUT:?}: waited for {what}; last \
+                 seen: {seen}\n{}",
                     self.logs()
-                );
-            }
-            thread::sleep(POLL_INTERVAL);
-        }
+                )
+            },
+        )
     }
 
     /// The node on `port`.
@@ -850,31 +853,12 @@ fn ranges_by_owner(table: &[u16], ranges: &[(u16, u16)]) -> Vec<(u16, usize)> {
 /// Run one command on `server` with [`QUERY_TIMEOUT`] for connecting and reading; any
 /// failure is returned as text.
 fn query<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> Result<T, String> {
-    let (name, rest) = args.split_first().expect("query: no command given");
-    let mut cmd = redis::cmd(name);
-    for a in rest {
-        cmd.arg(*a);
-    }
-    run(server, &format!("{args:?}"), &cmd, QUERY_TIMEOUT)
-}
-
-/// Run `cmd` (described by `what` in errors) on `server`, connecting and reading with
-/// `timeout`.
-fn run<T: redis::FromRedisValue>(
-    server: &RedisServer,
-    what: &str,
-    cmd: &redis::Cmd,
-    timeout: Duration,
-) -> Result<T, String> {
-    if server.pid().is_none() {
-        return Err(format!("port {}: not running", server.port()));
-    }
-    let fail = |e: redis::RedisError| format!("{what} on port {}: {e}", server.port());
-    let client = redis::Client::open(server.url()).map_err(fail)?;
-    let mut con = client.get_connection_with_timeout(timeout).map_err(fail)?;
-    con.set_read_timeout(Some(timeout)).map_err(fail)?;
-    con.set_write_timeout(Some(timeout)).map_err(fail)?;
-    cmd.query(&mut con).map_err(fail)
+    crate::query_with_timeout(
+        server,
+        &format!("{args:?}"),
+        &crate::command(args),
+        QUERY_TIMEOUT,
+    )
 }
 
 #[cfg(test)]

@@ -38,30 +38,54 @@ DISTLOCK_REDIS_SERVER at a redis-server (or valkey-server) binary";
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Poll `ready` every `poll` until it returns `Ok` (it returns `Err` with what it saw);
-/// at `deadline` panic naming `kind`, its `timeout`, `what` was awaited, the last thing seen
-/// and `logs()`. Shared by the multi-server sets.
-pub(crate) fn poll_ready(
-    kind: &str,
-    timeout: Duration,
+/// at `deadline` panic with `failure(last thing seen)`. Shared by the multi-server sets'
+/// waits.
+pub(crate) fn poll_until<T>(
     poll: Duration,
     deadline: Instant,
-    what: &str,
-    mut ready: impl FnMut() -> Result<(), String>,
-    logs: impl Fn() -> String,
-) {
+    mut ready: impl FnMut() -> Result<T, String>,
+    failure: impl FnOnce(String) -> String,
+) -> T {
     loop {
         let seen = match ready() {
-            Ok(()) => return,
+            Ok(done) => return done,
             Err(seen) => seen,
         };
         if Instant::now() >= deadline {
-            panic!(
-                "{kind} not ready within {timeout:?}: waited for {what}; last seen: {seen}\n{}",
-                logs()
-            );
+            panic!("{}", failure(seen));
         }
         thread::sleep(poll);
     }
+}
+
+/// Run `cmd` (described by `what` in errors) on `server`, connecting and reading with
+/// `timeout`; any failure (including a server that is not running) is returned as text.
+/// Shared by the multi-server sets' polls.
+pub(crate) fn query_with_timeout<T: redis::FromRedisValue>(
+    server: &RedisServer,
+    what: &str,
+    cmd: &redis::Cmd,
+    timeout: Duration,
+) -> Result<T, String> {
+    if server.pid().is_none() {
+        return Err(format!("port {}: not running", server.port()));
+    }
+    let fail = |e: redis::RedisError| format!("{what} on port {}: {e}", server.port());
+    let client = redis::Client::open(server.url()).map_err(fail)?;
+    let mut con = client.get_connection_with_timeout(timeout).map_err(fail)?;
+    con.set_read_timeout(Some(timeout)).map_err(fail)?;
+    con.set_write_timeout(Some(timeout)).map_err(fail)?;
+    cmd.query(&mut con).map_err(fail)
+}
+
+/// `args[0]` with the arguments `args[1..]` as a command.
+pub(crate) fn command(args: &[&str]) -> redis::Cmd {
+    let (name, rest) = args.split_first().expect("no command given");
+    let mut cmd = redis::cmd(name);
+    for a in rest {
+        cmd.arg(*a);
+    }
+    cmd
 }
 
 /// The `redis-server` binary: `$DISTLOCK_REDIS_SERVER`, else `redis-server` on `PATH`.

@@ -15,7 +15,6 @@
 //! The servers have no password and no TLS.
 
 use std::fmt::Write as _;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::testing::POLL_INTERVAL;
@@ -166,15 +165,18 @@ impl SentinelSet {
         what: &str,
         mut ready: impl FnMut(&Self) -> Result<(), String>,
     ) {
-        crate::poll_ready(
-            "sentinel set",
-            READY_TIMEOUT,
+        crate::poll_until(
             READY_POLL,
             deadline,
-            what,
             || ready(self),
-            || self.logs(),
-        );
+            |seen| {
+                format!(
+                    "sentinel set not ready within {READY_TIMEOUT:?}: waited for {what}; last \
+                 seen: {seen}\n{}",
+                    self.logs()
+                )
+            },
+        )
     }
 
     /// `Ok` when the first master's `INFO replication` lists both replicas as online.
@@ -354,31 +356,29 @@ impl SentinelSet {
     /// happened within `limit`.
     pub fn wait_for_failover(&self, old_port: u16, limit: Duration) -> u16 {
         let deadline = Instant::now() + limit;
-        loop {
+        let agreed = || {
             let answers = self.master_addrs();
             let first = answers.first().and_then(|(_, a)| a.as_ref().ok().copied());
-            let agreed = first.filter(|port| {
-                *port != old_port
-                    && answers.iter().all(|(_, a)| a.as_ref() == Ok(port))
-                    && self
-                        .servers
-                        .iter()
-                        .find(|s| s.port() == *port)
-                        .and_then(role)
-                        .is_some_and(|r| r == "master")
-            });
-            if let Some(port) = agreed {
-                return port;
-            }
-            if Instant::now() >= deadline {
-                panic!(
-                    "no failover away from the master on port {old_port} within {limit:?}; \
-                     the sentinels (port, master port) last said {answers:?}\n{}",
-                    self.logs()
-                );
-            }
-            thread::sleep(POLL_INTERVAL);
-        }
+            first
+                .filter(|port| {
+                    *port != old_port
+                        && answers.iter().all(|(_, a)| a.as_ref() == Ok(port))
+                        && self
+                            .servers
+                            .iter()
+                            .find(|s| s.port() == *port)
+                            .and_then(role)
+                            .is_some_and(|r| r == "master")
+                })
+                .ok_or_else(|| format!("{answers:?}"))
+        };
+        crate::poll_until(POLL_INTERVAL, deadline, agreed, |answers| {
+            format!(
+                "no failover away from the master on port {old_port} within {limit:?}; \
+                 the sentinels (port, master port) last said {answers}\n{}",
+                self.logs()
+            )
+        })
     }
 
     /// `SENTINEL GET-MASTER-ADDR-BY-NAME` on every running sentinel: (sentinel port, master
@@ -433,22 +433,12 @@ pub fn role(server: &RedisServer) -> Option<String> {
 /// Run one command on `server` with [`QUERY_TIMEOUT`] for connecting and reading; any
 /// failure is returned as text.
 fn query<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> Result<T, String> {
-    let (name, rest) = args.split_first().expect("query: no command given");
-    if server.pid().is_none() {
-        return Err(format!("port {}: not running", server.port()));
-    }
-    let fail = |e: redis::RedisError| format!("{args:?} on port {}: {e}", server.port());
-    let client = redis::Client::open(server.url()).map_err(fail)?;
-    let mut con = client
-        .get_connection_with_timeout(QUERY_TIMEOUT)
-        .map_err(fail)?;
-    con.set_read_timeout(Some(QUERY_TIMEOUT)).map_err(fail)?;
-    con.set_write_timeout(Some(QUERY_TIMEOUT)).map_err(fail)?;
-    let mut cmd = redis::cmd(name);
-    for a in rest {
-        cmd.arg(*a);
-    }
-    cmd.query(&mut con).map_err(fail)
+    crate::query_with_timeout(
+        server,
+        &format!("{args:?}"),
+        &crate::command(args),
+        QUERY_TIMEOUT,
+    )
 }
 
 /// A flat `[field, value, field, value, …]` reply (as `SENTINEL MASTER` sends) as pairs.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::raw::{
     not_held_reason, parse_attempt, parse_token, AcquireCall, Attempt, Mode, ReleaseCall, Renewal,
@@ -17,8 +18,6 @@ use crate::acquire::{acquire, confirm_grant, Acquire, Step};
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
-use tracing::Instrument;
-
 use crate::keys::{self, TOKEN_FIELD};
 use crate::scripts;
 
