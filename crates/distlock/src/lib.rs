@@ -38,6 +38,8 @@
 
 // Every module is private; the API is the flat list of re-exports below.
 mod acquire;
+#[cfg(feature = "blocking")]
+pub mod blocking;
 mod client;
 mod conn;
 mod error;

@@ -5,6 +5,7 @@ mod util;
 
 mod acl;
 mod bad_input;
+mod blocking;
 mod cancel;
 mod cluster;
 mod fair;

@@ -65,7 +65,15 @@ pub fn example_bin(name: &str) -> std::path::PathBuf {
     if !path.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "distlock", "--example", name])
+            .args([
+                "build",
+                "-p",
+                "distlock",
+                "--features",
+                "blocking",
+                "--example",
+                name,
+            ])
             .status()
             .expect("run cargo build --example");
         assert!(status.success(), "building example {name} failed");

@@ -1,0 +1,245 @@
+//! Blocking form of the job lock (ShedLock's Redis layout, with an ownership-checked
+//! release).
+
+use std::cell::RefCell;
+use std::fmt;
+use std::time::Duration;
+
+use super::{Held, Rt};
+use crate::error::Result;
+use crate::JobHolder;
+
+thread_local! {
+    /// Jobs (runtime, key) this thread runs under [`JobLock::run`]: a nested run of the same
+    /// job runs at once (ShedLock's `alreadyLockedBy`).
+    static RUNNING: RefCell<Vec<(usize, String)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Takes its job off [`RUNNING`] when dropped (also when the task panics).
+struct Running((usize, String));
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.with(|r| {
+            let mut r = r.borrow_mut();
+            if let Some(i) = r.iter().rposition(|j| *j == self.0) {
+                r.remove(i);
+            }
+        });
+    }
+}
+
+/// A lock for scheduled jobs, blocking form of [`crate::JobLock`]. Made by
+/// [`Client::job_lock`](super::Client::job_lock).
+#[derive(Clone)]
+pub struct JobLock {
+    inner: crate::JobLock,
+    rt: Rt,
+}
+
+impl fmt::Debug for JobLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::JobLock")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl JobLock {
+    pub(super) fn new(inner: crate::JobLock, rt: Rt) -> JobLock {
+        JobLock { inner, rt }
+    }
+
+    fn guard(&self, guard: crate::JobGuard) -> JobGuard {
+        JobGuard(Held::new(guard, self.rt.clone()))
+    }
+
+    /// The environment part of the key, as [`crate::JobLock::environment`].
+    pub fn environment(self, env: impl Into<String>) -> Self {
+        JobLock::new(self.inner.environment(env), self.rt)
+    }
+
+    /// The longest the lock is kept (ShedLock's `lockAtMostFor`), as
+    /// [`crate::JobLock::at_most_for`].
+    pub fn at_most_for(self, d: Duration) -> Self {
+        JobLock::new(self.inner.at_most_for(d), self.rt)
+    }
+
+    /// The shortest the lock is kept (ShedLock's `lockAtLeastFor`), as
+    /// [`crate::JobLock::at_least_for`].
+    pub fn at_least_for(self, d: Duration) -> Self {
+        JobLock::new(self.inner.at_least_for(d), self.rt)
+    }
+
+    /// Extend the lock while the job runs, as [`crate::JobLock::keep_alive`].
+    pub fn keep_alive(self) -> Self {
+        JobLock::new(self.inner.keep_alive(), self.rt)
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The Redis key: `<prefix>job-lock:<env>:<name>`.
+    pub fn key(&self) -> String {
+        self.inner.key()
+    }
+
+    /// Take the lock if nobody holds it, never waiting, as [`crate::JobLock::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::JobLock::try_acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire(&self) -> Result<Option<JobGuard>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire())?
+            .map(|g| self.guard(g)))
+    }
+
+    /// Take the lock, waiting at most `wait`, as [`crate::JobLock::try_acquire_for`].
+    ///
+    /// # Errors
+    /// As [`crate::JobLock::try_acquire_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<JobGuard>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire_for(wait))?
+            .map(|g| self.guard(g)))
+    }
+
+    /// Take the lock, waiting up to the client's default wait, as
+    /// [`crate::JobLock::acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::JobLock::acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire(&self) -> Result<JobGuard> {
+        self.rt
+            .block_on(self.inner.acquire())
+            .map(|g| self.guard(g))
+    }
+
+    /// Run `task` on this thread if this instance gets the lock: `Ok(Some(output))` when it
+    /// ran, `Ok(None)` when another instance holds the lock (never waits), as
+    /// [`crate::JobLock::run`]. The lock is released afterwards with the ownership-checked
+    /// script, kept until `at_least_for` has passed.
+    ///
+    /// # Errors
+    /// As [`crate::JobLock::run`]: [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when
+    /// the task outran `at_most_for` and the lock was not ours at release (the output is
+    /// dropped; use [`try_acquire`](JobLock::try_acquire) to keep it).
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)). A panic of `task` is
+    /// passed on after the lock is released.
+    ///
+    /// Inside a running job of the same name and environment on the same client and
+    /// thread, the inner task runs at once without locking again (ShedLock's
+    /// `alreadyLockedBy`).
+    pub fn run<T>(&self, task: impl FnOnce() -> T) -> Result<Option<T>> {
+        let job = (self.rt.id(), self.inner.key());
+        if RUNNING.with(|r| r.borrow().contains(&job)) {
+            return Ok(Some(task()));
+        }
+        let Some(guard) = self.try_acquire()? else {
+            return Ok(None);
+        };
+        RUNNING.with(|r| r.borrow_mut().push(job.clone()));
+        let running = Running(job);
+        let output = task();
+        drop(running);
+        guard.release()?;
+        Ok(Some(output))
+    }
+
+    /// Who holds the lock now, if anyone, as [`crate::JobLock::status`].
+    ///
+    /// # Errors
+    /// As [`crate::JobLock::status`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn status(&self) -> Result<Option<JobHolder>> {
+        self.rt.block_on(self.inner.status())
+    }
+}
+
+/// A held job lock, blocking form of [`crate::JobGuard`]; released by
+/// [`release`](JobGuard::release) or when dropped (synchronously, bounded by twice the
+/// command timeout; see the [module docs](super)).
+#[must_use = "dropping the guard releases the job lock at once"]
+#[derive(Debug)]
+pub struct JobGuard(Held<crate::JobGuard>);
+
+impl JobGuard {
+    /// The value this guard wrote: `ADDED:<time>@<host>:<uuid>`.
+    pub fn value(&self) -> &str {
+        self.0.get().value()
+    }
+
+    /// The key: `<prefix>job-lock:<env>:<name>`.
+    pub fn key(&self) -> &str {
+        self.0.get().key()
+    }
+
+    /// The environment the job runs in.
+    pub fn environment(&self) -> &str {
+        self.0.get().environment()
+    }
+
+    /// Until when the lock is surely ours by the local monotonic clock.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.0.get().valid_until()
+    }
+
+    /// Block until the lock is lost, as [`crate::JobGuard::lost`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost(&self) {
+        self.0.block_on(self.0.get().lost())
+    }
+
+    /// Block until the lock is lost or `timeout` passed: `true` when it was lost.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.0.block_on(async {
+            tokio::time::timeout(timeout, self.0.get().lost())
+                .await
+                .is_ok()
+        })
+    }
+
+    /// Set the lock's TTL to `lease` from now if still ours, as [`crate::JobGuard::extend`].
+    ///
+    /// # Errors
+    /// As [`crate::JobGuard::extend`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn extend(&self, lease: Duration) -> Result<()> {
+        self.0.block_on(self.0.get().extend(lease))
+    }
+
+    /// Release (kept until `at_least_for` passed), as [`crate::JobGuard::release`].
+    ///
+    /// # Errors
+    /// As [`crate::JobGuard::release`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn release(self) -> Result<()> {
+        self.0.release()
+    }
+}

@@ -1,0 +1,432 @@
+//! A blocking API over the async one, for synchronous programs (feature `blocking`).
+//!
+//! [`Client`] owns a small multi-thread tokio runtime (two worker threads by default) and the
+//! async [`crate::Client`] that runs on it. Every primitive and guard here wraps its async
+//! twin and blocks the calling thread on that runtime, so the verbs are the same —
+//! `acquire`, `try_acquire`, `try_acquire_for`, `release`, `extend`, `is_held`, … — and so
+//! are the data layouts, the errors and the defaults. Because the runtime's worker threads
+//! run in the background, the watchdog keeps renewing leases and wake-ups keep arriving
+//! while the calling thread does synchronous work, unlike a `block_on` on a current-thread
+//! runtime (which runs tasks only inside `block_on`, so a lock held longer than its lease
+//! expires silently).
+//!
+//! The structure follows mini-redis's blocking client: a thin synchronous facade whose
+//! methods are `runtime.block_on(async_method)`.
+//!
+//! Guards release when dropped, synchronously: the drop sends the release and waits for it,
+//! bounded by twice the client's command timeout (a failure or timeout is logged; the lease
+//! ends the hold then). Dropped on a thread that runs async code, a guard releases in the
+//! background instead, as the async guard does.
+//!
+//! Handles are cheap to clone and `Send + Sync`: share one [`Client`] between threads (a
+//! thread pool, request handlers) rather than building one per thread.
+//!
+//! # Panics
+//! Every blocking call panics when made from inside an async runtime (a `#[tokio::main]`
+//! function, a spawned task, `async` code of any tokio runtime): blocking there would stall
+//! that runtime's worker, and tokio refuses to start a runtime from within a runtime. Use
+//! the async API there. `spawn_blocking` threads may call it.
+//!
+//! # Examples
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! fn main() -> distlock::Result<()> {
+//!     let client = distlock::blocking::Client::builder()
+//!         .url("redis://127.0.0.1/")
+//!         .watchdog_lease(Duration::from_secs(30))
+//!         .build()?;
+//!     let guard = client.lock("nightly-report").acquire()?;
+//!     // ... synchronous work; the watchdog renews the lease meanwhile ...
+//!     assert!(guard.is_held()?);
+//!     guard.release()?;
+//!     Ok(())
+//! }
+//! ```
+
+mod job;
+mod latch;
+mod lock;
+mod multi;
+mod semaphore;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use job::{JobGuard, JobLock};
+pub use latch::CountDownLatch;
+pub use lock::{FairLock, Lock, LockGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use multi::{MultiLock, MultiLockGuard, RedLock, RedLockGuard};
+pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::PubSubMode;
+
+/// Default number of worker threads of a blocking client's runtime: 2.
+pub const DEFAULT_WORKER_THREADS: usize = 2;
+
+/// The runtime a blocking client and everything made from it run on; the last handle to go
+/// shuts it down.
+#[derive(Clone)]
+struct Rt(Arc<RtInner>);
+
+struct RtInner {
+    runtime: Option<tokio::runtime::Runtime>,
+    /// Bound of a release sent from a guard's drop: twice the command timeout.
+    drop_bound: Duration,
+}
+
+impl Rt {
+    fn new(worker_threads: usize) -> Result<Rt> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(worker_threads)
+            .thread_name("distlock-blocking")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Config,
+                    format!("cannot start the blocking client's runtime: {e}"),
+                )
+            })?;
+        Ok(Rt(Arc::new(RtInner {
+            runtime: Some(runtime),
+            drop_bound: crate::DEFAULT_COMMAND_TIMEOUT * 2,
+        })))
+    }
+
+    fn with_drop_bound(self, command_timeout: Duration) -> Rt {
+        let mut inner = Arc::try_unwrap(self.0).unwrap_or_else(|_| unreachable!("not shared yet"));
+        inner.drop_bound = command_timeout.saturating_mul(2);
+        Rt(Arc::new(inner))
+    }
+
+    /// Identifies this runtime (and so the client it belongs to) within the process.
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// Enter the runtime's context, for calls that spawn without blocking.
+    fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
+        self.0
+            .runtime
+            .as_ref()
+            .expect("runtime lives until dropped")
+            .enter()
+    }
+
+    /// Run `future` to completion on the runtime, blocking this thread.
+    ///
+    /// # Panics
+    /// Inside an async runtime (tokio's "Cannot start a runtime from within a runtime").
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.0
+            .runtime
+            .as_ref()
+            .expect("runtime lives until dropped")
+            .block_on(future)
+    }
+
+    /// A guard's drop: run `release` and wait for it (bounded), where this thread may block;
+    /// elsewhere drop `guard` itself, whose own drop releases in the background.
+    fn release_on_drop<G, Fut, T>(&self, what: &str, guard: G, release: impl FnOnce(G) -> Fut)
+    where
+        Fut: Future<Output = Result<T>>,
+    {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // In this client's runtime context, so the release is spawned there, not on the
+            // caller's runtime (which may never run it).
+            let _runtime = self.enter();
+            drop(guard);
+            return;
+        }
+        let bound = self.0.drop_bound;
+        match self.block_on(async { tokio::time::timeout(bound, release(guard)).await }) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) if e.kind() == ErrorKind::NotHeld => {
+                tracing::debug!(%what, error = format_args!("{e:#}"), "dropped guard: nothing left to release")
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(%what, error = format_args!("{e:#}"), "dropped guard: release failed; the lease ends the hold")
+            }
+            Err(_) => {
+                tracing::warn!(%what, bound = ?self.0.drop_bound, "dropped guard: release timed out; the lease ends the hold")
+            }
+        }
+    }
+}
+
+impl Drop for RtInner {
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Dropping a runtime may block; not allowed in async code.
+            runtime.shutdown_background();
+        } else {
+            runtime.shutdown_timeout(self.drop_bound);
+        }
+    }
+}
+
+/// An async guard a blocking guard wraps: how it is released.
+trait AsyncGuard: fmt::Debug + Send + Sized + 'static {
+    /// What a release answers (a plain semaphore: the permits available after it).
+    type Released;
+    fn give_back(self) -> impl Future<Output = Result<Self::Released>> + Send;
+}
+
+/// Implements [`AsyncGuard`] by the guard's own `release`.
+macro_rules! async_guard {
+    ($($guard:ty => $released:ty),* $(,)?) => {$(
+        impl AsyncGuard for $guard {
+            type Released = $released;
+            fn give_back(self) -> impl Future<Output = Result<$released>> + Send {
+                <$guard>::release(self)
+            }
+        }
+    )*};
+}
+
+async_guard! {
+    crate::LockGuard => (),
+    crate::RwLockReadGuard => (),
+    crate::RwLockWriteGuard => (),
+    crate::SemaphorePermit => u64,
+    crate::LeasedPermit => (),
+    crate::JobGuard => (),
+    crate::MultiLockGuard => (),
+    crate::RedLockGuard => (),
+}
+
+/// An async guard with the runtime it runs on; releases it synchronously when dropped.
+struct Held<G: AsyncGuard> {
+    guard: Option<G>,
+    rt: Rt,
+}
+
+impl<G: AsyncGuard> Held<G> {
+    fn new(guard: G, rt: Rt) -> Held<G> {
+        Held {
+            guard: Some(guard),
+            rt,
+        }
+    }
+
+    /// Another guard on the same runtime (a re-entry, a downgrade).
+    fn wrap<H: AsyncGuard>(&self, guard: H) -> Held<H> {
+        Held::new(guard, self.rt.clone())
+    }
+
+    fn get(&self) -> &G {
+        self.guard.as_ref().expect("guard present until released")
+    }
+
+    fn get_mut(&mut self) -> &mut G {
+        self.guard.as_mut().expect("guard present until released")
+    }
+
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.rt.block_on(future)
+    }
+
+    fn release(mut self) -> Result<G::Released> {
+        let guard = self.guard.take().expect("guard present until released");
+        self.rt.block_on(guard.give_back())
+    }
+
+    fn into_inner(mut self) -> G {
+        self.guard.take().expect("guard present until released")
+    }
+}
+
+impl<G: AsyncGuard> fmt::Debug for Held<G> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.guard {
+            Some(g) => g.fmt(f),
+            None => f.write_str("released"),
+        }
+    }
+}
+
+impl<G: AsyncGuard> Drop for Held<G> {
+    fn drop(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            let what = format!("{guard:?}");
+            self.rt.release_on_drop(&what, guard, G::give_back);
+        }
+    }
+}
+
+/// A blocking client: the async [`crate::Client`] and the runtime it runs on. Cheap to clone
+/// (clones share both); `Send + Sync`. Build one per process with [`Client::builder`] or
+/// [`Client::connect`].
+///
+/// The runtime lives while the client, or any primitive or guard made from it, lives.
+#[derive(Clone)]
+pub struct Client {
+    inner: crate::Client,
+    rt: Rt,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::Client")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A builder; set at least [`ClientBuilder::url`].
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder {
+            inner: crate::Client::builder(),
+            worker_threads: DEFAULT_WORKER_THREADS,
+        }
+    }
+
+    /// Connect with default settings: `Client::builder().url(url).build()`.
+    ///
+    /// # Errors
+    /// As [`crate::ClientBuilder::build`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](self#panics)).
+    pub fn connect(url: &str) -> Result<Client> {
+        Client::builder().url(url).build()
+    }
+
+    /// The async client underneath, for code that mixes both (it runs on this client's
+    /// runtime; use it from async code only).
+    pub fn as_async(&self) -> &crate::Client {
+        &self.inner
+    }
+
+    /// A plain reentrant lock named `name`, as [`crate::Client::lock`].
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.inner.lock(name), self.rt.clone())
+    }
+
+    /// A fair (first come, first served) lock named `name`, as [`crate::Client::fair_lock`].
+    pub fn fair_lock(&self, name: impl Into<String>) -> FairLock {
+        FairLock::new(self.inner.fair_lock(name), self.rt.clone())
+    }
+
+    /// A read-write lock named `name`, as [`crate::Client::rw_lock`].
+    pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
+        RwLock::new(self.inner.rw_lock(name), self.rt.clone())
+    }
+
+    /// A semaphore named `name`, as [`crate::Client::semaphore`].
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        Semaphore::new(self.inner.semaphore(name), self.rt.clone())
+    }
+
+    /// A semaphore with leased permits named `name`, as [`crate::Client::leased_semaphore`].
+    pub fn leased_semaphore(&self, name: impl Into<String>) -> LeasedSemaphore {
+        LeasedSemaphore::new(self.inner.leased_semaphore(name), self.rt.clone())
+    }
+
+    /// A count-down latch named `name`, as [`crate::Client::count_down_latch`].
+    pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
+        CountDownLatch::new(self.inner.count_down_latch(name), self.rt.clone())
+    }
+
+    /// A job lock named `name` (ShedLock's layout), as [`crate::Client::job_lock`].
+    pub fn job_lock(&self, name: impl Into<String>) -> JobLock {
+        JobLock::new(self.inner.job_lock(name), self.rt.clone())
+    }
+
+    /// Locks this client's watchdog is renewing now.
+    pub fn watchdog_locks(&self) -> usize {
+        self.inner.watchdog_locks()
+    }
+
+    /// Release everything this client holds and stop its background work, as
+    /// [`crate::Client::shutdown`]. The runtime itself stops when the last handle is dropped.
+    ///
+    /// # Errors
+    /// As [`crate::Client::shutdown`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](self#panics)).
+    pub fn shutdown(&self) -> Result<()> {
+        self.rt.block_on(self.inner.shutdown())
+    }
+}
+
+/// Settings of a blocking [`Client`]: those of [`crate::ClientBuilder`] (each method here
+/// sets the one of the same name) and the runtime's worker threads.
+#[derive(Clone)]
+pub struct ClientBuilder {
+    inner: crate::ClientBuilder,
+    worker_threads: usize,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("blocking::ClientBuilder")
+            .field("inner", &self.inner)
+            .field("worker_threads", &self.worker_threads)
+            .finish()
+    }
+}
+
+/// Builder methods that set the async builder's setting of the same name.
+macro_rules! forward {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[doc = concat!("As [`crate::ClientBuilder::", stringify!($name), "`].")]
+        pub fn $name(mut self, $($arg: $ty),*) -> Self {
+            self.inner = self.inner.$name($($arg),*);
+            self
+        }
+    )*};
+}
+
+impl ClientBuilder {
+    forward! {
+        url(url: impl Into<String>);
+        replica_acks(n: u32);
+        replica_ack_timeout(timeout: Duration);
+        pubsub_mode(mode: PubSubMode);
+        sentinel_auth(user: Option<&str>, password: &str);
+        key_prefix(prefix: impl Into<String>);
+        watchdog_lease(lease: Duration);
+        default_wait(wait: Duration);
+        command_timeout(timeout: Duration);
+        connect_timeout(timeout: Duration);
+        require_noeviction(require: bool);
+    }
+
+    /// Worker threads of the client's runtime, which run the watchdog, wake-ups and the
+    /// connection I/O while the calling threads block. Default
+    /// [`DEFAULT_WORKER_THREADS`] (2); at least 1.
+    pub fn worker_threads(mut self, n: usize) -> Self {
+        self.worker_threads = n;
+        self
+    }
+
+    /// Start the runtime and connect.
+    ///
+    /// # Errors
+    /// As [`crate::ClientBuilder::build`]; [`ErrorKind::Config`] for zero worker threads or a
+    /// runtime that cannot start.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](self#panics)).
+    pub fn build(self) -> Result<Client> {
+        if self.worker_threads == 0 {
+            return Err(Error::config(
+                "a blocking client needs at least 1 worker thread",
+            ));
+        }
+        let rt = Rt::new(self.worker_threads)?;
+        let inner = rt.block_on(self.inner.build())?;
+        let rt = rt.with_drop_bound(inner.inner.command_timeout);
+        Ok(Client { inner, rt })
+    }
+}

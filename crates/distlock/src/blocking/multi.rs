@@ -1,0 +1,379 @@
+//! Blocking forms of the locks over several nodes: [`MultiLock`] (Redisson's `RedissonMultiLock`)
+//! and [`RedLock`] (redis.io's Redlock algorithm over independent masters).
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{Held, Lock, Rt, DEFAULT_WORKER_THREADS};
+use crate::error::{Error, Result};
+use crate::{FencingToken, LockStatus, Owner};
+
+/// Several locks taken all or nothing, blocking form of [`crate::MultiLock`].
+#[derive(Clone)]
+pub struct MultiLock {
+    inner: crate::MultiLock,
+    rt: Rt,
+}
+
+impl fmt::Debug for MultiLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::MultiLock")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl MultiLock {
+    /// A MultiLock over `locks` (in any order; they are sorted by node and key), as
+    /// [`crate::MultiLock::new`]. The locks may come from different blocking clients; the
+    /// MultiLock waits on the first one's runtime.
+    ///
+    /// # Errors
+    /// As [`crate::MultiLock::new`]: [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)
+    /// when `locks` is empty, holds one lock twice, or a name is invalid.
+    pub fn new(locks: impl IntoIterator<Item = Lock>) -> Result<MultiLock> {
+        let mut rt = None;
+        let asyncs: Vec<crate::Lock> = locks
+            .into_iter()
+            .map(|l| {
+                rt.get_or_insert_with(|| l.rt.clone());
+                l.as_async().clone()
+            })
+            .collect();
+        let inner = crate::MultiLock::new(asyncs)?;
+        let rt = rt.ok_or_else(|| Error::invalid("a MultiLock needs at least one lock"))?;
+        Ok(MultiLock { inner, rt })
+    }
+
+    fn guard(&self, guard: crate::MultiLockGuard) -> MultiLockGuard {
+        MultiLockGuard(Held::new(guard, self.rt.clone()))
+    }
+
+    /// Acquire every member, as [`crate::MultiLock::acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::MultiLock::acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire(&self) -> Result<MultiLockGuard> {
+        self.rt
+            .block_on(self.inner.acquire())
+            .map(|g| self.guard(g))
+    }
+
+    /// One attempt at every member, as [`crate::MultiLock::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::MultiLock::try_acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire(&self) -> Result<Option<MultiLockGuard>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire())?
+            .map(|g| self.guard(g)))
+    }
+
+    /// Acquire every member, waiting at most `wait`, as
+    /// [`crate::MultiLock::try_acquire_for`].
+    ///
+    /// # Errors
+    /// As [`crate::MultiLock::try_acquire_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<MultiLockGuard>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire_for(wait))?
+            .map(|g| self.guard(g)))
+    }
+}
+
+/// Every member of a [`MultiLock`], held; blocking form of [`crate::MultiLockGuard`],
+/// released by [`release`](MultiLockGuard::release) or when dropped (synchronously; see the
+/// [module docs](super)).
+#[must_use = "dropping the guard releases every member at once"]
+#[derive(Debug)]
+pub struct MultiLockGuard(Held<crate::MultiLockGuard>);
+
+impl MultiLockGuard {
+    /// The members' fencing tokens, in acquisition order.
+    pub fn fencing_tokens(&self) -> Vec<FencingToken> {
+        self.0.get().fencing_tokens()
+    }
+
+    /// The members' hold counts right after the grant, in acquisition order.
+    pub fn hold_counts(&self) -> Vec<u32> {
+        self.0.get().hold_counts()
+    }
+
+    /// The earliest local validity deadline of the members.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.0.get().valid_until()
+    }
+
+    /// Whether a member's lease is known lost, without I/O.
+    pub fn is_lost(&self) -> bool {
+        self.0.get().is_lost()
+    }
+
+    /// Block until a member's lease is lost, as [`crate::MultiLockGuard::lost`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost(&self) {
+        self.0.block_on(self.0.get().lost())
+    }
+
+    /// Block until a member's lease is lost or `timeout` passed: `true` when one was lost.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.0.block_on(async {
+            tokio::time::timeout(timeout, self.0.get().lost())
+                .await
+                .is_ok()
+        })
+    }
+
+    /// Re-enter every member, as [`crate::MultiLockGuard::reenter`].
+    ///
+    /// # Errors
+    /// As [`crate::MultiLockGuard::reenter`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn reenter(&self) -> Result<MultiLockGuard> {
+        let g = self.0.block_on(self.0.get().reenter())?;
+        Ok(MultiLockGuard(self.0.wrap(g)))
+    }
+
+    /// Set every member's TTL to `lease` from now, as [`crate::MultiLockGuard::extend`].
+    ///
+    /// # Errors
+    /// As [`crate::MultiLockGuard::extend`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn extend(&self, lease: Duration) -> Result<()> {
+        self.0.block_on(self.0.get().extend(lease))
+    }
+
+    /// Release every member, as [`crate::MultiLockGuard::release`].
+    ///
+    /// # Errors
+    /// As [`crate::MultiLockGuard::release`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn release(self) -> Result<()> {
+        self.0.release()
+    }
+}
+
+/// A lock over independent masters (redis.io's Redlock), blocking form of
+/// [`crate::RedLock`]. Configure a [`crate::RedLockBuilder`] (its setters do no I/O) and
+/// [`build`](RedLock::build) it here.
+#[derive(Clone)]
+pub struct RedLock {
+    inner: crate::RedLock,
+    rt: Rt,
+}
+
+impl fmt::Debug for RedLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::RedLock")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl RedLock {
+    /// Connect the nodes of `builder` on a runtime of its own
+    /// ([`DEFAULT_WORKER_THREADS`] workers) and check its settings.
+    ///
+    /// # Errors
+    /// As [`crate::RedLockBuilder::build`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use distlock::blocking::RedLock;
+    ///
+    /// let redlock = RedLock::build(
+    ///     distlock::RedLock::builder_from_urls([
+    ///         "redis://10.0.0.1/", "redis://10.0.0.2/", "redis://10.0.0.3/",
+    ///     ])
+    ///     .ttl(Duration::from_secs(10)),
+    /// )?;
+    /// let guard = redlock.acquire("payments")?;
+    /// // ... work shorter than the validity ...
+    /// guard.release()?;
+    /// # Ok::<(), distlock::Error>(())
+    /// ```
+    pub fn build(builder: crate::RedLockBuilder) -> Result<RedLock> {
+        let rt = Rt::new(DEFAULT_WORKER_THREADS)?;
+        let inner = rt.block_on(builder.build())?;
+        Ok(RedLock { inner, rt })
+    }
+
+    fn guard(&self, guard: crate::RedLockGuard) -> RedLockGuard {
+        RedLockGuard(Held::new(guard, self.rt.clone()))
+    }
+
+    /// The number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.inner.node_count()
+    }
+
+    /// Grants needed to hold the lock.
+    pub fn quorum(&self) -> usize {
+        self.inner.quorum()
+    }
+
+    /// The TTL of every grant.
+    pub fn ttl(&self) -> Duration {
+        self.inner.ttl()
+    }
+
+    /// One round of grants, as [`crate::RedLock::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::RedLock::try_acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire(&self, name: &str) -> Result<Option<RedLockGuard>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire(name))?
+            .map(|g| self.guard(g)))
+    }
+
+    /// Rounds until a quorum grants or `wait` passed, as [`crate::RedLock::try_acquire_for`].
+    ///
+    /// # Errors
+    /// As [`crate::RedLock::try_acquire_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_for(&self, name: &str, wait: Duration) -> Result<Option<RedLockGuard>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire_for(name, wait))?
+            .map(|g| self.guard(g)))
+    }
+
+    /// Rounds until a quorum grants, up to the default wait, as [`crate::RedLock::acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::RedLock::acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire(&self, name: &str) -> Result<RedLockGuard> {
+        self.rt
+            .block_on(self.inner.acquire(name))
+            .map(|g| self.guard(g))
+    }
+
+    /// Each node's view of the lock, as [`crate::RedLock::status`].
+    ///
+    /// # Errors
+    /// As [`crate::RedLock::status`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn status(&self, name: &str) -> Result<Vec<(String, Result<LockStatus>)>> {
+        self.rt.block_on(self.inner.status(name))
+    }
+}
+
+/// A RedLock held by a quorum, blocking form of [`crate::RedLockGuard`]; released by
+/// [`release`](RedLockGuard::release) or when dropped (synchronously; see the
+/// [module docs](super)).
+#[must_use = "dropping the guard releases the lock at once"]
+#[derive(Debug)]
+pub struct RedLockGuard(Held<crate::RedLockGuard>);
+
+impl RedLockGuard {
+    /// The owner field written on the nodes.
+    pub fn owner(&self) -> &Owner {
+        self.0.get().owner()
+    }
+
+    /// Per node, the fencing token it issued, or `None` where it did not grant.
+    pub fn node_tokens(&self) -> &[Option<FencingToken>] {
+        self.0.get().node_tokens()
+    }
+
+    /// Nodes that granted this lock.
+    pub fn granted_nodes(&self) -> usize {
+        self.0.get().granted_nodes()
+    }
+
+    /// End of the validity by the local monotonic clock.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.0.get().valid_until()
+    }
+
+    /// Block until the validity ends (unless extended first), as
+    /// [`crate::RedLockGuard::lost`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost(&self) {
+        self.0.block_on(self.0.get().lost())
+    }
+
+    /// Block until the validity ends or `timeout` passed: `true` when it ended.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.0.block_on(async {
+            tokio::time::timeout(timeout, self.0.get().lost())
+                .await
+                .is_ok()
+        })
+    }
+
+    /// Extend on a quorum, as [`crate::RedLockGuard::extend`].
+    ///
+    /// # Errors
+    /// As [`crate::RedLockGuard::extend`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn extend(&self, lease: Duration) -> Result<()> {
+        self.0.block_on(self.0.get().extend(lease))
+    }
+
+    /// Have a watchdog extend the lock while the guard lives, as
+    /// [`crate::RedLockGuard::keep_alive`].
+    ///
+    /// # Errors
+    /// As [`crate::RedLockGuard::keep_alive`].
+    pub fn keep_alive(&mut self, lease: Duration) -> Result<()> {
+        let _runtime = self.0.rt.enter();
+        self.0.get_mut().keep_alive(lease)
+    }
+
+    /// Release on every node, as [`crate::RedLockGuard::release`].
+    ///
+    /// # Errors
+    /// As [`crate::RedLockGuard::release`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn release(self) -> Result<()> {
+        self.0.release()
+    }
+}

@@ -1,0 +1,394 @@
+//! Blocking forms of the semaphores: [`Semaphore`] (Redisson's `RSemaphore`) and
+//! [`LeasedSemaphore`] (permits with ids and leases), with their permits.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{Held, Rt};
+use crate::error::Result;
+
+/// A counting semaphore, blocking form of [`crate::Semaphore`]. Cheap to clone. Made by
+/// [`Client::semaphore`](super::Client::semaphore).
+#[derive(Clone)]
+pub struct Semaphore {
+    inner: crate::Semaphore,
+    rt: Rt,
+}
+
+impl fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::Semaphore")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl Semaphore {
+    pub(super) fn new(inner: crate::Semaphore, rt: Rt) -> Semaphore {
+        Semaphore { inner, rt }
+    }
+
+    fn permit(&self, permit: crate::SemaphorePermit) -> SemaphorePermit {
+        SemaphorePermit(Held::new(permit, self.rt.clone()))
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// Set the number of permits if none is set, as [`crate::Semaphore::try_set_permits`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::try_set_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_set_permits(&self, permits: u64) -> Result<bool> {
+        self.rt.block_on(self.inner.try_set_permits(permits))
+    }
+
+    /// Permits free now, as [`crate::Semaphore::available_permits`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::available_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn available_permits(&self) -> Result<u64> {
+        self.rt.block_on(self.inner.available_permits())
+    }
+
+    /// Add permits to the pool, as [`crate::Semaphore::add_permits`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::add_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn add_permits(&self, permits: u64) -> Result<u64> {
+        self.rt.block_on(self.inner.add_permits(permits))
+    }
+
+    /// Give back permits taken without a guard, as [`crate::Semaphore::release`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::release`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn release(&self, permits: u64) -> Result<u64> {
+        self.rt.block_on(self.inner.release(permits))
+    }
+
+    /// Take every free permit, as [`crate::Semaphore::drain_permits`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::drain_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn drain_permits(&self) -> Result<u64> {
+        self.rt.block_on(self.inner.drain_permits())
+    }
+
+    /// One permit, waiting up to the client's default wait, as [`crate::Semaphore::acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire(&self) -> Result<SemaphorePermit> {
+        self.rt
+            .block_on(self.inner.acquire())
+            .map(|p| self.permit(p))
+    }
+
+    /// `permits` permits at once, waiting up to the client's default wait, as
+    /// [`crate::Semaphore::acquire_many`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::acquire_many`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire_many(&self, permits: u64) -> Result<SemaphorePermit> {
+        self.rt
+            .block_on(self.inner.acquire_many(permits))
+            .map(|p| self.permit(p))
+    }
+
+    /// One permit if one is free now, as [`crate::Semaphore::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::try_acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire(&self) -> Result<Option<SemaphorePermit>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire())?
+            .map(|p| self.permit(p)))
+    }
+
+    /// One permit, waiting at most `wait`, as [`crate::Semaphore::try_acquire_for`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::try_acquire_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<SemaphorePermit>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire_for(wait))?
+            .map(|p| self.permit(p)))
+    }
+
+    /// `permits` permits at once, waiting at most `wait`, as
+    /// [`crate::Semaphore::try_acquire_many_for`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::try_acquire_many_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_many_for(
+        &self,
+        permits: u64,
+        wait: Duration,
+    ) -> Result<Option<SemaphorePermit>> {
+        let p = self
+            .rt
+            .block_on(self.inner.try_acquire_many_for(permits, wait))?;
+        Ok(p.map(|p| self.permit(p)))
+    }
+}
+
+/// Permits taken from a [`Semaphore`], blocking form of [`crate::SemaphorePermit`]; given
+/// back by [`release`](SemaphorePermit::release) or when dropped (synchronously, bounded by
+/// twice the command timeout; see the [module docs](super)).
+#[must_use = "dropping the permit gives it back at once"]
+#[derive(Debug)]
+pub struct SemaphorePermit(Held<crate::SemaphorePermit>);
+
+impl SemaphorePermit {
+    /// How many permits this guard holds.
+    pub fn permits(&self) -> u64 {
+        self.0.get().permits()
+    }
+
+    /// Give the permits back, as [`crate::SemaphorePermit::release`]: the permits
+    /// available after it.
+    ///
+    /// # Errors
+    /// As [`crate::SemaphorePermit::release`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn release(self) -> Result<u64> {
+        self.0.release()
+    }
+
+    /// Keep the permits taken for good, as [`crate::SemaphorePermit::forget`].
+    pub fn forget(self) -> u64 {
+        self.0.into_inner().forget()
+    }
+}
+
+/// A semaphore whose permits have ids and leases, blocking form of
+/// [`crate::LeasedSemaphore`]. Cheap to clone. Made by
+/// [`Client::leased_semaphore`](super::Client::leased_semaphore).
+#[derive(Clone)]
+pub struct LeasedSemaphore {
+    inner: crate::LeasedSemaphore,
+    rt: Rt,
+}
+
+impl fmt::Debug for LeasedSemaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::LeasedSemaphore")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl LeasedSemaphore {
+    pub(super) fn new(inner: crate::LeasedSemaphore, rt: Rt) -> LeasedSemaphore {
+        LeasedSemaphore { inner, rt }
+    }
+
+    fn permit(&self, permit: crate::LeasedPermit) -> LeasedPermit {
+        LeasedPermit(Held::new(permit, self.rt.clone()))
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// Set the number of permits if none is set, as
+    /// [`crate::LeasedSemaphore::try_set_permits`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::try_set_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_set_permits(&self, permits: u64) -> Result<bool> {
+        self.rt.block_on(self.inner.try_set_permits(permits))
+    }
+
+    /// Add permits, as [`crate::LeasedSemaphore::add_permits`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::add_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn add_permits(&self, permits: u64) -> Result<u64> {
+        self.rt.block_on(self.inner.add_permits(permits))
+    }
+
+    /// `(available, total)` permits, as [`crate::LeasedSemaphore::permits`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn permits(&self) -> Result<(u64, u64)> {
+        self.rt.block_on(self.inner.permits())
+    }
+
+    /// Permits free now, as [`crate::LeasedSemaphore::available_permits`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::available_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn available_permits(&self) -> Result<u64> {
+        self.rt.block_on(self.inner.available_permits())
+    }
+
+    /// A permit leased for `lease`, waiting up to the client's default wait, as
+    /// [`crate::LeasedSemaphore::acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire(&self, lease: Duration) -> Result<LeasedPermit> {
+        self.rt
+            .block_on(self.inner.acquire(lease))
+            .map(|p| self.permit(p))
+    }
+
+    /// A permit leased for `lease` if one is free now, as
+    /// [`crate::LeasedSemaphore::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::try_acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire(&self, lease: Duration) -> Result<Option<LeasedPermit>> {
+        Ok(self
+            .rt
+            .block_on(self.inner.try_acquire(lease))?
+            .map(|p| self.permit(p)))
+    }
+
+    /// A permit leased for `lease`, waiting at most `wait`, as
+    /// [`crate::LeasedSemaphore::try_acquire_for`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::try_acquire_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_for(&self, lease: Duration, wait: Duration) -> Result<Option<LeasedPermit>> {
+        let p = self.rt.block_on(self.inner.try_acquire_for(lease, wait))?;
+        Ok(p.map(|p| self.permit(p)))
+    }
+}
+
+/// A permit of a [`LeasedSemaphore`], blocking form of [`crate::LeasedPermit`]; given back
+/// by [`release`](LeasedPermit::release) or when dropped (synchronously, bounded by twice
+/// the command timeout; see the [module docs](super)).
+#[must_use = "dropping the permit gives it back at once"]
+#[derive(Debug)]
+pub struct LeasedPermit(Held<crate::LeasedPermit>);
+
+impl LeasedPermit {
+    /// The permit's id.
+    pub fn id(&self) -> &str {
+        self.0.get().id()
+    }
+
+    /// Whether the lease is known lost, without I/O, as [`crate::LeasedPermit::is_lost`].
+    pub fn is_lost(&self) -> bool {
+        self.0.get().is_lost()
+    }
+
+    /// Until when the permit is surely ours by the local monotonic clock.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.0.get().valid_until()
+    }
+
+    /// Block until the lease is lost, as [`crate::LeasedPermit::lost`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost(&self) {
+        self.0.block_on(self.0.get().lost())
+    }
+
+    /// Block until the lease is lost or `timeout` passed: `true` when it was lost.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.0.block_on(async {
+            tokio::time::timeout(timeout, self.0.get().lost())
+                .await
+                .is_ok()
+        })
+    }
+
+    /// Set the permit's lease to `lease` from now, as [`crate::LeasedPermit::extend`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedPermit::extend`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn extend(&self, lease: Duration) -> Result<()> {
+        self.0.block_on(self.0.get().extend(lease))
+    }
+
+    /// Have the client's watchdog extend the permit while it is held, as
+    /// [`crate::LeasedPermit::keep_alive`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedPermit::keep_alive`].
+    pub fn keep_alive(&mut self, lease: Duration) -> Result<()> {
+        let _runtime = self.0.rt.enter();
+        self.0.get_mut().keep_alive(lease)
+    }
+
+    /// Give the permit back, as [`crate::LeasedPermit::release`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedPermit::release`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn release(self) -> Result<()> {
+        self.0.release()
+    }
+}

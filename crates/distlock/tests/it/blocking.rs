@@ -1,0 +1,344 @@
+//! The blocking API (`distlock::blocking`), from plain `#[test]` functions and thread
+//! pools: the watchdog keeps renewing while the calling thread does synchronous work, guards
+//! release synchronously when dropped, and every primitive works through it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use distlock::blocking::{self, Client};
+use distlock::ErrorKind;
+
+use distlock_test::testing::wait_until;
+
+use crate::util::*;
+
+fn client_on(server: &RedisServer, watchdog: Duration) -> Client {
+    Client::builder()
+        .url(server.url())
+        .watchdog_lease(watchdog)
+        .build()
+        .expect("connect to test server")
+}
+
+/// Synchronous work longer than several leases: the client's runtime renews in the
+/// background, so the lock is still held (on a current-thread runtime it would expire).
+#[test]
+fn watchdog_renews_while_the_thread_blocks() {
+    let server = RedisServer::start();
+    let client = client_on(&server, Duration::from_millis(300));
+    let other = client_on(&server, Duration::from_millis(300));
+    let guard = client.lock("report").acquire().unwrap();
+    thread::sleep(Duration::from_millis(1200)); // four leases, no call into distlock
+    assert!(!guard.is_lost());
+    assert!(guard.is_held().unwrap());
+    let pttl: i64 = cmd(&server, &["PTTL", "report"]);
+    assert!(pttl > 0 && pttl <= 300, "PTTL {pttl}");
+    assert!(other.lock("report").try_acquire().unwrap().is_none());
+    assert_eq!(client.watchdog_locks(), 1);
+    guard.release().unwrap();
+    assert_eq!(cmd::<i64>(&server, &["EXISTS", "report"]), 0);
+    assert_eq!(client.watchdog_locks(), 0);
+}
+
+/// Dropping a guard releases before `drop` returns: the key is gone at once.
+#[test]
+fn dropped_guards_release_synchronously() {
+    let server = RedisServer::start();
+    let client = client_on(&server, Duration::from_secs(30));
+    for _ in 0..20 {
+        let guard = client.lock("orders").acquire().unwrap();
+        assert_eq!(cmd::<i64>(&server, &["EXISTS", "orders"]), 1);
+        drop(guard);
+        assert_eq!(cmd::<i64>(&server, &["EXISTS", "orders"]), 0);
+    }
+    let sem = client.semaphore("slots");
+    assert!(sem.try_set_permits(2).unwrap());
+    let permit = sem.acquire_many(2).unwrap();
+    assert_eq!(sem.available_permits().unwrap(), 0);
+    drop(permit);
+    assert_eq!(cmd::<String>(&server, &["GET", "slots"]), "2");
+}
+
+/// A shared client from a pool of threads: mutual exclusion over an unguarded
+/// read-modify-write, and a semaphore that never lets more than its permits in.
+#[test]
+fn a_thread_pool_shares_one_client() {
+    let server = RedisServer::start();
+    let client = client_on(&server, Duration::from_secs(30));
+    let sem = client.semaphore("pool");
+    assert!(sem.try_set_permits(2).unwrap());
+    let (inside, most) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let threads = 8;
+    let rounds = 25;
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (client, inside, most) = (client.clone(), inside.clone(), most.clone());
+            let url = server.url();
+            thread::spawn(move || {
+                let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+                for _ in 0..rounds {
+                    let guard = client.lock("counter").acquire().unwrap();
+                    let n: u64 = redis::cmd("GET")
+                        .arg("n")
+                        .query::<Option<u64>>(&mut con)
+                        .unwrap()
+                        .unwrap_or(0);
+                    thread::yield_now();
+                    let _: () = redis::cmd("SET")
+                        .arg("n")
+                        .arg(n + 1)
+                        .query(&mut con)
+                        .unwrap();
+                    guard.release().unwrap();
+
+                    let permit = client.semaphore("pool").acquire().unwrap();
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    thread::sleep(Duration::from_millis(1));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    drop(permit);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(cmd::<u64>(&server, &["GET", "n"]), threads * rounds);
+    let most = most.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&most), "{most} holders at once");
+    assert_eq!(sem.available_permits().unwrap(), 2);
+}
+
+/// A waiting thread is woken by another thread's release (pub/sub, not the wait bound).
+#[test]
+fn a_waiting_thread_wakes_on_release() {
+    let server = RedisServer::start();
+    let client = client_on(&server, Duration::from_secs(30));
+    let guard = client.lock("hand-off").acquire().unwrap();
+    let waiter = {
+        let client = client.clone();
+        thread::spawn(move || {
+            let started = Instant::now();
+            let g = client
+                .lock("hand-off")
+                .try_acquire_for(Duration::from_secs(20))
+                .unwrap();
+            (g.map(|g| g.fencing_token()), started.elapsed())
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    let first = guard.fencing_token();
+    guard.release().unwrap();
+    let (token, waited) = waiter.join().unwrap();
+    assert!(token.expect("granted after the release") > first);
+    assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+}
+
+/// Explicit leases end: `lost_timeout` reports it, `extend` and `release` say NotHeld.
+#[test]
+fn lost_lease_is_a_blocking_wait_and_a_check() {
+    let server = RedisServer::start();
+    let client = client_on(&server, Duration::from_secs(30));
+    let guard = client
+        .lock("short")
+        .lease(Duration::from_millis(200))
+        .acquire()
+        .unwrap();
+    assert!(!guard.lost_timeout(Duration::from_millis(20)));
+    assert!(guard.lost_timeout(Duration::from_secs(5)));
+    assert!(guard.is_lost());
+    guard.lost(); // returns at once once lost
+                  // The local deadline comes a drift before the server's TTL: wait for the key to go.
+    assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
+        &server,
+        &["EXISTS", "short"]
+    ) == 0));
+    assert_eq!(
+        guard.extend(Duration::from_secs(1)).unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+    assert_eq!(guard.release().unwrap_err().kind(), ErrorKind::NotHeld);
+}
+
+/// Every primitive through the blocking facade.
+#[test]
+fn every_primitive() {
+    let server = RedisServer::start();
+    let client = client_on(&server, Duration::from_secs(30));
+    let other = client_on(&server, Duration::from_secs(30));
+
+    // Reentrant lock: hold count, re-entry, remaining.
+    let g = client.lock("re").acquire().unwrap();
+    let again = g.reenter().unwrap();
+    assert_eq!(again.hold_count(), 2);
+    assert!(g.remaining().unwrap() > Duration::from_secs(20));
+    again.release().unwrap();
+    assert!(client.lock("re").is_locked().unwrap());
+    g.release().unwrap();
+    assert!(!client.lock("re").is_locked().unwrap());
+
+    // Fair lock.
+    let f = client.fair_lock("fair").acquire().unwrap();
+    assert!(other.fair_lock("fair").try_acquire().unwrap().is_none());
+    f.release().unwrap();
+    other
+        .fair_lock("fair")
+        .try_acquire()
+        .unwrap()
+        .expect("free")
+        .release()
+        .unwrap();
+
+    // Read-write lock: readers share, a writer waits, downgrade.
+    let rw = client.rw_lock("doc");
+    let r1 = rw.read().unwrap();
+    let r2 = other.rw_lock("doc").read().unwrap();
+    assert!(other.rw_lock("doc").try_write().unwrap().is_none());
+    drop((r1, r2));
+    let w = rw.write().unwrap();
+    assert!(other.rw_lock("doc").try_read().unwrap().is_none());
+    let r = w.downgrade().unwrap();
+    w.release().unwrap();
+    assert!(other.rw_lock("doc").try_write().unwrap().is_none());
+    r.release().unwrap();
+    other
+        .rw_lock("doc")
+        .try_write_for(Duration::from_secs(1))
+        .unwrap()
+        .expect("free")
+        .release()
+        .unwrap();
+
+    // Leased semaphore: a kept-alive permit outlives its lease.
+    let ls = client.leased_semaphore("conns");
+    assert!(ls.try_set_permits(1).unwrap());
+    let mut p = ls.acquire(Duration::from_millis(300)).unwrap();
+    p.keep_alive(Duration::from_millis(300)).unwrap();
+    thread::sleep(Duration::from_millis(900));
+    assert!(!p.is_lost());
+    assert!(other
+        .leased_semaphore("conns")
+        .try_acquire(Duration::from_secs(1))
+        .unwrap()
+        .is_none());
+    p.release().unwrap();
+    assert_eq!(ls.permits().unwrap(), (1, 0)); // available, leased out
+
+    // Count-down latch: a thread blocks in wait until the count reaches zero.
+    let latch = client.count_down_latch("ready");
+    assert!(latch.try_set_count(2).unwrap());
+    let waiter = {
+        let latch = other.count_down_latch("ready");
+        thread::spawn(move || latch.wait_for(Duration::from_secs(20)).unwrap())
+    };
+    assert_eq!(latch.count_down().unwrap(), 1);
+    assert!(!waiter.is_finished());
+    assert_eq!(latch.count_down().unwrap(), 0);
+    assert!(waiter.join().unwrap());
+
+    // Job lock: a second instance skips, a nested run of the same job runs at once.
+    let job = client
+        .job_lock("nightly")
+        .at_most_for(Duration::from_secs(60));
+    let ran = job
+        .run(|| {
+            assert!(other
+                .job_lock("nightly")
+                .at_most_for(Duration::from_secs(60))
+                .run(|| unreachable!())
+                .unwrap()
+                .is_none());
+            job.run(|| 7).unwrap().expect("nested run")
+        })
+        .unwrap();
+    assert_eq!(ran, Some(7));
+    assert!(job.status().unwrap().is_none());
+
+    // MultiLock: all or nothing.
+    let blocker = other.lock("m2").acquire().unwrap();
+    let multi = blocking::MultiLock::new([client.lock("m1"), client.lock("m2")]).unwrap();
+    assert!(multi.try_acquire().unwrap().is_none());
+    assert!(!client.lock("m1").is_locked().unwrap());
+    blocker.release().unwrap();
+    let held = multi.acquire().unwrap();
+    assert_eq!(held.fencing_tokens().len(), 2);
+    held.release().unwrap();
+    assert!(matches!(blocking::MultiLock::new([]), Err(e) if e.kind() == ErrorKind::InvalidInput));
+}
+
+/// RedLock over three independent servers, built from URLs on its own runtime.
+#[test]
+fn redlock_over_three_servers() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let redlock = blocking::RedLock::build(
+        distlock::RedLock::builder_from_urls(servers.iter().map(|s| s.url()))
+            .ttl(Duration::from_secs(5)),
+    )
+    .unwrap();
+    let g = redlock.acquire("payments").unwrap();
+    assert_eq!(g.granted_nodes(), 3);
+    assert!(redlock.try_acquire("payments").unwrap().is_none());
+    drop(g); // synchronous release on every node
+    for s in &servers {
+        assert_eq!(cmd::<i64>(s, &["EXISTS", "payments"]), 0);
+    }
+}
+
+/// Misuse gets a typed error or a documented panic, never a silent lost lease.
+#[test]
+fn misuse() {
+    let server = RedisServer::start();
+    let err = Client::builder()
+        .url(server.url())
+        .worker_threads(0)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    let err = Client::connect("redis://127.0.0.1:1/").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    let err = Client::builder()
+        .url(server.url())
+        .watchdog_lease(Duration::ZERO)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+
+    // From async code: a blocking call panics (tokio refuses a runtime in a runtime); a
+    // guard dropped there releases in the background instead of blocking.
+    let client = client_on(&server, Duration::from_secs(30));
+    let guard = client.lock("async-drop").acquire().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let lock = client.lock("async-call");
+    let panicked = rt.block_on(async {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lock.try_acquire()));
+        drop(guard);
+        r.is_err()
+    });
+    assert!(panicked, "a blocking call inside a runtime must panic");
+    assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
+        &server,
+        &["EXISTS", "async-drop"]
+    ) == 0));
+    drop(rt);
+}
+
+/// The `blocking_counter` example (a synchronous program, a pool of threads sharing one
+/// client) run as two processes at once: 2 × 4 threads × 25 increments, none lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_example_across_processes() {
+    let server = RedisServer::start();
+    let url = server.url();
+    run_examples(
+        &example_bin("blocking_counter"),
+        &[&url, "bx", "bx-counter", "4", "25"],
+        2,
+    )
+    .await;
+    assert_eq!(cmd::<u64>(&server, &["GET", "bx-counter"]), 200);
+}
