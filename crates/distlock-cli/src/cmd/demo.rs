@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use hdrhistogram::Histogram;
 use rand::{Rng, SeedableRng};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -141,12 +142,13 @@ impl Keys {
     }
 }
 
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
+/// The `p` percentile (0 to 100) of a µs histogram; 0 without samples. Nearest rank, as
+/// `value_at_quantile` reads it (3 significant figures).
+fn percentile(h: &Histogram<u64>, p: f64) -> u64 {
+    if h.is_empty() {
         return 0;
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    h.value_at_quantile(p / 100.0)
 }
 
 pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
@@ -277,11 +279,13 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     }
     let consistent = orders.len() as i64 + stock_left == args.stock as i64;
 
-    let mut waits: Vec<u64> = reports
-        .iter()
-        .flat_map(|r| r.wait_us.iter().copied())
-        .collect();
-    waits.sort_unstable();
+    let mut waits = Histogram::<u64>::new(3).expect("3 significant figures are supported");
+    for &w in reports.iter().flat_map(|r| r.wait_us.iter()) {
+        // It grows as needed; only a wait beyond its largest range fails, and is clamped.
+        if waits.record(w).is_err() {
+            waits.saturating_record(w);
+        }
+    }
     let acquisitions: u64 = reports.iter().map(|r| r.acquisitions).sum();
     let summary = Summary {
         stock_initial: args.stock,
