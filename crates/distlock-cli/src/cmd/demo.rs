@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use comfy_table::{CellAlignment, Table};
+use hdrhistogram::Histogram;
 use rand::{Rng, SeedableRng};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -141,12 +143,13 @@ impl Keys {
     }
 }
 
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
+/// The `p` percentile (0 to 100) of a µs histogram; 0 without samples. Nearest rank, as
+/// `value_at_quantile` reads it (3 significant figures).
+fn percentile(h: &Histogram<u64>, p: f64) -> u64 {
+    if h.is_empty() {
         return 0;
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    h.value_at_quantile(p / 100.0)
 }
 
 pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
@@ -277,11 +280,13 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     }
     let consistent = orders.len() as i64 + stock_left == args.stock as i64;
 
-    let mut waits: Vec<u64> = reports
-        .iter()
-        .flat_map(|r| r.wait_us.iter().copied())
-        .collect();
-    waits.sort_unstable();
+    let mut waits = Histogram::<u64>::new(3).expect("3 significant figures are supported");
+    for &w in reports.iter().flat_map(|r| r.wait_us.iter()) {
+        // It grows as needed; only a wait beyond its largest range fails, and is clamped.
+        if waits.record(w).is_err() {
+            waits.saturating_record(w);
+        }
+    }
     let acquisitions: u64 = reports.iter().map(|r| r.acquisitions).sum();
     let summary = Summary {
         stock_initial: args.stock,
@@ -324,57 +329,77 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     })
 }
 
+/// The summary as an aligned block: label, figure (right-aligned), remark; no borders.
 fn print_table(s: &Summary) {
     let mark = |ok: bool| if ok { "ok" } else { "BROKEN" };
+    let rows: [(&str, String, String); 11] = [
+        (
+            "stock (initial)",
+            s.stock_initial.to_string(),
+            format!("over {} vouchers", s.vouchers),
+        ),
+        (
+            "purchase attempts",
+            (s.users * s.attempts_per_user).to_string(),
+            format!(
+                "{} users x {} attempts, {} processes",
+                s.users, s.attempts_per_user, s.processes
+            ),
+        ),
+        ("orders placed", s.orders.to_string(), String::new()),
+        ("stock left", s.stock_left.to_string(), String::new()),
+        (
+            "oversold",
+            s.oversold.to_string(),
+            mark(s.oversold == 0).to_string(),
+        ),
+        (
+            "duplicate orders",
+            s.duplicate_orders.to_string(),
+            mark(s.duplicate_orders == 0).to_string(),
+        ),
+        (
+            "orders + stock left",
+            (s.orders as i64 + s.stock_left).to_string(),
+            format!("{} (= initial stock)", mark(s.consistent)),
+        ),
+        (
+            "refused attempts",
+            (s.refused_duplicate + s.sold_out_attempts).to_string(),
+            format!(
+                "(already ordered: {}, sold out: {})",
+                s.refused_duplicate, s.sold_out_attempts
+            ),
+        ),
+        (
+            "lock acquisitions",
+            s.acquisitions.to_string(),
+            format!("in {:.2} s", s.seconds),
+        ),
+        (
+            "acquisitions/s",
+            format!("{:.0}", s.acquisitions_per_s),
+            String::new(),
+        ),
+        (
+            "acquire wait p50 (us)",
+            s.wait_p50_us.to_string(),
+            format!("p99 {} us", s.wait_p99_us),
+        ),
+    ];
+    let mut table = Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    table.add_rows(rows.map(|(label, figure, remark)| [label.to_string(), figure, remark]));
+    // Indented by two, three spaces before the remark.
+    let paddings = [(2, 2), (0, 0), (3, 0)];
+    for (column, padding) in table.column_iter_mut().zip(paddings) {
+        column.set_padding(padding);
+    }
+    if let Some(figures) = table.column_mut(1) {
+        figures.set_cell_alignment(CellAlignment::Right);
+    }
     println!("distlock demo: flash sale, one order per user per voucher");
-    println!(
-        "  {:<26}{:>12}   over {} vouchers",
-        "stock (initial)", s.stock_initial, s.vouchers
-    );
-    println!(
-        "  {:<26}{:>12}   {} users x {} attempts, {} processes",
-        "purchase attempts",
-        s.users * s.attempts_per_user,
-        s.users,
-        s.attempts_per_user,
-        s.processes
-    );
-    println!("  {:<26}{:>12}", "orders placed", s.orders);
-    println!("  {:<26}{:>12}", "stock left", s.stock_left);
-    println!(
-        "  {:<26}{:>12}   {}",
-        "oversold",
-        s.oversold,
-        mark(s.oversold == 0)
-    );
-    println!(
-        "  {:<26}{:>12}   {}",
-        "duplicate orders",
-        s.duplicate_orders,
-        mark(s.duplicate_orders == 0)
-    );
-    println!(
-        "  {:<26}{:>12}   {} (= initial stock)",
-        "orders + stock left",
-        s.orders as i64 + s.stock_left,
-        mark(s.consistent)
-    );
-    println!(
-        "  {:<26}{:>12}   (already ordered: {}, sold out: {})",
-        "refused attempts",
-        s.refused_duplicate + s.sold_out_attempts,
-        s.refused_duplicate,
-        s.sold_out_attempts
-    );
-    println!(
-        "  {:<26}{:>12}   in {:.2} s",
-        "lock acquisitions", s.acquisitions, s.seconds
-    );
-    println!("  {:<26}{:>12.0}", "acquisitions/s", s.acquisitions_per_s);
-    println!(
-        "  {:<26}{:>12}   p99 {} us",
-        "acquire wait p50 (us)", s.wait_p50_us, s.wait_p99_us
-    );
+    println!("{}", table.trim_fmt());
     println!("result: {}", if s.ok { "OK" } else { "INVARIANT BROKEN" });
 }
 

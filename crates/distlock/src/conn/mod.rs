@@ -34,9 +34,12 @@ const RETRY_DELAYS: [Duration; 3] = [
     Duration::from_millis(400),
 ];
 
-/// `redis://user:secret@host/` → `redis://user:***@host/`, for messages and `Debug`. The
-/// credentials end at the last `@` of the URL, so a password holding `/`, `?` or `#` (which
-/// should be percent-encoded, but may not be) is masked whole too.
+/// `redis://user:secret@host/` → `redis://user:***@host/`, for messages and `Debug`; a lone
+/// user name (`redis://secret@host/`, which some clients take for the password) is masked
+/// whole: `redis://***@host/`. The credentials end at the last `@` of the URL, so a password
+/// holding `/`, `?` or `#` (which should be percent-encoded, but may not be) is masked whole
+/// too: such a URL, or one the URL parser refuses (a Sentinel or Cluster URL with several
+/// `host:port`), is masked from `://` to that `@`.
 pub(crate) fn redact_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_string();
@@ -46,6 +49,20 @@ pub(crate) fn redact_url(url: &str) -> String {
         return url.to_string();
     };
     let userinfo = &rest[..at];
+    // Without `/`, `?` or `#` before it, the last `@` ends the parser's authority too, so the
+    // parser's credentials are everything before it.
+    if !userinfo.contains(['/', '?', '#']) {
+        if let Ok(mut parsed) = ::url::Url::parse(url) {
+            let masked = if parsed.password().is_none() {
+                parsed.set_username("***")
+            } else {
+                parsed.set_password(Some("***"))
+            };
+            if masked.is_ok() {
+                return parsed.into();
+            }
+        }
+    }
     let user = userinfo.split(':').next().unwrap_or("");
     let masked = if userinfo.contains(':') && !user.contains(['/', '?', '#']) {
         format!("{user}:***")
@@ -905,5 +922,48 @@ mod tests {
         assert!(!redact_url("redis://u:p@ss@h/").contains("p@ss"));
         assert!(!redact_url("redis://u:se/cret@h/").contains("cret"));
         assert!(!redact_url("redis-sentinel://u:a#b?c@h1,h2#m").contains("a#b"));
+    }
+
+    #[test]
+    fn the_parser_keeps_the_rest_of_the_url() {
+        // An unencoded `@` in the password: the credentials end at the last one.
+        assert_eq!(redact_url("redis://u:p@ss@h/"), "redis://u:***@h/");
+        assert_eq!(
+            redact_url("redis://app:s%40cret@[::1]:6380/2?protocol=resp3#insecure"),
+            "redis://app:***@[::1]:6380/2?protocol=resp3#insecure"
+        );
+        assert_eq!(
+            redact_url("redis-cluster://app:hunter2@h1,h2,h3"),
+            "redis-cluster://app:***@h1,h2,h3"
+        );
+        assert_eq!(redact_url("no url at all"), "no url at all");
+    }
+
+    #[test]
+    fn a_lone_user_name_is_masked_whole() {
+        assert_eq!(redact_url("redis://secret@host/"), "redis://***@host/");
+        assert_eq!(
+            redact_url("redis://secret@host:6379"),
+            "redis://***@host:6379"
+        );
+    }
+
+    #[test]
+    fn unparsable_urls_are_masked_up_to_the_last_at() {
+        // Several `host:port` (the parser refuses them): the user name stays.
+        assert_eq!(
+            redact_url("redis-sentinel://u:p@h1:26379,h2:26379/0#mymaster"),
+            "redis-sentinel://u:***@h1:26379,h2:26379/0#mymaster"
+        );
+        // A `/` in the password (the parser would end the credentials there).
+        assert_eq!(redact_url("redis://u:se/cret@h/"), "redis://u:***@h/");
+        // `redis://u:12/x@h/` parses as host `u`, port 12, no credentials: still masked.
+        assert_eq!(redact_url("redis://u:12/x@h/"), "redis://u:***@h/");
+        // A `/` in the user name: all of it.
+        assert_eq!(redact_url("redis://u/v:pw@h/"), "redis://***@h/");
+        assert_eq!(
+            redact_url("redis-sentinel://u:a#b?c@h1,h2#m"),
+            "redis-sentinel://u:***@h1,h2#m"
+        );
     }
 }

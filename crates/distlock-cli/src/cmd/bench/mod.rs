@@ -8,7 +8,7 @@
 //!   and each release hands the lock to the next waiter;
 //! - `memory`: bytes and keys per held lock, and keys left behind per idle lock name.
 //!
-//! Output: a table, or with `--json` one line per workload in the peers' format
+//! Output: a table once every workload has run, or with `--json` one line per workload in the peers' format
 //! (`impl` = `rust/distlock`), so `summarize.py` reads our lines next to the peers'. Sizes
 //! come from the same `BENCH_*` environment variables as the peers' drivers.
 //!
@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use comfy_table::{CellAlignment, Table};
 use distlock::Client;
 use serde_json::Value;
 
@@ -287,11 +288,8 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
                 ""
             }
         );
-        println!(
-            "{:<12} {:>7} {:>8} {:>8} {:>10} {:>9} {:>9} {:>5}  notes",
-            "workload", "clients", "ops", "seconds", "ops/s", "p50 µs", "p99 µs", "lost"
-        );
     }
+    let mut table = results_table();
 
     let mut failed = Vec::new();
     let mut broken = false;
@@ -320,7 +318,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
                 if args.json {
                     println!("{}", line.to_json());
                 } else {
-                    print_row(&line);
+                    table.add_row(row(&line));
                 }
             }
             Err(e) => {
@@ -330,6 +328,9 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
         }
     }
     drop(server);
+    if !args.json {
+        println!("{}", table.trim_fmt());
+    }
     if !failed.is_empty() {
         anyhow::bail!("workloads failed: {}", failed.join(", "));
     }
@@ -414,19 +415,40 @@ fn row_notes(l: &Line) -> String {
     }
 }
 
-fn print_row(l: &Line) {
-    println!(
-        "{:<12} {:>7} {:>8} {:>8.3} {:>10.1} {:>9} {:>9} {:>5}  {}",
-        l.workload,
-        l.clients,
-        l.ops,
-        l.seconds,
-        l.ops_per_s,
+/// The results table, without rows: no borders, one space between columns (two before the
+/// notes), the figures right-aligned.
+fn results_table() -> Table {
+    let mut table = Table::new();
+    table.load_style(comfy_table::presets::NOTHING).set_header([
+        "workload", "clients", "ops", "seconds", "ops/s", "p50 µs", "p99 µs", "lost", "notes",
+    ]);
+    let last = table.column_count() - 1;
+    for (i, column) in table.column_iter_mut().enumerate() {
+        if i == last {
+            column.set_padding((1, 0));
+        } else {
+            column.set_padding((0, 1));
+        }
+        if i > 0 && i < last {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
+}
+
+/// A workload's row of the results table.
+fn row(l: &Line) -> [String; 9] {
+    [
+        l.workload.to_string(),
+        l.clients.to_string(),
+        l.ops.to_string(),
+        format!("{:.3}", l.seconds),
+        format!("{:.1}", l.ops_per_s),
         lat(l.p50_us),
         lat(l.p99_us),
         l.lost_updates
             .map(|v| v.to_string())
             .unwrap_or_else(|| "–".into()),
         row_notes(l),
-    );
+    ]
 }

@@ -324,13 +324,12 @@ pub async fn watchdog(b: &Bench) -> Result<Line> {
         .map(|(k, v)| (k, Value::from(v)))
         .collect();
     let cpu_pct = 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9);
-    let mut no_samples = Vec::new();
     Ok(Line::new(
         "watchdog",
         1,
         n,
         wall.as_secs_f64(),
-        &mut no_samples,
+        &[],
         None,
         b.notes(&format!(
             "{n} locks held by one client with watchdog lease {lease:?} (renewal every \
@@ -467,13 +466,13 @@ pub async fn waiters(b: &Bench) -> Result<Line> {
     bar.finish_and_clear();
     let secs = (last_release - t0).as_secs_f64();
     let served = events.len() as u64 - 1;
-    let mut h = handoff_stats(events);
+    let h = handoff_stats(events);
     Ok(Line::new(
         "waiters",
         w,
         served,
         secs,
-        &mut h.handoffs_ns,
+        &h.handoffs_ns,
         None,
         b.notes(&format!(
             "{w} tasks of one client wait on one lock (try_acquire_for {wait:?}); each \
@@ -611,13 +610,12 @@ pub async fn memory(b: &Bench) -> Result<Line> {
     let avg = usage.iter().sum::<u64>() as f64 / n as f64;
     let per = |x: u64| (x as f64 / n as f64 * 1000.0).round() / 1000.0;
     let held_keys = held.lock_keys + held.unlock_latches + held.acquire_latches + held.other;
-    let mut no_samples = Vec::new();
     Ok(Line::new(
         "memory",
         1,
         n,
         secs,
-        &mut no_samples,
+        &[],
         None,
         b.notes(&format!(
             "{n} locks held at once; MEMORY USAGE SAMPLES 0; keys found with SCAN"

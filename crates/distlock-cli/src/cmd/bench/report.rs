@@ -1,9 +1,11 @@
 //! The JSON line every workload emits (the bench-peers format, so `summarize.py` reads our
-//! lines next to the peers'), nearest-rank percentiles and the hand-off statistics.
+//! lines next to the peers'), the latency percentiles (an HdrHistogram of the samples) and
+//! the hand-off statistics.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
@@ -70,13 +72,34 @@ fn round(x: f64, digits: i32) -> f64 {
     (x * f).round() / f
 }
 
-/// Nearest-rank percentile of sorted nanosecond samples, in µs.
-pub fn pct(sorted: &[u64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
+/// Significant figures of the latency histograms: a figure read from one is within 0.1 %
+/// of the sample it stands for.
+const SIGFIG: u8 = 3;
+
+/// An HdrHistogram (3 significant figures) of nanosecond samples.
+pub fn histogram(samples_ns: &[u64]) -> Histogram<u64> {
+    let mut h = Histogram::new(SIGFIG).expect("3 significant figures are supported");
+    for &v in samples_ns {
+        // It grows as needed; only a value beyond its largest range (about 146 years in ns)
+        // fails, and that one is clamped.
+        if h.record(v).is_err() {
+            h.saturating_record(v);
+        }
     }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1] as f64 / 1000.0)
+    h
+}
+
+/// The `q` quantile (0 to 1) of a nanosecond histogram, in µs; `None` without samples.
+/// Nearest rank, as `value_at_quantile` reads it (the largest value equivalent to the
+/// sample at that rank).
+pub fn pct(h: &Histogram<u64>, q: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
+}
+
+/// The largest sample of a nanosecond histogram, in µs (same precision); `None` without
+/// samples.
+pub fn max_us(h: &Histogram<u64>) -> Option<f64> {
+    (!h.is_empty()).then(|| h.max() as f64 / 1000.0)
 }
 
 /// A µs figure as a JSON number with one decimal, or `null`.
@@ -98,24 +121,24 @@ pub fn ns(d: Duration) -> u64 {
 }
 
 impl Line {
-    /// A line as the peers' `emit` builds it: sorts `lat_ns` (nanoseconds), derives p50/p99
-    /// and puts `samples`, `p90_us`, `max_us` first in `extra`.
+    /// A line as the peers' `emit` builds it: derives p50/p99 from the latency samples
+    /// `lat_ns` (nanoseconds) and puts `samples`, `p90_us`, `max_us` first in `extra`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         workload: &'static str,
         clients: u64,
         ops: u64,
         seconds: f64,
-        lat_ns: &mut [u64],
+        lat_ns: &[u64],
         lost_updates: Option<i64>,
         notes: String,
         extra: Vec<(&'static str, Value)>,
     ) -> Line {
-        lat_ns.sort_unstable();
+        let h = histogram(lat_ns);
         let mut ex = vec![
-            ("samples", Value::from(lat_ns.len() as u64)),
-            ("p90_us", num(pct(lat_ns, 0.90))),
-            ("max_us", num(lat_ns.last().map(|v| *v as f64 / 1000.0))),
+            ("samples", Value::from(h.len())),
+            ("p90_us", num(pct(&h, 0.90))),
+            ("max_us", num(max_us(&h))),
         ];
         ex.extend(extra);
         Line {
@@ -129,8 +152,8 @@ impl Line {
             } else {
                 0.0
             },
-            p50_us: pct(lat_ns, 0.50).map(|x| round(x, 1)),
-            p99_us: pct(lat_ns, 0.99).map(|x| round(x, 1)),
+            p50_us: pct(&h, 0.50).map(|x| round(x, 1)),
+            p99_us: pct(&h, 0.99).map(|x| round(x, 1)),
             lost_updates,
             notes,
             extra: Extra(ex),
@@ -202,20 +225,16 @@ pub fn handoff_stats(mut events: Vec<Event>) -> HandoffStats {
 }
 
 /// The contended workload's `extra` figures (after `samples`, `p90_us`, `max_us`).
-pub fn contended_extra(
-    h: &mut HandoffStats,
-    fails: u64,
-    last_err: &str,
-) -> Vec<(&'static str, Value)> {
+pub fn contended_extra(h: &HandoffStats, fails: u64, last_err: &str) -> Vec<(&'static str, Value)> {
     let n = h.all_ns.len().max(1) as f64;
-    h.all_ns.sort_unstable();
+    let all = histogram(&h.all_ns);
     vec![
         ("failed_acquires", Value::from(fails)),
         ("same_client_pct", num1(100.0 * h.same_client as f64 / n)),
         ("clients_served", Value::from(h.clients_served as u64)),
         ("max_client_share_pct", num1(h.max_share_pct)),
-        ("any_next_p50_us", num(pct(&h.all_ns, 0.50))),
-        ("any_next_p99_us", num(pct(&h.all_ns, 0.99))),
+        ("any_next_p50_us", num(pct(&all, 0.50))),
+        ("any_next_p99_us", num(pct(&all, 0.99))),
         ("release_races", Value::from(h.release_races)),
         ("last_error", Value::from(last_err)),
     ]
@@ -226,12 +245,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_rank() {
+    fn nearest_rank_within_the_histogram_precision() {
         let v: Vec<u64> = (1..=100).map(|i| i * 1000).collect();
-        assert_eq!(pct(&v, 0.50), Some(50.0));
-        assert_eq!(pct(&v, 0.99), Some(99.0));
-        assert_eq!(pct(&v[..1], 0.99), Some(1.0));
-        assert_eq!(pct(&[], 0.5), None);
+        let h = histogram(&v);
+        // 50 000 ns and 99 000 ns fall in buckets 32 ns and 64 ns wide.
+        assert_eq!(pct(&h, 0.50), Some(50.015));
+        assert_eq!(pct(&h, 0.99), Some(99.007));
+        assert_eq!(num(pct(&h, 0.50)), 50.0);
+        assert_eq!(num(pct(&h, 0.99)), 99.0);
+        assert_eq!(max_us(&h), Some(100.031));
+        // Below 2048 ns every nanosecond has its own bucket.
+        assert_eq!(pct(&histogram(&[1000]), 0.99), Some(1.0));
+        // Nearest rank: p50 of 1..=4 µs is the 2nd sample, p99 the 4th.
+        let h = histogram(&[4000, 1000, 3000, 2000]);
+        assert_eq!(num(pct(&h, 0.50)), 2.0);
+        assert_eq!(num(pct(&h, 0.99)), 4.0);
+        let empty = histogram(&[]);
+        assert_eq!(pct(&empty, 0.5), None);
+        assert_eq!(max_us(&empty), None);
     }
 
     #[test]
@@ -254,13 +285,13 @@ mod tests {
 
     #[test]
     fn line_shape() {
-        let mut lat = vec![3000, 1000, 2000];
+        let lat = vec![3000, 1000, 2000];
         let line = Line::new(
             "uncontended",
             1,
             3,
             0.5,
-            &mut lat,
+            &lat,
             None,
             "n".into(),
             vec![("failed_acquires", Value::from(0))],

@@ -90,7 +90,7 @@ pub async fn uncontended(b: &Bench) -> Result<Line> {
         1,
         ops,
         secs,
-        &mut lat,
+        &lat,
         None,
         b.notes(""),
         fail_extra(fails, &last_err),
@@ -164,7 +164,7 @@ pub async fn distinct(b: &Bench) -> Result<Line> {
         s.clients,
         ops,
         secs,
-        &mut lat,
+        &lat,
         None,
         b.notes(""),
         fail_extra(fails, &last_err),
@@ -260,18 +260,18 @@ pub async fn contended(b: &Bench) -> Result<Line> {
         .await
         .context("read the counter")?;
     let lost = ops as i64 - fin.unwrap_or(0);
-    let mut h = handoff_stats(ev);
-    let mut extra = report::contended_extra(&mut h, fails, &last_err);
-    waits.sort_unstable();
+    let h = handoff_stats(ev);
+    let mut extra = report::contended_extra(&h, fails, &last_err);
+    let waits = report::histogram(&waits);
     extra.push(("wait_p50_us", num(report::pct(&waits, 0.50))));
     extra.push(("wait_p99_us", num(report::pct(&waits, 0.99))));
-    extra.push(("wait_max_us", num(waits.last().map(|v| *v as f64 / 1000.0))));
+    extra.push(("wait_max_us", num(report::max_us(&waits))));
     Ok(Line::new(
         "contended",
         s.clients,
         ops,
         secs,
-        &mut h.handoffs_ns,
+        &h.handoffs_ns,
         Some(lost),
         b.notes(""),
         extra,
@@ -344,7 +344,7 @@ pub async fn handoff(b: &Bench) -> Result<Line> {
         2,
         ops,
         secs,
-        &mut lat,
+        &lat,
         None,
         b.notes(""),
         vec![
