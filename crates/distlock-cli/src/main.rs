@@ -73,10 +73,10 @@ enum Command {
     Status(cmd::status::StatusArgs),
     /// Delete a lock whoever holds it, and wake its waiters.
     Unlock(cmd::unlock::UnlockArgs),
-    /// The flash sale from the seeds: many processes buy under locks; checks no oversell and
-    /// no duplicate orders.
+    /// A flash sale: many processes buy under locks; checks no oversell and no duplicate
+    /// orders.
     Demo(cmd::demo::DemoArgs),
-    /// Benchmark distlock: the bench-peers workloads (uncontended, distinct, contended,
+    /// Benchmark distlock: the standard lock workloads (uncontended, distinct, contended,
     /// handoff) plus watchdog, waiters and memory; a table, or JSON lines with --json.
     Bench(cmd::bench::BenchArgs),
     /// One worker process of `demo` (started by `demo` itself).

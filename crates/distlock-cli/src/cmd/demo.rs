@@ -1,5 +1,5 @@
-//! `distlock demo`: the flash sale of the seeds (003: "one order per user", 000/004: stock
-//! must not oversell), run by several OS processes against one Redis.
+//! `distlock demo`: a flash sale (one order per user; the stock must never oversell), run by
+//! several OS processes against one Redis.
 //!
 //! The sale has `--stock` units spread over `--vouchers` vouchers. Each of `--users` users
 //! makes `--attempts` purchase attempts on random vouchers; attempt `j` of user `u` runs in

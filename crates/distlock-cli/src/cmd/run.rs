@@ -294,6 +294,11 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
     }
     die_with_wrapper(&mut command);
+    // Handlers first: a signal arriving while the command starts is forwarded to it once it
+    // runs, rather than killing the wrapper (the default action) and orphaning the command.
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
     // Spawned from this task's thread (see the module docs): not from spawn_blocking.
     let mut child = match command.spawn() {
         Ok(c) => c,
@@ -304,9 +309,6 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         }
     };
     let pid = child.id();
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
     let mut lost_seen = false;
     let status = loop {
         tokio::select! {

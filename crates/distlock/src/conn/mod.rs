@@ -39,8 +39,43 @@ const RETRY_DELAYS: [Duration; 3] = [
 /// whole: `redis://***@host/`. The credentials end at the last `@` of the URL, so a password
 /// holding `/`, `?` or `#` (which should be percent-encoded, but may not be) is masked whole
 /// too: such a URL, or one the URL parser refuses (a Sentinel or Cluster URL with several
-/// `host:port`), is masked from `://` to that `@`.
+/// `host:port`), is masked from `://` to that `@`. A password in the query
+/// (`redis+unix:///run/redis.sock?pass=secret`, redis-rs's form for Unix sockets) is masked
+/// as `pass=***`.
 pub(crate) fn redact_url(url: &str) -> String {
+    mask_query_password(&redact_userinfo(url))
+}
+
+/// Mask the values of `pass` and `password` query parameters.
+fn mask_query_password(url: &str) -> String {
+    let Some((base, rest)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let (query, fragment) = match rest.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (rest, None),
+    };
+    let masked: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, _))
+                if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
+            {
+                format!("{k}=***")
+            }
+            _ => pair.to_string(),
+        })
+        .collect();
+    let mut out = format!("{base}?{}", masked.join("&"));
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(f);
+    }
+    out
+}
+
+/// The userinfo part of [`redact_url`].
+fn redact_userinfo(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_string();
     };
@@ -937,6 +972,18 @@ mod tests {
             "redis-cluster://app:***@h1,h2,h3"
         );
         assert_eq!(redact_url("no url at all"), "no url at all");
+    }
+
+    #[test]
+    fn a_password_in_the_query_is_masked() {
+        assert_eq!(
+            redact_url("redis+unix:///run/redis.sock?db=1&pass=hunter2"),
+            "redis+unix:///run/redis.sock?db=1&pass=***"
+        );
+        assert_eq!(
+            redact_url("unix:///tmp/r.sock?user=app&password=hunter2#x"),
+            "unix:///tmp/r.sock?user=app&password=***#x"
+        );
     }
 
     #[test]

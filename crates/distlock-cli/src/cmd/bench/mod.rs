@@ -1,5 +1,5 @@
-//! `distlock bench`: the bench-peers workloads (`uncontended`, `distinct`, `contended`,
-//! `handoff`, exactly as `shared/bench-peers/README.md` § WORKLOADS defines them) measured on
+//! `distlock bench`: the four standard workloads (`uncontended`, `distinct`, `contended`,
+//! `handoff`, defined alike for distlock and the libraries it is compared with) measured on
 //! distlock's [`Lock`](distlock::Lock), plus three distlock-only workloads:
 //!
 //! - `watchdog`: one client holds many locks under the watchdog (short lease) and we count
@@ -8,9 +8,9 @@
 //!   and each release hands the lock to the next waiter;
 //! - `memory`: bytes and keys per held lock, and keys left behind per idle lock name.
 //!
-//! Output: a table once every workload has run, or with `--json` one line per workload in the peers' format
-//! (`impl` = `rust/distlock`), so `summarize.py` reads our lines next to the peers'. Sizes
-//! come from the same `BENCH_*` environment variables as the peers' drivers.
+//! Output: a table once every workload has run, or with `--json` one line per workload in
+//! the format of the other libraries' drivers (`impl` = `rust/distlock`), so the lines
+//! compare side by side. Sizes come from the same `BENCH_*` environment variables.
 //!
 //! Without `--url` (or `DISTLOCK_URL`) a private `redis-server` is started, as for `demo`.
 
@@ -61,14 +61,14 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub clients: u64,
 
-    /// Print one JSON line per workload (the bench-peers format) instead of the table, and no
-    /// progress bar.
+    /// Print one JSON line per workload instead of the table (the format of the comparison
+    /// with other lock libraries), and no progress bar.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Workload sizes: the bench-peers `BENCH_*` environment variables (same names, same
-/// defaults), plus the distlock-only ones.
+/// Workload sizes: the standard workloads' `BENCH_*` environment variables (same names, same
+/// defaults as the compared libraries' runs), plus the distlock-only ones.
 #[derive(Clone, Debug)]
 pub struct Settings {
     /// `--clients` / `BENCH_CLIENTS` (16).

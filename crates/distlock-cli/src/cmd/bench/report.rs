@@ -1,5 +1,5 @@
-//! The JSON line every workload emits (the bench-peers format, so `summarize.py` reads our
-//! lines next to the peers'), the latency percentiles (an HdrHistogram of the samples) and
+//! The JSON line every workload emits (the other libraries' drivers' format, so the lines
+//! compare side by side), the latency percentiles (an HdrHistogram of the samples) and
 //! the hand-off statistics.
 
 use std::collections::HashMap;

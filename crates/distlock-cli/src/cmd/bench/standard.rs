@@ -1,5 +1,4 @@
-//! The four bench-peers workloads (`shared/bench-peers/README.md` § WORKLOADS), with the
-//! semantics of the peers' Rust driver: a shared ticket counter keeps every client busy to
+//! The four standard workloads, with the semantics of the other libraries' Rust driver: a shared ticket counter keeps every client busy to
 //! the end, warm-ups are not measured, failed acquires are counted and not measured.
 //!
 //! A "client" is one tokio task with its own [`Lock`] object; all clients share one
