@@ -43,6 +43,7 @@ use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
+use crate::metrics;
 
 /// One request the driver takes to a grant: what differs between the kinds.
 ///
@@ -112,11 +113,26 @@ pub(crate) async fn acquire<A: Acquire>(
         waited_ms = tracing::field::Empty,
         token = tracing::field::Empty,
     );
+    let name_label = client.inner.metrics_lock_names.then(|| name.to_string());
     let started = Instant::now();
-    let got = acquire_in_span(client, request, wait)
+    let mut waited_from = None;
+    let got = acquire_in_span(client, request, wait, kind, &mut waited_from)
         .instrument(span.clone())
         .await;
-    span.record("waited_ms", started.elapsed().as_millis() as u64);
+    let took = started.elapsed();
+    span.record("waited_ms", took.as_millis() as u64);
+    let outcome = match &got {
+        Ok(Some(_)) => metrics::Outcome::Granted,
+        Ok(None) => metrics::Outcome::NotAcquired,
+        Err(_) => metrics::Outcome::Error,
+    };
+    metrics::acquire_done(
+        kind,
+        name_label.as_deref(),
+        outcome,
+        took,
+        waited_from.map(|from: Instant| from.elapsed()),
+    );
     match &got {
         Ok(Some(grant)) => {
             span.record("outcome", "granted");
@@ -136,10 +152,14 @@ pub(crate) async fn acquire<A: Acquire>(
     got
 }
 
+/// `waited_from` is set when the first attempt found the lock taken and the driver began to
+/// wait (for the wait metrics).
 async fn acquire_in_span<A: Acquire>(
     client: &Client,
     request: A,
     wait: Duration,
+    kind: &'static str,
+    waited_from: &mut Option<Instant>,
 ) -> Result<Option<A::Grant>> {
     client.check_open()?;
     keys::check_wait(wait)?;
@@ -151,6 +171,7 @@ async fn acquire_in_span<A: Acquire>(
         req.wake(),
         deadline,
         req.recheck(),
+        (kind, waited_from),
         move |started| req.attempt(started),
     )
     .await;
@@ -237,12 +258,15 @@ pub(crate) enum Step<T> {
 /// counts its lease from: its own start, or — after attempts whose answer never came (a
 /// broken connection) — the start of the earliest of those, since one of them may have been
 /// granted, and a later attempt that finds that grant does not move every kind's TTL.
-/// `recheck` bounds every nap (liveness heartbeats, lost messages).
+/// `recheck` bounds every nap (liveness heartbeats, lost messages). When the first attempt
+/// does not get it and the deadline is ahead, the loop sets `waited_from` to now and counts
+/// itself in the `distlock_waiting` gauge of `kind` while it waits.
 async fn wait_loop<T, F, Fut>(
     client: &Client,
     wake: Option<(&str, Wake)>,
     deadline: Instant,
     recheck: Duration,
+    (kind, waited_from): (&'static str, &mut Option<Instant>),
     mut attempt: F,
 ) -> Result<Option<T>>
 where
@@ -275,6 +299,8 @@ where
     if Instant::now() >= deadline {
         return unreachable.map_or(Ok(None), Err);
     }
+    *waited_from = Some(Instant::now());
+    let _waiting = metrics::Waiting::start(kind);
     let sub = match wake {
         Some((channel, wake)) => {
             let mut sub = client.inner.hub.subscribe(channel, wake);

@@ -51,6 +51,8 @@ pub(crate) struct ClientInner {
     pub(crate) watchdog_lease: Duration,
     pub(crate) default_wait: Duration,
     pub(crate) command_timeout: Duration,
+    /// Label acquire metrics by lock name ([`ClientBuilder::metrics_lock_names`]).
+    pub(crate) metrics_lock_names: bool,
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) holds: Holds,
     seq: AtomicU64,
@@ -265,6 +267,7 @@ pub struct ClientBuilder {
     command_timeout: Duration,
     connect_timeout: Duration,
     require_noeviction: bool,
+    metrics_lock_names: bool,
     sentinel_auth: Option<String>,
     replica_acks: u32,
     replica_ack_timeout: Duration,
@@ -338,6 +341,7 @@ impl Default for ClientBuilder {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             require_noeviction: false,
+            metrics_lock_names: false,
             sentinel_auth: None,
             replica_acks: 1,
             replica_ack_timeout: Duration::from_secs(1),
@@ -356,6 +360,7 @@ impl fmt::Debug for ClientBuilder {
             .field("command_timeout", &self.command_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("require_noeviction", &self.require_noeviction)
+            .field("metrics_lock_names", &self.metrics_lock_names)
             .field("replica_acks", &self.replica_acks)
             .field("replica_ack_timeout", &self.replica_ack_timeout)
             .field("pubsub", &self.pubsub)
@@ -494,6 +499,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Label the acquire metrics (feature `metrics`) with the lock's name too, not only its
+    /// kind. Default `false`: each distinct name is a new time series, and an unbounded
+    /// label set (e.g. one lock per user) overwhelms Prometheus; turn it on only when the
+    /// names are few and fixed. Without the feature it has no effect.
+    pub fn metrics_lock_names(mut self, by_name: bool) -> Self {
+        self.metrics_lock_names = by_name;
+        self
+    }
+
     /// Connect, authenticate and start the background tasks on the current tokio runtime.
     ///
     /// # Errors
@@ -577,6 +591,7 @@ impl ClientBuilder {
             watchdog_lease: self.watchdog_lease,
             default_wait: self.default_wait,
             command_timeout: self.command_timeout,
+            metrics_lock_names: self.metrics_lock_names,
             runtime: tokio::runtime::Handle::current(),
             seq: AtomicU64::new(0),
             redacted_url: redacted,

@@ -101,7 +101,8 @@ pub(crate) struct HoldId(u64);
 /// The live holds and background releases of one client.
 pub(crate) struct Holds {
     next: AtomicU64,
-    live: Mutex<HashMap<u64, Releaser>>,
+    /// Each live hold's kind (for the `distlock_held` gauge) and releaser.
+    live: Mutex<HashMap<u64, (&'static str, Releaser)>>,
     background: Arc<Background>,
     /// Scheduled-job loops ([`crate::spawn_every`]) still running.
     scheduled: Arc<Background>,
@@ -146,17 +147,20 @@ impl Holds {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Register a live hold and how to release it.
-    pub(crate) fn register(&self, releaser: Releaser) -> HoldId {
+    /// Register a live hold of `kind` (`lock`, `semaphore`, …) and how to release it.
+    pub(crate) fn register(&self, kind: &'static str, releaser: Releaser) -> HoldId {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.live.lock().unwrap().insert(id, releaser);
+        self.live.lock().unwrap().insert(id, (kind, releaser));
+        crate::metrics::held(kind, 1);
         HoldId(id)
     }
 
     /// Take a registration back (the guard is released, forgotten or dropped). Returns its
     /// releaser, or `None` when shutdown released the hold already.
     pub(crate) fn take(&self, id: &HoldId) -> Option<Releaser> {
-        self.live.lock().unwrap().remove(&id.0)
+        let (kind, releaser) = self.live.lock().unwrap().remove(&id.0)?;
+        crate::metrics::held(kind, -1);
+        Some(releaser)
     }
 
     /// For a scheduled-job loop: the signal that shutdown began, and a token that counts the
@@ -258,7 +262,16 @@ impl Holds {
         } else {
             idle(&self.scheduled).await;
         }
-        let live: Vec<Releaser> = self.live.lock().unwrap().drain().map(|(_, r)| r).collect();
+        let live: Vec<Releaser> = self
+            .live
+            .lock()
+            .unwrap()
+            .drain()
+            .map(|(_, (kind, r))| {
+                crate::metrics::held(kind, -1);
+                r
+            })
+            .collect();
         let releases = live.into_iter().map(|releaser| {
             let request = releaser();
             let backend = backend.clone();

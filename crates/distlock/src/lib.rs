@@ -49,6 +49,7 @@ mod job;
 mod keys;
 mod latch;
 mod lock;
+mod metrics;
 mod multi;
 mod redlock;
 mod rwlock;

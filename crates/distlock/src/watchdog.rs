@@ -47,14 +47,21 @@ const BATCH: usize = 500;
 pub(crate) struct LeaseState {
     lost: watch::Sender<bool>,
     valid_until: Mutex<Instant>,
+    /// The primitive's kind (`lock`, `leased_semaphore`, …), for metrics.
+    kind: &'static str,
 }
 
 impl LeaseState {
-    pub(crate) fn new(valid_until: Instant) -> LeaseState {
+    pub(crate) fn new(valid_until: Instant, kind: &'static str) -> LeaseState {
         LeaseState {
             lost: watch::Sender::new(false),
             valid_until: Mutex::new(valid_until),
+            kind,
         }
+    }
+
+    pub(crate) fn kind(&self) -> &'static str {
+        self.kind
     }
 
     pub(crate) fn valid_until(&self) -> Instant {
@@ -76,12 +83,23 @@ impl LeaseState {
         *self.valid_until.lock().unwrap() = valid_until;
     }
 
+    /// Fire the lost signal (once: later calls change nothing) and count the loss.
     pub(crate) fn mark_lost(&self) {
-        self.lost.send_replace(true);
+        if !self.lost.send_replace(true) {
+            crate::metrics::lease_lost(self.kind);
+        }
     }
 
+    /// Whether the lease is lost: marked, or its deadline passed (which marks it).
     pub(crate) fn is_lost(&self) -> bool {
-        *self.lost.borrow() || Instant::now() >= self.valid_until()
+        if *self.lost.borrow() {
+            return true;
+        }
+        let passed = Instant::now() >= self.valid_until();
+        if passed {
+            self.mark_lost();
+        }
+        passed
     }
 
     /// Resolves when the lease is lost: marked by a renewal, or its deadline passed.
@@ -235,6 +253,7 @@ impl Leases {
         field: &str,
         valid_until: Instant,
         renewal: Option<Renewal>,
+        kind: &'static str,
     ) -> Registration {
         let renew = renewal.is_some();
         let entry_key = (key.to_string(), field.to_string());
@@ -249,7 +268,7 @@ impl Leases {
                         refs: 0,
                         renew_refs: 0,
                         renewal: Renewal::Hash,
-                        lease: Arc::new(LeaseState::new(valid_until)),
+                        lease: Arc::new(LeaseState::new(valid_until, kind)),
                     },
                 );
                 map.get_mut(&entry_key).expect("just inserted")
@@ -422,6 +441,7 @@ async fn renew_kept(shared: &Shared, all: bool) {
             let Some(k) = kept.get_mut(&id) else { return };
             match outcome {
                 Ok(true) => {
+                    crate::metrics::renewals(state.kind(), 1, 0);
                     state.renewed(started + lease.saturating_sub(drift(lease)));
                     k.due = started + period;
                 }
@@ -431,6 +451,7 @@ async fn renew_kept(shared: &Shared, all: bool) {
                     kept.remove(&id);
                 }
                 Err(e) => {
+                    crate::metrics::renewals(state.kind(), 0, 1);
                     tracing::warn!(%what, error = format_args!("{e:#}"), "keep-alive failed");
                     if Instant::now() >= state.valid_until() {
                         state.mark_lost();
@@ -521,6 +542,8 @@ async fn renew_chunk_in_span(
     span: &tracing::Span,
 ) -> bool {
     let started = Instant::now();
+    // Hash-based renewals serve plain, fair and write locks alike: counted as `lock`.
+    let kind = if is_read { "read_lock" } else { "lock" };
     let script = if is_read {
         &scripts::RW_READ_RENEW
     } else {
@@ -541,6 +564,7 @@ async fn renew_chunk_in_span(
     let first_key = chunk.first().map_or("", |(_, (key, _), _, _)| key.as_str());
     let Ok(mut grant) = backend.for_grant(first_key).await else {
         span.record("outcome", "failed");
+        crate::metrics::renewals(kind, 0, chunk.len() as u64);
         return false;
     };
     let sent = grant
@@ -578,10 +602,13 @@ async fn renew_chunk_in_span(
             }
             span.record("outcome", if confirmed { "renewed" } else { "unconfirmed" });
             span.record("lost", lost);
+            let renewed = if confirmed { chunk.len() - lost } else { 0 };
+            crate::metrics::renewals(kind, renewed as u64, (chunk.len() - lost - renewed) as u64);
             true
         }
         Ok(results) => {
             span.record("outcome", "failed");
+            crate::metrics::renewals(kind, 0, chunk.len() as u64);
             tracing::error!(
                 got = results.len(),
                 want = chunk.len(),
@@ -591,6 +618,7 @@ async fn renew_chunk_in_span(
         }
         Err(e) => {
             span.record("outcome", "failed");
+            crate::metrics::renewals(kind, 0, chunk.len() as u64);
             tracing::warn!(
                 error = format_args!("{e:#}"),
                 locks = chunk.len(),

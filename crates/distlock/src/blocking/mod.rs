@@ -400,6 +400,7 @@ impl ClientBuilder {
         command_timeout(timeout: Duration);
         connect_timeout(timeout: Duration);
         require_noeviction(require: bool);
+        metrics_lock_names(by_name: bool);
     }
 
     /// Worker threads of the client's runtime, which run the watchdog, wake-ups and the

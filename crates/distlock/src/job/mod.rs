@@ -291,6 +291,7 @@ impl JobLock {
     fn guard(&self, key: String, value: String, started: Instant, at_most: Duration) -> JobGuard {
         let lease = Arc::new(LeaseState::new(
             started + at_most.saturating_sub(keys::drift(at_most)),
+            "job_lock",
         ));
         let inner = Arc::new(GuardInner {
             client: self.client.clone(),
@@ -308,7 +309,7 @@ impl JobLock {
             self.client
                 .inner
                 .holds
-                .register(Arc::new(move || g.release_request()))
+                .register("job_lock", Arc::new(move || g.release_request()))
         };
         let mut guard = JobGuard {
             inner: Some(inner),

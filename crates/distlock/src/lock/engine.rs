@@ -237,14 +237,14 @@ impl Lock {
             &self.inner.raw.field(&owner),
             valid_until,
             renewal,
+            self.inner.raw.kind(),
         );
         let hold = {
             let (lock, owner) = (self.clone(), owner.clone());
-            self.inner
-                .client
-                .inner
-                .holds
-                .register(Arc::new(move || lock.release_request(&owner, lease)))
+            self.inner.client.inner.holds.register(
+                self.inner.raw.kind(),
+                Arc::new(move || lock.release_request(&owner, lease)),
+            )
         };
         LockGuard::new(
             self.clone(),

@@ -149,7 +149,10 @@ impl RedLockGuard {
         });
         // The guard's own validity is what `lost()` watches; the watchdog's state only bounds
         // its retries.
-        let state = Arc::new(LeaseState::new(*self.valid_until.lock().unwrap()));
+        let state = Arc::new(LeaseState::new(
+            *self.valid_until.lock().unwrap(),
+            "redlock",
+        ));
         self.keep_alive = Some(client.inner.leases.keep_alive(
             format!("RedLock {:?}", self.name),
             lease,

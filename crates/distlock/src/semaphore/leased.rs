@@ -175,15 +175,16 @@ impl LeasedSemaphore {
         Ok(got.map(|(started, id)| LeasedPermit {
             hold: {
                 let (sem, id) = (self.clone(), id.clone());
-                n.client
-                    .inner
-                    .holds
-                    .register(Arc::new(move || sem.release_request(&id)))
+                n.client.inner.holds.register(
+                    "leased_semaphore",
+                    Arc::new(move || sem.release_request(&id)),
+                )
             },
             sem: Some(self.clone()),
             id,
             lease: Arc::new(LeaseState::new(
                 started + lease.saturating_sub(keys::drift(lease)),
+                "leased_semaphore",
             )),
             keep_alive: None,
         }))

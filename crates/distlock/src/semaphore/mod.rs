@@ -116,7 +116,7 @@ impl Names {
         self.client
             .inner
             .holds
-            .register(Arc::new(move || names.add_request(permits)))
+            .register("semaphore", Arc::new(move || names.add_request(permits)))
     }
 }
 

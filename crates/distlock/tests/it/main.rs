@@ -15,6 +15,7 @@ mod job;
 mod latch;
 mod lock_basic;
 mod lost;
+mod metrics;
 mod model;
 mod multi;
 mod observability;
