@@ -47,16 +47,19 @@ const BATCH: usize = 500;
 pub(crate) struct LeaseState {
     lost: watch::Sender<bool>,
     valid_until: Mutex<Instant>,
-    /// The primitive's kind (`lock`, `leased_semaphore`, …), for metrics.
+    /// The primitive's kind (`lock`, `leased_semaphore`, …) and what is leased (the key),
+    /// for metrics and the lost-lease event.
     kind: &'static str,
+    what: String,
 }
 
 impl LeaseState {
-    pub(crate) fn new(valid_until: Instant, kind: &'static str) -> LeaseState {
+    pub(crate) fn new(valid_until: Instant, kind: &'static str, what: String) -> LeaseState {
         LeaseState {
             lost: watch::Sender::new(false),
             valid_until: Mutex::new(valid_until),
             kind,
+            what,
         }
     }
 
@@ -83,10 +86,17 @@ impl LeaseState {
         *self.valid_until.lock().unwrap() = valid_until;
     }
 
-    /// Fire the lost signal (once: later calls change nothing) and count the loss.
+    /// Fire the lost signal (once: later calls change nothing), count the loss and report it
+    /// as a WARN event `distlock.lease_lost` (fields `kind`, `what`).
     pub(crate) fn mark_lost(&self) {
         if !self.lost.send_replace(true) {
             crate::metrics::lease_lost(self.kind);
+            tracing::warn!(
+                name: "distlock.lease_lost",
+                kind = self.kind,
+                what = %self.what,
+                "lease lost"
+            );
         }
     }
 
@@ -268,7 +278,7 @@ impl Leases {
                         refs: 0,
                         renew_refs: 0,
                         renewal: Renewal::Hash,
-                        lease: Arc::new(LeaseState::new(valid_until, kind)),
+                        lease: Arc::new(LeaseState::new(valid_until, kind, key.to_string())),
                     },
                 );
                 map.get_mut(&entry_key).expect("just inserted")

@@ -131,7 +131,9 @@ impl JobLock {
     /// Run `task` on this thread if this instance gets the lock: `Ok(Some(output))` when it
     /// ran, `Ok(None)` when another instance holds the lock (never waits), as
     /// [`crate::JobLock::run`]. The lock is released afterwards with the ownership-checked
-    /// script, kept until `at_least_for` has passed.
+    /// script, kept until `at_least_for` has passed. Inside a running job of the same name
+    /// and environment on the same client and thread, the inner task runs at once without
+    /// locking again (ShedLock's `alreadyLockedBy`).
     ///
     /// # Errors
     /// As [`crate::JobLock::run`]: [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when
@@ -141,10 +143,6 @@ impl JobLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)). A panic of `task` is
     /// passed on after the lock is released.
-    ///
-    /// Inside a running job of the same name and environment on the same client and
-    /// thread, the inner task runs at once without locking again (ShedLock's
-    /// `alreadyLockedBy`).
     pub fn run<T>(&self, task: impl FnOnce() -> T) -> Result<Option<T>> {
         let job = (self.rt.id(), self.inner.key());
         if RUNNING.with(|r| r.borrow().contains(&job)) {

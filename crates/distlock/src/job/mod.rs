@@ -292,6 +292,7 @@ impl JobLock {
         let lease = Arc::new(LeaseState::new(
             started + at_most.saturating_sub(keys::drift(at_most)),
             "job_lock",
+            key.clone(),
         ));
         let inner = Arc::new(GuardInner {
             client: self.client.clone(),

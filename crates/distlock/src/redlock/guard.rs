@@ -152,6 +152,7 @@ impl RedLockGuard {
         let state = Arc::new(LeaseState::new(
             *self.valid_until.lock().unwrap(),
             "redlock",
+            self.name.clone(),
         ));
         self.keep_alive = Some(client.inner.leases.keep_alive(
             format!("RedLock {:?}", self.name),

@@ -185,6 +185,7 @@ impl LeasedSemaphore {
             lease: Arc::new(LeaseState::new(
                 started + lease.saturating_sub(keys::drift(lease)),
                 "leased_semaphore",
+                self.names.name.clone(),
             )),
             keep_alive: None,
         }))

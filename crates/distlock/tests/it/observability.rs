@@ -45,6 +45,16 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Collector {
         values.record(ext.get_mut::<Fields>().unwrap());
     }
 
+    /// Events are collected like closed spans, by their name (`distlock.lease_lost`).
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+        let mut fields = Fields(HashMap::new());
+        event.record(&mut fields);
+        self.0
+            .lock()
+            .unwrap()
+            .push((event.metadata().name().to_string(), fields.0));
+    }
+
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         let span = ctx.span(&id).unwrap();
         let fields = span.extensions_mut().remove::<Fields>().unwrap().0;
@@ -96,6 +106,17 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
     tokio::time::sleep(Duration::from_millis(350)).await;
     guard.extend(Duration::from_secs(5)).await.unwrap();
     guard.release().await.unwrap();
+    // An explicit lease that runs out: one `distlock.lease_lost` event, however often the
+    // loss is observed.
+    let short = client
+        .lock("traced-short")
+        .lease(Duration::from_millis(50))
+        .acquire()
+        .await
+        .unwrap();
+    short.lost().await;
+    assert!(short.is_lost());
+    drop(short);
     let sem = client.semaphore("traced-sem");
     sem.try_set_permits(1).await.unwrap();
     sem.acquire().await.unwrap().release().await.unwrap();
@@ -152,4 +173,9 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
             .len(),
         1
     );
+    let lost = collector.find(
+        "distlock.lease_lost",
+        &[("kind", "lock"), ("what", "traced-short")],
+    );
+    assert_eq!(lost.len(), 1, "{lost:?}");
 }
