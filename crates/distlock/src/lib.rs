@@ -31,6 +31,31 @@
 //! # let _ = token; Ok(()) }
 //! ```
 //!
+//! # Features
+//!
+//! - `tls` (default): `rediss://` URLs, with rustls (see [`ClientBuilder::url`]).
+//! - `blocking`: `distlock::blocking`, the whole API for synchronous code.
+//! - `metrics`: metrics through the [`metrics`](https://docs.rs/metrics) facade, for whatever
+//!   recorder the application installs:
+//!
+//! | metric | type | what |
+//! |---|---|---|
+//! | `distlock_acquire_duration_seconds` | histogram | acquire calls, start to outcome (label `outcome`: `granted`, `not_acquired`, `error`) |
+//! | `distlock_acquire_wait_seconds` | histogram | time waited by acquires that found the lock taken |
+//! | `distlock_acquisitions_total` | counter | grants |
+//! | `distlock_acquire_waits_total` | counter | acquires that found the lock taken and waited |
+//! | `distlock_acquire_timeouts_total` | counter | acquires whose wait ended without a grant |
+//! | `distlock_acquire_errors_total` | counter | acquires that failed |
+//! | `distlock_leases_lost_total` | counter | leases lost while held |
+//! | `distlock_watchdog_renewals_total` | counter | leases renewed by the watchdog or a keep-alive |
+//! | `distlock_watchdog_renewal_failures_total` | counter | renewals that failed |
+//! | `distlock_held` | gauge | guards this process holds |
+//! | `distlock_waiting` | gauge | acquire calls waiting now |
+//!
+//! Every metric is labelled by `kind` (`lock`, `fair_lock`, `read_lock`, `write_lock`,
+//! `semaphore`, `leased_semaphore`, `job_lock`, `latch`, `redlock`); the acquire metrics also
+//! by `name` when the client opts in ([`ClientBuilder::metrics_lock_names`]).
+//!
 //! See `doc/design.md` in the repository for the data layout and the design choices.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
