@@ -54,6 +54,8 @@ impl JobLock {
         JobGuard(Held::new(guard, self.rt.clone()))
     }
 
+    acquire_verbs!("JobLock" => JobGuard);
+
     /// The environment part of the key, as [`crate::JobLock::environment`].
     pub fn environment(self, env: impl Into<String>) -> Self {
         JobLock::new(self.inner.environment(env), self.rt)
@@ -84,48 +86,6 @@ impl JobLock {
     /// The Redis key: `<prefix>job-lock:<env>:<name>`.
     pub fn key(&self) -> String {
         self.inner.key()
-    }
-
-    /// Take the lock if nobody holds it, never waiting, as [`crate::JobLock::try_acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::JobLock::try_acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire(&self) -> Result<Option<JobGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire())?
-            .map(|g| self.guard(g)))
-    }
-
-    /// Take the lock, waiting at most `wait`, as [`crate::JobLock::try_acquire_for`].
-    ///
-    /// # Errors
-    /// As [`crate::JobLock::try_acquire_for`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<JobGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire_for(wait))?
-            .map(|g| self.guard(g)))
-    }
-
-    /// Take the lock, waiting up to the client's default wait, as
-    /// [`crate::JobLock::acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::JobLock::acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn acquire(&self) -> Result<JobGuard> {
-        self.rt
-            .block_on(self.inner.acquire())
-            .map(|g| self.guard(g))
     }
 
     /// Run `task` on this thread if this instance gets the lock: `Ok(Some(output))` when it
@@ -199,25 +159,7 @@ impl JobGuard {
         self.0.get().valid_until()
     }
 
-    /// Block until the lock is lost, as [`crate::JobGuard::lost`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost(&self) {
-        self.0.block_on(self.0.get().lost())
-    }
-
-    /// Block until the lock is lost or `timeout` passed: `true` when it was lost.
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.0.block_on(async {
-            tokio::time::timeout(timeout, self.0.get().lost())
-                .await
-                .is_ok()
-        })
-    }
+    lost_verbs!();
 
     /// Set the lock's TTL to `lease` from now if still ours, as [`crate::JobGuard::extend`].
     ///

@@ -30,6 +30,8 @@ impl Lock {
         LockGuard(Held::new(guard, self.rt.clone()))
     }
 
+    acquire_verbs!("Lock" => LockGuard);
+
     /// This lock with an explicit lease, as [`crate::Lock::lease`].
     pub fn lease(&self, lease: Duration) -> Lock {
         Lock::new(self.inner.lease(lease), self.rt.clone())
@@ -48,50 +50,6 @@ impl Lock {
     /// The async lock underneath.
     pub fn as_async(&self) -> &crate::Lock {
         &self.inner
-    }
-
-    /// Acquire, waiting up to the client's default wait, as [`crate::Lock::acquire`]. The
-    /// calling thread sleeps while it waits; a release elsewhere wakes it by pub/sub.
-    ///
-    /// # Errors
-    /// As [`crate::Lock::acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn acquire(&self) -> Result<LockGuard> {
-        self.rt
-            .block_on(self.inner.acquire())
-            .map(|g| self.guard(g))
-    }
-
-    /// One attempt, never waits, as [`crate::Lock::try_acquire`]: `Ok(None)` when another
-    /// owner holds the lock.
-    ///
-    /// # Errors
-    /// As [`crate::Lock::try_acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire())?
-            .map(|g| self.guard(g)))
-    }
-
-    /// Acquire, waiting at most `wait`, as [`crate::Lock::try_acquire_for`]: `Ok(None)`
-    /// when it elapsed.
-    ///
-    /// # Errors
-    /// As [`crate::Lock::try_acquire_for`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire_for(wait))?
-            .map(|g| self.guard(g)))
     }
 
     /// Acquire as `owner` (re-entering if it holds the lock already), as
@@ -203,27 +161,7 @@ macro_rules! guard_accessors {
                 self.0.get().is_lost()
             }
 
-            /// Block until the lease is lost, as [`crate::LockGuard::lost`]: never returns
-            /// while the lease is kept. See [`lost_timeout`](Self::lost_timeout) for a
-            /// bounded wait.
-            ///
-            /// # Panics
-            /// Inside an async runtime (see the [module docs](super#panics)).
-            pub fn lost(&self) {
-                self.0.block_on(self.0.get().lost())
-            }
-
-            /// Block until the lease is lost or `timeout` passed: `true` when it was lost.
-            ///
-            /// # Panics
-            /// Inside an async runtime (see the [module docs](super#panics)).
-            pub fn lost_timeout(&self, timeout: Duration) -> bool {
-                self.0.block_on(async {
-                    tokio::time::timeout(timeout, self.0.get().lost())
-                        .await
-                        .is_ok()
-                })
-            }
+            lost_verbs!();
 
             /// Ask the server whether it still has this owner's hold, as
             /// [`crate::LockGuard::is_held`].
@@ -335,6 +273,8 @@ impl FairLock {
         LockGuard(Held::new(guard, self.rt.clone()))
     }
 
+    acquire_verbs!("FairLock" => LockGuard);
+
     /// This lock with an explicit lease, as [`crate::FairLock::lease`].
     pub fn lease(&self, lease: Duration) -> FairLock {
         FairLock::new(self.inner.lease(lease), self.rt.clone())
@@ -354,49 +294,6 @@ impl FairLock {
     /// The lock's Redis key.
     pub fn key(&self) -> &str {
         self.inner.key()
-    }
-
-    /// Acquire in arrival order, waiting up to the client's default wait, as
-    /// [`crate::FairLock::acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::FairLock::acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn acquire(&self) -> Result<LockGuard> {
-        self.rt
-            .block_on(self.inner.acquire())
-            .map(|g| self.guard(g))
-    }
-
-    /// One attempt, never waits, as [`crate::FairLock::try_acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::FairLock::try_acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire())?
-            .map(|g| self.guard(g)))
-    }
-
-    /// Acquire in arrival order, waiting at most `wait`, as
-    /// [`crate::FairLock::try_acquire_for`].
-    ///
-    /// # Errors
-    /// As [`crate::FairLock::try_acquire_for`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire_for(wait))?
-            .map(|g| self.guard(g)))
     }
 
     /// Whether anyone holds the lock, as [`crate::FairLock::is_locked`].

@@ -44,6 +44,72 @@
 //! }
 //! ```
 
+/// `acquire`, `try_acquire` and `try_acquire_for` of a blocking primitive whose `inner` is
+/// the async `$async` and whose `guard` wraps its async guard in `$guard`.
+macro_rules! acquire_verbs {
+    ($async:literal => $guard:ty) => {
+        #[doc = concat!("Acquire, waiting up to the client's default wait, as [`crate::", $async, "::acquire`]. The calling thread sleeps while it waits; a release elsewhere wakes it.")]
+        ///
+        /// # Errors
+        #[doc = concat!("As [`crate::", $async, "::acquire`].")]
+        ///
+        /// # Panics
+        /// Inside an async runtime (see the [module docs](super#panics)).
+        pub fn acquire(&self) -> Result<$guard> {
+            self.rt.block_on(self.inner.acquire()).map(|g| self.guard(g))
+        }
+
+        #[doc = concat!("One attempt, never waits, as [`crate::", $async, "::try_acquire`]: `Ok(None)` when it is taken.")]
+        ///
+        /// # Errors
+        #[doc = concat!("As [`crate::", $async, "::try_acquire`].")]
+        ///
+        /// # Panics
+        /// Inside an async runtime (see the [module docs](super#panics)).
+        pub fn try_acquire(&self) -> Result<Option<$guard>> {
+            Ok(self.rt.block_on(self.inner.try_acquire())?.map(|g| self.guard(g)))
+        }
+
+        #[doc = concat!("Acquire, waiting at most `wait`, as [`crate::", $async, "::try_acquire_for`]: `Ok(None)` when it elapsed.")]
+        ///
+        /// # Errors
+        #[doc = concat!("As [`crate::", $async, "::try_acquire_for`].")]
+        ///
+        /// # Panics
+        /// Inside an async runtime (see the [module docs](super#panics)).
+        pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<$guard>> {
+            Ok(self.rt.block_on(self.inner.try_acquire_for(wait))?.map(|g| self.guard(g)))
+        }
+    };
+}
+
+/// `lost` and `lost_timeout` of a blocking guard (`self.0`: a [`Held`]) whose async guard
+/// has a `lost()` future.
+macro_rules! lost_verbs {
+    () => {
+        /// Block until the lease is lost: never returns while it is kept (see
+        /// [`lost_timeout`](Self::lost_timeout) for a bounded wait).
+        ///
+        /// # Panics
+        /// Inside an async runtime (see the [module docs](super#panics)).
+        pub fn lost(&self) {
+            self.0.block_on(self.0.get().lost())
+        }
+
+        /// Block until the lease is lost or `timeout` passed: `true` when it was lost.
+        ///
+        /// # Panics
+        /// Inside an async runtime (see the [module docs](super#panics)).
+        pub fn lost_timeout(&self, timeout: Duration) -> bool {
+            self.0.block_on(async {
+                tokio::time::timeout(timeout, self.0.get().lost())
+                    .await
+                    .is_ok()
+            })
+        }
+    };
+}
+
 mod job;
 mod latch;
 mod lock;

@@ -49,47 +49,7 @@ impl MultiLock {
         MultiLockGuard(Held::new(guard, self.rt.clone()))
     }
 
-    /// Acquire every member, as [`crate::MultiLock::acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::MultiLock::acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn acquire(&self) -> Result<MultiLockGuard> {
-        self.rt
-            .block_on(self.inner.acquire())
-            .map(|g| self.guard(g))
-    }
-
-    /// One attempt at every member, as [`crate::MultiLock::try_acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::MultiLock::try_acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire(&self) -> Result<Option<MultiLockGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire())?
-            .map(|g| self.guard(g)))
-    }
-
-    /// Acquire every member, waiting at most `wait`, as
-    /// [`crate::MultiLock::try_acquire_for`].
-    ///
-    /// # Errors
-    /// As [`crate::MultiLock::try_acquire_for`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<MultiLockGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire_for(wait))?
-            .map(|g| self.guard(g)))
-    }
+    acquire_verbs!("MultiLock" => MultiLockGuard);
 }
 
 /// Every member of a [`MultiLock`], held; blocking form of [`crate::MultiLockGuard`],
@@ -120,25 +80,7 @@ impl MultiLockGuard {
         self.0.get().is_lost()
     }
 
-    /// Block until a member's lease is lost, as [`crate::MultiLockGuard::lost`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost(&self) {
-        self.0.block_on(self.0.get().lost())
-    }
-
-    /// Block until a member's lease is lost or `timeout` passed: `true` when one was lost.
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.0.block_on(async {
-            tokio::time::timeout(timeout, self.0.get().lost())
-                .await
-                .is_ok()
-        })
-    }
+    lost_verbs!();
 
     /// Re-enter every member, as [`crate::MultiLockGuard::reenter`].
     ///
@@ -324,26 +266,7 @@ impl RedLockGuard {
         self.0.get().valid_until()
     }
 
-    /// Block until the validity ends (unless extended first), as
-    /// [`crate::RedLockGuard::lost`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost(&self) {
-        self.0.block_on(self.0.get().lost())
-    }
-
-    /// Block until the validity ends or `timeout` passed: `true` when it ended.
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.0.block_on(async {
-            tokio::time::timeout(timeout, self.0.get().lost())
-                .await
-                .is_ok()
-        })
-    }
+    lost_verbs!();
 
     /// Extend on a quorum, as [`crate::RedLockGuard::extend`].
     ///

@@ -28,9 +28,11 @@ impl Semaphore {
         Semaphore { inner, rt }
     }
 
-    fn permit(&self, permit: crate::SemaphorePermit) -> SemaphorePermit {
+    fn guard(&self, permit: crate::SemaphorePermit) -> SemaphorePermit {
         SemaphorePermit(Held::new(permit, self.rt.clone()))
     }
+
+    acquire_verbs!("Semaphore" => SemaphorePermit);
 
     /// The semaphore's name.
     pub fn name(&self) -> &str {
@@ -92,19 +94,6 @@ impl Semaphore {
         self.rt.block_on(self.inner.drain_permits())
     }
 
-    /// One permit, waiting up to the client's default wait, as [`crate::Semaphore::acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn acquire(&self) -> Result<SemaphorePermit> {
-        self.rt
-            .block_on(self.inner.acquire())
-            .map(|p| self.permit(p))
-    }
-
     /// `permits` permits at once, waiting up to the client's default wait, as
     /// [`crate::Semaphore::acquire_many`].
     ///
@@ -116,35 +105,7 @@ impl Semaphore {
     pub fn acquire_many(&self, permits: u64) -> Result<SemaphorePermit> {
         self.rt
             .block_on(self.inner.acquire_many(permits))
-            .map(|p| self.permit(p))
-    }
-
-    /// One permit if one is free now, as [`crate::Semaphore::try_acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::try_acquire`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire(&self) -> Result<Option<SemaphorePermit>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire())?
-            .map(|p| self.permit(p)))
-    }
-
-    /// One permit, waiting at most `wait`, as [`crate::Semaphore::try_acquire_for`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::try_acquire_for`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<SemaphorePermit>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire_for(wait))?
-            .map(|p| self.permit(p)))
+            .map(|p| self.guard(p))
     }
 
     /// `permits` permits at once, waiting at most `wait`, as
@@ -163,7 +124,7 @@ impl Semaphore {
         let p = self
             .rt
             .block_on(self.inner.try_acquire_many_for(permits, wait))?;
-        Ok(p.map(|p| self.permit(p)))
+        Ok(p.map(|p| self.guard(p)))
     }
 }
 
@@ -340,25 +301,7 @@ impl LeasedPermit {
         self.0.get().valid_until()
     }
 
-    /// Block until the lease is lost, as [`crate::LeasedPermit::lost`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost(&self) {
-        self.0.block_on(self.0.get().lost())
-    }
-
-    /// Block until the lease is lost or `timeout` passed: `true` when it was lost.
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.0.block_on(async {
-            tokio::time::timeout(timeout, self.0.get().lost())
-                .await
-                .is_ok()
-        })
-    }
+    lost_verbs!();
 
     /// Set the permit's lease to `lease` from now, as [`crate::LeasedPermit::extend`].
     ///
