@@ -15,8 +15,9 @@
 //!
 //! Guards release when dropped, synchronously: the drop sends the release and waits for it,
 //! bounded by twice the client's command timeout (a failure or timeout is logged; the lease
-//! ends the hold then). Dropped on a thread that runs async code, a guard releases in the
-//! background instead, as the async guard does.
+//! ends the hold then). Dropped on a thread inside a tokio runtime's context (async code, or
+//! a `spawn_blocking` thread), a guard releases in the background on the client's runtime
+//! instead, as the async guard does.
 //!
 //! Handles are cheap to clone and `Send + Sync`: share one [`Client`] between threads (a
 //! thread pool, request handlers) rather than building one per thread.
