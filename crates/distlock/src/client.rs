@@ -53,6 +53,9 @@ pub(crate) struct ClientInner {
     pub(crate) command_timeout: Duration,
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) holds: Holds,
+    /// What a grant records of its holder beside the owner (`distlock:holder`, see
+    /// [`keys::HOLDER_FIELD`]): `app=<app>;host=<host>;pid=<pid>`.
+    pub(crate) holder_meta: String,
     seq: AtomicU64,
     redacted_url: String,
     eviction_policy: Option<String>,
@@ -95,7 +98,9 @@ impl Client {
     }
 
     /// The application name this client reports ([`ClientBuilder::app_name`]; by default the
-    /// executable's file name): part of its connection name.
+    /// executable's file name): part of its connection name and of the holder metadata of
+    /// the plain and fair locks it is granted
+    /// ([`LockStatus::holder`](crate::LockStatus::holder)).
     pub fn app_name(&self) -> &str {
         &self.inner.app_name
     }
@@ -472,9 +477,12 @@ impl ClientBuilder {
         self
     }
 
-    /// The application name this client reports to the server: its connections are named
-    /// `distlock:<app>:<host>:<pid>` (`CLIENT SETNAME`, see [`Client::connection_name`]), so
-    /// that `CLIENT LIST` says whose they are.
+    /// The application name this client reports to the server and records with its grants:
+    /// its connections are named `distlock:<app>:<host>:<pid>` (`CLIENT SETNAME`, see
+    /// [`Client::connection_name`]) and every plain or fair lock it is granted records
+    /// `app=<app>` in its holder metadata
+    /// ([`LockStatus::holder`](crate::LockStatus::holder)), so that `CLIENT LIST` and
+    /// `distlock status` say who holds what.
     ///
     /// 1 to 64 characters of `A-Z`, `a-z`, `0-9`, `.`, `_` and `-` (checked by
     /// [`build`](ClientBuilder::build)). Default: the file name of the running executable
@@ -630,6 +638,7 @@ impl ClientBuilder {
             seq: AtomicU64::new(0),
             redacted_url: redacted,
             eviction_policy,
+            holder_meta: format!("app={app_name};host={host};pid={pid}"),
             app_name,
             connection_name,
         };
@@ -655,7 +664,7 @@ fn check_app_name(name: &str) -> Result<()> {
     {
         return Err(Error::config(format!(
             "app name {name:?} is not 1 to {MAX_APP_NAME_LEN} characters of A-Z, a-z, 0-9, '.', \
-             '_' and '-' (it names the client's connections)"
+             '_' and '-' (it names the client's connections and its locks' holders)"
         )));
     }
     Ok(())

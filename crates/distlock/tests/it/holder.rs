@@ -1,10 +1,12 @@
 //! "Who holds it": each client names its connections (`CLIENT SETNAME
-//! distlock:<app>:<host>:<pid>`, library name `distlock`).
+//! distlock:<app>:<host>:<pid>`, library name `distlock`) and each grant of a plain or fair
+//! lock records its holder (`distlock:holder`), which `Lock::status` reads back.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use distlock::{Client, ErrorKind};
+use distlock::layout::HOLDER_FIELD;
+use distlock::{Client, ErrorKind, HolderInfo};
 
 use crate::util::*;
 
@@ -32,6 +34,226 @@ async fn client_named(server: &RedisServer, app: &str) -> Client {
         .build()
         .await
         .expect("connect to test server")
+}
+
+/// The holder field of `key`, if any.
+fn holder_field(server: &RedisServer, key: &str) -> Option<String> {
+    cmd(server, &["HGET", key, HOLDER_FIELD])
+}
+
+/// Checks a raw holder field against `owner`, `app`, this host and process, and a grant
+/// made between the server times `before` and `after` (ms); returns its `since`.
+fn check_holder_field(raw: &str, owner: &str, app: &str, before: u64, after: u64) -> u64 {
+    let prefix = format!(
+        "owner={owner};app={app};host={};pid={};since=",
+        host(),
+        std::process::id()
+    );
+    let since = raw
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("holder field {raw:?} does not start with {prefix:?}"));
+    let since: u64 = since
+        .parse()
+        .unwrap_or_else(|e| panic!("since {since:?}: {e}"));
+    assert!(
+        before <= since && since <= after,
+        "since {since} outside the server times {before}..={after} around the grant"
+    );
+    since
+}
+
+/// `since` in ms as a `SystemTime`.
+fn at(ms: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+/// Checks what `Lock::status` reports of the holder.
+fn check_status_holder(holder: Option<HolderInfo>, owner: &str, app: &str, since: u64) {
+    let h = holder.expect("status reports the holder");
+    assert_eq!(h.owner, owner);
+    assert_eq!(h.app, app);
+    assert_eq!(h.host, host());
+    assert_eq!(h.pid, std::process::id());
+    assert_eq!(h.since, at(since));
+}
+
+/// A plain grant records owner, app, host, pid and the server time of the grant; status
+/// reads it back; a re-entry and a partial release keep it as it was; the last release
+/// deletes it with the key; the next grant records its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_grant_records_its_holder() {
+    let server = RedisServer::start();
+    let client = client_named(&server, "billing-test").await;
+    let lock = client.lock("who");
+    let before = server_time_ms(&server);
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    let after = server_time_ms(&server);
+    let raw = holder_field(&server, "who").expect("the grant wrote the holder field");
+    let owner = guard.owner().as_str().to_string();
+    let since = check_holder_field(&raw, &owner, "billing-test", before, after);
+
+    let status = lock.status().await.unwrap();
+    assert_eq!(status.holders, vec![(owner.clone(), 1)], "one owner field");
+    assert!(status.fencing_token.is_some());
+    check_status_holder(status.holder, &owner, "billing-test", since);
+
+    // Re-entry (guard and acquire_as) and a partial release keep the record, `since` too.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let inner = guard.reenter().await.unwrap();
+    let again = lock.acquire_as(guard.owner()).await.unwrap();
+    assert_eq!(again.hold_count(), 3);
+    assert_eq!(holder_field(&server, "who").as_deref(), Some(raw.as_str()));
+    again.release().await.unwrap();
+    inner.release().await.unwrap();
+    assert_eq!(holder_field(&server, "who").as_deref(), Some(raw.as_str()));
+    let status = lock.status().await.unwrap();
+    assert_eq!(status.holders, vec![(owner.clone(), 1)]);
+    check_status_holder(status.holder, &owner, "billing-test", since);
+
+    // Another client's refused attempt changes nothing.
+    let other = client_named(&server, "other-app").await;
+    assert!(other.lock("who").try_acquire().await.unwrap().is_none());
+    assert_eq!(holder_field(&server, "who").as_deref(), Some(raw.as_str()));
+
+    guard.release().await.unwrap();
+    let exists: bool = cmd(&server, &["EXISTS", "who"]);
+    assert!(
+        !exists,
+        "the last release deletes the key and its holder field"
+    );
+    assert_eq!(lock.status().await.unwrap().holder, None);
+
+    // The next grant, by the other client, records the other client.
+    let before = server_time_ms(&server);
+    let next = other
+        .lock("who")
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free");
+    let after = server_time_ms(&server);
+    let raw = holder_field(&server, "who").expect("holder field");
+    check_holder_field(&raw, next.owner().as_str(), "other-app", before, after);
+    next.release().await.unwrap();
+}
+
+/// `acquire_as` on a free lock is a grant to a new holder: recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_as_on_a_free_lock_records_the_holder() {
+    let server = RedisServer::start();
+    let client = client_named(&server, "as-app").await;
+    let owner = client.new_owner();
+    let before = server_time_ms(&server);
+    let guard = client.lock("as").acquire_as(&owner).await.unwrap();
+    let after = server_time_ms(&server);
+    let raw = holder_field(&server, "as").expect("holder field");
+    check_holder_field(&raw, owner.as_str(), "as-app", before, after);
+    guard.release().await.unwrap();
+    assert_eq!(holder_field(&server, "as"), None);
+}
+
+/// The fair lock records its holder like the plain lock; its queue and re-entry leave the
+/// record alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_grant_records_its_holder() {
+    let server = RedisServer::start();
+    let client = client_named(&server, "fair-app").await;
+    let fair = client.fair_lock("fair-who");
+    let before = server_time_ms(&server);
+    let guard = fair.try_acquire().await.unwrap().expect("free");
+    let after = server_time_ms(&server);
+    let owner = guard.owner().as_str().to_string();
+    let raw = holder_field(&server, "fair-who").expect("the grant wrote the holder field");
+    let since = check_holder_field(&raw, &owner, "fair-app", before, after);
+    let status = fair.status().await.unwrap();
+    assert_eq!(status.holders, vec![(owner.clone(), 1)]);
+    check_status_holder(status.holder, &owner, "fair-app", since);
+
+    // A queued waiter of another client, then a re-entry: the record stays.
+    let other = client_named(&server, "fair-other").await;
+    let waiter = {
+        let other = other.clone();
+        tokio::spawn(async move {
+            other
+                .fair_lock("fair-who")
+                .try_acquire_for(Duration::from_secs(10))
+                .await
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            cmd::<i64>(&server, &["LLEN", "redisson_lock_queue:{fair-who}"]) == 1
+        })
+        .await,
+        "the waiter queued"
+    );
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let inner = guard.reenter().await.unwrap();
+    assert_eq!(inner.hold_count(), 2);
+    assert_eq!(
+        holder_field(&server, "fair-who").as_deref(),
+        Some(raw.as_str())
+    );
+    inner.release().await.unwrap();
+    assert_eq!(
+        holder_field(&server, "fair-who").as_deref(),
+        Some(raw.as_str())
+    );
+    let status = fair.status().await.unwrap();
+    assert_eq!(status.queue.len(), 1);
+    check_status_holder(status.holder, &owner, "fair-app", since);
+
+    // The last release hands the lock to the waiter, whose grant records it.
+    let before = server_time_ms(&server);
+    guard.release().await.unwrap();
+    let next = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("the waiter was granted");
+    let after = server_time_ms(&server);
+    let raw = holder_field(&server, "fair-who").expect("holder field");
+    check_holder_field(&raw, next.owner().as_str(), "fair-other", before, after);
+    next.release().await.unwrap();
+    let exists: bool = cmd(&server, &["EXISTS", "fair-who"]);
+    assert!(!exists);
+}
+
+/// Read-write locks carry no holder field (Redisson's read-write unlock scripts count the
+/// hash's fields), and their status reports none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_locks_record_no_holder() {
+    let (server, client) = setup().await;
+    let rw = client.rw_lock("rw-who");
+    let w = rw.write().await.unwrap();
+    assert_eq!(holder_field(&server, "rw-who"), None);
+    let fields: i64 = cmd(&server, &["HLEN", "rw-who"]);
+    assert_eq!(fields, 2, "mode + the writer's field");
+    assert_eq!(rw.status().await.unwrap().holder, None);
+    w.release().await.unwrap();
+    let r = rw.read().await.unwrap();
+    assert_eq!(holder_field(&server, "rw-who"), None);
+    assert_eq!(rw.status().await.unwrap().holder, None);
+    r.release().await.unwrap();
+}
+
+/// `force_unlock` takes a hash with a holder field for a lock (it refuses hashes with
+/// fields no lock has) and deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_deletes_a_lock_with_a_holder_field() {
+    let (server, client) = setup().await;
+    let guard = client.lock("forced").try_acquire().await.unwrap().unwrap();
+    assert!(holder_field(&server, "forced").is_some());
+    assert!(client.lock("forced").force_unlock().await.unwrap());
+    let exists: bool = cmd(&server, &["EXISTS", "forced"]);
+    assert!(!exists);
+    let _ = guard.forget();
+    // A hash whose holder field is not a holder record is still refused.
+    let _: () = cmd(&server, &["HSET", "not-a-lock", HOLDER_FIELD, "hello"]);
+    let err = client.lock("not-a-lock").force_unlock().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType);
+    let exists: bool = cmd(&server, &["EXISTS", "not-a-lock"]);
+    assert!(exists);
 }
 
 /// `CLIENT LIST` as one map per connection.
@@ -176,6 +398,8 @@ async fn a_user_without_client_rights_connects_unnamed() {
         .await
         .expect("connects without CLIENT rights");
     let guard = client.lock("unnamed").try_acquire().await.unwrap().unwrap();
+    let raw = holder_field(&server, "unnamed").expect("the holder is recorded all the same");
+    assert!(raw.contains(";app=no-names;"), "{raw}");
     guard.release().await.unwrap();
     assert!(named(&server, client.connection_name()).is_empty());
     let users: Vec<String> = client_list(&server)
