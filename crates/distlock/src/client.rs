@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conn::pubsub::Hub;
-use crate::conn::{redact_url, Backend, ConnectSettings, Target};
+use crate::conn::{naming, redact_url, Backend, ConnectSettings, Target};
 use crate::error::{Error, Result};
 use crate::holds::{Fallback, Holds};
 use crate::keys;
@@ -55,15 +55,21 @@ pub(crate) struct ClientInner {
     pub(crate) metrics_lock_names: bool,
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) holds: Holds,
+    /// What a grant records of its holder beside the owner (`distlock:holder`, see
+    /// [`keys::HOLDER_FIELD`]): `app=<app>;host=<host>;pid=<pid>`.
+    pub(crate) holder_meta: String,
     seq: AtomicU64,
     redacted_url: String,
     eviction_policy: Option<String>,
+    app_name: String,
+    connection_name: Arc<str>,
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
             .field("id", &self.inner.id)
+            .field("connection_name", &self.inner.connection_name)
             .field("url", &self.inner.redacted_url)
             .field("key_prefix", &self.inner.key_prefix)
             .field("watchdog_lease", &self.inner.watchdog_lease)
@@ -91,6 +97,28 @@ impl Client {
     /// The client's UUID, the first part of every owner it mints.
     pub fn id(&self) -> uuid::Uuid {
         self.inner.id
+    }
+
+    /// The application name this client reports ([`ClientBuilder::app_name`]; by default the
+    /// executable's file name): part of its connection name and of the holder metadata of
+    /// the plain and fair locks it is granted
+    /// ([`LockStatus::holder`](crate::LockStatus::holder)).
+    pub fn app_name(&self) -> &str {
+        &self.inner.app_name
+    }
+
+    /// The name this client's connections give themselves with `CLIENT SETNAME`, as
+    /// `CLIENT LIST` shows it: `distlock:<app>:<host>:<pid>` — the
+    /// [application name](Client::app_name), this machine's host name (characters outside
+    /// `[A-Za-z0-9._-]` replaced by `_`) and this process's id.
+    ///
+    /// The command connection, the subscription connections and the connections set aside
+    /// for replica-confirmed grants are named; on Redis Cluster, node connections that
+    /// redis-rs's cluster client opens after connect may stay unnamed (see the README's
+    /// Observability section). An ACL user without `+client|setname` leaves every connection
+    /// unnamed (nothing fails).
+    pub fn connection_name(&self) -> &str {
+        &self.inner.connection_name
     }
 
     /// The next number of this client's sequence (owners, request ids): never repeats.
@@ -272,6 +300,7 @@ pub struct ClientBuilder {
     replica_acks: u32,
     replica_ack_timeout: Duration,
     pubsub: PubSubMode,
+    app_name: Option<String>,
 }
 
 /// A redis-rs connection over a [`Client`]'s deployment ([`Client::redis_connection`]):
@@ -346,6 +375,7 @@ impl Default for ClientBuilder {
             replica_acks: 1,
             replica_ack_timeout: Duration::from_secs(1),
             pubsub: PubSubMode::Auto,
+            app_name: None,
         }
     }
 }
@@ -364,6 +394,7 @@ impl fmt::Debug for ClientBuilder {
             .field("replica_acks", &self.replica_acks)
             .field("replica_ack_timeout", &self.replica_ack_timeout)
             .field("pubsub", &self.pubsub)
+            .field("app_name", &self.app_name)
             .finish()
     }
 }
@@ -451,6 +482,22 @@ impl ClientBuilder {
         self
     }
 
+    /// The application name this client reports to the server and records with its grants:
+    /// its connections are named `distlock:<app>:<host>:<pid>` (`CLIENT SETNAME`, see
+    /// [`Client::connection_name`]) and every plain or fair lock it is granted records
+    /// `app=<app>` in its holder metadata
+    /// ([`LockStatus::holder`](crate::LockStatus::holder)), so that `CLIENT LIST` and
+    /// `distlock status` say who holds what.
+    ///
+    /// 1 to 64 characters of `A-Z`, `a-z`, `0-9`, `.`, `_` and `-` (checked by
+    /// [`build`](ClientBuilder::build)). Default: the file name of the running executable
+    /// without its extension (characters outside that set replaced by `_`, cut to 64), or
+    /// `app` when it cannot be read.
+    pub fn app_name(mut self, name: impl Into<String>) -> Self {
+        self.app_name = Some(name.into());
+        self
+    }
+
     /// A prefix put before every name to form its key (e.g. `"myapp:"`). Default: none, so
     /// lock `orders` is key `orders`, as in Redisson.
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
@@ -512,7 +559,9 @@ impl ClientBuilder {
     ///
     /// # Errors
     /// - [`ErrorKind::Config`](crate::ErrorKind::Config): no URL, an unparsable URL, a
-    ///   duration out of range;
+    ///   duration out of range, an [app name](ClientBuilder::app_name) that is empty, longer
+    ///   than 64 characters or has a character outside `[A-Za-z0-9._-]` (nothing is
+    ///   connected then);
     /// - [`ErrorKind::Connection`](crate::ErrorKind::Connection): the server cannot be
     ///   reached within the connect timeout;
     /// - [`ErrorKind::Auth`](crate::ErrorKind::Auth): the server refused the credentials;
@@ -545,6 +594,13 @@ impl ClientBuilder {
             return Err(Error::config("watchdog lease must be at least 3 ms"));
         }
         keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))?;
+        let app_name = match self.app_name.clone() {
+            Some(name) => check_app_name(&name).map(|()| name)?,
+            None => default_app_name(),
+        };
+        let host = naming::host_name();
+        let pid = std::process::id();
+        let connection_name: Arc<str> = naming::connection_name(&app_name, &host, pid).into();
         let target = Target::parse(&url, self.sentinel_auth.as_deref())?;
         let standalone = match &target {
             Target::Standalone(client) => Some(client.clone()),
@@ -556,6 +612,7 @@ impl ClientBuilder {
             replica_acks: self.replica_acks,
             replica_ack_timeout: self.replica_ack_timeout,
             pubsub: self.pubsub,
+            client_name: connection_name.clone(),
         };
         let (backend, subscriber) = Backend::connect(target, &settings, &redacted).await?;
         // One round trip for all three: the requests share the multiplexed connection.
@@ -596,10 +653,59 @@ impl ClientBuilder {
             seq: AtomicU64::new(0),
             redacted_url: redacted,
             eviction_policy,
+            holder_meta: format!("app={app_name};host={host};pid={pid}"),
+            app_name,
+            connection_name,
         };
         Ok(Client {
             inner: Arc::new(inner),
         })
+    }
+}
+
+/// Longest application name accepted ([`ClientBuilder::app_name`]), in characters.
+const MAX_APP_NAME_LEN: usize = 64;
+
+/// Whether `c` may appear in an application name: `[A-Za-z0-9._-]`.
+fn app_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')
+}
+
+/// Check an application name given to [`ClientBuilder::app_name`].
+fn check_app_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.chars().count() > MAX_APP_NAME_LEN
+        || !name.chars().all(app_name_char)
+    {
+        return Err(Error::config(format!(
+            "app name {name:?} is not 1 to {MAX_APP_NAME_LEN} characters of A-Z, a-z, 0-9, '.', \
+             '_' and '-' (it names the client's connections and its locks' holders)"
+        )));
+    }
+    Ok(())
+}
+
+/// The default application name: the executable's file name without its extension, with
+/// characters outside `[A-Za-z0-9._-]` replaced by `_` and cut to 64; `app` when unknown.
+fn default_app_name() -> String {
+    let stem = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    app_name_from(&stem)
+}
+
+/// [`default_app_name`] for the file stem `stem`.
+fn app_name_from(stem: &str) -> String {
+    let name: String = stem
+        .chars()
+        .take(MAX_APP_NAME_LEN)
+        .map(|c| if app_name_char(c) { c } else { '_' })
+        .collect();
+    if name.is_empty() {
+        "app".to_string()
+    } else {
+        name
     }
 }
 
@@ -754,5 +860,30 @@ async fn preload_scripts(backend: &Backend) {
             error = format_args!("{e:#}"),
             "preloading scripts failed; each loads on first use"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{app_name_from, check_app_name};
+
+    #[test]
+    fn app_names_are_checked() {
+        for good in ["orders", "a", "my-app_2.0", &"x".repeat(64)] {
+            assert!(check_app_name(good).is_ok(), "{good:?}");
+        }
+        for bad in ["", "my app", "a:b", "café", &"x".repeat(65)] {
+            let e = check_app_name(bad).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Config, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn default_app_names_are_made_valid() {
+        assert_eq!(app_name_from("orders-service"), "orders-service");
+        assert_eq!(app_name_from("my app"), "my_app");
+        assert_eq!(app_name_from(""), "app");
+        assert_eq!(app_name_from(&"y".repeat(100)), "y".repeat(64));
+        assert!(check_app_name(&app_name_from("ünïcode name")).is_ok());
     }
 }

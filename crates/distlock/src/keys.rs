@@ -25,6 +25,16 @@ pub const MAX_PERMITS: u64 = 1 << 53;
 /// does not disturb them; distlock's scripts and `status` skip it when counting owners.
 pub const TOKEN_FIELD: &str = "distlock:fencing-token";
 
+/// The hash field that records who was granted a plain or fair lock, written with the grant
+/// to a new holder (not on re-entry) and deleted with the key on the last release:
+/// `owner=<owner field>;app=<app>;host=<host>;pid=<pid>;since=<server time in ms since the
+/// Unix epoch>` (read back as [`HolderInfo`](crate::HolderInfo)). Redisson's plain and fair
+/// lock scripts only look at their own `<uuid>:<threadId>` field and delete the key on the
+/// last release, so they are not disturbed; distlock's scripts and `status` skip it when
+/// counting owners. Read-write locks never carry it: Redisson's read-write unlock scripts
+/// decide whether to delete the hash by its field count (`HLEN`).
+pub const HOLDER_FIELD: &str = "distlock:holder";
+
 /// Unlock message published on the wake channel when a lock is freed (Redisson's
 /// `LockPubSub.UNLOCK_MESSAGE`): wakes one waiter.
 pub(crate) const UNLOCK_MESSAGE: &str = "0";

@@ -91,7 +91,7 @@ pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
 pub use job::{assert_locked, spawn_every, JobGuard, JobHolder, JobLock, JOB_POLL_INTERVAL};
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
-pub use lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
+pub use lock::{FencingToken, HolderInfo, Lock, LockGuard, LockStatus, Owner};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use redlock::{RedLock, RedLockBuilder, RedLockGuard};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
@@ -103,7 +103,7 @@ pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 pub mod layout {
     pub use crate::keys::{
         acquire_latch, fencing_counter, hash_tag, key_slot, legacy_fencing_counter, lock_channel,
-        redisson_fenced_token, slot_tag, unlock_latch, SLOTS, TOKEN_FIELD,
+        redisson_fenced_token, slot_tag, unlock_latch, HOLDER_FIELD, SLOTS, TOKEN_FIELD,
     };
 }
 
@@ -130,6 +130,7 @@ pub mod __bench {
             Mode::New,
             3_000,
             "0",
+            "app=bench;host=localhost;pid=1",
         )
         .evalsha(crate::scripts::Publish::Classic)
     }

@@ -1,6 +1,7 @@
 //! `distlock status NAME… [--json] [--env ENV]`: holders with hold counts, TTL, fencing
-//! token, waiting clients; for job locks (`--env`, or a name `job-lock:<env>:<job>`) the
-//! holder's host and the time it took the lock.
+//! token, waiting clients, and for a plain or fair lock held by a distlock client who holds
+//! it (application, host, process id, for how long); for job locks (`--env`, or a name
+//! `job-lock:<env>:<job>`) the holder's host and the time it took the lock.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -51,6 +52,9 @@ fn row(s: distlock::LockStatus) -> Row {
     Row {
         kind: "lock",
         held: !s.holders.is_empty(),
+        holder: s
+            .holder
+            .map(|h| holder_info(h, std::time::SystemTime::now())),
         holders: s
             .holders
             .into_iter()
@@ -132,6 +136,49 @@ struct Holder {
     hold_count: u64,
 }
 
+/// Who was granted a plain or fair lock, as the grant recorded it.
+#[derive(Serialize)]
+struct HolderInfo {
+    owner: String,
+    app: String,
+    host: String,
+    pid: u32,
+    /// When it was granted: ms since the Unix epoch, by the server's clock.
+    since_ms: u64,
+    /// How long it has been held (now by this machine's clock − since), whole seconds in ms.
+    held_for_ms: u64,
+}
+
+/// `h` as shown, its age taken at `now` (0 when the server's clock is ahead of ours).
+fn holder_info(h: distlock::HolderInfo, now: std::time::SystemTime) -> HolderInfo {
+    let since_ms = h
+        .since
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let held_for = now.duration_since(h.since).unwrap_or_default().as_secs();
+    HolderInfo {
+        owner: h.owner,
+        app: h.app,
+        host: h.host,
+        pid: h.pid,
+        since_ms,
+        held_for_ms: held_for * 1000,
+    }
+}
+
+/// `holder: app <app> on <host> pid <pid>, held for <age>` (age in whole seconds).
+fn holder_line(h: &HolderInfo) -> String {
+    let age = std::time::Duration::from_secs(h.held_for_ms / 1000);
+    format!(
+        "holder: app {} on {} pid {}, held for {}",
+        h.app,
+        h.host,
+        h.pid,
+        humantime::format_duration(age)
+    )
+}
+
 #[derive(Serialize)]
 struct Row {
     kind: &'static str,
@@ -139,6 +186,9 @@ struct Row {
     key: String,
     held: bool,
     holders: Vec<Holder>,
+    /// Plain and fair locks held by a distlock client: who was granted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    holder: Option<HolderInfo>,
     ttl_ms: Option<u64>,
     fencing_token: Option<u128>,
     fencing_counter: u128,
@@ -307,6 +357,9 @@ fn print_lock(r: &Row) {
     for h in &r.holders {
         println!("  owner {}  hold count {}", h.owner, h.hold_count);
     }
+    if let Some(h) = &r.holder {
+        println!("  {}", holder_line(h));
+    }
     match r.fencing_token {
         Some(t) => println!("  fencing token {t}"),
         None => println!("  fencing token: none (holder is not a distlock client)"),
@@ -324,5 +377,32 @@ fn print_lock(r: &Row) {
             r.queue.len(),
             r.queue.join(", ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::{holder_info, holder_line};
+
+    #[test]
+    fn the_holder_line_shows_app_host_pid_and_whole_seconds() {
+        let since = UNIX_EPOCH + Duration::from_millis(1_700_000_000_250);
+        let h = distlock::HolderInfo::parse(
+            "owner=u:1;app=billing;host=web-1;pid=4242;since=1700000000250",
+        )
+        .unwrap();
+        let shown = holder_info(h.clone(), since + Duration::from_millis(3_723_900));
+        assert_eq!(shown.since_ms, 1_700_000_000_250);
+        assert_eq!(shown.held_for_ms, 3_723_000);
+        assert_eq!(
+            holder_line(&shown),
+            "holder: app billing on web-1 pid 4242, held for 1h 2m 3s"
+        );
+        // A server clock ahead of ours: held for 0s, not an error.
+        let ahead = holder_info(h, since - Duration::from_secs(5));
+        assert_eq!(ahead.held_for_ms, 0);
+        assert!(holder_line(&ahead).ends_with("held for 0s"));
     }
 }

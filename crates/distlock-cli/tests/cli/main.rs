@@ -580,8 +580,8 @@ fn run_and_status_through_sentinel() {
     assert!(out.status.success(), "{out:?}");
     assert!(stdout.contains("token="), "{stdout}");
     assert!(!stdout.contains("token=\n"), "no token: {stdout}");
-    // Holder field and token, on the master, while the command ran.
-    assert!(stdout.lines().any(|l| l.trim() == "2"), "{stdout}");
+    // Owner field, token and holder metadata, on the master, while the command ran.
+    assert!(stdout.lines().any(|l| l.trim() == "3"), "{stdout}");
 
     let held = {
         let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));

@@ -36,6 +36,95 @@ fn status_json_and_force_unlock() {
     holder.wait().unwrap();
 }
 
+/// This machine's host name as distlock records it (characters outside `[A-Za-z0-9._-]`
+/// replaced by `_`).
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `status` says who holds a plain or a fair lock — the holding process's app (the CLI's
+/// executable name by default), host and pid, and for how long in whole seconds — in text
+/// and in JSON; a read-write lock has no such line.
+#[test]
+fn status_shows_who_holds_a_lock() {
+    let server = RedisServer::start();
+    for (name, run_args) in [
+        ("who-plain", &["who-plain"][..]),
+        ("who-fair", &["who-fair", "--fair"][..]),
+    ] {
+        let (secs, micros): (u64, u64) = cmd(&server, &["TIME"]);
+        let before_ms = secs * 1000 + micros / 1000;
+        let mut holder = hold_until_key(&server, run_args, name);
+        let pid = holder.id();
+        // Held for at least a second when status looks.
+        std::thread::sleep(std::time::Duration::from_millis(1_200));
+
+        let mut c = distlock(&server);
+        c.args(["status", name]);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let prefix = format!("  holder: app distlock on {} pid {pid}, held for ", host());
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("{name}: no line {prefix:?} in {stdout}"));
+        let age = &line[prefix.len()..];
+        let secs: u64 = age
+            .strip_suffix('s')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: age {age:?} is not whole seconds"));
+        assert!((1..30).contains(&secs), "{name}: held for {age}");
+
+        let mut c = distlock(&server);
+        c.args(["status", name, "--json"]);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let h = &v[0]["holder"];
+        assert_eq!(h["app"], "distlock", "{name}: {v}");
+        assert_eq!(h["host"], host().as_str(), "{name}: {v}");
+        assert_eq!(h["pid"], pid, "{name}: {v}");
+        assert_eq!(h["owner"], v[0]["holders"][0]["owner"], "{name}: {v}");
+        let since = h["since_ms"].as_u64().unwrap();
+        let (secs_now, micros_now): (u64, u64) = cmd(&server, &["TIME"]);
+        let now_ms = secs_now * 1000 + micros_now / 1000;
+        assert!(
+            before_ms <= since && since + 1_000 <= now_ms,
+            "{name}: since {since} not between {before_ms} and {now_ms} - 1 s"
+        );
+        let held_for = h["held_for_ms"].as_u64().unwrap();
+        assert!(
+            held_for >= 1_000 && held_for.is_multiple_of(1_000),
+            "{name}: {v}"
+        );
+
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+    }
+
+    let mut holder = hold_until_key(&server, &["who-rw", "--write"], "who-rw");
+    let mut c = distlock(&server);
+    c.args(["status", "who-rw"]);
+    let out = output(c);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("mode write"), "{stdout}");
+    assert!(!stdout.contains("holder:"), "{stdout}");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
+
 #[test]
 fn status_reports_wrong_type_as_an_error() {
     let server = RedisServer::start();

@@ -408,6 +408,17 @@ impl Client {
         JobLock::new(self.inner.job_lock(name), self.rt.clone())
     }
 
+    /// The application name this client reports, as [`crate::Client::app_name`].
+    pub fn app_name(&self) -> &str {
+        self.inner.app_name()
+    }
+
+    /// The name of this client's connections (`distlock:<app>:<host>:<pid>`), as
+    /// [`crate::Client::connection_name`].
+    pub fn connection_name(&self) -> &str {
+        self.inner.connection_name()
+    }
+
     /// Locks this client's watchdog is renewing now.
     pub fn watchdog_locks(&self) -> usize {
         self.inner.watchdog_locks()
@@ -468,6 +479,7 @@ impl ClientBuilder {
         connect_timeout(timeout: Duration);
         require_noeviction(require: bool);
         metrics_lock_names(by_name: bool);
+        app_name(name: impl Into<String>);
     }
 
     /// Worker threads of the client's runtime, which run the watchdog, wake-ups and the

@@ -74,18 +74,22 @@ impl Config {
     }
 }
 
-/// Connect the command side: a cluster connection that never resends on its own.
+/// Connect the command side: a cluster connection that never resends on its own. Its node
+/// connections are named once, through it (redis-rs sends `CLIENT SETNAME` to every node it
+/// knows); those it opens later are not (see `naming.rs`).
 pub(crate) async fn connect(
     config: &Config,
     settings: &ConnectSettings,
 ) -> redis::RedisResult<ClusterConnection> {
-    ClusterClientBuilder::new(config.seed_urls())
+    let mut conn = ClusterClientBuilder::new(config.seed_urls())
         .retries(0)
         .connection_timeout(settings.connect_timeout)
         .response_timeout(settings.command_timeout)
         .build()?
         .get_async_connection()
-        .await
+        .await?;
+    super::naming::set_name(&mut conn, &settings.client_name).await;
+    Ok(conn)
 }
 
 /// Which pub/sub the scripts and the hub use on this cluster, for the setting `mode`:
@@ -122,16 +126,22 @@ pub(crate) async fn publish_mode(
     })
 }
 
-/// Open a subscription connection to the first seed node that answers within `timeout`
-/// each.
+/// Open a subscription connection named `name` to the first seed node that answers within
+/// `timeout` each.
 pub(crate) async fn subscribe_any(
     seeds: &[redis::Client],
     timeout: Duration,
-) -> redis::RedisResult<redis::aio::PubSub> {
+    name: &str,
+) -> redis::RedisResult<super::pubsub::ClassicLink> {
     let mut last = None;
     for client in seeds {
-        match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
-            Ok(Ok(pubsub)) => return Ok(pubsub),
+        match tokio::time::timeout(
+            timeout,
+            super::pubsub::ClassicLink::open(client, name, timeout),
+        )
+        .await
+        {
+            Ok(Ok(link)) => return Ok(link),
             Ok(Err(e)) => last = Some(e),
             Err(_) => {}
         }
@@ -334,7 +344,7 @@ pub(crate) fn node_client(
     let seed = seeds
         .first()
         .ok_or_else(|| io_error("no seed node".into()))?;
-    redis::Client::open(node_info(seed.get_connection_info(), addr, protocol)?)
+    super::naming::client(node_info(seed.get_connection_info(), addr, protocol)?)
 }
 
 /// `seed`'s connection settings (auth, TLS) with the address `addr` (`host:port`) and
@@ -475,9 +485,11 @@ impl Nodes {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.settings.connect_timeout))
             .set_response_timeout(Some(self.settings.command_timeout));
-        node_client(&self.seeds, addr, redis::ProtocolVersion::RESP2)?
+        let mut conn = node_client(&self.seeds, addr, redis::ProtocolVersion::RESP2)?
             .get_multiplexed_async_connection_with_config(&config)
-            .await
+            .await?;
+        super::naming::set_name(&mut conn, &self.settings.client_name).await;
+        Ok(conn)
     }
 
     /// A client for the master that serves `key` in the last map read (no refresh): for

@@ -9,6 +9,7 @@
 //! (redis-rs's cluster client does so), and every script's keys share the lock's hash slot.
 
 mod cluster;
+pub(crate) mod naming;
 pub(crate) mod pubsub;
 pub(crate) mod sentinel;
 mod shards;
@@ -177,9 +178,21 @@ impl ConnectionLike for Connection {
     }
 }
 
-/// Where the subscription hub opens its connections: one variant per kind of deployment.
+/// Where the subscription hub opens its connections, and how it names them.
 #[derive(Clone)]
-pub(crate) enum Subscriber {
+pub(crate) struct Subscriber {
+    source: Source,
+    /// The client's connection name ([`naming::connection_name`]).
+    name: Arc<str>,
+    /// The command side, named again after each reconnection of the hub (the restart or
+    /// failover that broke the subscription connection broke the command connection too,
+    /// and a reconnected connection has no name).
+    command: Backend,
+}
+
+/// Where the subscription connections go: one variant per kind of deployment.
+#[derive(Clone)]
+enum Source {
     /// One server: plain pub/sub connections to it.
     Standalone(Box<redis::Client>),
     /// Plain pub/sub connections to the master Redis Sentinel names now.
@@ -192,31 +205,36 @@ pub(crate) enum Subscriber {
 
 /// The subscription connection(s) of the hub: classic, sharded, or both.
 pub(crate) struct Links {
-    pub(crate) classic: Option<redis::aio::PubSub>,
+    pub(crate) classic: Option<pubsub::ClassicLink>,
     pub(crate) sharded: Option<shards::Shards>,
 }
 
 impl Subscriber {
-    /// Open the subscription connections.
+    /// Open the subscription connections (each named).
     pub(crate) async fn connect(&self, timeout: Duration) -> redis::RedisResult<Links> {
-        let classic = |pubsub| Links {
-            classic: Some(pubsub),
+        let classic = |link| Links {
+            classic: Some(link),
             sharded: None,
         };
-        match self {
-            Subscriber::Standalone(client) => client.get_async_pubsub().await.map(classic),
-            Subscriber::Sentinel(m) => m.client().get_async_pubsub().await.map(classic),
-            Subscriber::Cluster(seeds, publish) => {
+        let name = &self.name;
+        match &self.source {
+            Source::Standalone(client) => pubsub::ClassicLink::open(client, name, timeout)
+                .await
+                .map(classic),
+            Source::Sentinel(m) => pubsub::ClassicLink::open(&m.client(), name, timeout)
+                .await
+                .map(classic),
+            Source::Cluster(seeds, publish) => {
                 let sharded = match publish {
                     Publish::Classic => None,
                     Publish::Sharded | Publish::Both => {
-                        Some(shards::Shards::open(seeds.clone(), timeout).await?)
+                        Some(shards::Shards::open(seeds.clone(), timeout, name.clone()).await?)
                     }
                 };
                 let classic = match publish {
                     Publish::Sharded => None,
                     Publish::Classic | Publish::Both => {
-                        Some(cluster::subscribe_any(seeds, timeout).await?)
+                        Some(cluster::subscribe_any(seeds, timeout, name).await?)
                     }
                 };
                 Ok(Links { classic, sharded })
@@ -227,9 +245,28 @@ impl Subscriber {
     /// Changes whenever the server behind the subscriptions changes (a Sentinel failover):
     /// the hub then reconnects and wakes every waiter. `None` when it never changes.
     pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        match self {
-            Subscriber::Standalone(_) | Subscriber::Cluster(..) => None,
-            Subscriber::Sentinel(m) => Some(m.switches()),
+        match &self.source {
+            Source::Standalone(_) | Source::Cluster(..) => None,
+            Source::Sentinel(m) => Some(m.switches()),
+        }
+    }
+
+    /// Name the command connection again (`CLIENT SETNAME`, resent over a reconnecting
+    /// connection by the usual rules): after the hub reconnected, the command connection has
+    /// most likely reconnected too, without its name. Failures are logged at debug level.
+    pub(crate) async fn rename_command_connection(&self) {
+        let named = self
+            .command
+            .query::<()>(
+                "name the command connection",
+                redis::cmd("CLIENT").arg("SETNAME").arg(&*self.name),
+            )
+            .await;
+        if let Err(e) = named {
+            tracing::debug!(
+                error = format_args!("{e:#}"),
+                "CLIENT SETNAME failed; the command connection stays unnamed"
+            );
         }
     }
 }
@@ -260,15 +297,13 @@ impl Target {
                 .map(Target::Sentinel)
                 .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
         }
-        redis::Client::open(url)
-            .map(Target::Standalone)
-            .map_err(|e| {
-                // The driver's message may quote the URL: report only its category.
-                Error::config(format!(
-                    "cannot use server URL {redacted}: {}",
-                    e.category()
-                ))
-            })
+        naming::client(url).map(Target::Standalone).map_err(|e| {
+            // The driver's message may quote the URL: report only its category.
+            Error::config(format!(
+                "cannot use server URL {redacted}: {}",
+                e.category()
+            ))
+        })
     }
 }
 
@@ -307,12 +342,12 @@ pub(crate) async fn open_grant_slot(
             .set_response_timeout(Some(
                 settings.command_timeout + settings.replica_ack_timeout,
             ));
-        *conn = Some(
-            client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-                .map_err(|e| format!("a connection for grants: {e}"))?,
-        );
+        let mut opened = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|e| format!("a connection for grants: {e}"))?;
+        naming::set_name(&mut opened, &settings.client_name).await;
+        *conn = Some(opened);
     }
     let c = conn.as_ref().expect("opened above").clone();
     Ok((c, conn))
@@ -445,6 +480,9 @@ pub(crate) struct ConnectSettings {
     pub replica_ack_timeout: Duration,
     /// Classic or sharded pub/sub (Cluster only).
     pub pubsub: crate::PubSubMode,
+    /// The name every connection distlock opens gives itself (`CLIENT SETNAME`):
+    /// `distlock:<app>:<host>:<pid>`.
+    pub client_name: Arc<str>,
 }
 
 impl Backend {
@@ -459,14 +497,14 @@ impl Backend {
         // manager retries a failed first connection on its own, which must not stretch it.
         let context = format!("connect to {redacted_url}");
         let connect = async {
-            let (conn, subscriber, publish, nodes) = match target {
+            let (conn, source, publish, nodes) = match target {
                 Target::Standalone(client) => {
                     let conn = standalone::connect(&client, settings)
                         .await
                         .map_err(|e| Error::from_redis(&context, e))?;
                     (
                         Connection::Standalone(conn),
-                        Subscriber::Standalone(Box::new(client)),
+                        Source::Standalone(Box::new(client)),
                         Publish::Classic,
                         None,
                     )
@@ -480,7 +518,7 @@ impl Backend {
                             })?;
                     (
                         Connection::Sentinel(master.clone()),
-                        Subscriber::Sentinel(master),
+                        Source::Sentinel(master),
                         Publish::Classic,
                         None,
                     )
@@ -492,7 +530,7 @@ impl Backend {
                     let seeds = config
                         .seed_urls()
                         .iter()
-                        .map(|u| redis::Client::open(u.as_str()))
+                        .map(|u| naming::client(u.as_str()))
                         .collect::<redis::RedisResult<Vec<_>>>()
                         .map_err(|e| Error::from_redis(&context, e))?;
                     let seeds = Arc::new(seeds);
@@ -507,12 +545,7 @@ impl Backend {
                         .map_err(|why| {
                             Error::new(ErrorKind::Config, format!("{context}: {why}"))
                         })?;
-                    (
-                        conn,
-                        Subscriber::Cluster(seeds, publish),
-                        publish,
-                        Some(nodes),
-                    )
+                    (conn, Source::Cluster(seeds, publish), publish, Some(nodes))
                 }
             };
             let backend = Backend {
@@ -523,6 +556,11 @@ impl Backend {
             backend
                 .query::<String>(&context, &redis::cmd("PING"))
                 .await?;
+            let subscriber = Subscriber {
+                source,
+                name: settings.client_name.clone(),
+                command: backend.clone(),
+            };
             Ok::<_, Error>((backend, subscriber))
         };
         match tokio::time::timeout(settings.connect_timeout, connect).await {

@@ -231,10 +231,129 @@ struct Conn {
 }
 
 struct Classic {
-    sink: redis::aio::PubSubSink,
-    stream: redis::aio::PubSubStream,
+    link: ClassicLink,
     /// Channels the server has us subscribed to.
     server: HashSet<String>,
+}
+
+/// The classic (`SUBSCRIBE`) subscription connection of the hub.
+///
+/// Over RESP3 where the server speaks it (Redis 6 and later): a multiplexed connection whose
+/// push messages carry the publications, and which can send `CLIENT SETNAME` like any other.
+/// redis-rs's RESP2 pub/sub connection sends nothing but (un)subscriptions and `PING`, so it
+/// cannot be named: it is only the fallback for a server (or proxy) that refuses `HELLO 3`.
+pub(crate) enum ClassicLink {
+    /// A named RESP3 connection and the pushes it receives.
+    Resp3 {
+        conn: redis::aio::MultiplexedConnection,
+        pushes: mpsc::UnboundedReceiver<redis::PushInfo>,
+    },
+    /// redis-rs's RESP2 pub/sub connection, split so that messages are read while
+    /// commands go out. Unnamed.
+    Resp2 {
+        sink: redis::aio::PubSubSink,
+        stream: redis::aio::PubSubStream,
+    },
+}
+
+impl ClassicLink {
+    /// Open a subscription connection to the server of `client` and name it `name`
+    /// (`CLIENT SETNAME`; failures are logged and ignored): over RESP3, or over RESP2 when
+    /// the server refuses RESP3 (then unnamed). `timeout` bounds the connect.
+    pub(crate) async fn open(
+        client: &redis::Client,
+        name: &str,
+        timeout: Duration,
+    ) -> redis::RedisResult<ClassicLink> {
+        let info = client.get_connection_info().clone();
+        let resp3 = info
+            .redis_settings()
+            .clone()
+            .set_protocol(redis::ProtocolVersion::RESP3);
+        let resp3_client = redis::Client::open(info.set_redis_settings(resp3))?;
+        let (tx, pushes) = mpsc::unbounded_channel();
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            // A subscription waits for its confirmation as long as the connection lives, as
+            // over RESP2 (the hub reconnects when the connection closes).
+            .set_response_timeout(None)
+            .set_push_sender(tx);
+        match resp3_client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+        {
+            Ok(mut conn) => {
+                super::naming::set_name(&mut conn, name).await;
+                Ok(ClassicLink::Resp3 { conn, pushes })
+            }
+            // The server answered, but not to HELLO 3: an older server or a proxy.
+            Err(e) if e.kind() == redis::ErrorKind::RESP3NotSupported || e.code().is_some() => {
+                tracing::debug!(
+                    error = format_args!("{e:#}"),
+                    "RESP3 refused: subscribing over RESP2 (the connection cannot be named)"
+                );
+                let (sink, stream) = client.get_async_pubsub().await?.split();
+                Ok(ClassicLink::Resp2 { sink, stream })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn subscribe(&mut self, name: &str) -> redis::RedisResult<()> {
+        match self {
+            ClassicLink::Resp3 { conn, .. } => conn.subscribe(name).await,
+            ClassicLink::Resp2 { sink, .. } => sink.subscribe(name).await,
+        }
+    }
+
+    async fn unsubscribe(&mut self, name: &str) -> redis::RedisResult<()> {
+        match self {
+            ClassicLink::Resp3 { conn, .. } => conn.unsubscribe(name).await,
+            ClassicLink::Resp2 { sink, .. } => sink.unsubscribe(name).await,
+        }
+    }
+
+    /// The next message as (channel, payload); `None` once the connection closed. Cancel
+    /// safe.
+    async fn next(&mut self) -> Option<(String, Vec<u8>)> {
+        match self {
+            ClassicLink::Resp3 { pushes, .. } => loop {
+                let push = pushes.recv().await?;
+                match push.kind {
+                    redis::PushKind::Message => {
+                        let mut data = push.data.into_iter();
+                        let (Some(channel), Some(payload)) = (data.next(), data.next()) else {
+                            continue;
+                        };
+                        if let (Some(channel), Some(payload)) = (bytes(&channel), bytes(&payload)) {
+                            return Some((
+                                String::from_utf8_lossy(channel).into_owned(),
+                                payload.to_vec(),
+                            ));
+                        }
+                    }
+                    redis::PushKind::Disconnection => return None,
+                    // Subscription confirmations (answered to the requests as well) and
+                    // anything else.
+                    _ => {}
+                }
+            },
+            ClassicLink::Resp2 { stream, .. } => stream.next().await.map(|msg| {
+                (
+                    msg.get_channel_name().to_string(),
+                    msg.get_payload_bytes().to_vec(),
+                )
+            }),
+        }
+    }
+}
+
+fn bytes(v: &redis::Value) -> Option<&[u8]> {
+    match v {
+        redis::Value::BulkString(b) => Some(b),
+        redis::Value::SimpleString(s) => Some(s.as_bytes()),
+        _ => None,
+    }
 }
 
 /// What the connections delivered.
@@ -266,7 +385,7 @@ impl Conn {
     async fn subscribe(&mut self, name: &str) -> redis::RedisResult<()> {
         if let Some(c) = self.classic.as_mut() {
             if !c.server.contains(name) {
-                c.sink.subscribe(name).await?;
+                c.link.subscribe(name).await?;
                 c.server.insert(name.to_string());
             }
         }
@@ -281,7 +400,7 @@ impl Conn {
     async fn unsubscribe(&mut self, name: &str) -> redis::RedisResult<()> {
         if let Some(c) = self.classic.as_mut() {
             if c.server.remove(name) {
-                c.sink.unsubscribe(name).await?;
+                c.link.unsubscribe(name).await?;
             }
         }
         if let Some(s) = self.sharded.as_mut() {
@@ -293,11 +412,8 @@ impl Conn {
     async fn next(&mut self) -> Event {
         let classic = async {
             match self.classic.as_mut() {
-                Some(c) => match c.stream.next().await {
-                    Some(msg) => Event::Message(
-                        msg.get_channel_name().to_string(),
-                        msg.get_payload_bytes().to_vec(),
-                    ),
+                Some(c) => match c.link.next().await {
+                    Some((channel, payload)) => Event::Message(channel, payload),
                     None => Event::Closed,
                 },
                 None => std::future::pending().await,
@@ -322,13 +438,9 @@ impl Conn {
 async fn connect(subscriber: &Subscriber, timeout: Duration) -> Option<Conn> {
     match tokio::time::timeout(timeout, subscriber.connect(timeout)).await {
         Ok(Ok(links)) => Some(Conn {
-            classic: links.classic.map(|pubsub| {
-                let (sink, stream) = pubsub.split();
-                Classic {
-                    sink,
-                    stream,
-                    server: HashSet::new(),
-                }
+            classic: links.classic.map(|link| Classic {
+                link,
+                server: HashSet::new(),
             }),
             sharded: links.sharded,
         }),
@@ -451,6 +563,9 @@ async fn run(
                         // The server may have restarted or failed over: have held leases
                         // checked now, not at their next renewal.
                         reconnected.notify_one();
+                        // The command connection reconnects without its name: give it again.
+                        let subscriber = subscriber.clone();
+                        tokio::spawn(async move { subscriber.rename_command_connection().await });
                     }
                     connected_before = true;
                     // Whatever was released while we were away published to nobody.

@@ -286,7 +286,7 @@ async fn open_master(
     settings: &ConnectSettings,
     addr: &str,
 ) -> Result<(redis::Client, ConnectionManager), String> {
-    let client = redis::Client::open(config.master_url(addr).as_str())
+    let client = super::naming::client(config.master_url(addr).as_str())
         .map_err(|e| format!("master {addr}: {}", e.category()))?;
     let manager = tokio::time::timeout(
         settings.connect_timeout,
@@ -368,7 +368,7 @@ async fn ask_sentinel(
         let mut con = match kept {
             Some(con) => con,
             None => {
-                let client = redis::Client::open(config.sentinel_url(sentinel).as_str())
+                let client = super::naming::client(config.sentinel_url(sentinel).as_str())
                     .map_err(|e| e.category().to_string())?;
                 let con = client
                     .get_multiplexed_async_connection()
@@ -513,7 +513,7 @@ async fn open_listener(
     settings: &ConnectSettings,
     sentinel: &str,
 ) -> Option<redis::aio::PubSub> {
-    let client = redis::Client::open(config.sentinel_url(sentinel).as_str()).ok()?;
+    let client = super::naming::client(config.sentinel_url(sentinel).as_str()).ok()?;
     let mut pubsub = tokio::time::timeout(settings.connect_timeout, client.get_async_pubsub())
         .await
         .ok()?

@@ -45,6 +45,8 @@ pub(crate) struct Shards {
     /// first one's with the node's address.
     seeds: Arc<Vec<redis::Client>>,
     timeout: Duration,
+    /// The client's connection name, given to every node connection (`CLIENT SETNAME`).
+    name: Arc<str>,
     map: SlotMap,
     nodes: HashMap<Addr, MultiplexedConnection>,
     /// Channel → the node it is subscribed on.
@@ -64,10 +66,11 @@ pub(crate) struct Shards {
 
 impl Shards {
     /// Read the slot map from the first seed (or known node) that answers; no subscription
-    /// yet.
+    /// yet. Node connections, opened on first use, are named `name`.
     pub(crate) async fn open(
         seeds: Arc<Vec<redis::Client>>,
         timeout: Duration,
+        name: Arc<str>,
     ) -> redis::RedisResult<Shards> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut refresh = tokio::time::interval(REFRESH_EVERY);
@@ -76,6 +79,7 @@ impl Shards {
         let mut shards = Shards {
             seeds,
             timeout,
+            name,
             map: SlotMap::default(),
             nodes: HashMap::new(),
             subscribed: HashMap::new(),
@@ -311,9 +315,11 @@ impl Shards {
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout))
             .set_push_sender(move |push: PushInfo| tx.send((tag.clone(), push)));
-        node_client(&self.seeds, addr, redis::ProtocolVersion::RESP3)?
+        let mut conn = node_client(&self.seeds, addr, redis::ProtocolVersion::RESP3)?
             .get_multiplexed_async_connection_with_config(&config)
-            .await
+            .await?;
+        super::naming::set_name(&mut conn, &self.name).await;
+        Ok(conn)
     }
 
     /// Read `CLUSTER SLOTS` from a node that answers: connected masters first, then the

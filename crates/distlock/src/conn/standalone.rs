@@ -8,7 +8,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::ConnectSettings;
 
-/// Open the command connection of a standalone server (the caller bounds the whole connect).
+/// Open the command connection of a standalone server (the caller bounds the whole connect),
+/// and name it (`CLIENT SETNAME`, see `naming.rs`).
 pub(super) async fn connect(
     client: &redis::Client,
     settings: &ConnectSettings,
@@ -19,5 +20,7 @@ pub(super) async fn connect(
         .set_number_of_retries(2)
         .set_min_delay(Duration::from_millis(50))
         .set_max_delay(Duration::from_secs(2));
-    client.get_connection_manager_with_config(config).await
+    let mut manager = client.get_connection_manager_with_config(config).await?;
+    super::naming::set_name(&mut manager, &settings.client_name).await;
+    Ok(manager)
 }

@@ -108,6 +108,7 @@ impl Lock {
             wait_ms,
             latch_ms: client.latch_ttl_ms(),
             floor: &floor,
+            holder: &client.inner.holder_meta,
         };
         let (inv, resend) = self.inner.raw.acquire(&self.inner.names, &call);
         let sent: Result<Vec<String>> = match resend {

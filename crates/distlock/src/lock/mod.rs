@@ -5,8 +5,10 @@
 //! hold count, key TTL = lease. The final release deletes the key and publishes `0` on
 //! `redisson_lock__channel:{<key>}`. A Java service using Redisson's `RLock` on the same
 //! name excludes distlock owners and is excluded by them, and each side's release wakes
-//! the other side's waiters. distlock adds one field, `distlock:fencing-token`, holding the
-//! current holder's [`FencingToken`]; Redisson's scripts never read it.
+//! the other side's waiters. distlock adds two fields, which Redisson's scripts never read:
+//! `distlock:fencing-token`, the current holder's [`FencingToken`], and `distlock:holder`,
+//! who was granted the lock ([`HolderInfo`]: owner, application, host, process id, since
+//! when), written with a grant to a new holder.
 //!
 //! # Ownership
 //! Redisson's owner is a thread; async tasks move between threads, so distlock's owner is an
@@ -42,12 +44,12 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
-use crate::keys::{self, TOKEN_FIELD};
+use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD};
 use raw::{Names, Queue, RawLock};
 
 pub use guard::LockGuard;
 pub(crate) use raw::{Attempt, Mode};
-pub use types::{FencingToken, LockStatus, Owner};
+pub use types::{FencingToken, HolderInfo, LockStatus, Owner};
 
 /// A reentrant distributed lock named by a string.
 ///
@@ -59,8 +61,10 @@ pub use types::{FencingToken, LockStatus, Owner};
 /// hold count, key TTL = lease. The final release deletes the key and publishes `0` on
 /// `redisson_lock__channel:{<key>}`. A Java service using Redisson's `RLock` on the same
 /// name excludes distlock owners and is excluded by them, and each side's release wakes
-/// the other side's waiters. distlock adds one field, `distlock:fencing-token`, holding the
-/// current holder's [`FencingToken`]; Redisson's scripts never read it.
+/// the other side's waiters. distlock adds two fields, which Redisson's scripts never read:
+/// `distlock:fencing-token`, the current holder's [`FencingToken`], and `distlock:holder`,
+/// who was granted the lock ([`HolderInfo`]: owner, application, host, process id, since
+/// when), written with a grant to a new holder.
 ///
 /// # Ownership
 /// Redisson's owner is a thread; async tasks move between threads, so distlock's owner is an
@@ -438,9 +442,11 @@ impl Lock {
     }
 
     /// A snapshot of the lock as the server sees it: holders with hold counts, TTL,
-    /// fencing token, and the number of connections subscribed to its wake channel (each
-    /// distlock client subscribes once however many local waiters it has). Two round trips,
-    /// not atomic with respect to each other.
+    /// fencing token, who was granted it ([`LockStatus::holder`]: application, host, process
+    /// id and since when, for plain and fair locks held by a distlock client), and the number
+    /// of connections subscribed to its wake channel (each distlock client subscribes once
+    /// however many local waiters it has). Two round trips, not atomic with respect to each
+    /// other.
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key holds something other than a lock hash;
@@ -506,6 +512,7 @@ impl Lock {
             mode: None,
             queue: Vec::new(),
             waiting_writers: 0,
+            holder: None,
         };
         match kind.as_str() {
             "none" => {}
@@ -517,15 +524,19 @@ impl Lock {
                         redis::cmd("HGETALL").arg(&self.inner.names.key),
                     )
                     .await?;
+                let mut holder = None;
                 for (field, value) in fields {
                     if field == TOKEN_FIELD {
                         status.fencing_token = raw::parse_token(&value).map(FencingToken);
+                    } else if field == HOLDER_FIELD {
+                        holder = Some(value);
                     } else if field == "mode" {
                         status.mode = Some(value);
                     } else if let Ok(holds) = value.parse() {
                         status.holders.push((field, holds));
                     }
                 }
+                status.holder = holder.and_then(|v| HolderInfo::parse_for(&v, &status.holders));
                 // A Redisson RFencedLock holder stores no token in the hash: its token is the
                 // last one drawn from its counter.
                 if status.fencing_token.is_none() && !status.holders.is_empty() {

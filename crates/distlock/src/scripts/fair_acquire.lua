@@ -6,7 +6,8 @@
 -- every attempt: a distlock waiter that crashed is passed over once it ends (seconds, not
 -- Redisson's minutes: Redisson issues #2883, #3004, #6150).
 --
--- KEYS[1]  lock key (hash, field <owner> -> hold count)
+-- KEYS[1]  lock key (hash, field <owner> -> hold count, the token field ARGV[6], the holder
+--          field ARGV[10])
 -- KEYS[2]  queue redisson_lock_queue:{name} (list of owners, head first)
 -- KEYS[3]  scores redisson_lock_timeout:{name} (zset owner -> Redisson's score, ms)
 -- KEYS[4]  fencing counter of the lock's slot (string): <prefix>distlock:fencing-counter:{<tag>}
@@ -23,6 +24,10 @@
 -- ARGV[8]  token floor of a new counter (decimal), or '<generation>:<floor>' (see prelude.lua's
 --          next_token)
 -- ARGV[9]  the caller's whole wait in ms (Redisson's score arithmetic); 0 for no wait
+-- ARGV[10] name of the holder field in the lock hash (distlock:holder): written on a grant to a
+--          new holder, never on a re-entry or a resend; it goes with the key on the last release
+-- ARGV[11] the client's holder metadata 'app=<app>;host=<host>;pid=<pid>': the holder field is
+--          'owner=<ARGV[2]>;<ARGV[11]>;since=<server ms>' (prelude.lua's holder_value)
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
 --                                           '<sequence>' (decimal, at most 2^63 - 1) or
@@ -35,7 +40,7 @@
 --          refused PEXPIRE (e.g. NOPERM): nothing granted, the lock key and the queue as they
 --          were (stale heads may have been dropped).
 --
--- Uses now_ms, next_token, held_token and expire_or_undo from prelude.lua, and
+-- Uses now_ms, next_token, held_token, holder_value and expire_or_undo from prelude.lua, and
 -- drop_stale_heads, queue_score, shift_scores from fair.lua (joined in front by
 -- scripts/mod.rs).
 
@@ -70,7 +75,8 @@ end
 local head = redis.call('lindex', KEYS[2], 0)
 if exists == 0 and (head == false or head == ARGV[2]) then
   local token = next_token(KEYS[4], ARGV[8])
-  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[6], token)
+  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[6], token, ARGV[10],
+    holder_value(ARGV[2], ARGV[11]))
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
     return err

@@ -14,7 +14,8 @@
 -- ARGV[4]  latch TTL in ms
 -- ARGV[5]  wake channel prefix redisson_lock__channel:{name}
 --
--- Returns  1 released (key deleted, head woken); 0 holds remain; -1 gone; -2 another owner.
+-- Returns  1 released (key deleted with its token and holder fields, head woken); 0 holds
+--          remain (the token and holder fields stay); -1 gone; -2 another owner.
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
 --
 -- Uses now_ms from prelude.lua and drop_stale_heads from fair.lua (joined in front by

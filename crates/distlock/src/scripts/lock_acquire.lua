@@ -3,7 +3,8 @@
 -- Redisson's tryLockInnerAsync plus two distlock additions: a fencing
 -- token issued in the same script, and idempotency under a resent request.
 --
--- KEYS[1]  lock key: hash, field <client-uuid>:<owner-id> -> hold count, TTL = lease
+-- KEYS[1]  lock key: hash, field <client-uuid>:<owner-id> -> hold count, the token field
+--          (ARGV[5]) and the holder field (ARGV[7]), TTL = lease
 -- KEYS[2]  fencing counter of the lock's slot (string, same slot):
 --          <prefix>distlock:fencing-counter:{<slot tag>}, last token issued in the slot
 -- KEYS[3]  acquire latch (string, same slot): result of this request, for resends
@@ -24,6 +25,11 @@
 --          client at connect, '0' if none (decimal string; used only when KEYS[2] does not
 --          exist yet); '<generation>:<floor>' carries a token generation above 0 (Sentinel:
 --          the master's config epoch; see prelude.lua's next_token)
+-- ARGV[7]  name of the holder field inside the lock hash (distlock:holder): written on a
+--          grant to a new holder (a free lock), never on a re-entry or a resend; it goes with
+--          the key on the last release
+-- ARGV[8]  the client's holder metadata 'app=<app>;host=<host>;pid=<pid>': the holder field
+--          is 'owner=<ARGV[2]>;<ARGV[8]>;since=<server ms>' (prelude.lua's holder_value)
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
 --                                           '<sequence>' (decimal, at most 2^63 - 1) or
@@ -41,8 +47,9 @@
 --          A refused PEXPIRE (e.g. NOPERM) is answered as an error with nothing granted: on
 --          a new key the key is deleted again; on a held key PEXPIRE runs before any write.
 --
--- Uses next_token, held_token and expire_or_undo from prelude.lua (joined in front by
--- scripts/mod.rs). A hold that Redisson made (no token field) is given a token on re-entry.
+-- Uses next_token, held_token, holder_value and expire_or_undo from prelude.lua (joined in
+-- front by scripts/mod.rs). A hold that Redisson made (no token field) is given a token on
+-- re-entry (but no holder field: it records only grants made here).
 -- Cost: the free-lock path (the common one) runs EXISTS, TIME, SET..GET, GET, HSET, PEXPIRE; the
 -- token is built from TIME's two parts by string arithmetic; SET..GET needs Redis 6.2.
 
@@ -68,7 +75,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
   -- after a restart from an old snapshot or a failover to a lagging replica.
   local token = next_token(KEYS[2], ARGV[6], KEYS[4])
-  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token)
+  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token, ARGV[7], holder_value(ARGV[2], ARGV[8]))
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
     return err

@@ -15,8 +15,10 @@
 -- ARGV[3]  owner field <client-uuid>:<owner-id>
 -- ARGV[4]  latch TTL in milliseconds
 --
--- Returns  1   the last hold was released: key deleted, message published (no latch)
---          0   one hold released, others remain (TTL reset to ARGV[2])
+-- Returns  1   the last hold was released: key deleted (with its token and holder fields),
+--              message published (no latch)
+--          0   one hold released, others remain (TTL reset to ARGV[2]; the token and holder
+--              fields stay)
 --          -1  not held: the lock is gone
 --          -2  not held: another owner holds it
 -- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.

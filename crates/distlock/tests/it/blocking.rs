@@ -164,6 +164,38 @@ fn lost_lease_is_a_blocking_wait_and_a_check() {
 }
 
 /// Every primitive through the blocking facade.
+/// The blocking builder takes the app name; a grant records it, and status reads it back.
+#[test]
+fn app_name_and_holder_through_the_blocking_api() {
+    let server = RedisServer::start();
+    let client = Client::builder()
+        .url(server.url())
+        .app_name("blocking-app")
+        .build()
+        .expect("connect to test server");
+    assert_eq!(client.app_name(), "blocking-app");
+    assert!(
+        client
+            .connection_name()
+            .starts_with("distlock:blocking-app:"),
+        "{}",
+        client.connection_name()
+    );
+    let g = client.lock("who-blocks").acquire().unwrap();
+    let holder = client.lock("who-blocks").status().unwrap().holder;
+    let holder = holder.expect("the grant recorded its holder");
+    assert_eq!(holder.app, "blocking-app");
+    assert_eq!(holder.owner, g.owner().as_str());
+    assert_eq!(holder.pid, std::process::id());
+    g.release().unwrap();
+    let err = Client::builder()
+        .url(server.url())
+        .app_name("no spaces")
+        .build()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+}
+
 #[test]
 fn every_primitive() {
     let server = RedisServer::start();

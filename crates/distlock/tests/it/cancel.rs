@@ -29,8 +29,8 @@ async fn aborted_acquire_leaves_nothing_behind() {
     let fields: Vec<String> = cmd(&server, &["HKEYS", "busy"]);
     assert_eq!(
         fields.len(),
-        2,
-        "only the holder's field and token: {fields:?}"
+        3,
+        "only the holder's field, token and holder record: {fields:?}"
     );
     assert!(fields.contains(&holder.owner().to_string()));
     assert_eq!(lock_keys(&server), keys_before);

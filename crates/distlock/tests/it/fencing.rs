@@ -549,6 +549,8 @@ fn a_newer_generation_orders_above_any_older_token() {
             .arg(3000)
             .arg(distlock::layout::TOKEN_FIELD)
             .arg(floor)
+            .arg(distlock::layout::HOLDER_FIELD)
+            .arg("app=fencing;host=h;pid=1")
             .query(&mut server.connection())
             .unwrap();
         let _: () = cmd(&server, &["DEL", "gen"]);

@@ -152,7 +152,11 @@ async fn release_by_non_owner_is_refused_and_changes_nothing() {
     assert_eq!(snapshot, after);
     let pttl_after: i64 = cmd(&server, &["PTTL", "res"]);
     assert!(pttl_after <= pttl_before && pttl_after > 0);
-    assert_eq!(before.len(), 2, "owner field + token field: {before:?}");
+    assert_eq!(
+        before.len(),
+        3,
+        "owner field + token field + holder field: {before:?}"
+    );
     current.release().await.unwrap();
 }
 

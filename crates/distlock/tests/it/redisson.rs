@@ -365,13 +365,14 @@ impl JavaLock<'_> {
     /// `unlock()` of thread `thread` (then the client deletes the latch): 1 freed, 0 holds
     /// remain, nil not held.
     fn unlock(&self, thread: u64) -> Option<i64> {
+        self.unlock_field(&self.java.lock_name(thread))
+    }
+
+    /// Redisson's unlock script for the hash field `field` (any client's owner).
+    fn unlock_field(&self, field: &str) -> Option<i64> {
         let latch = self.java.unlock_latch(&self.name);
         let channel = prefix_name("redisson_lock__channel", &self.name);
-        let (lease, field, latch_ms) = (
-            WATCHDOG_MS.to_string(),
-            self.java.lock_name(thread),
-            LATCH_TIMEOUT_MS.to_string(),
-        );
+        let (lease, latch_ms) = (WATCHDOG_MS.to_string(), LATCH_TIMEOUT_MS.to_string());
         let r = eval(
             self.java.server,
             LOCK_UNLOCK,
@@ -428,10 +429,14 @@ impl JavaFairLock<'_> {
 
     /// `unlock()` of thread `thread` (then the client deletes the latch).
     fn unlock(&self, thread: u64) -> Option<i64> {
+        self.unlock_field(&self.java.lock_name(thread))
+    }
+
+    /// Redisson's fair unlock script for the hash field `field` (any client's owner).
+    fn unlock_field(&self, field: &str) -> Option<i64> {
         let latch = self.java.unlock_latch(&self.name);
-        let (lease, field, now, latch_ms) = (
+        let (lease, now, latch_ms) = (
             WATCHDOG_MS.to_string(),
-            self.java.lock_name(thread),
             self.java.now().to_string(),
             LATCH_TIMEOUT_MS.to_string(),
         );
@@ -901,6 +906,60 @@ async fn distlock_does_not_create_redissons_token_counter() {
     );
     g.release().await.unwrap();
     assert_eq!(token_keys(), Vec::<String>::new(), "after the releases");
+}
+
+// ---------------------------------------------------------------------------------------
+// The holder field under Redisson's scripts
+// ---------------------------------------------------------------------------------------
+
+/// A distlock-held plain lock carries the holder field; Redisson's `unlock` script,
+/// releasing the distlock owner's holds, takes one hold away (the field stays with the
+/// remaining hold) and then deletes the key, field and all, as it does its own; a Redisson
+/// waiter then locks the free lock. The same for a fair lock and Redisson's fair `unlock`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redissons_unlock_removes_a_distlock_hold_with_its_holder_field() {
+    let (server, client) = setup().await;
+    let java = Java::new(&server, 0);
+    let holder_field = |key: &str| -> Option<String> {
+        cmd(&server, &["HGET", key, distlock::layout::HOLDER_FIELD])
+    };
+
+    let guard = client.lock("interop-holder").acquire().await.unwrap();
+    let inner = guard.reenter().await.unwrap();
+    let recorded = holder_field("interop-holder").expect("the grant recorded its holder");
+    let jlock = java.lock("interop-holder");
+    assert!(jlock.lock(1).is_some(), "Redisson is refused while held");
+    let owner = guard.owner().as_str().to_string();
+    assert_eq!(jlock.unlock_field(&owner), Some(0), "one of two holds");
+    assert_eq!(
+        holder_field("interop-holder").as_deref(),
+        Some(recorded.as_str()),
+        "the field stays with the remaining hold"
+    );
+    assert_eq!(jlock.unlock_field(&owner), Some(1), "the last hold");
+    assert_eq!(
+        keys(&server)
+            .into_iter()
+            .filter(|k| k.starts_with("interop-holder"))
+            .collect::<Vec<_>>(),
+        Vec::<String>::new(),
+        "Redisson's unlock left the key behind"
+    );
+    assert_eq!(jlock.lock(1), None, "Redisson locks the free lock");
+    assert_eq!(jlock.unlock(1), Some(1));
+    let _ = (inner.forget(), guard.forget());
+
+    let fair = client
+        .fair_lock("interop-fair-holder")
+        .acquire()
+        .await
+        .unwrap();
+    assert!(holder_field("interop-fair-holder").is_some());
+    let jfair = java.fair_lock("interop-fair-holder");
+    assert_eq!(jfair.unlock_field(fair.owner().as_str()), Some(1));
+    let exists: bool = cmd(&server, &["EXISTS", "interop-fair-holder"]);
+    assert!(!exists, "Redisson's fair unlock left the key behind");
+    let _ = fair.forget();
 }
 
 // ---------------------------------------------------------------------------------------

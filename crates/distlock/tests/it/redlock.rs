@@ -42,13 +42,14 @@ async fn quorum_masks(n: usize) {
             assert_eq!(g.granted_nodes(), free);
             g.release().await.unwrap();
         }
-        // No node keeps a hold of ours: only the blockers' fields remain.
+        // No node keeps a hold of ours: only the blockers' fields remain (owner, token,
+        // holder record).
         for (i, s) in servers.iter().enumerate() {
             let fields: Vec<String> = cmd(s, &["HKEYS", &name]);
             let blocked = mask & (1 << i) != 0;
             assert_eq!(
                 fields.len(),
-                if blocked { 2 } else { 0 },
+                if blocked { 3 } else { 0 },
                 "mask {mask:0n$b} node {i}: {fields:?}"
             );
         }

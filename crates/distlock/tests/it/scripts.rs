@@ -1,7 +1,7 @@
 //! The scripts' idempotency under a resent request, exercised by sending the same request
 //! twice, as a retry after a lost reply would.
 
-use distlock::layout::{acquire_latch, fencing_counter, unlock_latch, TOKEN_FIELD};
+use distlock::layout::{acquire_latch, fencing_counter, unlock_latch, HOLDER_FIELD, TOKEN_FIELD};
 
 use crate::util::*;
 
@@ -27,6 +27,8 @@ fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<
         .arg(3000)
         .arg(TOKEN_FIELD)
         .arg("0")
+        .arg(HOLDER_FIELD)
+        .arg("app=scripts;host=h;pid=1")
         .query(&mut con)
         .unwrap()
 }

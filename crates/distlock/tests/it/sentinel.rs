@@ -46,8 +46,8 @@ async fn the_client_finds_the_master_through_the_sentinels() {
     let master = set.master();
     assert_eq!(
         cmd::<i64>(master, &["HLEN", "found"]),
-        2,
-        "holder + token on the master"
+        3,
+        "owner + token + holder metadata on the master"
     );
     guard.release().await.unwrap();
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::{AcquireCall, Mode, Names, Queue, RawLock, ReleaseCall, Resend};
 use crate::conn::pubsub::Wake;
 use crate::holds::ReleaseRequest;
-use crate::keys::{self, TOKEN_FIELD, UNLOCK_MESSAGE};
+use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD, UNLOCK_MESSAGE};
 use crate::lock::Owner;
 use crate::scripts;
 
@@ -87,7 +87,9 @@ impl RawLock for Fair {
             .arg(TOKEN_FIELD)
             .arg(&n.channel)
             .arg(c.floor)
-            .arg(c.wait_ms);
+            .arg(c.wait_ms)
+            .arg(HOLDER_FIELD)
+            .arg(c.holder);
         (inv, nested_sent_once(c.mode))
     }
 

@@ -1,12 +1,12 @@
-//! Redisson's `RLock`: a hash `owner → hold count` with the fencing token beside, woken by
-//! `0` on `redisson_lock__channel:{key}` (one waiter per message).
+//! Redisson's `RLock`: a hash `owner → hold count` with the fencing token and the holder
+//! metadata beside, woken by `0` on `redisson_lock__channel:{key}` (one waiter per message).
 
 use std::time::Duration;
 
 use super::{AcquireCall, Mode, Names, RawLock, ReleaseCall, Resend};
 use crate::conn::pubsub::Wake;
 use crate::holds::ReleaseRequest;
-use crate::keys::{self, TOKEN_FIELD, UNLOCK_MESSAGE};
+use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD, UNLOCK_MESSAGE};
 use crate::lock::Owner;
 use crate::scripts;
 
@@ -53,6 +53,7 @@ impl RawLock for Plain {
             c.mode,
             c.latch_ms,
             c.floor,
+            c.holder,
         );
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
         // latch answers a resend while it lives.
@@ -88,7 +89,8 @@ impl RawLock for Plain {
     }
 }
 
-/// The invocation of `lock_acquire.lua` (built on every plain acquire).
+/// The invocation of `lock_acquire.lua` (built on every plain acquire); `holder` is the
+/// client's holder metadata (`app=<app>;host=<host>;pid=<pid>`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plain_acquire_invocation(
     key: &str,
@@ -100,6 +102,7 @@ pub(crate) fn plain_acquire_invocation(
     mode: Mode,
     latch_ms: u64,
     floor: &str,
+    holder: &str,
 ) -> crate::scripts::Invocation<'static> {
     let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
     inv.key(key)
@@ -111,6 +114,8 @@ pub(crate) fn plain_acquire_invocation(
         .arg(mode.as_str())
         .arg(latch_ms)
         .arg(TOKEN_FIELD)
-        .arg(floor);
+        .arg(floor)
+        .arg(HOLDER_FIELD)
+        .arg(holder);
     inv
 }

@@ -2,6 +2,12 @@
 //! `<owner>:write` → write holds, one TTL key per read hold, woken on
 //! `redisson_rwlock:{key}` (every waiter per message); plus distlock's waiting-writers zset
 //! (`distlock_rwlock_writers:{key}`), which makes it write-preferring.
+//!
+//! No holder field (`distlock:holder`, which plain and fair locks record with each grant;
+//! [`AcquireCall::holder`] is ignored here): Redisson's read-write unlock scripts decide
+//! whether to delete the hash by its field count (`HLEN == 1` after the last write hold,
+//! `HLEN > 1` while read holds remain), so one more field would leave a Java client's hash
+//! behind after its last release.
 
 use std::time::Duration;
 
