@@ -118,6 +118,27 @@ pub async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) ->
     }
 }
 
+/// This machine's host name as distlock reports it in connection names and holder records:
+/// characters outside `[A-Za-z0-9._-]` replaced by `_` (read from
+/// `/proc/sys/kernel/hostname`, so Linux only).
+///
+/// # Panics
+/// When the host name cannot be read.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .expect("read /proc/sys/kernel/hostname")
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

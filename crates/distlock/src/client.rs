@@ -56,7 +56,8 @@ pub(crate) struct ClientInner {
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) holds: Holds,
     /// What a grant records of its holder beside the owner (`distlock:holder`, see
-    /// [`keys::HOLDER_FIELD`]): `app=<app>;host=<host>;pid=<pid>`.
+    /// [`keys::HOLDER_FIELD`]): `<app>;<host>;<pid>`, app and host cut to 16 and 24
+    /// characters.
     pub(crate) holder_meta: String,
     seq: AtomicU64,
     redacted_url: String,
@@ -485,7 +486,7 @@ impl ClientBuilder {
     /// The application name this client reports to the server and records with its grants:
     /// its connections are named `distlock:<app>:<host>:<pid>` (`CLIENT SETNAME`, see
     /// [`Client::connection_name`]) and every plain or fair lock it is granted records
-    /// `app=<app>` in its holder metadata
+    /// the app name (its first 16 characters) in its holder metadata
     /// ([`LockStatus::holder`](crate::LockStatus::holder)), so that `CLIENT LIST` and
     /// `distlock status` say who holds what.
     ///
@@ -653,7 +654,11 @@ impl ClientBuilder {
             seq: AtomicU64::new(0),
             redacted_url: redacted,
             eviction_policy,
-            holder_meta: format!("app={app_name};host={host};pid={pid}"),
+            holder_meta: format!(
+                "{};{};{pid}",
+                keys::first_chars(&app_name, 16),
+                keys::first_chars(&host, 24)
+            ),
             app_name,
             connection_name,
         };

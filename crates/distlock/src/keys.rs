@@ -27,8 +27,10 @@ pub const TOKEN_FIELD: &str = "distlock:fencing-token";
 
 /// The hash field that records who was granted a plain or fair lock, written with the grant
 /// to a new holder (not on re-entry) and deleted with the key on the last release:
-/// `owner=<owner field>;app=<app>;host=<host>;pid=<pid>;since=<server time in ms since the
-/// Unix epoch>` (read back as [`HolderInfo`](crate::HolderInfo)). Redisson's plain and fair
+/// `<app>;<host>;<pid>;<since>` — the application name (at most 16 characters), host name (at
+/// most 24), process id and the server time of the grant in whole seconds since the Unix
+/// epoch — read back as [`HolderInfo`](crate::HolderInfo). The caps keep the value within 64
+/// bytes, so the lock hash keeps Redis's compact listpack encoding. Redisson's plain and fair
 /// lock scripts only look at their own `<uuid>:<threadId>` field and delete the key on the
 /// last release, so they are not disturbed; distlock's scripts and `status` skip it when
 /// counting owners. Read-write locks never carry it: Redisson's read-write unlock scripts
@@ -261,6 +263,11 @@ pub(crate) fn check_wait(d: Duration) -> Result<()> {
 /// redis.io Redlock description and go-redsync (`driftFactor` 0.01).
 pub(crate) fn drift(lease: Duration) -> Duration {
     lease / 100 + Duration::from_millis(2)
+}
+
+/// The first `n` characters of `s` (ASCII here: app and host names are sanitized).
+pub(crate) fn first_chars(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
 #[cfg(test)]

@@ -143,9 +143,10 @@ struct HolderInfo {
     app: String,
     host: String,
     pid: u32,
-    /// When it was granted: ms since the Unix epoch, by the server's clock.
+    /// When it was granted: ms since the Unix epoch, by the server's clock (recorded in whole
+    /// seconds).
     since_ms: u64,
-    /// How long it has been held (now by this machine's clock − since), whole seconds in ms.
+    /// How long it has been held: now by this machine's clock − since, in ms.
     held_for_ms: u64,
 }
 
@@ -156,14 +157,14 @@ fn holder_info(h: distlock::HolderInfo, now: std::time::SystemTime) -> HolderInf
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let held_for = now.duration_since(h.since).unwrap_or_default().as_secs();
+    let held_for = now.duration_since(h.since).unwrap_or_default().as_millis() as u64;
     HolderInfo {
         owner: h.owner,
         app: h.app,
         host: h.host,
         pid: h.pid,
         since_ms,
-        held_for_ms: held_for * 1000,
+        held_for_ms: held_for,
     }
 }
 
@@ -388,14 +389,11 @@ mod tests {
 
     #[test]
     fn the_holder_line_shows_app_host_pid_and_whole_seconds() {
-        let since = UNIX_EPOCH + Duration::from_millis(1_700_000_000_250);
-        let h = distlock::HolderInfo::parse(
-            "owner=u:1;app=billing;host=web-1;pid=4242;since=1700000000250",
-        )
-        .unwrap();
+        let since = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let h = distlock::HolderInfo::parse("u:1", "billing;web-1;4242;1700000000").unwrap();
         let shown = holder_info(h.clone(), since + Duration::from_millis(3_723_900));
-        assert_eq!(shown.since_ms, 1_700_000_000_250);
-        assert_eq!(shown.held_for_ms, 3_723_000);
+        assert_eq!(shown.since_ms, 1_700_000_000_000);
+        assert_eq!(shown.held_for_ms, 3_723_900);
         assert_eq!(
             holder_line(&shown),
             "holder: app billing on web-1 pid 4242, held for 1h 2m 3s"

@@ -36,23 +36,6 @@ fn status_json_and_force_unlock() {
     holder.wait().unwrap();
 }
 
-/// This machine's host name as distlock records it (characters outside `[A-Za-z0-9._-]`
-/// replaced by `_`).
-fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap()
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// `status` says who holds a plain or a fair lock — the holding process's app (the CLI's
 /// executable name by default), host and pid, and for how long in whole seconds — in text
 /// and in JSON; a read-write lock has no such line.
@@ -75,7 +58,10 @@ fn status_shows_who_holds_a_lock() {
         let out = output(c);
         assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let prefix = format!("  holder: app distlock on {} pid {pid}, held for ", host());
+        let prefix = format!(
+            "  holder: app distlock on {} pid {pid}, held for ",
+            distlock_test::testing::host_name()
+        );
         let line = stdout
             .lines()
             .find(|l| l.starts_with(&prefix))
@@ -94,21 +80,24 @@ fn status_shows_who_holds_a_lock() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let h = &v[0]["holder"];
         assert_eq!(h["app"], "distlock", "{name}: {v}");
-        assert_eq!(h["host"], host().as_str(), "{name}: {v}");
+        assert_eq!(
+            h["host"],
+            distlock_test::testing::host_name().as_str(),
+            "{name}: {v}"
+        );
         assert_eq!(h["pid"], pid, "{name}: {v}");
         assert_eq!(h["owner"], v[0]["holders"][0]["owner"], "{name}: {v}");
         let since = h["since_ms"].as_u64().unwrap();
         let (secs_now, micros_now): (u64, u64) = cmd(&server, &["TIME"]);
         let now_ms = secs_now * 1000 + micros_now / 1000;
+        // Recorded in whole seconds: the grant's second, at or after the one `before` was in.
         assert!(
-            before_ms <= since && since + 1_000 <= now_ms,
-            "{name}: since {since} not between {before_ms} and {now_ms} - 1 s"
+            before_ms / 1000 * 1000 <= since && since + 1_000 <= now_ms,
+            "{name}: since {since} not between {before_ms} (its second) and {now_ms} - 1 s"
         );
+        assert!(since.is_multiple_of(1_000), "{name}: {v}");
         let held_for = h["held_for_ms"].as_u64().unwrap();
-        assert!(
-            held_for >= 1_000 && held_for.is_multiple_of(1_000),
-            "{name}: {v}"
-        );
+        assert!(held_for >= 1_000, "{name}: {v}");
 
         holder.kill().unwrap();
         holder.wait().unwrap();

@@ -536,7 +536,10 @@ impl Lock {
                         status.holders.push((field, holds));
                     }
                 }
-                status.holder = holder.and_then(|v| HolderInfo::parse_for(&v, &status.holders));
+                // Plain and fair locks have one owner; the record is that owner's.
+                if let [(owner, _)] = status.holders.as_slice() {
+                    status.holder = holder.and_then(|v| HolderInfo::parse(owner, &v));
+                }
                 // A Redisson RFencedLock holder stores no token in the hash: its token is the
                 // last one drawn from its counter.
                 if status.fencing_token.is_none() && !status.holders.is_empty() {

@@ -115,8 +115,7 @@ impl fmt::Display for FencingToken {
 
 /// Who was granted a plain or fair lock, as the grant recorded it in the lock hash's holder
 /// field ([`layout::HOLDER_FIELD`](crate::layout::HOLDER_FIELD), value
-/// `owner=<owner>;app=<app>;host=<host>;pid=<pid>;since=<ms>`). Reported by [`Lock::status`]
-/// as [`LockStatus::holder`].
+/// `<app>;<host>;<pid>;<since>`). Reported by [`Lock::status`] as [`LockStatus::holder`].
 ///
 /// The record is written with the grant to a new holder and stays, unchanged, through its
 /// re-entries and partial releases until the last release deletes the lock; a hold taken
@@ -124,100 +123,48 @@ impl fmt::Display for FencingToken {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HolderInfo {
-    /// The owner that was granted the lock: its hash field `<client-uuid>:<owner-id>`.
+    /// The owner holding the lock: its hash field `<client-uuid>:<owner-id>`.
     pub owner: String,
     /// The granting client's application name
-    /// ([`ClientBuilder::app_name`](crate::ClientBuilder::app_name)).
+    /// ([`ClientBuilder::app_name`](crate::ClientBuilder::app_name)), its first 16
+    /// characters.
     pub app: String,
     /// The host name of the granting process's machine (characters outside
-    /// `[A-Za-z0-9._-]` replaced by `_`).
+    /// `[A-Za-z0-9._-]` replaced by `_`), its first 24 characters.
     pub host: String,
     /// The granting process's id.
     pub pid: u32,
-    /// When the lock was granted, by the server's clock (`TIME`, millisecond precision).
+    /// When the lock was granted, by the server's clock (`TIME`, whole seconds).
     pub since: SystemTime,
 }
 
 impl HolderInfo {
-    /// Parse a holder field's value: `;`-separated `key=value` pairs, `owner` first. Keys it
-    /// does not know are ignored (a later version may record more). `None` when `owner`,
-    /// `app`, `host`, `pid` or `since` is missing, or `pid` is not a `u32` or `since` not a
-    /// whole number of milliseconds since the Unix epoch.
-    ///
-    /// The owner runs up to the first `;` followed by a lowercase `key=` (owners minted by
-    /// distlock and Redisson never contain `;`).
+    /// Parse a holder field's `value` for the lock's holder `owner` (the hash's one owner
+    /// field): `<app>;<host>;<pid>;<since>`, `since` in whole seconds since the Unix epoch;
+    /// further `;`-separated parts are ignored (a later version may record more). `None` when
+    /// a part is missing, `pid` is not a `u32` or `since` not a whole number.
     ///
     /// # Examples
     /// ```
     /// use std::time::{Duration, UNIX_EPOCH};
     ///
-    /// let h = distlock::HolderInfo::parse(
-    ///     "owner=6f1c…:7;app=billing;host=web-1;pid=4242;since=1700000000123",
-    /// )
-    /// .unwrap();
+    /// let h = distlock::HolderInfo::parse("6f1c…:7", "billing;web-1;4242;1700000000").unwrap();
     /// assert_eq!((h.owner.as_str(), h.app.as_str(), h.pid), ("6f1c…:7", "billing", 4242));
-    /// assert_eq!(h.since, UNIX_EPOCH + Duration::from_millis(1_700_000_000_123));
+    /// assert_eq!(h.since, UNIX_EPOCH + Duration::from_secs(1_700_000_000));
     /// ```
-    pub fn parse(value: &str) -> Option<HolderInfo> {
-        let rest = value.strip_prefix("owner=")?;
-        let end = rest
-            .match_indices(';')
-            .map(|(i, _)| i)
-            .find(|&i| starts_with_key(&rest[i + 1..]))
-            .unwrap_or(rest.len());
-        HolderInfo::parse_rest(&rest[..end], &rest[end..])
-    }
-
-    /// [`HolderInfo::parse`] for a value known to start with `owner=<owner>;` (the lock's
-    /// one holder, so an owner with `;` in it is read whole); falls back to
-    /// [`HolderInfo::parse`] otherwise.
-    pub(crate) fn parse_for(value: &str, owners: &[(String, u64)]) -> Option<HolderInfo> {
-        let rest = value.strip_prefix("owner=")?;
-        for (owner, _) in owners {
-            if let Some(after) = rest.strip_prefix(owner.as_str()) {
-                if after.starts_with(';') || after.is_empty() {
-                    return HolderInfo::parse_rest(owner, after);
-                }
-            }
-        }
-        HolderInfo::parse(value)
-    }
-
-    /// The pairs after the owner (`;app=…;host=…`, each led by `;`).
-    fn parse_rest(owner: &str, pairs: &str) -> Option<HolderInfo> {
-        let (mut app, mut host, mut pid, mut since) = (None, None, None, None);
-        for pair in pairs.split(';').filter(|p| !p.is_empty()) {
-            let Some((key, value)) = pair.split_once('=') else {
-                continue;
-            };
-            match key {
-                "app" => app = Some(value),
-                "host" => host = Some(value),
-                "pid" => pid = Some(value.parse::<u32>().ok()?),
-                "since" => since = Some(value.parse::<u64>().ok()?),
-                _ => {}
-            }
-        }
+    pub fn parse(owner: &str, value: &str) -> Option<HolderInfo> {
+        let mut parts = value.split(';');
+        let (app, host) = (parts.next()?, parts.next()?);
+        let pid = parts.next()?.parse::<u32>().ok()?;
+        let since = parts.next()?.parse::<u64>().ok()?;
         Some(HolderInfo {
             owner: owner.to_string(),
-            app: app?.to_string(),
-            host: host?.to_string(),
-            pid: pid?,
-            since: SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(since?))?,
+            app: app.to_string(),
+            host: host.to_string(),
+            pid,
+            since: SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(since))?,
         })
     }
-}
-
-/// Whether `s` starts with `<key>=`, a key being lowercase ASCII letters, digits, `_` or
-/// `-`, led by a letter.
-fn starts_with_key(s: &str) -> bool {
-    let Some((key, _)) = s.split_once('=') else {
-        return false;
-    };
-    key.starts_with(|c: char| c.is_ascii_lowercase())
-        && key
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
 /// What [`Lock::status`] reports.
@@ -262,14 +209,13 @@ pub struct LockStatus {
 mod tests {
     use super::*;
 
-    fn at(ms: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     }
 
     #[test]
     fn holder_records_parse() {
-        let h = HolderInfo::parse("owner=u-1:7;app=billing;host=web-1;pid=42;since=1700000000123")
-            .unwrap();
+        let h = HolderInfo::parse("u-1:7", "billing;web-1;42;1700000000").unwrap();
         assert_eq!(
             h,
             HolderInfo {
@@ -277,45 +223,28 @@ mod tests {
                 app: "billing".into(),
                 host: "web-1".into(),
                 pid: 42,
-                since: at(1_700_000_000_123),
+                since: at(1_700_000_000),
             }
         );
-        // Unknown keys, in any place after the owner, are ignored.
-        let h = HolderInfo::parse("owner=u:1;zone=eu-1;app=a;host=h;pid=1;since=5;extra=x=y;flag")
-            .unwrap();
-        assert_eq!((h.owner.as_str(), h.app.as_str(), h.pid), ("u:1", "a", 1));
-        assert_eq!(h.since, at(5));
+        // Parts after the fourth are ignored.
+        let h = HolderInfo::parse("u:1", "a;h;1;5;zone=eu-1;x").unwrap();
+        assert_eq!((h.app.as_str(), h.pid, h.since), ("a", 1, at(5)));
     }
 
     #[test]
     fn unparsable_holder_records_are_none() {
         for bad in [
             "",
-            "app=a;host=h;pid=1;since=5",
-            "owner=u:1;host=h;pid=1;since=5",
-            "owner=u:1;app=a;pid=1;since=5",
-            "owner=u:1;app=a;host=h;since=5",
-            "owner=u:1;app=a;host=h;pid=1",
-            "owner=u:1;app=a;host=h;pid=-1;since=5",
-            "owner=u:1;app=a;host=h;pid=4294967296;since=5",
-            "owner=u:1;app=a;host=h;pid=1;since=soon",
-            "owner=u:1;app=a;host=h;pid=1;since=1.5",
+            "a;h;1",
+            "a;h;;5",
+            "a;h;-1;5",
+            "a;h;4294967296;5",
+            "a;h;1;soon",
+            "a;h;1;1.5",
+            "owner=u:1;app=a;host=h;pid=1;since=5",
         ] {
-            assert_eq!(HolderInfo::parse(bad), None, "{bad:?}");
+            assert_eq!(HolderInfo::parse("u:1", bad), None, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn an_owner_with_semicolons_is_read_whole_when_known() {
-        let v = "owner=a;b=c:1;app=x;host=h;pid=2;since=3";
-        // Alone, the owner ends before `b=`.
-        assert_eq!(HolderInfo::parse(v).unwrap().owner, "a");
-        let holders = vec![("a;b=c:1".to_string(), 1)];
-        let h = HolderInfo::parse_for(v, &holders).unwrap();
-        assert_eq!((h.owner.as_str(), h.app.as_str()), ("a;b=c:1", "x"));
-        // An owner that is not the holder: as parse.
-        let others = vec![("z:1".to_string(), 1)];
-        assert_eq!(HolderInfo::parse_for(v, &others).unwrap().owner, "a");
     }
 
     #[test]

@@ -26,8 +26,8 @@
 -- ARGV[9]  the caller's whole wait in ms (Redisson's score arithmetic); 0 for no wait
 -- ARGV[10] name of the holder field in the lock hash (distlock:holder): written on a grant to a
 --          new holder, never on a re-entry or a resend; it goes with the key on the last release
--- ARGV[11] the client's holder metadata 'app=<app>;host=<host>;pid=<pid>': the holder field is
---          'owner=<ARGV[2]>;<ARGV[11]>;since=<server ms>' (prelude.lua's holder_value)
+-- ARGV[11] the client's holder metadata '<app>;<host>;<pid>': the holder field is
+--          '<ARGV[11]>;<server time in s>' (prelude.lua's holder_value)
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
 --                                           '<sequence>' (decimal, at most 2^63 - 1) or
@@ -76,7 +76,7 @@ local head = redis.call('lindex', KEYS[2], 0)
 if exists == 0 and (head == false or head == ARGV[2]) then
   local token = next_token(KEYS[4], ARGV[8])
   redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[6], token, ARGV[10],
-    holder_value(ARGV[2], ARGV[11]))
+    holder_value(ARGV[11]))
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
     return err

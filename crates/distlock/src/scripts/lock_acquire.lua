@@ -28,8 +28,8 @@
 -- ARGV[7]  name of the holder field inside the lock hash (distlock:holder): written on a
 --          grant to a new holder (a free lock), never on a re-entry or a resend; it goes with
 --          the key on the last release
--- ARGV[8]  the client's holder metadata 'app=<app>;host=<host>;pid=<pid>': the holder field
---          is 'owner=<ARGV[2]>;<ARGV[8]>;since=<server ms>' (prelude.lua's holder_value)
+-- ARGV[8]  the client's holder metadata '<app>;<host>;<pid>': the holder field is
+--          '<ARGV[8]>;<server time in s>' (prelude.lua's holder_value)
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
 --                                           '<sequence>' (decimal, at most 2^63 - 1) or
@@ -75,7 +75,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
   -- after a restart from an old snapshot or a failover to a lagging replica.
   local token = next_token(KEYS[2], ARGV[6], KEYS[4])
-  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token, ARGV[7], holder_value(ARGV[2], ARGV[8]))
+  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token, ARGV[7], holder_value(ARGV[8]))
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
     return err

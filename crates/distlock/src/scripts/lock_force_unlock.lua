@@ -3,7 +3,7 @@
 -- Redisson's forceUnlockAsync, refusing keys that are not lock hashes: a typo in a lock name
 -- must not delete a user's data. A lock hash (plain, fair, read-write; distlock or Redisson)
 -- has only these fields: 'distlock:fencing-token' (digits, or '<generation>:<sequence>'),
--- 'distlock:holder' ('owner=<owner>;app=…;host=…;pid=…;since=…', plain and fair locks),
+-- 'distlock:holder' ('<app>;<host>;<pid>;<since>', plain and fair locks),
 -- 'mode' ('read' | 'write', the read-write lock) and owner fields
 -- '<client-id>:<owner>[:write]' (they contain ':') whose values are hold counts (digits).
 --
@@ -34,7 +34,7 @@ for i = 1, #fields, 2 do
     ok = string.match(value, '^%d+$') ~= nil or string.match(value, '^%d+:%d+$') ~= nil
   elseif field == 'distlock:holder' then
     -- not an owner, though its name has a ':'
-    ok = string.sub(value, 1, 6) == 'owner='
+    ok = string.match(value, '^[^;]*;[^;]*;%d+;%d+') ~= nil
   elseif field == 'mode' then
     ok = value == 'read' or value == 'write'
   elseif string.find(field, ':', 1, true) then

@@ -49,11 +49,12 @@
 --          success. Scripts extending a key they did not create call it before any write and
 --          list nothing.
 --
--- holder_value(owner, meta)
+-- holder_value(meta)
 --          The value of a lock hash's holder field (distlock:holder) for a grant to a new
---          holder: 'owner=<owner>;<meta>;since=<server time in ms since the Unix epoch>', where
---          meta is the client's 'app=<app>;host=<host>;pid=<pid>'. The time is TIME's (the
---          same reading as now_ms and next_token in this run), written exactly as digits.
+--          holder: '<meta>;<server time in whole seconds since the Unix epoch>', where meta is
+--          the client's '<app>;<host>;<pid>'. The time is TIME's (the same reading as now_ms
+--          and next_token in this run). The value stays within 64 bytes (the client caps app
+--          and host), so the hash keeps Redis's compact listpack encoding.
 --
 -- error_reply(msg)
 --          redis.error_reply(msg), with an ACL refusal worded as Redis before 7.2 words it
@@ -283,11 +284,10 @@ local function held_token(key, token_field, counter_key, floor, fenced_key)
   return token
 end
 
-local function holder_value(owner, meta)
+local function holder_value(meta)
   local t = time_reply or redis.call('time')
   time_reply = t
-  local ms = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-  return 'owner=' .. owner .. ';' .. meta .. ';since=' .. ms
+  return meta .. ';' .. t[1]
 end
 
 local function error_reply(msg)

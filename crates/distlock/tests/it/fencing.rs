@@ -550,7 +550,7 @@ fn a_newer_generation_orders_above_any_older_token() {
             .arg(distlock::layout::TOKEN_FIELD)
             .arg(floor)
             .arg(distlock::layout::HOLDER_FIELD)
-            .arg("app=fencing;host=h;pid=1")
+            .arg("fencing;h;1")
             .query(&mut server.connection())
             .unwrap();
         let _: () = cmd(&server, &["DEL", "gen"]);

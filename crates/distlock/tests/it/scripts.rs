@@ -28,7 +28,7 @@ fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<
         .arg(TOKEN_FIELD)
         .arg("0")
         .arg(HOLDER_FIELD)
-        .arg("app=scripts;host=h;pid=1")
+        .arg("scripts;h;1")
         .query(&mut con)
         .unwrap()
 }

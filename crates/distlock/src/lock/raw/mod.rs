@@ -54,7 +54,7 @@ pub(crate) struct AcquireCall<'a> {
     pub(crate) latch_ms: u64,
     /// The fencing floor (legacy server-wide counter read at connect).
     pub(crate) floor: &'a str,
-    /// The client's holder metadata `app=<app>;host=<host>;pid=<pid>`, recorded with a grant
+    /// The client's holder metadata `<app>;<host>;<pid>`, recorded with a grant
     /// to a new holder by the kinds that keep a holder field (plain and fair locks).
     pub(crate) holder: &'a str,
 }

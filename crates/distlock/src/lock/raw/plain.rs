@@ -90,7 +90,7 @@ impl RawLock for Plain {
 }
 
 /// The invocation of `lock_acquire.lua` (built on every plain acquire); `holder` is the
-/// client's holder metadata (`app=<app>;host=<host>;pid=<pid>`).
+/// client's holder metadata (`<app>;<host>;<pid>`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plain_acquire_invocation(
     key: &str,
