@@ -242,7 +242,9 @@ impl LockGuard {
         self.0.into_inner().forget()
     }
 
-    /// The async guard underneath (its drop then releases in the background).
+    /// The async guard underneath (its drop then releases in the background). It runs on
+    /// this blocking client's runtime: keep the client (or another of its handles) alive
+    /// while the async guard is in use, or its watchdog and connections stop with it.
     pub fn into_async(self) -> crate::LockGuard {
         self.0.into_inner()
     }

@@ -12,7 +12,10 @@ use crate::{FencingToken, LockStatus, Owner};
 #[derive(Clone)]
 pub struct MultiLock {
     inner: crate::MultiLock,
+    /// The first member's runtime (the MultiLock waits on it), then every other distinct
+    /// runtime of its members: each client's runtime must live as long as its lock is used.
     rt: Rt,
+    runtimes: Vec<Rt>,
 }
 
 impl fmt::Debug for MultiLock {
@@ -26,27 +29,37 @@ impl fmt::Debug for MultiLock {
 impl MultiLock {
     /// A MultiLock over `locks` (in any order; they are sorted by node and key), as
     /// [`crate::MultiLock::new`]. The locks may come from different blocking clients; the
-    /// MultiLock waits on the first one's runtime.
+    /// MultiLock waits on the first one's runtime and keeps every member's client runtime
+    /// alive (as do its guards), so dropping a client does not stop its members' watchdog.
     ///
     /// # Errors
     /// As [`crate::MultiLock::new`]: [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)
     /// when `locks` is empty, holds one lock twice, or a name is invalid.
     pub fn new(locks: impl IntoIterator<Item = Lock>) -> Result<MultiLock> {
-        let mut rt = None;
+        let mut runtimes: Vec<Rt> = Vec::new();
         let asyncs: Vec<crate::Lock> = locks
             .into_iter()
             .map(|l| {
-                rt.get_or_insert_with(|| l.rt.clone());
+                if !runtimes.iter().any(|r| r.id() == l.rt.id()) {
+                    runtimes.push(l.rt.clone());
+                }
                 l.as_async().clone()
             })
             .collect();
         let inner = crate::MultiLock::new(asyncs)?;
-        let rt = rt.ok_or_else(|| Error::invalid("a MultiLock needs at least one lock"))?;
-        Ok(MultiLock { inner, rt })
+        if runtimes.is_empty() {
+            return Err(Error::invalid("a MultiLock needs at least one lock"));
+        }
+        let rt = runtimes.remove(0);
+        Ok(MultiLock {
+            inner,
+            rt,
+            runtimes,
+        })
     }
 
     fn guard(&self, guard: crate::MultiLockGuard) -> MultiLockGuard {
-        MultiLockGuard(Held::new(guard, self.rt.clone()))
+        MultiLockGuard(Held::new(guard, self.rt.clone()), self.runtimes.clone())
     }
 
     acquire_verbs!("MultiLock" => MultiLockGuard);
@@ -56,8 +69,17 @@ impl MultiLock {
 /// released by [`release`](MultiLockGuard::release) or when dropped (synchronously; see the
 /// [module docs](super)).
 #[must_use = "dropping the guard releases every member at once"]
-#[derive(Debug)]
-pub struct MultiLockGuard(Held<crate::MultiLockGuard>);
+pub struct MultiLockGuard(
+    Held<crate::MultiLockGuard>,
+    /// The other members' client runtimes, kept alive until the release (dropped after it).
+    Vec<Rt>,
+);
+
+impl fmt::Debug for MultiLockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 impl MultiLockGuard {
     /// The members' fencing tokens, in acquisition order.
@@ -91,7 +113,7 @@ impl MultiLockGuard {
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn reenter(&self) -> Result<MultiLockGuard> {
         let g = self.0.block_on(self.0.get().reenter())?;
-        Ok(MultiLockGuard(self.0.wrap(g)))
+        Ok(MultiLockGuard(self.0.wrap(g), self.1.clone()))
     }
 
     /// Set every member's TTL to `lease` from now, as [`crate::MultiLockGuard::extend`].

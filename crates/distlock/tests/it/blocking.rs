@@ -301,6 +301,24 @@ fn every_primitive() {
     assert!(matches!(blocking::MultiLock::new([]), Err(e) if e.kind() == ErrorKind::InvalidInput));
 }
 
+/// A MultiLock over two blocking clients keeps both runtimes: dropping the second client
+/// does not stop its member's watchdog while the MultiLock is held.
+#[test]
+fn a_multilock_keeps_every_members_client_alive() {
+    let (a, b) = (RedisServer::start(), RedisServer::start());
+    let first = client_on(&a, Duration::from_millis(300));
+    let second = client_on(&b, Duration::from_millis(300));
+    let multi = blocking::MultiLock::new([first.lock("m-a"), second.lock("m-b")]).unwrap();
+    drop(second);
+    let held = multi.acquire().unwrap();
+    thread::sleep(Duration::from_millis(1000)); // three leases of the second node's lock
+    assert!(!held.is_lost());
+    let pttl: i64 = cmd(&b, &["PTTL", "m-b"]);
+    assert!(pttl > 0, "the second member expired: PTTL {pttl}");
+    held.release().unwrap();
+    assert_eq!(cmd::<i64>(&b, &["EXISTS", "m-b"]), 0);
+}
+
 /// RedLock over three independent servers, built from URLs on its own runtime.
 #[test]
 fn redlock_over_three_servers() {
