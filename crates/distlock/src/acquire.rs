@@ -258,9 +258,10 @@ pub(crate) enum Step<T> {
 /// counts its lease from: its own start, or — after attempts whose answer never came (a
 /// broken connection) — the start of the earliest of those, since one of them may have been
 /// granted, and a later attempt that finds that grant does not move every kind's TTL.
-/// `recheck` bounds every nap (liveness heartbeats, lost messages). When the first attempt
-/// does not get it and the deadline is ahead, the loop sets `waited_from` to now and counts
-/// itself in the `distlock_waiting` gauge of `kind` while it waits.
+/// `recheck` bounds every nap (liveness heartbeats, lost messages). From the first attempt
+/// that finds it taken with the deadline ahead, the loop sets `waited_from` to then and counts
+/// itself in the `distlock_waiting` gauge of `kind` while it waits (an unreachable server
+/// is not contention).
 async fn wait_loop<T, F, Fut>(
     client: &Client,
     wake: Option<(&str, Wake)>,
@@ -284,9 +285,23 @@ where
     // deadline passes before it answers again.
     let mut unreachable: Option<Error> = None;
     let mut backoff = MIN_BACKOFF;
+    // Counted as waiting (metrics) from the first attempt that found it taken: not while
+    // the server is unreachable.
+    let mut waiting = None;
+    let mut contended = |waiting: &mut Option<metrics::Waiting>| {
+        if waiting.is_none() {
+            *waited_from = Some(Instant::now());
+            *waiting = Some(metrics::Waiting::start(kind));
+        }
+    };
     match attempt(&mut since).await {
         Ok(Step::Done(v)) => return Ok(Some(v)),
-        Ok(Step::Wait(_)) => since = None,
+        Ok(Step::Wait(_)) => {
+            since = None;
+            if Instant::now() < deadline {
+                contended(&mut waiting);
+            }
+        }
         Err(e) if rides_out(&e) => {
             tracing::debug!(
                 error = format_args!("{e:#}"),
@@ -299,8 +314,6 @@ where
     if Instant::now() >= deadline {
         return unreachable.map_or(Ok(None), Err);
     }
-    *waited_from = Some(Instant::now());
-    let _waiting = metrics::Waiting::start(kind);
     let sub = match wake {
         Some((channel, wake)) => {
             let mut sub = client.inner.hub.subscribe(channel, wake);
@@ -323,6 +336,7 @@ where
         let hint = match attempt(&mut since).await {
             Ok(Step::Done(v)) => return Ok(Some(v)),
             Ok(Step::Wait(hint)) => {
+                contended(&mut waiting);
                 since = None;
                 unreachable = None;
                 backoff = MIN_BACKOFF;

@@ -53,8 +53,11 @@
 //! | `distlock_waiting` | gauge | acquire calls waiting now |
 //!
 //! Every metric is labelled by `kind` (`lock`, `fair_lock`, `read_lock`, `write_lock`,
-//! `semaphore`, `leased_semaphore`, `job_lock`, `latch`, `redlock`); the acquire metrics also
-//! by `name` when the client opts in ([`ClientBuilder::metrics_lock_names`]).
+//! `semaphore`, `leased_semaphore`, `job_lock`, `latch`); the acquire metrics also by `name`
+//! when the client opts in ([`ClientBuilder::metrics_lock_names`]). Watchdog renewals of
+//! plain, fair and write locks share one script and are counted as `lock`. A [`RedLock`]
+//! records only its keep-alive renewals (`redlock`): its acquires run on each node's lock
+//! directly, and its validity has a lost signal of its own.
 //!
 //! See `doc/design.md` in the repository for the data layout and the design choices.
 

@@ -47,10 +47,13 @@ const BATCH: usize = 500;
 pub(crate) struct LeaseState {
     lost: watch::Sender<bool>,
     valid_until: Mutex<Instant>,
-    /// The primitive's kind (`lock`, `leased_semaphore`, …) and what is leased (the key),
-    /// for metrics and the lost-lease event.
+    /// The primitive's kind (`lock`, `leased_semaphore`, …) and what is leased (its key or
+    /// name), for metrics and the lost-lease event.
     kind: &'static str,
     what: String,
+    /// Whether a loss is counted and reported (not for a state that only bounds a
+    /// keep-alive's retries).
+    report_loss: bool,
 }
 
 impl LeaseState {
@@ -60,6 +63,16 @@ impl LeaseState {
             valid_until: Mutex::new(valid_until),
             kind,
             what,
+            report_loss: true,
+        }
+    }
+
+    /// A state that reports nothing when lost: it only bounds a keep-alive's retries (the
+    /// lease it stands for has its own lost signal).
+    pub(crate) fn unreported(valid_until: Instant, kind: &'static str) -> LeaseState {
+        LeaseState {
+            report_loss: false,
+            ..LeaseState::new(valid_until, kind, String::new())
         }
     }
 
@@ -89,7 +102,7 @@ impl LeaseState {
     /// Fire the lost signal (once: later calls change nothing), count the loss and report it
     /// as a WARN event `distlock.lease_lost` (fields `kind`, `what`).
     pub(crate) fn mark_lost(&self) {
-        if !self.lost.send_replace(true) {
+        if !self.lost.send_replace(true) && self.report_loss {
             crate::metrics::lease_lost(self.kind);
             tracing::warn!(
                 name: "distlock.lease_lost",
@@ -596,9 +609,10 @@ async fn renew_chunk_in_span(
                     false
                 }
             };
-            let mut lost = 0usize;
+            let (mut lost, mut renewed) = (0usize, 0usize);
             for ((_, entry_key, _, state), r) in chunk.iter().zip(results) {
                 if r == 1 {
+                    renewed += 1;
                     if confirmed {
                         state.renewed(started + lease - drift(lease));
                     } else if Instant::now() >= state.valid_until() {
@@ -612,8 +626,13 @@ async fn renew_chunk_in_span(
             }
             span.record("outcome", if confirmed { "renewed" } else { "unconfirmed" });
             span.record("lost", lost);
-            let renewed = if confirmed { chunk.len() - lost } else { 0 };
-            crate::metrics::renewals(kind, renewed as u64, (chunk.len() - lost - renewed) as u64);
+            // Unconfirmed renewals count as failures; leases found gone count as lost.
+            let (ok, failed) = if confirmed {
+                (renewed, 0)
+            } else {
+                (0, renewed)
+            };
+            crate::metrics::renewals(kind, ok as u64, failed as u64);
             true
         }
         Ok(results) => {

@@ -203,7 +203,15 @@ impl JobGuard {
         let g = self.inner.take().expect("released twice");
         self.keep_alive.take();
         g.client.inner.holds.take_for_release(&self.hold, &g.name)?;
-        g.release().await
+        let released = g.release().await;
+        if released
+            .as_ref()
+            .is_err_and(|e| e.kind() == ErrorKind::NotHeld)
+        {
+            // The release found it gone or another instance's: the lease was lost.
+            g.lease.mark_lost();
+        }
+        released
     }
 }
 

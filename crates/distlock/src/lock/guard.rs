@@ -349,8 +349,19 @@ impl LockGuard {
     /// # Ok(()) }
     /// ```
     pub async fn release(mut self) -> Result<()> {
+        // Kept until the answer: a release that finds the hold gone reports the lease lost.
+        let state = self.state().registration.lease().clone();
         match self.take_hold().expect("guard released twice") {
-            Ok((lock, owner, lease)) => lock.release_hold(&owner, lease).await,
+            Ok((lock, owner, lease)) => {
+                let released = lock.release_hold(&owner, lease).await;
+                if released
+                    .as_ref()
+                    .is_err_and(|e| e.kind() == crate::ErrorKind::NotHeld)
+                {
+                    state.mark_lost();
+                }
+                released
+            }
             // Client::shutdown released it already.
             Err(lock) => Err(Error::not_held(&lock.inner.names.name, NotHeldReason::Gone)),
         }

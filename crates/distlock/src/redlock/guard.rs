@@ -149,10 +149,9 @@ impl RedLockGuard {
         });
         // The guard's own validity is what `lost()` watches; the watchdog's state only bounds
         // its retries.
-        let state = Arc::new(LeaseState::new(
+        let state = Arc::new(LeaseState::unreported(
             *self.valid_until.lock().unwrap(),
             "redlock",
-            self.name.clone(),
         ));
         self.keep_alive = Some(client.inner.leases.keep_alive(
             format!("RedLock {:?}", self.name),

@@ -448,7 +448,11 @@ impl LeasedPermit {
             .take_for_release(&self.hold, &sem.names.name)?;
         match sem.release_id(&self.id).await? {
             1 => Ok(()),
-            _ => Err(Error::not_held(&sem.names.name, NotHeldReason::Gone)),
+            _ => {
+                // Already back in the pool: the lease was lost.
+                self.lease.mark_lost();
+                Err(Error::not_held(&sem.names.name, NotHeldReason::Gone))
+            }
         }
     }
 }

@@ -117,6 +117,15 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
     short.lost().await;
     assert!(short.is_lost());
     drop(short);
+    // A loss nobody looked at is found by the release itself.
+    let expired = client
+        .lock("traced-expired")
+        .lease(Duration::from_millis(50))
+        .acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(expired.release().await.is_err());
     let sem = client.semaphore("traced-sem");
     sem.try_set_permits(1).await.unwrap();
     sem.acquire().await.unwrap().release().await.unwrap();
@@ -176,6 +185,11 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
     let lost = collector.find(
         "distlock.lease_lost",
         &[("kind", "lock"), ("what", "traced-short")],
+    );
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    let lost = collector.find(
+        "distlock.lease_lost",
+        &[("kind", "lock"), ("what", "traced-expired")],
     );
     assert_eq!(lost.len(), 1, "{lost:?}");
 }
