@@ -485,11 +485,11 @@ impl Nodes {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.settings.connect_timeout))
             .set_response_timeout(Some(self.settings.command_timeout));
-        let mut conn = node_client(&self.seeds, addr, redis::ProtocolVersion::RESP2)?
+        // Not named: it serves one redirected command and is dropped (a name would cost a
+        // round trip more per redirect).
+        node_client(&self.seeds, addr, redis::ProtocolVersion::RESP2)?
             .get_multiplexed_async_connection_with_config(&config)
-            .await?;
-        super::naming::set_name(&mut conn, &self.settings.client_name).await;
-        Ok(conn)
+            .await
     }
 
     /// A client for the master that serves `key` in the last map read (no refresh): for

@@ -13,7 +13,11 @@
 //! A failed `CLIENT SETNAME` (an ACL user without `+client|setname`) is logged at debug level
 //! and otherwise ignored: a name is a convenience, never a reason to fail.
 //!
-//! The gap: on Redis Cluster, redis-rs's cluster client opens its node connections itself.
+//! The gaps: redis-rs reconnects its command connection by itself, without the name, so a
+//! command connection that is dropped alone — the server's idle `timeout` (subscribed
+//! connections are exempt), `CLIENT KILL`, a reset of that one socket — comes back unnamed
+//! until the subscription hub next reconnects; connections for one redirected command
+//! (`ASK`) are not named. On Redis Cluster, redis-rs's cluster client opens its node connections itself.
 //! The name is sent through it once at connect (redis-rs routes `CLIENT SETNAME` to every node
 //! it knows then) and again after each reconnection of the subscription hub, but a node
 //! connection it opens in between (a node restarted, a failover, a new node) stays unnamed;

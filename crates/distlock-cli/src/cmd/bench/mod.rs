@@ -48,7 +48,7 @@ pub const PREFIX: &str = "bench:";
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Workloads to run, comma-separated, in the given order. Unknown names are skipped with
-    /// a warning, as the peers' drivers do.
+    /// a warning.
     #[arg(
         long,
         value_delimiter = ',',

@@ -1,5 +1,6 @@
-//! The four standard workloads, with the semantics of the other libraries' Rust driver: a shared ticket counter keeps every client busy to
-//! the end, warm-ups are not measured, failed acquires are counted and not measured.
+//! The four standard workloads, with the semantics of the other libraries' Rust driver: a
+//! shared ticket counter keeps every client busy to the end, warm-ups are not measured,
+//! failed acquires are counted and not measured.
 //!
 //! A "client" is one tokio task with its own [`Lock`] object; all clients share one
 //! [`distlock::Client`] (one multiplexed connection), as the library is meant to be used.
