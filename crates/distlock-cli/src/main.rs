@@ -79,6 +79,15 @@ enum Command {
     /// Benchmark distlock: the standard lock workloads (uncontended, distinct, contended,
     /// handoff) plus watchdog, waiters and memory; a table, or JSON lines with --json.
     Bench(cmd::bench::BenchArgs),
+    /// Print a shell completion script: `distlock completions bash > /etc/bash_completion.d/distlock`
+    /// (zsh: into a directory of `$fpath` as `_distlock`; fish: `~/.config/fish/completions/distlock.fish`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `distlock man > distlock.1; man ./distlock.1`.
+    Man,
     /// One worker process of `demo` (started by `demo` itself).
     #[command(hide = true)]
     DemoWorker(cmd::demo::WorkerArgs),
@@ -100,8 +109,42 @@ pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Completions and the manual page are rendered into memory, then written: a closed pipe
+    // (`distlock man | head`) is not an error.
+    let generated = match &cli.command {
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "distlock", &mut out);
+            Some(Ok(out))
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            Some(
+                clap_mangen::Man::new(Cli::command())
+                    .render(&mut out)
+                    .map(|()| out),
+            )
+        }
+        _ => None,
+    };
+    if let Some(generated) = generated {
+        use std::io::Write;
+        let written = generated.and_then(|out| std::io::stdout().write_all(&out));
+        return match written {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("distlock: cannot write the output: {e}");
+                ExitCode::from(exit::ERROR)
+            }
+        };
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colours only for a terminal: logs piped to a file or journal stay plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("DISTLOCK_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -133,6 +176,7 @@ fn main() -> ExitCode {
             Command::Demo(args) => cmd::demo::run(&opts, args).await,
             Command::DemoWorker(args) => cmd::demo::worker(&opts, args).await,
             Command::Bench(args) => cmd::bench::run(&opts, args).await,
+            Command::Completions { .. } | Command::Man => unreachable!("handled before"),
         }
     });
     match result {

@@ -3,6 +3,7 @@
 mod bench;
 mod family;
 mod faults;
+mod shell;
 mod status;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,96 @@
+//! Shell completions, the manual page, and plain logs when stderr is not a terminal.
+
+use std::process::Command;
+
+use distlock_test::RedisServer;
+
+use super::{distlock, output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_distlock"))
+}
+
+#[test]
+fn completions_cover_every_subcommand_and_bash_parses_them() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = output({
+            let mut c = bin();
+            c.args(["completions", shell]);
+            c
+        });
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        for sub in [
+            "run",
+            "status",
+            "unlock",
+            "demo",
+            "bench",
+            "completions",
+            "man",
+        ] {
+            assert!(text.contains(sub), "{shell} completions lack {sub}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("distlock.bash");
+    let out = output({
+        let mut c = bin();
+        c.args(["completions", "bash"]);
+        c
+    });
+    std::fs::write(&script, out.stdout).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "bash -n: {syntax:?}");
+    let bad = output({
+        let mut c = bin();
+        c.args(["completions", "tcsh"]);
+        c
+    });
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+}
+
+#[test]
+fn the_manual_page_documents_the_commands() {
+    let out = output({
+        let mut c = bin();
+        c.arg("man");
+        c
+    });
+    assert!(out.status.success(), "{out:?}");
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH distlock 1"), "{page}");
+    assert!(page.contains(".SH SUBCOMMANDS"), "{page}");
+    for needle in ["distlock\\-run(1)", "distlock\\-status(1)", "DISTLOCK_URL"] {
+        assert!(page.contains(needle), "man page lacks {needle}");
+    }
+}
+
+#[test]
+fn logs_have_no_colours_when_stderr_is_not_a_terminal() {
+    // A server that may evict lock keys: the client warns at connect.
+    let server = RedisServer::options()
+        .arg("--maxmemory")
+        .arg("100mb")
+        .arg("--maxmemory-policy")
+        .arg("allkeys-lru")
+        .start();
+    let mut c = distlock(&server);
+    c.args(["status", "plain-logs"]);
+    let out = output(c);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("WARN"), "a warning expected: {stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "ANSI escape in piped logs: {stderr:?}"
+    );
+}
