@@ -280,10 +280,54 @@ impl Client {
         Ok(())
     }
 
+    /// Find keys matching `pattern` — a glob as `SCAN MATCH` takes it (`*`, `?`, `[…]`,
+    /// `\` escapes); the key prefix is not added — on the server, or on every master of a
+    /// Redis Cluster. For tools (`distlock list`, `distlock status`), not for a hot path.
+    ///
+    /// Bounded so that it is safe on a production server: `SCAN` in calls of `COUNT 1000`,
+    /// looking at about `examine` keys per master (at least one call), so it never blocks the
+    /// server as `KEYS` would; [`KeyScan::complete`] says whether every master was scanned
+    /// to the end. The keys come back sorted, each once (a key may be seen twice by `SCAN`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Connection`](crate::ErrorKind::Connection) when a server (a master of a
+    /// Cluster) cannot be reached; an ACL refusal of `SCAN`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let found = client.scan("job-lock:*", 100_000).await?;
+    /// for key in &found.keys {
+    ///     println!("{key}");
+    /// }
+    /// if !found.complete {
+    ///     println!("(more keys than were looked at)");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn scan(&self, pattern: &str, examine: usize) -> Result<KeyScan> {
+        let (keys, complete) = self.inner.backend.scan(pattern, examine).await?;
+        Ok(KeyScan { keys, complete })
+    }
+
     /// Locks this client's watchdog is renewing now.
     pub fn watchdog_locks(&self) -> usize {
         self.inner.leases.renewing()
     }
+}
+
+/// What [`Client::scan`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyScan {
+    /// The matching keys, sorted, each once.
+    pub keys: Vec<String>,
+    /// Whether every master was scanned to the end (`false`: the `examine` bound stopped it,
+    /// and more keys may match).
+    pub complete: bool,
 }
 
 /// Settings of a [`Client`]. Durations are [`std::time::Duration`]s.

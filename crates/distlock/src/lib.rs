@@ -86,7 +86,7 @@ mod semaphore;
 mod watchdog;
 
 pub use client::{
-    Client, ClientBuilder, PubSubMode, RedisConnection, DEFAULT_COMMAND_TIMEOUT,
+    Client, ClientBuilder, KeyScan, PubSubMode, RedisConnection, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT, DEFAULT_WATCHDOG_LEASE,
 };
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};

@@ -281,7 +281,7 @@ impl SlotMap {
     }
 
     /// The masters, each once.
-    fn masters(&self) -> Vec<Addr> {
+    pub(crate) fn masters(&self) -> Vec<Addr> {
         let mut m: Vec<Addr> = self.ranges.iter().map(|r| r.master.clone()).collect();
         m.sort();
         m.dedup();

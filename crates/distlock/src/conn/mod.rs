@@ -485,7 +485,74 @@ pub(crate) struct ConnectSettings {
     pub client_name: Arc<str>,
 }
 
+/// `SCAN` one server for keys matching `pattern`, `COUNT` [`SCAN_COUNT`] per call, for at most
+/// `calls` calls; the keys found, and whether the scan went through the whole keyspace.
+async fn scan_on<C: ConnectionLike>(
+    mut conn: C,
+    pattern: &str,
+    calls: usize,
+) -> redis::RedisResult<(Vec<String>, bool)> {
+    let (mut keys, mut cursor) = (Vec::new(), 0u64);
+    for _ in 0..calls {
+        let (next, found): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(SCAN_COUNT)
+            .query_async(&mut conn)
+            .await?;
+        keys.extend(found);
+        if next == 0 {
+            return Ok((keys, true));
+        }
+        cursor = next;
+    }
+    Ok((keys, false))
+}
+
+/// Keys each `SCAN` call of [`Backend::scan`] asks the server to look at.
+pub(crate) const SCAN_COUNT: usize = 1000;
+
 impl Backend {
+    /// `SCAN` every master — the server, or each master of a Cluster — for keys matching
+    /// `pattern` (a glob, as `SCAN MATCH`), looking at about `examine` keys per master (in
+    /// calls of [`SCAN_COUNT`]); the keys found (sorted, without duplicates) and whether every
+    /// master was scanned to the end.
+    pub(crate) async fn scan(&self, pattern: &str, examine: usize) -> Result<(Vec<String>, bool)> {
+        let calls = examine.div_ceil(SCAN_COUNT).max(1);
+        let context = format!("SCAN MATCH {pattern:?}");
+        let (mut keys, complete) = match &self.nodes {
+            None => scan_on(self.conn.clone(), pattern, calls)
+                .await
+                .map_err(|e| Error::from_redis(&context, e))?,
+            Some(nodes) => {
+                let map = nodes.slot_map().await.map_err(|e| {
+                    Error::new(
+                        crate::error::ErrorKind::Connection,
+                        format!("{context}: {e}"),
+                    )
+                })?;
+                let (mut keys, mut complete) = (Vec::new(), true);
+                for master in map.masters() {
+                    let conn = nodes
+                        .connection_to(&master)
+                        .await
+                        .map_err(|e| Error::from_redis(&context, e))?;
+                    let (found, done) = scan_on(conn, pattern, calls)
+                        .await
+                        .map_err(|e| Error::from_redis(&context, e))?;
+                    keys.extend(found);
+                    complete &= done;
+                }
+                (keys, complete)
+            }
+        };
+        keys.sort();
+        keys.dedup();
+        Ok((keys, complete))
+    }
+
     /// Connect and authenticate; fails fast on an unreachable server or a refused password.
     /// Returns the backend and where the subscription hub connects.
     pub(crate) async fn connect(

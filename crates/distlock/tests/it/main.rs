@@ -26,6 +26,7 @@ mod redisson;
 mod redlock;
 mod review;
 mod rwlock;
+mod scan;
 mod scripts;
 mod semaphore;
 mod sentinel;
