@@ -24,6 +24,10 @@ pub struct StatusArgs {
     /// each node's view.
     #[arg(long, value_delimiter = ',', conflicts_with = "env")]
     pub redlock: Vec<String>,
+    /// Show the status again every INTERVAL (default 1s) until interrupted.
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "1s",
+          value_parser = crate::parse_duration, conflicts_with = "redlock")]
+    pub watch: Option<std::time::Duration>,
 }
 
 #[derive(Serialize)]
@@ -38,6 +42,11 @@ struct NodeView {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Item {
+    /// A name whose status could not be read (the others are still shown).
+    Failed {
+        name: String,
+        error: String,
+    },
     Lock(Row),
     Job(JobRow),
     Semaphore(SemaphoreRow),
@@ -94,11 +103,20 @@ async fn lock_item(client: &distlock::Client, name: &str) -> Result<Item> {
             Ok(Item::Lock(r))
         }
         Err(e) if e.kind() == distlock::ErrorKind::WrongType => {
-            let (available, leased) = client
-                .leased_semaphore(name)
-                .permits()
-                .await
-                .with_context(|| format!("{name:?} is not a lock or a semaphore"))?;
+            let permits = client.leased_semaphore(name).permits().await;
+            let (available, leased) = match permits {
+                Ok(p) => p,
+                Err(e) if e.kind() == distlock::ErrorKind::WrongType => {
+                    let mut con = client.redis_connection();
+                    let kind: String = redis::cmd("TYPE")
+                        .arg(client.lock(name).key())
+                        .query_async(&mut con)
+                        .await
+                        .unwrap_or_else(|_| "value of another type".into());
+                    anyhow::bail!("the key holds a {kind}, not a lock or a semaphore");
+                }
+                Err(e) => return Err(anyhow::Error::from(e).context("not a lock or a semaphore")),
+            };
             Ok(Item::Semaphore(SemaphoreRow {
                 kind: "semaphore",
                 name: name.to_string(),
@@ -214,58 +232,174 @@ struct SemaphoreRow {
     leased_permits: u64,
 }
 
+/// How many keys the job-lock lookup of a name looks at per master (`SCAN`, bounded).
+const JOB_LOOKUP_EXAMINE: usize = 100_000;
+
 pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
     if !args.redlock.is_empty() {
         return redlock_status(args).await;
     }
     let client = opts.client().await?;
-    let mut items = Vec::new();
-    for name in &args.names {
-        if let Some((env, job)) = job_name(&args, name) {
-            let lock = client.job_lock(job).environment(env);
-            let holder = lock
-                .status()
-                .await
-                .with_context(|| format!("status of job {job:?}"))?;
-            items.push(Item::Job(JobRow {
-                kind: "job",
-                name: job.to_string(),
-                key: lock.key(),
-                held: holder.is_some(),
-                ttl_ms: holder
-                    .as_ref()
-                    .and_then(|h| h.ttl)
-                    .map(|t| t.as_millis() as u64),
-                host: holder.as_ref().map(|h| h.host.clone()),
-                locked_at: holder.as_ref().map(|h| h.locked_at.clone()),
-                id: holder.and_then(|h| h.id),
-            }));
-            continue;
-        }
-        items.push(
-            lock_item(&client, name)
-                .await
-                .with_context(|| format!("status of {name:?}"))?,
+    let Some(interval) = args.watch else {
+        return show(opts, &client, &args).await;
+    };
+    loop {
+        println!(
+            "--- {}",
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         );
+        show(opts, &client, &args).await?;
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(0),
+        }
     }
+}
+
+/// One round of `status`: every name, in order; a name that fails is reported and the
+/// others are still shown (exit code 1 then).
+async fn show(opts: &Options, client: &distlock::Client, args: &StatusArgs) -> Result<u8> {
+    let mut items = Vec::new();
+    let mut hints = Vec::new();
+    for name in &args.names {
+        match name_items(opts, client, args, name, &mut hints).await {
+            Ok(found) => items.extend(found),
+            Err(e) => items.push(Item::Failed {
+                name: name.clone(),
+                error: format!("{e:#}"),
+            }),
+        }
+    }
+    let failed = items.iter().any(|i| matches!(i, Item::Failed { .. }));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&items)?);
-        return Ok(0);
+    } else {
+        print_items(items);
+        for hint in hints {
+            println!("{hint}");
+        }
+        if let Some(policy) = client.eviction_policy().filter(|p| *p != "noeviction") {
+            // Lock keys carry TTLs: any eviction policy may drop a held lock.
+            println!(
+                "server maxmemory-policy {policy}: held locks can be evicted under memory \
+                 pressure (use noeviction on lock servers)"
+            );
+        }
     }
-    print_items(items);
-    if let Some(policy) = client.eviction_policy().filter(|p| *p != "noeviction") {
-        // Lock keys carry TTLs: any eviction policy may drop a held lock.
-        println!(
-            "server maxmemory-policy {policy}: held locks can be evicted under memory \
-             pressure (use noeviction on lock servers)"
-        );
+    Ok(if failed { crate::exit::ERROR } else { 0 })
+}
+
+/// What `name` stands for: a job lock (by `--env` or a `job-lock:` key), a lock of the lock
+/// family or a semaphore; for a name with no key, its job locks in any environment
+/// (`job-lock:*:NAME`) if there are, else the free lock — with a hint in `hints` when the
+/// name exists without the key prefix.
+async fn name_items(
+    opts: &Options,
+    client: &distlock::Client,
+    args: &StatusArgs,
+    name: &str,
+    hints: &mut Vec<String>,
+) -> Result<Vec<Item>> {
+    if let Some((env, job)) = job_name(args, name) {
+        return Ok(vec![job_item(client, env, job).await?]);
     }
-    Ok(0)
+    let item = lock_item(client, name)
+        .await
+        .with_context(|| format!("status of {name:?}"))?;
+    let Item::Lock(row) = &item else {
+        return Ok(vec![item]);
+    };
+    if row.held {
+        return Ok(vec![item]);
+    }
+    let pattern = format!(
+        "{}job-lock:*:{}",
+        glob_escape(&opts.key_prefix),
+        glob_escape(name)
+    );
+    let jobs = client
+        .scan(&pattern, JOB_LOOKUP_EXAMINE)
+        .await
+        .with_context(|| format!("looking for job locks named {name:?}"))?;
+    let mut found = Vec::new();
+    for key in &jobs.keys {
+        let unprefixed = key.strip_prefix(&opts.key_prefix).unwrap_or(key);
+        if let Some((env, job)) = unprefixed
+            .strip_prefix("job-lock:")
+            .and_then(|r| r.rsplit_once(':'))
+            .filter(|(_, job)| *job == name)
+        {
+            found.push(job_item(client, env, job).await?);
+        }
+    }
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    if !opts.key_prefix.is_empty() && exists(client, name).await {
+        hints.push(format!(
+            "hint: nothing at {:?} (key prefix {:?}), but a key {name:?} exists: \
+             without --key-prefix?",
+            row.key, opts.key_prefix
+        ));
+    }
+    Ok(vec![item])
+}
+
+/// Whether the raw key `key` exists (no prefix added); `false` when it cannot be read.
+async fn exists(client: &distlock::Client, key: &str) -> bool {
+    let mut con = client.redis_connection();
+    redis::cmd("EXISTS")
+        .arg(key)
+        .query_async::<bool>(&mut con)
+        .await
+        .unwrap_or(false)
+}
+
+/// `s` with the glob characters of `SCAN MATCH` escaped.
+fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+async fn job_item(client: &distlock::Client, env: &str, job: &str) -> Result<Item> {
+    let lock = client.job_lock(job).environment(env);
+    let holder = lock
+        .status()
+        .await
+        .with_context(|| format!("status of job {job:?}"))?;
+    Ok(Item::Job(JobRow {
+        kind: "job",
+        name: job.to_string(),
+        key: lock.key(),
+        held: holder.is_some(),
+        ttl_ms: holder
+            .as_ref()
+            .and_then(|h| h.ttl)
+            .map(|t| t.as_millis() as u64),
+        host: holder.as_ref().map(|h| h.host.clone()),
+        locked_at: holder.as_ref().map(|h| h.locked_at.clone()),
+        id: holder.and_then(|h| h.id),
+    }))
+}
+
+/// A TTL in ms as people read it: `27s 19ms`, `1h 2m 3s`; `no TTL` for none.
+fn human_ttl(ttl_ms: Option<u64>) -> String {
+    match ttl_ms {
+        Some(ms) => humantime::format_duration(std::time::Duration::from_millis(ms)).to_string(),
+        None => "no TTL".into(),
+    }
 }
 
 fn print_items(items: Vec<Item>) {
     for item in items {
         match item {
+            Item::Failed { name, error } => eprintln!("distlock: {name}: {error}"),
             Item::Job(j) => print_job(&j),
             Item::Lock(r) => print_lock(&r),
             Item::Semaphore(s) => println!(
@@ -277,10 +411,10 @@ fn print_items(items: Vec<Item>) {
                 for n in nodes {
                     match (n.view, n.error) {
                         (Some(r), _) if r.held => println!(
-                            "  {}: held by {} (TTL {} ms)",
+                            "  {}: held by {} (TTL {})",
                             n.node,
                             r.holders.first().map(|h| h.owner.as_str()).unwrap_or("?"),
-                            r.ttl_ms.unwrap_or(0)
+                            human_ttl(r.ttl_ms)
                         ),
                         (Some(_), _) => println!("  {}: free", n.node),
                         (None, e) => {
@@ -336,10 +470,10 @@ async fn redlock_status(args: StatusArgs) -> Result<u8> {
 fn print_job(j: &JobRow) {
     match (&j.host, &j.locked_at) {
         (Some(host), Some(at)) => println!(
-            "{} (job, {}): held by {host} since {at}, TTL {} ms",
+            "{} (job, {}): held by {host} since {at}, TTL {}",
             j.name,
             j.key,
-            j.ttl_ms.unwrap_or(0)
+            human_ttl(j.ttl_ms)
         ),
         _ => println!("{} (job, {}): free", j.name, j.key),
     }
@@ -350,20 +484,18 @@ fn print_lock(r: &Row) {
         println!("{}: free (fencing counter {})", r.name, r.fencing_counter);
         return;
     }
-    let ttl = r
-        .ttl_ms
-        .map(|ms| format!("{ms} ms"))
-        .unwrap_or_else(|| "no TTL".into());
-    println!("{}: held, TTL {ttl}", r.name);
+    println!("{}: held, TTL {}", r.name, human_ttl(r.ttl_ms));
     for h in &r.holders {
         println!("  owner {}  hold count {}", h.owner, h.hold_count);
     }
     if let Some(h) = &r.holder {
         println!("  {}", holder_line(h));
     }
-    match r.fencing_token {
-        Some(t) => println!("  fencing token {t}"),
-        None => println!("  fencing token: none (holder is not a distlock client)"),
+    match (r.fencing_token, &r.mode) {
+        (Some(t), _) => println!("  fencing token {t}"),
+        // A read-write lock's grants each draw a token the holder keeps; the hash has none.
+        (None, Some(_)) => println!("  fencing tokens: one per hold, kept by each holder"),
+        (None, None) => println!("  fencing token: none (holder is not a distlock client)"),
     }
     println!("  waiting clients {}", r.waiting_clients);
     if let Some(mode) = &r.mode {

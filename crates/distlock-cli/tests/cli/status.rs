@@ -3,6 +3,9 @@
 use distlock_test::testing::cmd;
 use distlock_test::RedisServer;
 
+use std::process::Stdio;
+use std::time::Duration;
+
 use super::{distlock, hold_until_key, output};
 
 #[test]
@@ -219,4 +222,107 @@ fn force_unlock_still_breaks_real_locks() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let exists: bool = cmd(&server, &["EXISTS", "java-lock"]);
     assert!(!exists);
+}
+
+/// `status NAME` finds job locks in any environment, shows TTLs in human units, reports a
+/// name it cannot read and goes on with the others (exit 1), hints at a missing key prefix,
+/// and words a read-write lock's fencing tokens correctly.
+#[test]
+fn status_finds_job_locks_reports_errors_per_name_and_hints() {
+    let server = RedisServer::start();
+    let mut job = hold_until_key(
+        &server,
+        &["nightly", "--at-most", "1m", "--env", "prod"],
+        "job-lock:prod:nightly",
+    );
+    let mut writer = hold_until_key(&server, &["doc", "--write"], "doc");
+    let _: () = cmd(&server, &["RPUSH", "a-list", "x"]);
+    let _: () = cmd(&server, &["SET", "plain", "1"]);
+
+    let mut c = distlock(&server);
+    c.args(["status", "nightly", "a-list", "doc", "never-used"]);
+    let out = output(c);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "a name failed: {out:?}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("nightly (job, job-lock:prod:nightly): held by "))
+        .unwrap_or_else(|| panic!("no job line in {stdout}"));
+    // `… TTL 59s 873ms`: human units, not raw milliseconds.
+    let ttl = line.rsplit_once(", TTL ").expect("TTL").1;
+    assert!(
+        ttl.starts_with("5") && ttl.contains("s") && !ttl.ends_with(" ms"),
+        "{line}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "distlock: a-list: status of \"a-list\": the key holds a list, not a lock or a semaphore"
+        ),
+        "{stderr}"
+    );
+    assert!(stdout.contains("doc: held, TTL "), "{stdout}");
+    assert!(
+        stdout.contains("  fencing tokens: one per hold, kept by each holder"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("never-used: free"), "{stdout}");
+
+    // The same in JSON: the failed name is an item with its error.
+    let mut c = distlock(&server);
+    c.args(["status", "a-list", "nightly", "--json"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["name"], "a-list");
+    assert!(
+        v[0]["error"].as_str().unwrap().contains("holds a list"),
+        "{v}"
+    );
+    assert_eq!(v[1]["kind"], "job");
+    assert_eq!(v[1]["key"], "job-lock:prod:nightly");
+
+    // A key prefix under which nothing exists, while the bare name does.
+    let mut c = distlock(&server);
+    c.args(["--key-prefix", "app:", "status", "plain"]);
+    let out = output(c);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains(
+            "hint: nothing at \"app:plain\" (key prefix \"app:\"), but a key \"plain\" exists"
+        ),
+        "{stdout}"
+    );
+
+    job.kill().unwrap();
+    job.wait().unwrap();
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+}
+
+/// `status --watch INTERVAL` shows the lock again every INTERVAL, each round under a
+/// timestamp line, and follows it from held to free.
+#[test]
+fn status_watch_follows_a_lock() {
+    let server = RedisServer::start();
+    let mut holder = hold_until_key(&server, &["watched"], "watched");
+    let mut c = distlock(&server);
+    c.args(["status", "watched", "--watch", "200ms"])
+        .stdout(Stdio::piped());
+    let mut watcher = c.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The killed `run` wrapper's lock stays until its lease ends: release it for the test.
+    let _: () = cmd(&server, &["DEL", "watched"]);
+    std::thread::sleep(Duration::from_millis(700));
+    watcher.kill().unwrap();
+    let out = watcher.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rounds = stdout.lines().filter(|l| l.starts_with("--- ")).count();
+    assert!(rounds >= 4, "{rounds} rounds in {stdout}");
+    let held = stdout.find("watched: held").expect("seen held");
+    let free = stdout.rfind("watched: free").expect("seen free");
+    assert!(held < free, "{stdout}");
 }
