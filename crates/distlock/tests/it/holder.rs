@@ -313,7 +313,9 @@ async fn both_named(
 /// 7.2+). After a server restart both are named again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_are_named_and_named_again_after_a_restart() {
-    let mut server = RedisServer::start();
+    // Persistent, so that the held lock survives the restart and the waiter keeps waiting
+    // (with its subscription) through it.
+    let mut server = RedisServer::options().persistent().start();
     let client = client_named(&server, "conn-names").await;
     let name = format!(
         "distlock:conn-names:{}:{}",
@@ -356,22 +358,22 @@ async fn connections_are_named_and_named_again_after_a_restart() {
     assert!(!named(&server, &other_name).is_empty());
 
     // Restart: every connection breaks; the hub reconnects, names its new connection and
-    // has the command connection named again. The restarted server has no lock, so either
-    // the waiter (retrying as it reconnects) or the other client takes it next.
+    // has the command connection named again. The lock is in the snapshot, so the waiter
+    // still waits (subscribed) after the restart.
     let _ = held.forget();
+    let _: () = cmd(&server, &["SAVE"]);
     server.restart();
-    let held = loop {
+    let (command, sub) = both_named(&server, &name).await;
+    assert_ne!(command.get("id"), sub.get("id"));
+    assert!(!waiter.is_finished(), "the lock survived the restart");
+    let freed = loop {
         // The other client reconnects too; its first requests may fail.
-        match other.lock("busy").try_acquire().await {
-            Ok(held) => break held,
+        match other.lock("busy").force_unlock().await {
+            Ok(freed) => break freed,
             Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
     };
-    let (command, sub) = both_named(&server, &name).await;
-    assert_ne!(command.get("id"), sub.get("id"));
-    if let Some(held) = held {
-        held.release().await.unwrap();
-    }
+    assert!(freed, "the forgotten hold was still there");
     let granted = waiter.await.unwrap().unwrap();
     granted
         .expect("the waiter was granted")
