@@ -8,6 +8,28 @@ use distlock::ErrorKind;
 
 use crate::util::*;
 
+/// Run the `return_while_holding` example (`bin`) once per run number at the same time —
+/// lock `<prefix><run>`, a multi-thread runtime for even runs and a current-thread one for
+/// odd runs — and assert that every process exits successfully.
+async fn run_returning_holders(
+    bin: &std::path::Path,
+    url: &str,
+    runs: impl Iterator<Item = usize>,
+    prefix: &str,
+) {
+    let children: Vec<_> = runs
+        .map(|run| {
+            let flavor = if run % 2 == 0 { "multi" } else { "current" };
+            std::process::Command::new(bin)
+                .args([url, &format!("{prefix}{run}"), flavor])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn the example")
+        })
+        .collect();
+    wait_all_succeed(children, "return_while_holding").await;
+}
+
 /// Keys that show something is still held: lock hashes, fair queues, job locks, permits
 /// taken from the two semaphores (`sem` and `leased` must be back at 100).
 fn leftovers(server: &RedisServer, name: &str) -> Vec<String> {
@@ -149,18 +171,7 @@ async fn returning_from_main_while_holding_leaves_nothing_100_runs() {
     let url = server.url();
     let mut left_after = Vec::new();
     for batch in 0..25 {
-        let children: Vec<_> = (0..4)
-            .map(|i| {
-                let run = batch * 4 + i;
-                let flavor = if run % 2 == 0 { "multi" } else { "current" };
-                std::process::Command::new(&bin)
-                    .args([url.as_str(), &format!("r{run}"), flavor])
-                    .stdout(std::process::Stdio::null())
-                    .spawn()
-                    .expect("spawn the example")
-            })
-            .collect();
-        wait_all_succeed(children, "return_while_holding").await;
+        run_returning_holders(&bin, &url, (0..4).map(|i| batch * 4 + i), "r").await;
         for i in 0..4 {
             let run = batch * 4 + i;
             left_after.extend(leftovers(&server, &format!("r{run}:")));
@@ -268,17 +279,7 @@ async fn returning_from_main_while_holding_leaves_nothing_on_sentinel_and_cluste
     for topology in [Topology::Sentinel, Topology::Cluster] {
         let deployment = Deployment::start(topology);
         let url = deployment.url();
-        let children: Vec<_> = (0..4)
-            .map(|run| {
-                let flavor = if run % 2 == 0 { "multi" } else { "current" };
-                std::process::Command::new(&bin)
-                    .args([url.as_str(), &format!("t{run}"), flavor])
-                    .stdout(std::process::Stdio::null())
-                    .spawn()
-                    .expect("spawn the example")
-            })
-            .collect();
-        wait_all_succeed(children, "return_while_holding").await;
+        run_returning_holders(&bin, &url, 0..4, "t").await;
         let mut left = Vec::new();
         for run in 0..4 {
             left.extend(leftovers_on(&deployment, &format!("t{run}:")));
