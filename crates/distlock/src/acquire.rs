@@ -128,7 +128,7 @@ pub(crate) async fn acquire<A: Acquire>(
     };
     metrics::acquire_done(
         kind,
-        name_label.as_deref(),
+        name_label,
         outcome,
         took,
         waited_from.map(|from: Instant| from.elapsed()),

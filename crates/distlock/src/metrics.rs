@@ -47,7 +47,7 @@ impl Outcome {
 /// found the lock taken and waited (`None`: it did not wait).
 pub(crate) fn acquire_done(
     kind: &'static str,
-    name: Option<&str>,
+    name: Option<String>,
     outcome: Outcome,
     took: Duration,
     waited: Option<Duration>,
@@ -165,7 +165,7 @@ mod imp {
 
     pub(super) fn acquire_done(
         kind: &'static str,
-        name: Option<&str>,
+        name: Option<String>,
         outcome: Outcome,
         took: Duration,
         waited: Option<Duration>,
@@ -173,7 +173,7 @@ mod imp {
         describe();
         let mut labels = vec![Label::new("kind", kind)];
         if let Some(name) = name {
-            labels.push(Label::new("name", name.to_string()));
+            labels.push(Label::new("name", name));
         }
         let mut with_outcome = labels.clone();
         with_outcome.push(Label::new("outcome", outcome.label()));
