@@ -146,7 +146,14 @@ struct RtInner {
 }
 
 impl Rt {
-    fn new(worker_threads: usize) -> Result<Rt> {
+    /// Start a runtime of `worker_threads` workers and run `connect` on it: what it connected,
+    /// and the runtime to keep for it, whose guards' drops wait at most
+    /// `drop_bound(&connected)` for their release.
+    fn start<T>(
+        worker_threads: usize,
+        connect: impl Future<Output = Result<T>>,
+        drop_bound: impl FnOnce(&T) -> Duration,
+    ) -> Result<(T, Rt)> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(worker_threads)
             .thread_name("distlock-blocking")
@@ -158,16 +165,13 @@ impl Rt {
                     format!("cannot start the blocking client's runtime: {e}"),
                 )
             })?;
-        Ok(Rt(Arc::new(RtInner {
+        let connected = runtime.block_on(connect)?;
+        let drop_bound = drop_bound(&connected);
+        let rt = Rt(Arc::new(RtInner {
             runtime: Some(runtime),
-            drop_bound: crate::DEFAULT_COMMAND_TIMEOUT * 2,
-        })))
-    }
-
-    fn with_drop_bound(self, command_timeout: Duration) -> Rt {
-        let mut inner = Arc::try_unwrap(self.0).unwrap_or_else(|_| unreachable!("not shared yet"));
-        inner.drop_bound = command_timeout.saturating_mul(2);
-        Rt(Arc::new(inner))
+            drop_bound,
+        }));
+        Ok((connected, rt))
     }
 
     /// Identifies this runtime (and so the client it belongs to) within the process.
@@ -504,9 +508,9 @@ impl ClientBuilder {
                 "a blocking client needs at least 1 worker thread",
             ));
         }
-        let rt = Rt::new(self.worker_threads)?;
-        let inner = rt.block_on(self.inner.build())?;
-        let rt = rt.with_drop_bound(inner.inner.command_timeout);
+        let (inner, rt) = Rt::start(self.worker_threads, self.inner.build(), |client| {
+            client.inner.command_timeout.saturating_mul(2)
+        })?;
         Ok(Client { inner, rt })
     }
 }

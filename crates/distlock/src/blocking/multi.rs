@@ -183,8 +183,9 @@ impl RedLock {
     /// # Ok::<(), distlock::Error>(())
     /// ```
     pub fn build(builder: crate::RedLockBuilder) -> Result<RedLock> {
-        let rt = Rt::new(DEFAULT_WORKER_THREADS)?;
-        let inner = rt.block_on(builder.build())?;
+        let (inner, rt) = Rt::start(DEFAULT_WORKER_THREADS, builder.build(), |_| {
+            crate::DEFAULT_COMMAND_TIMEOUT * 2
+        })?;
         Ok(RedLock { inner, rt })
     }
 
