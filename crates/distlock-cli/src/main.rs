@@ -71,6 +71,12 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Show who holds locks, hold counts, TTLs and fencing tokens.
     Status(cmd::status::StatusArgs),
+    /// List the locks, semaphores, latches and job locks on the server (bounded SCAN): kind,
+    /// state, holder, how long held, TTL, waiting clients.
+    List(cmd::list::ListArgs),
+    /// A live view of the locks that matter now: held locks with holder, age and a TTL bar,
+    /// waiting clients, grants per second, leases lost. Keys: q quit, s sort, / filter.
+    Top(cmd::top::TopArgs),
     /// Delete a lock whoever holds it, and wake its waiters.
     Unlock(cmd::unlock::UnlockArgs),
     /// A flash sale: many processes buy under locks; checks no oversell and no duplicate
@@ -172,6 +178,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => cmd::run::run(&opts, args).await,
             Command::Status(args) => cmd::status::run(&opts, args).await,
+            Command::List(args) => cmd::list::run(&opts, args).await,
+            Command::Top(args) => cmd::top::run(&opts, args).await,
             Command::Unlock(args) => cmd::unlock::run(&opts, args).await,
             Command::Demo(args) => cmd::demo::run(&opts, args).await,
             Command::DemoWorker(args) => cmd::demo::worker(&opts, args).await,

@@ -2,6 +2,9 @@
 
 pub mod bench;
 pub mod demo;
+pub mod inventory;
+pub mod list;
 pub mod run;
 pub mod status;
+pub mod top;
 pub mod unlock;

@@ -3,8 +3,10 @@
 mod bench;
 mod family;
 mod faults;
+mod list;
 mod shell;
 mod status;
+mod top;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};

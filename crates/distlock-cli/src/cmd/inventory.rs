@@ -1,0 +1,690 @@
+//! Which locks exist: a bounded `SCAN` of the server (every master of a Cluster) for the keys
+//! of distlock, Redisson and ShedLock — plain, fair and read-write locks, semaphores, latches
+//! and job locks — each read back as one [`Entry`]. Shared by `distlock list` and `distlock
+//! top`.
+//!
+//! Read-only: every key is looked at with `TYPE`, `PTTL`, `OBJECT ENCODING`, `HLEN`, `GET`,
+//! `ZCOUNT`, `PUBSUB NUMSUB` and the library's read-only `status` calls; nothing is written.
+//! What the scan skips: the helper keys of the locks (fair queues, unlock latches, fencing
+//! counters, lease sets — their content is reported on the lock they belong to) and keys of
+//! other shapes (the application's own data), which are only counted.
+
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result};
+use futures_util::stream::{self, StreamExt};
+use serde::Serialize;
+
+/// How many keys are read at once (each a few round trips): enough to hide latency, few
+/// enough not to crowd the server.
+const CONCURRENCY: usize = 32;
+
+/// A hash with more fields than this is not a lock (a lock has one field per owner, plus
+/// the fencing-token and holder fields), so it is not read whole.
+const MAX_LOCK_FIELDS: u64 = 1_000;
+
+/// Key names (after the key prefix, if any) of the helper keys that belong to a lock, a
+/// semaphore or a latch: not listed themselves.
+const HELPER_PREFIXES: &[&str] = &[
+    "redisson_lock_queue:",
+    "redisson_lock_timeout:",
+    "redisson_lock_token:",
+    "redisson_unlock_latch:",
+    "redisson__timeout__set:",
+    "distlock_fair_liveness:",
+    "distlock_rwlock_writers:",
+    "distlock_acquire_latch:",
+    "distlock_semaphore_grant:",
+    "distlock_semaphore_release:",
+    "distlock_latch_count_down:",
+    "distlock:fencing-counter",
+];
+
+/// What a listed key is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A plain lock (Redisson `RLock`'s hash).
+    Lock,
+    /// A fair lock with waiters in its queue (Redisson `RFairLock`; without waiters it looks
+    /// like a plain lock).
+    Fair,
+    /// A read-write lock (Redisson `RReadWriteLock`: a hash with a `mode` field).
+    Rwlock,
+    /// A semaphore with leased permits (Redisson `RPermitExpirableSemaphore`).
+    LeasedSemaphore,
+    /// A semaphore (Redisson `RSemaphore`), known by a waiter on its channel.
+    Semaphore,
+    /// A count-down latch (Redisson `RCountDownLatch`), known by a waiter on its channel.
+    Latch,
+    /// An integer string that may be a semaphore or a count-down latch: the two share one
+    /// layout, and without a waiter nothing tells them apart.
+    SemaphoreOrLatch,
+    /// A job lock (ShedLock's `job-lock:<env>:<name>`).
+    Job,
+}
+
+impl Kind {
+    /// `n` of this kind, in words: `1 lock`, `3 leased semaphores`.
+    pub fn count(self, n: usize) -> String {
+        let (one, many) = match self {
+            Kind::Lock => ("lock", "locks"),
+            Kind::Fair => ("fair lock", "fair locks"),
+            Kind::Rwlock => ("read-write lock", "read-write locks"),
+            Kind::LeasedSemaphore => ("leased semaphore", "leased semaphores"),
+            Kind::Semaphore => ("semaphore", "semaphores"),
+            Kind::Latch => ("latch", "latches"),
+            Kind::SemaphoreOrLatch => ("semaphore or latch", "semaphores or latches"),
+            Kind::Job => ("job lock", "job locks"),
+        };
+        format!("{n} {}", if n == 1 { one } else { many })
+    }
+
+    /// Whether it is held by owners (a lock) rather than counted (permits, a count).
+    pub fn is_lock(self) -> bool {
+        matches!(self, Kind::Lock | Kind::Fair | Kind::Rwlock | Kind::Job)
+    }
+
+    /// The name shown in tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Lock => "lock",
+            Kind::Fair => "fair lock",
+            Kind::Rwlock => "rw lock",
+            Kind::LeasedSemaphore => "semaphore (leased)",
+            Kind::Semaphore => "semaphore",
+            Kind::Latch => "latch",
+            Kind::SemaphoreOrLatch => "semaphore/latch",
+            Kind::Job => "job lock",
+        }
+    }
+}
+
+/// Who holds an entry, as its grant recorded it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Holder {
+    /// Application name (distlock holders only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
+    /// Host name.
+    pub host: String,
+    /// Process id (distlock holders only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// When it was granted, ms since the Unix epoch (the server's clock for locks, the
+    /// holder's for job locks).
+    pub since_ms: u64,
+    /// How long it has been held, ms (this machine's clock − `since_ms`, 0 if negative).
+    pub held_for_ms: u64,
+}
+
+impl Holder {
+    /// How long it has been held.
+    pub fn held_for(&self) -> Duration {
+        Duration::from_millis(self.held_for_ms)
+    }
+
+    /// `app@host pid N`, or just the host.
+    pub fn who(&self) -> String {
+        match (&self.app, self.pid) {
+            (Some(app), Some(pid)) => format!("{app}@{} pid {pid}", self.host),
+            _ => self.host.clone(),
+        }
+    }
+}
+
+/// One owner of a lock and its hold count.
+#[derive(Clone, Debug, Serialize)]
+pub struct Owner {
+    /// The owner field, `<client-uuid>:<owner-id>` (Redisson: `<uuid>:<thread-id>`).
+    pub owner: String,
+    /// Holds taken by this owner (re-entry counts).
+    pub hold_count: u64,
+}
+
+/// One listed key.
+#[derive(Clone, Debug, Serialize)]
+pub struct Entry {
+    /// What it is.
+    pub kind: Kind,
+    /// The name a distlock client opens it by (the key without the key prefix; for a job
+    /// lock, the job's name).
+    pub name: String,
+    /// The Redis key.
+    pub key: String,
+    /// Job locks: the environment (`job-lock:<env>:<name>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// Whether someone holds it (locks and job locks; a semaphore with leased permits).
+    pub held: bool,
+    /// Owners with hold counts: locks only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<Owner>,
+    /// Who holds it, when the grant recorded it (distlock plain and fair locks, job locks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
+    /// Time left on the lease, ms; `None` when free or without TTL.
+    pub ttl_ms: Option<u64>,
+    /// Clients waiting: connections subscribed to its wake channel (one per waiting client;
+    /// for a fair lock, one per waiter).
+    pub waiting: u64,
+    /// Fair locks: waiters in the queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<u64>,
+    /// Read-write locks: `read` or `write` while held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The holder's fencing token (plain and fair locks held by distlock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fencing_token: Option<u128>,
+    /// The last token issued by the fencing counter the lock draws from (one per hash slot):
+    /// rises by one with every grant in that slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fencing_counter: Option<u128>,
+    /// Semaphores: permits available; latches: the count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    /// Leased semaphores: permits leased now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leased: Option<u64>,
+}
+
+impl Entry {
+    /// Who holds it, as one comparable value (the fencing token, else the owners, else the
+    /// job lock's value): a new value is a new grant. `None` when free.
+    pub fn grant(&self) -> Option<String> {
+        if !self.held {
+            return None;
+        }
+        if let Some(t) = self.fencing_token {
+            return Some(t.to_string());
+        }
+        if !self.owners.is_empty() {
+            let owners: Vec<&str> = self.owners.iter().map(|o| o.owner.as_str()).collect();
+            return Some(owners.join(","));
+        }
+        self.holder
+            .as_ref()
+            .map(|h| format!("{}@{}", h.since_ms, h.host))
+    }
+
+    fn new(kind: Kind, name: &str, key: &str) -> Entry {
+        Entry {
+            kind,
+            name: name.to_string(),
+            key: key.to_string(),
+            env: None,
+            held: false,
+            owners: Vec::new(),
+            holder: None,
+            ttl_ms: None,
+            waiting: 0,
+            queue: None,
+            mode: None,
+            fencing_token: None,
+            fencing_counter: None,
+            value: None,
+            leased: None,
+        }
+    }
+
+    /// What state it is in, in a few words: `held`, `free`, `held (read)`, `3 available,
+    /// 2 leased`, `count 4`.
+    pub fn state(&self) -> String {
+        match self.kind {
+            Kind::Lock | Kind::Fair | Kind::Job => {
+                if self.held {
+                    "held".into()
+                } else {
+                    "free".into()
+                }
+            }
+            Kind::Rwlock => match (&self.mode, self.owners.len()) {
+                (Some(mode), 1) => format!("held ({mode})"),
+                (Some(mode), n) => format!("held ({mode}, {n} owners)"),
+                (None, _) => "free".into(),
+            },
+            Kind::LeasedSemaphore | Kind::Semaphore => format!(
+                "{} available{}",
+                self.value.unwrap_or(0),
+                self.leased
+                    .map(|l| format!(", {l} leased"))
+                    .unwrap_or_default()
+            ),
+            Kind::Latch => format!("count {}", self.value.unwrap_or(0)),
+            Kind::SemaphoreOrLatch => format!("value {}", self.value.unwrap_or(0)),
+        }
+    }
+
+    /// The row of `distlock list`: name (with the job's environment), kind, state, holder,
+    /// held for, TTL, waiting clients (with a fair lock's queue).
+    pub fn cells(&self) -> [String; 7] {
+        let name = match &self.env {
+            Some(env) => format!("{} ({env})", self.name),
+            None => self.name.clone(),
+        };
+        let waiting = match self.queue {
+            Some(q) => format!("{} (queue {q})", self.waiting),
+            None => self.waiting.to_string(),
+        };
+        [
+            name,
+            self.kind.label().to_string(),
+            self.state(),
+            self.who(),
+            self.holder
+                .as_ref()
+                .map(|h| human_secs(h.held_for()))
+                .unwrap_or_default(),
+            self.ttl_ms
+                .map(|t| human(Duration::from_millis(t)))
+                .unwrap_or_default(),
+            waiting,
+        ]
+    }
+
+    /// Who holds it, shortly: `app@host pid N`, the owner field, or empty.
+    pub fn who(&self) -> String {
+        if let Some(h) = &self.holder {
+            return h.who();
+        }
+        match self.owners.as_slice() {
+            [] => String::new(),
+            [o] => short_owner(&o.owner),
+            [o, rest @ ..] => format!("{} +{}", short_owner(&o.owner), rest.len()),
+        }
+    }
+}
+
+/// An owner field `<client-uuid>:<owner-id>` shortened for a table: `82574a6d…:1` (the
+/// whole field is in the JSON output).
+fn short_owner(owner: &str) -> String {
+    match owner.split_at_checked(36) {
+        Some((id, rest)) if uuid::Uuid::parse_str(id).is_ok() => format!("{}…{rest}", &id[..8]),
+        _ => owner.to_string(),
+    }
+}
+
+/// What one scan found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Inventory {
+    /// The listed keys, sorted by name (then kind).
+    pub entries: Vec<Entry>,
+    /// Keys matched by the scan.
+    pub matched_keys: usize,
+    /// Matched keys not listed: helper keys of the listed ones and keys of other shapes.
+    pub other_keys: usize,
+    /// Whether the scan reached the end of every master (`false`: `--examine` stopped it).
+    pub complete: bool,
+    /// Keys not read (or not listed) because `--limit` entries were found: more may be
+    /// locks.
+    pub unread_keys: usize,
+    /// Keys that could not be read, with why (the others are still listed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<KeyError>,
+}
+
+/// A key that could not be read.
+#[derive(Clone, Debug, Serialize)]
+pub struct KeyError {
+    /// The Redis key.
+    pub key: String,
+    /// What went wrong.
+    pub error: String,
+}
+
+/// What to scan for.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// The key prefix (`--key-prefix`): only keys under it, shown without it.
+    pub key_prefix: String,
+    /// A `SCAN MATCH` glob over names (not keys); `None` for all.
+    pub pattern: Option<String>,
+    /// Keys looked at per master, at most (rounded up to whole `SCAN … COUNT 1000` calls).
+    pub examine: usize,
+    /// Entries listed at most (keys are read in order until this many are found).
+    pub limit: usize,
+}
+
+/// Scan for the keys of `query` and read each one.
+///
+/// # Errors
+/// A server that cannot be reached or refuses `SCAN`. A key whose read fails is reported in
+/// [`Inventory::errors`]; one that vanishes or changes type meanwhile is left out.
+pub async fn scan(client: &distlock::Client, query: &Query) -> Result<Inventory> {
+    let prefix = glob_escape(&query.key_prefix);
+    let name_glob = query.pattern.as_deref().unwrap_or("*");
+    let mut patterns = vec![format!("{prefix}{name_glob}")];
+    if query.pattern.is_some() {
+        // Job locks live under `job-lock:<env>:<name>`: the pattern is over the job's name.
+        patterns.push(format!("{prefix}job-lock:*:{name_glob}"));
+    }
+    let mut keys = Vec::new();
+    let mut complete = true;
+    for pattern in &patterns {
+        let found = client
+            .scan(pattern, query.examine)
+            .await
+            .context("scanning for lock keys")?;
+        complete &= found.complete;
+        keys.extend(found.keys);
+    }
+    keys.sort();
+    keys.dedup();
+    let matched_keys = keys.len();
+    let candidates: Vec<(String, String)> = keys
+        .into_iter()
+        .filter_map(|key| {
+            let name = key.strip_prefix(&query.key_prefix)?.to_string();
+            (!is_helper(&name)).then_some((key, name))
+        })
+        .collect();
+    let now = SystemTime::now();
+    // Read in key order, a chunk at a time, until `limit` entries are found: keys of other
+    // shapes (the application's data) cost a `TYPE` each and do not count.
+    let mut entries = Vec::new();
+    let mut errors = Vec::new();
+    let mut read = 0;
+    for chunk in candidates.chunks(CONCURRENCY * 8) {
+        if entries.len() >= query.limit {
+            break;
+        }
+        let results: Vec<(&String, Result<Option<Entry>>)> = stream::iter(chunk)
+            .map(|(key, name)| async move { (key, read_key(client, key, name, now).await) })
+            .buffered(CONCURRENCY)
+            .collect()
+            .await;
+        read += chunk.len();
+        for (key, r) in results {
+            match r {
+                Ok(Some(e)) => entries.push(e),
+                Ok(None) => {}
+                Err(e) => errors.push(KeyError {
+                    key: key.clone(),
+                    error: format!("{e:#}"),
+                }),
+            }
+        }
+    }
+    let mut unread_keys = candidates.len() - read;
+    if entries.len() > query.limit {
+        // Listed in key order: the last of the chunk go unlisted too.
+        unread_keys += entries.len() - query.limit;
+        entries.truncate(query.limit);
+    }
+    entries.sort_by(|a, b| (&a.name, a.kind).cmp(&(&b.name, b.kind)));
+    Ok(Inventory {
+        other_keys: matched_keys - unread_keys - entries.len() - errors.len(),
+        errors,
+        entries,
+        matched_keys,
+        complete,
+        unread_keys,
+    })
+}
+
+/// Whether `name` (a key without the key prefix) is a helper key of a lock, semaphore or
+/// latch rather than one itself.
+fn is_helper(name: &str) -> bool {
+    HELPER_PREFIXES.iter().any(|p| name.starts_with(p))
+        || name.contains(":rwlock_timeout:")
+        || name.ends_with("}:timeout")
+}
+
+/// `s` with the glob characters of `SCAN MATCH` escaped.
+pub fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One key as an [`Entry`], or `None` when it is not of the lock family (or vanished).
+async fn read_key(
+    client: &distlock::Client,
+    key: &str,
+    name: &str,
+    now: SystemTime,
+) -> Result<Option<Entry>> {
+    let mut con = client.redis_connection();
+    let kind: String = redis::cmd("TYPE").arg(key).query_async(&mut con).await?;
+    match kind.as_str() {
+        "hash" => read_hash(client, key, name, now).await,
+        "string" => read_string(client, key, name, now).await,
+        _ => Ok(None),
+    }
+}
+
+async fn read_hash(
+    client: &distlock::Client,
+    key: &str,
+    name: &str,
+    now: SystemTime,
+) -> Result<Option<Entry>> {
+    let mut con = client.redis_connection();
+    let fields: u64 = redis::cmd("HLEN").arg(key).query_async(&mut con).await?;
+    if fields == 0 || fields > MAX_LOCK_FIELDS {
+        return Ok(None);
+    }
+    let lock = client.lock(name);
+    let s = match lock.status().await {
+        Ok(s) => s,
+        // Changed type since TYPE: not a lock now.
+        Err(e) if e.kind() == distlock::ErrorKind::WrongType => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    // A lock's owner fields are `<client-uuid>:<owner-id>` (Redisson's and distlock's).
+    let is_lock = s.mode.is_some()
+        || s.fencing_token.is_some()
+        || s.holder.is_some()
+        || s.holders.iter().any(|(owner, _)| {
+            owner
+                .get(..36)
+                .is_some_and(|id| uuid::Uuid::parse_str(id).is_ok())
+        });
+    if !is_lock {
+        return Ok(None);
+    }
+    let mut e = Entry::new(Kind::Lock, name, key);
+    e.held = !s.holders.is_empty();
+    e.ttl_ms = s.ttl.map(|t| t.as_millis() as u64);
+    e.waiting = s.subscribers;
+    e.fencing_token = s.fencing_token.map(|t| t.get());
+    e.fencing_counter = Some(s.fencing_counter);
+    e.holder = s.holder.map(|h| {
+        let since_ms = h
+            .since
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        Holder {
+            app: Some(h.app),
+            host: h.host,
+            pid: Some(h.pid),
+            since_ms,
+            held_for_ms: now.duration_since(h.since).unwrap_or_default().as_millis() as u64,
+        }
+    });
+    e.owners = s
+        .holders
+        .into_iter()
+        .map(|(owner, hold_count)| Owner { owner, hold_count })
+        .collect();
+    if let Some(mode) = s.mode {
+        e.kind = Kind::Rwlock;
+        e.mode = Some(mode);
+        return Ok(Some(e));
+    }
+    // A fair lock shows by its queue: without waiters it is laid out as a plain lock.
+    let fair = client.fair_lock(name).status().await?;
+    if !fair.queue.is_empty() {
+        e.kind = Kind::Fair;
+        e.queue = Some(fair.queue.len() as u64);
+        e.waiting = e.waiting.max(fair.queue.len() as u64);
+    }
+    Ok(Some(e))
+}
+
+async fn read_string(
+    client: &distlock::Client,
+    key: &str,
+    name: &str,
+    now: SystemTime,
+) -> Result<Option<Entry>> {
+    if let Some((env, job)) = name
+        .strip_prefix("job-lock:")
+        .and_then(|rest| rest.split_once(':'))
+    {
+        let lock = client.job_lock(job).environment(env);
+        let Some(h) = lock.status().await? else {
+            return Ok(None);
+        };
+        let mut e = Entry::new(Kind::Job, job, key);
+        e.env = Some(env.to_string());
+        e.held = true;
+        e.ttl_ms = h.ttl.map(|t| t.as_millis() as u64);
+        let since = humantime::parse_rfc3339_weak(h.locked_at.trim_end_matches('Z')).ok();
+        e.holder = Some(Holder {
+            app: None,
+            host: h.host,
+            pid: None,
+            since_ms: since
+                .and_then(|s| s.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as u64),
+            held_for_ms: since
+                .and_then(|s| now.duration_since(s).ok())
+                .map_or(0, |d| d.as_millis() as u64),
+        });
+        return Ok(Some(e));
+    }
+    // Semaphores and latches are integer strings (Redis stores them with the `int`
+    // encoding); anything else is the application's data, not read.
+    let mut con = client.redis_connection();
+    let encoding: Option<String> = redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg(key)
+        .query_async(&mut con)
+        .await?;
+    if encoding.as_deref() != Some("int") {
+        return Ok(None);
+    }
+    let Some(value): Option<i64> = redis::cmd("GET").arg(key).query_async(&mut con).await? else {
+        return Ok(None);
+    };
+    let Ok(value) = u64::try_from(value) else {
+        return Ok(None);
+    };
+    let tagged = if key.contains('{') {
+        key.to_string()
+    } else {
+        format!("{{{key}}}")
+    };
+    let leases_key = format!("{tagged}:timeout");
+    let now_ms = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    let leased: u64 = redis::cmd("ZCOUNT")
+        .arg(&leases_key)
+        .arg(now_ms)
+        .arg("+inf")
+        .query_async(&mut con)
+        .await
+        .unwrap_or(0);
+    let semaphore_channel = format!("redisson_sc:{tagged}");
+    // Redisson's latch channel always puts braces around the whole key.
+    let latch_channel = format!("redisson_countdownlatch__channel__{{{key}}}");
+    let mut e = Entry::new(Kind::SemaphoreOrLatch, name, key);
+    e.value = Some(value);
+    let (sem_waiting, latch_waiting) = (
+        numsub(client, &semaphore_channel).await?,
+        numsub(client, &latch_channel).await?,
+    );
+    let exists_leases: bool = redis::cmd("EXISTS")
+        .arg(&leases_key)
+        .query_async(&mut con)
+        .await
+        .unwrap_or(false);
+    if exists_leases {
+        e.kind = Kind::LeasedSemaphore;
+        e.leased = Some(leased);
+        e.held = leased > 0;
+        e.waiting = sem_waiting;
+    } else if latch_waiting > 0 {
+        e.kind = Kind::Latch;
+        e.waiting = latch_waiting;
+    } else if sem_waiting > 0 {
+        e.kind = Kind::Semaphore;
+        e.waiting = sem_waiting;
+    }
+    Ok(Some(e))
+}
+
+/// Subscribers of `channel` (`PUBSUB NUMSUB`; on a Cluster, those of the node that answers).
+async fn numsub(client: &distlock::Client, channel: &str) -> Result<u64> {
+    let mut con = client.redis_connection();
+    let (_, n): (String, u64) = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(channel)
+        .query_async(&mut con)
+        .await?;
+    Ok(n)
+}
+
+/// A duration as people read it, to the second (`1h 2m 3s`, `850ms` below a second).
+pub fn human(d: Duration) -> String {
+    let shown = if d >= Duration::from_secs(1) {
+        Duration::from_secs(d.as_secs())
+    } else {
+        Duration::from_millis(d.as_millis() as u64)
+    };
+    humantime::format_duration(shown).to_string()
+}
+
+/// A duration in whole seconds (`1m 5s`): for ages recorded to the second.
+pub fn human_secs(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helper_keys_are_told_apart_from_locks() {
+        for helper in [
+            "redisson_lock_queue:{orders}",
+            "redisson_lock_timeout:{orders}",
+            "distlock:fencing-counter:{a}",
+            "distlock:fencing-counter",
+            "{rw}:abc:1:rwlock_timeout:1",
+            "{sem}:timeout",
+            "redisson_unlock_latch:{orders}:3f2",
+        ] {
+            assert!(is_helper(helper), "{helper}");
+        }
+        for lock in ["orders", "job-lock:prod:report", "timeout", "a:b:c"] {
+            assert!(!is_helper(lock), "{lock}");
+        }
+    }
+
+    #[test]
+    fn owners_are_shortened_to_the_client_id_prefix() {
+        assert_eq!(
+            short_owner("82574a6d-1653-4c33-8d68-2a409a40c8af:1"),
+            "82574a6d…:1"
+        );
+        assert_eq!(short_owner("not-a-uuid:1"), "not-a-uuid:1");
+    }
+
+    #[test]
+    fn human_durations_round_to_the_second_above_one() {
+        assert_eq!(human(Duration::from_millis(3_723_900)), "1h 2m 3s");
+        assert_eq!(human(Duration::from_millis(850)), "850ms");
+        assert_eq!(human(Duration::ZERO), "0s");
+    }
+}

@@ -1,0 +1,180 @@
+//! `distlock top`: the live view in a real terminal (tmux), and `--once --json` for scripts.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use distlock_test::testing::{cmd, wait_until};
+use distlock_test::RedisServer;
+use serde_json::Value;
+
+use super::{distlock, hold, hold_until_key, output};
+
+/// A tmux server of this test's own (its own socket), stopped when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Start `command` in a detached 160×30 session.
+    fn start(command: &str) -> Tmux {
+        let socket = format!("distlock-top-{}", std::process::id());
+        let tmux = Tmux { socket };
+        let out = tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "top",
+            "-x",
+            "160",
+            "-y",
+            "30",
+            command,
+        ]);
+        assert!(out.status.success(), "tmux new-session: {out:?}");
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run tmux ({e}): install it (Debian: apt-get install tmux)")
+            })
+    }
+
+    /// What the pane shows now.
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "top"]).stdout).into_owned()
+    }
+
+    /// Wait (at most 20 s) until the screen satisfies `ok`; the last screen.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{what} not seen; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "top"];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).status.success());
+    }
+
+    fn alive(&self) -> bool {
+        self.run(&["has-session", "-t", "top"]).status.success()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+#[test]
+fn top_shows_holders_sorts_filters_and_sees_a_lost_lease_in_a_terminal() {
+    let server = RedisServer::start();
+    let mut alpha = hold_until_key(&server, &["alpha"], "alpha");
+    let mut beta = hold_until_key(&server, &["beta"], "beta");
+    let tmux = Tmux::start(&format!(
+        "env DISTLOCK_URL={} {} top --interval 300ms",
+        server.url(),
+        env!("CARGO_BIN_EXE_distlock")
+    ));
+    let pid = format!("pid {}", alpha.id());
+    let screen = tmux.wait_for("alpha's holder", |s| {
+        s.contains("alpha") && s.contains(&pid)
+    });
+    assert!(screen.contains("distlock top"), "{screen}");
+    assert!(screen.contains("sort: hot"), "{screen}");
+    assert!(
+        screen.contains("HOLDER") && screen.contains("TTL"),
+        "{screen}"
+    );
+    let row = screen.lines().find(|l| l.contains("alpha")).unwrap();
+    assert!(row.contains('█'), "a TTL bar: {row}");
+
+    // A lock whose lease (1 s, no watchdog) runs out while its holder still runs.
+    let mut gamma = hold(&server, &["--lease", "1s", "gamma"]);
+    tmux.wait_for("the lost lease", |s| s.contains("lease lost: gamma"));
+
+    tmux.keys(&["s"]);
+    tmux.wait_for("the next sort order", |s| s.contains("sort: name"));
+    tmux.keys(&["/", "b", "e", "t", "a", "Enter"]);
+    let screen = tmux.wait_for("the filter", |s| {
+        s.contains("filter: beta") && !s.lines().any(|l| l.contains("alpha"))
+    });
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("beta") && l.contains("held")),
+        "{screen}"
+    );
+
+    tmux.keys(&["q"]);
+    assert!(
+        wait_until(Duration::from_secs(5), || !tmux.alive()),
+        "q did not quit: {}",
+        tmux.screen()
+    );
+    for c in [&mut alpha, &mut beta, &mut gamma] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+#[test]
+fn top_once_json_counts_a_lost_lease_and_the_next_holder() {
+    let server = RedisServer::start();
+    // The first holder's lease (3 s) runs out; the waiter takes the lock after it.
+    let mut first = hold_until_key(&server, &["--lease", "3s", "contended"], "contended");
+    let mut next = hold(&server, &["--wait", "30s", "contended"]);
+    let mut c = distlock(&server);
+    c.args(["top", "--once", "--json", "--interval", "4s"]);
+    let out = output(c);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["leases_lost"], 1, "{v:#}");
+    assert_eq!(v["lost"][0]["name"], "contended");
+    assert!(
+        v["lost"][0]["holder"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pid {}", first.id())),
+        "{v:#}"
+    );
+    let row = &v["rows"][0];
+    assert_eq!(row["name"], "contended");
+    assert_eq!(row["holder"]["pid"], next.id(), "{v:#}");
+    assert_eq!(row["grants_seen"], 1);
+    assert!(cmd::<bool>(&server, &["EXISTS", "contended"]));
+    for c in [&mut first, &mut next] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+#[test]
+fn top_without_a_terminal_asks_for_once_or_json() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.arg("top");
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--once") && stderr.contains("--json"),
+        "{stderr}"
+    );
+}
