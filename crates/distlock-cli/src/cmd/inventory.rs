@@ -624,15 +624,22 @@ async fn read_string(
     Ok(Some(e))
 }
 
-/// Subscribers of `channel` (`PUBSUB NUMSUB`; on a Cluster, those of the node that answers).
+/// Subscribers of `channel`: `PUBSUB NUMSUB`, plus `PUBSUB SHARDNUMSUB` (sharded pub/sub,
+/// Redis 7; the waiters of a Cluster use it) where the server knows it.
 async fn numsub(client: &distlock::Client, channel: &str) -> Result<u64> {
     let mut con = client.redis_connection();
-    let (_, n): (String, u64) = redis::cmd("PUBSUB")
+    let (_, classic): (String, u64) = redis::cmd("PUBSUB")
         .arg("NUMSUB")
         .arg(channel)
         .query_async(&mut con)
         .await?;
-    Ok(n)
+    let sharded: Option<(String, u64)> = redis::cmd("PUBSUB")
+        .arg("SHARDNUMSUB")
+        .arg(channel)
+        .query_async(&mut con)
+        .await
+        .ok();
+    Ok(classic + sharded.map_or(0, |(_, n)| n))
 }
 
 /// A duration as people read it, to the second (`1h 2m 3s`, `850ms` below a second).

@@ -226,8 +226,21 @@ fn list_and_top_find_locks_on_every_master_of_a_cluster() {
             &["EXISTS", name]
         )));
     }
-    let (v, out) = list_json(distlock(), &["c-lock-*"]);
-    assert!(out.status.success(), "{out:?}");
+    // A waiter (sharded pub/sub on this Redis 7 Cluster) is counted.
+    let waiter = {
+        let mut c = distlock();
+        c.args(["run", "--wait", "30s", &names[0].0, "--", "true"])
+            .stdout(Stdio::null());
+        c.spawn().unwrap()
+    };
+    let mut v = Value::Null;
+    let counted = wait_until(Duration::from_secs(5), || {
+        let (listed, out) = list_json(distlock(), &["c-lock-*"]);
+        assert!(out.status.success(), "{out:?}");
+        v = listed;
+        entry(&v, &names[0].0)["waiting"] == 1
+    });
+    assert!(counted, "the waiter is not counted: {v:#}");
     for (name, _) in &names {
         assert_eq!(entry(&v, name)["held"], true, "{name}");
     }
@@ -239,4 +252,5 @@ fn list_and_top_find_locks_on_every_master_of_a_cluster() {
     let top: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(top["held"], names.len(), "{top:#}");
     stop(holders);
+    stop(vec![waiter]);
 }

@@ -471,17 +471,33 @@ impl Lock {
             .arg(&self.inner.names.channel)
             .cmd("GET")
             .arg(keys::redisson_fenced_token(&self.inner.names.key));
+        // Waiters on a Redis 7 Cluster subscribe with SSUBSCRIBE, which NUMSUB does not
+        // count; the pipeline runs on the master of the lock's slot, where the channel is.
+        let sharded = self.backend().publish() != crate::scripts::Publish::Classic;
+        if sharded {
+            pipe.cmd("PUBSUB")
+                .arg("SHARDNUMSUB")
+                .arg(&self.inner.names.channel);
+        }
         #[allow(clippy::type_complexity)]
-        let (kind, pttl, counter, numsub, fenced): (
+        let (kind, pttl, counter, numsub, fenced, shard_numsub): (
             String,
             i64,
             Option<String>,
             (String, u64),
             Option<String>,
-        ) = self
-            .backend()
-            .pipeline(&self.context("status"), &pipe)
-            .await?;
+            (String, u64),
+        ) = if sharded {
+            self.backend()
+                .pipeline(&self.context("status"), &pipe)
+                .await?
+        } else {
+            let (kind, pttl, counter, numsub, fenced) = self
+                .backend()
+                .pipeline(&self.context("status"), &pipe)
+                .await?;
+            (kind, pttl, counter, numsub, fenced, (String::new(), 0))
+        };
         // Before the slot's first grant, its counter will start above the floor (the legacy
         // server-wide counter read at connect): report that.
         let (counter, counter_key) = match counter {
@@ -508,7 +524,7 @@ impl Lock {
             ttl: (pttl >= 0).then(|| Duration::from_millis(pttl as u64)),
             fencing_token: None,
             fencing_counter: counter,
-            subscribers: numsub.1,
+            subscribers: numsub.1 + shard_numsub.1,
             mode: None,
             queue: Vec::new(),
             waiting_writers: 0,

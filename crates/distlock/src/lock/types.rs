@@ -187,7 +187,8 @@ pub struct LockStatus {
     /// floor its counter will start above (the legacy server-wide counter as read at
     /// connect, 0 when there was none).
     pub fencing_counter: u128,
-    /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`): one per waiting client
+    /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`, plus `PUBSUB
+    /// SHARDNUMSUB` where waiters use sharded pub/sub: a Redis 7 Cluster): one per waiting client
     /// (per waiter for a fair lock, whose waiters have channels of their own).
     pub subscribers: u64,
     /// Read-write locks: `"read"` or `"write"` while held.
