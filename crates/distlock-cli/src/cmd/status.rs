@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
+use super::inventory::glob_escape;
 use crate::connect::Options;
 
 #[derive(Args, Debug)]
@@ -357,18 +358,6 @@ async fn exists(client: &distlock::Client, key: &str) -> bool {
         .query_async::<bool>(&mut con)
         .await
         .unwrap_or(false)
-}
-
-/// `s` with the glob characters of `SCAN MATCH` escaped.
-fn glob_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 async fn job_item(client: &distlock::Client, env: &str, job: &str) -> Result<Item> {
