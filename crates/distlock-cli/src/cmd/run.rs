@@ -38,6 +38,21 @@ use tokio::signal::unix::{signal, SignalKind};
 use crate::connect::Options;
 use crate::exit;
 
+/// The exit status section of `distlock run --help`.
+pub const EXIT_STATUS_HELP: &str = "\
+Exit status:
+  CMD's code  CMD ran and exited (the lock was released, or the release failed: a warning)
+  75          the lock was not acquired within --wait (RedLock: no quorum), or the job lock
+              is held elsewhere (like flock -E 75)
+  125         distlock itself failed: a usage error, an unreachable server, a wrong password,
+              bad input, a key of another type (CMD did not run)
+  126         CMD was found but could not be executed
+  127         CMD was not found
+  128+N       CMD died of signal N (143: SIGTERM, as after a lost lease)
+
+125, 126 and 127 follow coreutils' timeout, env, nice and chroot, so that distlock's own
+failures are not mistaken for CMD's exit 1 or 2.";
+
 /// What to do when the lease is lost while the command runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OnLost {
@@ -305,7 +320,11 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         Err(e) => {
             eprintln!("distlock: cannot run {:?}: {e}", args.command[0]);
             held.release().await.ok();
-            return Ok(exit::CANNOT_EXEC);
+            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
+                exit::NOT_FOUND
+            } else {
+                exit::CANNOT_EXEC
+            });
         }
     };
     let pid = child.id();
@@ -338,6 +357,6 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code as u8,
         (None, Some(sig)) => exit::SIGNAL_BASE.saturating_add(sig as u8),
-        (None, None) => exit::ERROR,
+        (None, None) => exit::RUN_FAILED,
     }
 }

@@ -105,5 +105,5 @@ fn read_and_write_modes_share_and_exclude() {
     assert_eq!(output(w).status.code(), Some(0));
     let mut bad = Command::new(env!("CARGO_BIN_EXE_distlock"));
     bad.args(["run", "doc", "--read", "--write", "--", "true"]);
-    assert_eq!(output(bad).status.code(), Some(2));
+    assert_eq!(output(bad).status.code(), Some(125), "a usage error of run");
 }

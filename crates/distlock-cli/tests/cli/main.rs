@@ -87,6 +87,66 @@ fn run_passes_the_command_exit_code_through() {
     assert!(!exists);
 }
 
+/// `run`'s own failures exit 125 — a server that cannot be reached, a key of another type, a
+/// usage error — while CMD's codes 1 and 2 pass through; 126 for a CMD that cannot be
+/// executed, 127 for one that does not exist (coreutils' `timeout` convention).
+#[test]
+fn run_own_failures_exit_125_and_cmd_codes_pass_through() {
+    let server = RedisServer::start();
+    let closed = format!("redis://127.0.0.1:{}/", distlock_test::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let not_executable = dir.path().join("script.sh");
+    std::fs::write(&not_executable, "#!/bin/sh\nexit 0\n").unwrap();
+    let _: () = cmd(&server, &["SET", "a-string", "x"]);
+    let touch = ["--", "touch", marker.to_str().unwrap()];
+    let cases: Vec<(Vec<&str>, Option<&str>, i32)> = vec![
+        (vec!["run", "x", "--wait", "1s"], Some(closed.as_str()), 125),
+        (vec!["run", "a-string", "--wait", "1s"], None, 125),
+        (vec!["run", "x", "--wait", "soon"], None, 125),
+        (vec!["--timeout", "0s", "run", "x"], None, 125),
+        (vec!["run", "x", "--read", "--write"], None, 125),
+    ];
+    for (args, url, code) in cases {
+        let mut c = distlock(&server);
+        if let Some(url) = url {
+            c.env("DISTLOCK_URL", url);
+        }
+        c.args(&args).args(touch);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
+        assert!(!marker.exists(), "{args:?}: the command ran");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    for (script, code) in [("exit 1", 1), ("exit 2", 2), ("exit 125", 125)] {
+        let mut c = distlock(&server);
+        c.args(["run", "x", "--", "sh", "-c", script]);
+        assert_eq!(output(c).status.code(), Some(code), "{script}");
+    }
+    let mut c = distlock(&server);
+    c.args(["run", "x", "--"]).arg(&not_executable);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(126), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run"));
+    // Other commands keep 1 for errors and 2 for usage errors.
+    let mut c = distlock(&server);
+    c.env("DISTLOCK_URL", &closed).args(["status", "x"]);
+    assert_eq!(output(c).status.code(), Some(1));
+    let mut c = distlock(&server);
+    c.args(["status", "--wait", "1s", "x"]);
+    assert_eq!(output(c).status.code(), Some(2));
+    // `run --help` documents the codes and exits 0.
+    let mut c = distlock(&server);
+    c.args(["run", "--help"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in ["Exit status:", "125", "126", "127", "128+N"] {
+        assert!(help.contains(needle), "run --help lacks {needle}: {help}");
+    }
+}
+
 #[test]
 fn run_exits_75_when_the_lock_is_held() {
     let server = RedisServer::start();
@@ -191,7 +251,7 @@ fn wrong_password_never_appears_in_output() {
     assert!(!all.contains("s3cr3t"), "{all}");
 }
 
-/// An unreachable server: exit 1 with one stderr line that names the OS cause exactly once
+/// An unreachable server: exit 1 (`run`: 125) with one stderr line that names the OS cause exactly once
 /// (the library's message and its source chain do not repeat it) and never the password.
 #[test]
 fn unreachable_server_shows_the_cause_once() {
@@ -207,7 +267,9 @@ fn unreachable_server_shows_the_cause_once() {
             )
             .args(args);
         let out = output(c);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        // `run`'s own failures exit 125, the other commands' 1.
+        let code = if args[0] == "run" { 125 } else { 1 };
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         let lines: Vec<&str> = stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
@@ -428,7 +490,7 @@ fn job_mode_rejects_bad_durations() {
     let server = RedisServer::start();
     let mut c = distlock(&server);
     c.args(["run", "j", "--at-most", "0s", "--", "true"]);
-    assert_eq!(output(c).status.code(), Some(2));
+    assert_eq!(output(c).status.code(), Some(125));
     let mut c = distlock(&server);
     c.args([
         "run",
@@ -441,7 +503,7 @@ fn job_mode_rejects_bad_durations() {
         "true",
     ]);
     let out = output(c);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&out.stderr).contains("at_least_for"));
 }
 
