@@ -5,6 +5,7 @@
 mod cmd;
 mod connect;
 mod exit;
+mod out;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -205,7 +206,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("distlock: cannot start the async runtime: {e}");
+            out::errln!("distlock: cannot start the async runtime: {e}");
             return ExitCode::from(failed);
         }
     };
@@ -230,8 +231,10 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => ExitCode::from(code),
+        // A closed stdout ends a command quietly (see `out`).
+        Err(e) if out::is_closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("distlock: {e:#}");
+            out::errln!("distlock: {e:#}");
             ExitCode::from(failed)
         }
     }

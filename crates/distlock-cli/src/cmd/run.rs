@@ -37,6 +37,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::connect::Options;
 use crate::exit;
+use crate::out::errln;
 
 /// The exit status section of `distlock run --help`.
 pub const EXIT_STATUS_HELP: &str = "\
@@ -189,7 +190,7 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             Err(e) => return Err(anyhow::Error::new(e).context(format!("RedLock {:?}", args.name))),
         };
         if guard.is_none() {
-            eprintln!(
+            errln!(
                 "distlock: RedLock {:?} got no quorum of {} nodes within {}{why}",
                 args.name,
                 redlock.node_count(),
@@ -217,7 +218,7 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             .await
             .with_context(|| format!("semaphore {:?}", args.name))?;
         if permit.is_none() {
-            eprintln!(
+            errln!(
                 "distlock: no permit of semaphore {:?} within {}",
                 args.name,
                 humantime::format_duration(args.wait)
@@ -246,9 +247,10 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             .await
             .with_context(|| format!("job lock {:?}", args.name))?;
         if guard.is_none() {
-            eprintln!(
+            errln!(
                 "distlock: job {:?} (env {}) is running elsewhere; skipped",
-                args.name, args.env
+                args.name,
+                args.env
             );
         }
         return Ok(guard.map(Held::Job));
@@ -284,7 +286,7 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     }
     .with_context(|| format!("lock {name:?}"))?;
     if guard.is_none() {
-        eprintln!(
+        errln!(
             "distlock: lock {name:?} not acquired within {}",
             humantime::format_duration(args.wait)
         );
@@ -318,7 +320,7 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("distlock: cannot run {:?}: {e}", args.command[0]);
+            errln!("distlock: cannot run {:?}: {e}", args.command[0]);
             held.release().await.ok();
             return Ok(if e.kind() == std::io::ErrorKind::NotFound {
                 exit::NOT_FOUND
@@ -337,7 +339,7 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
             _ = sighup.recv() => send_signal(pid, Signal::SIGHUP),
             _ = held.lost(), if !lost_seen => {
                 lost_seen = true;
-                eprintln!("distlock: the lease on {:?} was lost while the command ran", args.name);
+                errln!("distlock: the lease on {:?} was lost while the command ran", args.name);
                 if on_lost == OnLost::Term {
                     send_signal(pid, Signal::SIGTERM);
                 }
@@ -347,7 +349,7 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     if let Err(e) = held.release().await {
         // The command's result stands; the lock was lost or already gone, and another
         // holder's lock was left alone.
-        eprintln!("distlock: release of {:?}: {e:#}", args.name);
+        errln!("distlock: release of {:?}: {e:#}", args.name);
     }
     Ok(exit_code(status))
 }
