@@ -175,6 +175,9 @@ impl Held {
 async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     if !args.redlock.is_empty() {
         let ttl = args.lease.unwrap_or(Duration::from_secs(30));
+        for url in &args.redlock {
+            crate::connect::check_url(url)?;
+        }
         let redlock = distlock::RedLock::builder_from_urls(args.redlock.iter().cloned())
             .ttl(ttl)
             .build()

@@ -436,6 +436,9 @@ fn print_items(items: Vec<Item>) -> Result<()> {
 }
 
 async fn redlock_status(args: StatusArgs) -> Result<u8> {
+    for url in &args.redlock {
+        crate::connect::check_url(url)?;
+    }
     let redlock = distlock::RedLock::builder_from_urls(args.redlock.iter().cloned())
         .build()
         .await

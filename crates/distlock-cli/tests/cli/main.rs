@@ -290,6 +290,73 @@ fn unreachable_server_shows_the_cause_once() {
     }
 }
 
+/// A URL without a scheme, or with `http://`, is refused with a hint naming the URL to use,
+/// never showing its password: `run` exits 125 without running CMD, `status` exits 1.
+#[test]
+fn url_mistakes_get_a_hint_without_the_password() {
+    let cases = [
+        ("localhost:6379", "use redis://localhost:6379"),
+        ("127.0.0.1:6379", "use redis://127.0.0.1:6379"),
+        (
+            "app:s3cr3t-pw@127.0.0.1:6379",
+            "use redis://app:***@127.0.0.1:6379",
+        ),
+        (
+            "http://:s3cr3t-pw@127.0.0.1:6379",
+            "use redis://:***@127.0.0.1:6379",
+        ),
+    ];
+    for (url, hint) in cases {
+        for (args, code) in [
+            (&["run", "x", "--", "true"][..], 125),
+            (&["status", "x"], 1),
+        ] {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+            c.env_remove("DISTLOCK_LOG")
+                .env("DISTLOCK_URL", url)
+                .args(args);
+            let out = output(c);
+            assert_eq!(out.status.code(), Some(code), "{url} {args:?}: {out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(hint), "{url} {args:?}: {stderr}");
+            assert!(!stderr.contains("s3cr3t"), "{url} {args:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{url} {args:?}: {stderr}");
+        }
+    }
+}
+
+/// Without --url or DISTLOCK_URL, a default server that cannot be reached is named, with
+/// how to name another.
+#[test]
+fn an_unreachable_default_server_says_to_set_the_url() {
+    if std::net::TcpStream::connect("127.0.0.1:6379").is_ok() {
+        eprintln!("skipped: a server listens on the default port 6379 here");
+        return;
+    }
+    for (args, code) in [
+        (&["run", "x", "--", "true"][..], 125),
+        (&["status", "x"], 1),
+    ] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+        c.env_remove("DISTLOCK_LOG")
+            .env_remove("DISTLOCK_URL")
+            .env_remove("DISTLOCK_CONNECT_TIMEOUT")
+            .args(args);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("set --url or DISTLOCK_URL"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("redis://127.0.0.1:6379/"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("Connection refused"), "{args:?}: {stderr}");
+    }
+}
+
 /// The demo on a private deployment of `topology` (no --url): sells out exactly, no oversell,
 /// no duplicates.
 fn demo_on_an_embedded(topology: &str) {
