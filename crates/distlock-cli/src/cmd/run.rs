@@ -1,10 +1,12 @@
-//! `distlock run NAME [--wait 10s] [--lease 30s] [--on-lost term|ignore] -- CMD ARGS…`
+//! `distlock run NAME [--wait 10s] [--lease 30s] [--on-lost term|ignore] [--kill-after 10s] -- CMD ARGS…`
 //! `distlock run NAME --at-most 10m [--at-least 30s] [--env prod] [--keep-alive] -- CMD ARGS…`
 //!
 //! Lock mode: acquire the lock (watchdog on unless `--lease`), run CMD with the lock's name
 //! and fencing token in its environment (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward
 //! SIGINT, SIGTERM and SIGHUP to it, release when it exits and exit with its code. Not
-//! acquired in time: exit 75 with one line on stderr, like `flock -E 75`.
+//! acquired in time: exit 75 with one line on stderr, like `flock -E 75`. A lost lease sends
+//! CMD SIGTERM (`--on-lost term`), and SIGKILL if it still runs `--kill-after` (10 s) later,
+//! as coreutils' `timeout --kill-after` escalates.
 //!
 //! RedLock mode (`--redlock URL,URL,…`): the Redlock algorithm over independent masters,
 //! TTL `--lease` (30 s), extended every third of it while CMD runs; no quorum within `--wait`
@@ -49,7 +51,8 @@ Exit status:
               bad input, a key of another type (CMD did not run)
   126         CMD was found but could not be executed
   127         CMD was not found
-  128+N       CMD died of signal N (143: SIGTERM, as after a lost lease)
+  128+N       CMD died of signal N (143: SIGTERM, as after a lost lease; 137: SIGKILL,
+              as when it outlived --kill-after)
 
 125, 126 and 127 follow coreutils' timeout, env, nice and chroot, so that distlock's own
 failures are not mistaken for CMD's exit 1 or 2.";
@@ -57,7 +60,8 @@ failures are not mistaken for CMD's exit 1 or 2.";
 /// What to do when the lease is lost while the command runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OnLost {
-    /// Send the command SIGTERM (default): it no longer has the lock.
+    /// Send the command SIGTERM (default): it no longer has the lock. SIGKILL follows if it
+    /// still runs after --kill-after.
     Term,
     /// Let it run; only print a warning.
     Ignore,
@@ -78,6 +82,11 @@ pub struct RunArgs {
     /// --at-most: ignore].
     #[arg(long, value_enum)]
     pub on_lost: Option<OnLost>,
+    /// With --on-lost term: send the command SIGKILL if it still runs this long after the
+    /// SIGTERM of a lost lease [default: 10s]. Signals sent to distlock are forwarded as
+    /// they are, without escalation.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+    pub kill_after: Option<Duration>,
     /// Job mode: the lock lives at most this long (ShedLock's lockAtMostFor); never waits.
     #[arg(long, value_parser = crate::parse_duration, conflicts_with_all = ["lease", "wait"])]
     pub at_most: Option<Duration>,
@@ -297,15 +306,25 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     Ok(guard.map(Held::Lock))
 }
 
+/// How long CMD may outlive the SIGTERM of a lost lease before SIGKILL, by default.
+const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(10);
+
 pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
-    let Some(held) = take(opts, &args).await? else {
-        return Ok(exit::NOT_ACQUIRED);
-    };
     let on_lost = args.on_lost.unwrap_or(if args.at_most.is_some() {
         OnLost::Ignore
     } else {
         OnLost::Term
     });
+    if on_lost == OnLost::Ignore && args.kill_after.is_some() {
+        anyhow::bail!(
+            "--kill-after needs --on-lost term: with --on-lost ignore (the default with \
+             --at-most) the command is not stopped when the lease is lost"
+        );
+    }
+    let kill_after = args.kill_after.unwrap_or(DEFAULT_KILL_AFTER);
+    let Some(held) = take(opts, &args).await? else {
+        return Ok(exit::NOT_ACQUIRED);
+    };
     let mut command = tokio::process::Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
@@ -334,9 +353,21 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     };
     let pid = child.id();
     let mut lost_seen = false;
+    // When CMD gets SIGKILL for outliving the SIGTERM of a lost lease.
+    let mut kill_at: Option<tokio::time::Instant> = None;
     let status = loop {
+        let kill_sleep =
+            tokio::time::sleep_until(kill_at.unwrap_or_else(tokio::time::Instant::now));
         tokio::select! {
             status = child.wait() => break status?,
+            _ = kill_sleep, if kill_at.is_some() => {
+                kill_at = None;
+                errln!(
+                    "distlock: the command still ran {} after SIGTERM: killed it (SIGKILL)",
+                    humantime::format_duration(kill_after)
+                );
+                send_signal(pid, Signal::SIGKILL);
+            }
             _ = sigint.recv() => send_signal(pid, Signal::SIGINT),
             _ = sigterm.recv() => send_signal(pid, Signal::SIGTERM),
             _ = sighup.recv() => send_signal(pid, Signal::SIGHUP),
@@ -345,6 +376,8 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
                 errln!("distlock: the lease on {:?} was lost while the command ran", args.name);
                 if on_lost == OnLost::Term {
                     send_signal(pid, Signal::SIGTERM);
+                    // `None` (never) for a --kill-after past the clock's range.
+                    kill_at = tokio::time::Instant::now().checked_add(kill_after);
                 }
             }
         }

@@ -228,6 +228,83 @@ fn run_terminates_the_command_when_the_lease_is_lost() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("lost"));
 }
 
+/// `--on-lost term` escalates: a command that ignores the SIGTERM of a lost lease gets
+/// SIGKILL `--kill-after` later (it is the wrapper's direct child: `exec` keeps the ignored
+/// SIGTERM), and `run` exits 137 saying so.
+#[test]
+fn run_kills_a_command_that_outlives_the_sigterm_of_a_lost_lease() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args([
+        "--watchdog-lease",
+        "600ms",
+        "run",
+        "stubborn",
+        "--kill-after",
+        "1500ms",
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; echo $$; exec sleep 60",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let pid: i32 = line.trim().parse().expect("the command's pid");
+    let deleted: i64 = cmd(&server, &["DEL", "stubborn"]);
+    assert_eq!(deleted, 1, "the lock key was not there");
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGKILL), "{out:?}");
+    assert!(stderr.contains("lost"), "{stderr}");
+    assert!(stderr.contains("SIGKILL"), "{stderr}");
+    // Lost within a renewal (200 ms), then --kill-after.
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Reaped by the wrapper: no such process any more.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the command {pid} still exists"
+    );
+
+    // Zero is refused, and so is --kill-after where nothing is stopped.
+    for args in [
+        &["run", "x", "--kill-after", "0s", "--", "true"][..],
+        &[
+            "run",
+            "x",
+            "--on-lost",
+            "ignore",
+            "--kill-after",
+            "1s",
+            "--",
+            "true",
+        ],
+        &[
+            "run",
+            "x",
+            "--at-most",
+            "1m",
+            "--kill-after",
+            "1s",
+            "--",
+            "true",
+        ],
+    ] {
+        let mut c = distlock(&server);
+        c.args(args);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {out:?}");
+    }
+    let exists: bool = cmd(&server, &["EXISTS", "x"]);
+    assert!(!exists, "a refused run took the lock");
+}
+
 #[test]
 fn wrong_password_never_appears_in_output() {
     let server = RedisServer::options().password("s3cr3t-correct").start();
