@@ -69,7 +69,7 @@ enum Command {
     /// shell wrappers (sh -c 'setup; exec server') or have the command stop its children. On
     /// other platforms there is no such guarantee: the command keeps running and the lock
     /// expires after its lease.
-    #[command(after_help = cmd::run::EXIT_STATUS_HELP)]
+    #[command(after_help = cmd::run::AFTER_HELP)]
     Run(cmd::run::RunArgs),
     /// Show who holds locks, hold counts, TTLs and fencing tokens.
     Status(cmd::status::StatusArgs),

@@ -1,8 +1,9 @@
 //! `distlock run NAME [--wait 10s] [--lease 30s] [--on-lost term|ignore] [--kill-after 10s] -- CMD ARGS…`
 //! `distlock run NAME --at-most 10m [--at-least 30s] [--env prod] [--keep-alive] -- CMD ARGS…`
 //!
-//! Lock mode: acquire the lock (watchdog on unless `--lease`), run CMD with the lock's name
-//! and fencing token in its environment (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward
+//! Lock mode (plain, `--fair`, `--read`, `--write`): acquire the lock (watchdog on unless
+//! `--lease`), run CMD with the lock's name and the grant's fencing token in its environment
+//! (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward
 //! SIGINT, SIGTERM and SIGHUP to it, release when it exits and exit with its code. Not
 //! acquired in time: exit 75 with one line on stderr, like `flock -E 75`. A lost lease sends
 //! CMD SIGTERM (`--on-lost term`), and SIGKILL if it still runs `--kill-after` (10 s) later,
@@ -16,6 +17,12 @@
 //! free, without waiting (else exit 75 at once), run CMD, release with the ownership-checked
 //! script (kept until `--at-least` has passed). As in ShedLock, `--at-most` passing does not
 //! stop CMD unless `--on-lost term` is given.
+//!
+//! `DISTLOCK_FENCING_TOKEN` is set only where the guard has a token (`LockGuard`, which the
+//! fair and read-write guards also give): not for job locks (ShedLock's have none), semaphore
+//! permits (Redisson's `RPermitExpirableSemaphore` has none) or RedLocks (each node counts
+//! its own tokens, not comparable across nodes). There it is removed from CMD's environment,
+//! so that a value distlock inherited (a nested `distlock run`) is not taken for this lock's.
 //!
 //! The wrapper dying: on Linux CMD (the wrapper's direct child) is killed with SIGKILL when
 //! the wrapper dies, however it dies (`kill -9`, OOM killer, a crash), so CMD never runs on
@@ -41,8 +48,19 @@ use crate::connect::Options;
 use crate::exit;
 use crate::out::errln;
 
-/// The exit status section of `distlock run --help`.
-pub const EXIT_STATUS_HELP: &str = "\
+/// The sections of `distlock run --help` after the options: CMD's environment, exit status.
+pub const AFTER_HELP: &str = "\
+Environment of CMD:
+  DISTLOCK_LOCK           the lock name
+  DISTLOCK_FENCING_TOKEN  the fencing token of this grant, with a plain lock, --fair, --read
+                          or --write: a number that grows with every grant of the lock, for
+                          the resource to refuse writes from an older holder (Kleppmann, \"How
+                          to do distributed locking\"). Not set with --at-most (ShedLock's job
+                          locks have no token), --semaphore (permits of Redisson's
+                          RPermitExpirableSemaphore have none) or --redlock (each node counts
+                          its own tokens, not comparable across nodes); a value in distlock's
+                          own environment is not passed on then.
+
 Exit status:
   CMD's code  CMD ran and exited (the lock was released, or the release failed: a warning)
   75          the lock was not acquired within --wait (RedLock: no quorum), or the job lock
@@ -329,8 +347,14 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     command
         .args(&args.command[1..])
         .env("DISTLOCK_LOCK", &args.name);
-    if let Held::Lock(g) = &held {
-        command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
+    match &held {
+        Held::Lock(g) => {
+            command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
+        }
+        // No token (see the module docs): none inherited either.
+        Held::Job(_) | Held::RedLock(_) | Held::Permit(_) => {
+            command.env_remove("DISTLOCK_FENCING_TOKEN");
+        }
     }
     die_with_wrapper(&mut command);
     // Handlers first: a signal arriving while the command starts is forwarded to it once it

@@ -107,3 +107,42 @@ fn read_and_write_modes_share_and_exclude() {
     bad.args(["run", "doc", "--read", "--write", "--", "true"]);
     assert_eq!(output(bad).status.code(), Some(125), "a usage error of run");
 }
+
+/// `DISTLOCK_FENCING_TOKEN` in every mode whose grant has a token (plain, fair, read, write):
+/// a number that grows from one run to the next. Job locks, semaphore permits and RedLocks
+/// have none: there it is unset, even when distlock's own environment has one.
+#[test]
+fn the_command_gets_a_growing_fencing_token_where_the_mode_has_one() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let token = |args: &[&str]| -> String {
+        let mut c = distlock(&server);
+        c.env("DISTLOCK_FENCING_TOKEN", "inherited")
+            .arg("run")
+            .args(args)
+            .args(["--", "sh", "-c", "echo ${DISTLOCK_FENCING_TOKEN-unset}"]);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for mode in [
+        &["plain"][..],
+        &["fifo", "--fair"],
+        &["doc", "--read"],
+        &["doc", "--write"],
+    ] {
+        let [first, second]: [u128; 2] = [(); 2].map(|()| {
+            let t = token(mode);
+            t.parse()
+                .unwrap_or_else(|_| panic!("{mode:?}: not a number: {t:?}"))
+        });
+        assert!(second > first, "{mode:?}: {first} then {second}");
+    }
+    for mode in [
+        &["nightly", "--at-most", "1m"][..],
+        &["jobs", "--semaphore", "2"],
+        &["rl", "--redlock", &url],
+    ] {
+        assert_eq!(token(mode), "unset", "{mode:?}");
+    }
+}
