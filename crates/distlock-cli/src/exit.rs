@@ -15,7 +15,7 @@ pub const INVARIANT_BROKEN: u8 = 3;
 /// `run`: the lock was not acquired within `--wait` (EX_TEMPFAIL, like `flock -E 75`).
 pub const NOT_ACQUIRED: u8 = 75;
 /// `run`: distlock itself failed (a usage error, an unreachable server, a wrong password,
-/// bad input, a key of the wrong type), so CMD did not run, or
+/// bad input, a key of the wrong type, a semaphore of another size), so CMD did not run, or
 /// distlock could not tell how it ended. Distinct from CMD's own codes in common use (1, 2),
 /// as coreutils' `timeout`, `env`, `nice` and `chroot` exit 125 when they fail themselves.
 pub const RUN_FAILED: u8 = 125;

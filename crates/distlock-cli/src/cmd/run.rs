@@ -66,7 +66,8 @@ Exit status:
   75          the lock was not acquired within --wait (RedLock: no quorum), or the job lock
               is held elsewhere (like flock -E 75)
   125         distlock itself failed: a usage error, an unreachable server, a wrong password,
-              bad input, a key of another type (CMD did not run)
+              bad input, a key of another type, a semaphore with another number of permits
+              than --semaphore N without --set-permits (CMD did not run)
   126         CMD was found but could not be executed
   127         CMD was not found
   128+N       CMD died of signal N (143: SIGTERM, as after a lost lease; 137: SIGKILL,
@@ -131,9 +132,15 @@ pub struct RunArgs {
     pub write: bool,
     /// Hold one leased permit of a semaphore with N permits: at most N of these commands at
     /// once across all hosts. The permit's lease (--lease, 30 s) is extended while CMD runs
-    /// and returns by itself if this host dies.
+    /// and returns by itself if this host dies. A semaphore that exists with another number
+    /// of permits is refused (exit 125) unless --set-permits is given.
     #[arg(long, value_name = "N", conflicts_with_all = ["at_most", "redlock"])]
     pub semaphore: Option<u64>,
+    /// With --semaphore N: make the semaphore's number of permits N even if it exists with
+    /// another, as Redisson's RPermitExpirableSemaphore.setPermits does. Permits held now
+    /// stay valid: a smaller number takes effect as they are given back.
+    #[arg(long, requires = "semaphore")]
+    pub set_permits: bool,
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true)]
     pub command: Vec<String>,
@@ -240,9 +247,27 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     if let Some(permits) = args.semaphore {
         let lease = args.lease.unwrap_or(Duration::from_secs(30));
         let sem = client.leased_semaphore(args.name.as_str());
-        sem.try_set_permits(permits)
-            .await
-            .with_context(|| format!("semaphore {:?}", args.name))?;
+        let what = || format!("semaphore {:?}", args.name);
+        if args.set_permits {
+            let before = sem.set_permits(permits).await.with_context(what)?;
+            if before != 0 && before != permits {
+                errln!(
+                    "distlock: semaphore {:?} resized from {before} to {permits} permits",
+                    args.name
+                );
+            }
+        } else if !sem.try_set_permits(permits).await.with_context(what)? {
+            // It existed: its number of permits (available plus leased) must be N.
+            let size = sem.total_permits().await.with_context(what)?;
+            if size != permits {
+                anyhow::bail!(
+                    "semaphore {:?} has {size} permits, not {permits}: run with --semaphore \
+                     {size}, or add --set-permits to make it {permits} (permits held now stay \
+                     valid); nothing was changed",
+                    args.name
+                );
+            }
+        }
         let permit = sem
             .try_acquire_for(lease, args.wait)
             .await

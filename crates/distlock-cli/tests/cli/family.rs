@@ -60,6 +60,58 @@ fn semaphore_mode_limits_concurrency() {
     assert_eq!(v["available_permits"], 2);
 }
 
+/// `--semaphore N` on a semaphore that exists with another number of permits is refused
+/// (exit 125, both sizes named, nothing changed, CMD not run); `--set-permits` resizes it
+/// while a holder keeps its permit.
+#[test]
+fn semaphore_of_another_size_is_refused_unless_set_permits() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let run = |args: &[&str]| {
+        let mut c = distlock(&server);
+        c.arg("run").args(args).args(["--", "touch"]).arg(&marker);
+        output(c)
+    };
+    let holder = hold(&server, &["pool", "--semaphore", "2"]);
+    assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
+        &server,
+        &["ZCARD", "{pool}:timeout"]
+    ) == 1));
+    let out = run(&["pool", "--semaphore", "3"]);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("has 2 permits, not 3"), "{stderr}");
+    assert!(stderr.contains("--set-permits"), "{stderr}");
+    assert!(!marker.exists(), "the command ran");
+    assert_eq!(cmd::<i64>(&server, &["GET", "pool"]), 1, "changed");
+
+    // Shrunk to 1 while the holder keeps its permit: no permit for anyone else.
+    let out = run(&[
+        "pool",
+        "--semaphore",
+        "1",
+        "--set-permits",
+        "--wait",
+        "300ms",
+    ]);
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("resized from 2 to 1"));
+    assert_eq!(cmd::<i64>(&server, &["GET", "pool"]), 0);
+    assert_eq!(cmd::<i64>(&server, &["ZCARD", "{pool}:timeout"]), 1, "kept");
+    assert!(!marker.exists());
+    stop(holder);
+    // The size now matches: runs without --set-permits.
+    let out = run(&["pool", "--semaphore", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(marker.exists());
+    let out = run(&["pool", "--semaphore", "4", "--set-permits"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(cmd::<i64>(&server, &["GET", "pool"]), 4);
+    let out = run(&["pool", "--set-permits"]);
+    assert_eq!(out.status.code(), Some(125), "needs --semaphore: {out:?}");
+}
+
 #[test]
 fn fair_mode_queues_and_status_shows_the_queue() {
     let server = RedisServer::start();
