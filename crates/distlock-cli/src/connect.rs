@@ -39,8 +39,10 @@ impl Options {
         }
     }
 
-    /// A client for `url` with these options.
+    /// A client for `url` with these options; common URL mistakes get a hint
+    /// ([`check_url`]).
     pub async fn client_for(&self, url: &str) -> Result<Client> {
+        check_url(url)?;
         self.connect(self.builder_for(url)).await
     }
 
@@ -60,10 +62,18 @@ impl Options {
         })
     }
 
-    /// A client for `--url`, or the default local server.
+    /// A client for `--url`, or the default local server; a failure to use the default says
+    /// how to name another.
     pub async fn client(&self) -> Result<Client> {
-        self.client_for(self.url.as_deref().unwrap_or(DEFAULT_URL))
-            .await
+        match &self.url {
+            Some(url) => self.client_for(url).await,
+            None => self.client_for(DEFAULT_URL).await.map_err(|e| {
+                e.context(format!(
+                    "no --url given and DISTLOCK_URL not set, so the default {DEFAULT_URL} was \
+                     tried (set --url or DISTLOCK_URL)"
+                ))
+            }),
+        }
     }
 
     /// The URL to use, starting a private deployment of `topology` when none was given. The
@@ -94,6 +104,117 @@ impl Options {
     }
 }
 
+/// The URL schemes the library takes (redis-rs's own and distlock's Sentinel and Cluster
+/// schemes).
+const SCHEMES: [&str; 10] = [
+    "redis",
+    "rediss",
+    "redis-sentinel",
+    "rediss-sentinel",
+    "redis-cluster",
+    "rediss-cluster",
+    "redis+unix",
+    "unix",
+    "valkey",
+    "valkeys",
+];
+
+/// A clear error with a hint for URL mistakes the library would only call "invalid": an
+/// empty URL, no scheme (`localhost:6379` → `use redis://localhost:6379`), a socket path,
+/// `http://`, `tcp://`, another unknown scheme. A password in `url` is masked in the error.
+pub fn check_url(url: &str) -> Result<()> {
+    if url.trim().is_empty() {
+        anyhow::bail!(
+            "the server URL is empty: set --url or DISTLOCK_URL to redis://HOST[:PORT], or \
+             unset DISTLOCK_URL to use the default {DEFAULT_URL}"
+        );
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        let hint = if url.starts_with('/') {
+            format!("unix://{url}")
+        } else if let Some(rest) = SCHEMES.iter().find_map(|s| {
+            // `redis:/host`: the scheme with its slashes mistyped.
+            url.strip_prefix(s)
+                .and_then(|r| r.strip_prefix(":/"))
+                .map(|r| format!("{s}://{}", r.trim_start_matches('/')))
+        }) {
+            rest
+        } else {
+            format!("redis://{url}")
+        };
+        anyhow::bail!(
+            "server URL {} has no scheme: use {}",
+            mask(url),
+            mask(&hint)
+        );
+    };
+    if SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
+        return Ok(());
+    }
+    let instead = match scheme.to_ascii_lowercase().as_str() {
+        "http" | "tcp" => Some("redis"),
+        "https" | "tls" | "ssl" => Some("rediss"),
+        "sentinel" | "redis+sentinel" => Some("redis-sentinel"),
+        "cluster" | "redis+cluster" => Some("redis-cluster"),
+        _ => None,
+    };
+    let why = if scheme.to_ascii_lowercase().starts_with("http") {
+        " (distlock speaks the Redis protocol, not HTTP)"
+    } else {
+        ""
+    };
+    match instead {
+        Some(s) => anyhow::bail!(
+            "server URL {} has the scheme {scheme}://{why}: use {}",
+            mask(url),
+            mask(&format!("{s}://{rest}"))
+        ),
+        None => anyhow::bail!(
+            "server URL {} has the scheme {scheme}://, which distlock does not know: use one \
+             of {}",
+            mask(url),
+            SCHEMES.map(|s| format!("{s}://")).join(", ")
+        ),
+    }
+}
+
+/// `url` with its credentials (everything before the last `@` after the scheme) and the
+/// value of a `pass` or `password` query parameter masked, for messages.
+fn mask(url: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) if b.len() >= start => (b, Some(q)),
+        _ => (url, None),
+    };
+    let mut out = match base[start..].rfind('@') {
+        Some(at) => {
+            let userinfo = &base[start..start + at];
+            let masked = match userinfo.split_once(':') {
+                Some((user, _)) => format!("{user}:***"),
+                None => "***".to_string(),
+            };
+            format!("{}{masked}{}", &base[..start], &base[start + at..])
+        }
+        None => base.to_string(),
+    };
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _))
+                    if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
+                {
+                    format!("{k}=***")
+                }
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
 /// Which private deployment `demo` starts when no URL is given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Topology {
@@ -121,5 +242,62 @@ impl Embedded {
             Embedded::Sentinel(s) => s.url(),
             Embedded::Cluster(s) => s.url(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_url, mask};
+
+    fn hint(url: &str) -> String {
+        format!("{:#}", check_url(url).unwrap_err())
+    }
+
+    #[test]
+    fn urls_without_a_scheme_get_a_hint() {
+        assert!(hint("localhost:6379").ends_with("use redis://localhost:6379"));
+        assert!(hint("127.0.0.1:6379").ends_with("use redis://127.0.0.1:6379"));
+        assert!(hint("redis:6379").ends_with("use redis://redis:6379"));
+        assert!(hint("redis:/h:1").ends_with("use redis://h:1"));
+        assert!(hint("/run/redis.sock").ends_with("use unix:///run/redis.sock"));
+        assert!(hint("").contains("empty"));
+    }
+
+    #[test]
+    fn wrong_schemes_get_a_hint() {
+        assert!(hint("http://h:6379").ends_with("use redis://h:6379"));
+        assert!(hint("http://h:6379").contains("not HTTP"));
+        assert!(hint("https://h").ends_with("use rediss://h"));
+        assert!(hint("tcp://h:1").ends_with("use redis://h:1"));
+        assert!(hint("foo://h").contains("redis-sentinel://"));
+        for ok in [
+            "redis://h",
+            "REDIS://h",
+            "rediss://h",
+            "redis-sentinel://h#m",
+            "redis-cluster://a,b",
+            "unix:///s",
+            "redis+unix:///s",
+        ] {
+            assert!(check_url(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn hints_never_show_a_password() {
+        for url in [
+            "app:hunter2@h:6379",
+            ":hunter2@h",
+            "http://app:hunter2@h",
+            "foo://:hunter2@h",
+            "tcp://h?password=hunter2",
+        ] {
+            let e = hint(url);
+            assert!(!e.contains("hunter2"), "{url}: {e}");
+            assert!(e.contains("***"), "{url}: {e}");
+        }
+        assert_eq!(mask("app:pw@h"), "app:***@h");
+        assert_eq!(mask("redis://h/?db=1&pass=pw"), "redis://h/?db=1&pass=***");
+        assert_eq!(mask("redis://h:1"), "redis://h:1");
     }
 }

@@ -5,6 +5,7 @@
 mod cmd;
 mod connect;
 mod exit;
+mod out;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -60,7 +61,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a command while holding a lock; exit with the command's code (75 when the lock
-    /// was not acquired in time).
+    /// was not acquired in time, 125 when distlock itself failed).
     ///
     /// If distlock itself dies while the command runs (kill -9, the OOM killer, a crash), on
     /// Linux the command (distlock's direct child) is killed with SIGKILL at once, so it never
@@ -68,6 +69,7 @@ enum Command {
     /// shell wrappers (sh -c 'setup; exec server') or have the command stop its children. On
     /// other platforms there is no such guarantee: the command keeps running and the lock
     /// expires after its lease.
+    #[command(after_help = cmd::run::AFTER_HELP)]
     Run(cmd::run::RunArgs),
     /// Show who holds locks, hold counts, TTLs and fencing tokens.
     Status(cmd::status::StatusArgs),
@@ -113,8 +115,56 @@ pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))
 }
 
+/// Whether the subcommand in `args` (the process's arguments, program name first) is `run`:
+/// the first argument that is neither an option nor the value of a global option.
+fn subcommand_is_run(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    use clap::CommandFactory;
+    let takes_value: Vec<String> = Cli::command()
+        .get_arguments()
+        .filter(|a| a.get_action().takes_values())
+        .filter_map(|a| a.get_long())
+        .map(|long| format!("--{long}"))
+        .collect();
+    let mut args = args.into_iter().skip(1);
+    while let Some(arg) = args.next() {
+        let Some(arg) = arg.to_str() else {
+            return false;
+        };
+        if takes_value.iter().any(|t| t == arg) {
+            args.next();
+        } else if !arg.starts_with('-') {
+            return arg == "run";
+        }
+    }
+    false
+}
+
+/// Print clap's help, version or usage error as clap does. A usage error of `run` exits 125
+/// like its other failures (CMD did not run), of the other commands 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    // Help into a closed pipe (`distlock run --help | head -1`) is not an error.
+    let _ = e.print();
+    if !e.use_stderr() {
+        return ExitCode::SUCCESS;
+    }
+    if subcommand_is_run(std::env::args_os()) {
+        ExitCode::from(exit::RUN_FAILED)
+    } else {
+        ExitCode::from(exit::USAGE)
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    // `run`'s own failures exit 125, distinct from the codes CMD exits with.
+    let failed = if matches!(cli.command, Command::Run(_)) {
+        exit::RUN_FAILED
+    } else {
+        exit::ERROR
+    };
     // Completions and the manual page are rendered into memory, then written: a closed pipe
     // (`distlock man | head`) is not an error.
     let generated = match &cli.command {
@@ -162,8 +212,8 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("distlock: cannot start the async runtime: {e}");
-            return ExitCode::from(exit::ERROR);
+            out::errln!("distlock: cannot start the async runtime: {e}");
+            return ExitCode::from(failed);
         }
     };
     let result = runtime.block_on(async move {
@@ -189,9 +239,11 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => ExitCode::from(code),
+        // A closed stdout ends a command quietly (see `out`).
+        Err(e) if out::is_closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("distlock: {e:#}");
-            ExitCode::from(exit::ERROR)
+            out::errln!("distlock: {e:#}");
+            ExitCode::from(failed)
         }
     }
 }

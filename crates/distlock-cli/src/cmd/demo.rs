@@ -33,6 +33,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::connect::{Options, Topology};
 use crate::exit;
+use crate::out::outln;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -318,9 +319,9 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     }
 
     if args.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        outln!("{}", serde_json::to_string(&summary)?)?;
     } else {
-        print_table(&summary);
+        print_table(&summary)?;
     }
     Ok(if summary.ok {
         0
@@ -330,7 +331,7 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
 }
 
 /// The summary as an aligned block: label, figure (right-aligned), remark; no borders.
-fn print_table(s: &Summary) {
+fn print_table(s: &Summary) -> Result<()> {
     let mark = |ok: bool| if ok { "ok" } else { "BROKEN" };
     let rows: [(&str, String, String); 11] = [
         (
@@ -398,9 +399,9 @@ fn print_table(s: &Summary) {
     if let Some(figures) = table.column_mut(1) {
         figures.set_cell_alignment(CellAlignment::Right);
     }
-    println!("distlock demo: flash sale, one order per user per voucher");
-    println!("{}", table.trim_fmt());
-    println!("result: {}", if s.ok { "OK" } else { "INVARIANT BROKEN" });
+    outln!("distlock demo: flash sale, one order per user per voucher")?;
+    outln!("{}", table.trim_fmt())?;
+    outln!("result: {}", if s.ok { "OK" } else { "INVARIANT BROKEN" })
 }
 
 /// A short random run id, so concurrent demos on one server do not collide.
@@ -446,7 +447,10 @@ pub async fn worker(opts: &Options, args: WorkerArgs) -> Result<u8> {
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                println!("progress {}", done.load(Ordering::Relaxed));
+                // Read by `demo`; nobody left to tell when it is gone.
+                if outln!("progress {}", done.load(Ordering::Relaxed)).is_err() {
+                    break;
+                }
             }
         })
     };
@@ -501,8 +505,8 @@ pub async fn worker(opts: &Options, args: WorkerArgs) -> Result<u8> {
         t.await??;
     }
     printer.abort();
-    println!("progress {}", done.load(Ordering::Relaxed));
+    outln!("progress {}", done.load(Ordering::Relaxed))?;
     let report = std::mem::take(&mut *report.lock().unwrap());
-    println!("result {}", serde_json::to_string(&report)?);
+    outln!("result {}", serde_json::to_string(&report)?)?;
     Ok(0)
 }

@@ -10,6 +10,7 @@ use comfy_table::{CellAlignment, Table};
 
 use super::inventory::{self, Entry, Inventory, Query};
 use crate::connect::Options;
+use crate::out::{errln, outln};
 
 /// Arguments of `distlock list`.
 #[derive(Args, Debug)]
@@ -71,13 +72,12 @@ pub async fn run(opts: &Options, args: ListArgs) -> Result<u8> {
     let mut found = inventory::scan(&client, &query).await?;
     args.sort.apply(&mut found.entries);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&found)?);
+        outln!("{}", serde_json::to_string_pretty(&found)?)?;
     } else {
-        print!("{}", table(&found.entries));
-        println!("{}", summary(&found));
+        outln!("{}{}", table(&found.entries), summary(&found))?;
     }
     for e in &found.errors {
-        eprintln!("distlock: {}: {}", e.key, e.error);
+        errln!("distlock: {}: {}", e.key, e.error);
     }
     Ok(if found.errors.is_empty() {
         0

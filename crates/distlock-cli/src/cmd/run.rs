@@ -1,10 +1,13 @@
-//! `distlock run NAME [--wait 10s] [--lease 30s] [--on-lost term|ignore] -- CMD ARGS…`
+//! `distlock run NAME [--wait 10s] [--lease 30s] [--on-lost term|ignore] [--kill-after 10s] -- CMD ARGS…`
 //! `distlock run NAME --at-most 10m [--at-least 30s] [--env prod] [--keep-alive] -- CMD ARGS…`
 //!
-//! Lock mode: acquire the lock (watchdog on unless `--lease`), run CMD with the lock's name
-//! and fencing token in its environment (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward
+//! Lock mode (plain, `--fair`, `--read`, `--write`): acquire the lock (watchdog on unless
+//! `--lease`), run CMD with the lock's name and the grant's fencing token in its environment
+//! (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward
 //! SIGINT, SIGTERM and SIGHUP to it, release when it exits and exit with its code. Not
-//! acquired in time: exit 75 with one line on stderr, like `flock -E 75`.
+//! acquired in time: exit 75 with one line on stderr, like `flock -E 75`. A lost lease sends
+//! CMD SIGTERM (`--on-lost term`), and SIGKILL if it still runs `--kill-after` (10 s) later,
+//! as coreutils' `timeout --kill-after` escalates.
 //!
 //! RedLock mode (`--redlock URL,URL,…`): the Redlock algorithm over independent masters,
 //! TTL `--lease` (30 s), extended every third of it while CMD runs; no quorum within `--wait`
@@ -14,6 +17,12 @@
 //! free, without waiting (else exit 75 at once), run CMD, release with the ownership-checked
 //! script (kept until `--at-least` has passed). As in ShedLock, `--at-most` passing does not
 //! stop CMD unless `--on-lost term` is given.
+//!
+//! `DISTLOCK_FENCING_TOKEN` is set only where the guard has a token (`LockGuard`, which the
+//! fair and read-write guards also give): not for job locks (ShedLock's have none), semaphore
+//! permits (Redisson's `RPermitExpirableSemaphore` has none) or RedLocks (each node counts
+//! its own tokens, not comparable across nodes). There it is removed from CMD's environment,
+//! so that a value distlock inherited (a nested `distlock run`) is not taken for this lock's.
 //!
 //! The wrapper dying: on Linux CMD (the wrapper's direct child) is killed with SIGKILL when
 //! the wrapper dies, however it dies (`kill -9`, OOM killer, a crash), so CMD never runs on
@@ -37,11 +46,41 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::connect::Options;
 use crate::exit;
+use crate::out::errln;
+
+/// The sections of `distlock run --help` after the options: CMD's environment, exit status.
+pub const AFTER_HELP: &str = "\
+Environment of CMD:
+  DISTLOCK_LOCK           the lock name
+  DISTLOCK_FENCING_TOKEN  the fencing token of this grant, with a plain lock, --fair, --read
+                          or --write: a number that grows with every grant of the lock, for
+                          the resource to refuse writes from an older holder (Kleppmann, \"How
+                          to do distributed locking\"). Not set with --at-most (ShedLock's job
+                          locks have no token), --semaphore (permits of Redisson's
+                          RPermitExpirableSemaphore have none) or --redlock (each node counts
+                          its own tokens, not comparable across nodes); a value in distlock's
+                          own environment is not passed on then.
+
+Exit status:
+  CMD's code  CMD ran and exited (the lock was released, or the release failed: a warning)
+  75          the lock was not acquired within --wait (RedLock: no quorum), or the job lock
+              is held elsewhere (like flock -E 75)
+  125         distlock itself failed: a usage error, an unreachable server, a wrong password,
+              bad input, a key of another type, a semaphore with another number of permits
+              than --semaphore N without --set-permits (CMD did not run)
+  126         CMD was found but could not be executed
+  127         CMD was not found
+  128+N       CMD died of signal N (143: SIGTERM, as after a lost lease; 137: SIGKILL,
+              as when it outlived --kill-after)
+
+125, 126 and 127 follow coreutils' timeout, env, nice and chroot, so that distlock's own
+failures are not mistaken for CMD's exit 1 or 2.";
 
 /// What to do when the lease is lost while the command runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OnLost {
-    /// Send the command SIGTERM (default): it no longer has the lock.
+    /// Send the command SIGTERM (default): it no longer has the lock. SIGKILL follows if it
+    /// still runs after --kill-after.
     Term,
     /// Let it run; only print a warning.
     Ignore,
@@ -62,6 +101,11 @@ pub struct RunArgs {
     /// --at-most: ignore].
     #[arg(long, value_enum)]
     pub on_lost: Option<OnLost>,
+    /// With --on-lost term: send the command SIGKILL if it still runs this long after the
+    /// SIGTERM of a lost lease [default: 10s]. Signals sent to distlock are forwarded as
+    /// they are, without escalation.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+    pub kill_after: Option<Duration>,
     /// Job mode: the lock lives at most this long (ShedLock's lockAtMostFor); never waits.
     #[arg(long, value_parser = crate::parse_duration, conflicts_with_all = ["lease", "wait"])]
     pub at_most: Option<Duration>,
@@ -88,9 +132,15 @@ pub struct RunArgs {
     pub write: bool,
     /// Hold one leased permit of a semaphore with N permits: at most N of these commands at
     /// once across all hosts. The permit's lease (--lease, 30 s) is extended while CMD runs
-    /// and returns by itself if this host dies.
+    /// and returns by itself if this host dies. A semaphore that exists with another number
+    /// of permits is refused (exit 125) unless --set-permits is given.
     #[arg(long, value_name = "N", conflicts_with_all = ["at_most", "redlock"])]
     pub semaphore: Option<u64>,
+    /// With --semaphore N: make the semaphore's number of permits N even if it exists with
+    /// another, as Redisson's RPermitExpirableSemaphore.setPermits does. Permits held now
+    /// stay valid: a smaller number takes effect as they are given back.
+    #[arg(long, requires = "semaphore")]
+    pub set_permits: bool,
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true)]
     pub command: Vec<String>,
@@ -159,6 +209,9 @@ impl Held {
 async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     if !args.redlock.is_empty() {
         let ttl = args.lease.unwrap_or(Duration::from_secs(30));
+        for url in &args.redlock {
+            crate::connect::check_url(url)?;
+        }
         let redlock = distlock::RedLock::builder_from_urls(args.redlock.iter().cloned())
             .ttl(ttl)
             .build()
@@ -174,7 +227,7 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             Err(e) => return Err(anyhow::Error::new(e).context(format!("RedLock {:?}", args.name))),
         };
         if guard.is_none() {
-            eprintln!(
+            errln!(
                 "distlock: RedLock {:?} got no quorum of {} nodes within {}{why}",
                 args.name,
                 redlock.node_count(),
@@ -194,15 +247,33 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     if let Some(permits) = args.semaphore {
         let lease = args.lease.unwrap_or(Duration::from_secs(30));
         let sem = client.leased_semaphore(args.name.as_str());
-        sem.try_set_permits(permits)
-            .await
-            .with_context(|| format!("semaphore {:?}", args.name))?;
+        let what = || format!("semaphore {:?}", args.name);
+        if args.set_permits {
+            let before = sem.set_permits(permits).await.with_context(what)?;
+            if before != 0 && before != permits {
+                errln!(
+                    "distlock: semaphore {:?} resized from {before} to {permits} permits",
+                    args.name
+                );
+            }
+        } else if !sem.try_set_permits(permits).await.with_context(what)? {
+            // It existed: its number of permits (available plus leased) must be N.
+            let size = sem.total_permits().await.with_context(what)?;
+            if size != permits {
+                anyhow::bail!(
+                    "semaphore {:?} has {size} permits, not {permits}: run with --semaphore \
+                     {size}, or add --set-permits to make it {permits} (permits held now stay \
+                     valid); nothing was changed",
+                    args.name
+                );
+            }
+        }
         let permit = sem
             .try_acquire_for(lease, args.wait)
             .await
             .with_context(|| format!("semaphore {:?}", args.name))?;
         if permit.is_none() {
-            eprintln!(
+            errln!(
                 "distlock: no permit of semaphore {:?} within {}",
                 args.name,
                 humantime::format_duration(args.wait)
@@ -231,9 +302,10 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             .await
             .with_context(|| format!("job lock {:?}", args.name))?;
         if guard.is_none() {
-            eprintln!(
+            errln!(
                 "distlock: job {:?} (env {}) is running elsewhere; skipped",
-                args.name, args.env
+                args.name,
+                args.env
             );
         }
         return Ok(guard.map(Held::Job));
@@ -269,7 +341,7 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     }
     .with_context(|| format!("lock {name:?}"))?;
     if guard.is_none() {
-        eprintln!(
+        errln!(
             "distlock: lock {name:?} not acquired within {}",
             humantime::format_duration(args.wait)
         );
@@ -277,21 +349,37 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
     Ok(guard.map(Held::Lock))
 }
 
+/// How long CMD may outlive the SIGTERM of a lost lease before SIGKILL, by default.
+const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(10);
+
 pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
-    let Some(held) = take(opts, &args).await? else {
-        return Ok(exit::NOT_ACQUIRED);
-    };
     let on_lost = args.on_lost.unwrap_or(if args.at_most.is_some() {
         OnLost::Ignore
     } else {
         OnLost::Term
     });
+    if on_lost == OnLost::Ignore && args.kill_after.is_some() {
+        anyhow::bail!(
+            "--kill-after needs --on-lost term: with --on-lost ignore (the default with \
+             --at-most) the command is not stopped when the lease is lost"
+        );
+    }
+    let kill_after = args.kill_after.unwrap_or(DEFAULT_KILL_AFTER);
+    let Some(held) = take(opts, &args).await? else {
+        return Ok(exit::NOT_ACQUIRED);
+    };
     let mut command = tokio::process::Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
         .env("DISTLOCK_LOCK", &args.name);
-    if let Held::Lock(g) = &held {
-        command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
+    match &held {
+        Held::Lock(g) => {
+            command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
+        }
+        // No token (see the module docs): none inherited either.
+        Held::Job(_) | Held::RedLock(_) | Held::Permit(_) => {
+            command.env_remove("DISTLOCK_FENCING_TOKEN");
+        }
     }
     die_with_wrapper(&mut command);
     // Handlers first: a signal arriving while the command starts is forwarded to it once it
@@ -303,24 +391,42 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("distlock: cannot run {:?}: {e}", args.command[0]);
+            errln!("distlock: cannot run {:?}: {e}", args.command[0]);
             held.release().await.ok();
-            return Ok(exit::CANNOT_EXEC);
+            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
+                exit::NOT_FOUND
+            } else {
+                exit::CANNOT_EXEC
+            });
         }
     };
     let pid = child.id();
     let mut lost_seen = false;
+    // When CMD gets SIGKILL for outliving the SIGTERM of a lost lease.
+    let mut kill_at: Option<tokio::time::Instant> = None;
     let status = loop {
+        let kill_sleep =
+            tokio::time::sleep_until(kill_at.unwrap_or_else(tokio::time::Instant::now));
         tokio::select! {
             status = child.wait() => break status?,
+            _ = kill_sleep, if kill_at.is_some() => {
+                kill_at = None;
+                errln!(
+                    "distlock: the command still ran {} after SIGTERM: killed it (SIGKILL)",
+                    humantime::format_duration(kill_after)
+                );
+                send_signal(pid, Signal::SIGKILL);
+            }
             _ = sigint.recv() => send_signal(pid, Signal::SIGINT),
             _ = sigterm.recv() => send_signal(pid, Signal::SIGTERM),
             _ = sighup.recv() => send_signal(pid, Signal::SIGHUP),
             _ = held.lost(), if !lost_seen => {
                 lost_seen = true;
-                eprintln!("distlock: the lease on {:?} was lost while the command ran", args.name);
+                errln!("distlock: the lease on {:?} was lost while the command ran", args.name);
                 if on_lost == OnLost::Term {
                     send_signal(pid, Signal::SIGTERM);
+                    // `None` (never) for a --kill-after past the clock's range.
+                    kill_at = tokio::time::Instant::now().checked_add(kill_after);
                 }
             }
         }
@@ -328,7 +434,7 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     if let Err(e) = held.release().await {
         // The command's result stands; the lock was lost or already gone, and another
         // holder's lock was left alone.
-        eprintln!("distlock: release of {:?}: {e:#}", args.name);
+        errln!("distlock: release of {:?}: {e:#}", args.name);
     }
     Ok(exit_code(status))
 }
@@ -338,6 +444,6 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code as u8,
         (None, Some(sig)) => exit::SIGNAL_BASE.saturating_add(sig as u8),
-        (None, None) => exit::ERROR,
+        (None, None) => exit::RUN_FAILED,
     }
 }

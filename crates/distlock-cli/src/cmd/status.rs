@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::inventory::glob_escape;
 use crate::connect::Options;
+use crate::out::{errln, outln};
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
@@ -249,10 +250,10 @@ pub async fn run(opts: &Options, args: StatusArgs) -> Result<u8> {
         return show(opts, &client, &args).await;
     };
     loop {
-        println!(
+        outln!(
             "--- {}",
             humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        );
+        )?;
         show(opts, &client, &args).await?;
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
@@ -277,18 +278,18 @@ async fn show(opts: &Options, client: &distlock::Client, args: &StatusArgs) -> R
     }
     let failed = items.iter().any(|i| matches!(i, Item::Failed { .. }));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&items)?);
+        outln!("{}", serde_json::to_string_pretty(&items)?)?;
     } else {
-        print_items(items);
+        print_items(items)?;
         for hint in hints {
-            println!("{hint}");
+            outln!("{hint}")?;
         }
         if let Some(policy) = client.eviction_policy().filter(|p| *p != "noeviction") {
             // Lock keys carry TTLs: any eviction policy may drop a held lock.
-            println!(
+            outln!(
                 "server maxmemory-policy {policy}: held locks can be evicted under memory \
                  pressure (use noeviction on lock servers)"
-            );
+            )?;
         }
     }
     Ok(if failed { crate::exit::ERROR } else { 0 })
@@ -389,38 +390,44 @@ fn human_ttl(ttl_ms: Option<u64>) -> String {
     }
 }
 
-fn print_items(items: Vec<Item>) {
+fn print_items(items: Vec<Item>) -> Result<()> {
     for item in items {
         match item {
-            Item::Failed { name, error } => eprintln!("distlock: {name}: {error}"),
-            Item::Job(j) => print_job(&j),
-            Item::Lock(r) => print_lock(&r),
-            Item::Semaphore(s) => println!(
+            Item::Failed { name, error } => errln!("distlock: {name}: {error}"),
+            Item::Job(j) => print_job(&j)?,
+            Item::Lock(r) => print_lock(&r)?,
+            Item::Semaphore(s) => outln!(
                 "{} (semaphore): {} permits available, {} leased",
-                s.name, s.available_permits, s.leased_permits
-            ),
+                s.name,
+                s.available_permits,
+                s.leased_permits
+            )?,
             Item::RedLock { name, nodes, .. } => {
-                println!("{name} (RedLock over {} nodes):", nodes.len());
+                outln!("{name} (RedLock over {} nodes):", nodes.len())?;
                 for n in nodes {
                     match (n.view, n.error) {
-                        (Some(r), _) if r.held => println!(
+                        (Some(r), _) if r.held => outln!(
                             "  {}: held by {} (TTL {})",
                             n.node,
                             r.holders.first().map(|h| h.owner.as_str()).unwrap_or("?"),
                             human_ttl(r.ttl_ms)
-                        ),
-                        (Some(_), _) => println!("  {}: free", n.node),
+                        )?,
+                        (Some(_), _) => outln!("  {}: free", n.node)?,
                         (None, e) => {
-                            println!("  {}: unreachable ({})", n.node, e.unwrap_or_default())
+                            outln!("  {}: unreachable ({})", n.node, e.unwrap_or_default())?
                         }
                     }
                 }
             }
         }
     }
+    Ok(())
 }
 
 async fn redlock_status(args: StatusArgs) -> Result<u8> {
+    for url in &args.redlock {
+        crate::connect::check_url(url)?;
+    }
     let redlock = distlock::RedLock::builder_from_urls(args.redlock.iter().cloned())
         .build()
         .await
@@ -453,57 +460,57 @@ async fn redlock_status(args: StatusArgs) -> Result<u8> {
         });
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&items)?);
+        outln!("{}", serde_json::to_string_pretty(&items)?)?;
     } else {
-        print_items(items);
+        print_items(items)?;
     }
     Ok(0)
 }
 
-fn print_job(j: &JobRow) {
+fn print_job(j: &JobRow) -> Result<()> {
     match (&j.host, &j.locked_at) {
-        (Some(host), Some(at)) => println!(
+        (Some(host), Some(at)) => outln!(
             "{} (job, {}): held by {host} since {at}, TTL {}",
             j.name,
             j.key,
             human_ttl(j.ttl_ms)
         ),
-        _ => println!("{} (job, {}): free", j.name, j.key),
+        _ => outln!("{} (job, {}): free", j.name, j.key),
     }
 }
 
-fn print_lock(r: &Row) {
+fn print_lock(r: &Row) -> Result<()> {
     if !r.held {
-        println!("{}: free (fencing counter {})", r.name, r.fencing_counter);
-        return;
+        return outln!("{}: free (fencing counter {})", r.name, r.fencing_counter);
     }
-    println!("{}: held, TTL {}", r.name, human_ttl(r.ttl_ms));
+    outln!("{}: held, TTL {}", r.name, human_ttl(r.ttl_ms))?;
     for h in &r.holders {
-        println!("  owner {}  hold count {}", h.owner, h.hold_count);
+        outln!("  owner {}  hold count {}", h.owner, h.hold_count)?;
     }
     if let Some(h) = &r.holder {
-        println!("  {}", holder_line(h));
+        outln!("  {}", holder_line(h))?;
     }
     match (r.fencing_token, &r.mode) {
-        (Some(t), _) => println!("  fencing token {t}"),
+        (Some(t), _) => outln!("  fencing token {t}")?,
         // A read-write lock's grants each draw a token the holder keeps; the hash has none.
-        (None, Some(_)) => println!("  fencing tokens: one per hold, kept by each holder"),
-        (None, None) => println!("  fencing token: none (holder is not a distlock client)"),
+        (None, Some(_)) => outln!("  fencing tokens: one per hold, kept by each holder")?,
+        (None, None) => outln!("  fencing token: none (holder is not a distlock client)")?,
     }
-    println!("  waiting clients {}", r.waiting_clients);
+    outln!("  waiting clients {}", r.waiting_clients)?;
     if let Some(mode) = &r.mode {
-        println!("  mode {mode}");
+        outln!("  mode {mode}")?;
     }
     if let Some(w) = r.waiting_writers {
-        println!("  waiting writers {w}");
+        outln!("  waiting writers {w}")?;
     }
     if !r.queue.is_empty() {
-        println!(
+        outln!(
             "  queue ({} waiting): {}",
             r.queue.len(),
             r.queue.join(", ")
-        );
+        )?;
     }
+    Ok(())
 }
 
 #[cfg(test)]

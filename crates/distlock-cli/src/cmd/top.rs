@@ -32,6 +32,7 @@ use serde::Serialize;
 
 use super::inventory::{self, Entry, Kind, Query};
 use crate::connect::Options;
+use crate::out::outln;
 
 /// How long a lock that was seen stays in view once its key is gone.
 const KEEP_FREED: Duration = Duration::from_secs(60);
@@ -354,9 +355,9 @@ pub async fn run(opts: &Options, args: TopArgs) -> Result<u8> {
         let mut snap = tracker.refresh(&client).await?;
         args.sort.apply(&mut snap.rows);
         if args.json {
-            println!("{}", serde_json::to_string(&snap)?);
+            outln!("{}", serde_json::to_string(&snap)?)?;
         } else {
-            print!("{}", text(&snap, args.sort));
+            outln!("{}", text(&snap, args.sort).trim_end())?;
         }
         return Ok(0);
     }
@@ -364,7 +365,7 @@ pub async fn run(opts: &Options, args: TopArgs) -> Result<u8> {
         loop {
             let mut snap = tracker.refresh(&client).await?;
             args.sort.apply(&mut snap.rows);
-            println!("{}", serde_json::to_string(&snap)?);
+            outln!("{}", serde_json::to_string(&snap)?)?;
             tokio::select! {
                 _ = tokio::time::sleep(args.interval) => {}
                 _ = tokio::signal::ctrl_c() => return Ok(0),

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::connect::Options;
+use crate::out::outln;
 
 #[derive(Args, Debug)]
 pub struct UnlockArgs {
@@ -35,9 +36,9 @@ pub async fn run(opts: &Options, args: UnlockArgs) -> Result<u8> {
         Err(e) => return Err(e).with_context(|| format!("unlock {:?}", args.name)),
     };
     if held {
-        println!("{}: unlocked", args.name);
+        outln!("{}: unlocked", args.name)?;
     } else {
-        println!("{}: was not locked", args.name);
+        outln!("{}: was not locked", args.name)?;
     }
     Ok(0)
 }

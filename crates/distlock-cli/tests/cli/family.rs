@@ -60,6 +60,58 @@ fn semaphore_mode_limits_concurrency() {
     assert_eq!(v["available_permits"], 2);
 }
 
+/// `--semaphore N` on a semaphore that exists with another number of permits is refused
+/// (exit 125, both sizes named, nothing changed, CMD not run); `--set-permits` resizes it
+/// while a holder keeps its permit.
+#[test]
+fn semaphore_of_another_size_is_refused_unless_set_permits() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let run = |args: &[&str]| {
+        let mut c = distlock(&server);
+        c.arg("run").args(args).args(["--", "touch"]).arg(&marker);
+        output(c)
+    };
+    let holder = hold(&server, &["pool", "--semaphore", "2"]);
+    assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
+        &server,
+        &["ZCARD", "{pool}:timeout"]
+    ) == 1));
+    let out = run(&["pool", "--semaphore", "3"]);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("has 2 permits, not 3"), "{stderr}");
+    assert!(stderr.contains("--set-permits"), "{stderr}");
+    assert!(!marker.exists(), "the command ran");
+    assert_eq!(cmd::<i64>(&server, &["GET", "pool"]), 1, "changed");
+
+    // Shrunk to 1 while the holder keeps its permit: no permit for anyone else.
+    let out = run(&[
+        "pool",
+        "--semaphore",
+        "1",
+        "--set-permits",
+        "--wait",
+        "300ms",
+    ]);
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("resized from 2 to 1"));
+    assert_eq!(cmd::<i64>(&server, &["GET", "pool"]), 0);
+    assert_eq!(cmd::<i64>(&server, &["ZCARD", "{pool}:timeout"]), 1, "kept");
+    assert!(!marker.exists());
+    stop(holder);
+    // The size now matches: runs without --set-permits.
+    let out = run(&["pool", "--semaphore", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(marker.exists());
+    let out = run(&["pool", "--semaphore", "4", "--set-permits"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(cmd::<i64>(&server, &["GET", "pool"]), 4);
+    let out = run(&["pool", "--set-permits"]);
+    assert_eq!(out.status.code(), Some(125), "needs --semaphore: {out:?}");
+}
+
 #[test]
 fn fair_mode_queues_and_status_shows_the_queue() {
     let server = RedisServer::start();
@@ -105,5 +157,44 @@ fn read_and_write_modes_share_and_exclude() {
     assert_eq!(output(w).status.code(), Some(0));
     let mut bad = Command::new(env!("CARGO_BIN_EXE_distlock"));
     bad.args(["run", "doc", "--read", "--write", "--", "true"]);
-    assert_eq!(output(bad).status.code(), Some(2));
+    assert_eq!(output(bad).status.code(), Some(125), "a usage error of run");
+}
+
+/// `DISTLOCK_FENCING_TOKEN` in every mode whose grant has a token (plain, fair, read, write):
+/// a number that grows from one run to the next. Job locks, semaphore permits and RedLocks
+/// have none: there it is unset, even when distlock's own environment has one.
+#[test]
+fn the_command_gets_a_growing_fencing_token_where_the_mode_has_one() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let token = |args: &[&str]| -> String {
+        let mut c = distlock(&server);
+        c.env("DISTLOCK_FENCING_TOKEN", "inherited")
+            .arg("run")
+            .args(args)
+            .args(["--", "sh", "-c", "echo ${DISTLOCK_FENCING_TOKEN-unset}"]);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for mode in [
+        &["plain"][..],
+        &["fifo", "--fair"],
+        &["doc", "--read"],
+        &["doc", "--write"],
+    ] {
+        let [first, second]: [u128; 2] = [(); 2].map(|()| {
+            let t = token(mode);
+            t.parse()
+                .unwrap_or_else(|_| panic!("{mode:?}: not a number: {t:?}"))
+        });
+        assert!(second > first, "{mode:?}: {first} then {second}");
+    }
+    for mode in [
+        &["nightly", "--at-most", "1m"][..],
+        &["jobs", "--semaphore", "2"],
+        &["rl", "--redlock", &url],
+    ] {
+        assert_eq!(token(mode), "unset", "{mode:?}");
+    }
 }

@@ -89,6 +89,66 @@ fn run_passes_the_command_exit_code_through() {
     assert!(!exists);
 }
 
+/// `run`'s own failures exit 125 — a server that cannot be reached, a key of another type, a
+/// usage error — while CMD's codes 1 and 2 pass through; 126 for a CMD that cannot be
+/// executed, 127 for one that does not exist (coreutils' `timeout` convention).
+#[test]
+fn run_own_failures_exit_125_and_cmd_codes_pass_through() {
+    let server = RedisServer::start();
+    let closed = format!("redis://127.0.0.1:{}/", distlock_test::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let not_executable = dir.path().join("script.sh");
+    std::fs::write(&not_executable, "#!/bin/sh\nexit 0\n").unwrap();
+    let _: () = cmd(&server, &["SET", "a-string", "x"]);
+    let touch = ["--", "touch", marker.to_str().unwrap()];
+    let cases: Vec<(Vec<&str>, Option<&str>, i32)> = vec![
+        (vec!["run", "x", "--wait", "1s"], Some(closed.as_str()), 125),
+        (vec!["run", "a-string", "--wait", "1s"], None, 125),
+        (vec!["run", "x", "--wait", "soon"], None, 125),
+        (vec!["--timeout", "0s", "run", "x"], None, 125),
+        (vec!["run", "x", "--read", "--write"], None, 125),
+    ];
+    for (args, url, code) in cases {
+        let mut c = distlock(&server);
+        if let Some(url) = url {
+            c.env("DISTLOCK_URL", url);
+        }
+        c.args(&args).args(touch);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
+        assert!(!marker.exists(), "{args:?}: the command ran");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    for (script, code) in [("exit 1", 1), ("exit 2", 2), ("exit 125", 125)] {
+        let mut c = distlock(&server);
+        c.args(["run", "x", "--", "sh", "-c", script]);
+        assert_eq!(output(c).status.code(), Some(code), "{script}");
+    }
+    let mut c = distlock(&server);
+    c.args(["run", "x", "--"]).arg(&not_executable);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(126), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run"));
+    // Other commands keep 1 for errors and 2 for usage errors.
+    let mut c = distlock(&server);
+    c.env("DISTLOCK_URL", &closed).args(["status", "x"]);
+    assert_eq!(output(c).status.code(), Some(1));
+    let mut c = distlock(&server);
+    c.args(["status", "--wait", "1s", "x"]);
+    assert_eq!(output(c).status.code(), Some(2));
+    // `run --help` documents the codes and exits 0.
+    let mut c = distlock(&server);
+    c.args(["run", "--help"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in ["Exit status:", "125", "126", "127", "128+N"] {
+        assert!(help.contains(needle), "run --help lacks {needle}: {help}");
+    }
+}
+
 #[test]
 fn run_exits_75_when_the_lock_is_held() {
     let server = RedisServer::start();
@@ -170,6 +230,83 @@ fn run_terminates_the_command_when_the_lease_is_lost() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("lost"));
 }
 
+/// `--on-lost term` escalates: a command that ignores the SIGTERM of a lost lease gets
+/// SIGKILL `--kill-after` later (it is the wrapper's direct child: `exec` keeps the ignored
+/// SIGTERM), and `run` exits 137 saying so.
+#[test]
+fn run_kills_a_command_that_outlives_the_sigterm_of_a_lost_lease() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args([
+        "--watchdog-lease",
+        "600ms",
+        "run",
+        "stubborn",
+        "--kill-after",
+        "1500ms",
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; echo $$; exec sleep 60",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let pid: i32 = line.trim().parse().expect("the command's pid");
+    let deleted: i64 = cmd(&server, &["DEL", "stubborn"]);
+    assert_eq!(deleted, 1, "the lock key was not there");
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGKILL), "{out:?}");
+    assert!(stderr.contains("lost"), "{stderr}");
+    assert!(stderr.contains("SIGKILL"), "{stderr}");
+    // Lost within a renewal (200 ms), then --kill-after.
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Reaped by the wrapper: no such process any more.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the command {pid} still exists"
+    );
+
+    // Zero is refused, and so is --kill-after where nothing is stopped.
+    for args in [
+        &["run", "x", "--kill-after", "0s", "--", "true"][..],
+        &[
+            "run",
+            "x",
+            "--on-lost",
+            "ignore",
+            "--kill-after",
+            "1s",
+            "--",
+            "true",
+        ],
+        &[
+            "run",
+            "x",
+            "--at-most",
+            "1m",
+            "--kill-after",
+            "1s",
+            "--",
+            "true",
+        ],
+    ] {
+        let mut c = distlock(&server);
+        c.args(args);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {out:?}");
+    }
+    let exists: bool = cmd(&server, &["EXISTS", "x"]);
+    assert!(!exists, "a refused run took the lock");
+}
+
 #[test]
 fn wrong_password_never_appears_in_output() {
     let server = RedisServer::options().password("s3cr3t-correct").start();
@@ -193,7 +330,7 @@ fn wrong_password_never_appears_in_output() {
     assert!(!all.contains("s3cr3t"), "{all}");
 }
 
-/// An unreachable server: exit 1 with one stderr line that names the OS cause exactly once
+/// An unreachable server: exit 1 (`run`: 125) with one stderr line that names the OS cause exactly once
 /// (the library's message and its source chain do not repeat it) and never the password.
 #[test]
 fn unreachable_server_shows_the_cause_once() {
@@ -209,7 +346,9 @@ fn unreachable_server_shows_the_cause_once() {
             )
             .args(args);
         let out = output(c);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        // `run`'s own failures exit 125, the other commands' 1.
+        let code = if args[0] == "run" { 125 } else { 1 };
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         let lines: Vec<&str> = stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
@@ -227,6 +366,73 @@ fn unreachable_server_shows_the_cause_once() {
             "{args:?}: {stderr}"
         );
         assert!(!stderr.contains("s3cr3t"), "{args:?}: {stderr}");
+    }
+}
+
+/// A URL without a scheme, or with `http://`, is refused with a hint naming the URL to use,
+/// never showing its password: `run` exits 125 without running CMD, `status` exits 1.
+#[test]
+fn url_mistakes_get_a_hint_without_the_password() {
+    let cases = [
+        ("localhost:6379", "use redis://localhost:6379"),
+        ("127.0.0.1:6379", "use redis://127.0.0.1:6379"),
+        (
+            "app:s3cr3t-pw@127.0.0.1:6379",
+            "use redis://app:***@127.0.0.1:6379",
+        ),
+        (
+            "http://:s3cr3t-pw@127.0.0.1:6379",
+            "use redis://:***@127.0.0.1:6379",
+        ),
+    ];
+    for (url, hint) in cases {
+        for (args, code) in [
+            (&["run", "x", "--", "true"][..], 125),
+            (&["status", "x"], 1),
+        ] {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+            c.env_remove("DISTLOCK_LOG")
+                .env("DISTLOCK_URL", url)
+                .args(args);
+            let out = output(c);
+            assert_eq!(out.status.code(), Some(code), "{url} {args:?}: {out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(hint), "{url} {args:?}: {stderr}");
+            assert!(!stderr.contains("s3cr3t"), "{url} {args:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{url} {args:?}: {stderr}");
+        }
+    }
+}
+
+/// Without --url or DISTLOCK_URL, a default server that cannot be reached is named, with
+/// how to name another.
+#[test]
+fn an_unreachable_default_server_says_to_set_the_url() {
+    if std::net::TcpStream::connect("127.0.0.1:6379").is_ok() {
+        eprintln!("skipped: a server listens on the default port 6379 here");
+        return;
+    }
+    for (args, code) in [
+        (&["run", "x", "--", "true"][..], 125),
+        (&["status", "x"], 1),
+    ] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+        c.env_remove("DISTLOCK_LOG")
+            .env_remove("DISTLOCK_URL")
+            .env_remove("DISTLOCK_CONNECT_TIMEOUT")
+            .args(args);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("set --url or DISTLOCK_URL"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("redis://127.0.0.1:6379/"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("Connection refused"), "{args:?}: {stderr}");
     }
 }
 
@@ -430,7 +636,7 @@ fn job_mode_rejects_bad_durations() {
     let server = RedisServer::start();
     let mut c = distlock(&server);
     c.args(["run", "j", "--at-most", "0s", "--", "true"]);
-    assert_eq!(output(c).status.code(), Some(2));
+    assert_eq!(output(c).status.code(), Some(125));
     let mut c = distlock(&server);
     c.args([
         "run",
@@ -443,7 +649,7 @@ fn job_mode_rejects_bad_durations() {
         "true",
     ]);
     let out = output(c);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&out.stderr).contains("at_least_for"));
 }
 

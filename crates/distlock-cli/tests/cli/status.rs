@@ -326,3 +326,44 @@ fn status_watch_follows_a_lock() {
     let free = stdout.rfind("watched: free").expect("seen free");
     assert!(held < free, "{stdout}");
 }
+
+/// Printing into a pipe whose reader is gone (`distlock status a b | head -0`) ends the
+/// command quietly with exit 0: no "failed printing to stdout" panic, no message. Also for
+/// `--json`, `--watch` (which would otherwise print forever) and `unlock`.
+#[test]
+fn a_closed_stdout_ends_commands_quietly_with_0() {
+    let server = RedisServer::start();
+    let _: () = cmd(&server, &["SET", "unrelated", "x"]);
+    let cases: [&[&str]; 5] = [
+        &["status", "a", "b", "c"],
+        &["status", "--json", "a", "b"],
+        &["status", "a", "--watch", "50ms"],
+        &["unlock", "--force", "a"],
+        &["man"],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        // The reader is gone before distlock writes: every write meets a closed pipe.
+        drop(reader);
+        let mut c = distlock(&server);
+        c.args(args).stdout(writer).stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        // The command's copy of the writer is the only one left.
+        drop(c);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("{args:?}: still running into a closed pipe");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(0), "{args:?}: {status:?} {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}

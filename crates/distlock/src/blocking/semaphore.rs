@@ -213,7 +213,31 @@ impl LeasedSemaphore {
         self.rt.block_on(self.inner.add_permits(permits))
     }
 
-    /// `(available, total)` permits, as [`crate::LeasedSemaphore::permits`].
+    /// Set the number of permits, keeping held permits valid, as
+    /// [`crate::LeasedSemaphore::set_permits`]. Returns the number before.
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::set_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn set_permits(&self, permits: u64) -> Result<u64> {
+        self.rt.block_on(self.inner.set_permits(permits))
+    }
+
+    /// The number of permits, available plus leased, as
+    /// [`crate::LeasedSemaphore::total_permits`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::total_permits`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn total_permits(&self) -> Result<u64> {
+        self.rt.block_on(self.inner.total_permits())
+    }
+
+    /// `(available, leased)` permits, as [`crate::LeasedSemaphore::permits`].
     ///
     /// # Errors
     /// As [`crate::LeasedSemaphore::permits`].

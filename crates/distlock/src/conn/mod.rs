@@ -75,19 +75,21 @@ fn mask_query_password(url: &str) -> String {
     out
 }
 
-/// The userinfo part of [`redact_url`].
+/// The userinfo part of [`redact_url`]. Text without `://` (a URL whose scheme was left out,
+/// `app:secret@host:6379`) is masked up to its last `@` all the same.
 fn redact_userinfo(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
+    let scheme_end = url.find("://").map(|i| i + 3);
+    let Some(scheme_end) = scheme_end.or_else(|| url.rfind('@').map(|_| 0)) else {
         return url.to_string();
     };
-    let rest = &url[scheme_end + 3..];
+    let rest = &url[scheme_end..];
     let Some(at) = rest.rfind('@') else {
         return url.to_string();
     };
     let userinfo = &rest[..at];
     // Without `/`, `?` or `#` before it, the last `@` ends the parser's authority too, so the
     // parser's credentials are everything before it.
-    if !userinfo.contains(['/', '?', '#']) {
+    if scheme_end > 0 && !userinfo.contains(['/', '?', '#']) {
         if let Ok(mut parsed) = ::url::Url::parse(url) {
             let masked = if parsed.password().is_none() {
                 parsed.set_username("***")
@@ -105,7 +107,7 @@ fn redact_userinfo(url: &str) -> String {
     } else {
         "***".to_string()
     };
-    format!("{}{}@{}", &url[..scheme_end + 3], masked, &rest[at + 1..])
+    format!("{}{}@{}", &url[..scheme_end], masked, &rest[at + 1..])
 }
 
 /// The command connection of a client: one variant per kind of deployment.
@@ -1077,6 +1079,17 @@ mod tests {
             "redis-cluster://app:***@h1,h2,h3"
         );
         assert_eq!(redact_url("no url at all"), "no url at all");
+    }
+
+    #[test]
+    fn a_url_without_a_scheme_is_masked_too() {
+        assert_eq!(
+            redact_url("app:hunter2@127.0.0.1:6379"),
+            "app:***@127.0.0.1:6379"
+        );
+        assert_eq!(redact_url(":hunter2@host"), ":***@host");
+        assert_eq!(redact_url("hunter2@host"), "***@host");
+        assert_eq!(redact_url("localhost:6379"), "localhost:6379");
     }
 
     #[test]

@@ -247,6 +247,8 @@ scripts! {
     LEASED_EXTEND => "leased_extend.lua" with "prelude.lua" "leases.lua",
     /// Reclaim expired leases; report available and leased.
     LEASED_AVAILABLE => "leased_available.lua" with "prelude.lua" "leases.lua",
+    /// Set a leased semaphore's size, keeping held permits (Redisson's `setPermits`).
+    LEASED_SET_PERMITS => "leased_set_permits.lua" with "prelude.lua" "leases.lua",
     /// Cancel a request of unknown outcome through its latch (tombstone).
     LATCH_CANCEL => "latch_cancel.lua",
 }
@@ -257,7 +259,7 @@ mod tests {
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
-        assert_eq!(SOURCES.len(), 28);
+        assert_eq!(SOURCES.len(), 29);
         for (file, src) in SOURCES {
             let header: String = src
                 .lines()

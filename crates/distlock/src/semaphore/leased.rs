@@ -82,6 +82,59 @@ impl LeasedSemaphore {
         self.names.add(permits).await
     }
 
+    /// Set the number of permits to `permits` whatever it was, keeping the permits held now
+    /// valid (Redisson's `RPermitExpirableSemaphore.setPermits`, which sees distlock's leases
+    /// as distlock sees Redisson's). Returns the number before: available plus leased permits,
+    /// as [`LeasedSemaphore::total_permits`] (0 when the semaphore had none).
+    ///
+    /// Growing frees the added permits at once and wakes waiters. Shrinking below the permits
+    /// held now takes none away: the available count goes below zero, and permits are
+    /// granted again only once enough holders have given theirs back. Unlike
+    /// [`add_permits`](LeasedSemaphore::add_permits), it is safe to repeat, and concurrent
+    /// callers setting the same number agree.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for 0 or more than [`MAX_PERMITS`](crate::MAX_PERMITS)
+    /// permits, or a bad name (nothing is changed); [`ErrorKind::WrongType`] when a key holds
+    /// another type; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent (a call whose reply was lost may have set the number; setting
+    /// it again changes nothing).
+    pub async fn set_permits(&self, permits: u64) -> Result<u64> {
+        keys::check_name(&self.names.name)?;
+        check_permits("permits", permits)?;
+        let mut inv = scripts::LEASED_SET_PERMITS.prepare_invoke();
+        inv.key(&self.names.key)
+            .key(self.leases_key())
+            .key(&self.names.channel)
+            .key(self.old_leases_key())
+            .arg(permits);
+        let before: i64 = self
+            .names
+            .client
+            .inner
+            .backend
+            .eval(&self.names.context("set permits"), &inv)
+            .await?;
+        Ok(before.max(0) as u64)
+    }
+
+    /// The number of permits: available plus leased (Redisson's `getPermits`), what
+    /// [`set_permits`](LeasedSemaphore::set_permits) sets. While a shrink waits for holders to
+    /// give permits back it is less than the sum of [`permits`](LeasedSemaphore::permits),
+    /// which counts no available permit below zero.
+    ///
+    /// # Errors
+    /// As [`LeasedSemaphore::permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn total_permits(&self) -> Result<u64> {
+        let (available, leased) = self.raw_permits().await?;
+        Ok(available.saturating_add(leased).max(0) as u64)
+    }
+
     /// Permits available now and permits leased out, after reclaiming expired leases.
     ///
     /// # Errors
@@ -90,6 +143,12 @@ impl LeasedSemaphore {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn permits(&self) -> Result<(u64, u64)> {
+        let (available, leased) = self.raw_permits().await?;
+        Ok((available.max(0) as u64, leased.max(0) as u64))
+    }
+
+    /// [`LeasedSemaphore::permits`] as stored: the available count may be below zero.
+    async fn raw_permits(&self) -> Result<(i64, i64)> {
         keys::check_name(&self.names.name)?;
         let mut inv = scripts::LEASED_AVAILABLE.prepare_invoke();
         inv.key(&self.names.key)
@@ -103,7 +162,7 @@ impl LeasedSemaphore {
             .backend
             .eval(&self.names.context("available"), &inv)
             .await?;
-        Ok((v.0.max(0) as u64, v.1.max(0) as u64))
+        Ok(v)
     }
 
     /// Permits available now (after reclaiming expired leases).

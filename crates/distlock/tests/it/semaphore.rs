@@ -174,6 +174,88 @@ async fn bad_semaphore_inputs_are_refused() {
     );
 }
 
+/// `set_permits` resizes a leased semaphore as Redisson's `setPermits` does: the size is
+/// available plus leased permits; shrinking takes no held permit away (the available count
+/// goes below zero until enough come back), growing wakes a waiter; repeating changes nothing;
+/// bad input and wrong types change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_permits_resizes_and_keeps_held_permits_valid() {
+    let (server, client) = setup().await;
+    let lease = Duration::from_secs(30);
+    let sem = client.leased_semaphore("resize");
+    assert_eq!(sem.set_permits(3).await.unwrap(), 0, "created");
+    assert_eq!(sem.total_permits().await.unwrap(), 3);
+    let held: Vec<_> = futures_util::future::join_all((0..3).map(|_| sem.acquire(lease)))
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(sem.set_permits(1).await.unwrap(), 3, "the size before");
+    assert_eq!(sem.total_permits().await.unwrap(), 1);
+    assert_eq!(
+        sem.permits().await.unwrap(),
+        (0, 3),
+        "every held permit kept"
+    );
+    let stored: i64 = cmd(&server, &["GET", "resize"]);
+    assert_eq!(stored, -2, "Redisson's counter, below zero");
+    for p in &held {
+        p.extend(lease).await.expect("a held permit stays valid");
+    }
+    let mut held = held.into_iter();
+    for left in [2, 1] {
+        held.next().unwrap().release().await.unwrap();
+        assert!(
+            sem.try_acquire(lease).await.unwrap().is_none(),
+            "granted while {left} of 1 are held"
+        );
+    }
+    let last = held.next().unwrap();
+    let waiter = {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.try_acquire_for(lease, Duration::from_secs(10)).await })
+    };
+    // The waiter is parked before the semaphore grows.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiter.is_finished());
+    assert_eq!(sem.set_permits(2).await.unwrap(), 1);
+    let woken = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("growing gave the waiter a permit");
+    assert_eq!(sem.set_permits(2).await.unwrap(), 2, "repeated: no change");
+    assert_eq!(sem.permits().await.unwrap(), (0, 2));
+    last.release().await.unwrap();
+    woken.release().await.unwrap();
+    assert_eq!(sem.permits().await.unwrap(), (2, 0));
+
+    for bad in [0, distlock::MAX_PERMITS + 1] {
+        assert_eq!(
+            sem.set_permits(bad).await.unwrap_err().kind(),
+            ErrorKind::InvalidInput,
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        sem.total_permits().await.unwrap(),
+        2,
+        "bad input changed nothing"
+    );
+    let _: () = cmd(&server, &["HSET", "hashy", "f", "v"]);
+    assert_eq!(
+        client
+            .leased_semaphore("hashy")
+            .set_permits(1)
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::WrongType
+    );
+    let field: String = cmd(&server, &["HGET", "hashy", "f"]);
+    assert_eq!(field, "v");
+}
+
 /// A holder process killed with SIGKILL gets its leased permit back after the lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_holder_returns_its_leased_permit_after_the_lease() {

@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use crate::connect::Options;
 use crate::exit;
+use crate::out::outln;
 use report::Line;
 
 /// Every workload, in the default order.
@@ -278,7 +279,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
         json: args.json,
     };
     if !args.json {
-        println!(
+        outln!(
             "distlock bench: distlock {} on {}{}",
             env!("CARGO_PKG_VERSION"),
             bench.data.redacted_url(),
@@ -287,7 +288,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
             } else {
                 ""
             }
-        );
+        )?;
     }
     let mut table = results_table();
 
@@ -316,7 +317,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
                 broken |= line.lost_updates.unwrap_or(0) != 0
                     || line.extra.f64("keys_left_per_idle_name").unwrap_or(0.0) != 0.0;
                 if args.json {
-                    println!("{}", line.to_json());
+                    outln!("{}", line.to_json())?;
                 } else {
                     table.add_row(row(&line));
                 }
@@ -329,7 +330,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
     }
     drop(server);
     if !args.json {
-        println!("{}", table.trim_fmt());
+        outln!("{}", table.trim_fmt())?;
     }
     if !failed.is_empty() {
         anyhow::bail!("workloads failed: {}", failed.join(", "));
