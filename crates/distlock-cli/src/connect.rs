@@ -178,41 +178,10 @@ pub fn check_url(url: &str) -> Result<()> {
     }
 }
 
-/// `url` with its credentials (everything before the last `@` after the scheme) and the
-/// value of a `pass` or `password` query parameter masked, for messages.
+/// `url` with its credentials and any `pass`/`password` query value masked, for messages
+/// (the library's masking, as in its own errors).
 fn mask(url: &str) -> String {
-    let start = url.find("://").map_or(0, |i| i + 3);
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) if b.len() >= start => (b, Some(q)),
-        _ => (url, None),
-    };
-    let mut out = match base[start..].rfind('@') {
-        Some(at) => {
-            let userinfo = &base[start..start + at];
-            let masked = match userinfo.split_once(':') {
-                Some((user, _)) => format!("{user}:***"),
-                None => "***".to_string(),
-            };
-            format!("{}{masked}{}", &base[..start], &base[start + at..])
-        }
-        None => base.to_string(),
-    };
-    if let Some(query) = query {
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((k, _))
-                    if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
-                {
-                    format!("{k}=***")
-                }
-                _ => pair.to_string(),
-            })
-            .collect();
-        out.push('?');
-        out.push_str(&pairs.join("&"));
-    }
-    out
+    distlock::redact_url(url)
 }
 
 /// Which private deployment `demo` starts when no URL is given.

@@ -89,6 +89,7 @@ pub use client::{
     Client, ClientBuilder, KeyScan, PubSubMode, RedisConnection, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT, DEFAULT_WATCHDOG_LEASE,
 };
+pub use conn::redact_url;
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
 pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
 pub use job::{assert_locked, spawn_every, JobGuard, JobHolder, JobLock, JOB_POLL_INTERVAL};

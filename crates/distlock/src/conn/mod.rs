@@ -43,7 +43,19 @@ const RETRY_DELAYS: [Duration; 3] = [
 /// `host:port`), is masked from `://` to that `@`. A password in the query
 /// (`redis+unix:///run/redis.sock?pass=secret`, redis-rs's form for Unix sockets) is masked
 /// as `pass=***`.
-pub(crate) fn redact_url(url: &str) -> String {
+///
+/// What distlock shows wherever it names a server ([`Client::redacted_url`](crate::Client::redacted_url),
+/// errors, logs); public so that applications and tools mask URLs the same way.
+///
+/// # Examples
+/// ```
+/// assert_eq!(
+///     distlock::redact_url("redis://app:secret@cache-1:6379/0"),
+///     "redis://app:***@cache-1:6379/0"
+/// );
+/// assert_eq!(distlock::redact_url("app:secret@cache-1:6379"), "app:***@cache-1:6379");
+/// ```
+pub fn redact_url(url: &str) -> String {
     mask_query_password(&redact_userinfo(url))
 }
 
