@@ -85,7 +85,8 @@ enum Command {
     /// orders.
     Demo(cmd::demo::DemoArgs),
     /// Benchmark distlock: the standard lock workloads (uncontended, distinct, contended,
-    /// handoff) plus watchdog, waiters and memory; a table, or JSON lines with --json.
+    /// handoff) plus watchdog, waiters and memory; a table, or JSON lines with --json;
+    /// charts (SVG, PNG) with --plot DIR, other runs beside distlock's with --compare.
     Bench(cmd::bench::BenchArgs),
     /// Print a shell completion script: `distlock completions bash > /etc/bash_completion.d/distlock`
     /// (zsh: into a directory of `$fpath` as `_distlock`; fish: `~/.config/fish/completions/distlock.fish`).

@@ -1,5 +1,6 @@
 //! `distlock bench`: every workload on a real server with tiny sizes (the `BENCH_*` knobs),
-//! the JSON lines the bench-peers `summarize.py` reads, and the table on the embedded server.
+//! the JSON lines the bench-peers `summarize.py` reads, the table on the embedded server, and
+//! the charts of `--plot` (SVG, PNG, `--compare`, `--from`).
 
 use std::process::{Command, Output};
 
@@ -283,4 +284,296 @@ fn every_workload_runs_on_sentinel_and_cluster_urls() {
         assert_eq!(f(contended, "lost_updates"), 0.0, "{url}: {contended}");
         assert!(f(contended, "ops") > 0.0, "{url}: {contended}");
     }
+}
+
+/// The lines of another implementation for `--compare`: two charted workloads (one with the
+/// contended wait figures), one the charts leave out, and a blank line.
+const FIXTURE: &str = r#"{"impl":"rust/fixture-lock","workload":"uncontended","clients":1,"ops":50,"seconds":0.01,"ops_per_s":5000.0,"p50_us":40.0,"p99_us":90.0,"lost_updates":null,"notes":"fixture","extra":{"samples":50,"p90_us":60.0,"max_us":400.0}}
+{"impl":"rust/fixture-lock","workload":"contended","clients":4,"ops":100,"seconds":0.05,"ops_per_s":2000.0,"p50_us":30.0,"p99_us":20000.0,"lost_updates":0,"notes":"fixture","extra":{"samples":9,"p90_us":9000.0,"max_us":20000.0,"wait_p50_us":70.0,"wait_p99_us":50000.0,"wait_max_us":90000.0}}
+
+{"impl":"limit/redis-benchmark","workload":"SET c=1","clients":1,"ops":10,"seconds":0.001,"ops_per_s":10000.0,"p50_us":20.0,"p99_us":30.0,"lost_updates":null,"notes":"","extra":{}}
+"#;
+
+/// An SVG file parsed: its root's size and every text in it.
+fn svg(path: &std::path::Path) -> (u32, u32, String) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg", "{path:?}");
+    let dim = |a: &str| -> u32 {
+        root.attribute(a)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{path:?}: no {a}"))
+    };
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    (dim("width"), dim("height"), texts.join("\n"))
+}
+
+/// A PNG file decoded: its size.
+fn png_size(path: &std::path::Path) -> (u32, u32) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    assert!(bytes.len() > 1000, "{path:?}: {} bytes", bytes.len());
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{path:?}");
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let mut buf = vec![0; reader.output_buffer_size().expect("a size")];
+    let info = reader
+        .next_frame(&mut buf)
+        .unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    (info.width, info.height)
+}
+
+/// `--plot DIR --png --compare FILE`: the JSON lines as without it, the charts as SVG and
+/// PNG of the same size, distlock's series and the compared impl in them, the per-client
+/// counts, and bench-data.json from which `--from` draws the charts again without a server.
+#[test]
+fn bench_plot_writes_charts_pngs_and_data_and_draws_them_again() {
+    let server = RedisServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("charts/run");
+    let fixture = tmp.path().join("fixture.jsonl");
+    std::fs::write(&fixture, FIXTURE).unwrap();
+    let mut c = bench();
+    c.args([
+        "--url",
+        &server.url(),
+        "--json",
+        "--workloads",
+        "uncontended,distinct,contended,handoff",
+        "--plot",
+    ])
+    .arg(&dir)
+    .arg("--png")
+    .arg("--compare")
+    .arg(&fixture);
+    let out = output(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    // stdout keeps only the JSON lines; where the charts went is said on stderr.
+    let lines = lines(&out);
+    assert_eq!(lines.len(), 4);
+    assert!(
+        stderr.contains(&format!("charts in {}", dir.display())),
+        "{stderr}"
+    );
+
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let charts = [
+        "acquire-cdf",
+        "contended-per-client",
+        "handoff",
+        "throughput",
+    ];
+    let mut expected: Vec<String> = charts
+        .iter()
+        .flat_map(|c| [format!("{c}.png"), format!("{c}.svg")])
+        .collect();
+    expected.push("bench-data.json".into());
+    expected.sort();
+    assert_eq!(names, expected);
+    for c in charts {
+        let (w, h, _) = svg(&dir.join(format!("{c}.svg")));
+        assert_eq!(png_size(&dir.join(format!("{c}.png"))), (w, h), "{c}");
+    }
+
+    let (_, _, acquire) = svg(&dir.join("acquire-cdf.svg"));
+    for label in [
+        "uncontended",
+        "distinct",
+        "contended",
+        "rust/distlock (this run)",
+        "rust/fixture-lock",
+        "1 client; distlock: 50 acquires",
+        "4 clients; distlock: 100 acquires",
+        "only percentiles",
+    ] {
+        assert!(acquire.contains(label), "{label:?} not in:\n{acquire}");
+    }
+    assert!(!acquire.contains("redis-benchmark"), "{acquire}");
+    let (_, _, handoff) = svg(&dir.join("handoff.svg"));
+    for label in [
+        "handoff",
+        "contended",
+        "rust/fixture-lock",
+        "hand-off latency",
+    ] {
+        assert!(handoff.contains(label), "{label:?} not in:\n{handoff}");
+    }
+    let (_, _, throughput) = svg(&dir.join("throughput.svg"));
+    for label in [
+        "rust/fixture-lock",
+        "5,000",
+        "2,000",
+        "rust/distlock (this run)",
+    ] {
+        assert!(
+            throughput.contains(label),
+            "{label:?} not in:\n{throughput}"
+        );
+    }
+    let (_, _, per_client) = svg(&dir.join("contended-per-client.svg"));
+    assert!(
+        per_client.contains("4 clients on one lock, 100 acquisitions"),
+        "{per_client}"
+    );
+    // One bar per client, in distlock's colour.
+    let per_client_svg = std::fs::read_to_string(dir.join("contended-per-client.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&per_client_svg).unwrap();
+    let bars = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#D62728"))
+        .count();
+    assert_eq!(bars, 4, "{per_client_svg}");
+
+    // bench-data.json: every line, the distributions behind them.
+    let data: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bench-data.json")).unwrap())
+            .unwrap();
+    assert_eq!(data["format"], "distlock-bench-data/1");
+    let workloads = data["workloads"].as_array().unwrap();
+    assert_eq!(workloads.len(), 4);
+    let count = |b: &Value| -> u64 {
+        b.as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_u64().unwrap())
+            .sum()
+    };
+    for (w, line) in workloads.iter().zip(&lines) {
+        assert_eq!(&w["line"], line, "the line as --json printed it");
+        assert_eq!(
+            count(&w["latency_ns"]),
+            line["extra"]["samples"].as_u64().unwrap(),
+            "{w}"
+        );
+    }
+    let contended = &workloads[2];
+    assert_eq!(count(&contended["wait_ns"]), 100);
+    let per: Vec<u64> = serde_json::from_value(contended["per_client"].clone()).unwrap();
+    assert_eq!(per.len(), 4);
+    assert_eq!(per.iter().sum::<u64>(), 100);
+
+    // Drawn again from the data alone: no server, no run, the same charts but for
+    // distlock's label (and so where the legend's columns fall).
+    drop(server);
+    let again = tmp.path().join("again");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env("DISTLOCK_URL", "redis://127.0.0.1:1/")
+        .args(["bench", "--plot"])
+        .arg(&again)
+        .arg("--from")
+        .arg(dir.join("bench-data.json"))
+        .arg("--compare")
+        .arg(&fixture);
+    let out = output(c);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(stdout.starts_with("distlock bench: charts in"), "{stdout}");
+    for c in charts {
+        let name = format!("{c}.svg");
+        let (_, _, before) = svg(&dir.join(&name));
+        let (_, _, after) = svg(&again.join(&name));
+        assert_eq!(
+            after,
+            before.replace(
+                "rust/distlock (this run)",
+                "rust/distlock (bench-data.json)"
+            ),
+            "{name}"
+        );
+    }
+    // distlock's curves (drawn 3 px wide) have the same points: the distributions came back
+    // whole.
+    let own_curves = |path: &std::path::Path| -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        doc.descendants()
+            .filter(|n| {
+                n.has_tag_name("polyline")
+                    && n.attribute("stroke") == Some("#D62728")
+                    && n.attribute("stroke-width") == Some("3")
+            })
+            .map(|n| n.attribute("points").unwrap().to_string())
+            // Not the legend's 2-point swatch.
+            .filter(|p| p.split_whitespace().count() > 2)
+            .collect()
+    };
+    for (name, curves) in [("acquire-cdf.svg", 3), ("handoff.svg", 2)] {
+        let before = own_curves(&dir.join(name));
+        assert_eq!(before.len(), curves, "{name}");
+        assert!(
+            before.iter().all(|p| p.split_whitespace().count() > 4),
+            "{name}: {before:?}"
+        );
+        assert_eq!(own_curves(&again.join(name)), before, "{name}");
+    }
+    assert!(!again.join("bench-data.json").exists());
+}
+
+/// A `--compare` file that is missing, not JSON lines, or has nothing to draw: one error
+/// line naming it, exit 1, before any server is started or the directory is made.
+#[test]
+fn bench_plot_refuses_bad_compare_files_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("charts");
+    let not_json = tmp.path().join("table.txt");
+    std::fs::write(&not_json, "workload clients ops\nuncontended 1 50\n").unwrap();
+    let nothing = tmp.path().join("watchdog.jsonl");
+    std::fs::write(
+        &nothing,
+        "{\"impl\":\"rust/distlock\",\"workload\":\"watchdog\",\"ops\":50,\"extra\":{}}\n",
+    )
+    .unwrap();
+    let missing = tmp.path().join("missing.jsonl");
+    for (file, message) in [
+        (&missing, "cannot read it"),
+        (&not_json, "line 1 is not a benchmark line"),
+        (&nothing, "no line to draw"),
+    ] {
+        let mut c = bench();
+        // An unreachable server: the error must come before any connection.
+        c.args(["--url", "redis://127.0.0.1:1/", "--plot"])
+            .arg(&dir)
+            .arg("--compare")
+            .arg(fixture_ok(tmp.path()))
+            .arg(file);
+        let out = output(c);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{file:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{file:?}: {out:?}");
+        assert!(
+            stderr.starts_with(&format!(
+                "distlock: --compare {}: {message}",
+                file.display()
+            )),
+            "{file:?}: {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(!dir.exists(), "{file:?}: the directory was made");
+    }
+    // --compare, --png and --from only go with --plot (a usage error).
+    let mut c = bench();
+    c.arg("--compare").arg(&not_json);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--plot"),
+        "{out:?}"
+    );
+}
+
+/// A good `--compare` file, written once into `dir`.
+fn fixture_ok(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("fixture.jsonl");
+    std::fs::write(&path, FIXTURE).unwrap();
+    path
 }

@@ -12,15 +12,35 @@
 //! the format of the other libraries' drivers (`impl` = `rust/distlock`), so the lines
 //! compare side by side. Sizes come from the same `BENCH_*` environment variables.
 //!
+//! Charts: `--plot DIR` writes SVG charts of the run into DIR (created if missing), plus
+//! `bench-data.json`, the recorded distributions they are drawn from (format in [`data`]):
+//!
+//! - `acquire-cdf.svg`: acquire latency, cumulative, of `uncontended`, `distinct` and
+//!   `contended` (how long each acquire waited);
+//! - `handoff.svg`: hand-off latency, cumulative, of `handoff` and of `contended`
+//!   (hand-offs between different clients);
+//! - `contended-per-client.svg`: the acquisitions each client got in `contended`;
+//! - `throughput.svg` (with `--compare` only): ops/s of every implementation.
+//!
+//! `--png` writes a PNG beside each SVG (the text needs a font on the system: Debian's
+//! `fonts-dejavu-core`, for one). `--compare FILE…` draws other runs' JSON lines beside
+//! distlock's (another library's, or an earlier distlock run): they carry only percentiles,
+//! so they are drawn as steps through p50, p90, p99 and max. `--from DIR/bench-data.json`
+//! draws the charts again without running anything. A bad `--compare` or `--from` file, or
+//! no font for `--png`, is an error before anything runs or is written. See [`plot`].
+//!
 //! Without `--url` (or `DISTLOCK_URL`) a private `redis-server` is started, as for `demo`.
 
+mod data;
 mod native;
+mod plot;
 mod report;
 mod standard;
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use comfy_table::{CellAlignment, Table};
 use distlock::Client;
@@ -28,7 +48,7 @@ use serde_json::Value;
 
 use crate::connect::Options;
 use crate::exit;
-use crate::out::outln;
+use crate::out::{errln, outln};
 use report::Line;
 
 /// Every workload, in the default order.
@@ -66,6 +86,132 @@ pub struct BenchArgs {
     /// with other lock libraries), and no progress bar.
     #[arg(long)]
     pub json: bool,
+
+    /// Write charts of the run into DIR (created if missing), as SVG: acquire-cdf.svg
+    /// (acquire latency of uncontended, distinct and contended, cumulative %, latency on a
+    /// log axis in µs/ms/s), handoff.svg (hand-off latency of handoff and contended, same
+    /// axes), contended-per-client.svg (acquisitions of each client in contended, counts),
+    /// with --compare also throughput.svg (ops/s per implementation); and bench-data.json
+    /// (the recorded latency distributions, in ns, for --from). Charts of workloads that did
+    /// not run are left out. Where the charts went is said on stdout (stderr with --json).
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+
+    /// With --plot: also write a PNG of every chart beside its SVG (acquire-cdf.png, …).
+    /// Needs a font on the system for the text (e.g. Debian's fonts-dejavu-core); without
+    /// one it is an error before anything runs.
+    #[arg(long, requires = "plot")]
+    pub png: bool,
+
+    /// With --plot: draw these runs beside distlock's: JSON-lines files as --json prints
+    /// them (any impl, e.g. other lock libraries' runs of the same workloads, or an earlier
+    /// distlock run, whose lines are labelled "rust/distlock (FILE)"). They carry only
+    /// percentiles, drawn as steps through p50, p90, p99 and max (µs); adds
+    /// throughput.svg. Lines of one impl and workload in several files (rounds) are drawn
+    /// as the median of each figure. A file that cannot be read, has a line that is not a
+    /// JSON object with "impl" and "workload", or no line of uncontended, distinct,
+    /// contended or handoff is an error before anything runs or is written.
+    #[arg(long, value_name = "FILE", num_args = 1.., requires = "plot")]
+    pub compare: Vec<PathBuf>,
+
+    /// With --plot: draw the charts from the bench-data.json an earlier --plot wrote,
+    /// instead of running the benchmark (no server is used; --workloads, --clients and the
+    /// BENCH_* sizes do not apply). Writes the charts only, not bench-data.json.
+    #[arg(long, value_name = "FILE", requires = "plot")]
+    pub from: Option<PathBuf>,
+}
+
+/// The file of `--plot DIR` that keeps the distributions the charts are drawn from.
+pub const DATA_FILE: &str = "bench-data.json";
+
+/// `--plot`: where the charts go and what they need, all checked before the run.
+struct PlotOut {
+    dir: PathBuf,
+    png: Option<plot::Png>,
+    peers: Vec<data::Peer>,
+    /// `--from`: distlock's workloads from an earlier run's bench-data.json.
+    from: Option<(String, Vec<data::Own>)>,
+}
+
+impl PlotOut {
+    /// Read the `--compare` and `--from` files, find a font for `--png`, then create the
+    /// directory: a bad file or no font fails before anything is written.
+    fn prepare(dir: &Path, args: &BenchArgs) -> Result<PlotOut> {
+        let peers = data::load_compare(&args.compare)?;
+        let from = match &args.from {
+            Some(path) => {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| path.display().to_string());
+                Some((format!("{} ({name})", report::IMPL), data::load_data(path)?))
+            }
+            None => None,
+        };
+        let png = if args.png {
+            Some(plot::Png::new()?)
+        } else {
+            None
+        };
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--plot {}: cannot create the directory", dir.display()))?;
+        Ok(PlotOut {
+            dir: dir.to_path_buf(),
+            png,
+            peers,
+            from,
+        })
+    }
+
+    /// Draw the charts (and with `data`, bench-data.json) in memory, then write them; say
+    /// where on stdout, or on stderr with `json`.
+    fn write(
+        &self,
+        own: &[data::Own],
+        own_label: String,
+        with_data: bool,
+        json: bool,
+    ) -> Result<()> {
+        let charts = plot::charts(&plot::Inputs {
+            own,
+            own_label,
+            peers: &self.peers,
+        })?;
+        let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+        for c in &charts {
+            if let Some(png) = &self.png {
+                files.push((format!("{}.png", c.name), png.render(&c.svg)?));
+            }
+            files.push((format!("{}.svg", c.name), c.svg.clone().into_bytes()));
+        }
+        if with_data {
+            files.push((DATA_FILE.to_string(), data::to_json(own).into_bytes()));
+        }
+        for (name, bytes) in &files {
+            let path = self.dir.join(name);
+            std::fs::write(&path, bytes)
+                .with_context(|| format!("--plot: cannot write {}", path.display()))?;
+        }
+        let svgs: Vec<String> = charts.iter().map(|c| format!("{}.svg", c.name)).collect();
+        let mut msg = format!("distlock bench: charts in {}: ", self.dir.display());
+        if svgs.is_empty() {
+            msg.push_str(&format!("none (none of {} ran)", data::CHARTED.join(", ")));
+        } else {
+            msg.push_str(&svgs.join(", "));
+            if let Some(png) = &self.png {
+                msg.push_str(&format!(" (and .png of each, text in {})", png.family));
+            }
+        }
+        if with_data {
+            msg.push_str(&format!("; data: {DATA_FILE}"));
+        }
+        if json {
+            errln!("{msg}");
+        } else {
+            outln!("{msg}")?;
+        }
+        Ok(())
+    }
 }
 
 /// Workload sizes: the standard workloads' `BENCH_*` environment variables (same names, same
@@ -250,6 +396,15 @@ impl Bench {
 /// `distlock bench`: run the workloads; exit 0, or 3 when an invariant broke (lost
 /// updates in `contended`, keys left behind by released locks in `memory`).
 pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
+    let plot = match &args.plot {
+        Some(dir) => Some(PlotOut::prepare(dir, &args)?),
+        None => None,
+    };
+    if let Some((label, own)) = plot.as_ref().and_then(|p| p.from.as_ref()) {
+        let out = plot.as_ref().expect("--from requires --plot");
+        out.write(own, label.clone(), false, args.json)?;
+        return Ok(0);
+    }
     let settings = Settings::from_env(args.clients);
     let mut workloads: Vec<&'static str> = Vec::new();
     for w in args
@@ -260,7 +415,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
     {
         match WORKLOADS.iter().find(|k| **k == w) {
             Some(k) => workloads.push(k),
-            None => eprintln!(
+            None => errln!(
                 "distlock bench: unknown workload {w:?} skipped (known: {})",
                 WORKLOADS.join(", ")
             ),
@@ -294,9 +449,10 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
 
     let mut failed = Vec::new();
     let mut broken = false;
+    let mut done = Vec::new();
     for w in workloads {
         if w == "memory" && bench.is_cluster() {
-            eprintln!(
+            errln!(
                 "distlock bench: workload memory skipped: it counts keys with SCAN and \
                  MEMORY USAGE on one server, not across a Cluster"
             );
@@ -321,9 +477,12 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
                 } else {
                     table.add_row(row(&line));
                 }
+                if plot.is_some() {
+                    done.push(data::Own::from_line(&line));
+                }
             }
             Err(e) => {
-                eprintln!("distlock bench: workload {w} failed: {e:#}");
+                errln!("distlock bench: workload {w} failed: {e:#}");
                 failed.push(w);
             }
         }
@@ -331,6 +490,14 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
     drop(server);
     if !args.json {
         outln!("{}", table.trim_fmt())?;
+    }
+    if let Some(out) = &plot {
+        out.write(
+            &done,
+            format!("{} (this run)", report::IMPL),
+            true,
+            args.json,
+        )?;
     }
     if !failed.is_empty() {
         anyhow::bail!("workloads failed: {}", failed.join(", "));

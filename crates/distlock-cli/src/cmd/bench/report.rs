@@ -38,6 +38,22 @@ pub struct Line {
     pub notes: String,
     /// Further figures: `samples`, `p90_us`, `max_us`, then the workload's own.
     pub extra: Extra,
+    /// The distributions behind the figures, for the charts (not part of the line).
+    #[serde(skip)]
+    pub recorded: Recorded,
+}
+
+/// What a workload recorded beyond its line: the whole distributions the charts draw.
+#[derive(Debug, Clone, Default)]
+pub struct Recorded {
+    /// The samples `p50_us`/`p99_us` come from, in ns: acquire latency in `uncontended` and
+    /// `distinct`, hand-off latency in `contended`, `handoff` and `waiters`; `None` without
+    /// samples.
+    pub latency: Option<Histogram<u64>>,
+    /// `contended`: the acquire latency (call → return) of every acquisition, in ns.
+    pub wait: Option<Histogram<u64>>,
+    /// `contended`: acquisitions of each client, by client index.
+    pub per_client: Vec<u64>,
 }
 
 /// The `extra` object: keys in insertion order (the peers' harness order).
@@ -157,6 +173,10 @@ impl Line {
             lost_updates,
             notes,
             extra: Extra(ex),
+            recorded: Recorded {
+                latency: (!h.is_empty()).then_some(h),
+                ..Recorded::default()
+            },
         }
     }
 

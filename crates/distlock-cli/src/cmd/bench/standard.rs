@@ -260,13 +260,17 @@ pub async fn contended(b: &Bench) -> Result<Line> {
         .await
         .context("read the counter")?;
     let lost = ops as i64 - fin.unwrap_or(0);
+    let mut per_client = vec![0u64; s.clients as usize];
+    for e in &ev {
+        per_client[e.2] += 1;
+    }
     let h = handoff_stats(ev);
     let mut extra = report::contended_extra(&h, fails, &last_err);
     let waits = report::histogram(&waits);
     extra.push(("wait_p50_us", num(report::pct(&waits, 0.50))));
     extra.push(("wait_p99_us", num(report::pct(&waits, 0.99))));
     extra.push(("wait_max_us", num(report::max_us(&waits))));
-    Ok(Line::new(
+    let mut line = Line::new(
         "contended",
         s.clients,
         ops,
@@ -275,7 +279,10 @@ pub async fn contended(b: &Bench) -> Result<Line> {
         Some(lost),
         b.notes(""),
         extra,
-    ))
+    );
+    line.recorded.wait = (!waits.is_empty()).then_some(waits);
+    line.recorded.per_client = per_client;
+    Ok(line)
 }
 
 /// `handoff`: clients A and B on `bench:h:lock`, `BENCH_HANDOFF_REPS` repetitions. A
