@@ -2,6 +2,10 @@
 //! flash-sale demo. A thin layer over the `distlock` library: errors are `anyhow` here and
 //! typed there; exit codes are documented in [`exit`].
 
+// Doc comments of the arguments are also their `--help` text, written for a terminal
+// (`[user][:password@]` is not a link, `<env>` not a tag).
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 mod cmd;
 mod connect;
 mod exit;
