@@ -24,7 +24,7 @@ struct Cli {
     /// behind Redis Sentinel: redis-sentinel://[user:password@]host1[:port1][,host2...][/db]#master-name
     /// (rediss-sentinel:// for TLS; sentinels without a port listen on 26379; the master is
     /// followed across failovers), or Redis Cluster: redis-cluster://[user:password@]host1[:port1][,host2...]
-    /// (rediss-cluster:// for TLS). Without it, `run`, `status` and `unlock` use
+    /// (rediss-cluster:// for TLS). Without it, `run`, `status`, `list`, `top` and `unlock` use
     /// redis://127.0.0.1:6379/, and `demo` and `bench` start a private redis-server (`demo
     /// --topology` a Sentinel set or a Cluster).
     #[arg(long, env = "DISTLOCK_URL", global = true, hide_env_values = true)]
@@ -81,7 +81,7 @@ enum Command {
     /// state, holder, how long held, TTL, waiting clients.
     List(cmd::list::ListArgs),
     /// A live view of the locks that matter now: held locks with holder, age and a TTL bar,
-    /// waiting clients, grants per second, leases lost. Keys: q quit, s sort, / filter.
+    /// waiting clients, new grants seen, leases lost. Keys: q quit, s sort, / filter.
     Top(cmd::top::TopArgs),
     /// Delete a lock whoever holds it, and wake its waiters.
     Unlock(cmd::unlock::UnlockArgs),
