@@ -470,8 +470,8 @@ async fn read_hash(
     if fields == 0 || fields > MAX_LOCK_FIELDS {
         return Ok(None);
     }
-    let lock = client.lock(name);
-    let s = match lock.status().await {
+    // A fair lock's status is a plain lock's plus its queue: one call reads either.
+    let s = match client.fair_lock(name).status().await {
         Ok(s) => s,
         // Changed type since TYPE: not a lock now.
         Err(e) if e.kind() == distlock::ErrorKind::WrongType => return Ok(None),
@@ -509,6 +509,7 @@ async fn read_hash(
             held_for_ms: now.duration_since(h.since).unwrap_or_default().as_millis() as u64,
         }
     });
+    let queue = s.queue;
     e.owners = s
         .holders
         .into_iter()
@@ -520,11 +521,10 @@ async fn read_hash(
         return Ok(Some(e));
     }
     // A fair lock shows by its queue: without waiters it is laid out as a plain lock.
-    let fair = client.fair_lock(name).status().await?;
-    if !fair.queue.is_empty() {
+    if !queue.is_empty() {
         e.kind = Kind::Fair;
-        e.queue = Some(fair.queue.len() as u64);
-        e.waiting = e.waiting.max(fair.queue.len() as u64);
+        e.queue = Some(queue.len() as u64);
+        e.waiting = e.waiting.max(queue.len() as u64);
     }
     Ok(Some(e))
 }

@@ -8,7 +8,7 @@ use distlock_test::testing::{cmd, wait_until};
 use distlock_test::RedisServer;
 use serde_json::Value;
 
-use super::{distlock, hold_until_key, output};
+use super::{distlock, hold, hold_until_key, output};
 
 /// `list --json` (and `ARGS`) parsed.
 fn list_json(mut c: Command, args: &[&str]) -> (Value, std::process::Output) {
@@ -55,8 +55,18 @@ fn list_shows_each_kind_with_its_holder_and_leaves_other_keys_out() {
     let _: i64 = cmd(&server, &["HSET", "user:1", "name", "bob"]);
     let _: String = cmd(&server, &["SET", "greeting", "hello"]);
 
-    let (v, out) = list_json(distlock(&server), &[]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // A fair lock with one waiter in its queue.
+    let fair = hold_until_key(&server, &["--fair", "payouts"], "payouts");
+    let fair_waiter = hold(&server, &["--fair", "--wait", "30s", "payouts"]);
+    let mut v = Value::Null;
+    let queued = wait_until(Duration::from_secs(5), || {
+        let (listed, out) = list_json(distlock(&server), &[]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        v = listed;
+        entry(&v, "payouts")["queue"] == 1
+    });
+    assert!(queued, "the fair lock's waiter is not queued: {v:#}");
+    assert_eq!(entry(&v, "payouts")["kind"], "fair");
 
     let l = entry(&v, "orders:1");
     assert_eq!(l["kind"], "lock");
@@ -122,7 +132,9 @@ fn list_shows_each_kind_with_its_holder_and_leaves_other_keys_out() {
     let row = text.lines().find(|l| l.contains("orders:1")).unwrap();
     assert!(row.contains(&format!("pid {}", lock.id())), "{row}");
     assert!(
-        text.contains("2 locks (2 held)") && text.contains("1 job lock (1 held)"),
+        text.contains("2 locks (2 held)")
+            && text.contains("1 fair lock (1 held)")
+            && text.contains("1 job lock (1 held)"),
         "{text}"
     );
 
@@ -131,7 +143,7 @@ fn list_shows_each_kind_with_its_holder_and_leaves_other_keys_out() {
     assert_eq!(v["entries"].as_array().unwrap().len(), 1, "{v:#}");
     let (v, _) = list_json(distlock(&server), &["night?y"]);
     assert_eq!(entry(&v, "nightly")["kind"], "job");
-    stop(vec![lock, job, rw, sem]);
+    stop(vec![lock, job, rw, sem, fair, fair_waiter]);
 }
 
 #[test]
