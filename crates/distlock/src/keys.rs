@@ -70,6 +70,24 @@ pub fn lock_channel(key: &str) -> String {
     prefixed("redisson_lock__channel", key)
 }
 
+/// Wake channel of a semaphore, plain or leased: `redisson_sc:{key}` (Redisson's
+/// `RSemaphore` and `RPermitExpirableSemaphore`).
+pub fn semaphore_channel(key: &str) -> String {
+    prefixed("redisson_sc", key)
+}
+
+/// Lease set of a leased semaphore: `{key}:timeout` (`key:timeout` when the key has a
+/// `{hash tag}`), a zset of permit ids by expiry (Redisson's `RPermitExpirableSemaphore`).
+pub fn semaphore_leases(key: &str) -> String {
+    suffixed(key, "timeout")
+}
+
+/// Wake channel of a count-down latch: `redisson_countdownlatch__channel__{key}`, with braces
+/// around the whole key even when it has a `{hash tag}` (Redisson's `RCountDownLatch`).
+pub fn latch_channel(key: &str) -> String {
+    format!("redisson_countdownlatch__channel__{{{key}}}")
+}
+
 /// Redisson `RFencedLock`'s token counter of a lock: `redisson_lock_token:{key}` (a string
 /// Redisson draws tokens from with `INCR`). distlock never creates it; when it exists, a plain
 /// lock's grant takes a token above it and writes it there.

@@ -48,7 +48,7 @@ impl Client {
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         let name = name.into();
         let key = format!("{}{}", self.key_prefix(), name);
-        let channel = format!("redisson_countdownlatch__channel__{{{key}}}");
+        let channel = keys::latch_channel(&key);
         CountDownLatch {
             client: self.clone(),
             name,

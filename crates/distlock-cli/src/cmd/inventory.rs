@@ -572,44 +572,34 @@ async fn read_string(
     if encoding.as_deref() != Some("int") {
         return Ok(None);
     }
-    let Some(value): Option<i64> = redis::cmd("GET").arg(key).query_async(&mut con).await? else {
-        return Ok(None);
-    };
-    let Ok(value) = u64::try_from(value) else {
-        return Ok(None);
-    };
-    let tagged = if key.contains('{') {
-        key.to_string()
-    } else {
-        format!("{{{key}}}")
-    };
-    let leases_key = format!("{tagged}:timeout");
+    let leases_key = distlock::layout::semaphore_leases(key);
     let now_ms = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default()
         .as_millis() as u64;
-    let leased: u64 = redis::cmd("ZCOUNT")
+    // One round trip: the key and its lease set share a hash slot.
+    let (value, has_leases, leased): (Option<i64>, bool, u64) = redis::pipe()
+        .cmd("GET")
+        .arg(key)
+        .cmd("EXISTS")
+        .arg(&leases_key)
+        .cmd("ZCOUNT")
         .arg(&leases_key)
         .arg(now_ms)
         .arg("+inf")
         .query_async(&mut con)
-        .await
-        .unwrap_or(0);
-    let semaphore_channel = format!("redisson_sc:{tagged}");
-    // Redisson's latch channel always puts braces around the whole key.
-    let latch_channel = format!("redisson_countdownlatch__channel__{{{key}}}");
+        .await?;
+    let Some(Ok(value)) = value.map(u64::try_from) else {
+        return Ok(None);
+    };
+    let channels = [
+        distlock::layout::semaphore_channel(key),
+        distlock::layout::latch_channel(key),
+    ];
+    let [sem_waiting, latch_waiting] = numsub(client, &channels).await?;
     let mut e = Entry::new(Kind::SemaphoreOrLatch, name, key);
     e.value = Some(value);
-    let (sem_waiting, latch_waiting) = (
-        numsub(client, &semaphore_channel).await?,
-        numsub(client, &latch_channel).await?,
-    );
-    let exists_leases: bool = redis::cmd("EXISTS")
-        .arg(&leases_key)
-        .query_async(&mut con)
-        .await
-        .unwrap_or(false);
-    if exists_leases {
+    if has_leases {
         e.kind = Kind::LeasedSemaphore;
         e.leased = Some(leased);
         e.held = leased > 0;
@@ -624,22 +614,43 @@ async fn read_string(
     Ok(Some(e))
 }
 
-/// Subscribers of `channel`: `PUBSUB NUMSUB`, plus `PUBSUB SHARDNUMSUB` (sharded pub/sub,
-/// Redis 7; the waiters of a Cluster use it) where the server knows it.
-async fn numsub(client: &distlock::Client, channel: &str) -> Result<u64> {
+/// Subscribers of each of `channels`: `PUBSUB NUMSUB`, plus `PUBSUB SHARDNUMSUB` (sharded
+/// pub/sub, Redis 7; the waiters of a Cluster use it) where the server knows it, asked once per
+/// hash slot among the channels (one call for a key without a `{hash tag}`: both channels carry
+/// `{key}`).
+async fn numsub<const N: usize>(
+    client: &distlock::Client,
+    channels: &[String; N],
+) -> Result<[u64; N]> {
     let mut con = client.redis_connection();
-    let (_, classic): (String, u64) = redis::cmd("PUBSUB")
+    let mut counts: Vec<(String, u64)> = redis::cmd("PUBSUB")
         .arg("NUMSUB")
-        .arg(channel)
+        .arg(channels)
         .query_async(&mut con)
         .await?;
-    let sharded: Option<(String, u64)> = redis::cmd("PUBSUB")
-        .arg("SHARDNUMSUB")
-        .arg(channel)
-        .query_async(&mut con)
-        .await
-        .ok();
-    Ok(classic + sharded.map_or(0, |(_, n)| n))
+    let mut slots: Vec<u16> = channels.iter().map(distlock::layout::key_slot).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    for slot in slots {
+        let in_slot: Vec<&String> = channels
+            .iter()
+            .filter(|c| distlock::layout::key_slot(c) == slot)
+            .collect();
+        let sharded: Vec<(String, u64)> = redis::cmd("PUBSUB")
+            .arg("SHARDNUMSUB")
+            .arg(in_slot)
+            .query_async(&mut con)
+            .await
+            .unwrap_or_default();
+        counts.extend(sharded);
+    }
+    Ok(std::array::from_fn(|i| {
+        counts
+            .iter()
+            .filter(|(c, _)| *c == channels[i])
+            .map(|(_, n)| n)
+            .sum()
+    }))
 }
 
 /// A duration as people read it, to the second (`1h 2m 3s`, `850ms` below a second).

@@ -44,7 +44,7 @@ impl fmt::Debug for LeasedSemaphore {
 impl LeasedSemaphore {
     /// Redisson's leases zset, `{<name>}:timeout`.
     fn leases_key(&self) -> String {
-        keys::suffixed(&self.names.key, "timeout")
+        keys::semaphore_leases(&self.names.key)
     }
 
     /// The leases key of distlock before it followed Redisson's name; the scripts move what

@@ -57,7 +57,7 @@ pub(super) struct Names {
 impl Names {
     fn new(client: &Client, name: String) -> Names {
         let key = format!("{}{}", client.key_prefix(), name);
-        let channel = keys::prefixed("redisson_sc", &key);
+        let channel = keys::semaphore_channel(&key);
         Names {
             client: client.clone(),
             name,
