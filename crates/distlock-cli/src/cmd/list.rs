@@ -49,15 +49,22 @@ pub enum Sort {
 }
 
 impl Sort {
-    /// Sort `entries` in this order (ties by name).
-    pub fn apply(self, entries: &mut [Entry]) {
+    /// How `a` and `b` compare in this order (`Equal` for `Name`: a stable sort keeps the
+    /// name order the entries come in).
+    pub fn compare(self, a: &Entry, b: &Entry) -> std::cmp::Ordering {
+        let held_for = |e: &Entry| e.holder.as_ref().map_or(0, |h| h.held_for_ms);
+        let ttl = |e: &Entry| e.ttl_ms.unwrap_or(u64::MAX);
         match self {
-            Sort::Name => {}
-            Sort::Age => entries
-                .sort_by_key(|e| std::cmp::Reverse(e.holder.as_ref().map_or(0, |h| h.held_for_ms))),
-            Sort::Ttl => entries.sort_by_key(|e| e.ttl_ms.unwrap_or(u64::MAX)),
-            Sort::Waiting => entries.sort_by_key(|e| std::cmp::Reverse(e.waiting)),
+            Sort::Name => std::cmp::Ordering::Equal,
+            Sort::Age => held_for(b).cmp(&held_for(a)),
+            Sort::Ttl => ttl(a).cmp(&ttl(b)),
+            Sort::Waiting => b.waiting.cmp(&a.waiting),
         }
+    }
+
+    /// Sort `entries`, which come sorted by name, in this order (ties stay by name).
+    pub fn apply(self, entries: &mut [Entry]) {
+        entries.sort_by(|a, b| self.compare(a, b));
     }
 }
 

@@ -31,6 +31,7 @@ use ratatui::widgets::{Cell, Paragraph, Row as TableRow, Table, TableState};
 use serde::Serialize;
 
 use super::inventory::{self, Entry, Kind, Query};
+use super::list::Sort;
 use crate::connect::Options;
 use crate::out::outln;
 
@@ -115,21 +116,23 @@ impl TopSort {
 
     fn apply(self, rows: &mut [Row]) {
         rows.sort_by(|a, b| a.entry.name.cmp(&b.entry.name));
-        let rate = |r: &Row| r.grants_seen;
-        match self {
-            TopSort::Name => {}
-            TopSort::Hot => rows.sort_by(|a, b| {
-                (b.entry.held, b.entry.waiting)
-                    .cmp(&(a.entry.held, a.entry.waiting))
-                    .then(rate(b).cmp(&rate(a)))
-            }),
-            TopSort::Age => rows.sort_by_key(|r| {
-                std::cmp::Reverse(r.entry.holder.as_ref().map_or(0, |h| h.held_for_ms))
-            }),
-            TopSort::Ttl => rows.sort_by_key(|r| r.entry.ttl_ms.unwrap_or(u64::MAX)),
-            TopSort::Waiting => rows.sort_by_key(|r| std::cmp::Reverse(r.entry.waiting)),
-            TopSort::Rate => rows.sort_by_key(|r| std::cmp::Reverse(rate(r))),
-        }
+        let by = match self {
+            TopSort::Hot => {
+                return rows.sort_by(|a, b| {
+                    (b.entry.held, b.entry.waiting, b.grants_seen).cmp(&(
+                        a.entry.held,
+                        a.entry.waiting,
+                        a.grants_seen,
+                    ))
+                })
+            }
+            TopSort::Rate => return rows.sort_by_key(|r| std::cmp::Reverse(r.grants_seen)),
+            TopSort::Name => Sort::Name,
+            TopSort::Age => Sort::Age,
+            TopSort::Ttl => Sort::Ttl,
+            TopSort::Waiting => Sort::Waiting,
+        };
+        rows.sort_by(|a, b| by.compare(&a.entry, &b.entry));
     }
 }
 
@@ -184,15 +187,18 @@ struct Snapshot {
     errors: Vec<inventory::KeyError>,
 }
 
+/// A row as last shown, and when its key was last found by a scan.
+struct Seen {
+    row: Row,
+    at: Instant,
+}
+
 /// What one refresh needs from the ones before.
 struct Tracker {
     query: Query,
-    /// Entries by key, with when they were last present.
-    seen: HashMap<String, (Entry, Instant)>,
-    /// New grants seen per key since `top` started.
-    grants: HashMap<String, u64>,
-    /// Longest TTL seen per key.
-    leases: HashMap<String, u64>,
+    /// The last refresh's rows by key (with the grants seen and the longest TTL so far), and
+    /// freed locks for [`KEEP_FREED`] after their key was last found.
+    seen: HashMap<String, Seen>,
     last: Option<Instant>,
     lost_total: u64,
     lost: VecDeque<Lost>,
@@ -203,63 +209,28 @@ impl Tracker {
         Tracker {
             query,
             seen: HashMap::new(),
-            grants: HashMap::new(),
-            leases: HashMap::new(),
             last: None,
             lost_total: 0,
             lost: VecDeque::new(),
         }
     }
 
-    /// Scan, then compare with the previous refresh.
+    /// Scan, then compare with the previous refresh (no other reads: a lock whose key is
+    /// gone is free).
     async fn refresh(&mut self, client: &distlock::Client) -> Result<Snapshot> {
         let started = Instant::now();
         let inv = inventory::scan(client, &self.query).await?;
-        let mut entries = inv.entries;
-        // Locks seen lately whose key is gone: free now, kept in view for their rate.
-        let present: std::collections::HashSet<String> =
-            entries.iter().map(|e| e.key.clone()).collect();
-        let gone: Vec<Entry> = self
-            .seen
-            .iter()
-            .filter(|(key, (e, at))| {
-                !present.contains(*key)
-                    && at.elapsed() < KEEP_FREED
-                    && matches!(e.kind, Kind::Lock | Kind::Fair | Kind::Rwlock)
-            })
-            .map(|(_, (e, _))| e.clone())
-            .take(self.query.limit)
-            .collect();
-        for prev in gone {
-            match client.lock(prev.name.as_str()).status().await {
-                Ok(s) if s.holders.is_empty() => {
-                    let mut e = prev.clone();
-                    e.held = false;
-                    e.owners.clear();
-                    e.holder = None;
-                    e.ttl_ms = None;
-                    e.mode = None;
-                    e.fencing_token = None;
-                    e.queue = None;
-                    e.waiting = s.subscribers;
-                    e.fencing_counter = Some(s.fencing_counter);
-                    entries.push(e);
-                }
-                // Held again since the scan: the next refresh lists it.
-                Ok(_) => {}
-                Err(_) => {}
-            }
-        }
         let now = Instant::now();
         let elapsed = self.last.map(|l| started.duration_since(l));
+        let found: HashMap<&str, &Entry> =
+            inv.entries.iter().map(|e| (e.key.as_str(), e)).collect();
         // Lost leases: held at the last refresh with a TTL that has run out since, and free
         // or held by another owner now.
         if let (Some(elapsed), Some(last)) = (elapsed, self.last) {
             // The TTLs are read during the scans, not at their starts: this scan took `slack`.
             let slack = now.duration_since(started);
-            let by_key: HashMap<&str, &Entry> =
-                entries.iter().map(|e| (e.key.as_str(), e)).collect();
-            for (key, (prev, at)) in &self.seen {
+            for (key, Seen { row, at }) in &self.seen {
+                let prev = &row.entry;
                 let ran_out = prev.held
                     && prev.kind != Kind::Job
                     && prev.kind.is_lock()
@@ -270,7 +241,7 @@ impl Tracker {
                 if !ran_out {
                     continue;
                 }
-                let same_holder = by_key.get(key.as_str()).is_some_and(|e| {
+                let same_holder = found.get(key.as_str()).is_some_and(|e| {
                     e.held
                         && e.owners
                             .iter()
@@ -291,36 +262,45 @@ impl Tracker {
         }
         // New grants: a held entry whose holder differs from the last refresh's.
         let mut new_grants = 0u64;
-        let mut rows = Vec::with_capacity(entries.len());
-        for e in entries {
+        let mut seen = HashMap::with_capacity(inv.entries.len());
+        for e in inv.entries {
+            let prev = self.seen.remove(&e.key).map(|s| s.row);
             let grant = e.grant();
-            let before = self.seen.get(&e.key).and_then(|(p, _)| p.grant());
-            let changed = self.last.is_some() && grant.is_some() && grant != before;
-            let grants = self.grants.entry(e.key.clone()).or_default();
-            *grants += u64::from(changed);
+            let changed = self.last.is_some()
+                && grant.is_some()
+                && grant != prev.as_ref().and_then(|p| p.entry.grant());
             new_grants += u64::from(changed);
-            if let Some(t) = e.ttl_ms {
-                let lease = self.leases.entry(e.key.clone()).or_default();
-                *lease = (*lease).max(t);
-            }
-            rows.push(Row {
-                lease_ms: self.leases.get(&e.key).copied(),
-                grants_seen: *grants,
+            let row = Row {
+                grants_seen: prev.as_ref().map_or(0, |p| p.grants_seen) + u64::from(changed),
+                lease_ms: prev.and_then(|p| p.lease_ms).max(e.ttl_ms),
                 entry: e,
-            });
-        }
-        let grants_per_s = elapsed.map(|dt| new_grants as f64 / dt.as_secs_f64());
-        for r in &rows {
-            let at = if present.contains(&r.entry.key) {
-                now
-            } else {
-                self.seen.get(&r.entry.key).map_or(now, |(_, at)| *at)
             };
-            self.seen.insert(r.entry.key.clone(), (r.entry.clone(), at));
+            seen.insert(row.entry.key.clone(), Seen { row, at: now });
         }
-        self.seen.retain(|_, (_, at)| at.elapsed() < KEEP_FREED);
-        self.leases.retain(|k, _| self.seen.contains_key(k));
-        self.grants.retain(|k, _| self.seen.contains_key(k));
+        // Locks seen lately whose key is gone: free now, kept in view for their grants.
+        let freed = self
+            .seen
+            .drain()
+            .filter(|(_, s)| {
+                s.at.elapsed() < KEEP_FREED
+                    && matches!(s.row.entry.kind, Kind::Lock | Kind::Fair | Kind::Rwlock)
+            })
+            .take(self.query.limit);
+        for (key, mut s) in freed {
+            let e = &mut s.row.entry;
+            e.held = false;
+            e.owners.clear();
+            e.holder = None;
+            e.ttl_ms = None;
+            e.mode = None;
+            e.fencing_token = None;
+            e.queue = None;
+            e.waiting = 0;
+            seen.insert(key, s);
+        }
+        self.seen = seen;
+        let rows: Vec<Row> = self.seen.values().map(|s| s.row.clone()).collect();
+        let grants_per_s = elapsed.map(|dt| new_grants as f64 / dt.as_secs_f64());
         self.last = Some(started);
         Ok(Snapshot {
             time: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
