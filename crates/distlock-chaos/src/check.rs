@@ -1,0 +1,847 @@
+//! The offline checkers: they read a finished history (and the fenced resource's own log)
+//! and report every violation of
+//!
+//! - **E** exclusion: no two holds overlap beyond what the lock allows (one exclusive hold,
+//!   or shared holds up to the capacity) while neither was reported lost;
+//! - **F** fencing: the resource never accepted a token lower than one it had accepted, and a
+//!   grant's token is above that of every grant that ended before it started (so tokens
+//!   never repeat or decrease);
+//! - **U** updates: every write the resource accepted was based on the latest accepted value,
+//!   and the unguarded counter lost no increment;
+//! - **L** liveness: no waiter idles longer than the limit while the lock is free (outside
+//!   faults), and after a fault heals a waiter acquires within the allowance;
+//! - **O** orphans: what the run's end found left behind (keys, queue entries,
+//!   subscriptions, missing permits), as the orchestrator read it from the servers.
+//!
+//! A hold starts at its acquire's `ok` and ends at its release's `invoke` (a correct lock
+//! grants the next hold after the release started, and the next holder hears of its grant
+//! before its `ok`), so two holds of a correct lock never overlap on this clock. For
+//! liveness the lock counts as free from the release's completion.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::history::{Event, Mode, Op, Property, ResourceOp, Type, Violation};
+
+/// One hold, rebuilt from the history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// The process and task that held it.
+    pub process: String,
+    /// The task.
+    pub task: u32,
+    /// The lock name.
+    pub key: String,
+    /// The fencing token, if the kind issues one.
+    pub token: Option<u128>,
+    /// Exclusive or shared.
+    pub mode: Mode,
+    /// The acquire's `ok`, µs.
+    pub start: u64,
+    /// The release's `invoke` (or the lost report, or the end of the history), µs.
+    pub end: u64,
+    /// When the release completed (or failed), µs: the lock is free from then on.
+    pub freed: u64,
+    /// When the client reported the lease lost, if it did.
+    pub lost_at: Option<u64>,
+}
+
+/// What the checkers allow, per scenario.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// How many shared holds may overlap (`None`: any number, as read holds).
+    pub shared_capacity: Option<u32>,
+    /// Longest a waiter may idle while the lock is free, outside faults.
+    pub idle_limit: Duration,
+    /// After a fault heals: how long until a waiter must have acquired.
+    pub heal_allowance: Duration,
+    /// Whether liveness applies (not to job locks, whose runs are scheduled, nor to
+    /// semaphores with free permits).
+    pub liveness: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            shared_capacity: None,
+            idle_limit: Duration::from_secs(1),
+            heal_allowance: Duration::from_secs(5),
+            liveness: true,
+        }
+    }
+}
+
+/// The checkers' findings for one run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Findings {
+    /// Holds granted.
+    pub grants: usize,
+    /// Faults injected (spans and instants).
+    pub faults: usize,
+    /// Leases the clients reported lost.
+    pub lost_leases: usize,
+    /// E: overlaps while neither hold was reported lost.
+    pub overlaps: usize,
+    /// Overlaps involving a hold reported lost (excused by E; fencing must catch them).
+    pub excused_overlaps: usize,
+    /// F: writes the resource accepted with a token below one it had accepted.
+    pub stale_writes_accepted: usize,
+    /// Writes (and reads) the resource refused: stale holders fenced off.
+    pub stale_writes_rejected: usize,
+    /// F: grants whose token was not above every earlier-ended grant's.
+    pub token_regressions: usize,
+    /// U: updates lost.
+    pub lost_updates: usize,
+    /// L: the longest time a waiter waited while no one held the lock, ms (faults included).
+    pub max_unavailable_ms: u64,
+    /// L: violations of the idle limit and the heal allowance.
+    pub liveness_violations: usize,
+    /// O: things left behind.
+    pub orphans: usize,
+    /// Every violation, for the report and the timeline.
+    #[serde(skip)]
+    pub violations: Vec<Violation>,
+}
+
+impl Findings {
+    /// No violation of any property.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// Rebuild the holds of a history (events in time order).
+pub fn holds(events: &[Event]) -> Vec<Hold> {
+    let last = events.last().map_or(0, |e| e.t_us);
+    let mut open: HashMap<(&str, u32), Hold> = HashMap::new();
+    let mut done = Vec::new();
+    for e in events {
+        let who = (e.process.as_str(), e.task);
+        match (e.f, e.ty) {
+            (Op::Acquire, Type::Ok) => {
+                let hold = Hold {
+                    process: e.process.clone(),
+                    task: e.task,
+                    key: e.key.clone().unwrap_or_default(),
+                    token: e.token_value(),
+                    mode: e.mode,
+                    start: e.t_us,
+                    end: last,
+                    freed: last,
+                    lost_at: None,
+                };
+                if let Some(mut prev) = open.insert(who, hold) {
+                    // A new grant without a release: the old hold ended unreleased.
+                    prev.end = e.t_us;
+                    prev.freed = e.t_us;
+                    done.push(prev);
+                }
+            }
+            (Op::Lost, _) => {
+                if let Some(h) = open.get_mut(&who) {
+                    h.lost_at.get_or_insert(e.t_us);
+                }
+            }
+            (Op::Release, Type::Invoke) => {
+                if let Some(h) = open.get_mut(&who) {
+                    h.end = e.t_us;
+                }
+            }
+            (Op::Release, _) => {
+                if let Some(mut h) = open.remove(&who) {
+                    h.end = h.end.min(e.t_us);
+                    h.freed = e.t_us;
+                    done.push(h);
+                }
+            }
+            _ => {}
+        }
+    }
+    done.extend(open.into_values());
+    done.sort_by_key(|h| (h.start, h.end));
+    done
+}
+
+/// Check a history. `resource` is the fenced resource's log in its own order (empty when the
+/// workload has none); `counter` is `(increments acknowledged, final value)` for the counter
+/// workload; `orphans` what the end of the run found left behind.
+pub fn check(
+    events: &[Event],
+    resource: &[ResourceOp],
+    counter: Option<(u64, i64)>,
+    orphans: &[String],
+    limits: &Limits,
+) -> Findings {
+    let holds = holds(events);
+    let mut f = Findings {
+        grants: holds.len(),
+        faults: events
+            .iter()
+            .filter(|e| e.f == Op::Fault && e.ty != Type::Ok)
+            .count(),
+        lost_leases: holds.iter().filter(|h| h.lost_at.is_some()).count(),
+        ..Findings::default()
+    };
+    exclusion(&holds, limits, &mut f);
+    fencing(&holds, resource, &mut f);
+    updates(resource, counter, &mut f);
+    if limits.liveness {
+        liveness(events, &holds, limits, &mut f);
+    }
+    for o in orphans {
+        f.orphans += 1;
+        f.violations.push(Violation {
+            t_us: events.last().map_or(0, |e| e.t_us),
+            until_us: events.last().map_or(0, |e| e.t_us),
+            property: Property::Orphans,
+            detail: o.clone(),
+        });
+    }
+    f.violations.sort_by_key(|v| v.t_us);
+    f
+}
+
+/// E: a sweep over the holds of each key; an episode is counted when the active holds start
+/// to exceed what the lock allows.
+fn exclusion(holds: &[Hold], limits: &Limits, f: &mut Findings) {
+    let all = overlap_episodes(holds.iter(), limits);
+    let unexcused = overlap_episodes(holds.iter().filter(|h| h.lost_at.is_none()), limits);
+    f.overlaps = unexcused.len();
+    f.excused_overlaps = all.len().saturating_sub(unexcused.len());
+    for (start, end, who) in unexcused {
+        f.violations.push(Violation {
+            t_us: start,
+            until_us: end,
+            property: Property::Exclusion,
+            detail: format!("holds overlap while none was reported lost: {who}"),
+        });
+    }
+}
+
+fn overlap_episodes<'a>(
+    holds: impl Iterator<Item = &'a Hold>,
+    limits: &Limits,
+) -> Vec<(u64, u64, String)> {
+    let mut by_key: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
+    for h in holds {
+        by_key.entry(&h.key).or_default().push(h);
+    }
+    let mut episodes = Vec::new();
+    for holds in by_key.values() {
+        // (time, 0 = end / 1 = start, index): ends sort before starts at the same µs.
+        let mut points: Vec<(u64, u8, usize)> = Vec::with_capacity(holds.len() * 2);
+        for (i, h) in holds.iter().enumerate() {
+            points.push((h.start, 1, i));
+            points.push((h.end.max(h.start), 0, i));
+        }
+        points.sort_unstable();
+        let mut active: Vec<usize> = Vec::new();
+        let mut episode: Option<(u64, String)> = None;
+        for (t, kind, i) in points {
+            if kind == 1 {
+                active.push(i);
+            } else {
+                active.retain(|&a| a != i);
+            }
+            let exclusive = active
+                .iter()
+                .filter(|&&a| holds[a].mode == Mode::Exclusive)
+                .count();
+            let shared = active.len() - exclusive;
+            let bad = exclusive > 1
+                || (exclusive == 1 && shared > 0)
+                || limits.shared_capacity.is_some_and(|c| shared > c as usize);
+            match (&episode, bad) {
+                (None, true) => {
+                    let who: Vec<String> = active
+                        .iter()
+                        .map(|&a| {
+                            let h = holds[a];
+                            let token = h.token.map_or("-".to_owned(), |t| t.to_string());
+                            format!("{}/{} token {token}", h.process, h.task)
+                        })
+                        .collect();
+                    episode = Some((t, format!("{}: {}", holds[i].key, who.join(", "))));
+                }
+                (Some((start, who)), false) => {
+                    episodes.push((*start, t, who.clone()));
+                    episode = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some((start, who)) = episode {
+            episodes.push((start, start, who));
+        }
+    }
+    episodes
+}
+
+/// F: tokens rise across grants (per key) and the resource accepted no stale token.
+fn fencing(holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
+    let mut by_key: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
+    for h in holds.iter().filter(|h| h.token.is_some()) {
+        by_key.entry(&h.key).or_default().push(h);
+    }
+    for holds in by_key.values() {
+        let mut by_end: Vec<&Hold> = holds.clone();
+        by_end.sort_by_key(|h| h.end);
+        let mut ended = 0;
+        let mut max_ended: Option<&Hold> = None;
+        for h in holds.iter() {
+            while ended < by_end.len() && by_end[ended].end <= h.start {
+                let e = by_end[ended];
+                if max_ended.is_none_or(|m| e.token > m.token) {
+                    max_ended = Some(e);
+                }
+                ended += 1;
+            }
+            if let Some(m) = max_ended.filter(|m| h.token <= m.token) {
+                f.token_regressions += 1;
+                f.violations.push(Violation {
+                    t_us: h.start,
+                    until_us: h.start,
+                    property: Property::Fencing,
+                    detail: format!(
+                        "{}: {}/{} was granted token {} after {}/{} held token {}",
+                        h.key,
+                        h.process,
+                        h.task,
+                        h.token.unwrap_or(0),
+                        m.process,
+                        m.task,
+                        m.token.unwrap_or(0)
+                    ),
+                });
+            }
+        }
+    }
+    let mut highest: Option<(u128, &str)> = None;
+    for (i, op) in resource.iter().enumerate() {
+        if !op.accepted {
+            if op.op == "write" {
+                f.stale_writes_rejected += 1;
+            }
+            continue;
+        }
+        let token = op.token_value();
+        match highest {
+            Some((h, by)) if token < h => {
+                f.stale_writes_accepted += 1;
+                f.violations.push(Violation {
+                    t_us: 0,
+                    until_us: 0,
+                    property: Property::Fencing,
+                    detail: format!(
+                        "the resource accepted {} #{i} by {} with token {token} after \
+                         token {h} by {by}",
+                        op.op, op.by
+                    ),
+                });
+            }
+            _ => highest = Some((token, &op.by)),
+        }
+    }
+}
+
+/// U: the accepted writes form one chain of increments; the counter lost nothing.
+fn updates(resource: &[ResourceOp], counter: Option<(u64, i64)>, f: &mut Findings) {
+    for (i, op) in resource.iter().enumerate() {
+        if op.op == "write" && op.accepted && op.after != op.before + 1 {
+            f.lost_updates += 1;
+            f.violations.push(Violation {
+                t_us: 0,
+                until_us: 0,
+                property: Property::Updates,
+                detail: format!(
+                    "write #{i} by {} (token {}) wrote {} over {}: an update was lost",
+                    op.by, op.token, op.after, op.before
+                ),
+            });
+        }
+    }
+    if let Some((acked, value)) = counter {
+        if (value as i128) < acked as i128 {
+            let lost = (acked as i128 - value as i128) as usize;
+            f.lost_updates += lost;
+            f.violations.push(Violation {
+                t_us: 0,
+                until_us: 0,
+                property: Property::Updates,
+                detail: format!(
+                    "the counter is {value} after {acked} acknowledged increments: {lost} lost"
+                ),
+            });
+        }
+    }
+}
+
+/// L: intervals in which some waiter waited while no one held the lock.
+fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings) {
+    // Fault windows: from the fault's start to its heal plus the allowance.
+    let allowance = limits.heal_allowance.as_micros() as u64;
+    let mut windows: Vec<(u64, u64)> = Vec::new();
+    let mut open_faults: HashMap<&str, u64> = HashMap::new();
+    let mut heals: Vec<u64> = Vec::new();
+    for e in events.iter().filter(|e| e.f == Op::Fault) {
+        let what = e.detail.as_deref().unwrap_or("");
+        match e.ty {
+            Type::Invoke => {
+                open_faults.insert(what, e.t_us);
+            }
+            Type::Ok => {
+                let start = open_faults.remove(what).unwrap_or(e.t_us);
+                windows.push((start, e.t_us + allowance));
+                heals.push(e.t_us);
+            }
+            _ => windows.push((e.t_us, e.t_us + allowance)),
+        }
+    }
+    let end = events.last().map_or(0, |e| e.t_us);
+    for start in open_faults.values() {
+        windows.push((*start, end));
+    }
+    // Waiting intervals: acquire invoke .. its completion.
+    let mut waiting: Vec<(u64, u64)> = Vec::new();
+    let mut pending: HashMap<(&str, u32), u64> = HashMap::new();
+    for e in events.iter().filter(|e| e.f == Op::Acquire) {
+        let who = (e.process.as_str(), e.task);
+        if e.ty == Type::Invoke {
+            pending.insert(who, e.t_us);
+        } else if let Some(t) = pending.remove(&who) {
+            waiting.push((t, e.t_us));
+        }
+    }
+    // Sweep: +1/-1 for holds (start..freed) and waits.
+    let mut points: Vec<(u64, i32, i32)> = Vec::new();
+    for h in holds {
+        points.push((h.start, 1, 0));
+        points.push((h.freed.max(h.start), -1, 0));
+    }
+    for (a, b) in &waiting {
+        points.push((*a, 0, 1));
+        points.push((*b, 0, -1));
+    }
+    points.sort_by_key(|&(t, h, w)| (t, h.min(w)));
+    let (mut held, mut waiters) = (0i32, 0i32);
+    let mut idle_since: Option<u64> = None;
+    let mut idle: Vec<(u64, u64)> = Vec::new();
+    for (t, dh, dw) in points {
+        held += dh;
+        waiters += dw;
+        let is_idle = held <= 0 && waiters > 0;
+        match (idle_since, is_idle) {
+            (None, true) => idle_since = Some(t),
+            (Some(s), false) => {
+                idle.push((s, t));
+                idle_since = None;
+            }
+            _ => {}
+        }
+    }
+    let limit = limits.idle_limit.as_micros() as u64;
+    for (a, b) in idle {
+        f.max_unavailable_ms = f.max_unavailable_ms.max((b - a) / 1000);
+        let in_fault = windows.iter().any(|&(s, e)| a < e && b > s);
+        if b - a > limit && !in_fault {
+            f.liveness_violations += 1;
+            f.violations.push(Violation {
+                t_us: a,
+                until_us: b,
+                property: Property::Liveness,
+                detail: format!(
+                    "a waiter waited {} ms while no one held the lock (limit {} ms)",
+                    (b - a) / 1000,
+                    limit / 1000
+                ),
+            });
+        }
+    }
+    // After each heal: the first grant comes within the allowance, if anyone waits.
+    for h in heals {
+        let waited = waiting.iter().any(|&(a, b)| a <= h + allowance && b > h);
+        if !waited {
+            continue;
+        }
+        let next = holds.iter().map(|g| g.start).filter(|&s| s >= h).min();
+        let late = next.is_none_or(|s| s > h + allowance);
+        if late {
+            f.liveness_violations += 1;
+            f.violations.push(Violation {
+                t_us: h,
+                until_us: next.unwrap_or(end).max(h),
+                property: Property::Liveness,
+                detail: format!(
+                    "no grant within {} ms after a fault healed{}",
+                    allowance / 1000,
+                    next.map_or(String::new(), |s| format!(" (next after {} ms)", (s - h) / 1000))
+                ),
+            });
+        }
+    }
+}
+
+/// The pause-holder scenario: a holder paused past its lease reports the loss within
+/// `lease + renewal` of its resume.
+pub fn pause_loss(events: &[Event], holds: &[Hold], lease: Duration, f: &mut Findings) {
+    let within = (lease + lease / 3).as_micros() as u64;
+    let mut started: HashMap<&str, u64> = HashMap::new();
+    for e in events.iter().filter(|e| e.f == Op::Fault) {
+        let Some(what) = e.detail.as_deref() else { continue };
+        let Some(process) = what.strip_prefix("SIGSTOP holder ") else { continue };
+        match e.ty {
+            Type::Invoke => {
+                started.insert(what, e.t_us);
+            }
+            Type::Ok => {
+                let Some(paused) = started.remove(what) else { continue };
+                let resumed = e.t_us;
+                if resumed - paused <= lease.as_micros() as u64 {
+                    continue;
+                }
+                let Some(hold) = holds
+                    .iter()
+                    .find(|h| h.process == process && h.start <= paused && h.end > paused)
+                else {
+                    continue;
+                };
+                let late = hold.lost_at.is_none_or(|t| t > resumed + within);
+                if late {
+                    f.liveness_violations += 1;
+                    f.violations.push(Violation {
+                        t_us: resumed,
+                        until_us: hold.lost_at.unwrap_or(resumed + within),
+                        property: Property::Liveness,
+                        detail: format!(
+                            "{process}/{} was paused {} ms past its {} ms lease and reported \
+                             the loss {} (limit {} ms after the resume)",
+                            hold.task,
+                            (resumed - paused) / 1000,
+                            lease.as_millis(),
+                            hold.lost_at.map_or("never".to_owned(), |t| format!(
+                                "{} ms after the resume",
+                                t.saturating_sub(resumed) / 1000
+                            )),
+                            within / 1000
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The replica-pause scenario: no grant was made and confirmed while every replica was
+/// paused (with `WAIT` on, such a grant would be unreplicated).
+pub fn unreplicated(events: &[Event], f: &mut Findings) {
+    let mut paused: Vec<(u64, u64)> = Vec::new();
+    let mut open: Option<u64> = None;
+    for e in events.iter().filter(|e| e.f == Op::Fault) {
+        if !e.detail.as_deref().unwrap_or("").contains("both replicas") {
+            continue;
+        }
+        match e.ty {
+            Type::Invoke => open = Some(e.t_us),
+            Type::Ok => {
+                if let Some(s) = open.take() {
+                    paused.push((s, e.t_us));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut invoked: HashMap<(&str, u32), u64> = HashMap::new();
+    for e in events.iter().filter(|e| e.f == Op::Acquire) {
+        let who = (e.process.as_str(), e.task);
+        if e.ty == Type::Invoke {
+            invoked.insert(who, e.t_us);
+            continue;
+        }
+        let Some(a) = invoked.remove(&who) else { continue };
+        if e.ty == Type::Ok && paused.iter().any(|&(s, r)| a >= s && e.t_us <= r) {
+            f.overlaps += 1;
+            f.violations.push(Violation {
+                t_us: a,
+                until_us: e.t_us,
+                property: Property::Exclusion,
+                detail: format!(
+                    "{}/{} was granted the lock while every replica was paused: an \
+                     unreplicated grant",
+                    e.process, e.task
+                ),
+            });
+        }
+    }
+}
+
+/// The job scenario: at most one run per tick of the schedule (a run's `value` is its tick).
+pub fn job_ticks(events: &[Event], f: &mut Findings) {
+    let mut runs: HashMap<(&str, i64), Vec<&Event>> = HashMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e.f == Op::Acquire && e.ty == Type::Ok && e.value.is_some())
+    {
+        runs.entry((e.key.as_deref().unwrap_or(""), e.value.unwrap_or(0)))
+            .or_default()
+            .push(e);
+    }
+    let mut ticks: Vec<_> = runs.into_iter().filter(|(_, r)| r.len() > 1).collect();
+    ticks.sort_by_key(|((_, tick), _)| *tick);
+    for ((key, tick), r) in ticks {
+        f.overlaps += 1;
+        let who: Vec<String> = r.iter().map(|e| format!("{}/{}", e.process, e.task)).collect();
+        f.violations.push(Violation {
+            t_us: r[0].t_us,
+            until_us: r[r.len() - 1].t_us,
+            property: Property::Exclusion,
+            detail: format!("job {key} ran {} times in tick {tick}: {}", r.len(), who.join(", ")),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each checker against a clean history and against one with a seeded violation: none
+    //! can pass vacuously.
+    use super::*;
+
+    const MS: u64 = 1000;
+
+    /// A hold of `key` by `p`/0 from `a` to `b` ms, token `token`.
+    fn hold(p: &str, a: u64, b: u64, token: u128) -> Vec<Event> {
+        vec![
+            Event::at(a * MS - 100, p, 0, Type::Invoke, Op::Acquire).key("k"),
+            Event::at(a * MS, p, 0, Type::Ok, Op::Acquire)
+                .key("k")
+                .token(token),
+            Event::at(b * MS, p, 0, Type::Invoke, Op::Release).key("k"),
+            Event::at(b * MS + 100, p, 0, Type::Ok, Op::Release).key("k"),
+        ]
+    }
+
+    fn history(parts: Vec<Vec<Event>>) -> Vec<Event> {
+        crate::history::merge(parts)
+    }
+
+    fn write(by: &str, token: u128, before: i64, after: i64, accepted: bool) -> ResourceOp {
+        ResourceOp {
+            op: "write".into(),
+            token: token.to_string(),
+            by: by.into(),
+            accepted,
+            before,
+            after: if accepted { after } else { before },
+        }
+    }
+
+    fn run(events: &[Event]) -> Findings {
+        check(events, &[], None, &[], &Limits::default())
+    }
+
+    #[test]
+    fn a_clean_history_passes() {
+        let h = history(vec![hold("w0", 10, 20, 1), hold("w1", 21, 30, 2)]);
+        let f = run(&h);
+        assert!(f.passed(), "{:?}", f.violations);
+        assert_eq!(f.grants, 2);
+        assert_eq!(f.overlaps, 0);
+    }
+
+    #[test]
+    fn exclusion_finds_an_overlap() {
+        let h = history(vec![hold("w0", 10, 20, 1), hold("w1", 15, 30, 2)]);
+        let f = run(&h);
+        assert_eq!(f.overlaps, 1, "{:?}", f.violations);
+        let v = &f.violations[0];
+        assert_eq!(v.property, Property::Exclusion);
+        assert_eq!((v.t_us, v.until_us), (15 * MS, 20 * MS));
+        assert!(v.detail.contains("w0/0") && v.detail.contains("w1/0"), "{}", v.detail);
+    }
+
+    #[test]
+    fn exclusion_excuses_an_overlap_with_a_hold_reported_lost() {
+        let mut w0 = hold("w0", 10, 20, 1);
+        w0.push(Event::at(18 * MS, "w0", 0, Type::Ok, Op::Lost).key("k"));
+        let f = run(&history(vec![w0, hold("w1", 15, 30, 2)]));
+        assert_eq!(f.overlaps, 0, "{:?}", f.violations);
+        assert_eq!(f.excused_overlaps, 1);
+        assert_eq!(f.lost_leases, 1);
+    }
+
+    #[test]
+    fn exclusion_allows_shared_holds_up_to_the_capacity() {
+        let shared = |p: &str, a, b| {
+            hold(p, a, b, 0)
+                .into_iter()
+                .map(|e| {
+                    if e.f == Op::Acquire && e.ty == Type::Ok {
+                        e.mode(Mode::Shared)
+                    } else {
+                        e
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        let two = history(vec![shared("w0", 10, 20), shared("w1", 12, 22)]);
+        let limits = Limits {
+            shared_capacity: Some(2),
+            ..Limits::default()
+        };
+        let f = check(&two, &[], None, &[], &limits);
+        assert_eq!(f.overlaps, 0, "{:?}", f.violations);
+        let three = history(vec![
+            shared("w0", 10, 20),
+            shared("w1", 12, 22),
+            shared("w2", 14, 16),
+        ]);
+        let f = check(&three, &[], None, &[], &limits);
+        assert_eq!(f.overlaps, 1, "{:?}", f.violations);
+        // A writer among readers overlaps.
+        let mixed = history(vec![shared("w0", 10, 20), hold("w1", 12, 13, 0)]);
+        assert_eq!(run(&mixed).overlaps, 1);
+    }
+
+    #[test]
+    fn fencing_finds_a_token_that_did_not_rise() {
+        let h = history(vec![hold("w0", 10, 20, 5), hold("w1", 21, 30, 5)]);
+        let f = run(&h);
+        assert_eq!(f.token_regressions, 1, "{:?}", f.violations);
+        assert_eq!(f.violations[0].property, Property::Fencing);
+        let h = history(vec![hold("w0", 10, 20, 5), hold("w1", 21, 30, 4)]);
+        assert_eq!(run(&h).token_regressions, 1);
+        // Overlapping holds (one lost) may carry tokens in either order.
+        let mut w0 = hold("w0", 10, 20, 5);
+        w0.push(Event::at(18 * MS, "w0", 0, Type::Ok, Op::Lost).key("k"));
+        let f = run(&history(vec![w0, hold("w1", 15, 30, 6)]));
+        assert_eq!(f.token_regressions, 0, "{:?}", f.violations);
+    }
+
+    #[test]
+    fn fencing_finds_a_stale_write_the_resource_accepted() {
+        let h = history(vec![hold("w0", 10, 20, 1), hold("w1", 21, 30, 2)]);
+        let ok = [write("w0/0", 1, 0, 1, true), write("w1/0", 2, 1, 2, true)];
+        let f = check(&h, &ok, None, &[], &Limits::default());
+        assert!(f.passed(), "{:?}", f.violations);
+        let refused = [
+            write("w1/0", 2, 0, 1, true),
+            write("w0/0", 1, 1, 1, false),
+        ];
+        let f = check(&h, &refused, None, &[], &Limits::default());
+        assert!(f.passed(), "{:?}", f.violations);
+        assert_eq!(f.stale_writes_rejected, 1);
+        let stale = [write("w1/0", 2, 0, 1, true), write("w0/0", 1, 1, 2, true)];
+        let f = check(&h, &stale, None, &[], &Limits::default());
+        assert_eq!(f.stale_writes_accepted, 1, "{:?}", f.violations);
+        assert!(f.violations[0].detail.contains("token 1 after token 2"));
+    }
+
+    #[test]
+    fn updates_finds_a_lost_update_and_a_short_counter() {
+        let h = history(vec![hold("w0", 10, 20, 1)]);
+        let lost = [write("w0/0", 1, 0, 1, true), write("w1/0", 2, 1, 1, true)];
+        let f = check(&h, &lost, None, &[], &Limits::default());
+        assert_eq!(f.lost_updates, 1, "{:?}", f.violations);
+        assert_eq!(f.violations[0].property, Property::Updates);
+        let f = check(&h, &[], Some((10, 10)), &[], &Limits::default());
+        assert!(f.passed(), "{:?}", f.violations);
+        let f = check(&h, &[], Some((10, 7)), &[], &Limits::default());
+        assert_eq!(f.lost_updates, 3);
+    }
+
+    #[test]
+    fn liveness_finds_a_waiter_idle_while_the_lock_is_free() {
+        // w1 waits from 19 ms; w0 releases at 20 ms; w1 gets it at 21 ms: fine.
+        let mut w1 = hold("w1", 21, 30, 2);
+        w1[0].t_us = 19 * MS;
+        let f = run(&history(vec![hold("w0", 10, 20, 1), w1.clone()]));
+        assert!(f.passed(), "{:?}", f.violations);
+        assert!(f.max_unavailable_ms <= 1, "{}", f.max_unavailable_ms);
+        // w1 gets it only 1.5 s after the release.
+        let mut late = hold("w1", 1521, 1530, 2);
+        late[0].t_us = 19 * MS;
+        let f = run(&history(vec![hold("w0", 10, 20, 1), late.clone()]));
+        assert_eq!(f.liveness_violations, 1, "{:?}", f.violations);
+        assert_eq!(f.violations[0].property, Property::Liveness);
+        assert!(f.max_unavailable_ms >= 1500);
+        // The same during a fault is excused by the idle limit...
+        let fault = vec![
+            Event::at(15 * MS, "nemesis", 0, Type::Invoke, Op::Fault).detail("kill"),
+            Event::at(1500 * MS, "nemesis", 0, Type::Ok, Op::Fault).detail("kill"),
+        ];
+        let f = run(&history(vec![hold("w0", 10, 20, 1), late, fault.clone()]));
+        assert!(f.passed(), "{:?}", f.violations);
+        // ...but not a grant later than the allowance after the heal.
+        let mut too_late = hold("w1", 7000, 7010, 2);
+        too_late[0].t_us = 19 * MS;
+        let f = run(&history(vec![hold("w0", 10, 20, 1), too_late, fault]));
+        assert!(f.liveness_violations >= 1, "{:?}", f.violations);
+        assert!(f
+            .violations
+            .iter()
+            .any(|v| v.detail.contains("after a fault healed")));
+    }
+
+    #[test]
+    fn orphans_are_violations() {
+        let h = history(vec![hold("w0", 10, 20, 1)]);
+        let f = check(&h, &[], None, &["key k left".into()], &Limits::default());
+        assert_eq!(f.orphans, 1);
+        assert_eq!(f.violations[0].property, Property::Orphans);
+    }
+
+    #[test]
+    fn pause_loss_finds_a_loss_reported_late() {
+        let lease = Duration::from_millis(1000);
+        let pause = |a: u64, b: u64| {
+            vec![
+                Event::at(a * MS, "nemesis", 0, Type::Invoke, Op::Fault).detail("SIGSTOP holder w0"),
+                Event::at(b * MS, "nemesis", 0, Type::Ok, Op::Fault).detail("SIGSTOP holder w0"),
+            ]
+        };
+        let mut w0 = hold("w0", 10, 3000, 1);
+        w0.push(Event::at(2600 * MS, "w0", 0, Type::Ok, Op::Lost).key("k"));
+        let h = history(vec![w0, pause(100, 2500)]);
+        let mut f = Findings::default();
+        pause_loss(&h, &holds(&h), lease, &mut f);
+        assert!(f.violations.is_empty(), "{:?}", f.violations);
+        let h = history(vec![hold("w0", 10, 3000, 1), pause(100, 2500)]);
+        let mut f = Findings::default();
+        pause_loss(&h, &holds(&h), lease, &mut f);
+        assert_eq!(f.violations.len(), 1);
+        assert!(f.violations[0].detail.contains("never"), "{}", f.violations[0].detail);
+    }
+
+    #[test]
+    fn unreplicated_finds_a_grant_while_the_replicas_were_paused() {
+        let fault = vec![
+            Event::at(5 * MS, "nemesis", 0, Type::Invoke, Op::Fault).detail("SIGSTOP both replicas of 1"),
+            Event::at(50 * MS, "nemesis", 0, Type::Ok, Op::Fault).detail("SIGSTOP both replicas of 1"),
+        ];
+        let h = history(vec![hold("w0", 60, 70, 1), fault.clone()]);
+        let mut f = Findings::default();
+        unreplicated(&h, &mut f);
+        assert!(f.violations.is_empty(), "{:?}", f.violations);
+        let h = history(vec![hold("w0", 10, 20, 1), fault]);
+        let mut f = Findings::default();
+        unreplicated(&h, &mut f);
+        assert_eq!(f.violations.len(), 1);
+    }
+
+    #[test]
+    fn job_ticks_finds_two_runs_in_one_tick() {
+        let run = |p: &str, t: u64, tick: i64| {
+            Event::at(t * MS, p, 0, Type::Ok, Op::Acquire).key("job").value(tick)
+        };
+        let h = history(vec![vec![run("w0", 10, 1), run("w1", 20, 2)]]);
+        let mut f = Findings::default();
+        job_ticks(&h, &mut f);
+        assert!(f.violations.is_empty());
+        let h = history(vec![vec![run("w0", 10, 1), run("w1", 12, 1)]]);
+        job_ticks(&h, &mut f);
+        assert_eq!(f.violations.len(), 1);
+        assert!(f.violations[0].detail.contains("tick 1"));
+    }
+}

@@ -1,0 +1,384 @@
+//! The nemesis: injects one kind of fault on a schedule and records each in the history —
+//! `invoke` when it starts, `ok` when it is healed (a killed server restarted or replaced by
+//! its replica, a paused process resumed), `info` for an instant fault.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::{Op, Recorder, Type};
+use crate::topology::{query_connection, Deployment};
+
+/// A kind of fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fault {
+    /// Nothing.
+    None,
+    /// SIGSTOP the process holding the lock for this long (past its lease), then SIGCONT.
+    PauseHolder,
+    /// SIGKILL the server and restart it empty.
+    RestartEmpty,
+    /// SIGKILL the server and restart it from a snapshot taken early in the run.
+    RestartOldSnapshot,
+    /// SIGKILL the Sentinel master; healed when the sentinels agree on a new one.
+    SentinelKill,
+    /// `SENTINEL FAILOVER`.
+    SentinelFailover,
+    /// SIGSTOP every replica of the Sentinel master for the pause, then SIGCONT.
+    ReplicaPause,
+    /// SIGKILL the Cluster master of the lock's slot; healed when its replica took over.
+    ClusterKill,
+    /// `CLUSTER FAILOVER` on the replica of the lock's slot's master.
+    ClusterFailover,
+    /// Move the lock's slot to another master.
+    SlotMigration,
+    /// `CLIENT KILL TYPE pubsub` on every master.
+    PubsubKill,
+    /// `DEBUG SLEEP` and `CLIENT PAUSE … ALL` in turn, for the pause.
+    ServerStall,
+    /// Pause or kill every subset of one or two of RedLock's masters in turn.
+    RedlockNodes,
+}
+
+/// When and how hard.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// The fault.
+    pub fault: Fault,
+    /// The first one after this.
+    pub first_after: Duration,
+    /// Then one every this (from the start of the previous one).
+    pub every: Duration,
+    /// How long a pause lasts.
+    pub pause: Duration,
+    /// The lock's name (and key).
+    pub key: String,
+}
+
+/// The workers, as the nemesis needs them: name, pid, client id.
+pub struct Worker {
+    /// `w0`, …
+    pub process: String,
+    /// Its pid.
+    pub pid: i32,
+    /// Its client's id (the first part of an owner).
+    pub client: String,
+}
+
+/// Run `schedule` on `d` until `stop` is set; heal everything before returning. Returns the
+/// nemesis's own errors (a fault that could not be injected or healed).
+pub fn run(
+    d: &mut Deployment,
+    schedule: &Schedule,
+    workers: &[Worker],
+    history: PathBuf,
+    stop: &AtomicBool,
+) -> Vec<String> {
+    let rec = Recorder::create(&history, "nemesis").expect("the run directory is writable");
+    let mut errors = Vec::new();
+    if schedule.fault == Fault::None {
+        return errors;
+    }
+    let mut n = Nemesis {
+        d,
+        s: schedule,
+        workers,
+        rec,
+        snapshot: None,
+        round: 0,
+    };
+    let mut next = Instant::now() + schedule.first_after;
+    while !stop.load(Ordering::Relaxed) {
+        if Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(10).min(next - Instant::now()));
+            continue;
+        }
+        next += schedule.every;
+        let result = catch_unwind(AssertUnwindSafe(|| n.inject(stop)));
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => errors.push(e),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                errors.push(format!("the nemesis failed: {msg}"));
+                break;
+            }
+        }
+        n.round += 1;
+    }
+    let _ = n.rec.flush();
+    errors
+}
+
+/// Record a fault event.
+fn note(rec: &Recorder, ty: Type, what: &str) {
+    rec.record(&rec.event(0, ty, Op::Fault).detail(what));
+}
+
+struct Nemesis<'a> {
+    d: &'a mut Deployment,
+    s: &'a Schedule,
+    workers: &'a [Worker],
+    rec: Recorder,
+    snapshot: Option<PathBuf>,
+    round: usize,
+}
+
+impl Nemesis<'_> {
+    fn start(&self, what: &str) {
+        note(&self.rec, Type::Invoke, what);
+    }
+
+    fn healed(&self, what: &str) {
+        note(&self.rec, Type::Ok, what);
+    }
+
+    fn instant(&self, what: &str) {
+        note(&self.rec, Type::Info, what);
+    }
+
+    fn inject(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        match self.s.fault {
+            Fault::None => Ok(()),
+            Fault::PauseHolder => self.pause_holder(stop),
+            Fault::RestartEmpty | Fault::RestartOldSnapshot => self.restart(),
+            Fault::SentinelKill => {
+                let rec = self.rec.clone();
+                let set = self.d.sentinel.as_mut().expect("a Sentinel deployment");
+                let what = format!("kill -9 Sentinel master {}", set.master_port());
+                note(&rec, Type::Invoke, &what);
+                let old = set.kill_master();
+                let new = set.wait_for_failover(old, Duration::from_secs(30));
+                note(&rec, Type::Ok, &what);
+                note(&rec, Type::Info, &format!("sentinels promoted {new}"));
+                set.server_mut(old).expect("a server of the set").restart();
+                Ok(())
+            }
+            Fault::SentinelFailover => {
+                let set = self.d.sentinel.as_ref().expect("a Sentinel deployment");
+                let old = set.master_port();
+                let what = format!("SENTINEL FAILOVER (master {old})");
+                self.start(&what);
+                let mut conn = query_connection(&set.sentinels()[0]).map_err(|e| e.to_string())?;
+                redis::cmd("SENTINEL")
+                    .arg("FAILOVER")
+                    .arg(set.master_name())
+                    .query::<()>(&mut conn)
+                    .map_err(|e| format!("SENTINEL FAILOVER: {e}"))?;
+                set.wait_for_failover(old, Duration::from_secs(30));
+                self.healed(&what);
+                Ok(())
+            }
+            Fault::ReplicaPause => {
+                let set = self.d.sentinel.as_ref().expect("a Sentinel deployment");
+                let master = set.master_port();
+                let replicas: Vec<_> = set.servers().iter().filter(|s| s.port() != master).collect();
+                let what = format!("SIGSTOP both replicas of {master}");
+                self.start(&what);
+                for r in &replicas {
+                    r.pause();
+                }
+                std::thread::sleep(self.s.pause);
+                for r in &replicas {
+                    r.resume();
+                }
+                self.healed(&what);
+                Ok(())
+            }
+            Fault::ClusterKill => {
+                let rec = self.rec.clone();
+                let set = self.d.cluster.as_mut().expect("a Cluster deployment");
+                let old = set.node_for_key(&self.s.key).port();
+                let what = format!("kill -9 Cluster master {old} of the lock's slot");
+                note(&rec, Type::Invoke, &what);
+                set.kill_master_of_key(&self.s.key);
+                set.wait_for_failover(old, Duration::from_secs(30));
+                note(&rec, Type::Ok, &what);
+                set.node_mut(old).expect("a node of the set").restart();
+                Ok(())
+            }
+            Fault::ClusterFailover => {
+                let set = self.d.cluster.as_ref().expect("a Cluster deployment");
+                let master = set.node_for_key(&self.s.key).port();
+                let replica = set
+                    .replica_of(master)
+                    .ok_or_else(|| format!("no replica of {master} to fail over to"))?
+                    .port();
+                let what = format!("CLUSTER FAILOVER to {replica} (master {master})");
+                self.start(&what);
+                set.failover_replica(replica);
+                self.healed(&what);
+                Ok(())
+            }
+            Fault::SlotMigration => {
+                let set = self.d.cluster.as_ref().expect("a Cluster deployment");
+                let slot = set.key_slot(&self.s.key);
+                let from = set.node_for_slot(slot).port();
+                let to = set
+                    .masters()
+                    .iter()
+                    .map(|m| m.port())
+                    .find(|&p| p != from)
+                    .expect("three masters");
+                let what = format!("migrate slot {slot} from {from} to {to}");
+                self.start(&what);
+                set.migrate_slot(slot, to);
+                self.healed(&what);
+                Ok(())
+            }
+            Fault::PubsubKill => {
+                for m in self.d.masters() {
+                    if let Ok(mut conn) = query_connection(m) {
+                        let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+                            .arg("KILL")
+                            .arg("TYPE")
+                            .arg("pubsub")
+                            .query(&mut conn);
+                    }
+                }
+                self.instant("CLIENT KILL TYPE pubsub");
+                Ok(())
+            }
+            Fault::ServerStall => {
+                let server = self.d.masters()[0];
+                let mut conn = query_connection(server).map_err(|e| e.to_string())?;
+                let secs = self.s.pause.as_secs_f64();
+                if self.round % 2 == 0 {
+                    let what = format!("DEBUG SLEEP {secs}");
+                    self.start(&what);
+                    redis::cmd("DEBUG")
+                        .arg("SLEEP")
+                        .arg(secs)
+                        .query::<()>(&mut conn)
+                        .map_err(|e| format!("DEBUG SLEEP: {e}"))?;
+                    self.healed(&what);
+                } else {
+                    let ms = self.s.pause.as_millis() as u64;
+                    let what = format!("CLIENT PAUSE {ms} ALL");
+                    self.start(&what);
+                    redis::cmd("CLIENT")
+                        .arg("PAUSE")
+                        .arg(ms)
+                        .arg("ALL")
+                        .query::<()>(&mut conn)
+                        .map_err(|e| format!("CLIENT PAUSE: {e}"))?;
+                    std::thread::sleep(self.s.pause);
+                    self.healed(&what);
+                }
+                Ok(())
+            }
+            Fault::RedlockNodes => self.redlock_nodes(),
+        }
+    }
+
+    /// The process holding the lock now, from the lock hash's owner field.
+    fn holder(&self) -> Option<&Worker> {
+        let server = self.d.masters()[0];
+        let mut conn = query_connection(server).ok()?;
+        let fields: HashMap<String, String> =
+            redis::cmd("HGETALL").arg(&self.s.key).query(&mut conn).ok()?;
+        fields.keys().find_map(|f| {
+            let client = f.split(':').next()?;
+            self.workers.iter().find(|w| w.client == client)
+        })
+    }
+
+    fn pause_holder(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let worker = loop {
+            if let Some(w) = self.holder() {
+                break w;
+            }
+            if Instant::now() >= deadline || stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let pid = nix::unistd::Pid::from_raw(worker.pid);
+        let what = format!("SIGSTOP holder {}", worker.process);
+        self.start(&what);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP);
+        std::thread::sleep(self.s.pause);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT);
+        self.healed(&what);
+        Ok(())
+    }
+
+    fn restart(&mut self) -> Result<(), String> {
+        let rec = self.rec.clone();
+        let server = self.d.standalone.as_mut().expect("a standalone deployment");
+        let dump = server.dir().join("dump.rdb");
+        let old = self.snapshot.get_or_insert_with(|| server.dir().join("old.rdb")).clone();
+        if self.s.fault == Fault::RestartOldSnapshot && !old.exists() {
+            // The old snapshot: taken at the first fault, restored at every later one.
+            let mut conn = query_connection(server).map_err(|e| e.to_string())?;
+            redis::cmd("SAVE").query::<()>(&mut conn).map_err(|e| format!("SAVE: {e}"))?;
+            std::fs::copy(&dump, &old).map_err(|e| format!("copy the snapshot: {e}"))?;
+            note(&rec, Type::Info, "SAVE (the snapshot later restarts load)");
+            return Ok(());
+        }
+        let what = match self.s.fault {
+            Fault::RestartEmpty => "kill -9 and restart empty",
+            _ => "kill -9 and restart from the old snapshot",
+        };
+        note(&rec, Type::Invoke, what);
+        server.kill();
+        if self.s.fault == Fault::RestartEmpty {
+            let _ = std::fs::remove_file(&dump);
+        } else {
+            std::fs::copy(&old, &dump).map_err(|e| format!("restore the snapshot: {e}"))?;
+        }
+        server.restart();
+        note(&rec, Type::Ok, what);
+        Ok(())
+    }
+
+    /// Every subset of one or two of the five masters, in turn, paused or killed.
+    fn redlock_nodes(&mut self) -> Result<(), String> {
+        let n = self.d.masters.len();
+        let mut subsets: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+        for i in 0..n {
+            for j in i + 1..n {
+                subsets.push(vec![i, j]);
+            }
+        }
+        let subset = subsets[self.round % subsets.len()].clone();
+        let kill = (self.round / subsets.len()) % 2 == 1;
+        let ports: Vec<String> = subset
+            .iter()
+            .map(|&i| self.d.masters[i].port().to_string())
+            .collect();
+        let what = format!(
+            "{} RedLock master(s) {}",
+            if kill { "kill -9" } else { "SIGSTOP" },
+            ports.join(",")
+        );
+        self.start(&what);
+        for &i in &subset {
+            if kill {
+                self.d.masters[i].kill();
+            } else {
+                self.d.masters[i].pause();
+            }
+        }
+        std::thread::sleep(self.s.pause);
+        for &i in &subset {
+            if kill {
+                self.d.masters[i].restart();
+            } else {
+                self.d.masters[i].resume();
+            }
+        }
+        self.healed(&what);
+        Ok(())
+    }
+}

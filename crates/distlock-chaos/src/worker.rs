@@ -1,0 +1,560 @@
+//! A worker: one OS process (this binary, spawned by the orchestrator) running a workload's
+//! tasks against the deployment and recording every operation in its history file.
+//!
+//! Protocol with the orchestrator: the worker prints `client <uuid>` when it is connected,
+//! `done` when its tasks have stopped, then waits for its stdin to close before it shuts its
+//! client down (so the orchestrator can look for orphans while the clients are still up).
+
+use std::future::Future;
+use std::io::BufRead as _;
+use std::path::PathBuf;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use rand::Rng as _;
+use serde::{Deserialize, Serialize};
+
+use crate::history::{Mode, Op, Recorder, Type};
+use crate::resource::Resource;
+
+/// What the tasks do with each grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// Plain lock; each grant: fenced read, sleep 0..hold, fenced write of value + 1.
+    LockSet,
+    /// The same with the fair (FIFO) lock.
+    FairSet,
+    /// Plain lock; each grant: unguarded `GET`, sleep, `SET` + 1 of the counter.
+    Counter,
+    /// Read-write lock: 3 in 4 grants are read holds (sleep), 1 in 4 write holds (lock-set).
+    RwLock,
+    /// Semaphore with `permits` permits: each grant sleeps; holders must never exceed it.
+    Semaphore,
+    /// Job lock: every task tries at every tick of `job_interval`; a run sleeps a little.
+    Job,
+    /// RedLock over independent masters; each grant: the counter increment.
+    RedLock,
+}
+
+/// Everything a worker needs, passed as one JSON argument.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Spec {
+    /// The process's name in the history (`w0`, …).
+    pub process: String,
+    /// The deployment's URL (a server, a `redis-sentinel://` URL or a Cluster node).
+    pub url: String,
+    /// RedLock's masters.
+    pub redlock_urls: Vec<String>,
+    /// The fenced resource's server.
+    pub resource_url: String,
+    /// The workload.
+    pub workload: Workload,
+    /// The lock's name.
+    pub key: String,
+    /// Tasks in this process.
+    pub tasks: u32,
+    /// Stop after this many grants in this process (0: only the duration stops it).
+    pub grants: u64,
+    /// Stop after this long, ms.
+    pub duration_ms: u64,
+    /// The watchdog lease, ms.
+    pub lease_ms: u64,
+    /// How long one acquire waits before it gives up (and is invoked again), ms.
+    pub wait_ms: u64,
+    /// The longest sleep within a hold, ms.
+    pub hold_max_ms: u64,
+    /// `replica_acks`: 0 turns `WAIT` off.
+    pub replica_acks: u32,
+    /// Semaphore permits.
+    pub permits: u32,
+    /// The job's schedule, ms.
+    pub job_interval_ms: u64,
+    /// Where the history goes.
+    pub history: PathBuf,
+}
+
+/// Run a worker to the end of its protocol.
+pub fn main(spec: Spec) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(run(spec))
+}
+
+async fn run(spec: Spec) -> anyhow::Result<()> {
+    let spec = Arc::new(spec);
+    let rec = Recorder::create(&spec.history, &spec.process)
+        .with_context(|| format!("cannot write {}", spec.history.display()))?;
+    let client = distlock::Client::builder()
+        .url(spec.url.clone())
+        .app_name(format!("chaos-{}", spec.process))
+        .watchdog_lease(Duration::from_millis(spec.lease_ms))
+        .replica_acks(spec.replica_acks)
+        .command_timeout(Duration::from_millis(spec.lease_ms.clamp(500, 2000)))
+        .connect_timeout(Duration::from_millis(1000))
+        .build()
+        .await
+        .context("the worker cannot connect")?;
+    let redlock = if spec.workload == Workload::RedLock {
+        Some(Arc::new(
+            distlock::RedLock::builder_from_urls(spec.redlock_urls.clone())
+                .ttl(Duration::from_millis(spec.lease_ms))
+                .node_timeout(Duration::from_millis(100))
+                .build()
+                .await
+                .context("the worker cannot build its RedLock")?,
+        ))
+    } else {
+        None
+    };
+    let resource = Resource::connect(&spec.resource_url).await?;
+    println!("client {}", client.id());
+
+    let deadline = Instant::now() + Duration::from_millis(spec.duration_ms);
+    let granted = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for task in 0..spec.tasks {
+        let t = Task {
+            spec: spec.clone(),
+            rec: rec.clone(),
+            client: client.clone(),
+            redlock: redlock.clone(),
+            resource: resource.clone(),
+            task,
+            deadline,
+            granted: granted.clone(),
+        };
+        tasks.push(tokio::spawn(t.run()));
+    }
+    for t in tasks {
+        t.await.context("a task panicked")?;
+    }
+    rec.flush()?;
+    println!("done");
+
+    // Wait for the orchestrator to have looked for orphans.
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        while std::io::stdin().lock().read_line(&mut line).unwrap_or(0) > 0 {
+            line.clear();
+        }
+    })
+    .await?;
+    let _ = client.shutdown().await;
+    Ok(())
+}
+
+struct Task {
+    spec: Arc<Spec>,
+    rec: Recorder,
+    client: distlock::Client,
+    redlock: Option<Arc<distlock::RedLock>>,
+    resource: Resource,
+    task: u32,
+    deadline: Instant,
+    granted: Arc<AtomicU64>,
+}
+
+impl Task {
+    fn stop(&self) -> bool {
+        Instant::now() >= self.deadline
+            || (self.spec.grants > 0 && self.granted.load(Ordering::Relaxed) >= self.spec.grants)
+    }
+
+    fn by(&self) -> String {
+        format!("{}/{}", self.spec.process, self.task)
+    }
+
+    fn hold_time(&self) -> Duration {
+        Duration::from_millis(rand::rng().random_range(0..=self.spec.hold_max_ms))
+    }
+
+    async fn run(self) {
+        let wait = Duration::from_millis(self.spec.wait_ms);
+        let key = self.spec.key.clone();
+        while !self.stop() {
+            match self.spec.workload {
+                Workload::LockSet | Workload::Counter => {
+                    let lock = self.client.lock(key.as_str());
+                    self.cycle(Mode::Exclusive, lock.try_acquire_for(wait), |g| {
+                        (g.fencing_token().get(), g.owner().as_str().to_owned())
+                    })
+                    .await;
+                }
+                Workload::FairSet => {
+                    let lock = self.client.fair_lock(key.as_str());
+                    self.cycle(Mode::Exclusive, lock.try_acquire_for(wait), |g| {
+                        (g.fencing_token().get(), g.owner().as_str().to_owned())
+                    })
+                    .await;
+                }
+                Workload::RwLock => {
+                    let lock = self.client.rw_lock(key.as_str());
+                    if rand::rng().random_ratio(3, 4) {
+                        self.cycle(Mode::Shared, lock.try_read_for(wait), |g| {
+                            (g.fencing_token().get(), g.owner().as_str().to_owned())
+                        })
+                        .await;
+                    } else {
+                        self.cycle(Mode::Exclusive, lock.try_write_for(wait), |g| {
+                            (g.fencing_token().get(), g.owner().as_str().to_owned())
+                        })
+                        .await;
+                    }
+                }
+                Workload::Semaphore => self.semaphore(wait).await,
+                Workload::Job => self.job().await,
+                Workload::RedLock => {
+                    let redlock = self.redlock.clone().expect("built for this workload");
+                    self.cycle(Mode::Exclusive, redlock.try_acquire_for(&key, wait), |g| {
+                        (0, g.owner().as_str().to_owned())
+                    })
+                    .await;
+                }
+            }
+        }
+    }
+
+    /// One acquire, and with a grant the workload's work and the release.
+    async fn cycle<G: Hold>(
+        &self,
+        mode: Mode,
+        acquire: impl Future<Output = distlock::Result<Option<G>>>,
+        grant: impl FnOnce(&G) -> (u128, String),
+    ) {
+        let key = self.spec.key.as_str();
+        self.rec
+            .record(&self.rec.event(self.task, Type::Invoke, Op::Acquire).key(key));
+        let guard = match acquire.await {
+            Ok(Some(g)) => g,
+            Ok(None) => {
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, Type::Fail, Op::Acquire)
+                        .key(key)
+                        .detail("timed out"),
+                );
+                return;
+            }
+            Err(e) => {
+                let ty = if e.kind() == distlock::ErrorKind::NotReplicated {
+                    Type::Fail
+                } else {
+                    Type::Info
+                };
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, ty, Op::Acquire)
+                        .key(key)
+                        .detail(e.to_string()),
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return;
+            }
+        };
+        self.granted.fetch_add(1, Ordering::Relaxed);
+        let (token, owner) = grant(&guard);
+        let mut ok = self
+            .rec
+            .event(self.task, Type::Ok, Op::Acquire)
+            .key(key)
+            .owner(&owner)
+            .mode(mode);
+        if token != 0 {
+            ok = ok.token(token);
+        }
+        self.rec.record(&ok);
+
+        // The work runs to its end even when the lease is lost (as a holder that does not
+        // look would): fencing must refuse what it writes late.
+        let mut work = pin!(self.work(mode, token));
+        let mut lost = false;
+        loop {
+            tokio::select! {
+                () = guard.lost(), if !lost => {
+                    lost = true;
+                    self.rec.record(&self.rec.event(self.task, Type::Ok, Op::Lost).key(key));
+                }
+                () = &mut work => break,
+            }
+        }
+        if !lost && guard.is_lost() {
+            self.rec
+                .record(&self.rec.event(self.task, Type::Ok, Op::Lost).key(key));
+        }
+        self.rec
+            .record(&self.rec.event(self.task, Type::Invoke, Op::Release).key(key));
+        match guard.release().await {
+            Ok(()) => self
+                .rec
+                .record(&self.rec.event(self.task, Type::Ok, Op::Release).key(key)),
+            Err(e) => self.rec.record(
+                &self
+                    .rec
+                    .event(self.task, Type::Fail, Op::Release)
+                    .key(key)
+                    .detail(e.to_string()),
+            ),
+        }
+    }
+
+    /// What a grant does.
+    async fn work(&self, mode: Mode, token: u128) {
+        match (self.spec.workload, mode) {
+            (Workload::Counter | Workload::RedLock, _) => self.increment().await,
+            (_, Mode::Shared) => tokio::time::sleep(self.hold_time()).await,
+            _ => self.fenced_increment(token).await,
+        }
+    }
+
+    /// Fenced read, sleep, fenced write of value + 1.
+    async fn fenced_increment(&self, token: u128) {
+        let by = self.by();
+        let key = self.spec.key.as_str();
+        self.rec
+            .record(&self.rec.event(self.task, Type::Invoke, Op::Read).key(key).token(token));
+        let value = match self.resource.read(token, &by).await {
+            Ok((true, v)) => {
+                self.rec.record(
+                    &self.rec.event(self.task, Type::Ok, Op::Read).key(key).value(v),
+                );
+                v
+            }
+            Ok((false, _)) => {
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, Type::Fail, Op::Read)
+                        .key(key)
+                        .detail("refused: stale token"),
+                );
+                return;
+            }
+            Err(e) => {
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, Type::Info, Op::Read)
+                        .key(key)
+                        .detail(e.to_string()),
+                );
+                return;
+            }
+        };
+        tokio::time::sleep(self.hold_time()).await;
+        let new = value + 1;
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Write)
+                .key(key)
+                .token(token)
+                .value(new),
+        );
+        let (ty, detail) = match self.resource.write(token, &by, new).await {
+            Ok((true, _)) => (Type::Ok, None),
+            Ok((false, _)) => (Type::Fail, Some("refused: stale token".to_owned())),
+            Err(e) => (Type::Info, Some(e.to_string())),
+        };
+        let mut e = self
+            .rec
+            .event(self.task, ty, Op::Write)
+            .key(key)
+            .value(new);
+        if let Some(d) = detail {
+            e = e.detail(d);
+        }
+        self.rec.record(&e);
+    }
+
+    /// Unguarded GET, sleep, SET + 1.
+    async fn increment(&self) {
+        let key = self.spec.key.as_str();
+        self.rec
+            .record(&self.rec.event(self.task, Type::Invoke, Op::Increment).key(key));
+        let result = async {
+            let v = self.resource.counter().await?;
+            tokio::time::sleep(self.hold_time()).await;
+            self.resource.set_counter(v + 1).await?;
+            Ok::<_, redis::RedisError>(v + 1)
+        }
+        .await;
+        let e = match result {
+            Ok(v) => self
+                .rec
+                .event(self.task, Type::Ok, Op::Increment)
+                .key(key)
+                .value(v),
+            Err(e) => self
+                .rec
+                .event(self.task, Type::Info, Op::Increment)
+                .key(key)
+                .detail(e.to_string()),
+        };
+        self.rec.record(&e);
+    }
+
+    /// A permit: holders never exceed the permits (no lease, so no loss).
+    async fn semaphore(&self, wait: Duration) {
+        let key = self.spec.key.as_str();
+        let sem = self.client.semaphore(key);
+        self.rec
+            .record(&self.rec.event(self.task, Type::Invoke, Op::Acquire).key(key));
+        let permit = match sem.try_acquire_for(wait).await {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, Type::Fail, Op::Acquire)
+                        .key(key)
+                        .detail("timed out"),
+                );
+                return;
+            }
+            Err(e) => {
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, Type::Info, Op::Acquire)
+                        .key(key)
+                        .detail(e.to_string()),
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return;
+            }
+        };
+        self.granted.fetch_add(1, Ordering::Relaxed);
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Ok, Op::Acquire)
+                .key(key)
+                .mode(Mode::Shared),
+        );
+        tokio::time::sleep(self.hold_time()).await;
+        self.rec
+            .record(&self.rec.event(self.task, Type::Invoke, Op::Release).key(key));
+        let e = match permit.release().await {
+            Ok(_) => self.rec.event(self.task, Type::Ok, Op::Release).key(key),
+            Err(e) => self
+                .rec
+                .event(self.task, Type::Info, Op::Release)
+                .key(key)
+                .detail(e.to_string()),
+        };
+        self.rec.record(&e);
+    }
+
+    /// One try at the next tick of the job's schedule; a run records its tick as `value`.
+    async fn job(&self) {
+        let interval = self.spec.job_interval_ms * 1000;
+        let now = crate::history::now_us();
+        let tick = now / interval + 1;
+        let at = tick * interval;
+        tokio::time::sleep(Duration::from_micros(at - now)).await;
+        if self.stop() {
+            return;
+        }
+        let key = self.spec.key.as_str();
+        let interval = Duration::from_millis(self.spec.job_interval_ms);
+        let job = self
+            .client
+            .job_lock(key)
+            .at_most_for(interval * 10)
+            .at_least_for(interval * 4 / 5);
+        self.rec
+            .record(&self.rec.event(self.task, Type::Invoke, Op::Acquire).key(key));
+        let guard = match job.try_acquire().await {
+            Ok(Some(g)) => g,
+            Ok(None) => {
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, Type::Fail, Op::Acquire)
+                        .key(key)
+                        .detail("another run holds it"),
+                );
+                return;
+            }
+            Err(e) => {
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, Type::Info, Op::Acquire)
+                        .key(key)
+                        .detail(e.to_string()),
+                );
+                return;
+            }
+        };
+        self.granted.fetch_add(1, Ordering::Relaxed);
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Ok, Op::Acquire)
+                .key(key)
+                .value(tick as i64),
+        );
+        tokio::time::sleep(interval / 4).await;
+        self.rec
+            .record(&self.rec.event(self.task, Type::Invoke, Op::Release).key(key));
+        let e = match guard.release().await {
+            Ok(()) => self.rec.event(self.task, Type::Ok, Op::Release).key(key),
+            Err(e) => self
+                .rec
+                .event(self.task, Type::Info, Op::Release)
+                .key(key)
+                .detail(e.to_string()),
+        };
+        self.rec.record(&e);
+    }
+}
+
+/// What [`Task::cycle`] needs of a guard.
+trait Hold {
+    fn lost(&self) -> impl Future<Output = ()> + Send + '_;
+    fn is_lost(&self) -> bool;
+    fn release(self) -> impl Future<Output = distlock::Result<()>>;
+}
+
+macro_rules! hold {
+    ($($t:ty),*) => {$(
+        impl Hold for $t {
+            fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+                <$t>::lost(self)
+            }
+            fn is_lost(&self) -> bool {
+                <$t>::is_lost(self)
+            }
+            fn release(self) -> impl Future<Output = distlock::Result<()>> {
+                <$t>::release(self)
+            }
+        }
+    )*};
+}
+
+hold!(
+    distlock::LockGuard,
+    distlock::RwLockReadGuard,
+    distlock::RwLockWriteGuard
+);
+
+impl Hold for distlock::RedLockGuard {
+    fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        distlock::RedLockGuard::lost(self)
+    }
+    fn is_lost(&self) -> bool {
+        std::time::Instant::now() >= self.valid_until()
+    }
+    fn release(self) -> impl Future<Output = distlock::Result<()>> {
+        distlock::RedLockGuard::release(self)
+    }
+}
