@@ -289,16 +289,29 @@ fn fencing(holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
         let mut by_end: Vec<&Hold> = holds.clone();
         by_end.sort_by_key(|h| h.end);
         let mut ended = 0;
-        let mut max_ended: Option<&Hold> = None;
+        // The highest-token hold among those ended: of every mode, and exclusive only.
+        let mut max_any: Option<&Hold> = None;
+        let mut max_exclusive: Option<&Hold> = None;
         for h in holds.iter() {
             while ended < by_end.len() && by_end[ended].end <= h.start {
                 let e = by_end[ended];
-                if max_ended.is_none_or(|m| e.token > m.token) {
-                    max_ended = Some(e);
+                if max_any.is_none_or(|m| e.token > m.token) {
+                    max_any = Some(e);
+                }
+                if e.mode == Mode::Exclusive && max_exclusive.is_none_or(|m| e.token > m.token) {
+                    max_exclusive = Some(e);
                 }
                 ended += 1;
             }
-            if let Some(m) = max_ended.filter(|m| h.token <= m.token) {
+            // Shared holds may be granted while another shared hold is held, so the ok of an
+            // earlier grant can come after the release of a later one: a shared hold is
+            // ordered only after exclusive holds, an exclusive one after every hold.
+            let before = if h.mode == Mode::Exclusive {
+                max_any
+            } else {
+                max_exclusive
+            };
+            if let Some(m) = before.filter(|m| h.token <= m.token) {
                 f.token_regressions += 1;
                 f.violations.push(Violation {
                     t_us: h.start,

@@ -51,6 +51,9 @@ pub struct Row {
     pub liveness_violations: usize,
     /// Things left behind.
     pub orphans: usize,
+    /// Request records (unlock/acquire latches) still waiting for their TTL at the end: not
+    /// orphans, they expire by themselves.
+    pub request_records: usize,
     /// A limit of Redis, not of distlock: recorded, does not fail the suite.
     pub known_limit: bool,
     /// No violation.
@@ -145,7 +148,7 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
     // Orphans, while the clients are still connected: a lease the restored snapshot or a
     // job's at-least-for left gets time to expire by itself.
     let semaphore = (s.workload == Workload::Semaphore).then_some((key.as_str(), s.permits));
-    let mut orphans = d.orphans(semaphore, s.lease * 3 + Duration::from_secs(1));
+    let (mut orphans, request_records) = d.orphans(semaphore, s.lease * 3 + Duration::from_secs(1));
     for w in &mut workers {
         w.finish();
     }
@@ -215,6 +218,7 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
         max_unavailable_ms: f.max_unavailable_ms,
         liveness_violations: f.liveness_violations,
         orphans: f.orphans,
+        request_records,
         known_limit: s.known_limit,
         passed,
         kept: kept.then(|| dir.display().to_string()),

@@ -125,35 +125,50 @@ impl Deployment {
 
     /// What the run left behind: lock keys (other than the fencing counters, which live on
     /// by design), permits missing from the semaphore `semaphore` (with `permits` permits),
-    /// and subscribed channels. Keys with a TTL get up to `grace` to expire by themselves
-    /// (a lease a restored snapshot brought back, a job lock's at-least-for).
-    pub fn orphans(&self, semaphore: Option<(&str, u32)>, grace: Duration) -> Vec<String> {
+    /// and subscribed channels. Keys with a TTL get up to `grace` to expire by themselves (a
+    /// lease a restored snapshot brought back, a job lock's at-least-for). Returns the
+    /// orphans, and how many request records (the unlock and acquire latches that make a
+    /// resent release or acquire idempotent, which expire by themselves) were still there.
+    pub fn orphans(&self, semaphore: Option<(&str, u32)>, grace: Duration) -> (Vec<String>, usize) {
         let deadline = Instant::now() + grace;
         loop {
-            let found = self.look_for_orphans(semaphore);
-            let has_ttl_only = found.iter().all(|(_, ttl)| *ttl);
-            if found.is_empty() || !has_ttl_only || Instant::now() >= deadline {
-                return found.into_iter().map(|(o, _)| o).collect();
+            let (found, records) = self.look_for_orphans(semaphore);
+            let will_expire = found.iter().all(|(_, ttl)| *ttl);
+            if found.is_empty() || !will_expire || Instant::now() >= deadline {
+                return (found.into_iter().map(|(o, _)| o).collect(), records);
             }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
 
-    /// (what, whether it will expire by itself).
-    fn look_for_orphans(&self, semaphore: Option<(&str, u32)>) -> Vec<(String, bool)> {
+    /// ((what, whether it may still expire or come back), request records).
+    fn look_for_orphans(&self, semaphore: Option<(&str, u32)>) -> (Vec<(String, bool)>, usize) {
         let mut found = Vec::new();
+        let mut records = 0;
         for server in self.masters() {
             let port = server.port();
+            // A server just restarted may still be loading its snapshot.
             let mut conn = match query_connection(server) {
                 Ok(c) => c,
                 Err(e) => {
-                    found.push((format!("master {port} unreachable: {e}"), false));
+                    found.push((format!("master {port} unreachable: {e}"), true));
                     continue;
                 }
             };
-            let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).unwrap_or_default();
+            let keys: redis::RedisResult<Vec<String>> = redis::cmd("KEYS").arg("*").query(&mut conn);
+            let keys = match keys {
+                Ok(k) => k,
+                Err(e) => {
+                    found.push((format!("master {port} cannot list its keys: {e}"), true));
+                    continue;
+                }
+            };
             for key in keys {
                 if key.contains("distlock:fencing-counter") {
+                    continue;
+                }
+                if REQUEST_RECORDS.iter().any(|p| key.starts_with(p)) {
+                    records += 1;
                     continue;
                 }
                 if let Some((name, permits)) = semaphore {
@@ -187,9 +202,19 @@ impl Deployment {
                 found.push((format!("channel {c} still subscribed on {port}"), false));
             }
         }
-        found
+        (found, records)
     }
 }
+
+/// Key prefixes of the request records the scripts keep for a while (with a TTL) so that a
+/// resent release or acquire is answered as the first one was (Redisson's unlock latch,
+/// distlock's acquire latch and semaphore grant/release records).
+const REQUEST_RECORDS: [&str; 4] = [
+    "redisson_unlock_latch:",
+    "distlock_acquire_latch:",
+    "distlock_semaphore_grant:",
+    "distlock_semaphore_release:",
+];
 
 /// A connection with short timeouts: a paused server must not hang the orchestrator.
 pub fn query_connection(server: &RedisServer) -> redis::RedisResult<redis::Connection> {

@@ -286,6 +286,7 @@ impl Task {
             }
         }
         if !lost && guard.is_lost() {
+            lost = true;
             self.rec
                 .record(&self.rec.event(self.task, Type::Ok, Op::Lost).key(key));
         }
@@ -295,13 +296,26 @@ impl Task {
             Ok(()) => self
                 .rec
                 .record(&self.rec.event(self.task, Type::Ok, Op::Release).key(key)),
-            Err(e) => self.rec.record(
-                &self
-                    .rec
-                    .event(self.task, Type::Fail, Op::Release)
-                    .key(key)
-                    .detail(e.to_string()),
-            ),
+            Err(e) => {
+                // The release is how this holder learns that the lease was gone (a server
+                // that restarted without the lock): the client reports the loss.
+                if e.kind() == distlock::ErrorKind::NotHeld && !lost {
+                    self.rec.record(
+                        &self
+                            .rec
+                            .event(self.task, Type::Ok, Op::Lost)
+                            .key(key)
+                            .detail("the release found the lock not held"),
+                    );
+                }
+                self.rec.record(
+                    &self
+                        .rec
+                        .event(self.task, Type::Fail, Op::Release)
+                        .key(key)
+                        .detail(e.to_string()),
+                )
+            }
         }
     }
 
