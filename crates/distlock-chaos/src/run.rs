@@ -122,26 +122,34 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
     };
     let stop = AtomicBool::new(false);
     let limit = s.duration + Duration::from_secs(90);
+    // The nemesis runs on this thread: servers it restarts are its children, and the test
+    // harness has them die with the thread that spawned them (PR_SET_PDEATHSIG).
+    let lines: Vec<(String, mpsc::Receiver<String>)> = workers
+        .iter_mut()
+        .map(|w| (w.process.clone(), std::mem::replace(&mut w.lines, mpsc::channel().1)))
+        .collect();
     let (nemesis_errors, unfinished) = std::thread::scope(|scope| {
-        let nemesis = scope.spawn(|| {
-            nemesis::run(&mut d, &schedule, &ids, dir.join("history-nemesis.jsonl"), &stop)
-        });
-        let mut unfinished = Vec::new();
-        for w in &workers {
-            let left = limit.saturating_sub(started.elapsed());
-            let done = loop {
-                match w.lines.recv_timeout(left) {
-                    Ok(l) if l == "done" => break true,
-                    Ok(_) => continue,
-                    Err(_) => break false,
+        let stop = &stop;
+        let waiter = scope.spawn(move || {
+            let mut unfinished = Vec::new();
+            for (process, lines) in lines {
+                let left = limit.saturating_sub(started.elapsed());
+                let done = loop {
+                    match lines.recv_timeout(left) {
+                        Ok(l) if l == "done" => break true,
+                        Ok(_) => continue,
+                        Err(_) => break false,
+                    }
+                };
+                if !done {
+                    unfinished.push(process);
                 }
-            };
-            if !done {
-                unfinished.push(w.process.clone());
             }
-        }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        (nemesis.join().unwrap_or_else(|_| vec!["the nemesis panicked".into()]), unfinished)
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            unfinished
+        });
+        let errors = nemesis::run(&mut d, &schedule, &ids, dir.join("history-nemesis.jsonl"), stop);
+        (errors, waiter.join().unwrap_or_default())
     });
     let duration_s = started.elapsed().as_secs_f64();
 

@@ -151,7 +151,7 @@ impl Deployment {
             let mut conn = match query_connection(server) {
                 Ok(c) => c,
                 Err(e) => {
-                    found.push((format!("master {port} unreachable: {e}"), true));
+                    found.push((format!("master {port} (pid {:?}) unreachable: {e}", server.pid()), true));
                     continue;
                 }
             };
