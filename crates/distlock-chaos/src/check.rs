@@ -96,6 +96,8 @@ pub struct Findings {
     pub lost_updates: usize,
     /// L: the longest time a waiter waited while no one held the lock, ms (faults included).
     pub max_unavailable_ms: u64,
+    /// The longest time between two grants, ms: what the clients saw of a failover.
+    pub max_grant_gap_ms: u64,
     /// L: violations of the idle limit and the heal allowance.
     pub liveness_violations: usize,
     /// O: things left behind.
@@ -184,6 +186,13 @@ pub fn check(
         lost_leases: holds.iter().filter(|h| h.lost_at.is_some()).count(),
         ..Findings::default()
     };
+    let mut starts: Vec<u64> = holds.iter().map(|h| h.start).collect();
+    starts.sort_unstable();
+    f.max_grant_gap_ms = starts
+        .windows(2)
+        .map(|w| (w[1] - w[0]) / 1000)
+        .max()
+        .unwrap_or(0);
     exclusion(&holds, limits, &mut f);
     fencing(&holds, resource, &mut f);
     updates(resource, counter, &mut f);
@@ -416,17 +425,29 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
     for start in open_faults.values() {
         windows.push((*start, end));
     }
-    // Waiting intervals: acquire invoke .. its completion.
+    // Waiting intervals: from an acquire's invoke to the grant, across the attempts that
+    // failed or timed out in between (a client retrying through a failover still waits).
     let mut waiting: Vec<(u64, u64)> = Vec::new();
-    let mut pending: HashMap<(&str, u32), u64> = HashMap::new();
+    let mut pending: HashMap<(&str, u32), (u64, u64)> = HashMap::new();
     for e in events.iter().filter(|e| e.f == Op::Acquire) {
         let who = (e.process.as_str(), e.task);
-        if e.ty == Type::Invoke {
-            pending.insert(who, e.t_us);
-        } else if let Some(t) = pending.remove(&who) {
-            waiting.push((t, e.t_us));
+        match e.ty {
+            Type::Invoke => {
+                pending.entry(who).or_insert((e.t_us, e.t_us));
+            }
+            Type::Ok => {
+                if let Some((since, _)) = pending.remove(&who) {
+                    waiting.push((since, e.t_us));
+                }
+            }
+            _ => {
+                if let Some(p) = pending.get_mut(&who) {
+                    p.1 = e.t_us;
+                }
+            }
         }
     }
+    waiting.extend(pending.into_values());
     // Sweep: +1/-1 for holds (start..freed) and waits.
     let mut points: Vec<(u64, i32, i32)> = Vec::new();
     for h in holds {
@@ -489,7 +510,10 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
                 detail: format!(
                     "no grant within {} ms after a fault healed{}",
                     allowance / 1000,
-                    next.map_or(String::new(), |s| format!(" (next after {} ms)", (s - h) / 1000))
+                    next.map_or(String::new(), |s| format!(
+                        " (next after {} ms)",
+                        (s - h) / 1000
+                    ))
                 ),
             });
         }
@@ -502,14 +526,20 @@ pub fn pause_loss(events: &[Event], holds: &[Hold], lease: Duration, f: &mut Fin
     let within = (lease + lease / 3).as_micros() as u64;
     let mut started: HashMap<&str, u64> = HashMap::new();
     for e in events.iter().filter(|e| e.f == Op::Fault) {
-        let Some(what) = e.detail.as_deref() else { continue };
-        let Some(process) = what.strip_prefix("SIGSTOP holder ") else { continue };
+        let Some(what) = e.detail.as_deref() else {
+            continue;
+        };
+        let Some(process) = what.strip_prefix("SIGSTOP holder ") else {
+            continue;
+        };
         match e.ty {
             Type::Invoke => {
                 started.insert(what, e.t_us);
             }
             Type::Ok => {
-                let Some(paused) = started.remove(what) else { continue };
+                let Some(paused) = started.remove(what) else {
+                    continue;
+                };
                 let resumed = e.t_us;
                 if resumed - paused <= lease.as_micros() as u64 {
                     continue;
@@ -573,7 +603,9 @@ pub fn unreplicated(events: &[Event], f: &mut Findings) {
             invoked.insert(who, e.t_us);
             continue;
         }
-        let Some(a) = invoked.remove(&who) else { continue };
+        let Some(a) = invoked.remove(&who) else {
+            continue;
+        };
         if e.ty == Type::Ok && paused.iter().any(|&(s, r)| a >= s && e.t_us <= r) {
             f.overlaps += 1;
             f.violations.push(Violation {
@@ -605,12 +637,19 @@ pub fn job_ticks(events: &[Event], f: &mut Findings) {
     ticks.sort_by_key(|((_, tick), _)| *tick);
     for ((key, tick), r) in ticks {
         f.overlaps += 1;
-        let who: Vec<String> = r.iter().map(|e| format!("{}/{}", e.process, e.task)).collect();
+        let who: Vec<String> = r
+            .iter()
+            .map(|e| format!("{}/{}", e.process, e.task))
+            .collect();
         f.violations.push(Violation {
             t_us: r[0].t_us,
             until_us: r[r.len() - 1].t_us,
             property: Property::Exclusion,
-            detail: format!("job {key} ran {} times in tick {tick}: {}", r.len(), who.join(", ")),
+            detail: format!(
+                "job {key} ran {} times in tick {tick}: {}",
+                r.len(),
+                who.join(", ")
+            ),
         });
     }
 }
@@ -671,7 +710,11 @@ mod tests {
         let v = &f.violations[0];
         assert_eq!(v.property, Property::Exclusion);
         assert_eq!((v.t_us, v.until_us), (15 * MS, 20 * MS));
-        assert!(v.detail.contains("w0/0") && v.detail.contains("w1/0"), "{}", v.detail);
+        assert!(
+            v.detail.contains("w0/0") && v.detail.contains("w1/0"),
+            "{}",
+            v.detail
+        );
     }
 
     #[test]
@@ -738,10 +781,7 @@ mod tests {
         let ok = [write("w0/0", 1, 0, 1, true), write("w1/0", 2, 1, 2, true)];
         let f = check(&h, &ok, None, &[], &Limits::default());
         assert!(f.passed(), "{:?}", f.violations);
-        let refused = [
-            write("w1/0", 2, 0, 1, true),
-            write("w0/0", 1, 1, 1, false),
-        ];
+        let refused = [write("w1/0", 2, 0, 1, true), write("w0/0", 1, 1, 1, false)];
         let f = check(&h, &refused, None, &[], &Limits::default());
         assert!(f.passed(), "{:?}", f.violations);
         assert_eq!(f.stale_writes_rejected, 1);
@@ -810,7 +850,8 @@ mod tests {
         let lease = Duration::from_millis(1000);
         let pause = |a: u64, b: u64| {
             vec![
-                Event::at(a * MS, "nemesis", 0, Type::Invoke, Op::Fault).detail("SIGSTOP holder w0"),
+                Event::at(a * MS, "nemesis", 0, Type::Invoke, Op::Fault)
+                    .detail("SIGSTOP holder w0"),
                 Event::at(b * MS, "nemesis", 0, Type::Ok, Op::Fault).detail("SIGSTOP holder w0"),
             ]
         };
@@ -824,14 +865,20 @@ mod tests {
         let mut f = Findings::default();
         pause_loss(&h, &holds(&h), lease, &mut f);
         assert_eq!(f.violations.len(), 1);
-        assert!(f.violations[0].detail.contains("never"), "{}", f.violations[0].detail);
+        assert!(
+            f.violations[0].detail.contains("never"),
+            "{}",
+            f.violations[0].detail
+        );
     }
 
     #[test]
     fn unreplicated_finds_a_grant_while_the_replicas_were_paused() {
         let fault = vec![
-            Event::at(5 * MS, "nemesis", 0, Type::Invoke, Op::Fault).detail("SIGSTOP both replicas of 1"),
-            Event::at(50 * MS, "nemesis", 0, Type::Ok, Op::Fault).detail("SIGSTOP both replicas of 1"),
+            Event::at(5 * MS, "nemesis", 0, Type::Invoke, Op::Fault)
+                .detail("SIGSTOP both replicas of 1"),
+            Event::at(50 * MS, "nemesis", 0, Type::Ok, Op::Fault)
+                .detail("SIGSTOP both replicas of 1"),
         ];
         let h = history(vec![hold("w0", 60, 70, 1), fault.clone()]);
         let mut f = Findings::default();
@@ -846,7 +893,9 @@ mod tests {
     #[test]
     fn job_ticks_finds_two_runs_in_one_tick() {
         let run = |p: &str, t: u64, tick: i64| {
-            Event::at(t * MS, p, 0, Type::Ok, Op::Acquire).key("job").value(tick)
+            Event::at(t * MS, p, 0, Type::Ok, Op::Acquire)
+                .key("job")
+                .value(tick)
         };
         let h = history(vec![vec![run("w0", 10, 1), run("w1", 20, 2)]]);
         let mut f = Findings::default();

@@ -240,11 +240,6 @@ impl Recorder {
         })
     }
 
-    /// The process name events get.
-    pub fn process(&self) -> &str {
-        &self.process
-    }
-
     /// A new event of this process, now.
     pub fn event(&self, task: u32, ty: Type, f: Op) -> Event {
         Event::new(&self.process, task, ty, f)

@@ -2,9 +2,6 @@
 //! runs workloads from several OS processes (this binary, spawned as workers), injects faults
 //! on a schedule, records a Jepsen-style history and checks it offline.
 
-// Removed once every part is wired up.
-#![allow(dead_code)]
-
 mod check;
 mod history;
 mod nemesis;
@@ -117,7 +114,12 @@ fn suite(args: Args) -> anyhow::Result<bool> {
     let mut rows = Vec::new();
     let mut ok = true;
     for s in &scenarios {
-        eprintln!("distlock-chaos: {} ({}) for up to {:?}", s.name, s.topology.name(), s.duration);
+        eprintln!(
+            "distlock-chaos: {} ({}) for up to {:?}",
+            s.name,
+            s.topology.name(),
+            s.duration
+        );
         let (row, violations) = run::scenario(s, &args.out, args.keep)?;
         println!("{}", serde_json::to_string(&row)?);
         for v in violations.iter().take(5) {
@@ -153,7 +155,8 @@ mod report {
             "lost leases",
             "stale writes accepted / refused",
             "lost updates",
-            "max unavailable ms",
+            "max wait while free, ms",
+            "max gap between grants, ms",
             "orphans",
             "passed",
         ]);
@@ -179,6 +182,7 @@ mod report {
                 format!("{} / {}", r.stale_writes_accepted, r.stale_writes_rejected),
                 r.lost_updates.to_string(),
                 r.max_unavailable_ms.to_string(),
+                r.max_grant_gap_ms.to_string(),
                 r.orphans.to_string(),
                 passed,
             ]);

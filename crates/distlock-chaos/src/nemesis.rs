@@ -43,6 +43,11 @@ pub enum Fault {
     ServerStall,
     /// Pause or kill every subset of one or two of RedLock's masters in turn.
     RedlockNodes,
+    /// Blackhole the first proxy (its workers' connections to the server, both ways) for
+    /// the pause, or delay it by 300 ms each way, in turn; then heal it and cut its
+    /// connections: those workers lose their leases while they still reach the fenced
+    /// resource.
+    PartitionClients,
 }
 
 /// When and how hard.
@@ -157,9 +162,8 @@ impl Nemesis<'_> {
                 let what = format!("kill -9 Sentinel master {}", set.master_port());
                 note(&rec, Type::Invoke, &what);
                 let old = set.kill_master();
-                let new = set.wait_for_failover(old, Duration::from_secs(30));
+                set.wait_for_failover(old, Duration::from_secs(30));
                 note(&rec, Type::Ok, &what);
-                note(&rec, Type::Info, &format!("sentinels promoted {new}"));
                 set.server_mut(old).expect("a server of the set").restart();
                 Ok(())
             }
@@ -181,7 +185,11 @@ impl Nemesis<'_> {
             Fault::ReplicaPause => {
                 let set = self.d.sentinel.as_ref().expect("a Sentinel deployment");
                 let master = set.master_port();
-                let replicas: Vec<_> = set.servers().iter().filter(|s| s.port() != master).collect();
+                let replicas: Vec<_> = set
+                    .servers()
+                    .iter()
+                    .filter(|s| s.port() != master)
+                    .collect();
                 let what = format!("SIGSTOP both replicas of {master}");
                 self.start(&what);
                 for r in &replicas {
@@ -252,7 +260,7 @@ impl Nemesis<'_> {
                 let server = self.d.masters()[0];
                 let mut conn = query_connection(server).map_err(|e| e.to_string())?;
                 let secs = self.s.pause.as_secs_f64();
-                if self.round % 2 == 0 {
+                if self.round.is_multiple_of(2) {
                     let what = format!("DEBUG SLEEP {secs}");
                     self.start(&what);
                     redis::cmd("DEBUG")
@@ -277,6 +285,38 @@ impl Nemesis<'_> {
                 Ok(())
             }
             Fault::RedlockNodes => self.redlock_nodes(),
+            Fault::PartitionClients => {
+                use crate::proxy::{Direction, Fault as Net};
+                // Strike while a worker behind the first proxy (w0, w2, …) holds the lock.
+                let deadline = Instant::now() + Duration::from_secs(3);
+                while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+                    let behind_first = self
+                        .holder()
+                        .is_some_and(|w| w.process[1..].parse::<usize>().is_ok_and(|i| i % 2 == 0));
+                    if behind_first {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                let proxy = self.d.proxies.first().expect("a deployment with proxies");
+                // Blackhole and 300 ms of delay each way in turn.
+                let (what, fault) = if self.round.is_multiple_of(2) {
+                    let what = format!("blackhole proxy {} (half the workers)", proxy.port());
+                    (what, Net::Blackhole(Direction::Both))
+                } else {
+                    let what = format!("delay proxy {} by 300 ms each way", proxy.port());
+                    (
+                        what,
+                        Net::Delay(Direction::Both, Duration::from_millis(300)),
+                    )
+                };
+                self.start(&what);
+                proxy.set(fault);
+                std::thread::sleep(self.s.pause);
+                proxy.heal_and_cut();
+                self.healed(&what);
+                Ok(())
+            }
         }
     }
 
@@ -284,8 +324,10 @@ impl Nemesis<'_> {
     fn holder(&self) -> Option<&Worker> {
         let server = self.d.masters()[0];
         let mut conn = query_connection(server).ok()?;
-        let fields: HashMap<String, String> =
-            redis::cmd("HGETALL").arg(&self.s.key).query(&mut conn).ok()?;
+        let fields: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&self.s.key)
+            .query(&mut conn)
+            .ok()?;
         fields.keys().find_map(|f| {
             let client = f.split(':').next()?;
             self.workers.iter().find(|w| w.client == client)
@@ -317,13 +359,17 @@ impl Nemesis<'_> {
         let rec = self.rec.clone();
         let server = self.d.standalone.as_mut().expect("a standalone deployment");
         let dump = server.dir().join("dump.rdb");
-        let old = self.snapshot.get_or_insert_with(|| server.dir().join("old.rdb")).clone();
+        let old = self
+            .snapshot
+            .get_or_insert_with(|| server.dir().join("old.rdb"))
+            .clone();
         if self.s.fault == Fault::RestartOldSnapshot && !old.exists() {
             // The old snapshot: taken at the first fault, restored at every later one.
             let mut conn = query_connection(server).map_err(|e| e.to_string())?;
-            redis::cmd("SAVE").query::<()>(&mut conn).map_err(|e| format!("SAVE: {e}"))?;
+            redis::cmd("SAVE")
+                .query::<()>(&mut conn)
+                .map_err(|e| format!("SAVE: {e}"))?;
             std::fs::copy(&dump, &old).map_err(|e| format!("copy the snapshot: {e}"))?;
-            note(&rec, Type::Info, "SAVE (the snapshot later restarts load)");
             return Ok(());
         }
         let what = match self.s.fault {

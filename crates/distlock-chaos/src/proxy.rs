@@ -78,6 +78,7 @@ struct Shared {
     fault: watch::Sender<Fault>,
     /// Bumped by every cut; each connection closes when it changes (or the sender drops).
     cuts: watch::Sender<u64>,
+    #[cfg_attr(not(test), allow(dead_code))] // read by `connections`, which the tests use
     open: Arc<AtomicUsize>,
     listener: AbortHandle,
 }
@@ -125,11 +126,13 @@ impl Proxy {
     }
 
     /// The proxy's listening address (127.0.0.1 and [`Proxy::port`]).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn addr(&self) -> SocketAddr {
         self.shared.addr
     }
 
     /// The current fault.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn fault(&self) -> Fault {
         *self.shared.fault.borrow()
     }
@@ -163,6 +166,7 @@ impl Proxy {
     }
 
     /// Open proxied connections now (accepted and not yet closed).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn connections(&self) -> usize {
         self.shared.open.load(Ordering::SeqCst)
     }

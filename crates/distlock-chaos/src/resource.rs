@@ -7,14 +7,13 @@ use std::sync::LazyLock;
 use anyhow::Context as _;
 use redis::aio::MultiplexedConnection;
 
-use crate::history::ResourceOp;
-
 static SCRIPT: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("resource.lua")));
 
 const VALUE: &str = "chaos:resource:value";
 const HIGHEST: &str = "chaos:resource:highest-token";
-const LOG: &str = "chaos:resource:log";
+/// The log of every operation (a list of JSON objects, in the resource's order).
+pub const LOG: &str = "chaos:resource:log";
 /// The unguarded counter of the counter workload (on the resource's server).
 pub const COUNTER: &str = "chaos:counter";
 
@@ -41,11 +40,22 @@ impl Resource {
     }
 
     /// A fenced write of `value`: `(accepted, value before)`.
-    pub async fn write(&self, token: u128, by: &str, value: i64) -> redis::RedisResult<(bool, i64)> {
+    pub async fn write(
+        &self,
+        token: u128,
+        by: &str,
+        value: i64,
+    ) -> redis::RedisResult<(bool, i64)> {
         self.call("write", token, by, value).await
     }
 
-    async fn call(&self, op: &str, token: u128, by: &str, value: i64) -> redis::RedisResult<(bool, i64)> {
+    async fn call(
+        &self,
+        op: &str,
+        token: u128,
+        by: &str,
+        value: i64,
+    ) -> redis::RedisResult<(bool, i64)> {
         let mut conn = self.conn.clone();
         let (accepted, before): (i64, i64) = SCRIPT
             .key(VALUE)
@@ -63,23 +73,20 @@ impl Resource {
     /// The unguarded counter: `GET`.
     pub async fn counter(&self) -> redis::RedisResult<i64> {
         let mut conn = self.conn.clone();
-        let v: Option<i64> = redis::cmd("GET").arg(COUNTER).query_async(&mut conn).await?;
+        let v: Option<i64> = redis::cmd("GET")
+            .arg(COUNTER)
+            .query_async(&mut conn)
+            .await?;
         Ok(v.unwrap_or(0))
     }
 
     /// The unguarded counter: `SET`.
     pub async fn set_counter(&self, value: i64) -> redis::RedisResult<()> {
         let mut conn = self.conn.clone();
-        redis::cmd("SET").arg(COUNTER).arg(value).query_async(&mut conn).await
-    }
-
-    /// The log of every operation, in the resource's order.
-    pub async fn log(&self) -> anyhow::Result<Vec<ResourceOp>> {
-        let mut conn = self.conn.clone();
-        let lines: Vec<String> = redis::cmd("LRANGE").arg(LOG).arg(0).arg(-1).query_async(&mut conn).await?;
-        lines
-            .iter()
-            .map(|l| serde_json::from_str(l).with_context(|| format!("a resource log line: {l}")))
-            .collect()
+        redis::cmd("SET")
+            .arg(COUNTER)
+            .arg(value)
+            .query_async(&mut conn)
+            .await
     }
 }

@@ -47,6 +47,8 @@ pub struct Row {
     pub lost_updates: usize,
     /// Longest wait while the lock was free, ms.
     pub max_unavailable_ms: u64,
+    /// Longest time between two grants, ms.
+    pub max_grant_gap_ms: u64,
     /// Liveness violations.
     pub liveness_violations: usize,
     /// Things left behind.
@@ -70,6 +72,9 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut d = Deployment::start(s.topology, s.persistent);
     let key = format!("chaos:{}", s.name);
+    if s.fault == nemesis::Fault::PartitionClients {
+        d.start_proxies(2)?;
+    }
     if s.workload == Workload::Semaphore {
         set_permits(&d, &key, s.permits)?;
     }
@@ -80,7 +85,7 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
         let process = format!("w{p}");
         let spec = Spec {
             process: process.clone(),
-            url: d.url(),
+            url: d.url_of(p as usize),
             redlock_urls: d.redlock_urls(),
             resource_url: d.resource.url(),
             workload: s.workload,
@@ -101,7 +106,10 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
     let ids: Vec<Worker> = workers
         .iter_mut()
         .map(|w| {
-            let line = w.lines.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+            let line = w
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_default();
             Worker {
                 process: w.process.clone(),
                 pid: w.child.id() as i32,
@@ -110,7 +118,11 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
         })
         .collect();
     if let Some(w) = ids.iter().find(|w| w.client.is_empty()) {
-        bail!("worker {} did not connect: see {}", w.process, dir.display());
+        bail!(
+            "worker {} did not connect: see {}",
+            w.process,
+            dir.display()
+        );
     }
 
     let schedule = Schedule {
@@ -126,7 +138,12 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
     // harness has them die with the thread that spawned them (PR_SET_PDEATHSIG).
     let lines: Vec<(String, mpsc::Receiver<String>)> = workers
         .iter_mut()
-        .map(|w| (w.process.clone(), std::mem::replace(&mut w.lines, mpsc::channel().1)))
+        .map(|w| {
+            (
+                w.process.clone(),
+                std::mem::replace(&mut w.lines, mpsc::channel().1),
+            )
+        })
         .collect();
     let (nemesis_errors, unfinished) = std::thread::scope(|scope| {
         let stop = &stop;
@@ -148,7 +165,13 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             unfinished
         });
-        let errors = nemesis::run(&mut d, &schedule, &ids, dir.join("history-nemesis.jsonl"), stop);
+        let errors = nemesis::run(
+            &mut d,
+            &schedule,
+            &ids,
+            dir.join("history-nemesis.jsonl"),
+            stop,
+        );
         (errors, waiter.join().unwrap_or_default())
     });
     let duration_s = started.elapsed().as_secs_f64();
@@ -224,6 +247,7 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
         token_regressions: f.token_regressions,
         lost_updates: f.lost_updates,
         max_unavailable_ms: f.max_unavailable_ms,
+        max_grant_gap_ms: f.max_grant_gap_ms,
         liveness_violations: f.liveness_violations,
         orphans: f.orphans,
         request_records,
@@ -234,14 +258,17 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
     Ok((row, f.violations))
 }
 
+/// (increments acknowledged, the counter's final value), for the counter workloads.
+type CounterState = Option<(u64, i64)>;
+
 /// The resource's log and, for the counter workloads, (increments acknowledged, final value).
 fn resource_state(
     d: &Deployment,
     events: &[history::Event],
-) -> anyhow::Result<(Vec<ResourceOp>, Option<(u64, i64)>)> {
+) -> anyhow::Result<(Vec<ResourceOp>, CounterState)> {
     let mut conn = query_connection(&d.resource).context("the resource's server")?;
     let lines: Vec<String> = redis::cmd("LRANGE")
-        .arg("chaos:resource:log")
+        .arg(crate::resource::LOG)
         .arg(0)
         .arg(-1)
         .query(&mut conn)?;
@@ -254,7 +281,9 @@ fn resource_state(
         .filter(|e| e.f == Op::Increment && e.ty == Type::Ok)
         .count() as u64;
     let counter = if acked > 0 {
-        let v: Option<i64> = redis::cmd("GET").arg(crate::resource::COUNTER).query(&mut conn)?;
+        let v: Option<i64> = redis::cmd("GET")
+            .arg(crate::resource::COUNTER)
+            .query(&mut conn)?;
         Some((acked, v.unwrap_or(0)))
     } else {
         None
@@ -263,10 +292,15 @@ fn resource_state(
 }
 
 fn set_permits(d: &Deployment, key: &str, permits: u32) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async {
         let client = distlock::Client::connect(&d.url()).await?;
-        client.semaphore(key).try_set_permits(u64::from(permits)).await?;
+        client
+            .semaphore(key)
+            .try_set_permits(u64::from(permits))
+            .await?;
         client.shutdown().await?;
         Ok::<_, distlock::Error>(())
     })?;

@@ -243,6 +243,21 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
     v.push(s);
 
     let mut s = base(
+        "client-partition",
+        "half the workers reach the server through a proxy that blackholes them for 2 x the 1 s lease (or delays them 300 ms each way) every 4 s, then cuts their connections; they still reach the resource and keep writing",
+        Topology::Standalone,
+        Fault::PartitionClients,
+    );
+    s.lease = S(1);
+    s.every = S(4);
+    s.first_after = S(1);
+    // Holds longer than the lease: the watchdog carries them, except through the partition.
+    s.hold_max = MS(1500);
+    s.pause = S(2);
+    s.duration = pick(S(40), S(13));
+    v.push(s);
+
+    let mut s = base(
         "sentinel-kill",
         "SIGKILL the Sentinel master every 10 s, WAIT 1 on: grants must survive the failover",
         Topology::Sentinel,

@@ -50,6 +50,10 @@ pub struct Deployment {
     pub masters: Vec<RedisServer>,
     /// The fenced resource's server.
     pub resource: RedisServer,
+    /// Proxies in front of the standalone server (one per group of workers), and the
+    /// runtime they run on.
+    pub proxies: Vec<crate::proxy::Proxy>,
+    proxy_runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Deployment {
@@ -62,6 +66,8 @@ impl Deployment {
             cluster: None,
             masters: Vec::new(),
             resource: RedisServer::start(),
+            proxies: Vec::new(),
+            proxy_runtime: None,
         };
         match topology {
             Topology::Standalone => {
@@ -78,6 +84,32 @@ impl Deployment {
             Topology::Redlock => d.masters = (0..5).map(|_| RedisServer::start()).collect(),
         }
         d
+    }
+
+    /// Put `n` proxies in front of the standalone server: [`url_of`](Self::url_of) then
+    /// spreads the workers over them.
+    pub fn start_proxies(&mut self, n: usize) -> anyhow::Result<()> {
+        let server = self.standalone.as_ref().expect("a standalone deployment");
+        let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], server.port()));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        for _ in 0..n {
+            self.proxies
+                .push(rt.block_on(crate::proxy::Proxy::start(upstream))?);
+        }
+        self.proxy_runtime = Some(rt);
+        Ok(())
+    }
+
+    /// The URL worker `i` connects to: through proxy `i % proxies` when there are proxies.
+    pub fn url_of(&self, i: usize) -> String {
+        if self.proxies.is_empty() {
+            return self.url();
+        }
+        let port = self.proxies[i % self.proxies.len()].port();
+        format!("redis://127.0.0.1:{port}/")
     }
 
     /// The URL the workers' clients connect to.
@@ -151,11 +183,15 @@ impl Deployment {
             let mut conn = match query_connection(server) {
                 Ok(c) => c,
                 Err(e) => {
-                    found.push((format!("master {port} (pid {:?}) unreachable: {e}", server.pid()), true));
+                    found.push((
+                        format!("master {port} (pid {:?}) unreachable: {e}", server.pid()),
+                        true,
+                    ));
                     continue;
                 }
             };
-            let keys: redis::RedisResult<Vec<String>> = redis::cmd("KEYS").arg("*").query(&mut conn);
+            let keys: redis::RedisResult<Vec<String>> =
+                redis::cmd("KEYS").arg("*").query(&mut conn);
             let keys = match keys {
                 Ok(k) => k,
                 Err(e) => {
@@ -173,10 +209,13 @@ impl Deployment {
                 }
                 if let Some((name, permits)) = semaphore {
                     if key == name {
-                        let v: Option<i64> = redis::cmd("GET").arg(&key).query(&mut conn).ok().flatten();
+                        let v: Option<i64> =
+                            redis::cmd("GET").arg(&key).query(&mut conn).ok().flatten();
                         if v != Some(i64::from(permits)) {
                             found.push((
-                                format!("semaphore {key} on {port} has {v:?} permits, not {permits}"),
+                                format!(
+                                    "semaphore {key} on {port} has {v:?} permits, not {permits}"
+                                ),
                                 false,
                             ));
                         }
@@ -184,8 +223,14 @@ impl Deployment {
                     }
                 }
                 let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap_or(-1);
-                let kind: String = redis::cmd("TYPE").arg(&key).query(&mut conn).unwrap_or_default();
-                found.push((format!("{kind} key {key} left on {port} (PTTL {ttl} ms)"), ttl > 0));
+                let kind: String = redis::cmd("TYPE")
+                    .arg(&key)
+                    .query(&mut conn)
+                    .unwrap_or_default();
+                found.push((
+                    format!("{kind} key {key} left on {port} (PTTL {ttl} ms)"),
+                    ttl > 0,
+                ));
             }
             let mut channels: Vec<String> = redis::cmd("PUBSUB")
                 .arg("CHANNELS")
@@ -198,7 +243,8 @@ impl Deployment {
                     .unwrap_or_default();
                 channels.extend(shard);
             }
-            for c in channels {
+            // The sentinels' own channel is theirs.
+            for c in channels.into_iter().filter(|c| c != "__sentinel__:hello") {
                 found.push((format!("channel {c} still subscribed on {port}"), false));
             }
         }

@@ -228,8 +228,12 @@ impl Task {
         grant: impl FnOnce(&G) -> (u128, String),
     ) {
         let key = self.spec.key.as_str();
-        self.rec
-            .record(&self.rec.event(self.task, Type::Invoke, Op::Acquire).key(key));
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Acquire)
+                .key(key),
+        );
         let guard = match acquire.await {
             Ok(Some(g)) => g,
             Ok(None) => {
@@ -290,8 +294,12 @@ impl Task {
             self.rec
                 .record(&self.rec.event(self.task, Type::Ok, Op::Lost).key(key));
         }
-        self.rec
-            .record(&self.rec.event(self.task, Type::Invoke, Op::Release).key(key));
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Release)
+                .key(key),
+        );
         match guard.release().await {
             Ok(()) => self
                 .rec
@@ -332,12 +340,21 @@ impl Task {
     async fn fenced_increment(&self, token: u128) {
         let by = self.by();
         let key = self.spec.key.as_str();
-        self.rec
-            .record(&self.rec.event(self.task, Type::Invoke, Op::Read).key(key).token(token));
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Read)
+                .key(key)
+                .token(token),
+        );
         let value = match self.resource.read(token, &by).await {
             Ok((true, v)) => {
                 self.rec.record(
-                    &self.rec.event(self.task, Type::Ok, Op::Read).key(key).value(v),
+                    &self
+                        .rec
+                        .event(self.task, Type::Ok, Op::Read)
+                        .key(key)
+                        .value(v),
                 );
                 v
             }
@@ -377,11 +394,7 @@ impl Task {
             Ok((false, _)) => (Type::Fail, Some("refused: stale token".to_owned())),
             Err(e) => (Type::Info, Some(e.to_string())),
         };
-        let mut e = self
-            .rec
-            .event(self.task, ty, Op::Write)
-            .key(key)
-            .value(new);
+        let mut e = self.rec.event(self.task, ty, Op::Write).key(key).value(new);
         if let Some(d) = detail {
             e = e.detail(d);
         }
@@ -391,8 +404,12 @@ impl Task {
     /// Unguarded GET, sleep, SET + 1.
     async fn increment(&self) {
         let key = self.spec.key.as_str();
-        self.rec
-            .record(&self.rec.event(self.task, Type::Invoke, Op::Increment).key(key));
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Increment)
+                .key(key),
+        );
         let result = async {
             let v = self.resource.counter().await?;
             tokio::time::sleep(self.hold_time()).await;
@@ -419,8 +436,12 @@ impl Task {
     async fn semaphore(&self, wait: Duration) {
         let key = self.spec.key.as_str();
         let sem = self.client.semaphore(key);
-        self.rec
-            .record(&self.rec.event(self.task, Type::Invoke, Op::Acquire).key(key));
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Acquire)
+                .key(key),
+        );
         let permit = match sem.try_acquire_for(wait).await {
             Ok(Some(p)) => p,
             Ok(None) => {
@@ -454,8 +475,12 @@ impl Task {
                 .mode(Mode::Shared),
         );
         tokio::time::sleep(self.hold_time()).await;
-        self.rec
-            .record(&self.rec.event(self.task, Type::Invoke, Op::Release).key(key));
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Release)
+                .key(key),
+        );
         let e = match permit.release().await {
             Ok(_) => self.rec.event(self.task, Type::Ok, Op::Release).key(key),
             Err(e) => self
@@ -484,8 +509,12 @@ impl Task {
             .job_lock(key)
             .at_most_for(interval * 10)
             .at_least_for(interval * 4 / 5);
-        self.rec
-            .record(&self.rec.event(self.task, Type::Invoke, Op::Acquire).key(key));
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Acquire)
+                .key(key),
+        );
         let guard = match job.try_acquire().await {
             Ok(Some(g)) => g,
             Ok(None) => {
@@ -518,8 +547,12 @@ impl Task {
                 .value(tick as i64),
         );
         tokio::time::sleep(interval / 4).await;
-        self.rec
-            .record(&self.rec.event(self.task, Type::Invoke, Op::Release).key(key));
+        self.rec.record(
+            &self
+                .rec
+                .event(self.task, Type::Invoke, Op::Release)
+                .key(key),
+        );
         let e = match guard.release().await {
             Ok(()) => self.rec.event(self.task, Type::Ok, Op::Release).key(key),
             Err(e) => self
