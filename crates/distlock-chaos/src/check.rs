@@ -493,8 +493,15 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
             });
         }
     }
-    // After each heal: the first grant comes within the allowance, if anyone waits.
-    for h in heals {
+    // After each heal: the first grant comes within the allowance, if anyone waits — and
+    // the workload went on that long (a heal after the workers stopped proves nothing).
+    let last_try = events
+        .iter()
+        .filter(|e| e.f == Op::Acquire && e.ty == Type::Invoke)
+        .map(|e| e.t_us)
+        .max()
+        .unwrap_or(0);
+    for h in heals.into_iter().filter(|&h| h + allowance <= last_try) {
         let waited = waiting.iter().any(|&(a, b)| a <= h + allowance && b > h);
         if !waited {
             continue;
@@ -829,7 +836,18 @@ mod tests {
         // ...but not a grant later than the allowance after the heal.
         let mut too_late = hold("w1", 7000, 7010, 2);
         too_late[0].t_us = 19 * MS;
-        let f = run(&history(vec![hold("w0", 10, 20, 1), too_late, fault]));
+        let next = hold("w2", 8000, 8010, 3);
+        let f = run(&history(vec![
+            hold("w0", 10, 20, 1),
+            too_late.clone(),
+            fault.clone(),
+        ]));
+        assert!(
+            f.passed(),
+            "the workload stopped too soon to judge: {:?}",
+            f.violations
+        );
+        let f = run(&history(vec![hold("w0", 10, 20, 1), too_late, next, fault]));
         assert!(f.liveness_violations >= 1, "{:?}", f.violations);
         assert!(f
             .violations
