@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::history::{Event, Mode, Op, Property, ResourceOp, Type, Violation};
+use crate::history::{self, Event, Mode, Op, Property, ResourceOp, Type, Violation};
 
 /// One hold, rebuilt from the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +57,9 @@ pub struct Limits {
     pub idle_limit: Duration,
     /// After a fault heals: how long until a waiter must have acquired.
     pub heal_allowance: Duration,
+    /// The lease: with it, a holder paused past its lease must report the loss in time
+    /// ([`pause_loss`]).
+    pub lease: Option<Duration>,
     /// Whether liveness applies (not to job locks, whose runs are scheduled, nor to
     /// semaphores with free permits).
     pub liveness: bool,
@@ -69,6 +72,7 @@ impl Default for Limits {
             idle_limit: Duration::from_secs(1),
             heal_allowance: Duration::from_secs(5),
             liveness: true,
+            lease: None,
         }
     }
 }
@@ -199,14 +203,20 @@ pub fn check(
     if limits.liveness {
         liveness(events, &holds, limits, &mut f);
     }
+    // These find something only where their fault or workload ran.
+    if let Some(lease) = limits.lease {
+        pause_loss(events, &holds, lease, &mut f);
+    }
+    unreplicated(events, &mut f);
+    job_ticks(events, &mut f);
     for o in orphans {
         f.orphans += 1;
-        f.violations.push(Violation {
-            t_us: events.last().map_or(0, |e| e.t_us),
-            until_us: events.last().map_or(0, |e| e.t_us),
-            property: Property::Orphans,
-            detail: o.clone(),
-        });
+        f.violations.push(Violation::new(
+            Property::Orphans,
+            events.last().map_or(0, |e| e.t_us),
+            events.last().map_or(0, |e| e.t_us),
+            o.clone(),
+        ));
     }
     f.violations.sort_by_key(|v| v.t_us);
     f
@@ -220,12 +230,12 @@ fn exclusion(holds: &[Hold], limits: &Limits, f: &mut Findings) {
     f.overlaps = unexcused.len();
     f.excused_overlaps = all.len().saturating_sub(unexcused.len());
     for (start, end, who) in unexcused {
-        f.violations.push(Violation {
-            t_us: start,
-            until_us: end,
-            property: Property::Exclusion,
-            detail: format!("holds overlap while none was reported lost: {who}"),
-        });
+        f.violations.push(Violation::new(
+            Property::Exclusion,
+            start,
+            end,
+            format!("holds overlap while none was reported lost: {who}"),
+        ));
     }
 }
 
@@ -322,11 +332,11 @@ fn fencing(holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
             };
             if let Some(m) = before.filter(|m| h.token <= m.token) {
                 f.token_regressions += 1;
-                f.violations.push(Violation {
-                    t_us: h.start,
-                    until_us: h.start,
-                    property: Property::Fencing,
-                    detail: format!(
+                f.violations.push(Violation::new(
+                    Property::Fencing,
+                    h.start,
+                    h.start,
+                    format!(
                         "{}: {}/{} was granted token {} after {}/{} held token {}",
                         h.key,
                         h.process,
@@ -336,7 +346,7 @@ fn fencing(holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
                         m.task,
                         m.token.unwrap_or(0)
                     ),
-                });
+                ));
             }
         }
     }
@@ -352,16 +362,16 @@ fn fencing(holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
         match highest {
             Some((h, by)) if token < h => {
                 f.stale_writes_accepted += 1;
-                f.violations.push(Violation {
-                    t_us: 0,
-                    until_us: 0,
-                    property: Property::Fencing,
-                    detail: format!(
+                f.violations.push(Violation::new(
+                    Property::Fencing,
+                    0,
+                    0,
+                    format!(
                         "the resource accepted {} #{i} by {} with token {token} after \
                          token {h} by {by}",
                         op.op, op.by
                     ),
-                });
+                ));
             }
             _ => highest = Some((token, &op.by)),
         }
@@ -373,58 +383,50 @@ fn updates(resource: &[ResourceOp], counter: Option<(u64, i64)>, f: &mut Finding
     for (i, op) in resource.iter().enumerate() {
         if op.op == "write" && op.accepted && op.after != op.before + 1 {
             f.lost_updates += 1;
-            f.violations.push(Violation {
-                t_us: 0,
-                until_us: 0,
-                property: Property::Updates,
-                detail: format!(
+            f.violations.push(Violation::new(
+                Property::Updates,
+                0,
+                0,
+                format!(
                     "write #{i} by {} (token {}) wrote {} over {}: an update was lost",
                     op.by, op.token, op.after, op.before
                 ),
-            });
+            ));
         }
     }
     if let Some((acked, value)) = counter {
         if (value as i128) < acked as i128 {
             let lost = (acked as i128 - value as i128) as usize;
             f.lost_updates += lost;
-            f.violations.push(Violation {
-                t_us: 0,
-                until_us: 0,
-                property: Property::Updates,
-                detail: format!(
+            f.violations.push(Violation::new(
+                Property::Updates,
+                0,
+                0,
+                format!(
                     "the counter is {value} after {acked} acknowledged increments: {lost} lost"
                 ),
-            });
+            ));
         }
     }
 }
 
 /// L: intervals in which some waiter waited while no one held the lock.
 fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings) {
-    // Fault windows: from the fault's start to its heal plus the allowance.
+    // Fault windows: from the fault's start to its heal plus the allowance (to the end of
+    // the history when it never healed); an instant fault's from its time.
     let allowance = limits.heal_allowance.as_micros() as u64;
-    let mut windows: Vec<(u64, u64)> = Vec::new();
-    let mut open_faults: HashMap<&str, u64> = HashMap::new();
-    let mut heals: Vec<u64> = Vec::new();
-    for e in events.iter().filter(|e| e.f == Op::Fault) {
-        let what = e.detail.as_deref().unwrap_or("");
-        match e.ty {
-            Type::Invoke => {
-                open_faults.insert(what, e.t_us);
-            }
-            Type::Ok => {
-                let start = open_faults.remove(what).unwrap_or(e.t_us);
-                windows.push((start, e.t_us + allowance));
-                heals.push(e.t_us);
-            }
-            _ => windows.push((e.t_us, e.t_us + allowance)),
-        }
-    }
     let end = events.last().map_or(0, |e| e.t_us);
-    for start in open_faults.values() {
-        windows.push((*start, end));
-    }
+    let (spans, instants) = history::fault_spans(events);
+    let windows: Vec<(u64, u64)> = spans
+        .iter()
+        .map(|f| (f.start(), f.end().map_or(end, |e| e + allowance)))
+        .chain(instants.iter().map(|e| (e.t_us, e.t_us + allowance)))
+        .collect();
+    let heals: Vec<u64> = spans
+        .iter()
+        .filter(|f| f.healed())
+        .filter_map(|f| f.end())
+        .collect();
     // Waiting intervals: from an acquire's invoke to the grant, across the attempts that
     // failed or timed out in between (a client retrying through a failover still waits).
     let mut waiting: Vec<(u64, u64)> = Vec::new();
@@ -481,16 +483,16 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
         let in_fault = windows.iter().any(|&(s, e)| a < e && b > s);
         if b - a > limit && !in_fault {
             f.liveness_violations += 1;
-            f.violations.push(Violation {
-                t_us: a,
-                until_us: b,
-                property: Property::Liveness,
-                detail: format!(
+            f.violations.push(Violation::new(
+                Property::Liveness,
+                a,
+                b,
+                format!(
                     "a waiter waited {} ms while no one held the lock (limit {} ms)",
                     (b - a) / 1000,
                     limit / 1000
                 ),
-            });
+            ));
         }
     }
     // After each heal: the first grant comes within the allowance, if anyone waits — and
@@ -510,11 +512,11 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
         let late = next.is_none_or(|s| s > h + allowance);
         if late {
             f.liveness_violations += 1;
-            f.violations.push(Violation {
-                t_us: h,
-                until_us: next.unwrap_or(end).max(h),
-                property: Property::Liveness,
-                detail: format!(
+            f.violations.push(Violation::new(
+                Property::Liveness,
+                h,
+                next.unwrap_or(end).max(h),
+                format!(
                     "no grant within {} ms after a fault healed{}",
                     allowance / 1000,
                     next.map_or(String::new(), |s| format!(
@@ -522,7 +524,7 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
                         (s - h) / 1000
                     ))
                 ),
-            });
+            ));
         }
     }
 }
@@ -531,55 +533,40 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
 /// `lease + renewal` of its resume.
 pub fn pause_loss(events: &[Event], holds: &[Hold], lease: Duration, f: &mut Findings) {
     let within = (lease + lease / 3).as_micros() as u64;
-    let mut started: HashMap<&str, u64> = HashMap::new();
-    for e in events.iter().filter(|e| e.f == Op::Fault) {
-        let Some(what) = e.detail.as_deref() else {
+    let (spans, _) = history::fault_spans(events);
+    for span in spans.iter().filter(|s| s.healed()) {
+        let Some(process) = span.detail().strip_prefix("SIGSTOP holder ") else {
             continue;
         };
-        let Some(process) = what.strip_prefix("SIGSTOP holder ") else {
+        let (paused, resumed) = (span.start(), span.end().unwrap_or_default());
+        if resumed - paused <= lease.as_micros() as u64 {
+            continue;
+        }
+        let Some(hold) = holds
+            .iter()
+            .find(|h| h.process == process && h.start <= paused && h.end > paused)
+        else {
             continue;
         };
-        match e.ty {
-            Type::Invoke => {
-                started.insert(what, e.t_us);
-            }
-            Type::Ok => {
-                let Some(paused) = started.remove(what) else {
-                    continue;
-                };
-                let resumed = e.t_us;
-                if resumed - paused <= lease.as_micros() as u64 {
-                    continue;
-                }
-                let Some(hold) = holds
-                    .iter()
-                    .find(|h| h.process == process && h.start <= paused && h.end > paused)
-                else {
-                    continue;
-                };
-                let late = hold.lost_at.is_none_or(|t| t > resumed + within);
-                if late {
-                    f.liveness_violations += 1;
-                    f.violations.push(Violation {
-                        t_us: resumed,
-                        until_us: hold.lost_at.unwrap_or(resumed + within),
-                        property: Property::Liveness,
-                        detail: format!(
-                            "{process}/{} was paused {} ms past its {} ms lease and reported \
-                             the loss {} (limit {} ms after the resume)",
-                            hold.task,
-                            (resumed - paused) / 1000,
-                            lease.as_millis(),
-                            hold.lost_at.map_or("never".to_owned(), |t| format!(
-                                "{} ms after the resume",
-                                t.saturating_sub(resumed) / 1000
-                            )),
-                            within / 1000
-                        ),
-                    });
-                }
-            }
-            _ => {}
+        if hold.lost_at.is_none_or(|t| t > resumed + within) {
+            f.liveness_violations += 1;
+            f.violations.push(Violation::new(
+                Property::Liveness,
+                resumed,
+                hold.lost_at.unwrap_or(resumed + within),
+                format!(
+                    "{process}/{} was paused {} ms past its {} ms lease and reported the loss \
+                     {} (limit {} ms after the resume)",
+                    hold.task,
+                    (resumed - paused) / 1000,
+                    lease.as_millis(),
+                    hold.lost_at.map_or("never".to_owned(), |t| format!(
+                        "{} ms after the resume",
+                        t.saturating_sub(resumed) / 1000
+                    )),
+                    within / 1000
+                ),
+            ));
         }
     }
 }
@@ -587,22 +574,12 @@ pub fn pause_loss(events: &[Event], holds: &[Hold], lease: Duration, f: &mut Fin
 /// The replica-pause scenario: no grant was made and confirmed while every replica was
 /// paused (with `WAIT` on, such a grant would be unreplicated).
 pub fn unreplicated(events: &[Event], f: &mut Findings) {
-    let mut paused: Vec<(u64, u64)> = Vec::new();
-    let mut open: Option<u64> = None;
-    for e in events.iter().filter(|e| e.f == Op::Fault) {
-        if !e.detail.as_deref().unwrap_or("").contains("both replicas") {
-            continue;
-        }
-        match e.ty {
-            Type::Invoke => open = Some(e.t_us),
-            Type::Ok => {
-                if let Some(s) = open.take() {
-                    paused.push((s, e.t_us));
-                }
-            }
-            _ => {}
-        }
-    }
+    let (spans, _) = history::fault_spans(events);
+    let paused: Vec<(u64, u64)> = spans
+        .iter()
+        .filter(|s| s.healed() && s.detail().contains("both replicas"))
+        .filter_map(|s| Some((s.start(), s.end()?)))
+        .collect();
     let mut invoked: HashMap<(&str, u32), u64> = HashMap::new();
     for e in events.iter().filter(|e| e.f == Op::Acquire) {
         let who = (e.process.as_str(), e.task);
@@ -615,16 +592,16 @@ pub fn unreplicated(events: &[Event], f: &mut Findings) {
         };
         if e.ty == Type::Ok && paused.iter().any(|&(s, r)| a >= s && e.t_us <= r) {
             f.overlaps += 1;
-            f.violations.push(Violation {
-                t_us: a,
-                until_us: e.t_us,
-                property: Property::Exclusion,
-                detail: format!(
+            f.violations.push(Violation::new(
+                Property::Exclusion,
+                a,
+                e.t_us,
+                format!(
                     "{}/{} was granted the lock while every replica was paused: an \
                      unreplicated grant",
                     e.process, e.task
                 ),
-            });
+            ));
         }
     }
 }
@@ -648,16 +625,16 @@ pub fn job_ticks(events: &[Event], f: &mut Findings) {
             .iter()
             .map(|e| format!("{}/{}", e.process, e.task))
             .collect();
-        f.violations.push(Violation {
-            t_us: r[0].t_us,
-            until_us: r[r.len() - 1].t_us,
-            property: Property::Exclusion,
-            detail: format!(
+        f.violations.push(Violation::new(
+            Property::Exclusion,
+            r[0].t_us,
+            r[r.len() - 1].t_us,
+            format!(
                 "job {key} ran {} times in tick {tick}: {}",
                 r.len(),
                 who.join(", ")
             ),
-        });
+        ));
     }
 }
 

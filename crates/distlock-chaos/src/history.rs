@@ -194,6 +194,76 @@ impl ResourceOp {
     }
 }
 
+/// One fault of a history: the nemesis's `invoke`, and the `ok` (healed) or `fail` (not
+/// injected) that closed it, if one did.
+#[derive(Clone, Copy, Debug)]
+pub struct FaultSpan<'a> {
+    /// The `invoke`.
+    pub opened: &'a Event,
+    /// The `ok` or `fail`; `None` when the fault was never closed.
+    pub closed: Option<&'a Event>,
+}
+
+impl FaultSpan<'_> {
+    /// When it started, µs.
+    pub fn start(&self) -> u64 {
+        self.opened.t_us
+    }
+
+    /// When it was closed, µs.
+    pub fn end(&self) -> Option<u64> {
+        self.closed.map(|e| e.t_us)
+    }
+
+    /// Closed by an `ok`.
+    pub fn healed(&self) -> bool {
+        self.closed.is_some_and(|e| e.ty == Type::Ok)
+    }
+
+    /// What the `invoke` said.
+    pub fn detail(&self) -> &str {
+        self.opened.detail.as_deref().unwrap_or("")
+    }
+}
+
+/// Pair the fault events of a history (in time order): an `invoke` opens a fault; an `ok` or
+/// a `fail` closes the earliest open fault with the same `detail`, else with the same `key`,
+/// else the earliest open one. Returns the faults in order of their start, and the instant
+/// ones: the `info` events, and an `ok` or `fail` that found nothing open.
+pub fn fault_spans<'a>(
+    events: impl IntoIterator<Item = &'a Event>,
+) -> (Vec<FaultSpan<'a>>, Vec<&'a Event>) {
+    let mut spans = Vec::new();
+    let mut instants = Vec::new();
+    let mut open: Vec<&Event> = Vec::new();
+    for e in events.into_iter().filter(|e| e.f == Op::Fault) {
+        match e.ty {
+            Type::Invoke => open.push(e),
+            Type::Ok | Type::Fail => {
+                let i = open
+                    .iter()
+                    .position(|s| s.detail.is_some() && s.detail == e.detail)
+                    .or_else(|| open.iter().position(|s| s.key.is_some() && s.key == e.key))
+                    .or(if open.is_empty() { None } else { Some(0) });
+                match i {
+                    Some(i) => spans.push(FaultSpan {
+                        opened: open.remove(i),
+                        closed: Some(e),
+                    }),
+                    None => instants.push(e),
+                }
+            }
+            Type::Info => instants.push(e),
+        }
+    }
+    spans.extend(open.into_iter().map(|opened| FaultSpan {
+        opened,
+        closed: None,
+    }));
+    spans.sort_by_key(|s| s.opened.t_us);
+    (spans, instants)
+}
+
 /// Which property a [`Violation`] breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Property {
@@ -221,6 +291,23 @@ pub struct Violation {
     pub property: Property,
     /// What was seen.
     pub detail: String,
+}
+
+impl Violation {
+    /// A violation of `property` from `t_us` to `until_us` (0 and 0: no time).
+    pub fn new(
+        property: Property,
+        t_us: u64,
+        until_us: u64,
+        detail: impl Into<String>,
+    ) -> Violation {
+        Violation {
+            t_us,
+            until_us,
+            property,
+            detail: detail.into(),
+        }
+    }
 }
 
 /// An append-only history file shared by the tasks of one process: events are written as

@@ -120,9 +120,9 @@ fn suite(args: Args) -> anyhow::Result<bool> {
             s.topology.name(),
             s.duration
         );
-        let (row, violations) = run::scenario(s, &args.out, args.keep)?;
+        let row = run::scenario(s, &args.out, args.keep)?;
         println!("{}", serde_json::to_string(&row)?);
-        for v in violations.iter().take(5) {
+        for v in row.findings.violations.iter().take(5) {
             eprintln!("  violation ({:?}): {}", v.property, v.detail);
         }
         if let Some(k) = &row.kept {
@@ -166,24 +166,30 @@ mod report {
                 (false, true) => "no (known limit)".to_owned(),
                 (false, false) => "NO".to_owned(),
             };
-            let overlaps = if r.excused_overlaps > 0 {
-                format!("{} (+{} of a lost lease)", r.overlaps, r.excused_overlaps)
+            let overlaps = if r.findings.excused_overlaps > 0 {
+                format!(
+                    "{} (+{} of a lost lease)",
+                    r.findings.overlaps, r.findings.excused_overlaps
+                )
             } else {
-                r.overlaps.to_string()
+                r.findings.overlaps.to_string()
             };
             t.add_row([
                 r.scenario.clone(),
                 r.topology.clone(),
                 format!("{:.0}", r.duration_s),
-                r.grants.to_string(),
-                r.faults.to_string(),
+                r.findings.grants.to_string(),
+                r.findings.faults.to_string(),
                 overlaps,
-                r.lost_leases.to_string(),
-                format!("{} / {}", r.stale_writes_accepted, r.stale_writes_rejected),
-                r.lost_updates.to_string(),
-                r.max_unavailable_ms.to_string(),
-                r.max_grant_gap_ms.to_string(),
-                r.orphans.to_string(),
+                r.findings.lost_leases.to_string(),
+                format!(
+                    "{} / {}",
+                    r.findings.stale_writes_accepted, r.findings.stale_writes_rejected
+                ),
+                r.findings.lost_updates.to_string(),
+                r.findings.max_unavailable_ms.to_string(),
+                r.findings.max_grant_gap_ms.to_string(),
+                r.findings.orphans.to_string(),
                 passed,
             ]);
         }

@@ -27,32 +27,9 @@ pub struct Row {
     pub topology: String,
     /// How long the workload ran, s.
     pub duration_s: f64,
-    /// Holds granted.
-    pub grants: usize,
-    /// Faults injected.
-    pub faults: usize,
-    /// Overlaps while neither hold was reported lost.
-    pub overlaps: usize,
-    /// Overlaps of a hold reported lost (fencing must refuse its late writes).
-    pub excused_overlaps: usize,
-    /// Leases reported lost.
-    pub lost_leases: usize,
-    /// Writes the resource accepted with a stale token.
-    pub stale_writes_accepted: usize,
-    /// Writes the resource refused.
-    pub stale_writes_rejected: usize,
-    /// Tokens that did not rise.
-    pub token_regressions: usize,
-    /// Updates lost.
-    pub lost_updates: usize,
-    /// Longest wait while the lock was free, ms.
-    pub max_unavailable_ms: u64,
-    /// Longest time between two grants, ms.
-    pub max_grant_gap_ms: u64,
-    /// Liveness violations.
-    pub liveness_violations: usize,
-    /// Things left behind.
-    pub orphans: usize,
+    /// What the checkers found (its fields inline in the JSON line).
+    #[serde(flatten)]
+    pub findings: Findings,
     /// Request records (unlock/acquire latches) still waiting for their TTL at the end: not
     /// orphans, they expire by themselves.
     pub request_records: usize,
@@ -66,7 +43,7 @@ pub struct Row {
 }
 
 /// Run `s`, keeping its files under `out/<name>` on failure (always with `keep`).
-pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Vec<Violation>)> {
+pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<Row> {
     let dir = out.join(s.name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -198,23 +175,14 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
     history::write(&dir.join("history.jsonl"), &events)?;
     let (resource, counter) = resource_state(&d, &events)?;
 
-    let mut f: Findings = check::check(&events, &resource, counter, &orphans, &s.limits);
-    let holds = check::holds(&events);
-    match s.fault {
-        nemesis::Fault::PauseHolder => check::pause_loss(&events, &holds, s.lease, &mut f),
-        nemesis::Fault::ReplicaPause => check::unreplicated(&events, &mut f),
-        _ => {}
-    }
-    if s.workload == Workload::Job {
-        check::job_ticks(&events, &mut f);
-    }
+    let limits = check::Limits {
+        lease: Some(s.lease),
+        ..s.limits.clone()
+    };
+    let mut f: Findings = check::check(&events, &resource, counter, &orphans, &limits);
     for e in nemesis_errors {
-        f.violations.push(Violation {
-            t_us: 0,
-            until_us: 0,
-            property: Property::Liveness,
-            detail: e,
-        });
+        f.violations
+            .push(Violation::new(Property::Liveness, 0, 0, e));
     }
     let passed = f.passed();
     let kept = !passed || keep;
@@ -237,25 +205,13 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<(Row, Ve
         scenario: s.name.to_owned(),
         topology: s.topology.name().to_owned(),
         duration_s: (duration_s * 10.0).round() / 10.0,
-        grants: f.grants,
-        faults: f.faults,
-        overlaps: f.overlaps,
-        excused_overlaps: f.excused_overlaps,
-        lost_leases: f.lost_leases,
-        stale_writes_accepted: f.stale_writes_accepted,
-        stale_writes_rejected: f.stale_writes_rejected,
-        token_regressions: f.token_regressions,
-        lost_updates: f.lost_updates,
-        max_unavailable_ms: f.max_unavailable_ms,
-        max_grant_gap_ms: f.max_grant_gap_ms,
-        liveness_violations: f.liveness_violations,
-        orphans: f.orphans,
         request_records,
         known_limit: s.known_limit,
         passed,
         kept: kept.then(|| dir.display().to_string()),
+        findings: f,
     };
-    Ok((row, f.violations))
+    Ok(row)
 }
 
 /// (increments acknowledged, the counter's final value), for the counter workloads.

@@ -39,7 +39,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::history::{Event, Mode, Op, Type, Violation};
+use crate::history::{self, Event, Mode, Op, Type, Violation};
 
 /// The most lanes drawn; the others are counted in a note.
 pub const MAX_LANES: usize = 64;
@@ -242,56 +242,38 @@ fn fault_text(e: &Event) -> String {
         .unwrap_or_else(|| "fault".to_owned())
 }
 
-/// The fault spans and the instant faults (see the module's documentation for the matching).
+/// The fault spans and the instant faults (paired as [`history::fault_spans`] does).
 fn faults(order: &[&Event], t_end: u64) -> (Vec<FaultSpan>, Vec<Instant>) {
-    let mut spans = Vec::new();
-    let mut instants = Vec::new();
-    let mut open: Vec<&Event> = Vec::new();
-    for e in order.iter().filter(|e| e.f == Op::Fault) {
-        match e.ty {
-            Type::Invoke => open.push(e),
-            Type::Ok | Type::Fail => {
-                let i = open
-                    .iter()
-                    .position(|s| s.detail.is_some() && s.detail == e.detail)
-                    .or_else(|| open.iter().position(|s| s.key.is_some() && s.key == e.key))
-                    .or(if open.is_empty() { None } else { Some(0) });
-                match i {
-                    Some(i) => {
-                        let s = open.remove(i);
-                        let (label, closing) = (fault_text(s), fault_text(e));
-                        spans.push(FaultSpan {
-                            start: s.t_us,
-                            end: e.t_us,
-                            healed: if e.ty == Type::Ok {
-                                Healed::Yes
-                            } else {
-                                Healed::Failed
-                            },
-                            closing: (closing != label && closing != "fault").then_some(closing),
-                            label,
-                        });
-                    }
-                    None => instants.push(Instant {
-                        t: e.t_us,
-                        text: format!("end of a fault that never started: {}", fault_text(e)),
-                    }),
-                }
+    let (paired, instant_events) = history::fault_spans(order.iter().copied());
+    let spans = paired
+        .into_iter()
+        .map(|f| {
+            let label = fault_text(f.opened);
+            let closing = f.closed.map(fault_text);
+            FaultSpan {
+                start: f.start(),
+                end: f.end().unwrap_or(t_end),
+                healed: match f.closed {
+                    None => Healed::Never,
+                    Some(_) if f.healed() => Healed::Yes,
+                    Some(_) => Healed::Failed,
+                },
+                closing: closing.filter(|c| *c != label && c != "fault"),
+                label,
             }
-            Type::Info => instants.push(Instant {
-                t: e.t_us,
-                text: fault_text(e),
-            }),
-        }
-    }
-    spans.extend(open.into_iter().map(|s| FaultSpan {
-        start: s.t_us,
-        end: t_end,
-        healed: Healed::Never,
-        label: fault_text(s),
-        closing: None,
-    }));
-    spans.sort_by_key(|s| s.start);
+        })
+        .collect();
+    let instants = instant_events
+        .into_iter()
+        .map(|e| Instant {
+            t: e.t_us,
+            text: if e.ty == Type::Info {
+                fault_text(e)
+            } else {
+                format!("end of a fault that never started: {}", fault_text(e))
+            },
+        })
+        .collect();
     (spans, instants)
 }
 
