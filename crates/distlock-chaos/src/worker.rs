@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use rand::Rng as _;
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Mode, Op, Recorder, Type};
+use crate::history::{Event, Mode, Op, Recorder, Type};
 use crate::resource::Resource;
 
 /// What the tasks do with each grant.
@@ -220,31 +220,29 @@ impl Task {
         }
     }
 
-    /// One acquire, and with a grant the workload's work and the release.
-    async fn cycle<G: Hold>(
+    /// An event of this task on the lock, now.
+    fn ev(&self, ty: Type, f: Op) -> Event {
+        self.rec.event(self.task, ty, f).key(&self.spec.key)
+    }
+
+    /// Record the acquire's `invoke`, await it, and record a timeout (`fail`, with
+    /// `none_detail`) or an error (`fail` when the grant was given back unreplicated, `info`
+    /// otherwise, then a 50 ms pause). The grant's `ok` is the caller's to record.
+    async fn attempt<G>(
         &self,
-        mode: Mode,
         acquire: impl Future<Output = distlock::Result<Option<G>>>,
-        grant: impl FnOnce(&G) -> (u128, String),
-    ) {
-        let key = self.spec.key.as_str();
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Acquire)
-                .key(key),
-        );
-        let guard = match acquire.await {
-            Ok(Some(g)) => g,
+        none_detail: &str,
+    ) -> Option<G> {
+        self.rec.record(&self.ev(Type::Invoke, Op::Acquire));
+        match acquire.await {
+            Ok(Some(g)) => {
+                self.granted.fetch_add(1, Ordering::Relaxed);
+                Some(g)
+            }
             Ok(None) => {
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Fail, Op::Acquire)
-                        .key(key)
-                        .detail("timed out"),
-                );
-                return;
+                self.rec
+                    .record(&self.ev(Type::Fail, Op::Acquire).detail(none_detail));
+                None
             }
             Err(e) => {
                 let ty = if e.kind() == distlock::ErrorKind::NotReplicated {
@@ -252,25 +250,48 @@ impl Task {
                 } else {
                     Type::Info
                 };
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, ty, Op::Acquire)
-                        .key(key)
-                        .detail(e.to_string()),
-                );
+                self.rec
+                    .record(&self.ev(ty, Op::Acquire).detail(e.to_string()));
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                return;
+                None
             }
+        }
+    }
+
+    /// Record the release's `invoke`, await it, and record its outcome. A release that finds
+    /// the lock not held is how a holder learns that the lease was gone (a server that
+    /// restarted without the lock): unless `lost` was already reported, the loss is.
+    async fn release<T>(&self, release: impl Future<Output = distlock::Result<T>>, lost: bool) {
+        self.rec.record(&self.ev(Type::Invoke, Op::Release));
+        let e = match release.await {
+            Ok(_) => self.ev(Type::Ok, Op::Release),
+            Err(e) if e.kind() == distlock::ErrorKind::NotHeld => {
+                if !lost {
+                    self.rec.record(
+                        &self
+                            .ev(Type::Ok, Op::Lost)
+                            .detail("the release found the lock not held"),
+                    );
+                }
+                self.ev(Type::Fail, Op::Release).detail(e.to_string())
+            }
+            Err(e) => self.ev(Type::Info, Op::Release).detail(e.to_string()),
         };
-        self.granted.fetch_add(1, Ordering::Relaxed);
+        self.rec.record(&e);
+    }
+
+    /// One acquire, and with a grant the workload's work and the release.
+    async fn cycle<G: Hold>(
+        &self,
+        mode: Mode,
+        acquire: impl Future<Output = distlock::Result<Option<G>>>,
+        grant: impl FnOnce(&G) -> (u128, String),
+    ) {
+        let Some(guard) = self.attempt(acquire, "timed out").await else {
+            return;
+        };
         let (token, owner) = grant(&guard);
-        let mut ok = self
-            .rec
-            .event(self.task, Type::Ok, Op::Acquire)
-            .key(key)
-            .owner(&owner)
-            .mode(mode);
+        let mut ok = self.ev(Type::Ok, Op::Acquire).owner(&owner).mode(mode);
         if token != 0 {
             ok = ok.token(token);
         }
@@ -284,47 +305,16 @@ impl Task {
             tokio::select! {
                 () = guard.lost(), if !lost => {
                     lost = true;
-                    self.rec.record(&self.rec.event(self.task, Type::Ok, Op::Lost).key(key));
+                    self.rec.record(&self.ev(Type::Ok, Op::Lost));
                 }
                 () = &mut work => break,
             }
         }
         if !lost && guard.is_lost() {
             lost = true;
-            self.rec
-                .record(&self.rec.event(self.task, Type::Ok, Op::Lost).key(key));
+            self.rec.record(&self.ev(Type::Ok, Op::Lost));
         }
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Release)
-                .key(key),
-        );
-        match guard.release().await {
-            Ok(()) => self
-                .rec
-                .record(&self.rec.event(self.task, Type::Ok, Op::Release).key(key)),
-            Err(e) => {
-                // The release is how this holder learns that the lease was gone (a server
-                // that restarted without the lock): the client reports the loss.
-                if e.kind() == distlock::ErrorKind::NotHeld && !lost {
-                    self.rec.record(
-                        &self
-                            .rec
-                            .event(self.task, Type::Ok, Op::Lost)
-                            .key(key)
-                            .detail("the release found the lock not held"),
-                    );
-                }
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Fail, Op::Release)
-                        .key(key)
-                        .detail(e.to_string()),
-                )
-            }
-        }
+        self.release(guard.release(), lost).await;
     }
 
     /// What a grant does.
@@ -339,77 +329,41 @@ impl Task {
     /// Fenced read, sleep, fenced write of value + 1.
     async fn fenced_increment(&self, token: u128) {
         let by = self.by();
-        let key = self.spec.key.as_str();
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Read)
-                .key(key)
-                .token(token),
-        );
+        self.rec
+            .record(&self.ev(Type::Invoke, Op::Read).token(token));
         let value = match self.resource.read(token, &by).await {
             Ok((true, v)) => {
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Ok, Op::Read)
-                        .key(key)
-                        .value(v),
-                );
+                self.rec.record(&self.ev(Type::Ok, Op::Read).value(v));
                 v
             }
             Ok((false, _)) => {
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Fail, Op::Read)
-                        .key(key)
-                        .detail("refused: stale token"),
-                );
+                self.rec
+                    .record(&self.ev(Type::Fail, Op::Read).detail("refused: stale token"));
                 return;
             }
             Err(e) => {
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Info, Op::Read)
-                        .key(key)
-                        .detail(e.to_string()),
-                );
+                self.rec
+                    .record(&self.ev(Type::Info, Op::Read).detail(e.to_string()));
                 return;
             }
         };
         tokio::time::sleep(self.hold_time()).await;
         let new = value + 1;
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Write)
-                .key(key)
-                .token(token)
-                .value(new),
-        );
-        let (ty, detail) = match self.resource.write(token, &by, new).await {
-            Ok((true, _)) => (Type::Ok, None),
-            Ok((false, _)) => (Type::Fail, Some("refused: stale token".to_owned())),
-            Err(e) => (Type::Info, Some(e.to_string())),
+        self.rec
+            .record(&self.ev(Type::Invoke, Op::Write).token(token).value(new));
+        let e = match self.resource.write(token, &by, new).await {
+            Ok((true, _)) => self.ev(Type::Ok, Op::Write),
+            Ok((false, _)) => self
+                .ev(Type::Fail, Op::Write)
+                .detail("refused: stale token"),
+            Err(e) => self.ev(Type::Info, Op::Write).detail(e.to_string()),
         };
-        let mut e = self.rec.event(self.task, ty, Op::Write).key(key).value(new);
-        if let Some(d) = detail {
-            e = e.detail(d);
-        }
-        self.rec.record(&e);
+        self.rec.record(&e.value(new));
     }
 
     /// Unguarded GET, sleep, SET + 1.
     async fn increment(&self) {
-        let key = self.spec.key.as_str();
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Increment)
-                .key(key),
-        );
+        self.rec.record(&self.ev(Type::Invoke, Op::Increment));
         let result = async {
             let v = self.resource.counter().await?;
             tokio::time::sleep(self.hold_time()).await;
@@ -418,78 +372,22 @@ impl Task {
         }
         .await;
         let e = match result {
-            Ok(v) => self
-                .rec
-                .event(self.task, Type::Ok, Op::Increment)
-                .key(key)
-                .value(v),
-            Err(e) => self
-                .rec
-                .event(self.task, Type::Info, Op::Increment)
-                .key(key)
-                .detail(e.to_string()),
+            Ok(v) => self.ev(Type::Ok, Op::Increment).value(v),
+            Err(e) => self.ev(Type::Info, Op::Increment).detail(e.to_string()),
         };
         self.rec.record(&e);
     }
 
     /// A permit: holders never exceed the permits (no lease, so no loss).
     async fn semaphore(&self, wait: Duration) {
-        let key = self.spec.key.as_str();
-        let sem = self.client.semaphore(key);
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Acquire)
-                .key(key),
-        );
-        let permit = match sem.try_acquire_for(wait).await {
-            Ok(Some(p)) => p,
-            Ok(None) => {
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Fail, Op::Acquire)
-                        .key(key)
-                        .detail("timed out"),
-                );
-                return;
-            }
-            Err(e) => {
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Info, Op::Acquire)
-                        .key(key)
-                        .detail(e.to_string()),
-                );
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                return;
-            }
+        let sem = self.client.semaphore(self.spec.key.as_str());
+        let Some(permit) = self.attempt(sem.try_acquire_for(wait), "timed out").await else {
+            return;
         };
-        self.granted.fetch_add(1, Ordering::Relaxed);
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Ok, Op::Acquire)
-                .key(key)
-                .mode(Mode::Shared),
-        );
+        self.rec
+            .record(&self.ev(Type::Ok, Op::Acquire).mode(Mode::Shared));
         tokio::time::sleep(self.hold_time()).await;
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Release)
-                .key(key),
-        );
-        let e = match permit.release().await {
-            Ok(_) => self.rec.event(self.task, Type::Ok, Op::Release).key(key),
-            Err(e) => self
-                .rec
-                .event(self.task, Type::Info, Op::Release)
-                .key(key)
-                .detail(e.to_string()),
-        };
-        self.rec.record(&e);
+        self.release(permit.release(), false).await;
     }
 
     /// One try at the next tick of the job's schedule; a run records its tick as `value`.
@@ -502,66 +400,22 @@ impl Task {
         if self.stop() {
             return;
         }
-        let key = self.spec.key.as_str();
         let interval = Duration::from_millis(self.spec.job_interval_ms);
         let job = self
             .client
-            .job_lock(key)
+            .job_lock(self.spec.key.as_str())
             .at_most_for(interval * 10)
             .at_least_for(interval * 4 / 5);
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Acquire)
-                .key(key),
-        );
-        let guard = match job.try_acquire().await {
-            Ok(Some(g)) => g,
-            Ok(None) => {
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Fail, Op::Acquire)
-                        .key(key)
-                        .detail("another run holds it"),
-                );
-                return;
-            }
-            Err(e) => {
-                self.rec.record(
-                    &self
-                        .rec
-                        .event(self.task, Type::Info, Op::Acquire)
-                        .key(key)
-                        .detail(e.to_string()),
-                );
-                return;
-            }
+        let Some(guard) = self
+            .attempt(job.try_acquire(), "another run holds it")
+            .await
+        else {
+            return;
         };
-        self.granted.fetch_add(1, Ordering::Relaxed);
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Ok, Op::Acquire)
-                .key(key)
-                .value(tick as i64),
-        );
+        self.rec
+            .record(&self.ev(Type::Ok, Op::Acquire).value(tick as i64));
         tokio::time::sleep(interval / 4).await;
-        self.rec.record(
-            &self
-                .rec
-                .event(self.task, Type::Invoke, Op::Release)
-                .key(key),
-        );
-        let e = match guard.release().await {
-            Ok(()) => self.rec.event(self.task, Type::Ok, Op::Release).key(key),
-            Err(e) => self
-                .rec
-                .event(self.task, Type::Info, Op::Release)
-                .key(key)
-                .detail(e.to_string()),
-        };
-        self.rec.record(&e);
+        self.release(guard.release(), false).await;
     }
 }
 
