@@ -2,7 +2,6 @@
 //! `invoke` when it starts, `ok` when it is healed (a killed server restarted or replaced by
 //! its replica, a paused process resumed), `info` for an instant fault.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,6 +95,7 @@ pub fn run(
         rec,
         snapshot: None,
         round: 0,
+        conn: None,
     };
     let mut next = Instant::now() + schedule.first_after;
     while !stop.load(Ordering::Relaxed) {
@@ -136,9 +136,12 @@ struct Nemesis<'a> {
     rec: Recorder,
     snapshot: Option<PathBuf>,
     round: usize,
+    /// The connection [`holder`](Nemesis::holder) reads the lock hash on (kept between
+    /// its polls).
+    conn: Option<redis::Connection>,
 }
 
-impl Nemesis<'_> {
+impl<'a> Nemesis<'a> {
     fn start(&self, what: &str) {
         note(&self.rec, Type::Invoke, what);
     }
@@ -321,16 +324,23 @@ impl Nemesis<'_> {
     }
 
     /// The process holding the lock now, from the lock hash's owner field.
-    fn holder(&self) -> Option<&Worker> {
-        let server = self.d.masters()[0];
-        let mut conn = query_connection(server).ok()?;
-        let fields: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(&self.s.key)
-            .query(&mut conn)
-            .ok()?;
-        fields.keys().find_map(|f| {
+    fn holder(&mut self) -> Option<&'a Worker> {
+        if self.conn.is_none() {
+            self.conn = query_connection(self.d.masters()[0]).ok();
+        }
+        let conn = self.conn.as_mut()?;
+        let fields: Vec<String> = match redis::cmd("HKEYS").arg(&self.s.key).query(conn) {
+            Ok(f) => f,
+            Err(_) => {
+                // Connect again at the next look.
+                self.conn = None;
+                return None;
+            }
+        };
+        let workers = self.workers;
+        fields.iter().find_map(|f| {
             let client = f.split(':').next()?;
-            self.workers.iter().find(|w| w.client == client)
+            workers.iter().find(|w| w.client == client)
         })
     }
 
