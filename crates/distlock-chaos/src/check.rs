@@ -119,7 +119,7 @@ impl Findings {
 }
 
 /// Rebuild the holds of a history (events in time order).
-pub fn holds(events: &[Event]) -> Vec<Hold> {
+fn holds(events: &[Event]) -> Vec<Hold> {
     let last = events.last().map_or(0, |e| e.t_us);
     let mut open: HashMap<(&str, u32), Hold> = HashMap::new();
     let mut done = Vec::new();
@@ -531,7 +531,7 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
 
 /// The pause-holder scenario: a holder paused past its lease reports the loss within
 /// `lease + renewal` of its resume.
-pub fn pause_loss(events: &[Event], holds: &[Hold], lease: Duration, f: &mut Findings) {
+fn pause_loss(events: &[Event], holds: &[Hold], lease: Duration, f: &mut Findings) {
     let within = (lease + lease / 3).as_micros() as u64;
     let (spans, _) = history::fault_spans(events);
     for span in spans.iter().filter(|s| s.healed()) {
@@ -573,7 +573,7 @@ pub fn pause_loss(events: &[Event], holds: &[Hold], lease: Duration, f: &mut Fin
 
 /// The replica-pause scenario: no grant was made and confirmed while every replica was
 /// paused (with `WAIT` on, such a grant would be unreplicated).
-pub fn unreplicated(events: &[Event], f: &mut Findings) {
+fn unreplicated(events: &[Event], f: &mut Findings) {
     let (spans, _) = history::fault_spans(events);
     let paused: Vec<(u64, u64)> = spans
         .iter()
@@ -607,7 +607,7 @@ pub fn unreplicated(events: &[Event], f: &mut Findings) {
 }
 
 /// The job scenario: at most one run per tick of the schedule (a run's `value` is its tick).
-pub fn job_ticks(events: &[Event], f: &mut Findings) {
+fn job_ticks(events: &[Event], f: &mut Findings) {
     let mut runs: HashMap<(&str, i64), Vec<&Event>> = HashMap::new();
     for e in events
         .iter()
