@@ -60,6 +60,9 @@ pub struct Limits {
     /// The lease: with it, a holder paused past its lease must report the loss in time
     /// ([`pause_loss`]).
     pub lease: Option<Duration>,
+    /// With it, a paused process's queued waiters may keep the lock free while others wait
+    /// for at most this long at a time ([`waiter_pause`]).
+    pub waiter_stall: Option<Duration>,
     /// Whether liveness applies (not to job locks, whose runs are scheduled, nor to
     /// semaphores with free permits).
     pub liveness: bool,
@@ -73,6 +76,7 @@ impl Default for Limits {
             heal_allowance: Duration::from_secs(5),
             liveness: true,
             lease: None,
+            waiter_stall: None,
         }
     }
 }
@@ -206,6 +210,9 @@ pub fn check(
     // These find something only where their fault or workload ran.
     if let Some(lease) = limits.lease {
         pause_loss(events, &holds, lease, &mut f);
+    }
+    if let Some(stall) = limits.waiter_stall {
+        waiter_pause(events, &holds, stall, &mut f);
     }
     unreplicated(events, &mut f);
     job_ticks(events, &mut f);
@@ -427,56 +434,8 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
         .filter(|f| f.healed())
         .filter_map(|f| f.end())
         .collect();
-    // Waiting intervals: from an acquire's invoke to the grant, across the attempts that
-    // failed or timed out in between (a client retrying through a failover still waits).
-    let mut waiting: Vec<(u64, u64)> = Vec::new();
-    let mut pending: HashMap<(&str, u32), (u64, u64)> = HashMap::new();
-    for e in events.iter().filter(|e| e.f == Op::Acquire) {
-        let who = (e.process.as_str(), e.task);
-        match e.ty {
-            Type::Invoke => {
-                pending.entry(who).or_insert((e.t_us, e.t_us));
-            }
-            Type::Ok => {
-                if let Some((since, _)) = pending.remove(&who) {
-                    waiting.push((since, e.t_us));
-                }
-            }
-            _ => {
-                if let Some(p) = pending.get_mut(&who) {
-                    p.1 = e.t_us;
-                }
-            }
-        }
-    }
-    waiting.extend(pending.into_values());
-    // Sweep: +1/-1 for holds (start..freed) and waits.
-    let mut points: Vec<(u64, i32, i32)> = Vec::new();
-    for h in holds {
-        points.push((h.start, 1, 0));
-        points.push((h.freed.max(h.start), -1, 0));
-    }
-    for (a, b) in &waiting {
-        points.push((*a, 0, 1));
-        points.push((*b, 0, -1));
-    }
-    points.sort_by_key(|&(t, h, w)| (t, h.min(w)));
-    let (mut held, mut waiters) = (0i32, 0i32);
-    let mut idle_since: Option<u64> = None;
-    let mut idle: Vec<(u64, u64)> = Vec::new();
-    for (t, dh, dw) in points {
-        held += dh;
-        waiters += dw;
-        let is_idle = held <= 0 && waiters > 0;
-        match (idle_since, is_idle) {
-            (None, true) => idle_since = Some(t),
-            (Some(s), false) => {
-                idle.push((s, t));
-                idle_since = None;
-            }
-            _ => {}
-        }
-    }
+    let waiting = waits(events, None);
+    let idle = idle_intervals(holds, &waiting);
     let limit = limits.idle_limit.as_micros() as u64;
     for (a, b) in idle {
         f.max_unavailable_ms = f.max_unavailable_ms.max((b - a) / 1000);
@@ -525,6 +484,101 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
                     ))
                 ),
             ));
+        }
+    }
+}
+
+/// Waiting intervals (µs), from an acquire's invoke to its grant, across the attempts that
+/// failed or timed out in between (a client retrying through a failover still waits); those
+/// of process `except` left out.
+fn waits(events: &[Event], except: Option<&str>) -> Vec<(u64, u64)> {
+    let mut waiting: Vec<(u64, u64)> = Vec::new();
+    let mut pending: HashMap<(&str, u32), (u64, u64)> = HashMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e.f == Op::Acquire && Some(e.process.as_str()) != except)
+    {
+        let who = (e.process.as_str(), e.task);
+        match e.ty {
+            Type::Invoke => {
+                pending.entry(who).or_insert((e.t_us, e.t_us));
+            }
+            Type::Ok => {
+                if let Some((since, _)) = pending.remove(&who) {
+                    waiting.push((since, e.t_us));
+                }
+            }
+            _ => {
+                if let Some(p) = pending.get_mut(&who) {
+                    p.1 = e.t_us;
+                }
+            }
+        }
+    }
+    waiting.extend(pending.into_values());
+    waiting
+}
+
+/// The intervals (µs) when someone waited and no one held the lock: a sweep, +1/-1 for holds
+/// (start..freed) and waits.
+fn idle_intervals(holds: &[Hold], waiting: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut points: Vec<(u64, i32, i32)> = Vec::new();
+    for h in holds {
+        points.push((h.start, 1, 0));
+        points.push((h.freed.max(h.start), -1, 0));
+    }
+    for (a, b) in waiting {
+        points.push((*a, 0, 1));
+        points.push((*b, 0, -1));
+    }
+    points.sort_by_key(|&(t, h, w)| (t, h.min(w)));
+    let (mut held, mut waiters) = (0i32, 0i32);
+    let mut idle_since: Option<u64> = None;
+    let mut idle: Vec<(u64, u64)> = Vec::new();
+    for (t, dh, dw) in points {
+        held += dh;
+        waiters += dw;
+        let is_idle = held <= 0 && waiters > 0;
+        match (idle_since, is_idle) {
+            (None, true) => idle_since = Some(t),
+            (Some(s), false) => {
+                idle.push((s, t));
+                idle_since = None;
+            }
+            _ => {}
+        }
+    }
+    idle
+}
+
+/// The pause-waiter scenario: while a process that held nothing is paused, its queued
+/// waiters stall the others for at most `limit` at a time (the fair lock skips a waiter that
+/// stopped renewing its place once its liveness deadline passed).
+fn waiter_pause(events: &[Event], holds: &[Hold], limit: Duration, f: &mut Findings) {
+    let limit = limit.as_micros() as u64;
+    let (spans, _) = history::fault_spans(events);
+    for span in spans.iter().filter(|s| s.healed()) {
+        let Some(process) = span.detail().strip_prefix("SIGSTOP waiter ") else {
+            continue;
+        };
+        let (paused, resumed) = (span.start(), span.end().unwrap_or_default());
+        let others = waits(events, Some(process));
+        for (a, b) in idle_intervals(holds, &others) {
+            let (a, b) = (a.max(paused), b.min(resumed));
+            if b > a + limit {
+                f.liveness_violations += 1;
+                f.violations.push(Violation::new(
+                    Property::Liveness,
+                    a,
+                    b,
+                    format!(
+                        "while {process} was paused, the others waited {} ms for a free lock \
+                         (limit {} ms)",
+                        (b - a) / 1000,
+                        limit / 1000
+                    ),
+                ));
+            }
         }
     }
 }
@@ -862,6 +916,41 @@ mod tests {
         assert_eq!(f.violations.len(), 1);
         assert!(
             f.violations[0].detail.contains("never"),
+            "{}",
+            f.violations[0].detail
+        );
+    }
+
+    #[test]
+    fn waiter_pause_finds_a_paused_waiter_stalling_the_others() {
+        let stall = Duration::from_millis(2000);
+        let pause = vec![
+            Event::at(100 * MS, "nemesis", 0, Type::Invoke, Op::Fault).detail("SIGSTOP waiter w2"),
+            Event::at(8000 * MS, "nemesis", 0, Type::Ok, Op::Fault).detail("SIGSTOP waiter w2"),
+        ];
+        // w2 (paused) waits from 50 ms to past the resume; w1 waits from 150 ms for a lock
+        // w0 frees at 200 ms.
+        let paused = vec![Event::at(50 * MS, "w2", 0, Type::Invoke, Op::Acquire).key("k")];
+        let mut w1 = hold("w1", 1500, 1600, 2);
+        w1[0].t_us = 150 * MS;
+        let h = history(vec![
+            hold("w0", 10, 200, 1),
+            w1,
+            paused.clone(),
+            pause.clone(),
+        ]);
+        let mut f = Findings::default();
+        waiter_pause(&h, &holds(&h), stall, &mut f);
+        assert!(f.violations.is_empty(), "{:?}", f.violations);
+        // w1 gets the lock only 4.8 s after it was freed (at 200.1 ms): the paused waiter stalled it.
+        let mut w1 = hold("w1", 5000, 5100, 2);
+        w1[0].t_us = 150 * MS;
+        let h = history(vec![hold("w0", 10, 200, 1), w1, paused, pause]);
+        let mut f = Findings::default();
+        waiter_pause(&h, &holds(&h), stall, &mut f);
+        assert_eq!(f.violations.len(), 1, "{:?}", f.violations);
+        assert!(
+            f.violations[0].detail.contains("4799 ms"),
             "{}",
             f.violations[0].detail
         );

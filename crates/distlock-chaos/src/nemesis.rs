@@ -20,6 +20,9 @@ pub enum Fault {
     None,
     /// SIGSTOP the process holding the lock for this long (past its lease), then SIGCONT.
     PauseHolder,
+    /// SIGSTOP a process that holds nothing (its tasks are queued waiters) for the pause,
+    /// then SIGCONT.
+    PauseWaiter,
     /// SIGKILL the server and restart it empty.
     RestartEmpty,
     /// SIGKILL the server and restart it from a snapshot taken early in the run.
@@ -30,6 +33,11 @@ pub enum Fault {
     SentinelFailover,
     /// SIGSTOP every replica of the Sentinel master for the pause, then SIGCONT.
     ReplicaPause,
+    /// Cut the Sentinel master off from its replicas and sentinels for the pause while the
+    /// clients still reach it: the sentinels promote a replica and the old master serves its
+    /// clients on its own (a split brain). Healed when the peers reach it again; the next
+    /// fault waits until the sentinels have made it a replica.
+    SentinelPartition,
     /// SIGKILL the Cluster master of the lock's slot; healed when its replica took over.
     ClusterKill,
     /// `CLUSTER FAILOVER` on the replica of the lock's slot's master.
@@ -158,6 +166,8 @@ impl<'a> Nemesis<'a> {
         match self.s.fault {
             Fault::None => Ok(()),
             Fault::PauseHolder => self.pause_holder(stop),
+            Fault::PauseWaiter => self.pause_waiter(stop),
+            Fault::SentinelPartition => self.sentinel_partition(),
             Fault::RestartEmpty | Fault::RestartOldSnapshot => self.restart(),
             Fault::SentinelKill => {
                 let rec = self.rec.clone();
@@ -355,14 +365,148 @@ impl<'a> Nemesis<'a> {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
+        self.pause_process(worker, "holder");
+        Ok(())
+    }
+
+    /// Pause a worker that holds nothing now (the next after the holder, in turn), so its
+    /// tasks stop renewing their places in the queue.
+    fn pause_waiter(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let holder = loop {
+            if let Some(w) = self.holder() {
+                break w;
+            }
+            if Instant::now() >= deadline || stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let others: Vec<&Worker> = self
+            .workers
+            .iter()
+            .filter(|w| w.process != holder.process)
+            .collect();
+        let Some(&worker) = others.get(self.round % others.len().max(1)) else {
+            return Ok(());
+        };
+        self.pause_process(worker, "waiter");
+        Ok(())
+    }
+
+    /// SIGSTOP `worker` for the pause, then SIGCONT; a span `SIGSTOP <role> <process>`.
+    fn pause_process(&self, worker: &Worker, role: &str) {
         let pid = nix::unistd::Pid::from_raw(worker.pid);
-        let what = format!("SIGSTOP holder {}", worker.process);
+        let what = format!("SIGSTOP {role} {}", worker.process);
         self.start(&what);
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP);
         std::thread::sleep(self.s.pause);
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT);
         self.healed(&what);
-        Ok(())
+    }
+
+    /// The ACL user the Sentinel set's replicas and sentinels log in as, so that a partition
+    /// can refuse them alone: the clients keep the default user.
+    const PEER_USER: &'static str = "distlock-chaos-peer";
+    const PEER_PASSWORD: &'static str = "distlock-chaos-peer-password";
+
+    /// Cut the master off from its peers: they log in as [`PEER_USER`](Self::PEER_USER),
+    /// whose commands the master now refuses (`-NOPERM`: a sentinel takes that for no
+    /// reply, a replica cannot sync), and their connections are closed. The clients' default
+    /// user is untouched, so they still reach it. Neither `tc netem` nor iptables is on
+    /// every machine this runs on; to Redis, refused commands from the peers are a partition.
+    fn sentinel_partition(&mut self) -> Result<(), String> {
+        let set = self.d.sentinel.as_ref().expect("a Sentinel deployment");
+        let (user, password) = (Self::PEER_USER, Self::PEER_PASSWORD);
+        let on_all = |conn: &mut redis::Connection| -> redis::RedisResult<()> {
+            redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg(user)
+                .arg("on")
+                .arg(format!(">{password}"))
+                .arg("~*")
+                .arg("&*")
+                .arg("+@all")
+                .query::<()>(conn)?;
+            for (k, v) in [("masteruser", user), ("masterauth", password)] {
+                redis::cmd("CONFIG")
+                    .arg("SET")
+                    .arg(k)
+                    .arg(v)
+                    .query::<()>(conn)?;
+            }
+            Ok(())
+        };
+        for server in set.servers() {
+            let mut conn = query_connection(server).map_err(|e| e.to_string())?;
+            on_all(&mut conn).map_err(|e| format!("set up the peer user: {e}"))?;
+        }
+        for sentinel in set.sentinels() {
+            let mut conn = query_connection(sentinel).map_err(|e| e.to_string())?;
+            redis::cmd("SENTINEL")
+                .arg("SET")
+                .arg(set.master_name())
+                .arg("auth-user")
+                .arg(user)
+                .arg("auth-pass")
+                .arg(password)
+                .query::<()>(&mut conn)
+                .map_err(|e| format!("SENTINEL SET auth-user: {e}"))?;
+        }
+        let master = set.master();
+        let port = master.port();
+        let mut conn = query_connection(master).map_err(|e| e.to_string())?;
+        let what = format!("partition Sentinel master {port} from its replicas and sentinels");
+        self.start(&what);
+        redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(user)
+            .arg("-@all")
+            .query::<()>(&mut conn)
+            .map_err(|e| format!("ACL SETUSER -@all: {e}"))?;
+        // Close the peers' connections: those made before the peer user existed are the
+        // default user's, so they are found by type and by the sentinels' names.
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut conn)
+            .map_err(|e| format!("CLIENT LIST: {e}"))?;
+        let peers = list.lines().filter_map(|line| {
+            let field = |name: &str| {
+                line.split(' ')
+                    .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+            };
+            let sentinel = field("name").is_some_and(|n| n.starts_with("sentinel-"));
+            let replica = field("flags").is_some_and(|f| f.contains('S'));
+            let peer = field("user") == Some(user);
+            (sentinel || replica || peer).then(|| field("id")).flatten()
+        });
+        for id in peers.map(str::to_owned).collect::<Vec<_>>() {
+            let _: redis::RedisResult<()> = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("ID")
+                .arg(id)
+                .query(&mut conn);
+        }
+        std::thread::sleep(self.s.pause);
+        redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(user)
+            .arg("+@all")
+            .query::<()>(&mut conn)
+            .map_err(|e| format!("ACL SETUSER +@all: {e}"))?;
+        self.healed(&what);
+        // The sentinels turn the old master into a replica of the new one about 10 s after
+        // they reach it again; until then it is a second master nobody is sent to.
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while Instant::now() < deadline {
+            if distlock_test::sentinel::role(master).as_deref() == Some("slave") {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "the sentinels did not make the old master {port} a replica within 40 s"
+        ))
     }
 
     fn restart(&mut self) -> Result<(), String> {

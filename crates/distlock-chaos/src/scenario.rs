@@ -202,6 +202,23 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
     v.push(s);
 
     let mut s = base(
+        "pause-waiter",
+        "the fair lock while a process whose 4 tasks wait in its queue is paused for 9 s (past the 5 s waiter liveness) every 13 s: the others are stalled at most until its waiters are skipped",
+        Topology::Standalone,
+        Fault::PauseWaiter,
+    );
+    s.workload = Workload::FairSet;
+    s.pause = S(9);
+    s.every = S(13);
+    s.first_after = S(1);
+    s.duration = pick(S(1 + 13 * 5), S(11));
+    // A paused waiter's place lasts up to the liveness from its last renewal; the others'
+    // next attempt (every third of it) skips it.
+    let liveness = distlock::DEFAULT_FAIR_LIVENESS;
+    s.limits.waiter_stall = Some(liveness + liveness / 3 + MS(500));
+    v.push(s);
+
+    let mut s = base(
         "rwlock",
         "the read-write lock: 3 in 4 grants are read holds, writers run the lock-set workload; the holder is paused past its lease",
         Topology::Standalone,
@@ -285,6 +302,30 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
     );
     s.replica_acks = 1;
     s.duration = pick(S(60), S(12));
+    v.push(s);
+
+    let mut s = base(
+        "sentinel-partition",
+        "cut the Sentinel master off from its replicas and sentinels for 6 s every 20 s while the clients still reach it (a split brain), WAIT 1 on",
+        Topology::Sentinel,
+        Fault::SentinelPartition,
+    );
+    s.replica_acks = 1;
+    s.pause = S(6);
+    s.every = S(20);
+    s.duration = pick(S(2 + 20 * 6), S(14));
+    v.push(s);
+
+    let mut s = base(
+        "sentinel-partition-nowait",
+        "as sentinel-partition with WAIT off: the old master grants to its clients while the sentinels promote a replica that grants to the others",
+        Topology::Sentinel,
+        Fault::SentinelPartition,
+    );
+    s.pause = S(6);
+    s.every = S(20);
+    s.duration = pick(S(2 + 20 * 3), S(14));
+    s.known_limit = true;
     v.push(s);
 
     let mut s = base(
