@@ -97,6 +97,13 @@ pub enum NotHeldReason {
     Gone,
     /// Another owner holds the lock now.
     HeldByOther,
+    /// A release was resent (its first send got no answer) and the resend found the lock
+    /// gone or held by another owner: either an earlier send released it, or the hold had
+    /// already been lost (a server restarted without it, a failover to a replica that never
+    /// had it). The final release of a plain lock leaves no record on the server that would
+    /// tell which, so this owner cannot know whether it held the lock to the end; the lock
+    /// is not held by it either way.
+    Unconfirmed,
 }
 
 /// One node's part in a failed multi-node operation ([`ErrorKind::QuorumNotReached`]).
@@ -198,6 +205,10 @@ impl Error {
         let what = match reason {
             NotHeldReason::Gone => "it was released, expired or deleted",
             NotHeldReason::HeldByOther => "another owner holds it",
+            NotHeldReason::Unconfirmed => {
+                "a resent release found it gone or re-taken: an earlier send released it, or \
+                 the hold was lost before (a restart, a failover); the server cannot tell which"
+            }
         };
         let mut e = Error::new(
             ErrorKind::NotHeld,

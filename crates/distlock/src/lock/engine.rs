@@ -393,12 +393,15 @@ impl Lock {
                 .await?
         };
         // The plain lock's final release writes no latch: a resend that finds the lock gone
-        // or re-taken means an earlier send released it.
-        let r = if self.inner.raw.final_release_unlatched() && resent && (r == -1 || r == -2) {
-            1
-        } else {
-            r
-        };
+        // or re-taken may follow an earlier send that released it, or a hold lost before
+        // (the server restarted without it, or failed over to a replica that never had it).
+        // Counting it as released would hide a loss, so it is reported as unconfirmed.
+        if self.inner.raw.final_release_unlatched() && resent && (r == -1 || r == -2) {
+            return Err(Error::not_held(
+                &self.inner.names.name,
+                NotHeldReason::Unconfirmed,
+            ));
+        }
         match r {
             0 | 1 => Ok(()),
             code => match not_held_reason(code) {

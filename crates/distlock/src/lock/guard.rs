@@ -322,7 +322,10 @@ impl LockGuard {
     /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock had expired or was
     /// taken by another owner ([`Error::not_held_reason`] tells which), or when
     /// [`Client::shutdown`](crate::Client::shutdown) released it already; nothing is changed
-    /// then. Server failures; when the server did not answer within the resend window the
+    /// then. A release that had to be resent and then found the lock gone or re-taken is
+    /// [`NotHeldReason::Unconfirmed`]: an earlier send may have released it, or the hold was
+    /// lost first (a server restart or failover), and the server keeps nothing that tells
+    /// which. Server failures; when the server did not answer within the resend window the
     /// error says the outcome is unknown ([`Error::is_outcome_unknown`]): the release was
     /// applied at most once, and if it was not, the lease ends the hold.
     ///

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use distlock::{Client, ErrorKind};
+use distlock::{Client, ErrorKind, NotHeldReason};
 use tokio::time::Instant;
 
 use crate::util::*;
@@ -126,6 +126,50 @@ async fn release_of_one_of_two_holds_is_applied_once_across_a_long_pause() {
     );
     outer.release().await.unwrap();
     assert!(!cmd::<bool>(&server, &["EXISTS", "two"]));
+}
+
+/// A final release whose first send got no answer (the server paused past the command
+/// timeout) is resent; the first send released the lock, so the resend finds it gone. No
+/// latch is kept for a final release, so the client cannot tell that from a hold lost
+/// before the release, and says so: `NotHeld`, `Unconfirmed`. The lock is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resent_final_release_that_finds_the_lock_gone_is_unconfirmed() {
+    let server = RedisServer::start();
+    let client = quick_client(&server).await;
+    let guard = client.lock("resent").acquire().await.unwrap();
+    client_pause(&server, 900);
+    let err = guard.release().await.expect_err("the resend found it gone");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    assert_eq!(
+        err.not_held_reason(),
+        Some(NotHeldReason::Unconfirmed),
+        "{err}"
+    );
+    assert!(!cmd::<bool>(&server, &["EXISTS", "resent"]));
+}
+
+/// A hold lost with the server (killed, restarted empty) just before its release: the
+/// release is never reported as a clean one. (The fault suite found the release counted as
+/// released when its resend found the lock re-taken after such a restart.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_after_the_server_lost_the_hold_is_not_reported_released() {
+    let mut server = RedisServer::start();
+    let client = quick_client(&server).await;
+    let guard = client.lock("forgotten").acquire().await.unwrap();
+    server.kill();
+    server.restart();
+    let err = guard
+        .release()
+        .await
+        .expect_err("the server forgot the hold");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    assert!(
+        matches!(
+            err.not_held_reason(),
+            Some(NotHeldReason::Gone | NotHeldReason::Unconfirmed)
+        ),
+        "{err}"
+    );
 }
 
 /// Semaphore acquire and release and latch count-down across long pauses: every request is

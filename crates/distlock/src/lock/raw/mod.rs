@@ -161,7 +161,8 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     }
 
     /// Whether the final release writes no latch: then a resend that finds the lock gone or
-    /// re-taken means an earlier send released it.
+    /// re-taken cannot tell an earlier send that released it from a hold lost before, and is
+    /// reported as [`NotHeldReason::Unconfirmed`].
     fn final_release_unlatched(&self) -> bool {
         false
     }
