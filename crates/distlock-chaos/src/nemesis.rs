@@ -354,33 +354,33 @@ impl<'a> Nemesis<'a> {
         })
     }
 
-    fn pause_holder(&mut self, stop: &AtomicBool) -> Result<(), String> {
+    /// The holder, looked up every 5 ms for up to 2 s (`None`: nobody held the lock then, or
+    /// the run is stopping).
+    fn wait_for_holder(&mut self, stop: &AtomicBool) -> Option<&'a Worker> {
         let deadline = Instant::now() + Duration::from_secs(2);
-        let worker = loop {
+        loop {
             if let Some(w) = self.holder() {
-                break w;
+                return Some(w);
             }
             if Instant::now() >= deadline || stop.load(Ordering::Relaxed) {
-                return Ok(());
+                return None;
             }
             std::thread::sleep(Duration::from_millis(5));
-        };
-        self.pause_process(worker, "holder");
+        }
+    }
+
+    fn pause_holder(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        if let Some(worker) = self.wait_for_holder(stop) {
+            self.pause_process(worker, "holder");
+        }
         Ok(())
     }
 
     /// Pause a worker that holds nothing now (the next after the holder, in turn), so its
     /// tasks stop renewing their places in the queue.
     fn pause_waiter(&mut self, stop: &AtomicBool) -> Result<(), String> {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let holder = loop {
-            if let Some(w) = self.holder() {
-                break w;
-            }
-            if Instant::now() >= deadline || stop.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let Some(holder) = self.wait_for_holder(stop) else {
+            return Ok(());
         };
         let others: Vec<&Worker> = self
             .workers
