@@ -104,6 +104,7 @@ pub fn run(
         snapshot: None,
         round: 0,
         conn: None,
+        peer_user_ready: false,
     };
     let mut next = Instant::now() + schedule.first_after;
     while !stop.load(Ordering::Relaxed) {
@@ -132,6 +133,23 @@ pub fn run(
     errors
 }
 
+/// `ACL SETUSER` of the Sentinel set's peer user with `rules`.
+fn acl_setuser(conn: &mut redis::Connection, rules: &[&str]) -> Result<(), String> {
+    redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(Nemesis::PEER_USER)
+        .arg(rules)
+        .query::<()>(conn)
+        .map_err(|e| {
+            // The password rule (`>…`) stays out of the message.
+            let shown: Vec<&str> = rules
+                .iter()
+                .map(|r| if r.starts_with('>') { ">***" } else { r })
+                .collect();
+            format!("ACL SETUSER {}: {e}", shown.join(" "))
+        })
+}
+
 /// Record a fault event.
 fn note(rec: &Recorder, ty: Type, what: &str) {
     rec.record(&rec.event(0, ty, Op::Fault).detail(what));
@@ -147,6 +165,8 @@ struct Nemesis<'a> {
     /// The connection [`holder`](Nemesis::holder) reads the lock hash on (kept between
     /// its polls).
     conn: Option<redis::Connection>,
+    /// Whether the Sentinel set's peers log in as [`PEER_USER`](Nemesis::PEER_USER) yet.
+    peer_user_ready: bool,
 }
 
 impl<'a> Nemesis<'a> {
@@ -410,36 +430,26 @@ impl<'a> Nemesis<'a> {
     const PEER_USER: &'static str = "distlock-chaos-peer";
     const PEER_PASSWORD: &'static str = "distlock-chaos-peer-password";
 
-    /// Cut the master off from its peers: they log in as [`PEER_USER`](Self::PEER_USER),
-    /// whose commands the master now refuses (`-NOPERM`: a sentinel takes that for no
-    /// reply, a replica cannot sync), and their connections are closed. The clients' default
-    /// user is untouched, so they still reach it. Neither `tc netem` nor iptables is on
-    /// every machine this runs on; to Redis, refused commands from the peers are a partition.
-    fn sentinel_partition(&mut self) -> Result<(), String> {
+    /// Make the replicas and sentinels log in as [`PEER_USER`](Self::PEER_USER) from now
+    /// on: the user on every server, `masteruser`/`masterauth` for the replicas (every server
+    /// may become one), `SENTINEL SET … auth-user/auth-pass` for the sentinels.
+    fn set_up_peer_user(&self) -> Result<(), String> {
         let set = self.d.sentinel.as_ref().expect("a Sentinel deployment");
         let (user, password) = (Self::PEER_USER, Self::PEER_PASSWORD);
-        let on_all = |conn: &mut redis::Connection| -> redis::RedisResult<()> {
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg(user)
-                .arg("on")
-                .arg(format!(">{password}"))
-                .arg("~*")
-                .arg("&*")
-                .arg("+@all")
-                .query::<()>(conn)?;
+        for server in set.servers() {
+            let mut conn = query_connection(server).map_err(|e| e.to_string())?;
+            acl_setuser(
+                &mut conn,
+                &["on", &format!(">{password}"), "~*", "&*", "+@all"],
+            )?;
             for (k, v) in [("masteruser", user), ("masterauth", password)] {
                 redis::cmd("CONFIG")
                     .arg("SET")
                     .arg(k)
                     .arg(v)
-                    .query::<()>(conn)?;
+                    .query::<()>(&mut conn)
+                    .map_err(|e| format!("CONFIG SET {k}: {e}"))?;
             }
-            Ok(())
-        };
-        for server in set.servers() {
-            let mut conn = query_connection(server).map_err(|e| e.to_string())?;
-            on_all(&mut conn).map_err(|e| format!("set up the peer user: {e}"))?;
         }
         for sentinel in set.sentinels() {
             let mut conn = query_connection(sentinel).map_err(|e| e.to_string())?;
@@ -453,17 +463,28 @@ impl<'a> Nemesis<'a> {
                 .query::<()>(&mut conn)
                 .map_err(|e| format!("SENTINEL SET auth-user: {e}"))?;
         }
+        Ok(())
+    }
+
+    /// Cut the master off from its peers: they log in as [`PEER_USER`](Self::PEER_USER)
+    /// (set up at the first partition), whose commands the master now refuses (`-NOPERM`: a
+    /// sentinel takes that for no reply, a replica cannot sync), and their connections are
+    /// closed. The clients' default user is untouched, so they still reach it. Neither `tc
+    /// netem` nor iptables is on every machine this runs on; to Redis, refused commands from
+    /// the peers are a partition.
+    fn sentinel_partition(&mut self) -> Result<(), String> {
+        if !self.peer_user_ready {
+            self.set_up_peer_user()?;
+            self.peer_user_ready = true;
+        }
+        let set = self.d.sentinel.as_ref().expect("a Sentinel deployment");
+        let user = Self::PEER_USER;
         let master = set.master();
         let port = master.port();
         let mut conn = query_connection(master).map_err(|e| e.to_string())?;
         let what = format!("partition Sentinel master {port} from its replicas and sentinels");
         self.start(&what);
-        redis::cmd("ACL")
-            .arg("SETUSER")
-            .arg(user)
-            .arg("-@all")
-            .query::<()>(&mut conn)
-            .map_err(|e| format!("ACL SETUSER -@all: {e}"))?;
+        acl_setuser(&mut conn, &["-@all"])?;
         // Close the peers' connections: those made before the peer user existed are the
         // default user's, so they are found by type and by the sentinels' names.
         let list: String = redis::cmd("CLIENT")
@@ -488,12 +509,7 @@ impl<'a> Nemesis<'a> {
                 .query(&mut conn);
         }
         std::thread::sleep(self.s.pause);
-        redis::cmd("ACL")
-            .arg("SETUSER")
-            .arg(user)
-            .arg("+@all")
-            .query::<()>(&mut conn)
-            .map_err(|e| format!("ACL SETUSER +@all: {e}"))?;
+        acl_setuser(&mut conn, &["+@all"])?;
         self.healed(&what);
         // The sentinels turn the old master into a replica of the new one about 10 s after
         // they reach it again; until then it is a second master nobody is sent to.
