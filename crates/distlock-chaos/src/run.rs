@@ -156,7 +156,10 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<Row> {
     // Orphans, while the clients are still connected: a lease the restored snapshot or a
     // job's at-least-for left gets time to expire by itself.
     let semaphore = (s.workload == Workload::Semaphore).then_some((key.as_str(), s.permits));
-    let (mut orphans, request_records) = d.orphans(semaphore, s.lease * 3 + Duration::from_secs(1));
+    // A plain lock's hand-off queue left by a waiter whose leave was lost (a failover)
+    // expires with its waiters' liveness deadlines.
+    let grace = (s.lease * 3).max(distlock::DEFAULT_FAIR_LIVENESS) + Duration::from_secs(1);
+    let (mut orphans, request_records) = d.orphans(semaphore, grace);
     for w in &mut workers {
         w.finish();
     }

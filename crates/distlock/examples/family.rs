@@ -3,12 +3,13 @@
 //!
 //! ```text
 //! cargo run --example family -- fair-wait   URL NAME LIVENESS_MS   # queue on a fair lock
+//! cargo run --example family -- lock-wait   URL NAME LIVENESS_MS   # queue on a plain lock
 //! cargo run --example family -- leased-hold URL NAME LEASE_MS      # hold a leased permit
 //! cargo run --example family -- latch-wait  URL NAME               # wait for a latch
 //! cargo run --example family -- latch-down  URL NAME               # count a latch down
 //! ```
 //!
-//! Each prints one line when it has done its part (`granted`, `held <id>`, `open`,
+//! Each prints one line when it has done its part (`granted`, `granted <token>`, `held <id>`, `open`,
 //! `counted <left>`), then holds or exits.
 
 use std::time::Duration;
@@ -17,7 +18,9 @@ use std::time::Duration;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let (Some(what), Some(url), Some(name)) = (args.get(1), args.get(2), args.get(3)) else {
-        eprintln!("usage: family fair-wait|leased-hold|latch-wait|latch-down URL NAME [MS]");
+        eprintln!(
+            "usage: family fair-wait|lock-wait|leased-hold|latch-wait|latch-down URL NAME [MS]"
+        );
         std::process::exit(2);
     };
     let ms = || -> Duration {
@@ -29,6 +32,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let lock = client.fair_lock(name.as_str()).liveness_timeout(ms());
             let guard = lock.acquire().await?;
             println!("granted");
+            guard.release().await?;
+        }
+        "lock-wait" => {
+            // A plain lock's waiter, in its direct hand-off queue.
+            let lock = client.lock(name.as_str()).liveness_timeout(ms());
+            let guard = lock.acquire().await?;
+            println!("granted {}", guard.fencing_token().get());
             guard.release().await?;
         }
         "leased-hold" => {

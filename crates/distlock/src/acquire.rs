@@ -40,7 +40,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::Client;
-use crate::conn::pubsub::Wake;
+use crate::conn::pubsub::{HandedOff, Wake};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
 use crate::metrics;
@@ -67,6 +67,23 @@ pub(crate) trait Acquire: Send + Sync {
     /// The channel a waiter is woken on, and how; `None` for a kind that has none (polled
     /// every [`Acquire::recheck`]).
     fn wake(&self) -> Option<(&str, Wake)>;
+
+    /// Direct hand-off: the grant channel a release announces a hand-off to this waiter on,
+    /// and the owner it is for; `None` for kinds (and requests) without hand-off.
+    fn handoff(&self) -> Option<(&str, &str)> {
+        None
+    }
+
+    /// A hand-off announced to this waiter (the lock is held for it already): the grant,
+    /// whose lease counts from `held_since` (the start of the last attempt that found the
+    /// lock taken: the hand-off came after it), or a wait when it turns out not to be one.
+    fn handed_off(
+        &self,
+        _handed: HandedOff,
+        _held_since: Instant,
+    ) -> impl Future<Output = Result<Step<Self::Grant>>> + Send {
+        std::future::ready(Ok(Step::Wait(None)))
+    }
 
     /// Longest nap between two attempts (liveness heartbeats, lost messages, polling).
     fn recheck(&self) -> Duration;
@@ -168,11 +185,12 @@ async fn acquire_in_span<A: Acquire>(
     let req = pending.0.as_ref().expect("armed");
     let got = wait_loop(
         client,
-        req.wake(),
+        (req.wake(), req.handoff()),
         deadline,
         req.recheck(),
         (kind, waited_from),
         move |started| req.attempt(started),
+        move |handed, held_since| req.handed_off(handed, held_since),
     )
     .await;
     // Nothing to give back once the loop answered: a grant goes to the caller, a timeout
@@ -181,6 +199,13 @@ async fn acquire_in_span<A: Acquire>(
     if got.is_ok() {
         let req = pending.0.take().expect("armed");
         if matches!(got, Ok(None)) {
+            req.leave().await;
+        }
+    } else if got.as_ref().is_err_and(|e| e.kind() == ErrorKind::Closed) {
+        // Refused because the client shut down: its shutdown's releases may have handed a
+        // lock to this waiter. Leave (giving that back) before answering, so the caller
+        // finds it free; the guard's give-back still runs for an attempt of unknown outcome.
+        if let Some(req) = pending.0.as_ref() {
             req.leave().await;
         }
     }
@@ -244,6 +269,10 @@ where
     Ok(())
 }
 
+/// Where a waiter hears of its chances: the wake channel and how it wakes, and the grant
+/// channel with the owner hand-offs there are for.
+type Channels<'a> = (Option<(&'a str, Wake)>, Option<(&'a str, &'a str)>);
+
 /// What one attempt found.
 pub(crate) enum Step<T> {
     /// Got it.
@@ -258,22 +287,30 @@ pub(crate) enum Step<T> {
 /// counts its lease from: its own start, or — after attempts whose answer never came (a
 /// broken connection) — the start of the earliest of those, since one of them may have been
 /// granted, and a later attempt that finds that grant does not move every kind's TTL.
-/// `recheck` bounds every nap (liveness heartbeats, lost messages). From the first attempt
+/// `recheck` bounds every nap (liveness heartbeats, lost messages). With a grant channel
+/// (`handoff`: channel, owner) a waiter also takes hand-offs announced there, through
+/// `handed_off`, without an attempt of its own. From the first attempt
 /// that finds it taken with the deadline ahead, the loop sets `waited_from` to then and counts
 /// itself in the `distlock_waiting` gauge of `kind` while it waits (an unreachable server
 /// is not contention).
-async fn wait_loop<T, F, Fut>(
+async fn wait_loop<T, F, Fut, H, HFut>(
     client: &Client,
-    wake: Option<(&str, Wake)>,
+    (wake, handoff): Channels<'_>,
     deadline: Instant,
     recheck: Duration,
     (kind, waited_from): (&'static str, &mut Option<Instant>),
     mut attempt: F,
+    mut handed_off: H,
 ) -> Result<Option<T>>
 where
     F: FnMut(Instant) -> Fut,
     Fut: Future<Output = Result<Step<T>>>,
+    H: FnMut(HandedOff, Instant) -> HFut,
+    HFut: Future<Output = Result<Step<T>>>,
 {
+    // The start of the latest attempt that found the lock taken: a hand-off announced
+    // later was made after that attempt ran.
+    let mut held_since = Instant::now();
     // Every attempt is passed the instant its grant's lease counts from: its own start, or
     // the start of the earliest attempt not answered since (see `since`).
     let mut since: Option<Instant> = None;
@@ -314,17 +351,24 @@ where
     if Instant::now() >= deadline {
         return unreachable.map_or(Ok(None), Err);
     }
-    let sub = match wake {
-        Some((channel, wake)) => {
-            let mut sub = client.inner.hub.subscribe(channel, wake);
-            let confirm = deadline
-                .saturating_duration_since(Instant::now())
-                .min(client.inner.command_timeout);
-            sub.ready(confirm).await;
-            Some(sub)
-        }
-        None => None,
-    };
+    let confirm = deadline
+        .saturating_duration_since(Instant::now())
+        .min(client.inner.command_timeout);
+    let mut sub = wake.map(|(channel, wake)| client.inner.hub.subscribe(channel, wake));
+    // Both subscriptions go out at once; a hand-off made before the grant channel's is
+    // confirmed is found by the next attempt (the waiter's own hold).
+    let mut grants = handoff.map(|(channel, owner)| {
+        let sub = client.inner.hub.subscribe(channel, Wake::Grant);
+        let watch = sub.expect_grant(owner);
+        (sub, watch)
+    });
+    if let Some(sub) = sub.as_mut() {
+        sub.ready(confirm).await;
+    }
+    if let Some((sub, _)) = grants.as_mut() {
+        sub.ready(confirm).await;
+    }
+    let watch = grants.as_ref().map(|(_, w)| w);
     loop {
         let notified = sub.as_ref().map(|s| s.channel().notify.notified());
         tokio::pin!(notified);
@@ -333,9 +377,17 @@ where
         }
         // A client shut down meanwhile makes no new grants, not even to its own waiters.
         client.check_open()?;
+        let started = Instant::now();
+        // A hand-off announced before this attempt started was made before it runs: if it is
+        // still this waiter's, the attempt finds it and answers it; if not (it ran out and
+        // went on, the message read late), it must not be taken afterwards.
+        if let Some(w) = watch {
+            let _ = w.take();
+        }
         let hint = match attempt(&mut since).await {
             Ok(Step::Done(v)) => return Ok(Some(v)),
             Ok(Step::Wait(hint)) => {
+                held_since = started;
                 contended(&mut waiting);
                 since = None;
                 unreachable = None;
@@ -356,20 +408,48 @@ where
         };
         let now = Instant::now();
         if now >= deadline {
+            // A hand-off that arrived meanwhile is taken rather than given back.
+            if let Some(handed) = watch.and_then(|w| w.take()) {
+                if let Step::Done(v) = handed_off(handed, held_since).await? {
+                    return Ok(Some(v));
+                }
+            }
             return unreachable.map_or(Ok(None), Err);
         }
         let mut nap = (deadline - now).min(recheck);
         if let Some(h) = hint {
             nap = nap.min(h.max(Duration::from_millis(1)));
         }
-        match notified.as_pin_mut() {
-            Some(notified) => {
-                if sub.as_ref().is_some_and(|s| s.channel().is_denied()) {
-                    nap = nap.min(POLL_INTERVAL);
-                }
-                let _ = tokio::time::timeout(nap, notified).await;
+        let denied = sub.as_ref().is_some_and(|s| s.channel().is_denied())
+            || grants
+                .as_ref()
+                .is_some_and(|(s, _)| s.channel().is_denied());
+        if denied {
+            nap = nap.min(POLL_INTERVAL);
+        }
+        let woken = async {
+            match notified.as_pin_mut() {
+                Some(notified) => notified.await,
+                None => std::future::pending().await,
             }
-            None => tokio::time::sleep(nap).await,
+        };
+        let handed = async {
+            match watch {
+                Some(w) => w.wait().await,
+                None => std::future::pending().await,
+            }
+        };
+        let got = tokio::time::timeout(nap, async {
+            tokio::select! {
+                () = woken => None,
+                handed = handed => Some(handed),
+            }
+        })
+        .await;
+        if let Ok(Some(handed)) = got {
+            if let Step::Done(v) = handed_off(handed, held_since).await? {
+                return Ok(Some(v));
+            }
         }
     }
 }

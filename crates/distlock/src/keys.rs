@@ -109,6 +109,31 @@ pub fn acquire_latch(key: &str, request_id: &str) -> String {
     format!("{}:{request_id}", prefixed("distlock_acquire_latch", key))
 }
 
+/// Direct hand-off queue of a plain lock: `distlock_lock_queue:{key}`, a zset of waiting
+/// owners by arrival (server ms). distlock's own: Redisson's `RLock` has no queue.
+pub fn lock_queue(key: &str) -> String {
+    prefixed("distlock_lock_queue", key)
+}
+
+/// Waiter entries of a plain lock's hand-off queue: `distlock_lock_waiters:{key}`, a hash
+/// owner → `<liveness deadline ms>;<initial lease ms>;<client id>;<app>;<host>;<pid>`.
+pub fn lock_waiters(key: &str) -> String {
+    prefixed("distlock_lock_waiters", key)
+}
+
+/// Grant channel of one client's waiters of a plain lock:
+/// `distlock_lock_grant:{key}:<client id>`. A release that hands the lock to a waiter
+/// publishes `h;<fencing token>;<initial lease ms>;<owner>` there (same hash slot as the key,
+/// so a Cluster's sharded pub/sub can carry it).
+pub fn lock_grant_channel(key: &str, client_id: &str) -> String {
+    format!("{}:{client_id}", lock_grant_prefix(key))
+}
+
+/// [`lock_grant_channel`] without the client id (what the scripts append it to).
+pub(crate) fn lock_grant_prefix(key: &str) -> String {
+    prefixed("distlock_lock_grant", key)
+}
+
 /// Number of Redis Cluster hash slots.
 pub const SLOTS: u16 = 16384;
 

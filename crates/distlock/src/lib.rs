@@ -95,7 +95,7 @@ pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
 pub use job::{assert_locked, spawn_every, JobGuard, JobHolder, JobLock, JOB_POLL_INTERVAL};
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
-pub use lock::{FencingToken, HolderInfo, Lock, LockGuard, LockStatus, Owner};
+pub use lock::{FencingToken, Handoff, HolderInfo, Lock, LockGuard, LockStatus, Owner};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use redlock::{RedLock, RedLockBuilder, RedLockGuard};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
@@ -107,8 +107,9 @@ pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 pub mod layout {
     pub use crate::keys::{
         acquire_latch, fencing_counter, hash_tag, key_slot, latch_channel, legacy_fencing_counter,
-        lock_channel, redisson_fenced_token, semaphore_channel, semaphore_leases, slot_tag,
-        unlock_latch, HOLDER_FIELD, SLOTS, TOKEN_FIELD,
+        lock_channel, lock_grant_channel, lock_queue, lock_waiters, redisson_fenced_token,
+        semaphore_channel, semaphore_leases, slot_tag, unlock_latch, HOLDER_FIELD, SLOTS,
+        TOKEN_FIELD,
     };
 }
 
@@ -123,43 +124,54 @@ pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::RUNNABLE;
 pub mod __bench {
     use crate::lock::raw::{self as lock, Mode};
 
-    /// Build the `EVALSHA` of `lock_acquire.lua` a plain acquire sends.
+    /// The names of a plain lock on `key` (no key prefix).
+    fn names(key: &str) -> lock::Names {
+        lock::Names {
+            name: key.to_string(),
+            key: key.to_string(),
+            channel: crate::keys::lock_channel(key),
+            counter: crate::keys::fencing_counter("", key),
+        }
+    }
+
+    /// Build the `EVALSHA` of `lock_acquire.lua` a plain acquire sends (a fresh owner's single
+    /// attempt, through the raw layer, as the engine does).
     pub fn acquire_invocation(key: &str, owner: &str) -> redis::Cmd {
-        lock::plain_acquire_invocation(
-            key,
-            &crate::keys::fencing_counter("", key),
-            key,
-            &crate::keys::redisson_fenced_token(key),
-            30_000,
-            owner,
-            Mode::New,
-            3_000,
-            "0",
-            "app=bench;host=localhost;pid=1",
-        )
-        .evalsha(crate::scripts::Publish::Classic)
+        use lock::RawLock;
+        let owner = crate::Owner::parse(owner).expect("owner of the form <client>:<n>");
+        let call = lock::AcquireCall {
+            owner: &owner,
+            mode: Mode::New,
+            lease_ms: 30_000,
+            request_id: "",
+            wait_ms: 0,
+            latch_ms: 3_000,
+            floor: "0",
+            holder: "app=bench;host=localhost;pid=1",
+            client_id: "bench",
+            handoff: true,
+        };
+        lock::Plain::default()
+            .acquire(&names(key), &call)
+            .0
+            .evalsha(crate::scripts::Publish::Classic)
     }
 
     /// Build the `EVALSHA` of `lock_release.lua` a plain release sends (through the raw
     /// layer, as the engine does).
     pub fn release_invocation(key: &str, owner: &str, latch: &str) -> redis::Cmd {
         use lock::RawLock;
-        let names = lock::Names {
-            name: key.to_string(),
-            key: key.to_string(),
-            channel: crate::keys::lock_channel(key),
-            counter: crate::keys::fencing_counter("", key),
-        };
         let owner = crate::Owner::parse(owner).expect("owner of the form <client>:<n>");
         let call = lock::ReleaseCall {
             owner: &owner,
             lease_ms: 30_000,
             latch,
             latch_ms: 3_000,
+            floor: "0",
             context: String::new(),
         };
-        lock::Plain
-            .release(&names, &call)
+        lock::Plain::default()
+            .release(&names(key), &call)
             .invocation()
             .evalsha(crate::scripts::Publish::Classic)
     }

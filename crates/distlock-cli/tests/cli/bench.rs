@@ -103,6 +103,12 @@ fn bench_json_runs_every_workload_with_sane_figures() {
         assert_eq!(lost.is_null(), l["workload"] != "contended", "{l}");
     }
     let by = |name: &str| lines.iter().find(|l| l["workload"] == name).unwrap();
+    // The Redis-side cost of the standard workloads: at least the two scripts of a pair.
+    for name in ["uncontended", "distinct", "contended", "handoff"] {
+        let l = by(name);
+        assert!(x(l, "server_us_per_pair") > 0.0, "{l}");
+        assert!(x(l, "server_calls_per_pair") >= 1.9, "{l}");
+    }
 
     let u = by("uncontended");
     assert_eq!(u["ops"], 50);
@@ -198,6 +204,7 @@ fn bench_table_on_the_embedded_server_skips_unknown_workloads() {
     let rows: Vec<&str> = stdout.lines().collect();
     assert!(rows[1].starts_with("workload"), "{stdout}");
     assert!(rows[2].starts_with("uncontended"), "{stdout}");
+    assert!(rows[2].contains("µs in 2.00 scripts per pair"), "{stdout}");
     assert!(rows[3].starts_with("handoff"), "{stdout}");
     assert_eq!(rows.len(), 4, "{stdout}");
     assert!(
@@ -286,6 +293,86 @@ fn every_workload_runs_on_sentinel_and_cluster_urls() {
     }
 }
 
+/// The Redis-side cost of a pair: an uncontended acquire and its release are one `EVALSHA`
+/// each (the server's own count says so too: warm-up and measured pairs, no `EVAL`), and the
+/// time inside them is reported per pair; one server, so no per-master figures. `--topology`
+/// does not apply with a URL.
+#[test]
+fn bench_reports_the_redis_side_cost_of_a_pair() {
+    let server = RedisServer::start();
+    let mut c = bench();
+    c.args([
+        "--url",
+        &server.url(),
+        "--json",
+        "--workloads",
+        "uncontended",
+        "--topology",
+        "cluster",
+    ]);
+    let out = output(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert!(stderr.contains("--topology cluster ignored"), "{stderr}");
+    let lines = lines(&out);
+    assert_eq!(lines.len(), 1);
+    let u = &lines[0];
+    assert_eq!(u["ops"], 50);
+    assert!(x(u, "server_us_per_pair") > 0.0, "{u}");
+    assert!(
+        (x(u, "server_calls_per_pair") - 2.0).abs() <= 0.1,
+        "one script to acquire, one to release: {u}"
+    );
+    assert!(u["extra"].get("server_us_per_master").is_none(), "{u}");
+    let stats: String = cmd(&server, &["INFO", "commandstats"]);
+    let calls = |name: &str| -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+            .map(|rest| rest.split(',').next().unwrap().parse().unwrap())
+            .unwrap_or(0)
+    };
+    assert_eq!(calls("evalsha"), 2 * (10 + 50), "{stats}");
+    assert_eq!(calls("eval"), 0, "{stats}");
+}
+
+/// `--topology cluster` without a URL starts a private Redis Cluster; the lock names of
+/// `distinct` fall on all three masters, and each reports Redis-side time, adding up to the
+/// time per pair.
+#[test]
+fn bench_topology_cluster_spreads_distinct_over_the_masters() {
+    let mut c = bench();
+    c.args(["--topology", "cluster", "--workloads", "distinct", "--json"]);
+    let out = output(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    let lines = lines(&out);
+    assert_eq!(lines.len(), 1);
+    let d = &lines[0];
+    assert_eq!(d["ops"], 100);
+    assert!((x(d, "server_calls_per_pair") - 2.0).abs() <= 0.1, "{d}");
+    let per: Vec<f64> = d["extra"]["server_us_per_master"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no server_us_per_master: {d}"))
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(per.len(), 3, "{d}");
+    assert!(per.iter().all(|us| *us > 0.0), "a master got no pair: {d}");
+    // Each figure is rounded to 0.1 µs.
+    let sum: f64 = per.iter().sum();
+    assert!(
+        (sum - x(d, "server_us_per_pair")).abs() <= 0.2,
+        "{sum} vs server_us_per_pair: {d}"
+    );
+    let masters = d["extra"]["server_masters"].as_array().unwrap();
+    assert_eq!(masters.len(), 3, "{d}");
+    assert!(
+        masters.iter().all(|m| m.as_str().unwrap().contains(':')),
+        "{d}"
+    );
+}
+
 /// The lines of another implementation for `--compare`: two charted workloads (one with the
 /// contended wait figures), one the charts leave out, and a blank line.
 const FIXTURE: &str = r#"{"impl":"rust/fixture-lock","workload":"uncontended","clients":1,"ops":50,"seconds":0.01,"ops_per_s":5000.0,"p50_us":40.0,"p99_us":90.0,"lost_updates":null,"notes":"fixture","extra":{"samples":50,"p90_us":60.0,"max_us":400.0}}
@@ -339,6 +426,13 @@ fn bench_plot_writes_charts_pngs_and_data_and_draws_them_again() {
     let fixture = tmp.path().join("fixture.jsonl");
     std::fs::write(&fixture, FIXTURE).unwrap();
     let mut c = bench();
+    // Enough hand-offs for a curve of many points: with direct hand-off about half of them
+    // are 0 (the waiter holds the lock before the release call returns).
+    c.envs([
+        ("BENCH_HANDOFF_REPS", "60"),
+        ("BENCH_HOLD_MIN_MS", "1"),
+        ("BENCH_HOLD_MAX_MS", "3"),
+    ]);
     c.args([
         "--url",
         &server.url(),

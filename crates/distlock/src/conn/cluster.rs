@@ -414,6 +414,11 @@ impl Nodes {
         }
     }
 
+    /// Replicas a grant waits for (`WAIT`), as configured.
+    pub(crate) fn replica_acks(&self) -> u32 {
+        self.settings.replica_acks
+    }
+
     /// Read the map again before the next grant (a grant failed: the slot may have moved).
     pub(crate) fn mark_stale(&self) {
         self.stale.store(true, Ordering::Relaxed);

@@ -722,6 +722,31 @@ impl Backend {
         }
     }
 
+    /// The token floor a grant made inside another request's script takes (a release that
+    /// hands the lock to a waiter), without I/O: as [`GrantChannel::floor`] of a grant on
+    /// this backend, with the Sentinel master's config epoch as the client last saw it (an
+    /// older generation than the counter's counts on in the counter's; see prelude.lua).
+    pub(crate) fn grant_floor(&self, floor: &str) -> String {
+        match (&self.conn, &self.nodes) {
+            (_, Some(_)) => format!("cluster:{floor}"),
+            (Connection::Sentinel(m), _) => match m.snapshot().1 {
+                0 => floor.to_string(),
+                epoch => format!("{epoch}:{floor}"),
+            },
+            _ => floor.to_string(),
+        }
+    }
+
+    /// Whether grants on this backend may be confirmed by replicas (`WAIT`): Sentinel or
+    /// Cluster with [`replica_acks`](crate::ClientBuilder::replica_acks) above 0.
+    pub(crate) fn confirms_grants(&self) -> bool {
+        match (&self.conn, &self.nodes) {
+            (_, Some(nodes)) => nodes.replica_acks() > 0,
+            (Connection::Sentinel(m), _) => m.replica_acks() > 0,
+            _ => false,
+        }
+    }
+
     /// The command connection (routes like every request of this backend).
     pub(crate) fn connection(&self) -> Connection {
         self.conn.clone()

@@ -36,6 +36,81 @@ pub(crate) enum Wake {
     OneOnZero,
     /// Latches and semaphores: every message wakes every waiter.
     All,
+    /// A plain lock's grant channel: `h;<token>;<initial lease ms>;<owner>` is a direct
+    /// hand-off to the waiter of that owner, delivered to its [`GrantWatch`] only.
+    Grant,
+}
+
+/// A direct hand-off announced to one waiter: a release granted it the lock, which it holds
+/// already.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HandedOff {
+    /// The fencing token, as the scripts write it.
+    pub(crate) token: String,
+    /// The initial lease the release set.
+    pub(crate) initial: Duration,
+}
+
+impl HandedOff {
+    /// Parse `h;<token>;<initial lease ms>;<owner>` into the owner and the hand-off.
+    fn parse(payload: &[u8]) -> Option<(&str, HandedOff)> {
+        let text = std::str::from_utf8(payload).ok()?;
+        let mut parts = text.splitn(4, ';');
+        if parts.next()? != "h" {
+            return None;
+        }
+        let token = parts.next()?.to_string();
+        let initial = Duration::from_millis(parts.next()?.parse().ok()?);
+        let owner = parts.next()?;
+        Some((owner, HandedOff { token, initial }))
+    }
+}
+
+/// Where one waiter's hand-off is delivered.
+#[derive(Debug, Default)]
+struct GrantSlot {
+    handed: Mutex<Option<HandedOff>>,
+    notify: Notify,
+}
+
+/// One waiter's interest in hand-offs to its owner on a grant channel; dropping it stops
+/// delivery (a later hand-off message is dropped: the leave gives that grant back).
+pub(crate) struct GrantWatch {
+    channel: Arc<Channel>,
+    owner: String,
+    slot: Arc<GrantSlot>,
+}
+
+impl GrantWatch {
+    /// A hand-off delivered and not taken yet.
+    pub(crate) fn take(&self) -> Option<HandedOff> {
+        self.slot.handed.lock().unwrap().take()
+    }
+
+    /// Wait for a hand-off to this owner.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a hand-off delivered meanwhile stays for the next call or [`take`](Self::take).
+    pub(crate) async fn wait(&self) -> HandedOff {
+        loop {
+            if let Some(h) = self.take() {
+                return h;
+            }
+            self.slot.notify.notified().await;
+        }
+    }
+}
+
+impl Drop for GrantWatch {
+    fn drop(&mut self) {
+        let mut grants = self.channel.grants.lock().unwrap();
+        if grants
+            .get(&self.owner)
+            .is_some_and(|s| Arc::ptr_eq(s, &self.slot))
+        {
+            grants.remove(&self.owner);
+        }
+    }
 }
 
 /// The local end of one channel: waiters wait on `notify`.
@@ -45,6 +120,8 @@ pub(crate) struct Channel {
     wake: Wake,
     /// The server's ACL refused the subscription: waiters must poll.
     denied: AtomicBool,
+    /// [`Wake::Grant`]: the waiting owners' hand-off slots.
+    grants: Mutex<HashMap<String, Arc<GrantSlot>>>,
 }
 
 impl Channel {
@@ -54,6 +131,16 @@ impl Channel {
     }
 
     fn wake(&self, payload: &[u8]) {
+        if self.wake == Wake::Grant {
+            if let Some((owner, handed)) = HandedOff::parse(payload) {
+                let slot = self.grants.lock().unwrap().get(owner).cloned();
+                if let Some(slot) = slot {
+                    *slot.handed.lock().unwrap() = Some(handed);
+                    slot.notify.notify_one();
+                }
+            }
+            return;
+        }
         if self.wake == Wake::OneOnZero && payload == b"0" {
             self.notify.notify_one();
         } else {
@@ -119,6 +206,21 @@ impl Subscription {
     /// The channel's wake-ups.
     pub(crate) fn channel(&self) -> &Channel {
         &self.channel
+    }
+
+    /// Deliver hand-offs to `owner` on this (grant) channel to the returned watch.
+    pub(crate) fn expect_grant(&self, owner: &str) -> GrantWatch {
+        let slot = Arc::new(GrantSlot::default());
+        self.channel
+            .grants
+            .lock()
+            .unwrap()
+            .insert(owner.to_string(), slot.clone());
+        GrantWatch {
+            channel: self.channel.clone(),
+            owner: owner.to_string(),
+            slot,
+        }
     }
 
     /// Wait until the server confirmed the subscription, at most `limit`. Returns whether it
@@ -199,6 +301,7 @@ impl Hub {
                         notify: Notify::new(),
                         wake,
                         denied: AtomicBool::new(false),
+                        grants: Mutex::default(),
                     }),
                 )
             });

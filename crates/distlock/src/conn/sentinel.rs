@@ -179,6 +179,11 @@ impl Master {
 
     /// The command connection to the current master and its config epoch (the generation
     /// of the fencing tokens it issues, which rises with every failover), read together.
+    /// Replicas a grant waits for (`WAIT`), as configured.
+    pub(crate) fn replica_acks(&self) -> u32 {
+        self.settings.replica_acks
+    }
+
     pub(crate) fn snapshot(&self) -> (ConnectionManager, u64) {
         let current = self.current.read().unwrap();
         (current.manager.clone(), current.epoch)

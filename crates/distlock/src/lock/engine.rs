@@ -15,7 +15,7 @@ use super::raw::{
 };
 use super::{FencingToken, Lock, LockGuard, Owner};
 use crate::acquire::{acquire, confirm_grant, Acquire, Step};
-use crate::conn::pubsub::Wake;
+use crate::conn::pubsub::{HandedOff, Wake};
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, TOKEN_FIELD};
@@ -23,14 +23,48 @@ use crate::scripts;
 
 impl Lock {
     /// Take a timed-out or cancelled waiter out of the kind's queue (fair lock, waiting
-    /// writers); nothing for kinds without one.
-    pub(super) async fn leave_queue(&self, owner: &str, wait_ms: u64) -> Result<()> {
-        if let Some(inv) = self.inner.raw.leave(&self.inner.names, owner, wait_ms) {
+    /// writers, a plain lock's hand-off queue); nothing for kinds without one. `give_back`:
+    /// the owner was minted for the wait, so a hold a direct hand-off gave it goes back too.
+    /// Returns whether the kind's leave gives back the owner's holds itself (a plain lock's
+    /// does, whole), so that nothing is left for the caller to give back.
+    pub(super) async fn leave_queue(
+        &self,
+        owner: &str,
+        wait_ms: u64,
+        give_back: bool,
+    ) -> Result<bool> {
+        // A plain lock's waiters queue only where it hands off.
+        if self.inner.raw.plain().is_some() && !self.hands_off() {
+            return Ok(false);
+        }
+        let floor = self
+            .backend()
+            .grant_floor(&self.inner.client.inner.fencing_floor);
+        if let Some(inv) =
+            self.inner
+                .raw
+                .leave(&self.inner.names, owner, wait_ms, give_back, &floor)
+        {
             self.backend()
                 .eval::<i64>(&self.context("leave queue"), &inv)
                 .await?;
+            return Ok(give_back && self.inner.raw.leave_gives_back());
         }
-        Ok(())
+        Ok(false)
+    }
+
+    /// Whether this lock's waiters queue for direct hand-off: a plain lock with
+    /// [`Handoff::Fifo`](super::Handoff::Fifo), on a deployment whose grants no replica must
+    /// confirm. Where replicas confirm grants (`WAIT`), a handed-off grant would still need
+    /// its own confirming round trip, and a waiter that gives up would leave the queue with a
+    /// script sent to a master that may be failing over; there the lock keeps Redisson's
+    /// behaviour for now.
+    pub(super) fn hands_off(&self) -> bool {
+        self.inner
+            .raw
+            .grant_channel(&self.inner.names, "")
+            .is_some()
+            && !self.backend().confirms_grants()
     }
 
     pub(super) fn backend(&self) -> &crate::conn::Backend {
@@ -109,6 +143,8 @@ impl Lock {
             latch_ms: client.latch_ttl_ms(),
             floor: &floor,
             holder: &client.inner.holder_meta,
+            client_id: &client.inner.id_str,
+            handoff: self.hands_off(),
         };
         let (inv, resend) = self.inner.raw.acquire(&self.inner.names, &call);
         let sent: Result<Vec<String>> = match resend {
@@ -201,11 +237,57 @@ impl Lock {
             },
             channel,
             wake,
+            grant_channel: (mode == Mode::New && !wait.is_zero() && self.hands_off())
+                .then(|| {
+                    self.inner
+                        .raw
+                        .grant_channel(&self.inner.names, &self.inner.client.inner.id_str)
+                })
+                .flatten(),
+            holder_seen: std::sync::Mutex::new(None),
         };
         let granted = acquire(&self.inner.client, request, wait).await?;
-        Ok(granted.map(|(hold_count, token, started)| {
-            self.granted(owner, hold_count, token, lease, started)
+        Ok(granted.map(|grant| match grant.handed_off {
+            // Handed over by a release with a short initial lease: the guard counts from it
+            // until the full lease is set (in the background).
+            Some(initial) if initial < lease => {
+                let valid_until = grant.since + initial.saturating_sub(keys::drift(initial));
+                let guard = self.guard(owner, grant.hold_count, grant.token, lease, valid_until);
+                self.take_over(&guard, initial, lease);
+                guard
+            }
+            _ => self.granted(owner, grant.hold_count, grant.token, lease, grant.since),
         }))
+    }
+
+    /// A hold a release handed over with its short `initial` lease: set the full `lease`
+    /// (`PEXPIRE`, as an extension) a third of the way into the initial lease, in the
+    /// background, and move the guard's local validity on success. A hold released before
+    /// then (most hand-offs under contention) costs no extension at all. A failure leaves
+    /// the initial lease, which the watchdog renews or which runs out, as for any renewal
+    /// that did not reach the server.
+    fn take_over(&self, guard: &LockGuard, initial: Duration, lease: Duration) {
+        let lock = self.clone();
+        let owner = guard.owner().clone();
+        let state = Arc::downgrade(guard.lease_state());
+        let lease_ms = lease.as_millis() as u64;
+        self.inner.client.inner.runtime.spawn(async move {
+            tokio::time::sleep(initial / 3).await;
+            // Released (or dropped) meanwhile: nothing to take over.
+            if state.strong_count() == 0 {
+                return;
+            }
+            let started = Instant::now();
+            match lock.renew_one(&owner, lease_ms).await {
+                Ok(1) => {
+                    if let Some(state) = state.upgrade() {
+                        state.set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
+                    }
+                }
+                Ok(_) => tracing::debug!(lock = %lock.inner.names.name, "hand-off take-over: no longer held (released already?)"),
+                Err(e) => tracing::debug!(lock = %lock.inner.names.name, error = format_args!("{e:#}"), "hand-off take-over failed; the initial lease stays"),
+            }
+        });
     }
 
     pub(super) fn granted(
@@ -323,6 +405,9 @@ impl Lock {
     pub(crate) fn release_request(&self, owner: &Owner, lease: Duration) -> ReleaseRequest {
         let n = &self.inner.names;
         let latch = keys::unlock_latch(&n.key, &self.inner.client.request_id());
+        let floor = self
+            .backend()
+            .grant_floor(&self.inner.client.inner.fencing_floor);
         self.inner.raw.release(
             n,
             &ReleaseCall {
@@ -330,6 +415,7 @@ impl Lock {
                 lease_ms: lease.as_millis() as u64,
                 latch: &latch,
                 latch_ms: self.inner.client.latch_ttl_ms(),
+                floor: &floor,
                 context: self.context("release").to_string(),
             },
         )
@@ -501,11 +587,27 @@ struct LockRequest {
     wait_ms: u64,
     channel: String,
     wake: Wake,
+    /// Where a release announces a direct hand-off to this waiter (plain lock, hand-off on,
+    /// a fresh owner that waits).
+    grant_channel: Option<String>,
+    /// The highest fencing token of another holder this request's attempts found: a
+    /// hand-off message with a token at or below it was made before that attempt and has
+    /// run out since (read late), so it is not a grant.
+    holder_seen: std::sync::Mutex<Option<u128>>,
+}
+
+/// A lock-family grant, as the acquire driver hands it back.
+pub(super) struct Granted {
+    hold_count: u32,
+    token: u128,
+    /// The instant the lease counts from.
+    since: Instant,
+    /// Handed over by a release with this initial lease (not yet the full one).
+    handed_off: Option<Duration>,
 }
 
 impl Acquire for LockRequest {
-    /// Hold count, fencing token, and the instant the lease counts from.
-    type Grant = (u32, u128, Instant);
+    type Grant = Granted;
 
     fn describe(&self) -> (&'static str, &str, Option<&str>) {
         (
@@ -516,15 +618,71 @@ impl Acquire for LockRequest {
     }
 
     fn token(grant: &Self::Grant) -> Option<u128> {
-        Some(grant.1)
+        Some(grant.token)
     }
 
     fn wake(&self) -> Option<(&str, Wake)> {
         Some((&self.channel, self.wake))
     }
 
+    fn handoff(&self) -> Option<(&str, &str)> {
+        self.grant_channel
+            .as_deref()
+            .map(|c| (c, self.owner.as_str()))
+    }
+
+    async fn handed_off(&self, grant: HandedOff, held_since: Instant) -> Result<Step<Granted>> {
+        // A client shutting down releases its holds, which may hand one to its own waiter:
+        // refuse it, and give it back (to the next waiter) before answering.
+        if let Err(closed) = self.lock.inner.client.check_open() {
+            let _ = self
+                .lock
+                .leave_queue(self.owner.as_str(), self.wait_ms, true)
+                .await;
+            return Err(closed);
+        }
+        let token = parse_token(&grant.token).ok_or_else(|| {
+            Error::unexpected(format!(
+                "{}: hand-off message with token {:?}",
+                self.lock.context("acquire"),
+                grant.token
+            ))
+        })?;
+        if self
+            .holder_seen
+            .lock()
+            .unwrap()
+            .is_some_and(|seen| token <= seen)
+        {
+            return Ok(Step::Wait(None));
+        }
+        // The waiter re-attempts at least every third of its initial lease, so a message read
+        // on time leaves at least two thirds of it. Less means it was read late (the process
+        // was paused, the runtime starved): the hand-off may have expired and gone on to
+        // another waiter, so an attempt says whether the lock is still this waiter's.
+        let left = (held_since + grant.initial.saturating_sub(keys::drift(grant.initial)))
+            .saturating_duration_since(Instant::now());
+        if left < grant.initial / 3 {
+            return self.attempt(Instant::now()).await;
+        }
+        Ok(Step::Done(Granted {
+            hold_count: 1,
+            token,
+            since: held_since,
+            handed_off: Some(grant.initial),
+        }))
+    }
+
     fn recheck(&self) -> Duration {
-        self.lock.inner.raw.recheck()
+        match (&self.grant_channel, self.lock.inner.raw.plain()) {
+            // Queued for hand-off: each attempt renews the liveness deadline; and as a
+            // hand-off's initial lease is at most the lease, re-attempting every third of it
+            // means a hand-off read on time always has two thirds of it left (`handed_off`).
+            (Some(_), Some(plain)) => {
+                (plain.liveness / 3).min(Duration::from_millis(self.lease_ms) / 3)
+            }
+            _ => self.lock.inner.raw.recheck(),
+        }
     }
 
     async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
@@ -544,14 +702,40 @@ impl Acquire for LockRequest {
                     *self.request_id.lock().unwrap() = self.lock.inner.client.request_id();
                 }
             })?;
+        if let Attempt::Held {
+            holder_token: Some(t),
+            ..
+        } = attempt
+        {
+            let mut seen = self.holder_seen.lock().unwrap();
+            *seen = (*seen).max(Some(t));
+        }
+        if let Attempt::Granted { .. } = attempt {
+            // A fresh owner's grant learnt only after its lease may have run out (the process
+            // was paused, the runtime starved): another owner may hold the lock by now, with
+            // a higher token. It is no grant: give it back (if it is still there) and go on.
+            let lease = Duration::from_millis(self.lease_ms);
+            if self.mode == Mode::New
+                && Instant::now() >= started + lease.saturating_sub(keys::drift(lease))
+            {
+                tracing::debug!(lock = %self.lock.inner.names.name, "grant learnt after its lease could have run out; giving it back");
+                let _ = self.lock.give_back_hold(&self.owner, lease).await;
+                return Ok(Step::Wait(None));
+            }
+        }
         Ok(match attempt {
-            Attempt::Granted { hold_count, token } => Step::Done((hold_count, token, started)),
+            Attempt::Granted { hold_count, token } => Step::Done(Granted {
+                hold_count,
+                token,
+                since: started,
+                handed_off: None,
+            }),
             // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked every
             // NO_TTL_RECHECK.
-            Attempt::Held { pttl_ms } if pttl_ms >= 0 => {
+            Attempt::Held { pttl_ms, .. } if pttl_ms >= 0 => {
                 Step::Wait(Some(Duration::from_millis(pttl_ms as u64)))
             }
-            Attempt::Held { pttl_ms: -1 } => Step::Wait(Some(NO_TTL_RECHECK)),
+            Attempt::Held { pttl_ms: -1, .. } => Step::Wait(Some(NO_TTL_RECHECK)),
             // Free, but another waiter is first in line: wait for a wake-up.
             Attempt::Held { .. } => Step::Wait(None),
         })
@@ -563,7 +747,7 @@ impl Acquire for LockRequest {
         }
         if let Err(e) = self
             .lock
-            .leave_queue(self.owner.as_str(), self.wait_ms)
+            .leave_queue(self.owner.as_str(), self.wait_ms, self.mode == Mode::New)
             .await
         {
             tracing::debug!(
@@ -593,8 +777,11 @@ impl Acquire for LockRequest {
         }
         let runtime = lock.inner.client.inner.runtime.clone();
         runtime.spawn(async move {
-            let _ = lock.leave_queue(owner.as_str(), wait_ms).await;
-            if mode != Mode::New {
+            let left = lock
+                .leave_queue(owner.as_str(), wait_ms, mode == Mode::New)
+                .await;
+            // A plain lock's leave gave back the whole hold already.
+            if mode != Mode::New || matches!(left, Ok(true)) {
                 return;
             }
             let lease = lock.effective_lease().unwrap_or(Duration::from_millis(1));

@@ -98,6 +98,11 @@ impl LockGuard {
         self.state.as_ref().expect("guard used after release")
     }
 
+    /// The local lease state the watchdog keeps for this hold.
+    pub(super) fn lease_state(&self) -> &std::sync::Arc<crate::watchdog::LeaseState> {
+        self.state().registration.lease()
+    }
+
     /// The lock this guard holds.
     pub fn lock(&self) -> &Lock {
         &self.state().lock

@@ -49,7 +49,7 @@ use raw::{Names, Queue, RawLock};
 
 pub use guard::LockGuard;
 pub(crate) use raw::{Attempt, Mode};
-pub use types::{FencingToken, HolderInfo, LockStatus, Owner};
+pub use types::{FencingToken, Handoff, HolderInfo, LockStatus, Owner};
 
 /// A reentrant distributed lock named by a string.
 ///
@@ -123,7 +123,7 @@ impl fmt::Debug for Lock {
 
 impl Lock {
     pub(crate) fn new(client: Client, name: String) -> Lock {
-        Lock::with_raw(client, name, Arc::new(raw::Plain))
+        Lock::with_raw(client, name, Arc::new(raw::Plain::default()))
     }
 
     /// A lock of the kind `raw` (plain, fair, read or write side).
@@ -170,6 +170,34 @@ impl Lock {
                 raw: self.inner.raw.clone(),
             }),
         }
+    }
+
+    /// The same lock with another hand-off policy for its waiters: [`Handoff::Fifo`] (the
+    /// default: a release grants the lock directly to the first live waiter, in arrival
+    /// order) or [`Handoff::Off`] (Redisson's `RLock` behaviour: a release frees the lock and
+    /// wakes a waiter, whose attempt may lose to a barging acquire). One setting per lock
+    /// name across a fleet: a handle with hand-off off neither queues nor respects the queue.
+    /// No I/O.
+    pub fn handoff(&self, handoff: Handoff) -> Lock {
+        let mut plain = self.inner.raw.plain().unwrap_or_default();
+        plain.handoff = handoff;
+        self.rekind(Arc::new(plain))
+    }
+
+    /// The same lock with another liveness timeout for its queued waiters (a [`Duration`],
+    /// at least 3 ms; 5 seconds by default, as the fair lock's): a waiter that has not
+    /// re-attempted within it is passed over by a hand-off, and a hand-off grants at most
+    /// this long an initial lease (so a waiter that died just after its last attempt blocks
+    /// the lock at most this long). Each waiter attempts once per third of it. No I/O.
+    pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
+        let mut plain = self.inner.raw.plain().unwrap_or_default();
+        plain.liveness = liveness.max(Duration::from_millis(3));
+        self.rekind(Arc::new(plain))
+    }
+
+    /// The hand-off policy set with [`Lock::handoff`].
+    pub fn handoff_setting(&self) -> Handoff {
+        self.inner.raw.plain().unwrap_or_default().handoff
     }
 
     /// The name given to [`Client::lock`].
@@ -580,6 +608,15 @@ impl Lock {
                     .query(
                         &self.context("status"),
                         redis::cmd("LRANGE").arg(list).arg(0).arg(-1),
+                    )
+                    .await?;
+            }
+            Some(Queue::HandoffWaiters(zset)) => {
+                status.queue = self
+                    .backend()
+                    .query(
+                        &self.context("status"),
+                        redis::cmd("ZRANGE").arg(zset).arg(0).arg(-1),
                     )
                     .await?;
             }

@@ -90,6 +90,46 @@ impl fmt::Debug for Owner {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct FencingToken(pub u128);
 
+/// How a plain [`Lock`](super::Lock) passes from a releasing holder to its waiters
+/// ([`Lock::handoff`](super::Lock::handoff)).
+///
+/// With hand-off on, a waiting acquire joins a queue beside the lock (distlock's own, in
+/// the lock's hash slot: `distlock_lock_queue:{<key>}` and `distlock_lock_waiters:{<key>}`)
+/// and renews a *liveness deadline* there with each attempt, as a fair lock's waiter does. A
+/// release that finds a live waiter does not free the lock: the release script itself grants
+/// it to the first live waiter — hold count 1, a fresh fencing token, a short initial lease
+/// (the waiter's lease, at most its liveness timeout, until the new holder renews it) — and
+/// publishes the grant on that waiter's client channel, so the waiter already holds the lock
+/// when the message arrives: one message, no second round trip, no thundering herd, no
+/// barging by the releasing client. A waiter that died is passed over once its liveness
+/// deadline is past; a cancelled or timed-out waiter leaves the queue and gives back a
+/// hand-off that raced it, to the next waiter.
+///
+/// Where replicas confirm grants (Sentinel, or Cluster with
+/// [`replica_acks`](crate::ClientBuilder::replica_acks) above 0) there is no hand-off yet:
+/// the lock behaves as [`Handoff::Off`].
+///
+/// Redisson clients on the same lock work as before: they neither queue nor read the queue.
+/// A Redisson release frees the lock and wakes distlock waiters as usual, and the first
+/// distlock attempt that then finds the lock free hands it to the first live waiter. Redisson
+/// waiters are woken when a distlock release finds no distlock waiter queued; while distlock
+/// waiters are queued they see the lock held and retry on their own timers.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[non_exhaustive]
+pub enum Handoff {
+    /// Strict arrival order (the default): waiters queue, a release hands the lock to the
+    /// first live waiter, and a free lock with a live waiter queued is handed to that waiter
+    /// rather than granted to a newcomer (`try_acquire` then returns `None`). A client that
+    /// releases and acquires again queues behind the waiters already there.
+    #[default]
+    Fifo,
+    /// Redisson's `RLock` behaviour: this lock's acquires neither queue nor respect the
+    /// queue, and a released lock goes to whichever waiter's attempt comes first (often the
+    /// releasing client's next acquire). Its releases still hand the lock to waiters that
+    /// other handles (with hand-off on) queued.
+    Off,
+}
+
 impl FencingToken {
     /// The token's value: `generation × 2^64 + sequence`.
     pub fn get(self) -> u128 {

@@ -30,11 +30,27 @@
 --          the key on the last release
 -- ARGV[8]  the client's holder metadata '<app>;<host>;<pid>': the holder field is
 --          '<ARGV[8]>;<server time in s>' (prelude.lua's holder_value)
+-- KEYS[5]  the direct hand-off queue distlock_lock_queue:{<key>} (zset, same slot; see
+--          handoff.lua)
+-- KEYS[6]  its waiter entries distlock_lock_waiters:{<key>} (hash, same slot)
+-- ARGV[9]  hand-off policy: 'fifo' a free lock whose queue has a live waiter is not granted
+--                                  to anyone else: it is handed to that waiter now, and the
+--                                  caller is refused (and queued, if ARGV[10] says so)
+--                           'off'  a free lock is granted whoever is queued (barging)
+-- ARGV[10] queue entry of a waiting caller (mode 'new' only): '' to not queue (a single
+--          attempt), else '<liveness_ms>;<initial_ms>;<client-id>': refused, the caller joins
+--          the queue's tail (or renews its liveness deadline there)
+-- ARGV[11] grant channel prefix distlock_lock_grant:{<key>}: a hand-off to a waiter is
+--          published on '<ARGV[11]>:<client-id>'
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
 --                                           '<sequence>' (decimal, at most 2^63 - 1) or
 --                                           '<generation>:<sequence>'
---          {0, pttl}                        held by another owner; pttl in ms (-1: no TTL)
+--          {0, pttl, token}                 held by another owner; pttl in ms (-1: no TTL);
+--                                           also after a hand-off to the first waiter; the
+--                                           holder's fencing token ('' when it has none: a
+--                                           Redisson hold): a waiter's hand-off message with
+--                                           a token at or below it is stale
 --          {-1}                             mode 'nested': the lock is gone; modes 'as',
 --                                           'nested': a resend whose first send was
 --                                           granted, but the hold has ended since
@@ -47,10 +63,11 @@
 --          A refused PEXPIRE (e.g. NOPERM) is answered as an error with nothing granted: on
 --          a new key the key is deleted again; on a held key PEXPIRE runs before any write.
 --
--- Uses next_token, held_token, holder_value and expire_or_undo from prelude.lua (joined in
--- front by scripts/mod.rs). A hold that Redisson made (no token field) is given a token on
+-- Uses next_token, held_token, holder_value and expire_or_undo from prelude.lua and the queue
+-- helpers of handoff.lua (joined in front by scripts/mod.rs). A hold that Redisson made (no token field) is given a token on
 -- re-entry (but no holder field: it records only grants made here).
--- Cost: the free-lock path (the common one) runs EXISTS, TIME, SET..GET, GET, HSET, PEXPIRE; the
+-- Cost: the free-lock path (the common one) runs EXISTS (lock and queue in one call), TIME,
+-- SET..GET, GET, HSET, PEXPIRE; the
 -- token is built from TIME's two parts by string arithmetic; SET..GET needs Redis 6.2.
 
 local mode = ARGV[3]
@@ -68,9 +85,28 @@ if mode ~= 'new' then
   end
 end
 
-if redis.call('exists', KEYS[1]) == 0 then
+-- One EXISTS for the lock and its queue: 0 (the common case) means free with nobody queued.
+local found = redis.call('exists', KEYS[1], KEYS[5])
+if found == 0 or (found == 1 and redis.call('exists', KEYS[1]) == 0) then
   if mode == 'nested' then
     return {-1}
+  end
+  if found == 1 and ARGV[9] == 'fifo' then
+    -- Free, with waiters queued: the first live one goes first.
+    local now = now_ms()
+    local head, entry = first_live_waiter(KEYS[5], KEYS[6], now)
+    if head and head ~= ARGV[2] then
+      local token = grant_to(KEYS[1], KEYS[2], ARGV[6], KEYS[4], KEYS[5], KEYS[6], ARGV[11],
+                             head, entry)
+      if token then
+        if ARGV[10] ~= '' then
+          enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[10], ARGV[8], now)
+        end
+        return {0, redis.call('pttl', KEYS[1]), token}
+      end
+    elseif head then
+      dequeue(KEYS[5], KEYS[6], ARGV[2])
+    end
   end
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
   -- after a restart from an old snapshot or a failover to a lagging replica.
@@ -88,7 +124,8 @@ end
 
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if mode == 'new' then
-    -- A resend of a granted request: same hold, same token.
+    -- A resend of a granted request, or a waiter the lock was handed to (its grant message
+    -- lost, or not read yet): same hold, same token, the full lease.
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
             held_token(KEYS[1], ARGV[5], KEYS[2], ARGV[6], KEYS[4])}
@@ -106,4 +143,7 @@ end
 if mode == 'nested' then
   return {-2}
 end
-return {0, redis.call('pttl', KEYS[1])}
+if ARGV[10] ~= '' then
+  enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[10], ARGV[8], now_ms())
+end
+return {0, redis.call('pttl', KEYS[1]), redis.call('hget', KEYS[1], ARGV[5]) or ''}

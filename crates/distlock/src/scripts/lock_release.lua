@@ -14,14 +14,24 @@
 -- ARGV[2]  lease in milliseconds to apply when holds remain
 -- ARGV[3]  owner field <client-uuid>:<owner-id>
 -- ARGV[4]  latch TTL in milliseconds
+-- KEYS[4]  fencing counter of the lock's slot (a hand-off issues the next waiter's token)
+-- KEYS[5]  Redisson RFencedLock's token counter redisson_lock_token:{<key>}
+-- KEYS[6]  direct hand-off queue distlock_lock_queue:{<key>} (zset; see handoff.lua)
+-- KEYS[7]  its waiter entries distlock_lock_waiters:{<key>} (hash)
+-- ARGV[5]  token floor, as lock_acquire.lua's ARGV[6]
+-- ARGV[6]  grant channel prefix distlock_lock_grant:{<key>}
 --
 -- Returns  1   the last hold was released: key deleted (with its token and holder fields),
---              message published (no latch)
+--              then handed to the first live queued waiter (handoff.lua: no unlock message,
+--              the lock stays held), or the unlock message published when none is queued
+--              (no latch)
 --          0   one hold released, others remain (TTL reset to ARGV[2]; the token and holder
 --              fields stay)
 --          -1  not held: the lock is gone
 --          -2  not held: another owner holds it
 -- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
+--
+-- Uses prelude.lua and handoff.lua (joined in front by scripts/mod.rs) for the hand-off.
 
 local prior = redis.call('get', KEYS[3])
 if prior then
@@ -42,6 +52,9 @@ if tonumber(holds) > 1 then
   return 0
 end
 redis.call('del', KEYS[1])
+if hand_off(KEYS[1], KEYS[4], ARGV[5], KEYS[5], KEYS[6], KEYS[7], ARGV[6]) then
+  return 1
+end
 -- pcall: a user without rights on the channel (NOPERM) still gets the
 -- result of what was done; waiters re-check on their own.
 publish(KEYS[2], ARGV[1])

@@ -191,12 +191,19 @@ const LEASES: &str = include_str!("leases.lua");
 /// The helpers joined (after the prelude, if used) in front of the fair-lock scripts.
 #[cfg(test)]
 const FAIR: &str = include_str!("fair.lua");
+/// The direct hand-off helpers joined (after the prelude) in front of the plain lock's
+/// acquire, release and leave.
+#[cfg(test)]
+const HANDOFF: &str = include_str!("handoff.lua");
 
 scripts! {
     /// Grant or re-enter a lock and issue its fencing token.
-    LOCK_ACQUIRE => "lock_acquire.lua" with "prelude.lua",
-    /// Release one hold; publish the unlock message on the last.
-    LOCK_RELEASE => "lock_release.lua",
+    LOCK_ACQUIRE => "lock_acquire.lua" with "prelude.lua" "handoff.lua",
+    /// Release one hold; hand the lock to the first queued waiter on the last, or publish
+    /// the unlock message.
+    LOCK_RELEASE => "lock_release.lua" with "prelude.lua" "handoff.lua",
+    /// Leave a plain lock's hand-off queue, giving back a hand-off that raced the leave.
+    LOCK_LEAVE => "lock_leave.lua" with "prelude.lua" "handoff.lua",
     /// Renew many leases at once (watchdog) or extend one.
     LOCK_RENEW => "lock_renew.lua",
     /// Delete a lock whoever holds it and wake its waiters.
@@ -255,11 +262,11 @@ scripts! {
 
 #[cfg(test)]
 mod tests {
-    use super::{Publish, ALL, FAIR, LEASES, PRELUDE, PUBLISH, RUNNABLE, SOURCES};
+    use super::{Publish, ALL, FAIR, HANDOFF, LEASES, PRELUDE, PUBLISH, RUNNABLE, SOURCES};
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
-        assert_eq!(SOURCES.len(), 29);
+        assert_eq!(SOURCES.len(), 30);
         for (file, src) in SOURCES {
             let header: String = src
                 .lines()
@@ -320,8 +327,11 @@ mod tests {
             ]
             .iter()
             .any(|f| own.contains(f));
+            let uses_handoff = ["first_live_waiter(", "enqueue(", "dequeue(", "hand_off("]
+                .iter()
+                .any(|f| own.contains(f));
             let mut expected = PUBLISH.to_string();
-            if uses || uses_leases {
+            if uses || uses_leases || uses_handoff {
                 expected.push_str(PRELUDE);
             }
             if uses_leases {
@@ -329,6 +339,9 @@ mod tests {
             }
             if uses_fair {
                 expected.push_str(FAIR);
+            }
+            if uses_handoff {
+                expected.push_str(HANDOFF);
             }
             expected.push_str(own);
             assert_eq!(*run, expected, "{file}: helpers not joined as used");

@@ -167,7 +167,8 @@ async fn waiters_without_channel_rights_poll_and_do_not_reconnect_in_a_loop() {
 pub const MINIMAL_ACL: &[(&str, &str)] = &[
     (
         "lock",
-        "+exists +get +set +del +hexists +hget +hset +hincrby +pexpire +pttl +publish +time",
+        "+exists +get +set +del +hexists +hget +hset +hincrby +hdel +pexpire +pttl +publish +time \
+         +zadd +zrem +zscore +zrange",
     ),
     (
         "fair_lock",

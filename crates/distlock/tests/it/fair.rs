@@ -1,7 +1,5 @@
 //! FairLock: FIFO grants, crashed and cancelled waiters.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,11 +59,7 @@ async fn killed_waiter_process_does_not_stall_the_queue() {
         tokio::spawn(async move { lock.acquire().await.unwrap() })
     };
     assert!(eventually(Duration::from_secs(2), || queue_len(&server, "stall") == 1).await);
-    let mut victim = Command::new(example_bin("family"))
-        .args(["fair-wait", &server.url(), "stall", "900"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut victim = family(&["fair-wait", &server.url(), "stall", "900"]);
     assert!(eventually(Duration::from_secs(5), || queue_len(&server, "stall") == 2).await);
     let last = {
         let lock = lock.clone();
@@ -88,11 +82,11 @@ async fn killed_waiter_process_does_not_stall_the_queue() {
     let waited = released.elapsed();
     assert!(waited < liveness * 2, "waited {waited:?}");
     g3.release().await.unwrap();
-    let mut out = String::new();
-    BufReader::new(victim.stdout.take().unwrap())
-        .read_line(&mut out)
-        .unwrap();
-    assert_eq!(out, "", "the killed waiter never got the lock");
+    assert_eq!(
+        first_line(&mut victim),
+        "",
+        "the killed waiter never got the lock"
+    );
 }
 
 /// A cancelled waiter leaves the queue at once; a timed-out one too.

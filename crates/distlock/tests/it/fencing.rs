@@ -539,10 +539,13 @@ fn a_newer_generation_orders_above_any_older_token() {
     let grant = |floor: &str, owner: &str| -> Vec<String> {
         let r: Vec<String> = redis::cmd("EVAL")
             .arg(lock_acquire_source())
-            .arg(3)
+            .arg(6)
             .arg("gen")
             .arg(&counter)
             .arg("gen")
+            .arg(distlock::layout::redisson_fenced_token("gen"))
+            .arg(distlock::layout::lock_queue("gen"))
+            .arg(distlock::layout::lock_waiters("gen"))
             .arg(30000)
             .arg(owner)
             .arg("new")
@@ -551,6 +554,9 @@ fn a_newer_generation_orders_above_any_older_token() {
             .arg(floor)
             .arg(distlock::layout::HOLDER_FIELD)
             .arg("fencing;h;1")
+            .arg("fifo")
+            .arg("")
+            .arg("distlock_lock_grant:{gen}")
             .query(&mut server.connection())
             .unwrap();
         let _: () = cmd(&server, &["DEL", "gen"]);

@@ -11,6 +11,7 @@ mod cluster;
 mod fair;
 mod faults;
 mod fencing;
+mod handoff;
 mod holder;
 mod job;
 mod latch;

@@ -1136,3 +1136,133 @@ async fn mixed_fair_queue_keeps_fifo_and_exclusion() {
 async fn mixed_fair_queue_keeps_fifo_with_java_clock_10s_ahead() {
     mixed_fair_queue(10_000).await;
 }
+
+// ---------------------------------------------------------------------------------------
+// Direct hand-off beside Redisson clients
+// ---------------------------------------------------------------------------------------
+
+/// The owner fields of a lock hash (what holds it), leaving out distlock's token and holder
+/// fields: at most one owner at any time.
+fn lock_owners(server: &RedisServer, key: &str) -> Vec<String> {
+    let fields: Vec<String> = cmd(server, &["HKEYS", key]);
+    fields
+        .into_iter()
+        .filter(|f| f != distlock::layout::TOKEN_FIELD && f != distlock::layout::HOLDER_FIELD)
+        .collect()
+}
+
+/// A Redisson holder with distlock waiters queued: Redisson's unlock frees the lock and
+/// publishes its unlock message as always; the woken distlock waiter's attempt hands the lock
+/// to the first queued waiter, so queue order survives a Redisson release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_release_reaches_queued_distlock_waiters_in_order() {
+    let (server, client) = setup().await;
+    let java = Java::new(&server, 0);
+    let jlock = java.lock("mixed-rd");
+    assert_eq!(jlock.lock(1), None, "Redisson locks the free lock");
+    let lock = client.lock("mixed-rd");
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..3 {
+        let (lock, order) = (lock.clone(), order.clone());
+        tasks.push(tokio::spawn(async move {
+            let g = lock.acquire().await.unwrap();
+            order.lock().unwrap().push(i);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            g.release().await.unwrap();
+        }));
+        let queue = distlock::layout::lock_queue("mixed-rd");
+        assert!(
+            eventually(Duration::from_secs(2), || cmd::<i64>(
+                &server,
+                &["ZCARD", &queue]
+            ) == i + 1)
+            .await,
+            "distlock waiter {i} did not queue"
+        );
+    }
+    assert_eq!(lock_owners(&server, "mixed-rd"), vec![java.lock_name(1)]);
+    assert_eq!(
+        jlock.unlock(1),
+        Some(1),
+        "Redisson's unlock deletes the key"
+    );
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(5), t)
+            .await
+            .expect("a distlock waiter was not reached after Redisson's release")
+            .unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2]);
+    assert_eq!(jlock.lock(1), None, "Redisson locks it again once free");
+    assert_eq!(jlock.unlock(1), Some(1));
+}
+
+/// A distlock holder with a distlock waiter and a Redisson waiter: the release hands the lock
+/// to the distlock waiter without publishing the unlock message (Redisson sees it held);
+/// the distlock waiter's release, with no distlock waiter left, frees it with the unlock
+/// message and Redisson gets it. One owner at a time throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distlock_hands_off_past_a_redisson_waiter_then_wakes_it() {
+    let (server, client) = setup().await;
+    let java = Java::new(&server, 0);
+    let jlock = java.lock("mixed-dr");
+    let lock = client.lock("mixed-dr");
+    let held = lock.acquire().await.unwrap();
+    assert!(
+        jlock.lock(7).is_some(),
+        "Redisson is refused while distlock holds"
+    );
+    let waiter = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.acquire().await.unwrap() })
+    };
+    let queue = distlock::layout::lock_queue("mixed-dr");
+    assert!(
+        eventually(Duration::from_secs(2), || cmd::<i64>(
+            &server,
+            &["ZCARD", &queue]
+        ) == 1)
+        .await
+    );
+    // What a Redisson waiter listens to.
+    let mut wake = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    wake.subscribe("redisson_lock__channel:{mixed-dr}")
+        .await
+        .unwrap();
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        lock_owners(&server, "mixed-dr"),
+        vec![got.owner().as_str().to_string()]
+    );
+    assert!(
+        jlock.lock(7).is_some(),
+        "Redisson sees the handed-off lock held"
+    );
+    {
+        let mut messages = wake.on_message();
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), messages.next())
+                .await
+                .is_err(),
+            "a hand-off published the unlock message"
+        );
+    }
+    got.release().await.unwrap();
+    let msg = tokio::time::timeout(Duration::from_secs(2), wake.on_message().next())
+        .await
+        .expect("the last release did not publish the unlock message")
+        .unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+    assert_eq!(jlock.lock(7), None, "Redisson acquires once woken");
+    assert_eq!(lock_owners(&server, "mixed-dr"), vec![java.lock_name(7)]);
+    assert_eq!(jlock.unlock(7), Some(1));
+}

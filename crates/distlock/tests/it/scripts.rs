@@ -1,7 +1,10 @@
 //! The scripts' idempotency under a resent request, exercised by sending the same request
 //! twice, as a retry after a lost reply would.
 
-use distlock::layout::{acquire_latch, fencing_counter, unlock_latch, HOLDER_FIELD, TOKEN_FIELD};
+use distlock::layout::{
+    acquire_latch, fencing_counter, lock_queue, lock_waiters, redisson_fenced_token, unlock_latch,
+    HOLDER_FIELD, TOKEN_FIELD,
+};
 
 use crate::util::*;
 
@@ -17,10 +20,13 @@ fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<
     let mut con = server.connection();
     redis::cmd("EVAL")
         .arg(source("lock_acquire.lua"))
-        .arg(3)
+        .arg(6)
         .arg("idem")
         .arg(fencing_counter("", "idem"))
         .arg(acquire_latch("idem", request))
+        .arg(redisson_fenced_token("idem"))
+        .arg(lock_queue("idem"))
+        .arg(lock_waiters("idem"))
         .arg(30000)
         .arg(owner)
         .arg(mode)
@@ -29,6 +35,9 @@ fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<
         .arg("0")
         .arg(HOLDER_FIELD)
         .arg("scripts;h;1")
+        .arg("fifo")
+        .arg("")
+        .arg("distlock_lock_grant:{idem}")
         .query(&mut con)
         .unwrap()
 }
@@ -37,14 +46,20 @@ fn release(server: &RedisServer, owner: &str, request: &str) -> i64 {
     let mut con = server.connection();
     redis::cmd("EVAL")
         .arg(source("lock_release.lua"))
-        .arg(3)
+        .arg(7)
         .arg("idem")
         .arg("redisson_lock__channel:{idem}")
         .arg(unlock_latch("idem", request))
+        .arg(fencing_counter("", "idem"))
+        .arg(redisson_fenced_token("idem"))
+        .arg(lock_queue("idem"))
+        .arg(lock_waiters("idem"))
         .arg(0)
         .arg(30000)
         .arg(owner)
         .arg(3000)
+        .arg("0")
+        .arg("distlock_lock_grant:{idem}")
         .query(&mut con)
         .unwrap()
 }

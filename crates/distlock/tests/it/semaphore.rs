@@ -1,7 +1,5 @@
 //! Semaphore and LeasedSemaphore.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -262,15 +260,8 @@ async fn killed_holder_returns_its_leased_permit_after_the_lease() {
     let (server, client) = setup().await;
     let sem = client.leased_semaphore("workers");
     sem.try_set_permits(1).await.unwrap();
-    let mut child = Command::new(example_bin("family"))
-        .args(["leased-hold", &server.url(), "workers", "1000"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut child = family(&["leased-hold", &server.url(), "workers", "1000"]);
+    let line = first_line(&mut child);
     assert!(line.starts_with("held "), "{line}");
     assert!(sem
         .try_acquire(Duration::from_secs(5))

@@ -36,8 +36,9 @@ async fn waiter_wakes_on_release() {
     );
 }
 
-/// Many local waiters on one name share one server subscription and all get the lock in
-/// turn; the subscription is gone when the last waiter leaves.
+/// Many local waiters on one name share one server subscription to the wake channel, and one
+/// to their client's grant channel (direct hand-off), and all get the lock in turn; the
+/// subscriptions are gone when the last waiter leaves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_waiters_share_one_subscription() {
     let (server, client) = setup().await;
@@ -55,11 +56,15 @@ async fn local_waiters_share_one_subscription() {
     })
     .await;
     assert!(subscribed, "the waiters did not subscribe");
-    let channels: Vec<String> = cmd(&server, &["PUBSUB", "CHANNELS"]);
-    assert_eq!(
-        channels,
-        vec!["redisson_lock__channel:{shared}".to_string()]
+    let mut channels: Vec<String> = cmd(&server, &["PUBSUB", "CHANNELS"]);
+    channels.sort();
+    assert_eq!(channels.len(), 2, "{channels:?}");
+    assert!(
+        channels[0].starts_with("distlock_lock_grant:{shared}:"),
+        "{channels:?}"
     );
+    assert_eq!(channels[1], "redisson_lock__channel:{shared}");
+    assert_eq!(numsub(&server, &channels[0]), 1);
     holder.release().await.unwrap();
     for t in tasks {
         tokio::time::timeout(Duration::from_secs(10), t)
@@ -70,9 +75,10 @@ async fn local_waiters_share_one_subscription() {
     assert!(
         eventually(Duration::from_secs(2), || {
             numsub(&server, "redisson_lock__channel:{shared}") == 0
+                && cmd::<Vec<String>>(&server, &["PUBSUB", "CHANNELS"]).is_empty()
         })
         .await,
-        "the subscription outlived the last waiter"
+        "the subscriptions outlived the last waiter"
     );
 }
 

@@ -12,6 +12,36 @@
 //! the format of the other libraries' drivers (`impl` = `rust/distlock`), so the lines
 //! compare side by side. Sizes come from the same `BENCH_*` environment variables.
 //!
+//! Redis-side cost: `uncontended`, `distinct`, `contended` and `handoff` read
+//! `INFO commandstats` of every master (on a Cluster each master's own, as redis-rs answers
+//! `INFO` with one text per master) just before and just after their measured part, and add
+//! to `extra` (see [`server`]):
+//!
+//! - `server_us_per_pair`: the time Redis spent in scripts (`usec` of `EVAL`, `EVALSHA`,
+//!   their `_RO` forms and `FCALL`/`FCALL_RO`, summed over the masters) during the measured
+//!   part, in µs, divided by its acquire+release pairs: `ops` for `uncontended`, `distinct`
+//!   and `contended`, 2 × `ops` for `handoff` (A's pair and B's pair per repetition). Every
+//!   acquire attempt, failed ones included, and every release is one script, so this is what
+//!   a pair costs Redis, contention included. Scripts only: the bench's own commands
+//!   (`contended`'s counter `GET`/`SET`, the `INFO` calls) are not scripts and stay out, and
+//!   so do the library's few non-script commands (waiters' `SUBSCRIBE`/`UNSUBSCRIBE`). A
+//!   script's `usec` already includes the commands it runs with `redis.call` (also listed
+//!   under their own names, not added again). It is wall time inside the server: on a busy
+//!   machine a descheduled server's wait counts too.
+//! - `server_calls_per_pair`: the scripts run per pair (same count, same divisor; 3
+//!   decimals): 2.0 for an uncontended pair (one acquire, one release), more where acquires
+//!   fail first and retry (`contended`; `handoff`: 3.0, as B tries before and after
+//!   subscribing and once more when woken).
+//! - On a Cluster only: `server_us_per_master`, one figure per master, its own script time
+//!   divided by all the workload's pairs (so they add up to `server_us_per_pair`), and
+//!   `server_masters`, the masters' addresses in the same order (by host, then port).
+//!   `distinct`'s lock names spread over the masters; the other workloads use one lock name,
+//!   so one master does the work.
+//!
+//! All `null` when `INFO commandstats` cannot be read (said once on stderr). The table shows
+//! them at the end of the notes (`Redis 27.0 µs in 2.00 scripts per pair`, on a Cluster
+//! followed by `(per master 19.6 / 40.6 / 18.8)`).
+//!
 //! Charts: `--plot DIR` writes SVG charts of the run into DIR (created if missing), plus
 //! `bench-data.json`, the recorded distributions they are drawn from (format in [`data`]):
 //!
@@ -29,24 +59,28 @@
 //! draws the charts again without running anything. A bad `--compare` or `--from` file, or
 //! no font for `--png`, is an error before anything runs or is written. See [`plot`].
 //!
-//! Without `--url` (or `DISTLOCK_URL`) a private `redis-server` is started, as for `demo`.
+//! Without `--url` (or `DISTLOCK_URL`) a private deployment is started, as for `demo`:
+//! `--topology standalone` (the default) one `redis-server`, `sentinel` a master with 2
+//! replicas and 3 sentinels, `cluster` a Redis Cluster of 3 masters with a replica each.
 
 mod data;
 mod native;
 mod plot;
 mod report;
+mod server;
 mod standard;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use comfy_table::{CellAlignment, Table};
 use distlock::Client;
 use serde_json::Value;
 
-use crate::connect::Options;
+use crate::connect::{Embedded, Options, Topology};
 use crate::exit;
 use crate::out::{errln, outln};
 use report::Line;
@@ -82,8 +116,21 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub clients: u64,
 
+    /// The private deployment to start when neither --url nor DISTLOCK_URL is given: one
+    /// redis-server (standalone, the default), a Sentinel set (a master, 2 replicas, 3
+    /// sentinels) or a Redis Cluster (3 masters with a replica each; the lock names of
+    /// distinct spread over the masters, and the Redis-side time of each master is
+    /// reported). With a URL it does not apply: the bench runs on the deployment the URL
+    /// names.
+    #[arg(long, value_enum, value_name = "TOPOLOGY")]
+    pub topology: Option<Topology>,
+
     /// Print one JSON line per workload instead of the table (the format of the comparison
-    /// with other lock libraries), and no progress bar.
+    /// with other lock libraries), and no progress bar. uncontended, distinct, contended and
+    /// handoff add the time Redis spent in the lock scripts per acquire+release pair
+    /// (server_us_per_pair, from INFO commandstats of every master), the scripts run per pair
+    /// (server_calls_per_pair) and, on a Cluster, each master's share of that time
+    /// (server_us_per_master, in the order of server_masters).
     #[arg(long)]
     pub json: bool,
 
@@ -314,6 +361,8 @@ pub struct Bench {
     /// every deployment).
     data: Client,
     json: bool,
+    /// Whether a failure to read `INFO commandstats` was said already.
+    server_warned: AtomicBool,
 }
 
 impl Bench {
@@ -343,6 +392,43 @@ impl Bench {
     /// library's, so it reaches the master on Sentinel and routes by key on a Cluster.
     pub fn conn(&self) -> distlock::RedisConnection {
         self.data.redis_connection()
+    }
+
+    /// `INFO commandstats` of every master (the scripts' calls and time), taken before and
+    /// after a standard workload's measured part for its Redis-side cost. `None` when it
+    /// cannot be read (e.g. an ACL user without `+info`), said once on stderr; the
+    /// workload runs on without the figures.
+    pub async fn server_snapshot(&self, workload: &str) -> Option<server::Snapshot> {
+        match server::snapshot(&mut self.conn()).await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                if !self.server_warned.swap(true, Ordering::Relaxed) {
+                    errln!(
+                        "distlock bench: no Redis-side cost from {workload} on (server_us_per_pair \
+                         null): {e:#}"
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    /// The Redis-side figures of a workload over its acquire+release `pairs`
+    /// ([`server::cost_extra`]; per master on a Cluster), or `null` ones without both
+    /// snapshots.
+    pub fn server_cost(
+        &self,
+        before: Option<server::Snapshot>,
+        after: Option<server::Snapshot>,
+        pairs: u64,
+    ) -> Vec<(&'static str, Value)> {
+        match (before, after) {
+            (Some(b), Some(a)) => server::cost_extra(&b, &a, pairs, self.is_cluster()),
+            _ => vec![
+                ("server_us_per_pair", Value::Null),
+                ("server_calls_per_pair", Value::Null),
+            ],
+        }
     }
 
     /// Whether the URL names a Redis Cluster.
@@ -421,7 +507,14 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
             ),
         }
     }
-    let (url, server) = opts.url_or_embedded(crate::connect::Topology::Standalone)?;
+    if let (Some(t), Some(_)) = (args.topology, &opts.url) {
+        let name = t.to_possible_value().map(|v| v.get_name().to_string());
+        errln!(
+            "distlock bench: --topology {} ignored: the server comes from --url or DISTLOCK_URL",
+            name.unwrap_or_default()
+        );
+    }
+    let (url, server) = opts.url_or_embedded(args.topology.unwrap_or_default())?;
     // Fail fast (and with the library's message) when the server is unreachable.
     let data = opts.client_for(&url).await?;
     let bench = Bench {
@@ -432,16 +525,20 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
         settings,
         data,
         json: args.json,
+        server_warned: AtomicBool::new(false),
     };
     if !args.json {
         outln!(
             "distlock bench: distlock {} on {}{}",
             env!("CARGO_PKG_VERSION"),
             bench.data.redacted_url(),
-            if server.is_some() {
-                " (private redis-server)"
-            } else {
-                ""
+            match &server {
+                None => "",
+                Some(Embedded::Server(_)) => " (private redis-server)",
+                Some(Embedded::Sentinel(_)) =>
+                    " (private Sentinel set: a master, 2 replicas, 3 sentinels)",
+                Some(Embedded::Cluster(_)) =>
+                    " (private Redis Cluster: 3 masters with a replica each)",
             }
         )?;
     }
@@ -529,6 +626,28 @@ fn ex(line: &Line, key: &str) -> String {
     }
 }
 
+/// The Redis-side cost of a standard workload for its notes: `; Redis 31.2 µs in 2.00
+/// scripts per pair`, on a Cluster then `(per master 10.1 / 10.6 / 10.5)`; empty when not
+/// measured.
+fn server_notes(l: &Line) -> String {
+    let Some(us) = l.extra.f64("server_us_per_pair") else {
+        return String::new();
+    };
+    let mut n = format!("; Redis {} µs", lat(Some(us)));
+    if let Some(calls) = l.extra.f64("server_calls_per_pair") {
+        n.push_str(&format!(" in {calls:.2} scripts"));
+    }
+    n.push_str(" per pair");
+    if l.workload == "handoff" {
+        n.push_str(" (2 pairs per rep)");
+    }
+    if let Some(Value::Array(masters)) = l.extra.get("server_us_per_master") {
+        let each: Vec<String> = masters.iter().map(|v| lat(v.as_f64())).collect();
+        n.push_str(&format!(" (per master {})", each.join(" / ")));
+    }
+    n
+}
+
 /// The one-line summary of a workload's own figures in the table.
 fn row_notes(l: &Line) -> String {
     let fails = ex(l, "failed_acquires");
@@ -537,10 +656,12 @@ fn row_notes(l: &Line) -> String {
     } else {
         format!("; {fails} failed acquires")
     };
+    // Failed acquires, then the Redis-side cost: last in the notes.
+    let tail = format!("{failed}{}", server_notes(l));
     match l.workload {
-        "uncontended" | "distinct" => format!("acquire latency{failed}"),
+        "uncontended" | "distinct" => format!("acquire latency{tail}"),
         "contended" => format!(
-            "hand-off latency; same client {} %, served {}/{}, wait p50 {} p99 {} µs{failed}",
+            "hand-off latency; same client {} %, served {}/{}, wait p50 {} p99 {} µs{tail}",
             ex(l, "same_client_pct"),
             ex(l, "clients_served"),
             l.clients,
@@ -548,7 +669,7 @@ fn row_notes(l: &Line) -> String {
             ex(l, "wait_p99_us"),
         ),
         "handoff" => format!(
-            "B acquired − A released; {} release races{failed}",
+            "B acquired − A released; {} release races{tail}",
             ex(l, "release_races")
         ),
         "watchdog" => format!(
@@ -565,7 +686,7 @@ fn row_notes(l: &Line) -> String {
             ex(l, "hold_s"),
         ),
         "waiters" => format!(
-            "hand-off between consecutive holders; PUBSUB NUMSUB {} while {} waited{failed}",
+            "hand-off between consecutive holders; PUBSUB NUMSUB {} while {} waited{tail}",
             ex(l, "numsub"),
             l.clients,
         ),

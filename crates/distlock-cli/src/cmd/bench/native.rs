@@ -13,48 +13,27 @@ use distlock::{Client, LockGuard};
 use serde_json::Value;
 
 use super::report::{handoff_stats, num1, Line};
-use super::{Bench, PREFIX};
+use super::{server, Bench, PREFIX};
 
 /// Concurrent tasks that acquire or release the many locks of `watchdog` and `memory`.
 const PARALLEL: usize = 64;
 
-/// The text of `INFO <section>`: one per master on a Cluster (redis-rs asks every primary
-/// and answers a map of node → text), one otherwise.
+/// The text of `INFO <section>`: one per master on a Cluster, one otherwise
+/// ([`server::info_by_node`] without the addresses).
 async fn info_texts(con: &mut RedisConnection, section: &str) -> Result<Vec<String>> {
-    let reply: redis::Value = redis::cmd("INFO")
-        .arg(section)
-        .query_async(con)
-        .await
-        .with_context(|| format!("INFO {section}"))?;
-    let texts = match reply {
-        redis::Value::Map(nodes) => nodes
-            .into_iter()
-            .map(|(_, text)| redis::from_redis_value(text))
-            .collect::<Result<Vec<String>, _>>(),
-        other => redis::from_redis_value::<String>(other).map(|t| vec![t]),
-    };
-    texts.with_context(|| format!("INFO {section}"))
+    Ok(server::info_by_node(con, section)
+        .await?
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect())
 }
 
 /// `INFO commandstats` as command name → calls (summed over the masters of a Cluster).
 async fn command_calls(con: &mut RedisConnection) -> Result<HashMap<String, u64>> {
     let text = info_texts(con, "commandstats").await?.join("\n");
     let mut calls = HashMap::new();
-    for line in text.lines() {
-        let Some((name, fields)) = line
-            .trim()
-            .strip_prefix("cmdstat_")
-            .and_then(|r| r.split_once(':'))
-        else {
-            continue;
-        };
-        if let Some(n) = fields
-            .split(',')
-            .find_map(|f| f.strip_prefix("calls="))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            *calls.entry(name.to_string()).or_insert(0) += n;
-        }
+    for (name, stat) in server::command_stats(&text) {
+        *calls.entry(name.to_string()).or_insert(0) += stat.calls;
     }
     Ok(calls)
 }
@@ -77,12 +56,6 @@ fn calls_delta(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> V
 /// is the watchdog, which sends scripts only; anything else it sent would be listed here.
 fn is_top_level(command: &str) -> bool {
     const TOP: &[&str] = &[
-        "eval",
-        "evalsha",
-        "eval_ro",
-        "evalsha_ro",
-        "fcall",
-        "fcall_ro",
         "ping",
         "hello",
         "auth",
@@ -99,7 +72,8 @@ fn is_top_level(command: &str) -> bool {
         "sunsubscribe",
         "readonly",
     ];
-    TOP.contains(&command)
+    server::SCRIPT_COMMANDS.contains(&command)
+        || TOP.contains(&command)
         || ["script|", "client|", "cluster|", "function|"]
             .iter()
             .any(|p| command.starts_with(p))

@@ -70,6 +70,7 @@ pub async fn uncontended(b: &Bench) -> Result<Line> {
     bar.reset_elapsed();
     let mut lat = Vec::with_capacity(s.uncontended_ops.min(1 << 20) as usize);
     let (mut fails, mut last_err) = (0u64, String::new());
+    let srv0 = b.server_snapshot("uncontended").await;
     let t0 = Instant::now();
     let deadline = t0 + s.max;
     while (lat.len() as u64) < s.uncontended_ops && Instant::now() < deadline {
@@ -83,8 +84,11 @@ pub async fn uncontended(b: &Bench) -> Result<Line> {
         bar.inc(1);
     }
     let secs = t0.elapsed().as_secs_f64();
+    let srv1 = b.server_snapshot("uncontended").await;
     bar.finish_and_clear();
     let ops = lat.len() as u64;
+    let mut extra = fail_extra(fails, &last_err);
+    extra.extend(b.server_cost(srv0, srv1, ops));
     Ok(Line::new(
         "uncontended",
         1,
@@ -93,7 +97,7 @@ pub async fn uncontended(b: &Bench) -> Result<Line> {
         &lat,
         None,
         b.notes(""),
-        fail_extra(fails, &last_err),
+        extra,
     ))
 }
 
@@ -118,6 +122,7 @@ pub async fn distinct(b: &Bench) -> Result<Line> {
     bar.set_length(s.distinct_ops);
     bar.reset_elapsed();
     let tickets = Arc::new(AtomicU64::new(0));
+    let srv0 = b.server_snapshot("distinct").await;
     let t0 = Instant::now();
     let deadline = t0 + s.max;
     let mut handles = Vec::new();
@@ -157,8 +162,11 @@ pub async fn distinct(b: &Bench) -> Result<Line> {
         }
     }
     let secs = t0.elapsed().as_secs_f64();
+    let srv1 = b.server_snapshot("distinct").await;
     bar.finish_and_clear();
     let ops = lat.len() as u64;
+    let mut extra = fail_extra(fails, &last_err);
+    extra.extend(b.server_cost(srv0, srv1, ops));
     Ok(Line::new(
         "distinct",
         s.clients,
@@ -167,7 +175,7 @@ pub async fn distinct(b: &Bench) -> Result<Line> {
         &lat,
         None,
         b.notes(""),
-        fail_extra(fails, &last_err),
+        extra,
     ))
 }
 
@@ -189,6 +197,7 @@ pub async fn contended(b: &Bench) -> Result<Line> {
         .context("reset the counter")?;
     let bar = b.bar("contended", s.contended_ops);
     let tickets = Arc::new(AtomicU64::new(0));
+    let srv0 = b.server_snapshot("contended").await;
     let t0 = Instant::now();
     let deadline = t0 + s.max;
     let mut handles = Vec::new();
@@ -252,6 +261,7 @@ pub async fn contended(b: &Bench) -> Result<Line> {
         }
     }
     let secs = t0.elapsed().as_secs_f64();
+    let srv1 = b.server_snapshot("contended").await;
     bar.finish_and_clear();
     let ops = ev.len() as u64;
     let fin: Option<i64> = redis::cmd("GET")
@@ -270,6 +280,7 @@ pub async fn contended(b: &Bench) -> Result<Line> {
     extra.push(("wait_p50_us", num(report::pct(&waits, 0.50))));
     extra.push(("wait_p99_us", num(report::pct(&waits, 0.99))));
     extra.push(("wait_max_us", num(report::max_us(&waits))));
+    extra.extend(b.server_cost(srv0, srv1, ops));
     let mut line = Line::new(
         "contended",
         s.clients,
@@ -298,6 +309,7 @@ pub async fn handoff(b: &Bench) -> Result<Line> {
     let lock_b = client.lock(name);
     let bar = b.bar("handoff", s.handoff_reps);
     let (mut lat, mut fails, mut races, mut last_err) = (Vec::new(), 0u64, 0u64, String::new());
+    let srv0 = b.server_snapshot("handoff").await;
     let t0 = Instant::now();
     for _ in 0..s.handoff_reps {
         if t0.elapsed() > s.handoff_max {
@@ -344,8 +356,16 @@ pub async fn handoff(b: &Bench) -> Result<Line> {
         bar.inc(1);
     }
     let secs = t0.elapsed().as_secs_f64();
+    let srv1 = b.server_snapshot("handoff").await;
     bar.finish_and_clear();
     let ops = lat.len() as u64;
+    let mut extra = vec![
+        ("failed_acquires", Value::from(fails)),
+        ("release_races", Value::from(races)),
+        ("last_error", Value::from(last_err)),
+    ];
+    // Two acquire+release pairs per repetition: A's and B's.
+    extra.extend(b.server_cost(srv0, srv1, 2 * ops));
     Ok(Line::new(
         "handoff",
         2,
@@ -354,10 +374,6 @@ pub async fn handoff(b: &Bench) -> Result<Line> {
         &lat,
         None,
         b.notes(""),
-        vec![
-            ("failed_acquires", Value::from(fails)),
-            ("release_races", Value::from(races)),
-            ("last_error", Value::from(last_err)),
-        ],
+        extra,
     ))
 }

@@ -112,6 +112,8 @@ impl RawLock for Fair {
         n: &Names,
         owner: &str,
         wait_ms: u64,
+        _give_back: bool,
+        _floor: &str,
     ) -> Option<crate::scripts::Invocation<'static>> {
         Some(leave_invocation(n, owner, false, wait_ms))
     }

@@ -20,7 +20,7 @@ use crate::lock::Owner;
 pub(crate) use crate::watchdog::Renewal;
 
 pub(crate) use fair::Fair;
-pub(crate) use plain::{plain_acquire_invocation, Plain};
+pub(crate) use plain::Plain;
 pub(crate) use rw::{Read, Write};
 
 /// Re-check interval while the holder's key has no TTL (a foreign lock set without expiry),
@@ -57,6 +57,12 @@ pub(crate) struct AcquireCall<'a> {
     /// The client's holder metadata `<app>;<host>;<pid>`, recorded with a grant
     /// to a new holder by the kinds that keep a holder field (plain and fair locks).
     pub(crate) holder: &'a str,
+    /// The client's id (the first part of its owners): where a hand-off to this waiter is
+    /// announced.
+    pub(crate) client_id: &'a str,
+    /// Whether a waiting fresh owner joins the kind's hand-off queue (the plain lock's, where
+    /// the deployment does not confirm grants by `WAIT`).
+    pub(crate) handoff: bool,
 }
 
 /// One release of one hold, as the engine asks for it.
@@ -66,6 +72,8 @@ pub(crate) struct ReleaseCall<'a> {
     /// The unlock latch key of this request.
     pub(crate) latch: &'a str,
     pub(crate) latch_ms: u64,
+    /// The token floor of a hand-off to a waiter ([`crate::conn::Backend::grant_floor`]).
+    pub(crate) floor: &'a str,
     pub(crate) context: String,
 }
 
@@ -83,8 +91,16 @@ pub(crate) enum Resend {
 
 /// What one acquire attempt found.
 pub(crate) enum Attempt {
-    Granted { hold_count: u32, token: u128 },
-    Held { pttl_ms: i64 },
+    Granted {
+        hold_count: u32,
+        token: u128,
+    },
+    /// Held by another owner: its PTTL, and its fencing token where the script reports it
+    /// (the plain lock's, when the holder has one).
+    Held {
+        pttl_ms: i64,
+        holder_token: Option<u128>,
+    },
 }
 
 /// Whose hold an acquire asks for.
@@ -123,6 +139,8 @@ pub(crate) enum Queue {
     Waiters(String),
     /// A zset of waiting writers (read-write lock).
     WaitingWriters(String),
+    /// A zset of waiting owners by arrival (plain lock's direct hand-off queue).
+    HandoffWaiters(String),
 }
 
 /// What differs between the kinds of the lock family. Every method only builds requests.
@@ -140,6 +158,17 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
 
     /// Where a waiter of `owner` is woken, and how.
     fn wake(&self, n: &Names, owner: &Owner) -> (String, Wake);
+
+    /// The plain lock's settings, when this is the plain lock.
+    fn plain(&self) -> Option<Plain> {
+        None
+    }
+
+    /// The channel a release announces a direct hand-off to a waiter of the client
+    /// `client_id` on; `None` when the kind (or its setting) hands off nothing.
+    fn grant_channel(&self, _n: &Names, _client_id: &str) -> Option<String> {
+        None
+    }
 
     /// Longest wait between two attempts of a waiter (liveness heartbeats, re-checks).
     fn recheck(&self) -> Duration;
@@ -173,14 +202,24 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     }
 
     /// The call that takes a timed-out or cancelled waiter out of the kind's queue (its whole
-    /// wait was `wait_ms`); `None` when the kind has none.
+    /// wait was `wait_ms`); `None` when the kind has none. `give_back`: the owner is fresh
+    /// (minted for the wait), so a hold a direct hand-off gave it is given back too (to the
+    /// next waiter, with a token issued from `floor`).
     fn leave(
         &self,
         _n: &Names,
         _owner: &str,
         _wait_ms: u64,
+        _give_back: bool,
+        _floor: &str,
     ) -> Option<crate::scripts::Invocation<'static>> {
         None
+    }
+
+    /// Whether [`RawLock::leave`] with `give_back` also gives back every hold of the owner
+    /// (the plain lock's hand-off queue), so that nothing is left to give back after it.
+    fn leave_gives_back(&self) -> bool {
+        false
     }
 
     /// The call that deletes the lock whoever holds it and wakes its waiters; it answers 1
@@ -207,8 +246,24 @@ pub(crate) fn parse_attempt(r: &[String]) -> std::result::Result<Attempt, Option
         },
         [zero, pttl] if zero == "0" => pttl
             .parse()
-            .map(|pttl_ms| Attempt::Held { pttl_ms })
+            .map(|pttl_ms| Attempt::Held {
+                pttl_ms,
+                holder_token: None,
+            })
             .map_err(|_| None),
+        [zero, pttl, token] if zero == "0" => match (pttl.parse(), token.as_str()) {
+            (Ok(pttl_ms), "") => Ok(Attempt::Held {
+                pttl_ms,
+                holder_token: None,
+            }),
+            (Ok(pttl_ms), t) => parse_token(t)
+                .map(|t| Attempt::Held {
+                    pttl_ms,
+                    holder_token: Some(t),
+                })
+                .ok_or(None),
+            _ => Err(None),
+        },
         [code] => Err(code.parse().ok()),
         _ => Err(None),
     }

@@ -1,18 +1,40 @@
 //! Redisson's `RLock`: a hash `owner → hold count` with the fencing token and the holder
-//! metadata beside, woken by `0` on `redisson_lock__channel:{key}` (one waiter per message).
+//! metadata beside, woken by `0` on `redisson_lock__channel:{key}` (one waiter per message);
+//! plus distlock's direct hand-off queue ([`Handoff`]): waiters queue beside the lock and a
+//! release grants the lock to the first live one, announced on its client's grant channel.
 
 use std::time::Duration;
 
 use super::{AcquireCall, Mode, Names, RawLock, ReleaseCall, Resend};
 use crate::conn::pubsub::Wake;
+use crate::fair::DEFAULT_FAIR_LIVENESS;
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD, UNLOCK_MESSAGE};
-use crate::lock::Owner;
+use crate::lock::{Handoff, Owner};
 use crate::scripts;
 
 /// The plain reentrant lock.
-#[derive(Debug)]
-pub(crate) struct Plain;
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plain {
+    pub(crate) handoff: Handoff,
+    /// How long a queued waiter stays live without a new attempt.
+    pub(crate) liveness: Duration,
+}
+
+impl Default for Plain {
+    fn default() -> Plain {
+        Plain {
+            handoff: Handoff::Fifo,
+            liveness: DEFAULT_FAIR_LIVENESS,
+        }
+    }
+}
+
+impl Plain {
+    fn queues(&self) -> bool {
+        self.handoff == Handoff::Fifo
+    }
+}
 
 impl RawLock for Plain {
     fn kind(&self) -> &'static str {
@@ -27,8 +49,18 @@ impl RawLock for Plain {
         (n.channel.clone(), Wake::OneOnZero)
     }
 
+    fn plain(&self) -> Option<Plain> {
+        Some(*self)
+    }
+
+    fn grant_channel(&self, n: &Names, client_id: &str) -> Option<String> {
+        self.queues()
+            .then(|| keys::lock_grant_channel(&n.key, client_id))
+    }
+
     fn recheck(&self) -> Duration {
-        // Waiters nap at most the holder's PTTL; nothing else to re-check.
+        // Waiters nap at most the holder's PTTL; a waiter queued for hand-off also renews
+        // its liveness deadline (the engine's request shortens this for it).
         keys::MAX_DURATION
     }
 
@@ -43,18 +75,37 @@ impl RawLock for Plain {
             Mode::New => n.key.clone(),
             _ => keys::acquire_latch(&n.key, c.request_id),
         };
-        let inv = plain_acquire_invocation(
-            &n.key,
-            &n.counter,
-            &latch,
-            &keys::redisson_fenced_token(&n.key),
-            c.lease_ms,
-            c.owner.as_str(),
-            c.mode,
-            c.latch_ms,
-            c.floor,
-            c.holder,
-        );
+        // Only a fresh owner that waits joins the queue: the hand-off's owner is that
+        // request's alone.
+        let handoff = self.queues() && c.handoff;
+        let entry = if handoff && c.mode == Mode::New && c.wait_ms > 0 {
+            let liveness = self.liveness.as_millis() as u64;
+            format!(
+                "{liveness};{};{}",
+                c.lease_ms.min(liveness).max(1),
+                c.client_id
+            )
+        } else {
+            String::new()
+        };
+        let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
+        inv.key(&n.key)
+            .key(&n.counter)
+            .key(latch)
+            .key(keys::redisson_fenced_token(&n.key))
+            .key(keys::lock_queue(&n.key))
+            .key(keys::lock_waiters(&n.key))
+            .arg(c.lease_ms)
+            .arg(c.owner.as_str())
+            .arg(c.mode.as_str())
+            .arg(c.latch_ms)
+            .arg(TOKEN_FIELD)
+            .arg(c.floor)
+            .arg(HOLDER_FIELD)
+            .arg(c.holder)
+            .arg(if handoff { "fifo" } else { "off" })
+            .arg(entry)
+            .arg(keys::lock_grant_prefix(&n.key));
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
         // latch answers a resend while it lives.
         let resend = if c.mode == Mode::New {
@@ -70,10 +121,16 @@ impl RawLock for Plain {
             .key(&n.key)
             .key(&n.channel)
             .key(c.latch)
+            .key(&n.counter)
+            .key(keys::redisson_fenced_token(&n.key))
+            .key(keys::lock_queue(&n.key))
+            .key(keys::lock_waiters(&n.key))
             .arg(UNLOCK_MESSAGE)
             .arg(c.lease_ms)
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
+            .arg(c.floor)
+            .arg(keys::lock_grant_prefix(&n.key))
     }
 
     fn acquire_as_allowed(&self) -> bool {
@@ -84,38 +141,41 @@ impl RawLock for Plain {
         true
     }
 
+    fn leave(
+        &self,
+        n: &Names,
+        owner: &str,
+        _wait_ms: u64,
+        give_back: bool,
+        floor: &str,
+    ) -> Option<crate::scripts::Invocation<'static>> {
+        if !self.queues() {
+            return None;
+        }
+        let mut inv = scripts::LOCK_LEAVE.prepare_invoke();
+        inv.key(&n.key)
+            .key(&n.channel)
+            .key(&n.counter)
+            .key(keys::redisson_fenced_token(&n.key))
+            .key(keys::lock_queue(&n.key))
+            .key(keys::lock_waiters(&n.key))
+            .arg(owner)
+            .arg(if give_back { "1" } else { "0" })
+            .arg(floor)
+            .arg(keys::lock_grant_prefix(&n.key))
+            .arg(UNLOCK_MESSAGE);
+        Some(inv)
+    }
+
+    fn leave_gives_back(&self) -> bool {
+        self.queues()
+    }
+
     fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
         super::force_unlock_invocation(n, UNLOCK_MESSAGE)
     }
-}
 
-/// The invocation of `lock_acquire.lua` (built on every plain acquire); `holder` is the
-/// client's holder metadata (`<app>;<host>;<pid>`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn plain_acquire_invocation(
-    key: &str,
-    counter: &str,
-    latch: &str,
-    fenced: &str,
-    lease_ms: u64,
-    owner: &str,
-    mode: Mode,
-    latch_ms: u64,
-    floor: &str,
-    holder: &str,
-) -> crate::scripts::Invocation<'static> {
-    let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
-    inv.key(key)
-        .key(counter)
-        .key(latch)
-        .key(fenced)
-        .arg(lease_ms)
-        .arg(owner)
-        .arg(mode.as_str())
-        .arg(latch_ms)
-        .arg(TOKEN_FIELD)
-        .arg(floor)
-        .arg(HOLDER_FIELD)
-        .arg(holder);
-    inv
+    fn queue(&self, n: &Names) -> Option<super::Queue> {
+        Some(super::Queue::HandoffWaiters(keys::lock_queue(&n.key)))
+    }
 }

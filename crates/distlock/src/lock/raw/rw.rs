@@ -167,6 +167,8 @@ impl RawLock for Write {
         n: &Names,
         owner: &str,
         _wait_ms: u64,
+        _give_back: bool,
+        _floor: &str,
     ) -> Option<crate::scripts::Invocation<'static>> {
         let mut inv = scripts::RW_WRITER_LEAVE.prepare_invoke();
         inv.key(writers_key(n)).key(&n.channel).arg(owner);

@@ -1,0 +1,110 @@
+-- handoff.lua: direct hand-off helpers of the plain lock. Not a script of its own:
+-- scripts/mod.rs joins it (after prelude.lua, whose next_token, now_ms and holder_value it
+-- uses) in front of lock_acquire.lua, lock_release.lua and lock_leave.lua at build time; it
+-- reads no KEYS or ARGV and returns nothing, it only defines local functions.
+--
+-- The wait queue is distlock's own (Redisson's RLock has none), in the lock's hash slot:
+--   distlock_lock_queue:{<key>}    zset  waiting owner -> ticket (server ms at arrival; a
+--                                        later arrival always scores higher)
+--   distlock_lock_waiters:{<key>}  hash  waiting owner -> '<deadline_ms>;<initial_ms>;
+--                                        <client-id>;<app>;<host>;<pid>': the liveness
+--                                        deadline in server ms (renewed by every attempt of
+--                                        the waiter), the lease a hand-off grants it, and what
+--                                        the grant message and the holder field need
+-- Both keys expire with the last live entry (their TTL is reset to the liveness timeout by
+-- every attempt of a waiter), so a queue whose waiters all died leaves nothing behind. A hand-off grants the first live waiter the
+-- lock (hold count 1, a fresh fencing token, the holder field, a lease of its initial_ms) and
+-- publishes 'h;<token>;<initial_ms>;<owner>' on '<grant prefix>:<client-id>'.
+--
+-- first_live_waiter(queue, waiters, now)
+--          The first waiter whose liveness deadline is after now (ms), and its entry; dead
+--          waiters before it are removed. nil when none is left (both keys are then gone).
+--
+-- dequeue(queue, waiters, owner)
+--          owner out of the queue (no-op when it is not queued).
+--
+-- enqueue(queue, waiters, owner, request, meta, now)
+--          owner at the tail of the queue (keeps its place when queued already). request is
+--          the waiter's '<liveness_ms>;<initial_ms>;<client-id>', meta its client's
+--          '<app>;<host>;<pid>': its entry's deadline is now + liveness_ms.
+--
+-- grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, owner, entry)
+--          Hand the free lock to the queued owner (entry as first_live_waiter returns it):
+--          write its hold, token and holder field, set the initial lease, take it out of the
+--          queue and publish the grant message. Returns the token; nil (nothing granted, the
+--          lock deleted again) when the server refuses the PEXPIRE.
+--
+-- hand_off(lock, counter, floor, fenced, queue, waiters, grant_prefix)
+--          The lock was just freed: grant it to the first live waiter, if any. Returns whether
+--          it did.
+--
+-- Returns  (nothing: helpers only)
+-- Errors   WRONGTYPE from the commands when a key holds another type; the token errors of
+--          next_token (prelude.lua).
+
+local function first_live_waiter(queue, waiters, now)
+  while true do
+    local head = redis.call('zrange', queue, 0, 0)[1]
+    if not head then
+      redis.call('del', waiters)
+      return nil
+    end
+    local entry = redis.call('hget', waiters, head)
+    if entry then
+      local deadline = tonumber(string.match(entry, '^(%d+);'))
+      if deadline and deadline > now then
+        return head, entry
+      end
+      redis.call('hdel', waiters, head)
+    end
+    redis.call('zrem', queue, head)
+  end
+end
+
+local function dequeue(queue, waiters, owner)
+  if redis.call('zrem', queue, owner) == 1 then
+    redis.call('hdel', waiters, owner)
+  end
+end
+
+local function enqueue(queue, waiters, owner, request, meta, now)
+  if not redis.call('zscore', queue, owner) then
+    local ticket = now
+    local last = redis.call('zrange', queue, -1, -1, 'WITHSCORES')[2]
+    if last and tonumber(last) >= ticket then
+      ticket = tonumber(last) + 1
+    end
+    redis.call('zadd', queue, ticket, owner)
+  end
+  local live, rest = string.match(request, '^(%d+);(.*)$')
+  live = tonumber(live)
+  redis.call('hset', waiters, owner, (now + live) .. ';' .. rest .. ';' .. meta)
+  redis.call('pexpire', queue, live)
+  redis.call('pexpire', waiters, live)
+end
+
+local function grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, owner, entry)
+  local initial, client, meta = string.match(entry, '^%d+;(%d+);([^;]*);(.*)$')
+  local token = next_token(counter, floor, fenced)
+  redis.call('hset', lock, owner, 1, 'distlock:fencing-token', token,
+             'distlock:holder', holder_value(meta))
+  if expire_or_undo(lock, initial, lock) then
+    -- The server refused PEXPIRE (ACL): a lock without a TTL would outlive the waiter, so
+    -- the grant is undone and the waiter stays queued.
+    return nil
+  end
+  dequeue(queue, waiters, owner)
+  publish(grant_prefix .. ':' .. client, 'h;' .. token .. ';' .. initial .. ';' .. owner)
+  return token
+end
+
+local function hand_off(lock, counter, floor, fenced, queue, waiters, grant_prefix)
+  if redis.call('exists', queue) == 0 then
+    return false
+  end
+  local head, entry = first_live_waiter(queue, waiters, now_ms())
+  if not head then
+    return false
+  end
+  return grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, head, entry) ~= nil
+end

@@ -1,0 +1,460 @@
+//! Direct hand-off of the plain lock: a release grants the lock to the first live queued
+//! waiter itself; dead, cancelled and timed-out waiters never keep it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use distlock::layout::{lock_queue, lock_waiters};
+use distlock::{Handoff, Lock, LockGuard};
+
+use crate::util::*;
+
+fn queued(server: &RedisServer, name: &str) -> Vec<String> {
+    cmd(server, &["ZRANGE", &lock_queue(name), "0", "-1"])
+}
+
+/// Whether `name`'s hand-off queue holds `n` waiters within `limit`.
+async fn queued_within(server: &RedisServer, name: &str, n: usize, limit: Duration) -> bool {
+    eventually(limit, || queued(server, name).len() == n).await
+}
+
+/// A task that acquires `lock` (waiting the default wait) and returns the guard.
+fn spawn_acquire(lock: &Lock) -> tokio::task::JoinHandle<LockGuard> {
+    let lock = lock.clone();
+    tokio::spawn(async move { lock.acquire().await.unwrap() })
+}
+
+fn exists(server: &RedisServer, key: &str) -> bool {
+    cmd::<i64>(server, &["EXISTS", key]) == 1
+}
+
+fn evalsha_calls(server: &RedisServer) -> u64 {
+    let info: String = cmd(server, &["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The release grants the lock to the waiter: the waiter's acquire returns on the grant
+/// message alone (no acquire of its own after the release), with a token above the
+/// releaser's, and the lock hash names it as the holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_hands_the_lock_to_the_first_waiter() {
+    let (server, client) = setup().await;
+    // The waiter's lease is its initial lease (no take-over to count), and its lease and
+    // liveness are long (it re-attempts every third of the shorter), so no heartbeat attempt
+    // falls inside the measured window.
+    let holder_lock = client.lock("direct").lease(Duration::from_secs(60));
+    let waiter_lock = client
+        .lock("direct")
+        .lease(Duration::from_secs(20))
+        .liveness_timeout(Duration::from_secs(30));
+    let held = holder_lock.acquire().await.unwrap();
+    let waiter = spawn_acquire(&waiter_lock);
+    assert!(
+        queued_within(&server, "direct", 1, Duration::from_secs(2)).await,
+        "the waiter did not queue"
+    );
+    // Let the waiter's subscriptions settle before counting.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    let released_token = held.fencing_token();
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the waiter was not handed the lock")
+        .unwrap();
+    assert_eq!(
+        evalsha_calls(&server),
+        1,
+        "only the release ran a script: the waiter made no attempt of its own"
+    );
+    assert!(got.fencing_token() > released_token);
+    let count: Option<i64> = cmd(&server, &["HGET", "direct", got.owner().as_str()]);
+    assert_eq!(count, Some(1));
+    let pttl: i64 = cmd(&server, &["PTTL", "direct"]);
+    assert!(pttl > 0 && pttl <= 20_000, "initial lease {pttl} ms");
+    assert!(queued(&server, "direct").is_empty());
+    assert!(!exists(&server, &lock_waiters("direct")));
+    got.release().await.unwrap();
+    assert!(!exists(&server, "direct"));
+}
+
+/// A hand-off's short initial lease is replaced by the full lease at once (the watchdog's
+/// lease here), and the guard's validity follows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_new_holder_takes_over_with_its_full_lease() {
+    let (server, client) = setup().await;
+    let lock = client
+        .lock("takeover")
+        .liveness_timeout(Duration::from_millis(1500));
+    let held = lock.acquire().await.unwrap();
+    let waiter = spawn_acquire(&lock);
+    assert!(queued_within(&server, "takeover", 1, Duration::from_secs(2)).await);
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    // The watchdog lease is 30 s: the take-over sets it within a round trip or two.
+    assert!(
+        eventually(Duration::from_secs(2), || cmd::<i64>(
+            &server,
+            &["PTTL", "takeover"]
+        ) > 20_000)
+        .await,
+        "the full lease was not set"
+    );
+    assert!(
+        eventually(Duration::from_secs(1), || got.valid_until()
+            > std::time::Instant::now() + Duration::from_secs(20))
+        .await,
+        "the guard's validity did not follow the full lease"
+    );
+    // Still held after the initial lease would have run out.
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    assert!(got.is_held().await.unwrap());
+    got.release().await.unwrap();
+}
+
+/// Waiters queued in a known order are granted in exactly that order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_waiters_are_granted_in_arrival_order() {
+    let (server, client) = setup().await;
+    let lock = client.lock("order");
+    let holder = lock.acquire().await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let lock = lock.clone();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let g = lock.acquire().await.unwrap();
+            order.lock().unwrap().push((i, g.fencing_token()));
+            g.release().await.unwrap();
+        }));
+        assert!(
+            queued_within(&server, "order", i + 1, Duration::from_secs(2)).await,
+            "waiter {i} did not queue"
+        );
+    }
+    holder.release().await.unwrap();
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(10), t)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(
+        order.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        (0..20).collect::<Vec<_>>()
+    );
+    assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "tokens rise");
+    assert!(!exists(&server, &lock_queue("order")));
+    assert!(!exists(&server, &lock_waiters("order")));
+}
+
+/// A releasing client that acquires again queues behind the waiter already there: no
+/// barging under FIFO hand-off; `try_acquire` of a free lock with a live waiter hands it
+/// to that waiter and returns `None`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_releasing_client_cannot_barge_past_a_waiter() {
+    let (server, client) = setup().await;
+    let other = client_for(&server).await;
+    let lock = client.lock("nobarge");
+    let held = lock.acquire().await.unwrap();
+    let waiter = spawn_acquire(&other.lock("nobarge"));
+    assert!(queued_within(&server, "nobarge", 1, Duration::from_secs(2)).await);
+    held.release().await.unwrap();
+    // Our next acquire, sent right after the release, does not get it.
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    // A free lock with a live waiter queued (its holder's key deleted behind the queue's
+    // back): a newcomer's try hands it to the waiter.
+    let waiter2 = spawn_acquire(&other.lock("nobarge"));
+    assert!(queued_within(&server, "nobarge", 1, Duration::from_secs(2)).await);
+    let _: () = cmd(&server, &["DEL", "nobarge"]);
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    let got2 = tokio::time::timeout(Duration::from_secs(2), waiter2)
+        .await
+        .expect("the waiter was not handed the free lock")
+        .unwrap();
+    assert!(got2.fencing_token() > got.fencing_token());
+    got2.release().await.unwrap();
+    drop(got);
+}
+
+/// With hand-off off, a handle neither queues nor respects the queue: Redisson's behaviour
+/// (a release frees the lock and publishes the unlock message).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handoff_off_keeps_redissons_behaviour() {
+    let (server, client) = setup().await;
+    let lock = client.lock("off").handoff(Handoff::Off);
+    assert_eq!(lock.handoff_setting(), Handoff::Off);
+    let held = lock.acquire().await.unwrap();
+    let waiter = spawn_acquire(&lock);
+    assert!(
+        eventually(Duration::from_secs(2), || numsub(
+            &server,
+            "redisson_lock__channel:{off}"
+        ) == 1)
+        .await
+    );
+    assert!(!exists(&server, &lock_queue("off")), "an Off waiter queued");
+    let channels: Vec<String> = cmd(&server, &["PUBSUB", "CHANNELS"]);
+    assert_eq!(channels, vec!["redisson_lock__channel:{off}".to_string()]);
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    got.release().await.unwrap();
+}
+
+/// A waiter process killed while queued is passed over once its liveness deadline is past:
+/// the waiter behind it is handed the lock within about one liveness timeout, and the dead
+/// entry is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_waiter_is_skipped_within_its_liveness() {
+    let (server, client) = setup().await;
+    let liveness = Duration::from_millis(900);
+    let lock = client.lock("dead").liveness_timeout(liveness);
+    let holder = lock.acquire().await.unwrap();
+    let first = spawn_acquire(&lock);
+    assert!(queued_within(&server, "dead", 1, Duration::from_secs(2)).await);
+    let mut victim = family(&["lock-wait", &server.url(), "dead", "900"]);
+    assert!(queued_within(&server, "dead", 2, Duration::from_secs(5)).await);
+    let last = spawn_acquire(&lock);
+    assert!(queued_within(&server, "dead", 3, Duration::from_secs(2)).await);
+    let victim_owner = queued(&server, "dead")[1].clone();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    holder.release().await.unwrap();
+    let g1 = tokio::time::timeout(Duration::from_secs(2), first)
+        .await
+        .unwrap()
+        .unwrap();
+    // Hold past the victim's liveness deadline, so the release passes it over.
+    tokio::time::sleep(liveness + Duration::from_millis(200)).await;
+    let released = tokio::time::Instant::now();
+    g1.release().await.unwrap();
+    let g3 = tokio::time::timeout(Duration::from_secs(5), last)
+        .await
+        .expect("the queue stalled behind the dead waiter")
+        .unwrap();
+    assert!(
+        released.elapsed() < liveness,
+        "waited {:?}",
+        released.elapsed()
+    );
+    let entry: Option<String> = cmd(&server, &["HGET", &lock_waiters("dead"), &victim_owner]);
+    assert_eq!(entry, None, "the dead waiter's entry stayed");
+    g3.release().await.unwrap();
+    assert_eq!(
+        first_line(&mut victim),
+        "",
+        "the killed waiter never got the lock"
+    );
+}
+
+/// A waiter that died right after its last attempt (its deadline still ahead) may be
+/// handed the lock; it then blocks the lock for at most its initial lease (its liveness),
+/// after which the next waiter gets it. Never two holders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_dead_before_its_deadline_costs_at_most_one_initial_lease() {
+    let (server, client) = setup().await;
+    let liveness = Duration::from_millis(1200);
+    let lock = client.lock("stopped").liveness_timeout(liveness);
+    let holder = lock.acquire().await.unwrap();
+    let mut victim = family(&["lock-wait", &server.url(), "stopped", "1200"]);
+    assert!(queued_within(&server, "stopped", 1, Duration::from_secs(5)).await);
+    let victim_owner = queued(&server, "stopped")[0].clone();
+    let next = spawn_acquire(&lock);
+    assert!(queued_within(&server, "stopped", 2, Duration::from_secs(2)).await);
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let released = tokio::time::Instant::now();
+    holder.release().await.unwrap();
+    // The release handed it to the dead process (its deadline was still ahead).
+    let count: Option<i64> = cmd(&server, &["HGET", "stopped", &victim_owner]);
+    assert_eq!(
+        count,
+        Some(1),
+        "the hand-off went to the first queued waiter"
+    );
+    let pttl: i64 = cmd(&server, &["PTTL", "stopped"]);
+    assert!(pttl > 0 && pttl <= 1_200, "initial lease {pttl} ms");
+    let got = tokio::time::timeout(Duration::from_secs(5), next)
+        .await
+        .expect("the next waiter never got the lock")
+        .unwrap();
+    let waited = released.elapsed();
+    assert!(
+        waited < liveness + liveness / 3 + Duration::from_millis(500),
+        "waited {waited:?}"
+    );
+    let count: Option<i64> = cmd(&server, &["HGET", "stopped", &victim_owner]);
+    assert_eq!(count, None);
+    got.release().await.unwrap();
+}
+
+/// A waiter whose acquire is cancelled around the release never keeps the lock: the leave
+/// gives a racing hand-off back to the next waiter (or frees it), whatever the timing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_waiter_leaves_no_lock() {
+    let (server, client) = setup().await;
+    let lock = client.lock("cancel");
+    for round in 0..150u64 {
+        let holder = lock.acquire().await.unwrap();
+        let waiter = spawn_acquire(&lock);
+        assert!(
+            queued_within(&server, "cancel", 1, Duration::from_secs(2)).await,
+            "round {round}: the waiter did not queue"
+        );
+        let release = tokio::spawn(async move { holder.release().await.unwrap() });
+        // Cancel at 0–2 ms around the release.
+        tokio::time::sleep(Duration::from_micros((round * 37) % 2000)).await;
+        waiter.abort();
+        release.await.unwrap();
+        match waiter.await {
+            // It finished first: a guard, dropped here (released in the background).
+            Ok(guard) => drop(guard),
+            Err(e) => assert!(e.is_cancelled()),
+        }
+        assert!(
+            eventually(Duration::from_secs(2), || !exists(&server, "cancel")
+                && !exists(&server, &lock_queue("cancel"))
+                && !exists(&server, &lock_waiters("cancel")))
+            .await,
+            "round {round}: a lock or queue entry was left: {:?}",
+            cmd::<Vec<String>>(&server, &["HGETALL", "cancel"])
+        );
+    }
+}
+
+/// A waiter whose wait ends while the lock is being handed to it either returns the grant
+/// or gives it back: the lock is never left held by nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_waiter_takes_or_gives_back_a_racing_hand_off() {
+    let (server, client) = setup().await;
+    let lock = client.lock("deadline");
+    for round in 0..40u64 {
+        let holder = lock.acquire().await.unwrap();
+        let wait = Duration::from_millis(150);
+        let waiter = {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.try_acquire_for(wait).await.unwrap() })
+        };
+        assert!(queued_within(&server, "deadline", 1, Duration::from_secs(2)).await);
+        // Release close to the waiter's deadline.
+        tokio::time::sleep(Duration::from_millis(100 + (round * 7) % 60)).await;
+        holder.release().await.unwrap();
+        if let Some(g) = waiter.await.unwrap() {
+            assert!(g.is_held().await.unwrap(), "round {round}");
+            g.release().await.unwrap();
+        }
+        assert!(
+            eventually(Duration::from_secs(2), || !exists(&server, "deadline")
+                && !exists(&server, &lock_queue("deadline")))
+            .await,
+            "round {round}: the lock stayed held or queued"
+        );
+    }
+}
+
+/// A hand-off message that never arrives (the waiter's client may not read its grant
+/// channel: its ACL refuses it, so it polls) is made good by the waiter's next attempt, which finds the lock held
+/// for it, well before the initial lease runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_off_message_that_never_arrives_is_found_by_the_next_attempt() {
+    let server = RedisServer::start();
+    // A user who may use the wake channel but not the grant channels.
+    let _: () = cmd(
+        &server,
+        &[
+            "ACL",
+            "SETUSER",
+            "nogrant",
+            "on",
+            ">pw",
+            "~*",
+            "&redisson_lock__channel:*",
+            "+@all",
+        ],
+    );
+    let client = client_for(&server).await;
+    let deaf = distlock::Client::connect(&server.url().replace("redis://", "redis://nogrant:pw@"))
+        .await
+        .unwrap();
+    let liveness = Duration::from_millis(1500);
+    let held = client.lock("lost").acquire().await.unwrap();
+    let waiter = spawn_acquire(&deaf.lock("lost").liveness_timeout(liveness));
+    assert!(queued_within(&server, "lost", 1, Duration::from_secs(2)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let released = tokio::time::Instant::now();
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(3), waiter)
+        .await
+        .expect("the waiter never found its hand-off")
+        .unwrap();
+    assert!(
+        released.elapsed() < liveness,
+        "found after {:?}",
+        released.elapsed()
+    );
+    assert!(got.is_held().await.unwrap());
+    got.release().await.unwrap();
+}
+
+/// A hand-off read late — the waiter's process was stopped past the hand-off's initial
+/// lease, and the lock went on to another waiter meanwhile — is not taken as a grant: the
+/// waiter asks the server, waits its turn, and gets a newer token than the holder after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_off_read_after_its_lease_ran_out_is_not_a_grant() {
+    let (server, client) = setup().await;
+    let liveness = Duration::from_millis(900);
+    let lock = client.lock("late").liveness_timeout(liveness);
+    let holder = lock.acquire().await.unwrap();
+    let mut victim = family(&["lock-wait", &server.url(), "late", "900"]);
+    assert!(queued_within(&server, "late", 1, Duration::from_secs(5)).await);
+    let next = spawn_acquire(&lock);
+    assert!(queued_within(&server, "late", 2, Duration::from_secs(2)).await);
+    let pid = victim.id().to_string();
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    // Handed to the stopped process (its deadline is still ahead), then passed on when its
+    // initial lease runs out.
+    holder.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), next)
+        .await
+        .expect("the next waiter never got the lock")
+        .unwrap();
+    signal("-CONT");
+    // The resumed waiter reads its old hand-off; it must not report that grant.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let later = got.fencing_token();
+    got.release().await.unwrap();
+    let line = first_line(&mut victim);
+    let token: u128 = line
+        .strip_prefix("granted ")
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the resumed waiter printed {line:?}"));
+    assert!(
+        token > later.get(),
+        "the resumed waiter reported token {token}, below the {} granted after its hand-off",
+        later.get()
+    );
+    victim.wait().unwrap();
+}
