@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 
 use super::shards::{ShardEvent, Shards};
 use super::Subscriber;
@@ -122,12 +122,26 @@ pub(crate) struct Channel {
     denied: AtomicBool,
     /// [`Wake::Grant`]: the waiting owners' hand-off slots.
     grants: Mutex<HashMap<String, Arc<GrantSlot>>>,
+    /// `None` until the server first answered the subscription, then whether it is usable
+    /// (`Some(false)`: denied). Every local subscriber's [`Subscription::ready`] waits for
+    /// it, not only the first's: a message published before the server subscription is
+    /// active reaches nobody.
+    confirmed: watch::Sender<Option<bool>>,
 }
 
 impl Channel {
     /// Whether the server refused this subscription (waiters poll instead).
     pub(crate) fn is_denied(&self) -> bool {
         self.denied.load(Ordering::Relaxed)
+    }
+
+    /// The server answered the subscription: `usable` unless denied.
+    fn confirm(&self, usable: bool) {
+        self.confirmed.send_if_modified(|c| {
+            let changed = *c != Some(usable);
+            *c = Some(usable);
+            changed
+        });
     }
 
     fn wake(&self, payload: &[u8]) {
@@ -175,9 +189,9 @@ impl Shared {
 }
 
 enum Cmd {
-    /// Make the server's subscription state for this channel match the local one; answer
-    /// once the server confirmed (when the sender is given).
-    Sync(String, Option<oneshot::Sender<bool>>),
+    /// Make the server's subscription state for this channel match the local one (the
+    /// channel's `confirmed` says when the server answered).
+    Sync(String),
 }
 
 /// The subscription hub of one client.
@@ -199,7 +213,6 @@ pub(crate) struct Subscription {
     tx: mpsc::UnboundedSender<Cmd>,
     name: String,
     channel: Arc<Channel>,
-    ready: Option<oneshot::Receiver<bool>>,
 }
 
 impl Subscription {
@@ -223,14 +236,15 @@ impl Subscription {
         }
     }
 
-    /// Wait until the server confirmed the subscription, at most `limit`. Returns whether it
-    /// did; a waiter that goes on without confirmation still makes progress through its
-    /// PTTL-bounded waits, only slower.
-    pub(crate) async fn ready(&mut self, limit: Duration) -> bool {
-        match self.ready.take() {
-            None => true,
-            Some(rx) => matches!(tokio::time::timeout(limit, rx).await, Ok(Ok(true))),
-        }
+    /// Wait until the server confirmed the channel's subscription, at most `limit`: whoever
+    /// of the local subscribers asked for it. Returns whether it is usable; a waiter that
+    /// goes on without confirmation still makes progress through its bounded waits, only
+    /// slower.
+    pub(crate) async fn ready(&self, limit: Duration) -> bool {
+        let mut confirmed = self.channel.confirmed.subscribe();
+        let answered = tokio::time::timeout(limit, confirmed.wait_for(Option::is_some)).await;
+        let usable = matches!(answered, Ok(Ok(ref c)) if **c == Some(true));
+        usable
     }
 }
 
@@ -252,9 +266,7 @@ impl Drop for Subscription {
             }
         };
         if last {
-            let _ = self
-                .tx
-                .send(Cmd::Sync(std::mem::take(&mut self.name), None));
+            let _ = self.tx.send(Cmd::Sync(std::mem::take(&mut self.name)));
         }
     }
 }
@@ -302,25 +314,21 @@ impl Hub {
                         wake,
                         denied: AtomicBool::new(false),
                         grants: Mutex::default(),
+                        confirmed: watch::Sender::new(None),
                     }),
                 )
             });
             entry.0 += 1;
             (entry.1.clone(), entry.0 == 1)
         };
-        let ready = if first {
-            let (ack_tx, ack_rx) = oneshot::channel();
-            let _ = self.tx.send(Cmd::Sync(name.to_string(), Some(ack_tx)));
-            Some(ack_rx)
-        } else {
-            None
-        };
+        if first {
+            let _ = self.tx.send(Cmd::Sync(name.to_string()));
+        }
         Subscription {
             shared: self.shared.clone(),
             tx: self.tx.clone(),
             name: name.to_string(),
             channel,
-            ready,
         }
     }
 }
@@ -568,15 +576,18 @@ async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::Redis
     let wanted = shared.channel(name);
     if let Some(channel) = &wanted {
         if conn.has(name) {
+            channel.confirm(true);
             return Ok(true);
         }
         if channel.is_denied() {
+            channel.confirm(false);
             return Ok(false);
         }
         match conn.subscribe(name).await {
-            Ok(()) => {}
+            Ok(()) => channel.confirm(true),
             Err(e) if is_noperm(&e) => {
                 channel.denied.store(true, Ordering::Relaxed);
+                channel.confirm(false);
                 if !shared.denial_logged.swap(true, Ordering::Relaxed) {
                     let err = crate::error::Error::new(
                         crate::error::ErrorKind::NoPermission,
@@ -634,8 +645,6 @@ async fn run(
     // A failover (Sentinel) moves the subscriptions to the new master.
     let mut switches = subscriber.switches();
     let mut backoff = MIN_BACKOFF;
-    // Acknowledgements waiting for a connection.
-    let mut pending: Vec<(String, Option<oneshot::Sender<bool>>)> = Vec::new();
     loop {
         if conn.is_none() {
             match connect(&subscriber, connect_timeout).await {
@@ -655,12 +664,6 @@ async fn run(
                         continue;
                     }
                     backoff = MIN_BACKOFF;
-                    for (name, ack) in pending.drain(..) {
-                        if let Some(ack) = ack {
-                            let usable = shared.channel(&name).is_none_or(|ch| !ch.is_denied());
-                            let _ = ack.send(usable);
-                        }
-                    }
                     conn = Some(c);
                     if connected_before {
                         // The server may have restarted or failed over: have held leases
@@ -681,9 +684,11 @@ async fn run(
                     // Let waiters fall back to their bounded waits meanwhile.
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_BACKOFF);
+                    // The next connection subscribes to every local channel: requests made
+                    // meanwhile are answered by it.
                     loop {
                         match rx.try_recv() {
-                            Ok(Cmd::Sync(name, ack)) => pending.push((name, ack)),
+                            Ok(Cmd::Sync(_)) => {}
                             Err(mpsc::error::TryRecvError::Empty) => break,
                             Err(mpsc::error::TryRecvError::Disconnected) => return,
                         }
@@ -695,18 +700,11 @@ async fn run(
         let c = conn.as_mut().expect("connected");
         tokio::select! {
             cmd = rx.recv() => {
-                let Some(Cmd::Sync(name, ack)) = cmd else { return };
-                match reconcile(c, &shared, &name).await {
-                    Ok(usable) => {
-                        if let Some(ack) = ack {
-                            let _ = ack.send(usable);
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = format_args!("{e:#}"), "subscription connection broke");
-                        pending.push((name, ack));
-                        conn = None;
-                    }
+                let Some(Cmd::Sync(name)) = cmd else { return };
+                if let Err(e) = reconcile(c, &shared, &name).await {
+                    // The next connection subscribes to every local channel, this one too.
+                    tracing::warn!(error = format_args!("{e:#}"), "subscription connection broke");
+                    conn = None;
                 }
             }
             changed = async {
@@ -750,6 +748,39 @@ async fn run(
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use distlock_test::RedisServer;
+
+    use super::Wake;
+    use crate::Client;
+
+    /// A second local subscriber that subscribes while the first's `SUBSCRIBE` is still in
+    /// flight is not ready before the server is subscribed: a message published to it then
+    /// (a hand-off) would reach nobody.
+    #[tokio::test]
+    async fn every_local_subscriber_waits_for_the_servers_confirmation() {
+        let server = RedisServer::start();
+        let client = Client::builder().url(server.url()).build().await.unwrap();
+        let mut conn = server.connection();
+        for i in 0..20 {
+            let name = format!("ready:{i}");
+            let first = client.inner.hub.subscribe(&name, Wake::Grant);
+            let second = client.inner.hub.subscribe(&name, Wake::Grant);
+            assert!(second.ready(Duration::from_secs(5)).await);
+            let (_, subscribers): (String, i64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(&name)
+                .query(&mut conn)
+                .unwrap();
+            assert_eq!(subscribers, 1, "{name}: ready before the server subscribed");
+            assert!(first.ready(Duration::from_secs(5)).await);
         }
     }
 }
