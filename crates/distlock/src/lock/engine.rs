@@ -54,7 +54,7 @@ impl Lock {
     }
 
     /// Whether this lock's waiters queue for direct hand-off: a plain lock with
-    /// [`Handoff::Fifo`](super::Handoff::Fifo), on a deployment whose grants no replica must
+    /// [`Handoff::Fifo`](super::Handoff::Fifo) or [`Handoff::Retakes`](super::Handoff::Retakes), on a deployment whose grants no replica must
     /// confirm. Where replicas confirm grants (`WAIT`), a handed-off grant would still need
     /// its own confirming round trip, and a waiter that gives up would leave the queue with a
     /// script sent to a master that may be failing over; there the lock keeps Redisson's

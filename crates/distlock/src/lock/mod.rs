@@ -174,11 +174,19 @@ impl Lock {
 
     /// The same lock with another hand-off policy for its waiters: [`Handoff::Fifo`] (the
     /// default: a release grants the lock directly to the first live waiter, in arrival
-    /// order) or [`Handoff::Off`] (Redisson's `RLock` behaviour: a release frees the lock and
-    /// wakes a waiter, whose attempt may lose to a barging acquire). One setting per lock
-    /// name across a fleet: a handle with hand-off off neither queues nor respects the queue.
-    /// No I/O.
+    /// order), [`Handoff::Retakes`] (the same, but up to `n` acquisitions in a row may pass
+    /// the queue's head first) or [`Handoff::Off`] (Redisson's `RLock` behaviour: a release
+    /// frees the lock and wakes a waiter, whose attempt may lose to a barging acquire). One
+    /// setting per lock name across a fleet: a handle with hand-off off neither queues nor
+    /// respects the queue. `Retakes(0)` is stored as `Fifo`. No I/O.
     pub fn handoff(&self, handoff: Handoff) -> Lock {
+        let handoff = match handoff {
+            Handoff::Retakes(0) => Handoff::Fifo,
+            h => h,
+        };
+        if self.inner.raw.plain().is_some_and(|p| p.handoff == handoff) {
+            return self.clone();
+        }
         let mut plain = self.inner.raw.plain().unwrap_or_default();
         plain.handoff = handoff;
         self.rekind(Arc::new(plain))

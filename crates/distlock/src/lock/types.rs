@@ -123,6 +123,16 @@ pub enum Handoff {
     /// releases and acquires again queues behind the waiters already there.
     #[default]
     Fifo,
+    /// Bounded barging: waiters queue and are handed the lock as with [`Handoff::Fifo`], but
+    /// up to `n` acquisitions in a row may go to callers outside the queue's head (most
+    /// often the client that just released, re-taking it at once) before a release hands
+    /// the lock to the head. A release within that budget frees the lock and wakes one
+    /// waiter per client, as Redisson's does; the grant that uses up the budget, or any
+    /// grant to the head, starts a new run. So a queued waiter is passed over at most `n`
+    /// times in a row — more throughput than strict order under contention, with a bound
+    /// on every wait. The run's count lives in the waiters hash (field
+    /// `distlock:retakes`). `Retakes(0)` is [`Handoff::Fifo`].
+    Retakes(u32),
     /// Redisson's `RLock` behaviour: this lock's acquires neither queue nor respect the
     /// queue, and a released lock goes to whichever waiter's attempt comes first (often the
     /// releasing client's next acquire). Its releases still hand the lock to waiters that

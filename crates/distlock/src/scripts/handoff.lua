@@ -11,6 +11,9 @@
 --                                        deadline in server ms (renewed by every attempt of
 --                                        the waiter), the lease a hand-off grants it, and what
 --                                        the grant message and the holder field need
+-- With a bound on re-takes (Handoff::Retakes), the waiters hash also holds
+--   distlock:retakes               the number of grants in a row that passed the queue's
+--                                  head; reset by a grant to the head
 -- Both keys expire with the last live entry (their TTL is reset to the liveness timeout by
 -- every attempt of a waiter), so a queue whose waiters all died leaves nothing behind. A hand-off grants the first live waiter the
 -- lock (hold count 1, a fresh fencing token, the holder field, a lease of its initial_ms) and
@@ -34,13 +37,20 @@
 --          queue and publish the grant message. Returns the token; nil (nothing granted, the
 --          lock deleted again) when the server refuses the PEXPIRE.
 --
--- hand_off(lock, counter, floor, fenced, queue, waiters, grant_prefix)
---          The lock was just freed: grant it to the first live waiter, if any. Returns whether
---          it did.
+-- retake(waiters, policy)
+--          Whether a caller that is not the queue's head may take the free lock now: policy
+--          'retake:<n>' and fewer than n such grants in a row; counts this one when it may.
+--
+-- hand_off(lock, counter, floor, fenced, queue, waiters, grant_prefix, bound)
+--          The lock was just freed: grant it to the first live waiter, if any. bound: '' to
+--          hand off always, else '<n>': not while fewer than n grants in a row passed the
+--          head (the lock stays free for a re-take). Returns whether it did.
 --
 -- Returns  (nothing: helpers only)
 -- Errors   WRONGTYPE from the commands when a key holds another type; the token errors of
 --          next_token (prelude.lua).
+
+local RETAKES = 'distlock:retakes'
 
 local function first_live_waiter(queue, waiters, now)
   while true do
@@ -94,12 +104,29 @@ local function grant_to(lock, counter, floor, fenced, queue, waiters, grant_pref
     return nil
   end
   dequeue(queue, waiters, owner)
+  redis.call('hdel', waiters, RETAKES)
   publish(grant_prefix .. ':' .. client, 'h;' .. token .. ';' .. initial .. ';' .. owner)
   return token
 end
 
-local function hand_off(lock, counter, floor, fenced, queue, waiters, grant_prefix)
+local function retake(waiters, policy)
+  local bound = tonumber(string.match(policy, '^retake:(%d+)$'))
+  if not bound then
+    return false
+  end
+  local run = tonumber(redis.call('hget', waiters, RETAKES) or '0')
+  if run >= bound then
+    return false
+  end
+  redis.call('hset', waiters, RETAKES, run + 1)
+  return true
+end
+
+local function hand_off(lock, counter, floor, fenced, queue, waiters, grant_prefix, bound)
   if redis.call('exists', queue) == 0 then
+    return false
+  end
+  if bound ~= '' and tonumber(redis.call('hget', waiters, RETAKES) or '0') < tonumber(bound) then
     return false
   end
   local head, entry = first_live_waiter(queue, waiters, now_ms())

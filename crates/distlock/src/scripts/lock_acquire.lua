@@ -36,6 +36,9 @@
 -- ARGV[9]  hand-off policy: 'fifo' a free lock whose queue has a live waiter is not granted
 --                                  to anyone else: it is handed to that waiter now, and the
 --                                  caller is refused (and queued, if ARGV[10] says so)
+--                           'retake:<n>' as 'fifo', except that while fewer than n grants
+--                                  in a row passed the queue's head, the caller is granted
+--                                  (and leaves the queue if it was in it); see handoff.lua
 --                           'off'  a free lock is granted whoever is queued (barging)
 -- ARGV[10] queue entry of a waiting caller (mode 'new' only): '' to not queue (a single
 --          attempt), else '<liveness_ms>;<initial_ms>;<client-id>': refused, the caller joins
@@ -91,11 +94,13 @@ if found == 0 or (found == 1 and redis.call('exists', KEYS[1]) == 0) then
   if mode == 'nested' then
     return {-1}
   end
-  if found == 1 and ARGV[9] == 'fifo' then
-    -- Free, with waiters queued: the first live one goes first.
+  if found == 1 and ARGV[9] ~= 'off' then
+    -- Free, with waiters queued: the first live one goes first (unless a re-take is due).
     local now = now_ms()
     local head, entry = first_live_waiter(KEYS[5], KEYS[6], now)
-    if head and head ~= ARGV[2] then
+    if head and head ~= ARGV[2] and retake(KEYS[6], ARGV[9]) then
+      dequeue(KEYS[5], KEYS[6], ARGV[2])
+    elseif head and head ~= ARGV[2] then
       local token = grant_to(KEYS[1], KEYS[2], ARGV[6], KEYS[4], KEYS[5], KEYS[6], ARGV[11],
                              head, entry)
       if token then
@@ -106,6 +111,7 @@ if found == 0 or (found == 1 and redis.call('exists', KEYS[1]) == 0) then
       end
     elseif head then
       dequeue(KEYS[5], KEYS[6], ARGV[2])
+      redis.call('hdel', KEYS[6], RETAKES)
     end
   end
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising

@@ -24,7 +24,7 @@
 dequeue(KEYS[5], KEYS[6], ARGV[1])
 if ARGV[2] == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   redis.call('del', KEYS[1])
-  if not hand_off(KEYS[1], KEYS[3], ARGV[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4]) then
+  if not hand_off(KEYS[1], KEYS[3], ARGV[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4], '') then
     publish(KEYS[2], ARGV[5])
   end
   return 1

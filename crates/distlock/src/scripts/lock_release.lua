@@ -20,11 +20,14 @@
 -- KEYS[7]  its waiter entries distlock_lock_waiters:{<key>} (hash)
 -- ARGV[5]  token floor, as lock_acquire.lua's ARGV[6]
 -- ARGV[6]  grant channel prefix distlock_lock_grant:{<key>}
+-- ARGV[7]  bound on re-takes (Handoff::Retakes): '' hands the lock to the first live waiter
+--          at every final release; '<n>' not while fewer than n grants in a row passed the
+--          queue's head (the lock is freed and the unlock message published instead)
 --
 -- Returns  1   the last hold was released: key deleted (with its token and holder fields),
 --              then handed to the first live queued waiter (handoff.lua: no unlock message,
 --              the lock stays held), or the unlock message published when none is queued
---              (no latch)
+--              or a re-take is due (ARGV[7]) (no latch)
 --          0   one hold released, others remain (TTL reset to ARGV[2]; the token and holder
 --              fields stay)
 --          -1  not held: the lock is gone
@@ -52,7 +55,7 @@ if tonumber(holds) > 1 then
   return 0
 end
 redis.call('del', KEYS[1])
-if hand_off(KEYS[1], KEYS[4], ARGV[5], KEYS[5], KEYS[6], KEYS[7], ARGV[6]) then
+if hand_off(KEYS[1], KEYS[4], ARGV[5], KEYS[5], KEYS[6], KEYS[7], ARGV[6], ARGV[7]) then
   return 1
 end
 -- pcall: a user without rights on the channel (NOPERM) still gets the

@@ -24,6 +24,16 @@ fn spawn_acquire(lock: &Lock) -> tokio::task::JoinHandle<LockGuard> {
     tokio::spawn(async move { lock.acquire().await.unwrap() })
 }
 
+/// Send `sig` (`-STOP`, `-CONT`) to `child` with kill(1).
+fn signal(child: &std::process::Child, sig: &str) {
+    let pid = child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args([sig, &pid])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
 fn exists(server: &RedisServer, key: &str) -> bool {
     cmd::<i64>(server, &["EXISTS", key]) == 1
 }
@@ -425,14 +435,7 @@ async fn a_hand_off_read_after_its_lease_ran_out_is_not_a_grant() {
     assert!(queued_within(&server, "late", 1, Duration::from_secs(5)).await);
     let next = spawn_acquire(&lock);
     assert!(queued_within(&server, "late", 2, Duration::from_secs(2)).await);
-    let pid = victim.id().to_string();
-    let signal = |sig: &str| {
-        let status = std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill {sig} {pid}");
-    };
+    let signal = |sig: &str| signal(&victim, sig);
     signal("-STOP");
     // Handed to the stopped process (its deadline is still ahead), then passed on when its
     // initial lease runs out.
@@ -457,4 +460,56 @@ async fn a_hand_off_read_after_its_lease_ran_out_is_not_a_grant() {
         later.get()
     );
     victim.wait().unwrap();
+}
+
+/// With `Handoff::Retakes(2)` the releasing client re-takes the lock past a queued waiter
+/// twice in a row; the release after that hands the lock to the waiter, whose grant ends the
+/// run. The waiter is a process of its own, stopped once queued (its liveness deadline stays
+/// ahead), so that only the releasing client attempts meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retakes_pass_a_queued_waiter_at_most_n_times_in_a_row() {
+    let (server, client) = setup().await;
+    let lock = client.lock("retake").handoff(Handoff::Retakes(2));
+    assert_eq!(lock.handoff_setting(), Handoff::Retakes(2));
+    let fifo = client.lock("retake").handoff(Handoff::Retakes(0));
+    assert_eq!(fifo.handoff_setting(), Handoff::Fifo);
+    let mut held = lock.acquire().await.unwrap();
+    let mut waiter = family(&["lock-wait", &server.url(), "retake", "5000"]);
+    assert!(queued_within(&server, "retake", 1, Duration::from_secs(5)).await);
+    let signal = |sig: &str| signal(&waiter, sig);
+    signal("-STOP");
+    let run = || {
+        cmd::<Option<String>>(
+            &server,
+            &["HGET", &lock_waiters("retake"), "distlock:retakes"],
+        )
+    };
+    for n in 1..=2 {
+        held.release().await.unwrap();
+        held = lock
+            .try_acquire()
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("re-take {n} of 2 refused"));
+        assert_eq!(run(), Some(n.to_string()));
+    }
+    held.release().await.unwrap();
+    assert!(
+        lock.try_acquire().await.unwrap().is_none(),
+        "a third re-take in a row"
+    );
+    assert_eq!(queued(&server, "retake"), Vec::<String>::new());
+    assert_eq!(run(), None, "the grant to the waiter did not end the run");
+    signal("-CONT");
+    let line = first_line(&mut waiter);
+    assert!(line.starts_with("granted "), "the waiter printed {line:?}");
+    assert!(waiter.wait().unwrap().success());
+    // Free again, nobody queued: an ordinary grant.
+    lock.try_acquire()
+        .await
+        .unwrap()
+        .expect("free")
+        .release()
+        .await
+        .unwrap();
 }

@@ -60,6 +60,7 @@ fn release(server: &RedisServer, owner: &str, request: &str) -> i64 {
         .arg(3000)
         .arg("0")
         .arg("distlock_lock_grant:{idem}")
+        .arg("")
         .query(&mut con)
         .unwrap()
 }

@@ -116,6 +116,14 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub clients: u64,
 
+    /// How the plain locks of the workloads pass from a releasing holder to their waiters:
+    /// fifo (direct hand-off in arrival order, the library's default), retakes:N (the same,
+    /// but up to N acquisitions in a row may pass the queue's head: the releasing client
+    /// re-takes the lock) or off (Redisson's behaviour: a release frees the lock and wakes
+    /// a waiter; whoever attempts first gets it).
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_handoff)]
+    pub handoff: distlock::Handoff,
+
     /// The private deployment to start when neither --url nor DISTLOCK_URL is given: one
     /// redis-server (standalone, the default), a Sentinel set (a master, 2 replicas, 3
     /// sentinels) or a Redis Cluster (3 masters with a replica each; the lock names of
@@ -301,6 +309,21 @@ pub struct Settings {
     pub waiters: u64,
     /// `BENCH_MEMORY_LOCKS` (1,000): locks held in `memory`.
     pub memory_locks: u64,
+    /// `--handoff`: the plain locks' hand-off policy.
+    pub handoff: distlock::Handoff,
+}
+
+/// `--handoff`: `fifo`, `retakes:<n>` or `off`.
+fn parse_handoff(s: &str) -> std::result::Result<distlock::Handoff, String> {
+    match s {
+        "fifo" => Ok(distlock::Handoff::Fifo),
+        "off" => Ok(distlock::Handoff::Off),
+        _ => s
+            .strip_prefix("retakes:")
+            .and_then(|n| n.parse::<u32>().ok())
+            .map(distlock::Handoff::Retakes)
+            .ok_or_else(|| format!("{s:?}: expected fifo, off or retakes:<n> (n a count)")),
+    }
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -340,6 +363,7 @@ impl Settings {
             watchdog_lease: Duration::from_millis(env_u64("BENCH_WATCHDOG_LEASE_MS", 3000).max(3)),
             waiters: env_u64("BENCH_WAITERS", 1000).max(1),
             memory_locks: env_u64("BENCH_MEMORY_LOCKS", 1000).max(1),
+            handoff: distlock::Handoff::default(),
         }
     }
 
@@ -463,10 +487,15 @@ impl Bench {
             "distlock {}; Lock::acquire: one attempt, then pub/sub wake-up on \
              redisson_lock__channel (retry at the holder's PTTL), wait {:?}; lease {:?} \
              renewed by the watchdog; one Client (1 multiplexed + 1 subscription connection) \
-             shared by all clients",
+             shared by all clients; hand-off {}",
             env!("CARGO_PKG_VERSION"),
             self.settings.wait,
             self.watchdog_lease,
+            match self.settings.handoff {
+                distlock::Handoff::Fifo => "fifo".to_string(),
+                distlock::Handoff::Retakes(n) => format!("retakes:{n}"),
+                _ => "off".to_string(),
+            },
         );
         if !self.key_prefix.is_empty() {
             n.push_str(&format!("; key prefix {:?}", self.key_prefix));
@@ -491,7 +520,8 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
         out.write(own, label.clone(), false, args.json)?;
         return Ok(0);
     }
-    let settings = Settings::from_env(args.clients);
+    let mut settings = Settings::from_env(args.clients);
+    settings.handoff = args.handoff;
     let mut workloads: Vec<&'static str> = Vec::new();
     for w in args
         .workloads

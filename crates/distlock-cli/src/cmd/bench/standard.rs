@@ -58,7 +58,7 @@ fn fail_extra(fails: u64, last_err: &str) -> Vec<(&'static str, Value)> {
 pub async fn uncontended(b: &Bench) -> Result<Line> {
     let s = b.settings();
     let client = b.client().await?;
-    let lock = client.lock(format!("{PREFIX}u:lock"));
+    let lock = client.lock(format!("{PREFIX}u:lock")).handoff(s.handoff);
     let bar = b.bar("uncontended: warm-up", s.warmup);
     for _ in 0..s.warmup {
         let _ = locked(&lock, async {}).await;
@@ -111,7 +111,7 @@ pub async fn distinct(b: &Bench) -> Result<Line> {
     let bar = b.bar("distinct: warm-up", warm * s.clients);
     // Brief warm-up on every client (connections, script cache), as the peers do.
     for i in 0..s.clients {
-        let lock = client.lock(format!("{PREFIX}d:{i}"));
+        let lock = client.lock(format!("{PREFIX}d:{i}")).handoff(s.handoff);
         for _ in 0..warm {
             let _ = locked(&lock, async {}).await;
             bar.inc(1);
@@ -138,7 +138,9 @@ pub async fn distinct(b: &Bench) -> Result<Line> {
                 {
                     break;
                 }
-                let lock = client.lock(format!("{PREFIX}d:{}", i + s.clients * (j % per)));
+                let lock = client
+                    .lock(format!("{PREFIX}d:{}", i + s.clients * (j % per)))
+                    .handoff(s.handoff);
                 j += 1;
                 match locked(&lock, async {}).await {
                     Ok(t) => lat.push(ns(t.acquired - t.start)),
@@ -203,7 +205,7 @@ pub async fn contended(b: &Bench) -> Result<Line> {
     let mut handles = Vec::new();
     for i in 0..s.clients as usize {
         let (tickets, s, bar) = (tickets.clone(), s.clone(), bar.clone());
-        let lock = client.lock(lock_name.clone());
+        let lock = client.lock(lock_name.clone()).handoff(s.handoff);
         let (hconn, counter) = (hconn.clone(), counter.clone());
         handles.push(tokio::spawn(async move {
             let (mut ev, mut fails, mut last_err) = (Vec::new(), 0u64, String::new());
@@ -305,8 +307,8 @@ pub async fn handoff(b: &Bench) -> Result<Line> {
     let s = b.settings().clone();
     let client = b.client().await?;
     let name = format!("{PREFIX}h:lock");
-    let lock_a = client.lock(name.clone());
-    let lock_b = client.lock(name);
+    let lock_a = client.lock(name.clone()).handoff(s.handoff);
+    let lock_b = client.lock(name).handoff(s.handoff);
     let bar = b.bar("handoff", s.handoff_reps);
     let (mut lat, mut fails, mut races, mut last_err) = (Vec::new(), 0u64, 0u64, String::new());
     let srv0 = b.server_snapshot("handoff").await;

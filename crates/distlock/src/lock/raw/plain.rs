@@ -32,7 +32,24 @@ impl Default for Plain {
 
 impl Plain {
     fn queues(&self) -> bool {
-        self.handoff == Handoff::Fifo
+        self.handoff != Handoff::Off
+    }
+
+    /// lock_acquire.lua's hand-off policy argument.
+    fn policy(&self) -> String {
+        match self.handoff {
+            Handoff::Fifo => "fifo".into(),
+            Handoff::Retakes(n) => format!("retake:{n}"),
+            Handoff::Off => "off".into(),
+        }
+    }
+
+    /// lock_release.lua's bound on re-takes: `''` hands off at every release.
+    fn retakes(&self) -> String {
+        match self.handoff {
+            Handoff::Retakes(n) => n.to_string(),
+            _ => String::new(),
+        }
     }
 }
 
@@ -103,7 +120,7 @@ impl RawLock for Plain {
             .arg(c.floor)
             .arg(HOLDER_FIELD)
             .arg(c.holder)
-            .arg(if handoff { "fifo" } else { "off" })
+            .arg(if handoff { self.policy() } else { "off".into() })
             .arg(entry)
             .arg(keys::lock_grant_prefix(&n.key));
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
@@ -131,6 +148,7 @@ impl RawLock for Plain {
             .arg(c.latch_ms)
             .arg(c.floor)
             .arg(keys::lock_grant_prefix(&n.key))
+            .arg(self.retakes())
     }
 
     fn acquire_as_allowed(&self) -> bool {
