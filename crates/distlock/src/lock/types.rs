@@ -127,11 +127,14 @@ pub enum Handoff {
     /// up to `n` acquisitions in a row may go to callers outside the queue's head (most
     /// often the client that just released, re-taking it at once) before a release hands
     /// the lock to the head. A release within that budget frees the lock and wakes one
-    /// waiter per client, as Redisson's does; the grant that uses up the budget, or any
-    /// grant to the head, starts a new run. So a queued waiter is passed over at most `n`
-    /// times in a row — more throughput than strict order under contention, with a bound
-    /// on every wait. The run's count lives in the waiters hash (field
-    /// `distlock:retakes`). `Retakes(0)` is [`Handoff::Fifo`].
+    /// waiter per client, as Redisson's does; a grant to the head made by a `Retakes`
+    /// handle's script starts a new run (one made by a `Fifo` handle leaves the count, which
+    /// can then only allow fewer re-takes). So a queued waiter is passed over at most `n`
+    /// times in a row. It trades longer waits for fewer hand-offs between clients; whether
+    /// that buys throughput depends on the deployment (`distlock bench --handoff retakes:N`
+    /// measures it: on a loaded 2-core machine it did not beat `Fifo`). The run's count
+    /// lives in the waiters hash (field `distlock:retakes`). `Retakes(0)` is
+    /// [`Handoff::Fifo`].
     Retakes(u32),
     /// Redisson's `RLock` behaviour: this lock's acquires neither queue nor respect the
     /// queue, and a released lock goes to whichever waiter's attempt comes first (often the

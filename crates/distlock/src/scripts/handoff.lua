@@ -31,10 +31,12 @@
 --          the waiter's '<liveness_ms>;<initial_ms>;<client-id>', meta its client's
 --          '<app>;<host>;<pid>': its entry's deadline is now + liveness_ms.
 --
--- grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, owner, entry)
+-- grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, owner, entry, counted)
 --          Hand the free lock to the queued owner (entry as first_live_waiter returns it):
 --          write its hold, token and holder field, set the initial lease, take it out of the
---          queue and publish the grant message. Returns the token; nil (nothing granted, the
+--          queue and publish the grant message; counted (the caller's policy bounds re-takes):
+--          also end the run of re-takes. (A strict-order caller leaves a count alone: a count
+--          left too high only allows fewer re-takes.) Returns the token; nil (nothing granted, the
 --          lock deleted again) when the server refuses the PEXPIRE.
 --
 -- retake(waiters, policy)
@@ -93,7 +95,8 @@ local function enqueue(queue, waiters, owner, request, meta, now)
   redis.call('pexpire', waiters, live)
 end
 
-local function grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, owner, entry)
+local function grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, owner, entry,
+                        counted)
   local initial, client, meta = string.match(entry, '^%d+;(%d+);([^;]*);(.*)$')
   local token = next_token(counter, floor, fenced)
   redis.call('hset', lock, owner, 1, 'distlock:fencing-token', token,
@@ -104,7 +107,9 @@ local function grant_to(lock, counter, floor, fenced, queue, waiters, grant_pref
     return nil
   end
   dequeue(queue, waiters, owner)
-  redis.call('hdel', waiters, RETAKES)
+  if counted then
+    redis.call('hdel', waiters, RETAKES)
+  end
   publish(grant_prefix .. ':' .. client, 'h;' .. token .. ';' .. initial .. ';' .. owner)
   return token
 end
@@ -133,5 +138,6 @@ local function hand_off(lock, counter, floor, fenced, queue, waiters, grant_pref
   if not head then
     return false
   end
-  return grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, head, entry) ~= nil
+  return grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, head, entry,
+                  bound ~= '') ~= nil
 end

@@ -102,7 +102,7 @@ if found == 0 or (found == 1 and redis.call('exists', KEYS[1]) == 0) then
       dequeue(KEYS[5], KEYS[6], ARGV[2])
     elseif head and head ~= ARGV[2] then
       local token = grant_to(KEYS[1], KEYS[2], ARGV[6], KEYS[4], KEYS[5], KEYS[6], ARGV[11],
-                             head, entry)
+                             head, entry, ARGV[9] ~= 'fifo')
       if token then
         if ARGV[10] ~= '' then
           enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[10], ARGV[8], now)
@@ -111,7 +111,9 @@ if found == 0 or (found == 1 and redis.call('exists', KEYS[1]) == 0) then
       end
     elseif head then
       dequeue(KEYS[5], KEYS[6], ARGV[2])
-      redis.call('hdel', KEYS[6], RETAKES)
+      if ARGV[9] ~= 'fifo' then
+        redis.call('hdel', KEYS[6], RETAKES)
+      end
     end
   end
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
