@@ -417,13 +417,7 @@ impl GrantChannel {
     /// `prelude.lua`'s `next_token`): `floor` itself, `<generation>:<floor>` on Sentinel,
     /// `cluster:<floor>` on a Cluster.
     pub(crate) fn floor<'a>(&self, floor: &'a str) -> std::borrow::Cow<'a, str> {
-        if self.backend.nodes.is_some() {
-            format!("cluster:{floor}").into()
-        } else if self.generation == 0 {
-            floor.into()
-        } else {
-            format!("{}:{floor}", self.generation).into()
-        }
+        floor_arg(floor, self.backend.nodes.is_some(), self.generation)
     }
 
     /// A send on this channel failed with `e`: a broken set-aside connection is reopened
@@ -727,14 +721,11 @@ impl Backend {
     /// this backend, with the Sentinel master's config epoch as the client last saw it (an
     /// older generation than the counter's counts on in the counter's; see prelude.lua).
     pub(crate) fn grant_floor(&self, floor: &str) -> String {
-        match (&self.conn, &self.nodes) {
-            (_, Some(_)) => format!("cluster:{floor}"),
-            (Connection::Sentinel(m), _) => match m.snapshot().1 {
-                0 => floor.to_string(),
-                epoch => format!("{epoch}:{floor}"),
-            },
-            _ => floor.to_string(),
-        }
+        let generation = match &self.conn {
+            Connection::Sentinel(m) => m.snapshot().1,
+            _ => 0,
+        };
+        floor_arg(floor, self.nodes.is_some(), generation).into_owned()
     }
 
     /// Whether grants on this backend may be confirmed by replicas (`WAIT`): Sentinel or
@@ -1081,6 +1072,19 @@ fn retriable(e: &redis::RedisError) -> bool {
                 | K::Server(S::Moved)
                 | K::Server(S::Ask)
         )
+}
+
+/// The fencing floor argument of a grant's script (see `prelude.lua`'s `next_token`):
+/// `cluster:<floor>` on a Cluster, else `<generation>:<floor>` above generation 0, else
+/// `floor` itself.
+fn floor_arg(floor: &str, cluster: bool, generation: u64) -> std::borrow::Cow<'_, str> {
+    if cluster {
+        format!("cluster:{floor}").into()
+    } else if generation == 0 {
+        floor.into()
+    } else {
+        format!("{generation}:{floor}").into()
+    }
 }
 
 #[cfg(test)]

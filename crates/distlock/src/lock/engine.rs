@@ -60,11 +60,7 @@ impl Lock {
     /// script sent to a master that may be failing over; there the lock keeps Redisson's
     /// behaviour for now.
     pub(super) fn hands_off(&self) -> bool {
-        self.inner
-            .raw
-            .grant_channel(&self.inner.names, "")
-            .is_some()
-            && !self.backend().confirms_grants()
+        self.inner.raw.plain().is_some_and(|p| p.queues()) && !self.backend().confirms_grants()
     }
 
     pub(super) fn backend(&self) -> &crate::conn::Backend {
@@ -633,14 +629,8 @@ impl Acquire for LockRequest {
 
     async fn handed_off(&self, grant: HandedOff, held_since: Instant) -> Result<Step<Granted>> {
         // A client shutting down releases its holds, which may hand one to its own waiter:
-        // refuse it, and give it back (to the next waiter) before answering.
-        if let Err(closed) = self.lock.inner.client.check_open() {
-            let _ = self
-                .lock
-                .leave_queue(self.owner.as_str(), self.wait_ms, true)
-                .await;
-            return Err(closed);
-        }
+        // refuse it (the acquire driver leaves the queue on `Closed`, giving it back).
+        self.lock.inner.client.check_open()?;
         let token = parse_token(&grant.token).ok_or_else(|| {
             Error::unexpected(format!(
                 "{}: hand-off message with token {:?}",

@@ -31,7 +31,8 @@ impl Default for Plain {
 }
 
 impl Plain {
-    fn queues(&self) -> bool {
+    /// Whether its waiters queue for direct hand-off (any setting but `Off`).
+    pub(crate) fn queues(&self) -> bool {
         self.handoff != Handoff::Off
     }
 
