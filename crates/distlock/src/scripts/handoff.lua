@@ -19,6 +19,19 @@
 -- lock (hold count 1, a fresh fencing token, the holder field, a lease of its initial_ms) and
 -- publishes 'h;<token>;<initial_ms>;<owner>' on '<grant prefix>:<client-id>'.
 --
+-- The common paths (a free lock with nobody queued, a final release with nobody queued) use
+-- only hand_off's first EXISTS: every other helper is made by queue_helpers() on the path
+-- that needs it, since defining a Lua function costs server time on every run that reaches
+-- its definition.
+--
+-- TOKEN_FIELD, HOLDER_FIELD
+--          The lock hash's fencing-token field (distlock:fencing-token) and holder field
+--          (distlock:holder), as the client's distlock::layout constants.
+--
+-- queue_helpers()
+--          A table of the helpers below (first_live_waiter, dequeue, enqueue, grant_to,
+--          retake, hand_off_now) and RETAKES, made on each call.
+--
 -- first_live_waiter(queue, waiters, now)
 --          The first waiter whose liveness deadline is after now (ms), and its entry; dead
 --          waiters before it are removed. nil when none is left (both keys are then gone).
@@ -31,10 +44,12 @@
 --          the waiter's '<liveness_ms>;<initial_ms>;<client-id>', meta its client's
 --          '<app>;<host>;<pid>': its entry's deadline is now + liveness_ms.
 --
--- grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, owner, entry, counted)
+-- grant_to(lock, counter, floor, fenced, queue, waiters, owner, entry, counted)
 --          Hand the free lock to the queued owner (entry as first_live_waiter returns it):
 --          write its hold, token and holder field, set the initial lease, take it out of the
---          queue and publish the grant message; counted (the caller's policy bounds re-takes):
+--          queue and publish the grant message on distlock_lock_grant:{<lock>}:<client-id>
+--          (the braces left out when the lock key has a hash tag of its own, as the client's
+--          distlock::layout::lock_grant_channel); counted (the caller's policy bounds re-takes):
 --          also end the run of re-takes. (A strict-order caller leaves a count alone: a count
 --          left too high only allows fewer re-takes.) Returns the token; nil (nothing granted, the
 --          lock deleted again) when the server refuses the PEXPIRE.
@@ -43,101 +58,123 @@
 --          Whether a caller that is not the queue's head may take the free lock now: policy
 --          'retake:<n>' and fewer than n such grants in a row; counts this one when it may.
 --
--- hand_off(lock, counter, floor, fenced, queue, waiters, grant_prefix, bound)
+-- hand_off(lock, counter, floor, fenced, queue, waiters, bound)
 --          The lock was just freed: grant it to the first live waiter, if any. bound: '' to
 --          hand off always, else '<n>': not while fewer than n grants in a row passed the
---          head (the lock stays free for a re-take). Returns whether it did.
+--          head (the lock stays free for a re-take). Returns whether it did. One EXISTS when
+--          nobody is queued; otherwise queue_helpers().hand_off_now, with the same arguments.
 --
 -- Returns  (nothing: helpers only)
 -- Errors   WRONGTYPE from the commands when a key holds another type; the token errors of
 --          next_token (prelude.lua).
 
-local RETAKES = 'distlock:retakes'
+local TOKEN_FIELD, HOLDER_FIELD = 'distlock:fencing-token', 'distlock:holder'
 
-local function first_live_waiter(queue, waiters, now)
-  while true do
-    local head = redis.call('zrange', queue, 0, 0)[1]
-    if not head then
-      redis.call('del', waiters)
+local function queue_helpers()
+  local RETAKES = 'distlock:retakes'
+
+  local function first_live_waiter(queue, waiters, now)
+    while true do
+      local head = redis.call('zrange', queue, 0, 0)[1]
+      if not head then
+        redis.call('del', waiters)
+        return nil
+      end
+      local entry = redis.call('hget', waiters, head)
+      if entry then
+        local deadline = tonumber(string.match(entry, '^(%d+);'))
+        if deadline and deadline > now then
+          return head, entry
+        end
+        redis.call('hdel', waiters, head)
+      end
+      redis.call('zrem', queue, head)
+    end
+  end
+
+  local function dequeue(queue, waiters, owner)
+    if redis.call('zrem', queue, owner) == 1 then
+      redis.call('hdel', waiters, owner)
+    end
+  end
+
+  local function enqueue(queue, waiters, owner, request, meta, now)
+    if not redis.call('zscore', queue, owner) then
+      local ticket = now
+      local last = redis.call('zrange', queue, -1, -1, 'WITHSCORES')[2]
+      if last and tonumber(last) >= ticket then
+        ticket = tonumber(last) + 1
+      end
+      redis.call('zadd', queue, ticket, owner)
+    end
+    local live, rest = string.match(request, '^(%d+);(.*)$')
+    live = tonumber(live)
+    redis.call('hset', waiters, owner, (now + live) .. ';' .. rest .. ';' .. meta)
+    redis.call('pexpire', queue, live)
+    redis.call('pexpire', waiters, live)
+  end
+
+  local function grant_to(lock, counter, floor, fenced, queue, waiters, owner, entry, counted)
+    local initial, client, meta = string.match(entry, '^%d+;(%d+);([^;]*);(.*)$')
+    local token = next_token(counter, floor, fenced)
+    redis.call('hset', lock, owner, 1, TOKEN_FIELD, token, HOLDER_FIELD, holder_value(meta))
+    if expire_or_undo(lock, initial, lock) then
+      -- The server refused PEXPIRE (ACL): a lock without a TTL would outlive the waiter, so
+      -- the grant is undone and the waiter stays queued.
       return nil
     end
-    local entry = redis.call('hget', waiters, head)
-    if entry then
-      local deadline = tonumber(string.match(entry, '^(%d+);'))
-      if deadline and deadline > now then
-        return head, entry
-      end
-      redis.call('hdel', waiters, head)
+    dequeue(queue, waiters, owner)
+    if counted then
+      redis.call('hdel', waiters, RETAKES)
     end
-    redis.call('zrem', queue, head)
-  end
-end
-
-local function dequeue(queue, waiters, owner)
-  if redis.call('zrem', queue, owner) == 1 then
-    redis.call('hdel', waiters, owner)
-  end
-end
-
-local function enqueue(queue, waiters, owner, request, meta, now)
-  if not redis.call('zscore', queue, owner) then
-    local ticket = now
-    local last = redis.call('zrange', queue, -1, -1, 'WITHSCORES')[2]
-    if last and tonumber(last) >= ticket then
-      ticket = tonumber(last) + 1
+    -- The grant channel shares the lock's slot: braces around the key unless it has a hash
+    -- tag of its own.
+    local channel = 'distlock_lock_grant:{' .. lock .. '}:'
+    if string.find(lock, '{', 1, true) then
+      channel = 'distlock_lock_grant:' .. lock .. ':'
     end
-    redis.call('zadd', queue, ticket, owner)
+    publish(channel .. client, 'h;' .. token .. ';' .. initial .. ';' .. owner)
+    return token
   end
-  local live, rest = string.match(request, '^(%d+);(.*)$')
-  live = tonumber(live)
-  redis.call('hset', waiters, owner, (now + live) .. ';' .. rest .. ';' .. meta)
-  redis.call('pexpire', queue, live)
-  redis.call('pexpire', waiters, live)
+
+  local function retake(waiters, policy)
+    local bound = tonumber(string.match(policy, '^retake:(%d+)$'))
+    if not bound then
+      return false
+    end
+    local run = tonumber(redis.call('hget', waiters, RETAKES) or '0')
+    if run >= bound then
+      return false
+    end
+    redis.call('hset', waiters, RETAKES, run + 1)
+    return true
+  end
+
+  local function hand_off_now(lock, counter, floor, fenced, queue, waiters, bound)
+    if bound ~= '' and tonumber(redis.call('hget', waiters, RETAKES) or '0') < tonumber(bound) then
+      return false
+    end
+    local head, entry = first_live_waiter(queue, waiters, now_ms())
+    if not head then
+      return false
+    end
+    return grant_to(lock, counter, floor, fenced, queue, waiters, head, entry, bound ~= '') ~= nil
+  end
+
+  return {
+    RETAKES = RETAKES,
+    first_live_waiter = first_live_waiter,
+    dequeue = dequeue,
+    enqueue = enqueue,
+    grant_to = grant_to,
+    retake = retake,
+    hand_off_now = hand_off_now,
+  }
 end
 
-local function grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, owner, entry,
-                        counted)
-  local initial, client, meta = string.match(entry, '^%d+;(%d+);([^;]*);(.*)$')
-  local token = next_token(counter, floor, fenced)
-  redis.call('hset', lock, owner, 1, 'distlock:fencing-token', token,
-             'distlock:holder', holder_value(meta))
-  if expire_or_undo(lock, initial, lock) then
-    -- The server refused PEXPIRE (ACL): a lock without a TTL would outlive the waiter, so
-    -- the grant is undone and the waiter stays queued.
-    return nil
-  end
-  dequeue(queue, waiters, owner)
-  if counted then
-    redis.call('hdel', waiters, RETAKES)
-  end
-  publish(grant_prefix .. ':' .. client, 'h;' .. token .. ';' .. initial .. ';' .. owner)
-  return token
-end
-
-local function retake(waiters, policy)
-  local bound = tonumber(string.match(policy, '^retake:(%d+)$'))
-  if not bound then
-    return false
-  end
-  local run = tonumber(redis.call('hget', waiters, RETAKES) or '0')
-  if run >= bound then
-    return false
-  end
-  redis.call('hset', waiters, RETAKES, run + 1)
-  return true
-end
-
-local function hand_off(lock, counter, floor, fenced, queue, waiters, grant_prefix, bound)
+local function hand_off(lock, counter, floor, fenced, queue, waiters, bound)
   if redis.call('exists', queue) == 0 then
     return false
   end
-  if bound ~= '' and tonumber(redis.call('hget', waiters, RETAKES) or '0') < tonumber(bound) then
-    return false
-  end
-  local head, entry = first_live_waiter(queue, waiters, now_ms())
-  if not head then
-    return false
-  end
-  return grant_to(lock, counter, floor, fenced, queue, waiters, grant_prefix, head, entry,
-                  bound ~= '') ~= nil
+  return queue_helpers().hand_off_now(lock, counter, floor, fenced, queue, waiters, bound)
 end

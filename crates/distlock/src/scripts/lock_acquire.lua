@@ -4,13 +4,17 @@
 -- token issued in the same script, and idempotency under a resent request.
 --
 -- KEYS[1]  lock key: hash, field <client-uuid>:<owner-id> -> hold count, the token field
---          (ARGV[5]) and the holder field (ARGV[7]), TTL = lease
+--          (distlock:fencing-token) and the holder field (distlock:holder), TTL = lease
 -- KEYS[2]  fencing counter of the lock's slot (string, same slot):
 --          <prefix>distlock:fencing-counter:{<slot tag>}, last token issued in the slot
--- KEYS[3]  acquire latch (string, same slot): result of this request, for resends
+-- KEYS[3]  acquire latch (string, same slot): result of this request, for resends (mode
+--          'new' reads none: any key of the slot may be passed)
 -- KEYS[4]  Redisson RFencedLock's token counter of this lock, redisson_lock_token:{<key>}
 --          (string, same slot): when it exists, a grant's token is above it and is written
 --          to it (see prelude.lua's next_token); never created here
+-- KEYS[5]  the direct hand-off queue distlock_lock_queue:{<key>} (zset, same slot; see
+--          handoff.lua)
+-- KEYS[6]  its waiter entries distlock_lock_waiters:{<key>} (hash, same slot)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field <client-uuid>:<owner-id>
 -- ARGV[3]  mode: 'new'    fresh owner minted for this call: if the field already exists,
@@ -20,31 +24,25 @@
 --                         this owner (idempotent through the latch)
 --                'nested' like 'as' but only if this owner holds the lock now (re-entry)
 -- ARGV[4]  latch TTL in milliseconds (modes 'as' and 'nested')
--- ARGV[5]  name of the token field inside the lock hash
--- ARGV[6]  token floor of a new counter: the legacy server-wide counter's value read by the
+-- ARGV[5]  token floor of a new counter: the legacy server-wide counter's value read by the
 --          client at connect, '0' if none (decimal string; used only when KEYS[2] does not
 --          exist yet); '<generation>:<floor>' carries a token generation above 0 (Sentinel:
 --          the master's config epoch; see prelude.lua's next_token)
--- ARGV[7]  name of the holder field inside the lock hash (distlock:holder): written on a
---          grant to a new holder (a free lock), never on a re-entry or a resend; it goes with
---          the key on the last release
--- ARGV[8]  the client's holder metadata '<app>;<host>;<pid>': the holder field is
---          '<ARGV[8]>;<server time in s>' (prelude.lua's holder_value)
--- KEYS[5]  the direct hand-off queue distlock_lock_queue:{<key>} (zset, same slot; see
---          handoff.lua)
--- KEYS[6]  its waiter entries distlock_lock_waiters:{<key>} (hash, same slot)
--- ARGV[9]  hand-off policy: 'fifo' a free lock whose queue has a live waiter is not granted
+-- ARGV[6]  the client's holder metadata '<app>;<host>;<pid>': a grant to a new holder (a
+--          free lock) writes the holder field '<ARGV[6]>;<server time in s>' (prelude.lua's
+--          holder_value), never a re-entry or a resend; it goes with the key on the last
+--          release
+-- ARGV[7]  hand-off policy: 'fifo' a free lock whose queue has a live waiter is not granted
 --                                  to anyone else: it is handed to that waiter now, and the
---                                  caller is refused (and queued, if ARGV[10] says so)
+--                                  caller is refused (and queued, if ARGV[8] says so)
 --                           'retake:<n>' as 'fifo', except that while fewer than n grants
 --                                  in a row passed the queue's head, the caller is granted
 --                                  (and leaves the queue if it was in it); see handoff.lua
 --                           'off'  a free lock is granted whoever is queued (barging)
--- ARGV[10] queue entry of a waiting caller (mode 'new' only): '' to not queue (a single
+-- ARGV[8]  queue entry of a waiting caller (mode 'new' only): '' to not queue (a single
 --          attempt), else '<liveness_ms>;<initial_ms>;<client-id>': refused, the caller joins
---          the queue's tail (or renews its liveness deadline there)
--- ARGV[11] grant channel prefix distlock_lock_grant:{<key>}: a hand-off to a waiter is
---          published on '<ARGV[11]>:<client-id>'
+--          the queue's tail (or renews its liveness deadline there); a hand-off to it is
+--          published on distlock_lock_grant:{<key>}:<client-id> (handoff.lua)
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
 --                                           '<sequence>' (decimal, at most 2^63 - 1) or
@@ -67,11 +65,12 @@
 --          a new key the key is deleted again; on a held key PEXPIRE runs before any write.
 --
 -- Uses next_token, held_token, holder_value and expire_or_undo from prelude.lua and the queue
--- helpers of handoff.lua (joined in front by scripts/mod.rs). A hold that Redisson made (no token field) is given a token on
--- re-entry (but no holder field: it records only grants made here).
--- Cost: the free-lock path (the common one) runs EXISTS (lock and queue in one call), TIME,
--- SET..GET, GET, HSET, PEXPIRE; the
--- token is built from TIME's two parts by string arithmetic; SET..GET needs Redis 6.2.
+-- helpers of handoff.lua (joined in front by scripts/mod.rs). A hold that Redisson made (no
+-- token field) is given a token on re-entry (but no holder field: it records only grants made
+-- here).
+-- Cost: the free-lock path (the common one) runs EXISTS (the lock, its queue and Redisson's
+-- counter in one call), TIME, SET..GET, HSET, PEXPIRE and defines no queue helper; the token
+-- is built from TIME's two parts by string arithmetic; SET..GET needs Redis 6.2.
 
 local mode = ARGV[3]
 if mode ~= 'new' then
@@ -84,42 +83,58 @@ if mode ~= 'new' then
     if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
       return {-1}
     end
-    return {1, tonumber(prior), held_token(KEYS[1], ARGV[5], KEYS[2], ARGV[6], KEYS[4])}
+    return {1, tonumber(prior), held_token(KEYS[1], TOKEN_FIELD, KEYS[2], ARGV[5], KEYS[4])}
   end
 end
 
--- One EXISTS for the lock and its queue: 0 (the common case) means free with nobody queued.
-local found = redis.call('exists', KEYS[1], KEYS[5])
-if found == 0 or (found == 1 and redis.call('exists', KEYS[1]) == 0) then
+-- One EXISTS for the lock, its queue and Redisson's token counter: 0 (the common case) means
+-- free, with nobody queued and no counter to read. pcall: a user whose ACL does not cover
+-- Redisson's counter asks about the other two (next_token then reads the counter as absent).
+local found = redis.pcall('exists', KEYS[1], KEYS[5], KEYS[4])
+local free, queued, fenced, pttl = found == 0, false, nil, -2
+if type(found) == 'table' then
+  found = redis.call('exists', KEYS[1], KEYS[5])
+  free = found == 0
+  fenced = KEYS[4]
+end
+if not free then
+  -- Which of them: the lock's PTTL (-2: no lock) is also the reply of a refused attempt.
+  fenced = KEYS[4]
+  pttl = redis.call('pttl', KEYS[1])
+  free = pttl == -2
+  queued = free and (found == 2 or redis.call('exists', KEYS[5]) == 1)
+end
+if free then
   if mode == 'nested' then
     return {-1}
   end
-  if found == 1 and ARGV[9] ~= 'off' then
+  if queued and ARGV[7] ~= 'off' then
     -- Free, with waiters queued: the first live one goes first (unless a re-take is due).
+    local q = queue_helpers()
     local now = now_ms()
-    local head, entry = first_live_waiter(KEYS[5], KEYS[6], now)
-    if head and head ~= ARGV[2] and retake(KEYS[6], ARGV[9]) then
-      dequeue(KEYS[5], KEYS[6], ARGV[2])
+    local head, entry = q.first_live_waiter(KEYS[5], KEYS[6], now)
+    if head and head ~= ARGV[2] and q.retake(KEYS[6], ARGV[7]) then
+      q.dequeue(KEYS[5], KEYS[6], ARGV[2])
     elseif head and head ~= ARGV[2] then
-      local token = grant_to(KEYS[1], KEYS[2], ARGV[6], KEYS[4], KEYS[5], KEYS[6], ARGV[11],
-                             head, entry, ARGV[9] ~= 'fifo')
+      local token = q.grant_to(KEYS[1], KEYS[2], ARGV[5], KEYS[4], KEYS[5], KEYS[6], head,
+                               entry, ARGV[7] ~= 'fifo')
       if token then
-        if ARGV[10] ~= '' then
-          enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[10], ARGV[8], now)
+        if ARGV[8] ~= '' then
+          q.enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[8], ARGV[6], now)
         end
         return {0, redis.call('pttl', KEYS[1]), token}
       end
     elseif head then
-      dequeue(KEYS[5], KEYS[6], ARGV[2])
-      if ARGV[9] ~= 'fifo' then
-        redis.call('hdel', KEYS[6], RETAKES)
+      q.dequeue(KEYS[5], KEYS[6], ARGV[2])
+      if ARGV[7] ~= 'fifo' then
+        redis.call('hdel', KEYS[6], q.RETAKES)
       end
     end
   end
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
   -- after a restart from an old snapshot or a failover to a lagging replica.
-  local token = next_token(KEYS[2], ARGV[6], KEYS[4])
-  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[5], token, ARGV[7], holder_value(ARGV[8]))
+  local token = next_token(KEYS[2], ARGV[5], fenced)
+  redis.call('hset', KEYS[1], ARGV[2], 1, TOKEN_FIELD, token, HOLDER_FIELD, holder_value(ARGV[6]))
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
     return err
@@ -136,7 +151,7 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     -- lost, or not read yet): same hold, same token, the full lease.
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
-            held_token(KEYS[1], ARGV[5], KEYS[2], ARGV[6], KEYS[4])}
+            held_token(KEYS[1], TOKEN_FIELD, KEYS[2], ARGV[5], KEYS[4])}
   end
   -- PEXPIRE first: when the server refuses it, nothing has been written.
   local err = expire_or_undo(KEYS[1], ARGV[1])
@@ -145,13 +160,13 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('set', KEYS[3], count, 'px', ARGV[4])
-  return {1, count, held_token(KEYS[1], ARGV[5], KEYS[2], ARGV[6], KEYS[4])}
+  return {1, count, held_token(KEYS[1], TOKEN_FIELD, KEYS[2], ARGV[5], KEYS[4])}
 end
 
 if mode == 'nested' then
   return {-2}
 end
-if ARGV[10] ~= '' then
-  enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[10], ARGV[8], now_ms())
+if ARGV[8] ~= '' then
+  queue_helpers().enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[8], ARGV[6], now_ms())
 end
-return {0, redis.call('pttl', KEYS[1]), redis.call('hget', KEYS[1], ARGV[5]) or ''}
+return {0, pttl, redis.call('hget', KEYS[1], TOKEN_FIELD) or ''}

@@ -10,22 +10,21 @@
 -- ARGV[1]  owner field <client-uuid>:<owner-id> of the waiter
 -- ARGV[2]  '1': the owner is a fresh one minted for the wait, so a hold it has was handed to
 --          it and nobody will use it: give it back (whole); '0': only leave the queue
--- ARGV[3]  token floor, as lock_acquire.lua's ARGV[6]
--- ARGV[4]  grant channel prefix distlock_lock_grant:{<key>}
--- ARGV[5]  unlock message ('0')
+-- ARGV[3]  token floor, as lock_acquire.lua's ARGV[5]
 --
 -- Returns  1  a hold was given back: the lock went to the next live waiter (handoff.lua), or
---             was deleted and the unlock message published when none is left
+--             was deleted and the unlock message ('0', as Redisson's) published when none
+--             is left
 --          0  nothing held: only the queue was left
 -- Errors   WRONGTYPE when a key holds another type.
 --
 -- Uses prelude.lua and handoff.lua (joined in front by scripts/mod.rs).
 
-dequeue(KEYS[5], KEYS[6], ARGV[1])
+queue_helpers().dequeue(KEYS[5], KEYS[6], ARGV[1])
 if ARGV[2] == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   redis.call('del', KEYS[1])
-  if not hand_off(KEYS[1], KEYS[3], ARGV[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4], '') then
-    publish(KEYS[2], ARGV[5])
+  if not hand_off(KEYS[1], KEYS[3], ARGV[3], KEYS[4], KEYS[5], KEYS[6], '') then
+    publish(KEYS[2], '0')
   end
   return 1
 end

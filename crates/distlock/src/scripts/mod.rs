@@ -349,6 +349,28 @@ mod tests {
     }
 
     #[test]
+    fn the_hand_off_helpers_write_the_clients_field_names() {
+        let line = format!(
+            "local TOKEN_FIELD, HOLDER_FIELD = '{}', '{}'",
+            crate::keys::TOKEN_FIELD,
+            crate::keys::HOLDER_FIELD
+        );
+        assert!(HANDOFF.contains(&line), "handoff.lua: no {line}");
+        // The grant channel the scripts build is the one the client subscribes to.
+        for key in ["orders", "{user}:orders"] {
+            let channel = crate::keys::lock_grant_channel(key, "c");
+            let built = if key.contains('{') {
+                format!("distlock_lock_grant:{key}:c")
+            } else {
+                format!("distlock_lock_grant:{{{key}}}:c")
+            };
+            assert_eq!(channel, built);
+        }
+        assert!(HANDOFF.contains("'distlock_lock_grant:{' .. lock .. '}:'"));
+        assert!(HANDOFF.contains("'distlock_lock_grant:' .. lock .. ':'"));
+    }
+
+    #[test]
     fn each_publish_mode_runs_its_own_variant() {
         assert_eq!(ALL.len(), RUNNABLE.len());
         for script in ALL {

@@ -70,10 +70,15 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Exact decimal-string arithmetic for the slow paths of the token functions (Lua numbers are
--- doubles, exact only below 2^53): dec_norm, dec_lt, dec_incr. Made on demand, so the common
--- path does not pay for creating them on every run.
-local function decimal_helpers()
+-- The largest token sequence (2^63 - 1): it fits i64 and u64, and a Redisson-style INCR of a
+-- counter stays valid.
+local TOKEN_MAX = '9223372036854775807'
+
+-- The slow paths of the token functions, made on demand (defining a Lua function costs server
+-- time on every run that reaches its definition, so the common path defines none of these):
+-- exact decimal-string arithmetic (Lua numbers are doubles, exact only below 2^53) and the
+-- tokens of a generation above 0. Returns dec_norm, dec_lt, dec_incr, generation_token.
+local function token_helpers()
   -- A decimal integer without leading zeros, or nil when s is not one.
   local function dec_norm(s)
     if not string.find(s, '^%d+$') then
@@ -118,51 +123,46 @@ local function decimal_helpers()
       string.rep('0', #s - i)
   end
 
-  return dec_norm, dec_lt, dec_incr
-end
-
--- The largest token sequence (2^63 - 1): it fits i64 and u64, and a Redisson-style INCR of a
--- counter stays valid.
-local TOKEN_MAX = '9223372036854775807'
-
--- next_token of a generation above 0: '<generation>:<sequence>', see the header.
-local function generation_token(counter_key, floor, generation)
-  local t = time_reply or redis.call('time')
-  time_reply = t
-  local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-  local last = redis.call('get', counter_key)
-  local last_gen, last_seq = '0', floor
-  if last then
-    local g, q = string.match(last, '^(%d+):(%d+)$')
-    if g then
-      last_gen, last_seq = g, q
-    else
-      last_seq = last
+  -- next_token of a generation above 0: '<generation>:<sequence>', see the header.
+  local function generation_token(counter_key, floor, generation)
+    local t = time_reply or redis.call('time')
+    time_reply = t
+    local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+    local last = redis.call('get', counter_key)
+    local last_gen, last_seq = '0', floor
+    if last then
+      local g, q = string.match(last, '^(%d+):(%d+)$')
+      if g then
+        last_gen, last_seq = g, q
+      else
+        last_seq = last
+      end
     end
-  end
-  local dec_norm, dec_lt, dec_incr = decimal_helpers()
-  local seq = dec_norm(last_seq)
-  if seq == nil or not dec_lt(seq, TOKEN_MAX) then
-    error(redis.error_reply('ERR distlock: fencing counter ' .. counter_key .. ' holds "' ..
-      string.sub(last or floor, 1, 40) .. '", not a token below 2^63; no token can be issued ' ..
-      '(fix or delete the key)'))
-  end
-  local gen, counted = dec_norm(generation), dec_norm(last_gen)
-  if dec_lt(counted, gen) then
-    -- A newer generation (a promoted master) starts its sequence at the clock.
-    seq = now
-  else
-    -- The counter's generation (a client with an older view counts on in it).
-    gen = counted
-    if dec_lt(seq, now) then
+    local seq = dec_norm(last_seq)
+    if seq == nil or not dec_lt(seq, TOKEN_MAX) then
+      error(redis.error_reply('ERR distlock: fencing counter ' .. counter_key .. ' holds "' ..
+        string.sub(last or floor, 1, 40) .. '", not a token below 2^63; no token can be issued ' ..
+        '(fix or delete the key)'))
+    end
+    local gen, counted = dec_norm(generation), dec_norm(last_gen)
+    if dec_lt(counted, gen) then
+      -- A newer generation (a promoted master) starts its sequence at the clock.
       seq = now
     else
-      seq = dec_incr(seq)
+      -- The counter's generation (a client with an older view counts on in it).
+      gen = counted
+      if dec_lt(seq, now) then
+        seq = now
+      else
+        seq = dec_incr(seq)
+      end
     end
+    local token = gen .. ':' .. seq
+    redis.call('set', counter_key, token)
+    return token
   end
-  local token = gen .. ':' .. seq
-  redis.call('set', counter_key, token)
-  return token
+
+  return dec_norm, dec_lt, dec_incr, generation_token
 end
 
 local function next_token(counter_key, floor, fenced_key)
@@ -175,6 +175,7 @@ local function next_token(counter_key, floor, fenced_key)
   -- A generation above 0 comes as '<generation>:<floor>' (Sentinel: the master's epoch).
   local generation, gen_floor = string.match(floor or '', '^(%d+):(%d+)$')
   if generation and not string.find(generation, '^0+$') then
+    local _, _, _, generation_token = token_helpers()
     return generation_token(counter_key, gen_floor, generation)
   end
   if generation then
@@ -215,9 +216,10 @@ local function next_token(counter_key, floor, fenced_key)
   -- its generation (this client's view, generation 0, is older).
   if not fresh and string.find(last, '^%d+:%d+$') then
     redis.call('set', counter_key, last)
+    local _, _, _, generation_token = token_helpers()
     return generation_token(counter_key, floor or '0', '0')
   end
-  local dec_norm, dec_lt, dec_incr = decimal_helpers()
+  local dec_norm, dec_lt, dec_incr = token_helpers()
 
   -- Put the counter back as it was found, and raise an error naming the bad key.
   local function refuse(key, value, is_counter, why)

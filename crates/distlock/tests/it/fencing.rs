@@ -550,13 +550,10 @@ fn a_newer_generation_orders_above_any_older_token() {
             .arg(owner)
             .arg("new")
             .arg(3000)
-            .arg(distlock::layout::TOKEN_FIELD)
             .arg(floor)
-            .arg(distlock::layout::HOLDER_FIELD)
             .arg("fencing;h;1")
             .arg("fifo")
             .arg("")
-            .arg("distlock_lock_grant:{gen}")
             .query(&mut server.connection())
             .unwrap();
         let _: () = cmd(&server, &["DEL", "gen"]);

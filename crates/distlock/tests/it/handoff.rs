@@ -92,6 +92,43 @@ async fn release_hands_the_lock_to_the_first_waiter() {
     assert!(!exists(&server, "direct"));
 }
 
+/// The releasing script names the waiter's grant channel itself, from the lock key: a name
+/// with a hash tag of its own (no braces added) and a key prefix reach the waiter's
+/// subscription as well, with no attempt of the waiter's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hash_tagged_name_is_handed_off_on_its_own_channel() {
+    let server = RedisServer::start();
+    let client = distlock::Client::builder()
+        .url(server.url())
+        .key_prefix("app:")
+        .build()
+        .await
+        .unwrap();
+    let name = "{user:42}:orders";
+    let key = format!("app:{name}");
+    let lock = client
+        .lock(name)
+        .lease(Duration::from_secs(20))
+        .liveness_timeout(Duration::from_secs(30));
+    let held = lock.acquire().await.unwrap();
+    let waiter = spawn_acquire(&lock);
+    assert!(
+        queued_within(&server, &key, 1, Duration::from_secs(2)).await,
+        "the waiter did not queue"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the waiter was not handed the lock")
+        .unwrap();
+    assert_eq!(evalsha_calls(&server), 1, "the waiter attempted on its own");
+    let count: Option<i64> = cmd(&server, &["HGET", &key, got.owner().as_str()]);
+    assert_eq!(count, Some(1));
+    got.release().await.unwrap();
+}
+
 /// A hand-off's short initial lease is replaced by the full lease at once (the watchdog's
 /// lease here), and the guard's validity follows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

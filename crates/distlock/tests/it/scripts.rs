@@ -3,7 +3,6 @@
 
 use distlock::layout::{
     acquire_latch, fencing_counter, lock_queue, lock_waiters, redisson_fenced_token, unlock_latch,
-    HOLDER_FIELD, TOKEN_FIELD,
 };
 
 use crate::util::*;
@@ -31,13 +30,10 @@ fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<
         .arg(owner)
         .arg(mode)
         .arg(3000)
-        .arg(TOKEN_FIELD)
         .arg("0")
-        .arg(HOLDER_FIELD)
         .arg("scripts;h;1")
         .arg("fifo")
         .arg("")
-        .arg("distlock_lock_grant:{idem}")
         .query(&mut con)
         .unwrap()
 }
@@ -54,12 +50,10 @@ fn release(server: &RedisServer, owner: &str, request: &str) -> i64 {
         .arg(redisson_fenced_token("idem"))
         .arg(lock_queue("idem"))
         .arg(lock_waiters("idem"))
-        .arg(0)
         .arg(30000)
         .arg(owner)
         .arg(3000)
         .arg("0")
-        .arg("distlock_lock_grant:{idem}")
         .arg("")
         .query(&mut con)
         .unwrap()

@@ -9,7 +9,7 @@ use super::{AcquireCall, Mode, Names, RawLock, ReleaseCall, Resend};
 use crate::conn::pubsub::Wake;
 use crate::fair::DEFAULT_FAIR_LIVENESS;
 use crate::holds::ReleaseRequest;
-use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD, UNLOCK_MESSAGE};
+use crate::keys::{self, UNLOCK_MESSAGE};
 use crate::lock::{Handoff, Owner};
 use crate::scripts;
 
@@ -117,13 +117,10 @@ impl RawLock for Plain {
             .arg(c.owner.as_str())
             .arg(c.mode.as_str())
             .arg(c.latch_ms)
-            .arg(TOKEN_FIELD)
             .arg(c.floor)
-            .arg(HOLDER_FIELD)
             .arg(c.holder)
             .arg(if handoff { self.policy() } else { "off".into() })
-            .arg(entry)
-            .arg(keys::lock_grant_prefix(&n.key));
+            .arg(entry);
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
         // latch answers a resend while it lives.
         let resend = if c.mode == Mode::New {
@@ -143,12 +140,10 @@ impl RawLock for Plain {
             .key(keys::redisson_fenced_token(&n.key))
             .key(keys::lock_queue(&n.key))
             .key(keys::lock_waiters(&n.key))
-            .arg(UNLOCK_MESSAGE)
             .arg(c.lease_ms)
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
             .arg(c.floor)
-            .arg(keys::lock_grant_prefix(&n.key))
             .arg(self.retakes())
     }
 
@@ -180,9 +175,7 @@ impl RawLock for Plain {
             .key(keys::lock_waiters(&n.key))
             .arg(owner)
             .arg(if give_back { "1" } else { "0" })
-            .arg(floor)
-            .arg(keys::lock_grant_prefix(&n.key))
-            .arg(UNLOCK_MESSAGE);
+            .arg(floor);
         Some(inv)
     }
 
