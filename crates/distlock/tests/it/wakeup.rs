@@ -51,8 +51,10 @@ async fn local_waiters_share_one_subscription() {
             g.release().await.unwrap();
         }));
     }
+    // The wake and grant channels are subscribed one after the other: wait for both.
     let subscribed = eventually(Duration::from_secs(2), || {
         numsub(&server, "redisson_lock__channel:{shared}") == 1
+            && cmd::<Vec<String>>(&server, &["PUBSUB", "CHANNELS"]).len() >= 2
     })
     .await;
     assert!(subscribed, "the waiters did not subscribe");
