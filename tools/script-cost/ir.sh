@@ -1,0 +1,25 @@
+#!/bin/bash
+# Instructions redis-server executes per uncontended acquire+release pair of the plain lock's
+# scripts, counted by valgrind's callgrind (repeatable, unlike timings on a shared machine):
+# the difference of the totals of runs with N2 and N1 pairs, over N2 - N1 (start-up cancels).
+#
+# usage: tools/script-cost/ir.sh [SCRIPTS_DIR [N1 N2]]
+#   SCRIPTS_DIR  the .lua files to measure (default: the library's), e.g. a modified copy
+#   MODE=pair    the plain lock's acquire + release (default); bare: SET NX PX + a
+#                compare-and-delete script (the bare lock); triv1: two `return 1` scripts
+# Needs redis-server, redis-cli, valgrind and python3.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+S=${1:-$HERE/../../crates/distlock/src/scripts}; N1=${2:-1000}; N2=${3:-3000}; MODE=${MODE:-pair}
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+run() {
+  local port=$((7300 + RANDOM % 500))
+  valgrind --tool=callgrind --callgrind-out-file=$T/cg.out redis-server --port $port --save '' --appendonly no > $T/cg.log 2>&1 &
+  local vp=$!
+  for i in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.2; done
+  python3 $HERE/pairs.py $S $1 $MODE | redis-cli -p $port --pipe > $T/pipe.log 2>&1
+  redis-cli -p $port shutdown nosave >/dev/null 2>&1; wait $vp
+  grep -m1 "^summary\|^totals" $T/cg.out | awk '{print $2}'
+}
+a=$(run $N1); b=$(run $N2)
+echo "instructions per pair: $(( (b - a) / (N2 - N1) ))  (N=$N1: $a, N=$N2: $b)"; tail -1 $T/pipe.log
