@@ -91,20 +91,18 @@ end
 -- free, with nobody queued and no counter to read. pcall: a user whose ACL does not cover
 -- Redisson's counter asks about the other two (next_token then reads the counter as absent).
 local found = redis.pcall('exists', KEYS[1], KEYS[5], KEYS[4])
-local free, queued, fenced, pttl = found == 0, false, nil, -2
+local fenced, pttl, queued = nil, -2, false
 if type(found) == 'table' then
   found = redis.call('exists', KEYS[1], KEYS[5])
-  free = found == 0
   fenced = KEYS[4]
 end
-if not free then
+if found > 0 then
   -- Which of them: the lock's PTTL (-2: no lock) is also the reply of a refused attempt.
   fenced = KEYS[4]
   pttl = redis.call('pttl', KEYS[1])
-  free = pttl == -2
-  queued = free and (found == 2 or redis.call('exists', KEYS[5]) == 1)
+  queued = pttl == -2 and (found == 2 or redis.call('exists', KEYS[5]) == 1)
 end
-if free then
+if pttl == -2 then
   if mode == 'nested' then
     return {-1}
   end
