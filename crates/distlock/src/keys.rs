@@ -121,7 +121,14 @@ pub fn lock_waiters(key: &str) -> String {
     prefixed("distlock_lock_waiters", key)
 }
 
-/// Grant channel of one client's waiters of a plain lock:
+/// Hand-off entries of a fair lock's distlock waiters: `distlock_fair_waiters:{key}`, a hash
+/// owner → `<initial lease ms>;<wait ms>;<client id>;<app>;<host>;<pid>`, beside Redisson's
+/// queue `redisson_lock_queue:{key}`. distlock's own: Redisson's `RFairLock` ignores it.
+pub fn fair_waiters(key: &str) -> String {
+    prefixed("distlock_fair_waiters", key)
+}
+
+/// Grant channel of one client's waiters of a plain or fair lock:
 /// `distlock_lock_grant:{key}:<client id>`. A release that hands the lock to a waiter
 /// publishes `h;<fencing token>;<initial lease ms>;<owner>` there (same hash slot as the key,
 /// so a Cluster's sharded pub/sub can carry it).

@@ -32,6 +32,9 @@ const HELPER_PREFIXES: &[&str] = &[
     "redisson_unlock_latch:",
     "redisson__timeout__set:",
     "distlock_fair_liveness:",
+    "distlock_fair_waiters:",
+    "distlock_lock_queue:",
+    "distlock_lock_waiters:",
     "distlock_rwlock_writers:",
     "distlock_acquire_latch:",
     "distlock_semaphore_grant:",
@@ -682,6 +685,9 @@ mod tests {
             "{rw}:abc:1:rwlock_timeout:1",
             "{sem}:timeout",
             "redisson_unlock_latch:{orders}:3f2",
+            "distlock_lock_queue:{orders}",
+            "distlock_lock_waiters:{orders}",
+            "distlock_fair_waiters:{orders}",
         ] {
             assert!(is_helper(helper), "{helper}");
         }

@@ -36,7 +36,7 @@ pub(crate) enum Wake {
     OneOnZero,
     /// Latches and semaphores: every message wakes every waiter.
     All,
-    /// A plain lock's grant channel: `h;<token>;<initial lease ms>;<owner>` is a direct
+    /// A plain or fair lock's grant channel: `h;<token>;<initial lease ms>;<owner>` is a direct
     /// hand-off to the waiter of that owner, delivered to its [`GrantWatch`] only.
     Grant,
 }

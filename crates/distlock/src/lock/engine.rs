@@ -33,10 +33,12 @@ impl Lock {
         wait_ms: u64,
         give_back: bool,
     ) -> Result<bool> {
-        // A plain lock's waiters queue only where it hands off.
+        // A plain lock's waiters queue only where it hands off; only where the lock hands
+        // off can a waiter hold what it never learnt of.
         if self.inner.raw.plain().is_some() && !self.hands_off() {
             return Ok(false);
         }
+        let give_back = give_back && self.hands_off();
         let floor = self
             .backend()
             .grant_floor(&self.inner.client.inner.fencing_floor);
@@ -53,14 +55,15 @@ impl Lock {
         Ok(false)
     }
 
-    /// Whether this lock's waiters queue for direct hand-off: a plain lock with
-    /// [`Handoff::Fifo`](super::Handoff::Fifo) or [`Handoff::Retakes`](super::Handoff::Retakes), on a deployment whose grants no replica must
-    /// confirm. Where replicas confirm grants (`WAIT`), a handed-off grant would still need
-    /// its own confirming round trip, and a waiter that gives up would leave the queue with a
-    /// script sent to a master that may be failing over; there the lock keeps Redisson's
-    /// behaviour for now.
+    /// Whether this lock's waiters take direct hand-offs: a fair lock, or a plain lock with
+    /// [`Handoff::Fifo`](super::Handoff::Fifo) or
+    /// [`Handoff::Retakes`](super::Handoff::Retakes), on a deployment whose grants no replica
+    /// must confirm. Where replicas confirm grants (`WAIT`), a handed-off grant would still
+    /// need its own confirming round trip, and a waiter that gives up would leave the queue
+    /// with a script sent to a master that may be failing over; there the lock keeps
+    /// Redisson's behaviour for now.
     pub(super) fn hands_off(&self) -> bool {
-        self.inner.raw.plain().is_some_and(|p| p.queues()) && !self.backend().confirms_grants()
+        self.inner.raw.handoff_liveness().is_some() && !self.backend().confirms_grants()
     }
 
     pub(super) fn backend(&self) -> &crate::conn::Backend {
@@ -583,8 +586,8 @@ struct LockRequest {
     wait_ms: u64,
     channel: String,
     wake: Wake,
-    /// Where a release announces a direct hand-off to this waiter (plain lock, hand-off on,
-    /// a fresh owner that waits).
+    /// Where a release announces a direct hand-off to this waiter (a fair lock, or a plain
+    /// lock with hand-off on; a fresh owner that waits).
     grant_channel: Option<String>,
     /// The highest fencing token of another holder this request's attempts found: a
     /// hand-off message with a token at or below it was made before that attempt and has
@@ -664,12 +667,12 @@ impl Acquire for LockRequest {
     }
 
     fn recheck(&self) -> Duration {
-        match (&self.grant_channel, self.lock.inner.raw.plain()) {
+        match (&self.grant_channel, self.lock.inner.raw.handoff_liveness()) {
             // Queued for hand-off: each attempt renews the liveness deadline; and as a
             // hand-off's initial lease is at most the lease, re-attempting every third of it
             // means a hand-off read on time always has two thirds of it left (`handed_off`).
-            (Some(_), Some(plain)) => {
-                (plain.liveness / 3).min(Duration::from_millis(self.lease_ms) / 3)
+            (Some(_), Some(liveness)) => {
+                (liveness / 3).min(Duration::from_millis(self.lease_ms) / 3)
             }
             _ => self.lock.inner.raw.recheck(),
         }

@@ -469,7 +469,10 @@ impl Lock {
     /// Cancel safe: one script, idempotent.
     pub async fn force_unlock(&self) -> Result<bool> {
         self.check()?;
-        let inv = self.inner.raw.force_unlock(&self.inner.names);
+        let floor = self
+            .backend()
+            .grant_floor(&self.inner.client.inner.fencing_floor);
+        let inv = self.inner.raw.force_unlock(&self.inner.names, &floor);
         let deleted: i64 = self
             .backend()
             .eval(&self.context("force_unlock"), &inv)

@@ -6,28 +6,31 @@
 -- every attempt: a distlock waiter that crashed is passed over once it ends (seconds, not
 -- Redisson's minutes: Redisson issues #2883, #3004, #6150).
 --
--- KEYS[1]  lock key (hash, field <owner> -> hold count, the token field ARGV[6], the holder
---          field ARGV[10])
+-- KEYS[1]  lock key (hash, field <owner> -> hold count, the token field distlock:fencing-token,
+--          the holder field distlock:holder)
 -- KEYS[2]  queue redisson_lock_queue:{name} (list of owners, head first)
 -- KEYS[3]  scores redisson_lock_timeout:{name} (zset owner -> Redisson's score, ms)
 -- KEYS[4]  fencing counter of the lock's slot (string): <prefix>distlock:fencing-counter:{<tag>}
 -- KEYS[5]  liveness distlock_fair_liveness:{name} (zset owner -> liveness deadline, ms)
+-- KEYS[6]  hand-off entries distlock_fair_waiters:{name} (hash; see fair.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner field
 -- ARGV[3]  liveness timeout in ms
 -- ARGV[4]  mode: 'new' (fresh owner; a resend of a granted request answers the same grant)
 --                'nested' (re-entry: only if this owner holds the lock)
 -- ARGV[5]  '1' to join (or stay in) the queue when not granted; '0' for a single attempt
--- ARGV[6]  name of the token field in the lock hash
--- ARGV[7]  wake channel prefix redisson_lock__channel:{name} (a waiter's channel is
+-- ARGV[6]  wake channel prefix redisson_lock__channel:{name} (a waiter's channel is
 --          <prefix>:<owner>)
--- ARGV[8]  token floor of a new counter (decimal), or '<generation>:<floor>' (see prelude.lua's
+-- ARGV[7]  token floor of a new counter (decimal), or '<generation>:<floor>' (see prelude.lua's
 --          next_token)
--- ARGV[9]  the caller's whole wait in ms (Redisson's score arithmetic); 0 for no wait
--- ARGV[10] name of the holder field in the lock hash (distlock:holder): written on a grant to a
---          new holder, never on a re-entry or a resend; it goes with the key on the last release
--- ARGV[11] the client's holder metadata '<app>;<host>;<pid>': the holder field is
---          '<ARGV[11]>;<server time in s>' (prelude.lua's holder_value)
+-- ARGV[8]  the caller's whole wait in ms (Redisson's score arithmetic); 0 for no wait
+-- ARGV[9]  the client's holder metadata '<app>;<host>;<pid>': the holder field, written on a
+--          grant to a new holder (never on a re-entry or a resend; it goes with the key on the
+--          last release), is '<ARGV[9]>;<server time in s>' (prelude.lua's holder_value)
+-- ARGV[10] direct hand-off: '<initial_ms>;<client-id>' for a queued waiter that takes a
+--          hand-off (a release then grants it the lock with a lease of initial_ms and tells its
+--          client), '' for none. A free lock whose live head waiter takes hand-offs is handed
+--          to it by this script too.
 --
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
 --                                           '<sequence>' (decimal, at most 2^63 - 1) or
@@ -40,16 +43,16 @@
 --          refused PEXPIRE (e.g. NOPERM): nothing granted, the lock key and the queue as they
 --          were (stale heads may have been dropped).
 --
--- Uses now_ms, next_token, held_token, holder_value and expire_or_undo from prelude.lua, and
--- drop_stale_heads, queue_score, shift_scores from fair.lua (joined in front by
--- scripts/mod.rs).
+-- Uses now_ms, next_token, held_token, holder_value and expire_or_undo from prelude.lua,
+-- TOKEN_FIELD and HOLDER_FIELD from handoff.lua, and drop_stale_heads, queue_score,
+-- shift_scores and serve_head from fair.lua (joined in front by scripts/mod.rs).
 
 local now = now_ms()
 local exists = redis.call('exists', KEYS[1])
 local mine = exists == 1 and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 
 -- Drop dead waiters at the head; the new head is woken below if the lock is free.
-local dropped = drop_stale_heads(KEYS[2], KEYS[3], KEYS[5], now)
+local dropped = drop_stale_heads(KEYS[2], KEYS[3], KEYS[5], KEYS[6], now)
 
 if mine then
   if ARGV[4] == 'new' then
@@ -57,7 +60,7 @@ if mine then
     -- replica-confirmation (WAIT) on this connection then covers.
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])),
-            held_token(KEYS[1], ARGV[6], KEYS[4], ARGV[8])}
+            held_token(KEYS[1], TOKEN_FIELD, KEYS[4], ARGV[7])}
   end
   -- PEXPIRE first: when the server refuses it, nothing has been written.
   local err = expire_or_undo(KEYS[1], ARGV[1])
@@ -65,7 +68,7 @@ if mine then
     return err
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  return {1, count, held_token(KEYS[1], ARGV[6], KEYS[4], ARGV[8])}
+  return {1, count, held_token(KEYS[1], TOKEN_FIELD, KEYS[4], ARGV[7])}
 end
 if ARGV[4] == 'nested' then
   if exists == 1 then return {-2} end
@@ -74,9 +77,9 @@ end
 
 local head = redis.call('lindex', KEYS[2], 0)
 if exists == 0 and (head == false or head == ARGV[2]) then
-  local token = next_token(KEYS[4], ARGV[8])
-  redis.call('hset', KEYS[1], ARGV[2], 1, ARGV[6], token, ARGV[10],
-    holder_value(ARGV[11]))
+  local token = next_token(KEYS[4], ARGV[7])
+  redis.call('hset', KEYS[1], ARGV[2], 1, TOKEN_FIELD, token, HOLDER_FIELD,
+    holder_value(ARGV[9]))
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
     return err
@@ -86,24 +89,35 @@ if exists == 0 and (head == false or head == ARGV[2]) then
   end
   redis.call('zrem', KEYS[3], ARGV[2])
   redis.call('zrem', KEYS[5], ARGV[2])
-  shift_scores(KEYS[3], tonumber(ARGV[9]))
+  redis.call('hdel', KEYS[6], ARGV[2])
+  shift_scores(KEYS[3], tonumber(ARGV[8]))
   return {1, 1, token}
 end
 
-if exists == 0 and dropped and head ~= false then
-  -- pcall: a user without rights on the channel still gets its answer (the head re-checks
-  -- within its liveness period anyway).
-  publish(ARGV[7] .. ':' .. head, 0)
+-- Free, and another waiter is first: hand it the lock when it takes hand-offs; else wake it
+-- when dead heads were just dropped (it may not know it is first). pcall'd publish: a user
+-- without rights on the channel still gets its answer (the head re-checks within its
+-- liveness period anyway).
+if exists == 0 and head ~= false and
+    serve_head(KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[4], ARGV[7], ARGV[6], dropped) then
+  exists = 1
 end
 if ARGV[5] == '1' then
   -- Queued already: keep the place and its Redisson score; else join the tail.
   if redis.call('zscore', KEYS[3], ARGV[2]) == false then
-    local score = queue_score(KEYS[2], KEYS[3], KEYS[1], ARGV[2], tonumber(ARGV[9]), now)
+    local score = queue_score(KEYS[2], KEYS[3], KEYS[1], ARGV[2], tonumber(ARGV[8]), now)
     redis.call('zadd', KEYS[3], score, ARGV[2])
     redis.call('lrem', KEYS[2], 0, ARGV[2])
     redis.call('rpush', KEYS[2], ARGV[2])
   end
-  redis.call('zadd', KEYS[5], now + tonumber(ARGV[3]), ARGV[2])
+  local live = tonumber(ARGV[3])
+  redis.call('zadd', KEYS[5], now + live, ARGV[2])
+  if ARGV[10] ~= '' then
+    local initial, client = string.match(ARGV[10], '^(%d+);(.*)$')
+    redis.call('hset', KEYS[6], ARGV[2], initial .. ';' .. ARGV[8] .. ';' .. client .. ';' ..
+      ARGV[9])
+    redis.call('pexpire', KEYS[6], live)
+  end
 end
 if exists == 0 then
   return {0, -2}

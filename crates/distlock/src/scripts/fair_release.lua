@@ -1,49 +1,52 @@
--- fair_release.lua: release one hold of a fair lock; on the last, wake the head waiter.
+-- fair_release.lua: release one hold of a fair lock; on the last, hand the lock to the head
+-- waiter or wake it.
 --
 -- Redisson's RedissonFairLock unlock (publish to the next waiter's own channel) with
--- Redisson's unlock latch for resends, and dead heads removed first (fair.lua).
+-- Redisson's unlock latch for resends, and dead heads removed first (fair.lua). A head that
+-- takes direct hand-offs (a distlock waiter: an entry in the waiters hash) is granted the
+-- lock by this script and told on its client's grant channel instead (fair.lua's
+-- serve_head), so it holds the lock when the message arrives.
 --
 -- KEYS[1]  lock key (hash)
 -- KEYS[2]  queue redisson_lock_queue:{name}
 -- KEYS[3]  timeouts redisson_lock_timeout:{name}
 -- KEYS[4]  unlock latch redisson_unlock_latch:{name}:<request-id>
 -- KEYS[5]  liveness distlock_fair_liveness:{name}
--- ARGV[1]  unlock message ('0')
--- ARGV[2]  lease in ms for remaining holds
--- ARGV[3]  owner field
--- ARGV[4]  latch TTL in ms
--- ARGV[5]  wake channel prefix redisson_lock__channel:{name}
+-- KEYS[6]  fencing counter of the lock's slot (a hand-off issues the head's token)
+-- KEYS[7]  hand-off entries distlock_fair_waiters:{name} (hash; see fair.lua)
+-- ARGV[1]  lease in ms for remaining holds
+-- ARGV[2]  owner field
+-- ARGV[3]  latch TTL in ms
+-- ARGV[4]  wake channel prefix redisson_lock__channel:{name}
+-- ARGV[5]  token floor, as fair_acquire.lua's ARGV[7]
 --
--- Returns  1 released (key deleted with its token and holder fields, head woken); 0 holds
---          remain (the token and holder fields stay); -1 gone; -2 another owner.
+-- Returns  1 released (key deleted with its token and holder fields; then handed to the head
+--          or the head woken with '0', as Redisson's UNLOCK_MESSAGE); 0 holds remain (the
+--          token and holder fields stay); -1 gone; -2 another owner.
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
 --
--- Uses now_ms from prelude.lua and drop_stale_heads from fair.lua (joined in front by
--- scripts/mod.rs).
+-- Uses prelude.lua, handoff.lua and fair.lua (joined in front by scripts/mod.rs): now_ms,
+-- drop_stale_heads, serve_head.
 
 local prior = redis.call('get', KEYS[4])
 if prior then
   return tonumber(prior)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   if redis.call('exists', KEYS[1]) == 0 then
     return -1
   end
   return -2
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1)
 if counter > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[4], 0, 'px', ARGV[4])
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  redis.call('set', KEYS[4], 0, 'px', ARGV[3])
   return 0
 end
 redis.call('del', KEYS[1])
-drop_stale_heads(KEYS[2], KEYS[3], KEYS[5], now_ms())
-local head = redis.call('lindex', KEYS[2], 0)
-if head ~= false then
-  -- pcall: a user without rights on the channel (NOPERM) still gets the
-  -- result of what was done; waiters re-check on their own.
-  publish(ARGV[5] .. ':' .. head, ARGV[1])
-end
-redis.call('set', KEYS[4], 1, 'px', ARGV[4])
+-- The latch first: the release is done whatever the hand-off meets.
+redis.call('set', KEYS[4], 1, 'px', ARGV[3])
+drop_stale_heads(KEYS[2], KEYS[3], KEYS[5], KEYS[7], now_ms())
+serve_head(KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[7], KEYS[6], ARGV[5], ARGV[4], true)
 return 1

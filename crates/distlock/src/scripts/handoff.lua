@@ -1,7 +1,8 @@
--- handoff.lua: direct hand-off helpers of the plain lock. Not a script of its own:
--- scripts/mod.rs joins it (after prelude.lua, whose next_token, now_ms and holder_value it
--- uses) in front of lock_acquire.lua, lock_release.lua and lock_leave.lua at build time; it
--- reads no KEYS or ARGV and returns nothing, it only defines local functions.
+-- handoff.lua: direct hand-off helpers of the plain lock (and the grant message of the fair
+-- lock's). Not a script of its own: scripts/mod.rs joins it (after prelude.lua, whose
+-- next_token, now_ms and holder_value it uses) in front of lock_acquire.lua,
+-- lock_release.lua and lock_leave.lua, and of the fair-lock scripts, at build time; it reads
+-- no KEYS or ARGV and returns nothing, it only defines local functions.
 --
 -- The wait queue is distlock's own (Redisson's RLock has none), in the lock's hash slot:
 --   distlock_lock_queue:{<key>}    zset  waiting owner -> ticket (server ms at arrival; a
@@ -29,8 +30,14 @@
 --          (distlock:holder), as the client's distlock::layout constants.
 --
 -- queue_helpers()
---          A table of the helpers below (first_live_waiter, dequeue, enqueue, grant_to,
---          retake, hand_off_now) and RETAKES, made on each call.
+--          A table of the helpers below (announce, first_live_waiter, dequeue, enqueue,
+--          grant_to, retake, hand_off_now) and RETAKES, made on each call. The fair-lock
+--          scripts (fair.lua) use its announce for their own queue's hand-offs.
+--
+-- announce(lock, client, token, initial, owner)
+--          Publish the grant message 'h;<token>;<initial>;<owner>' of a hand-off on
+--          distlock_lock_grant:{<lock>}:<client> (the braces left out when the lock key has a
+--          hash tag of its own, as the client's distlock::layout::lock_grant_channel).
 --
 -- first_live_waiter(queue, waiters, now)
 --          The first waiter whose liveness deadline is after now (ms), and its entry; dead
@@ -47,10 +54,8 @@
 -- grant_to(lock, counter, floor, fenced, queue, waiters, owner, entry, counted)
 --          Hand the free lock to the queued owner (entry as first_live_waiter returns it):
 --          write its hold, token and holder field, set the initial lease, take it out of the
---          queue and publish the grant message on distlock_lock_grant:{<lock>}:<client-id>
---          (the braces left out when the lock key has a hash tag of its own, as the client's
---          distlock::layout::lock_grant_channel); counted (the caller's policy bounds re-takes):
---          also end the run of re-takes. (A strict-order caller leaves a count alone: a count
+--          queue and announce the grant to its client; counted (the caller's policy bounds
+--          re-takes): also end the run of re-takes. (A strict-order caller leaves a count alone: a count
 --          left too high only allows fewer re-takes.) Returns the token; nil (nothing granted, the
 --          lock deleted again) when the server refuses the PEXPIRE.
 --
@@ -92,6 +97,16 @@ local function queue_helpers()
     end
   end
 
+  local function announce(lock, client, token, initial, owner)
+    -- The grant channel shares the lock's slot: braces around the key unless it has a hash
+    -- tag of its own.
+    local channel = 'distlock_lock_grant:{' .. lock .. '}:'
+    if string.find(lock, '{', 1, true) then
+      channel = 'distlock_lock_grant:' .. lock .. ':'
+    end
+    publish(channel .. client, 'h;' .. token .. ';' .. initial .. ';' .. owner)
+  end
+
   local function dequeue(queue, waiters, owner)
     if redis.call('zrem', queue, owner) == 1 then
       redis.call('hdel', waiters, owner)
@@ -127,13 +142,7 @@ local function queue_helpers()
     if counted then
       redis.call('hdel', waiters, RETAKES)
     end
-    -- The grant channel shares the lock's slot: braces around the key unless it has a hash
-    -- tag of its own.
-    local channel = 'distlock_lock_grant:{' .. lock .. '}:'
-    if string.find(lock, '{', 1, true) then
-      channel = 'distlock_lock_grant:' .. lock .. ':'
-    end
-    publish(channel .. client, 'h;' .. token .. ';' .. initial .. ';' .. owner)
+    announce(lock, client, token, initial, owner)
     return token
   end
 
@@ -163,6 +172,7 @@ local function queue_helpers()
 
   return {
     RETAKES = RETAKES,
+    announce = announce,
     first_live_waiter = first_live_waiter,
     dequeue = dequeue,
     enqueue = enqueue,

@@ -12,7 +12,9 @@
 //! counter, server time in ms from one `TIME` per run, a TTL that must not fail half-way)
 //! joined in front of their text at build time; the leased-semaphore scripts also get
 //! `leases.lua` (migration of the old leases key, Redisson's reclaim of ended leases), the
-//! fair-lock scripts `fair.lua` (Redisson's queue score arithmetic, dead waiters at the head).
+//! plain lock's scripts `handoff.lua` (direct hand-off to queued waiters), and the fair-lock
+//! scripts `handoff.lua` and `fair.lua` (Redisson's queue score arithmetic, dead waiters at
+//! the head, hand-off to the head).
 
 use std::sync::LazyLock;
 
@@ -188,11 +190,12 @@ const PRELUDE: &str = include_str!("prelude.lua");
 /// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
 #[cfg(test)]
 const LEASES: &str = include_str!("leases.lua");
-/// The helpers joined (after the prelude, if used) in front of the fair-lock scripts.
+/// The helpers joined (after the prelude and the hand-off helpers) in front of the fair-lock
+/// scripts.
 #[cfg(test)]
 const FAIR: &str = include_str!("fair.lua");
 /// The direct hand-off helpers joined (after the prelude) in front of the plain lock's
-/// acquire, release and leave.
+/// acquire, release and leave, and of the fair-lock scripts.
 #[cfg(test)]
 const HANDOFF: &str = include_str!("handoff.lua");
 
@@ -217,11 +220,13 @@ scripts! {
     /// Extend a job lock if ours.
     JOB_EXTEND => "job_extend.lua",
     /// Grant a fair lock or queue the caller (liveness by server time).
-    FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua" "fair.lua",
-    /// Release one hold of a fair lock; wake the head waiter on the last.
-    FAIR_RELEASE => "fair_release.lua" with "prelude.lua" "fair.lua",
-    /// Leave a fair queue (cancel, timeout) or force-unlock; wake the head.
-    FAIR_LEAVE => "fair_leave.lua" with "fair.lua",
+    FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua" "handoff.lua" "fair.lua",
+    /// Release one hold of a fair lock; hand the lock to the head waiter on the last, or
+    /// wake it.
+    FAIR_RELEASE => "fair_release.lua" with "prelude.lua" "handoff.lua" "fair.lua",
+    /// Leave a fair queue (cancel, timeout; giving back a racing hand-off) or force-unlock;
+    /// hand the lock to the head or wake it.
+    FAIR_LEAVE => "fair_leave.lua" with "prelude.lua" "handoff.lua" "fair.lua",
     /// Take a read hold (write-preferring).
     RW_READ_ACQUIRE => "rw_read_acquire.lua" with "prelude.lua",
     /// Take a write hold; register as a waiting writer when refused.
@@ -324,12 +329,15 @@ mod tests {
                 "queue_score(",
                 "shift_scores(",
                 "leave_queue(",
+                "serve_head(",
             ]
             .iter()
             .any(|f| own.contains(f));
+            // The fair helpers hand off through the hand-off helpers (announce).
             let uses_handoff = ["first_live_waiter(", "enqueue(", "dequeue(", "hand_off("]
                 .iter()
-                .any(|f| own.contains(f));
+                .any(|f| own.contains(f))
+                || uses_fair;
             let mut expected = PUBLISH.to_string();
             if uses || uses_leases || uses_handoff {
                 expected.push_str(PRELUDE);
@@ -337,11 +345,11 @@ mod tests {
             if uses_leases {
                 expected.push_str(LEASES);
             }
-            if uses_fair {
-                expected.push_str(FAIR);
-            }
             if uses_handoff {
                 expected.push_str(HANDOFF);
+            }
+            if uses_fair {
+                expected.push_str(FAIR);
             }
             expected.push_str(own);
             assert_eq!(*run, expected, "{file}: helpers not joined as used");

@@ -1,9 +1,22 @@
-//! FairLock: FIFO grants, crashed and cancelled waiters.
+//! FairLock: FIFO grants, direct hand-off to the head, crashed and cancelled waiters.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use distlock::layout::fair_waiters;
+use distlock::{FairLock, LockGuard};
+
 use crate::util::*;
+
+fn exists(server: &RedisServer, key: &str) -> bool {
+    cmd::<i64>(server, &["EXISTS", key]) == 1
+}
+
+/// A task that acquires `lock` (waiting the default wait) and returns the guard.
+fn spawn_acquire(lock: &FairLock) -> tokio::task::JoinHandle<LockGuard> {
+    let lock = lock.clone();
+    tokio::spawn(async move { lock.acquire().await.unwrap() })
+}
 
 fn queue_len(server: &RedisServer, name: &str) -> i64 {
     cmd(
@@ -160,4 +173,156 @@ async fn fair_lock_shares_the_lock_guard_semantics() {
         w.fencing_token()
     );
     w.release().await.unwrap();
+}
+
+/// The last release grants the fair lock to the head waiter itself: the waiter's acquire
+/// returns on the grant message alone (no attempt of its own after the release), with a
+/// token above the releaser's, its hold in the lock hash, a lease of at most its own, and
+/// nothing left of it in the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_the_fair_lock_to_the_head_waiter() {
+    let (server, client) = setup().await;
+    // Long lease and liveness for the waiter: no heartbeat attempt inside the measured window.
+    let holder_lock = client
+        .fair_lock("fair-direct")
+        .lease(Duration::from_secs(60));
+    let waiter_lock = client
+        .fair_lock("fair-direct")
+        .lease(Duration::from_secs(20))
+        .liveness_timeout(Duration::from_secs(30));
+    let held = holder_lock.acquire().await.unwrap();
+    let waiter = spawn_acquire(&waiter_lock);
+    assert!(
+        eventually(Duration::from_secs(2), || queue_len(&server, "fair-direct")
+            == 1)
+        .await,
+        "the waiter did not queue"
+    );
+    assert!(exists(&server, &fair_waiters("fair-direct")));
+    // Let the waiter's subscriptions settle before counting.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    let released_token = held.fencing_token();
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the waiter was not handed the lock")
+        .unwrap();
+    assert_eq!(
+        evalsha_calls(&server),
+        1,
+        "only the release ran a script: the waiter made no attempt of its own"
+    );
+    assert!(got.fencing_token() > released_token);
+    let count: Option<i64> = cmd(&server, &["HGET", "fair-direct", got.owner().as_str()]);
+    assert_eq!(count, Some(1));
+    let pttl: i64 = cmd(&server, &["PTTL", "fair-direct"]);
+    assert!(pttl > 0 && pttl <= 20_000, "initial lease {pttl} ms");
+    assert_eq!(queue_len(&server, "fair-direct"), 0);
+    for key in [
+        "redisson_lock_timeout:{fair-direct}",
+        "distlock_fair_liveness:{fair-direct}",
+        &fair_waiters("fair-direct"),
+    ] {
+        assert!(!exists(&server, key), "{key} left behind");
+    }
+    assert!(got.is_held().await.unwrap());
+    got.release().await.unwrap();
+    assert!(!exists(&server, "fair-direct"));
+}
+
+/// A fair waiter whose acquire is cancelled around the release never keeps the lock: its
+/// leave gives a racing hand-off back, to the next waiter or free, whatever the timing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_fair_waiter_leaves_no_lock() {
+    let (server, client) = setup().await;
+    let lock = client.fair_lock("fair-cancel");
+    for round in 0..120u64 {
+        let holder = lock.acquire().await.unwrap();
+        let waiter = spawn_acquire(&lock);
+        assert!(
+            eventually(Duration::from_secs(2), || queue_len(&server, "fair-cancel")
+                == 1)
+            .await,
+            "round {round}: the waiter did not queue"
+        );
+        let release = tokio::spawn(async move { holder.release().await.unwrap() });
+        // Cancel at 0–2 ms around the release.
+        tokio::time::sleep(Duration::from_micros((round * 37) % 2000)).await;
+        waiter.abort();
+        release.await.unwrap();
+        match waiter.await {
+            // It finished first: a guard, dropped here (released in the background).
+            Ok(guard) => drop(guard),
+            Err(e) => assert!(e.is_cancelled()),
+        }
+        assert!(
+            eventually(Duration::from_secs(2), || !exists(&server, "fair-cancel")
+                && queue_len(&server, "fair-cancel") == 0
+                && !exists(&server, &fair_waiters("fair-cancel")))
+            .await,
+            "round {round}: a lock or queue entry was left: {:?}",
+            cmd::<Vec<String>>(&server, &["HGETALL", "fair-cancel"])
+        );
+    }
+}
+
+/// A fair waiter whose wait ends while the lock is being handed to it either returns the
+/// grant or gives it back: the lock is never left held by nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_fair_waiter_takes_or_gives_back_a_racing_hand_off() {
+    let (server, client) = setup().await;
+    let lock = client.fair_lock("fair-deadline");
+    for round in 0..40u64 {
+        let holder = lock.acquire().await.unwrap();
+        let wait = Duration::from_millis(150);
+        let waiter = {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.try_acquire_for(wait).await.unwrap() })
+        };
+        assert!(
+            eventually(Duration::from_secs(2), || queue_len(
+                &server,
+                "fair-deadline"
+            ) == 1)
+            .await
+        );
+        // Release close to the waiter's deadline.
+        tokio::time::sleep(Duration::from_millis(100 + (round * 7) % 60)).await;
+        holder.release().await.unwrap();
+        if let Some(g) = waiter.await.unwrap() {
+            assert!(g.is_held().await.unwrap(), "round {round}");
+            g.release().await.unwrap();
+        }
+        assert!(
+            eventually(Duration::from_secs(2), || !exists(&server, "fair-deadline")
+                && queue_len(&server, "fair-deadline") == 0)
+            .await,
+            "round {round}: the lock stayed held or queued"
+        );
+    }
+}
+
+/// A force unlock of a fair lock with a waiter queued hands the lock to that waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_force_unlock_hands_the_fair_lock_to_the_head_waiter() {
+    let (server, client) = setup().await;
+    let lock = client.fair_lock("fair-force");
+    let held = lock.acquire().await.unwrap();
+    let waiter = spawn_acquire(&lock);
+    assert!(
+        eventually(Duration::from_secs(2), || queue_len(&server, "fair-force")
+            == 1)
+        .await
+    );
+    assert!(lock.force_unlock().await.unwrap());
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the waiter was not handed the lock")
+        .unwrap();
+    assert!(got.fencing_token() > held.fencing_token());
+    assert!(got.is_held().await.unwrap());
+    assert!(!held.is_held().await.unwrap());
+    let _ = held.forget();
+    got.release().await.unwrap();
 }

@@ -38,15 +38,6 @@ fn exists(server: &RedisServer, key: &str) -> bool {
     cmd::<i64>(server, &["EXISTS", key]) == 1
 }
 
-fn evalsha_calls(server: &RedisServer) -> u64 {
-    let info: String = cmd(server, &["INFO", "commandstats"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 /// The release grants the lock to the waiter: the waiter's acquire returns on the grant
 /// message alone (no acquire of its own after the release), with a token above the
 /// releaser's, and the lock hash names it as the holder.

@@ -1130,6 +1130,60 @@ async fn mixed_fair_queue_keeps_fifo_and_exclusion() {
     mixed_fair_queue(0).await;
 }
 
+/// A distlock fair release with a distlock waiter at the head and a Redisson waiter behind
+/// it: the release hands the lock to the distlock waiter (no attempt of its own), moves the
+/// Redisson waiter's score up by the grantee's wait (Redisson's grant arithmetic) and leaves
+/// it queued and refused; the next release, with the Redisson waiter at the head, wakes it
+/// on its own channel, and it gets the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_hand_off_keeps_a_redisson_waiters_place_and_score() {
+    let (server, client) = setup().await;
+    let java = Java::new(&server, 0);
+    let name = "mixed-fair-handoff";
+    let jfair = java.fair_lock(name);
+    let r = 4;
+    let lock = client.fair_lock(name);
+    let held = lock.acquire().await.unwrap();
+    let wait = Duration::from_secs(30);
+    let d = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.try_acquire_for(wait).await.unwrap() })
+    };
+    assert!(eventually(Duration::from_secs(2), || jfair.queue().len() == 1).await);
+    assert!(jfair.try_lock(r).is_some(), "R is queued behind D");
+    let score = |who: &str| -> Option<i64> { cmd(&server, &["ZSCORE", &jfair.timeout, who]) };
+    let r_name = java.lock_name(r);
+    let before = score(&r_name).expect("R has a score");
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), d)
+        .await
+        .expect("D was not handed the lock")
+        .unwrap()
+        .expect("D got the lock");
+    assert_eq!(jfair.queue(), vec![r_name.clone()], "R stays queued");
+    assert_eq!(
+        score(&r_name),
+        Some(before - wait.as_millis() as i64),
+        "Redisson's grant arithmetic: R's score moves up by D's wait"
+    );
+    assert!(jfair.try_lock(r).is_some(), "R got the lock D holds");
+    let mut wake = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    wake.subscribe(jfair.waiter_channel(r)).await.unwrap();
+    got.release().await.unwrap();
+    let msg = tokio::time::timeout(Duration::from_secs(2), wake.on_message().next())
+        .await
+        .expect("D's release did not wake R on its channel")
+        .expect("wake subscription ended");
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+    assert_eq!(jfair.try_lock(r), None, "R locks the lock it was woken for");
+    assert_eq!(jfair.unlock(r), Some(1));
+    assert_eq!(jfair.queue(), Vec::<String>::new());
+}
+
 /// The same mixed fair-lock queue, with the Java host's clock 10 s ahead of the server's:
 /// Redisson's stale-waiter check (on the Java clock) never drops the live distlock waiter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

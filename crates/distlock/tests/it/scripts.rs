@@ -2,7 +2,8 @@
 //! twice, as a retry after a lost reply would.
 
 use distlock::layout::{
-    acquire_latch, fencing_counter, lock_queue, lock_waiters, redisson_fenced_token, unlock_latch,
+    acquire_latch, fair_waiters, fencing_counter, lock_queue, lock_waiters, redisson_fenced_token,
+    unlock_latch,
 };
 
 use crate::util::*;
@@ -117,4 +118,135 @@ fn nested_mode_never_grants_a_free_lock() {
     assert_eq!(acquire(&server, "c:1", "nested", "r1"), vec![-1]);
     acquire(&server, "c:2", "new", "r2");
     assert_eq!(acquire(&server, "c:1", "nested", "r3"), vec![-2]);
+}
+
+/// `fair_acquire.lua` for a fresh owner that waits `wait_ms` and takes hand-offs (its client
+/// id `client`), at lock `fair-idem`.
+fn fair_acquire(server: &RedisServer, owner: &str, wait_ms: u64, client: &str) -> Vec<String> {
+    let mut con = server.connection();
+    redis::cmd("EVAL")
+        .arg(source("fair_acquire.lua"))
+        .arg(6)
+        .arg("fair-idem")
+        .arg("redisson_lock_queue:{fair-idem}")
+        .arg("redisson_lock_timeout:{fair-idem}")
+        .arg(fencing_counter("", "fair-idem"))
+        .arg("distlock_fair_liveness:{fair-idem}")
+        .arg(fair_waiters("fair-idem"))
+        .arg(30000)
+        .arg(owner)
+        .arg(5000)
+        .arg("new")
+        .arg(if wait_ms > 0 { "1" } else { "0" })
+        .arg("redisson_lock__channel:{fair-idem}")
+        .arg("0")
+        .arg(wait_ms)
+        .arg("scripts;h;1")
+        .arg(if client.is_empty() {
+            String::new()
+        } else {
+            format!("4000;{client}")
+        })
+        .query(&mut con)
+        .unwrap()
+}
+
+/// `fair_leave.lua` for `owner` at lock `fair-idem`, deleting `delete` ('0', 'give-back').
+fn fair_leave(server: &RedisServer, owner: &str, delete: &str, wait_ms: u64) -> i64 {
+    let mut con = server.connection();
+    redis::cmd("EVAL")
+        .arg(source("fair_leave.lua"))
+        .arg(6)
+        .arg("fair-idem")
+        .arg("redisson_lock_queue:{fair-idem}")
+        .arg("redisson_lock_timeout:{fair-idem}")
+        .arg("distlock_fair_liveness:{fair-idem}")
+        .arg(fencing_counter("", "fair-idem"))
+        .arg(fair_waiters("fair-idem"))
+        .arg(owner)
+        .arg(delete)
+        .arg("redisson_lock__channel:{fair-idem}")
+        .arg(wait_ms)
+        .arg("0")
+        .query(&mut con)
+        .unwrap()
+}
+
+fn fair_release(server: &RedisServer, owner: &str, request: &str) -> i64 {
+    let mut con = server.connection();
+    redis::cmd("EVAL")
+        .arg(source("fair_release.lua"))
+        .arg(7)
+        .arg("fair-idem")
+        .arg("redisson_lock_queue:{fair-idem}")
+        .arg("redisson_lock_timeout:{fair-idem}")
+        .arg(unlock_latch("fair-idem", request))
+        .arg("distlock_fair_liveness:{fair-idem}")
+        .arg(fencing_counter("", "fair-idem"))
+        .arg(fair_waiters("fair-idem"))
+        .arg(30000)
+        .arg(owner)
+        .arg(3000)
+        .arg("redisson_lock__channel:{fair-idem}")
+        .arg("0")
+        .query(&mut con)
+        .unwrap()
+}
+
+fn fair_holders(server: &RedisServer) -> Vec<String> {
+    let mut fields: Vec<String> = cmd(server, &["HKEYS", "fair-idem"]);
+    fields.retain(|f| !f.starts_with("distlock:"));
+    fields
+}
+
+/// The fair scripts' hand-off, step by step: a release hands the lock to a head with a
+/// hand-off entry (with a higher token, and its initial lease) and does not to one without
+/// (a Redisson-style waiter, woken instead); a leave that gives back a hold it was handed
+/// passes the lock on to the next head; a plain leave keeps the hold.
+#[test]
+fn fair_scripts_hand_off_to_heads_with_an_entry_and_give_back_on_leave() {
+    let server = RedisServer::start();
+    let granted = fair_acquire(&server, "a", 0, "");
+    assert_eq!(granted[0], "1");
+    assert_eq!(fair_acquire(&server, "b", 60_000, "cb")[0], "0");
+    assert_eq!(fair_acquire(&server, "c", 60_000, "cc")[0], "0");
+    assert_eq!(
+        fair_acquire(&server, "r", 60_000, "")[0],
+        "0",
+        "r takes no hand-offs"
+    );
+    let entries: i64 = cmd(&server, &["HLEN", &fair_waiters("fair-idem")]);
+    assert_eq!(entries, 2, "b and c have entries, r none");
+
+    // a's release hands the lock to b.
+    assert_eq!(fair_release(&server, "a", "r1"), 1);
+    assert_eq!(fair_holders(&server), vec!["b".to_string()]);
+    let b_token: String = cmd(&server, &["HGET", "fair-idem", "distlock:fencing-token"]);
+    assert!(b_token.parse::<u64>().unwrap() > granted[2].parse::<u64>().unwrap());
+    let pttl: i64 = cmd(&server, &["PTTL", "fair-idem"]);
+    assert!(pttl > 3000 && pttl <= 4000, "b's initial lease: {pttl} ms");
+    let queue: Vec<String> = cmd(
+        &server,
+        &["LRANGE", "redisson_lock_queue:{fair-idem}", "0", "-1"],
+    );
+    assert_eq!(queue, vec!["c".to_string(), "r".to_string()]);
+
+    // b leaving without giving back keeps its hold; giving back passes it to c.
+    assert_eq!(fair_leave(&server, "b", "0", 60_000), 0);
+    assert_eq!(fair_holders(&server), vec!["b".to_string()]);
+    assert_eq!(fair_leave(&server, "b", "give-back", 60_000), 1);
+    assert_eq!(fair_holders(&server), vec!["c".to_string()]);
+
+    // c's release finds r at the head, without an entry: the lock is freed, not granted.
+    assert_eq!(fair_release(&server, "c", "r2"), 1);
+    assert!(fair_holders(&server).is_empty());
+    assert!(!cmd::<bool>(
+        &server,
+        &["EXISTS", &fair_waiters("fair-idem")]
+    ));
+    assert_eq!(
+        fair_acquire(&server, "r", 60_000, "")[0],
+        "1",
+        "r takes it itself"
+    );
 }

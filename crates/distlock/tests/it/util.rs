@@ -299,3 +299,14 @@ pub async fn setup_on(topology: Topology) -> (Deployment, Client) {
     let client = deployment.client().await;
     (deployment, client)
 }
+
+/// The number of `EVALSHA` calls `server` counted (`INFO commandstats`; 0 when none since
+/// start or `CONFIG RESETSTAT`).
+pub fn evalsha_calls(server: &RedisServer) -> u64 {
+    let info: String = cmd(server, &["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}

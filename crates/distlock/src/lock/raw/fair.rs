@@ -2,14 +2,16 @@
 //! (`redisson_lock_queue:{key}`) and Redisson's waiter scores (`redisson_lock_timeout:{key}`,
 //! Redisson's arithmetic, shared with Java waiters), with distlock waiters' liveness deadlines
 //! beside them (`distlock_fair_liveness:{key}`, server time); each waiter is woken on its own
-//! channel.
+//! channel. A distlock waiter that takes direct hand-offs also has an entry in
+//! `distlock_fair_waiters:{key}`: a release that finds it at the head grants it the lock and
+//! announces the grant on its client's grant channel, as the plain lock's hand-off does.
 
 use std::time::Duration;
 
 use super::{AcquireCall, Mode, Names, Queue, RawLock, ReleaseCall, Resend};
 use crate::conn::pubsub::Wake;
 use crate::holds::ReleaseRequest;
-use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD, UNLOCK_MESSAGE};
+use crate::keys;
 use crate::lock::Owner;
 use crate::scripts;
 
@@ -32,22 +34,42 @@ fn liveness_key(n: &Names) -> String {
     keys::prefixed("distlock_fair_liveness", &n.key)
 }
 
-/// `fair_leave.lua`: leave the queue, or with `force` delete the lock and wake the head.
+/// `fair_leave.lua`'s second argument: what it deletes before it serves the head.
+#[derive(Clone, Copy)]
+enum Delete {
+    /// Nothing: only leave the queue.
+    Nothing,
+    /// The leaving owner's hold, if it has one (a hand-off that raced the leave).
+    GiveBack,
+    /// The lock, whoever holds it (force unlock).
+    Force,
+}
+
+/// `fair_leave.lua`: leave the queue, or delete (see [`Delete`]); then hand the free lock to
+/// the head or wake it.
 fn leave_invocation(
     n: &Names,
     owner: &str,
-    force: bool,
+    delete: Delete,
     wait_ms: u64,
+    floor: &str,
 ) -> crate::scripts::Invocation<'static> {
     let mut inv = scripts::FAIR_LEAVE.prepare_invoke();
     inv.key(&n.key)
         .key(queue_key(n))
         .key(timeout_key(n))
         .key(liveness_key(n))
+        .key(&n.counter)
+        .key(keys::fair_waiters(&n.key))
         .arg(owner)
-        .arg(if force { "1" } else { "0" })
+        .arg(match delete {
+            Delete::Nothing => "0",
+            Delete::GiveBack => "give-back",
+            Delete::Force => "1",
+        })
         .arg(&n.channel)
-        .arg(wait_ms);
+        .arg(wait_ms)
+        .arg(floor);
     inv
 }
 
@@ -68,28 +90,43 @@ impl RawLock for Fair {
         self.liveness / 3
     }
 
+    fn handoff_liveness(&self) -> Option<Duration> {
+        Some(self.liveness)
+    }
+
+    fn grant_channel(&self, n: &Names, client_id: &str) -> Option<String> {
+        Some(keys::lock_grant_channel(&n.key, client_id))
+    }
+
     fn acquire(
         &self,
         n: &Names,
         c: &AcquireCall<'_>,
     ) -> (crate::scripts::Invocation<'static>, Resend) {
+        let liveness = self.liveness.as_millis() as u64;
+        // A fresh owner that waits takes hand-offs where the deployment allows them.
+        let entry = if c.handoff && c.mode == Mode::New && c.wait_ms > 0 {
+            format!("{};{}", c.lease_ms.min(liveness).max(1), c.client_id)
+        } else {
+            String::new()
+        };
         let mut inv = scripts::FAIR_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(queue_key(n))
             .key(timeout_key(n))
             .key(&n.counter)
             .key(liveness_key(n))
+            .key(keys::fair_waiters(&n.key))
             .arg(c.lease_ms)
             .arg(c.owner.as_str())
-            .arg(self.liveness.as_millis() as u64)
+            .arg(liveness)
             .arg(c.mode.short())
             .arg(if c.wait_ms > 0 { "1" } else { "0" })
-            .arg(TOKEN_FIELD)
             .arg(&n.channel)
             .arg(c.floor)
             .arg(c.wait_ms)
-            .arg(HOLDER_FIELD)
-            .arg(c.holder);
+            .arg(c.holder)
+            .arg(entry);
         (inv, nested_sent_once(c.mode))
     }
 
@@ -100,11 +137,13 @@ impl RawLock for Fair {
             .key(timeout_key(n))
             .key(c.latch)
             .key(liveness_key(n))
-            .arg(UNLOCK_MESSAGE)
+            .key(&n.counter)
+            .key(keys::fair_waiters(&n.key))
             .arg(c.lease_ms)
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
             .arg(&n.channel)
+            .arg(c.floor)
     }
 
     fn leave(
@@ -112,14 +151,23 @@ impl RawLock for Fair {
         n: &Names,
         owner: &str,
         wait_ms: u64,
-        _give_back: bool,
-        _floor: &str,
+        give_back: bool,
+        floor: &str,
     ) -> Option<crate::scripts::Invocation<'static>> {
-        Some(leave_invocation(n, owner, false, wait_ms))
+        let delete = if give_back {
+            Delete::GiveBack
+        } else {
+            Delete::Nothing
+        };
+        Some(leave_invocation(n, owner, delete, wait_ms, floor))
     }
 
-    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
-        leave_invocation(n, "", true, 0)
+    fn leave_gives_back(&self) -> bool {
+        true
+    }
+
+    fn force_unlock(&self, n: &Names, floor: &str) -> crate::scripts::Invocation<'static> {
+        leave_invocation(n, "", Delete::Force, 0, floor)
     }
 
     fn queue(&self, n: &Names) -> Option<Queue> {

@@ -60,8 +60,8 @@ pub(crate) struct AcquireCall<'a> {
     /// The client's id (the first part of its owners): where a hand-off to this waiter is
     /// announced.
     pub(crate) client_id: &'a str,
-    /// Whether a waiting fresh owner joins the kind's hand-off queue (the plain lock's, where
-    /// the deployment does not confirm grants by `WAIT`).
+    /// Whether a waiting fresh owner takes direct hand-offs (plain lock with hand-off on, fair
+    /// lock; where the deployment does not confirm grants by `WAIT`).
     pub(crate) handoff: bool,
 }
 
@@ -164,6 +164,13 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
         None
     }
 
+    /// How long a waiter queued for direct hand-off stays live without a new attempt (a
+    /// hand-off grants it at most this long an initial lease); `None` when the kind (or its
+    /// setting) hands off nothing.
+    fn handoff_liveness(&self) -> Option<Duration> {
+        None
+    }
+
     /// The channel a release announces a direct hand-off to a waiter of the client
     /// `client_id` on; `None` when the kind (or its setting) hands off nothing.
     fn grant_channel(&self, _n: &Names, _client_id: &str) -> Option<String> {
@@ -222,9 +229,10 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
         false
     }
 
-    /// The call that deletes the lock whoever holds it and wakes its waiters; it answers 1
-    /// when something was deleted.
-    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static>;
+    /// The call that deletes the lock whoever holds it and wakes its waiters (or hands the
+    /// lock to the head waiter, with a token issued from `floor`); it answers 1 when
+    /// something was deleted.
+    fn force_unlock(&self, n: &Names, floor: &str) -> crate::scripts::Invocation<'static>;
 
     /// The queue `status` reports.
     fn queue(&self, _n: &Names) -> Option<Queue> {

@@ -71,6 +71,10 @@ impl RawLock for Plain {
         Some(*self)
     }
 
+    fn handoff_liveness(&self) -> Option<Duration> {
+        self.queues().then_some(self.liveness)
+    }
+
     fn grant_channel(&self, n: &Names, client_id: &str) -> Option<String> {
         self.queues()
             .then(|| keys::lock_grant_channel(&n.key, client_id))
@@ -183,7 +187,7 @@ impl RawLock for Plain {
         self.queues()
     }
 
-    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
+    fn force_unlock(&self, n: &Names, _floor: &str) -> crate::scripts::Invocation<'static> {
         super::force_unlock_invocation(n, UNLOCK_MESSAGE)
     }
 

@@ -102,7 +102,7 @@ impl RawLock for Read {
         }
     }
 
-    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
+    fn force_unlock(&self, n: &Names, _floor: &str) -> crate::scripts::Invocation<'static> {
         force_unlock(n)
     }
 
@@ -175,7 +175,7 @@ impl RawLock for Write {
         Some(inv)
     }
 
-    fn force_unlock(&self, n: &Names) -> crate::scripts::Invocation<'static> {
+    fn force_unlock(&self, n: &Names, _floor: &str) -> crate::scripts::Invocation<'static> {
         force_unlock(n)
     }
 
