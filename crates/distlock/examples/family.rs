@@ -31,7 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "fair-wait" => {
             let lock = client.fair_lock(name.as_str()).liveness_timeout(ms());
             let guard = lock.acquire().await?;
-            println!("granted");
+            println!("granted {}", guard.fencing_token().get());
             guard.release().await?;
         }
         "lock-wait" => {

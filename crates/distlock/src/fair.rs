@@ -15,8 +15,9 @@
 //!
 //! A release that finds a distlock waiter at the head of the queue hands it the lock directly,
 //! as [`Handoff::Fifo`](crate::Handoff::Fifo) does for [`Lock`]: the release script grants it
-//! (hold count 1, a fresh fencing token, an initial lease of the waiter's lease, at most its
-//! liveness timeout, until the new holder sets its full lease) and announces it on the
+//! (hold count 1, a fresh fencing token, an initial lease of the waiter's lease, ending at the
+//! latest at its liveness deadline, until the new holder sets its full lease) and announces
+//! it on the
 //! waiter's client channel, so the waiter holds the lock when the message arrives: one
 //! message after the release instead of a wake-up and an attempt. A Redisson waiter at the
 //! head is woken on its own channel, as Redisson's release does. Where replicas confirm
@@ -54,8 +55,9 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 ///
 /// A release that finds a distlock waiter at the head of the queue hands it the lock directly,
 /// as [`Handoff::Fifo`](crate::Handoff::Fifo) does for [`Lock`]: the release script grants it
-/// (hold count 1, a fresh fencing token, an initial lease of the waiter's lease, at most its
-/// liveness timeout, until the new holder sets its full lease) and announces it on the
+/// (hold count 1, a fresh fencing token, an initial lease of the waiter's lease, ending at the
+/// latest at its liveness deadline, until the new holder sets its full lease) and announces
+/// it on the
 /// waiter's client channel, so the waiter holds the lock when the message arrives: one
 /// message after the release instead of a wake-up and an attempt. A Redisson waiter at the
 /// head is woken on its own channel, as Redisson's release does. Where replicas confirm

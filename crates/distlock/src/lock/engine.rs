@@ -589,9 +589,10 @@ struct LockRequest {
     /// Where a release announces a direct hand-off to this waiter (a fair lock, or a plain
     /// lock with hand-off on; a fresh owner that waits).
     grant_channel: Option<String>,
-    /// The highest fencing token of another holder this request's attempts found: a
-    /// hand-off message with a token at or below it was made before that attempt and has
-    /// run out since (read late), so it is not a grant.
+    /// The highest token this request's refused attempts reported (another holder's, or the
+    /// last one issued in the lock's slot): a hand-off message with a token at or below it
+    /// was made before that attempt and has run out or been given back since (read late),
+    /// so it is not a grant.
     holder_seen: std::sync::Mutex<Option<u128>>,
 }
 

@@ -194,9 +194,10 @@ impl Lock {
 
     /// The same lock with another liveness timeout for its queued waiters (a [`Duration`],
     /// at least 3 ms; 5 seconds by default, as the fair lock's): a waiter that has not
-    /// re-attempted within it is passed over by a hand-off, and a hand-off grants at most
-    /// this long an initial lease (so a waiter that died just after its last attempt blocks
-    /// the lock at most this long). Each waiter attempts once per third of it. No I/O.
+    /// re-attempted within it is passed over by a hand-off, and a hand-off's initial lease
+    /// ends at the latest when the waiter's liveness would have (so a waiter that died just
+    /// after its last attempt blocks the lock no longer than it would have kept its place).
+    /// Each waiter attempts once per third of it. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
         let mut plain = self.inner.raw.plain().unwrap_or_default();
         plain.liveness = liveness.max(Duration::from_millis(3));

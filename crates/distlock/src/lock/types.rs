@@ -98,7 +98,8 @@ pub struct FencingToken(pub u128);
 /// and renews a *liveness deadline* there with each attempt, as a fair lock's waiter does. A
 /// release that finds a live waiter does not free the lock: the release script itself grants
 /// it to the first live waiter — hold count 1, a fresh fencing token, a short initial lease
-/// (the waiter's lease, at most its liveness timeout, until the new holder renews it) — and
+/// (the waiter's lease, ending at the latest at its liveness deadline, until the new holder
+/// renews it) — and
 /// publishes the grant on that waiter's client channel, so the waiter already holds the lock
 /// when the message arrives: one message, no second round trip, no thundering herd, no
 /// barging by the releasing client. A waiter that died is passed over once its liveness

@@ -40,7 +40,7 @@
 -- serve_head(lock, queue, timeouts, liveness, waiters, counter, floor, prefix, wake)
 --          The lock is free: a head waiter with an entry in the waiters hash is handed the
 --          lock (hold count 1, a fresh token from counter and floor, the holder field, a lease
---          of its initial_ms), taken out of the queue with Redisson's grant arithmetic, and
+--          of its initial_ms, at most what is left until its liveness deadline), taken out of the queue with Redisson's grant arithmetic, and
 --          told on its client's grant channel (handoff.lua's announce). Any other head (a
 --          Redisson waiter, a distlock waiter without hand-off) is sent '0' on its own
 --          channel <prefix>:<owner> when wake is true. Returns whether it handed the lock
@@ -132,6 +132,12 @@ local function serve_head(lock, queue, timeouts, liveness, waiters, counter, flo
     initial, wait, client, meta = string.match(entry, '^(%d+);(%d+);([^;]*);(.*)$')
   end
   if initial then
+    -- No longer than the head's liveness deadline: a head that died (or stopped) after its
+    -- last attempt keeps the lock no longer than it would have kept its place.
+    local deadline = redis.call('zscore', liveness, head)
+    if deadline then
+      initial = math.max(1, math.min(tonumber(initial), tonumber(deadline) - now_ms()))
+    end
     local token = next_token(counter, floor)
     redis.call('hset', lock, head, 1, TOKEN_FIELD, token, HOLDER_FIELD, holder_value(meta))
     -- The server refused PEXPIRE (ACL): the grant is undone and the head woken instead.

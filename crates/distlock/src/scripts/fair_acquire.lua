@@ -35,8 +35,12 @@
 -- Returns  {1, hold_count, fencing_token}  granted (or re-entered); the token as a string:
 --                                           '<sequence>' (decimal, at most 2^63 - 1) or
 --                                           '<generation>:<sequence>'
---          {0, wait_ms}                     not granted (wait_ms: lock PTTL, -2 when free but
---                                            an earlier waiter is first, -1 no TTL)
+--          {0, wait_ms, issued}             not granted (wait_ms: lock PTTL, -2 when free but
+--                                            an earlier waiter is first, -1 no TTL); issued:
+--                                            the last token the slot's counter issued (as a
+--                                            token is written), '' when it has none: a
+--                                            hand-off message to the caller with a token at or
+--                                            below it is stale
 --          {-1} / {-2}                      mode 'nested': gone / another owner holds it
 -- Errors   WRONGTYPE when KEYS[1] holds another type (raised before any write).
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
@@ -119,7 +123,13 @@ if ARGV[5] == '1' then
     redis.call('pexpire', KEYS[6], live)
   end
 end
-if exists == 0 then
-  return {0, -2}
+-- The last token issued in the lock's slot: a hand-off message to this caller with a token at
+-- or below it was sent before this attempt, so it ran out or was given back since.
+local issued = redis.call('get', KEYS[4])
+if not issued or not (string.find(issued, '^%d+$') or string.find(issued, '^%d+:%d+$')) then
+  issued = ''
 end
-return {0, redis.call('pttl', KEYS[1])}
+if exists == 0 then
+  return {0, -2, issued}
+end
+return {0, redis.call('pttl', KEYS[1]), issued}

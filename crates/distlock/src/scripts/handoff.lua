@@ -16,9 +16,10 @@
 --   distlock:retakes               the number of grants in a row that passed the queue's
 --                                  head; reset by a grant to the head
 -- Both keys expire with the last live entry (their TTL is reset to the liveness timeout by
--- every attempt of a waiter), so a queue whose waiters all died leaves nothing behind. A hand-off grants the first live waiter the
--- lock (hold count 1, a fresh fencing token, the holder field, a lease of its initial_ms) and
--- publishes 'h;<token>;<initial_ms>;<owner>' on '<grant prefix>:<client-id>'.
+-- every attempt of a waiter), so a queue whose waiters all died leaves nothing behind. A
+-- hand-off grants the first live waiter the lock (hold count 1, a fresh fencing token, the
+-- holder field, a lease of its initial_ms, at most what is left until its liveness deadline)
+-- and publishes 'h;<token>;<lease ms>;<owner>' on '<grant prefix>:<client-id>'.
 --
 -- The common paths (a free lock with nobody queued, a final release with nobody queued) use
 -- only hand_off's first EXISTS: every other helper is made by queue_helpers() on the path
@@ -53,7 +54,8 @@
 --
 -- grant_to(lock, counter, floor, fenced, queue, waiters, owner, entry, counted)
 --          Hand the free lock to the queued owner (entry as first_live_waiter returns it):
---          write its hold, token and holder field, set the initial lease, take it out of the
+--          write its hold, token and holder field, set the initial lease (its initial_ms, at
+--          most what is left until its liveness deadline), take it out of the
 --          queue and announce the grant to its client; counted (the caller's policy bounds
 --          re-takes): also end the run of re-takes. (A strict-order caller leaves a count alone: a count
 --          left too high only allows fewer re-takes.) Returns the token; nil (nothing granted, the
@@ -130,7 +132,10 @@ local function queue_helpers()
   end
 
   local function grant_to(lock, counter, floor, fenced, queue, waiters, owner, entry, counted)
-    local initial, client, meta = string.match(entry, '^%d+;(%d+);([^;]*);(.*)$')
+    local deadline, initial, client, meta = string.match(entry, '^(%d+);(%d+);([^;]*);(.*)$')
+    -- No longer than the waiter's liveness deadline: a waiter that died (or stopped) after
+    -- its last attempt keeps the lock no longer than it would have kept its place.
+    initial = math.max(1, math.min(tonumber(initial), tonumber(deadline) - now_ms()))
     local token = next_token(counter, floor, fenced)
     redis.call('hset', lock, owner, 1, TOKEN_FIELD, token, HOLDER_FIELD, holder_value(meta))
     if expire_or_undo(lock, initial, lock) then

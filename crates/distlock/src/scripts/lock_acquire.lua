@@ -49,9 +49,11 @@
 --                                           '<generation>:<sequence>'
 --          {0, pttl, token}                 held by another owner; pttl in ms (-1: no TTL);
 --                                           also after a hand-off to the first waiter; the
---                                           holder's fencing token ('' when it has none: a
---                                           Redisson hold): a waiter's hand-off message with
---                                           a token at or below it is stale
+--                                           holder's fencing token, or for a holder without
+--                                           one (a Redisson hold) the last token the slot's
+--                                           counter issued ('' when neither): a waiter's
+--                                           hand-off message with a token at or below it is
+--                                           stale
 --          {-1}                             mode 'nested': the lock is gone; modes 'as',
 --                                           'nested': a resend whose first send was
 --                                           granted, but the hold has ended since
@@ -167,4 +169,13 @@ end
 if ARGV[8] ~= '' then
   queue_helpers().enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[8], ARGV[6], now_ms())
 end
-return {0, pttl, redis.call('hget', KEYS[1], TOKEN_FIELD) or ''}
+local seen = redis.call('hget', KEYS[1], TOKEN_FIELD)
+if not seen then
+  -- A holder without a token (Redisson's): the last token issued in the slot bounds every
+  -- hand-off made before this attempt just as well.
+  seen = redis.call('get', KEYS[2])
+  if not seen or not (string.find(seen, '^%d+$') or string.find(seen, '^%d+:%d+$')) then
+    seen = ''
+  end
+end
+return {0, pttl, seen}

@@ -326,3 +326,58 @@ async fn a_force_unlock_hands_the_fair_lock_to_the_head_waiter() {
     let _ = held.forget();
     got.release().await.unwrap();
 }
+
+/// A hand-off read late — the waiter's process was stopped past the hand-off's initial lease,
+/// and the lock went on meanwhile — is not taken as a grant, even when the resumed waiter's
+/// own attempt runs before it reads the message (the attempt reports the last token issued,
+/// which is above the stale one): the waiter waits its turn and gets a newer token than the
+/// holder after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_hand_off_read_after_its_lease_ran_out_is_not_a_grant() {
+    let (server, client) = setup().await;
+    let lock = client.fair_lock("fair-late");
+    let holder = lock.acquire().await.unwrap();
+    let mut victim = family(&["fair-wait", &server.url(), "fair-late", "900"]);
+    assert!(
+        eventually(Duration::from_secs(5), || queue_len(&server, "fair-late")
+            == 1)
+        .await
+    );
+    let next = spawn_acquire(&lock);
+    assert!(
+        eventually(Duration::from_secs(2), || queue_len(&server, "fair-late")
+            == 2)
+        .await
+    );
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &victim.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {sig}");
+    };
+    signal("-STOP");
+    // Handed to the stopped process (its liveness deadline is still ahead), then passed on
+    // once its initial lease ran out and its deadline passed.
+    holder.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), next)
+        .await
+        .expect("the next waiter never got the lock")
+        .unwrap();
+    signal("-CONT");
+    // The resumed waiter reads its old hand-off; it must not report that grant.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let later = got.fencing_token();
+    got.release().await.unwrap();
+    let line = first_line(&mut victim);
+    let token: u128 = line
+        .strip_prefix("granted ")
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the resumed waiter printed {line:?}"));
+    assert!(
+        token > later.get(),
+        "the resumed waiter reported token {token}, below the {} granted after its hand-off",
+        later.get()
+    );
+    victim.wait().unwrap();
+}

@@ -95,8 +95,10 @@ pub(crate) enum Attempt {
         hold_count: u32,
         token: u128,
     },
-    /// Held by another owner: its PTTL, and its fencing token where the script reports it
-    /// (the plain lock's, when the holder has one).
+    /// Held by another owner: its PTTL, and a token at or above the holder's where the
+    /// script reports one (the plain lock: the holder's token, when it has one; the fair
+    /// lock: the last token issued in the lock's slot). A hand-off message with a token at
+    /// or below it was sent before this attempt.
     Held {
         pttl_ms: i64,
         holder_token: Option<u128>,
