@@ -172,8 +172,8 @@ pub const MINIMAL_ACL: &[(&str, &str)] = &[
     ),
     (
         "fair_lock",
-        "+exists +get +set +del +hexists +hget +hset +hincrby +pexpire +pttl +publish +time \
-         +lindex +lpop +rpush +lrem +lrange +zadd +zrem +zscore +zrange +zincrby",
+        "+exists +get +set +del +hexists +hget +hset +hincrby +hdel +pexpire +pttl +publish \
+         +time +lindex +lpop +rpush +lrem +lrange +zadd +zrem +zscore +zrange +zincrby",
     ),
     (
         "rw_lock",
