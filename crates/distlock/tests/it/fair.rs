@@ -337,47 +337,13 @@ async fn a_fair_hand_off_read_after_its_lease_ran_out_is_not_a_grant() {
     let (server, client) = setup().await;
     let lock = client.fair_lock("fair-late");
     let holder = lock.acquire().await.unwrap();
-    let mut victim = family(&["fair-wait", &server.url(), "fair-late", "900"]);
-    assert!(
-        eventually(Duration::from_secs(5), || queue_len(&server, "fair-late")
-            == 1)
-        .await
-    );
-    let next = spawn_acquire(&lock);
-    assert!(
-        eventually(Duration::from_secs(2), || queue_len(&server, "fair-late")
-            == 2)
-        .await
-    );
-    let signal = |sig: &str| {
-        let status = std::process::Command::new("kill")
-            .args([sig, &victim.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill {sig}");
-    };
-    signal("-STOP");
-    // Handed to the stopped process (its liveness deadline is still ahead), then passed on
-    // once its initial lease ran out and its deadline passed.
-    holder.release().await.unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(5), next)
-        .await
-        .expect("the next waiter never got the lock")
-        .unwrap();
-    signal("-CONT");
-    // The resumed waiter reads its old hand-off; it must not report that grant.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let later = got.fencing_token();
-    got.release().await.unwrap();
-    let line = first_line(&mut victim);
-    let token: u128 = line
-        .strip_prefix("granted ")
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or_else(|| panic!("the resumed waiter printed {line:?}"));
-    assert!(
-        token > later.get(),
-        "the resumed waiter reported token {token}, below the {} granted after its hand-off",
-        later.get()
-    );
-    victim.wait().unwrap();
+    crate::handoff::a_late_hand_off_is_no_grant(
+        &server,
+        "fair-wait",
+        "fair-late",
+        holder,
+        || spawn_acquire(&lock),
+        || queue_len(&server, "fair-late") as usize,
+    )
+    .await;
 }

@@ -463,13 +463,38 @@ async fn a_hand_off_message_that_never_arrives_is_found_by_the_next_attempt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hand_off_read_after_its_lease_ran_out_is_not_a_grant() {
     let (server, client) = setup().await;
-    let liveness = Duration::from_millis(900);
-    let lock = client.lock("late").liveness_timeout(liveness);
+    let lock = client
+        .lock("late")
+        .liveness_timeout(Duration::from_millis(900));
     let holder = lock.acquire().await.unwrap();
-    let mut victim = family(&["lock-wait", &server.url(), "late", "900"]);
-    assert!(queued_within(&server, "late", 1, Duration::from_secs(5)).await);
-    let next = spawn_acquire(&lock);
-    assert!(queued_within(&server, "late", 2, Duration::from_secs(2)).await);
+    a_late_hand_off_is_no_grant(
+        &server,
+        "lock-wait",
+        "late",
+        holder,
+        || spawn_acquire(&lock),
+        || queued(&server, "late").len(),
+    )
+    .await;
+}
+
+/// The body of the plain and fair "hand-off read after its lease ran out" tests. `holder`
+/// holds lock `name`; a `family <kind>` process (liveness 900 ms) queues behind it, then
+/// `spawn_next`'s waiter (`queued` counts the queue). The process is stopped and the holder
+/// releases: the lock is handed to the stopped process, runs out and goes to the next
+/// waiter. Once resumed, the process must report a grant newer than that waiter's.
+pub(crate) async fn a_late_hand_off_is_no_grant(
+    server: &RedisServer,
+    kind: &str,
+    name: &str,
+    holder: LockGuard,
+    spawn_next: impl FnOnce() -> tokio::task::JoinHandle<LockGuard>,
+    queued: impl Fn() -> usize,
+) {
+    let mut victim = family(&[kind, &server.url(), name, "900"]);
+    assert!(eventually(Duration::from_secs(5), || queued() == 1).await);
+    let next = spawn_next();
+    assert!(eventually(Duration::from_secs(2), || queued() == 2).await);
     let signal = |sig: &str| signal(&victim, sig);
     signal("-STOP");
     // Handed to the stopped process (its deadline is still ahead), then passed on when its
