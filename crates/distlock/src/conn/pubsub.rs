@@ -702,6 +702,11 @@ async fn run(
             cmd = rx.recv() => {
                 let Some(Cmd::Sync(name)) = cmd else { return };
                 if let Err(e) = reconcile(c, &shared, &name).await {
+                    // The client was dropped meanwhile (its connections go with it): nothing
+                    // broke that anyone still needs.
+                    if rx.is_closed() {
+                        return;
+                    }
                     // The next connection subscribes to every local channel, this one too.
                     tracing::warn!(error = format_args!("{e:#}"), "subscription connection broke");
                     conn = None;
@@ -743,6 +748,9 @@ async fn run(
                         }
                     }
                     Event::Closed => {
+                        if rx.is_closed() {
+                            return;
+                        }
                         tracing::warn!("subscription connection closed; reconnecting");
                         conn = None;
                     }

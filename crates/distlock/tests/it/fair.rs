@@ -8,10 +8,6 @@ use distlock::{FairLock, LockGuard};
 
 use crate::util::*;
 
-fn exists(server: &RedisServer, key: &str) -> bool {
-    cmd::<i64>(server, &["EXISTS", key]) == 1
-}
-
 /// A task that acquires `lock` (waiting the default wait) and returns the guard.
 fn spawn_acquire(lock: &FairLock) -> tokio::task::JoinHandle<LockGuard> {
     let lock = lock.clone();
@@ -236,35 +232,14 @@ async fn a_release_hands_the_fair_lock_to_the_head_waiter() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_fair_waiter_leaves_no_lock() {
     let (server, client) = setup().await;
-    let lock = client.fair_lock("fair-cancel");
-    for round in 0..120u64 {
-        let holder = lock.acquire().await.unwrap();
-        let waiter = spawn_acquire(&lock);
-        assert!(
-            eventually(Duration::from_secs(2), || queue_len(&server, "fair-cancel")
-                == 1)
-            .await,
-            "round {round}: the waiter did not queue"
-        );
-        let release = tokio::spawn(async move { holder.release().await.unwrap() });
-        // Cancel at 0–2 ms around the release.
-        tokio::time::sleep(Duration::from_micros((round * 37) % 2000)).await;
-        waiter.abort();
-        release.await.unwrap();
-        match waiter.await {
-            // It finished first: a guard, dropped here (released in the background).
-            Ok(guard) => drop(guard),
-            Err(e) => assert!(e.is_cancelled()),
-        }
-        assert!(
-            eventually(Duration::from_secs(2), || !exists(&server, "fair-cancel")
-                && queue_len(&server, "fair-cancel") == 0
-                && !exists(&server, &fair_waiters("fair-cancel")))
-            .await,
-            "round {round}: a lock or queue entry was left: {:?}",
-            cmd::<Vec<String>>(&server, &["HGETALL", "fair-cancel"])
-        );
-    }
+    crate::handoff::cancelled_waiters_leave_no_lock(
+        &server,
+        &client.fair_lock("fair-cancel"),
+        120,
+        || queue_len(&server, "fair-cancel") as usize,
+        || !exists(&server, &fair_waiters("fair-cancel")),
+    )
+    .await;
 }
 
 /// A fair waiter whose wait ends while the lock is being handed to it either returns the
@@ -272,35 +247,12 @@ async fn a_cancelled_fair_waiter_leaves_no_lock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_fair_waiter_takes_or_gives_back_a_racing_hand_off() {
     let (server, client) = setup().await;
-    let lock = client.fair_lock("fair-deadline");
-    for round in 0..40u64 {
-        let holder = lock.acquire().await.unwrap();
-        let wait = Duration::from_millis(150);
-        let waiter = {
-            let lock = lock.clone();
-            tokio::spawn(async move { lock.try_acquire_for(wait).await.unwrap() })
-        };
-        assert!(
-            eventually(Duration::from_secs(2), || queue_len(
-                &server,
-                "fair-deadline"
-            ) == 1)
-            .await
-        );
-        // Release close to the waiter's deadline.
-        tokio::time::sleep(Duration::from_millis(100 + (round * 7) % 60)).await;
-        holder.release().await.unwrap();
-        if let Some(g) = waiter.await.unwrap() {
-            assert!(g.is_held().await.unwrap(), "round {round}");
-            g.release().await.unwrap();
-        }
-        assert!(
-            eventually(Duration::from_secs(2), || !exists(&server, "fair-deadline")
-                && queue_len(&server, "fair-deadline") == 0)
-            .await,
-            "round {round}: the lock stayed held or queued"
-        );
-    }
+    crate::handoff::timed_out_waiters_leave_no_lock(
+        &server,
+        &client.fair_lock("fair-deadline"),
+        || queue_len(&server, "fair-deadline") as usize,
+    )
+    .await;
 }
 
 /// A force unlock of a fair lock with a waiter queued hands the lock to that waiter.

@@ -34,10 +34,6 @@ fn signal(child: &std::process::Child, sig: &str) {
     assert!(status.success(), "kill {sig} {pid}");
 }
 
-fn exists(server: &RedisServer, key: &str) -> bool {
-    cmd::<i64>(server, &["EXISTS", key]) == 1
-}
-
 /// The release grants the lock to the waiter: the waiter's acquire returns on the grant
 /// message alone (no acquire of its own after the release), with a token above the
 /// releaser's, and the lock hash names it as the holder.
@@ -354,12 +350,80 @@ async fn a_waiter_dead_before_its_deadline_blocks_the_lock_at_most_until_that_de
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_waiter_leaves_no_lock() {
     let (server, client) = setup().await;
-    let lock = client.lock("cancel");
-    for round in 0..150u64 {
-        let holder = lock.acquire().await.unwrap();
-        let waiter = spawn_acquire(&lock);
+    cancelled_waiters_leave_no_lock(
+        &server,
+        &client.lock("cancel"),
+        150,
+        || queued(&server, "cancel").len(),
+        || !exists(&server, &lock_queue("cancel")) && !exists(&server, &lock_waiters("cancel")),
+    )
+    .await;
+}
+
+/// A waiter whose wait ends while the lock is being handed to it either returns the grant
+/// or gives it back: the lock is never left held by nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_waiter_takes_or_gives_back_a_racing_hand_off() {
+    let (server, client) = setup().await;
+    timed_out_waiters_leave_no_lock(&server, &client.lock("deadline"), || {
+        queued(&server, "deadline").len()
+    })
+    .await;
+}
+
+/// What the shared hand-off test bodies need of a plain or a fair lock.
+pub(crate) trait Queued: Clone + Send + Sync + 'static {
+    fn key(&self) -> &str;
+    fn take(&self) -> impl std::future::Future<Output = LockGuard> + Send;
+    fn take_within(
+        &self,
+        wait: Duration,
+    ) -> impl std::future::Future<Output = Option<LockGuard>> + Send;
+}
+
+impl Queued for Lock {
+    fn key(&self) -> &str {
+        Lock::key(self)
+    }
+    async fn take(&self) -> LockGuard {
+        self.acquire().await.unwrap()
+    }
+    async fn take_within(&self, wait: Duration) -> Option<LockGuard> {
+        self.try_acquire_for(wait).await.unwrap()
+    }
+}
+
+impl Queued for distlock::FairLock {
+    fn key(&self) -> &str {
+        distlock::FairLock::key(self)
+    }
+    async fn take(&self) -> LockGuard {
+        self.acquire().await.unwrap()
+    }
+    async fn take_within(&self, wait: Duration) -> Option<LockGuard> {
+        self.try_acquire_for(wait).await.unwrap()
+    }
+}
+
+/// `rounds` times: a waiter of `lock` queues (`queued` counts the queue), the holder
+/// releases and the waiter is cancelled 0–2 ms around the release. After each round neither
+/// the lock nor, by `queue_gone`, its queue is left.
+pub(crate) async fn cancelled_waiters_leave_no_lock<L: Queued>(
+    server: &RedisServer,
+    lock: &L,
+    rounds: u64,
+    queued: impl Fn() -> usize,
+    queue_gone: impl Fn() -> bool,
+) {
+    let key = lock.key().to_string();
+    for round in 0..rounds {
+        let holder = lock.take().await;
+        let waiter = {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.take().await })
+        };
         assert!(
-            queued_within(&server, "cancel", 1, Duration::from_secs(2)).await,
+            eventually(Duration::from_secs(2), || queued() == 1).await,
             "round {round}: the waiter did not queue"
         );
         let release = tokio::spawn(async move { holder.release().await.unwrap() });
@@ -373,30 +437,32 @@ async fn a_cancelled_waiter_leaves_no_lock() {
             Err(e) => assert!(e.is_cancelled()),
         }
         assert!(
-            eventually(Duration::from_secs(2), || !exists(&server, "cancel")
-                && !exists(&server, &lock_queue("cancel"))
-                && !exists(&server, &lock_waiters("cancel")))
+            eventually(Duration::from_secs(2), || !exists(server, &key)
+                && queued() == 0
+                && queue_gone())
             .await,
             "round {round}: a lock or queue entry was left: {:?}",
-            cmd::<Vec<String>>(&server, &["HGETALL", "cancel"])
+            cmd::<Vec<String>>(server, &["HGETALL", &key])
         );
     }
 }
 
-/// A waiter whose wait ends while the lock is being handed to it either returns the grant
-/// or gives it back: the lock is never left held by nobody.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timed_out_waiter_takes_or_gives_back_a_racing_hand_off() {
-    let (server, client) = setup().await;
-    let lock = client.lock("deadline");
+/// 40 times: a waiter of `lock` with a 150 ms wait queues (`queued` counts the queue) and the
+/// holder releases close to the waiter's deadline. The waiter returns the grant or gives it
+/// back: the lock is never left held by nobody, nor anyone queued.
+pub(crate) async fn timed_out_waiters_leave_no_lock<L: Queued>(
+    server: &RedisServer,
+    lock: &L,
+    queued: impl Fn() -> usize,
+) {
+    let key = lock.key().to_string();
     for round in 0..40u64 {
-        let holder = lock.acquire().await.unwrap();
-        let wait = Duration::from_millis(150);
+        let holder = lock.take().await;
         let waiter = {
             let lock = lock.clone();
-            tokio::spawn(async move { lock.try_acquire_for(wait).await.unwrap() })
+            tokio::spawn(async move { lock.take_within(Duration::from_millis(150)).await })
         };
-        assert!(queued_within(&server, "deadline", 1, Duration::from_secs(2)).await);
+        assert!(eventually(Duration::from_secs(2), || queued() == 1).await);
         // Release close to the waiter's deadline.
         tokio::time::sleep(Duration::from_millis(100 + (round * 7) % 60)).await;
         holder.release().await.unwrap();
@@ -405,8 +471,8 @@ async fn a_timed_out_waiter_takes_or_gives_back_a_racing_hand_off() {
             g.release().await.unwrap();
         }
         assert!(
-            eventually(Duration::from_secs(2), || !exists(&server, "deadline")
-                && !exists(&server, &lock_queue("deadline")))
+            eventually(Duration::from_secs(2), || !exists(server, &key)
+                && queued() == 0)
             .await,
             "round {round}: the lock stayed held or queued"
         );

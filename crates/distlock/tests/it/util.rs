@@ -310,3 +310,8 @@ pub fn evalsha_calls(server: &RedisServer) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
+
+/// Whether `key` exists on `server`.
+pub fn exists(server: &RedisServer, key: &str) -> bool {
+    cmd::<i64>(server, &["EXISTS", key]) == 1
+}
