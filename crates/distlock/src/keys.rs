@@ -133,12 +133,7 @@ pub fn fair_waiters(key: &str) -> String {
 /// publishes `h;<fencing token>;<initial lease ms>;<owner>` there (same hash slot as the key,
 /// so a Cluster's sharded pub/sub can carry it).
 pub fn lock_grant_channel(key: &str, client_id: &str) -> String {
-    format!("{}:{client_id}", lock_grant_prefix(key))
-}
-
-/// [`lock_grant_channel`] without the client id (what the scripts append it to).
-pub(crate) fn lock_grant_prefix(key: &str) -> String {
-    prefixed("distlock_lock_grant", key)
+    format!("{}:{client_id}", prefixed("distlock_lock_grant", key))
 }
 
 /// Number of Redis Cluster hash slots.

@@ -236,13 +236,9 @@ impl Lock {
             },
             channel,
             wake,
-            grant_channel: (mode == Mode::New && !wait.is_zero() && self.hands_off())
-                .then(|| {
-                    self.inner
-                        .raw
-                        .grant_channel(&self.inner.names, &self.inner.client.inner.id_str)
-                })
-                .flatten(),
+            grant_channel: (mode == Mode::New && !wait.is_zero() && self.hands_off()).then(|| {
+                keys::lock_grant_channel(&self.inner.names.key, &self.inner.client.inner.id_str)
+            }),
             holder_seen: std::sync::Mutex::new(None),
         };
         let granted = acquire(&self.inner.client, request, wait).await?;

@@ -94,22 +94,15 @@ impl RawLock for Fair {
         Some(self.liveness)
     }
 
-    fn grant_channel(&self, n: &Names, client_id: &str) -> Option<String> {
-        Some(keys::lock_grant_channel(&n.key, client_id))
-    }
-
     fn acquire(
         &self,
         n: &Names,
         c: &AcquireCall<'_>,
     ) -> (crate::scripts::Invocation<'static>, Resend) {
-        let liveness = self.liveness.as_millis() as u64;
-        // A fresh owner that waits takes hand-offs where the deployment allows them.
-        let entry = if c.handoff && c.mode == Mode::New && c.wait_ms > 0 {
-            format!("{};{}", c.lease_ms.min(liveness).max(1), c.client_id)
-        } else {
-            String::new()
-        };
+        let entry = c
+            .handoff_initial_ms(self.liveness)
+            .map(|initial| format!("{initial};{}", c.client_id))
+            .unwrap_or_default();
         let mut inv = scripts::FAIR_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(queue_key(n))
@@ -119,7 +112,7 @@ impl RawLock for Fair {
             .key(keys::fair_waiters(&n.key))
             .arg(c.lease_ms)
             .arg(c.owner.as_str())
-            .arg(liveness)
+            .arg(self.liveness.as_millis() as u64)
             .arg(c.mode.short())
             .arg(if c.wait_ms > 0 { "1" } else { "0" })
             .arg(&n.channel)

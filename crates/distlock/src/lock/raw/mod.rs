@@ -65,6 +65,16 @@ pub(crate) struct AcquireCall<'a> {
     pub(crate) handoff: bool,
 }
 
+impl AcquireCall<'_> {
+    /// The initial lease in ms a direct hand-off grants this request (its lease, at most
+    /// `liveness`), when it takes hand-offs: a fresh owner that waits, where the lock and the
+    /// deployment hand off. `None` otherwise.
+    pub(crate) fn handoff_initial_ms(&self, liveness: Duration) -> Option<u64> {
+        (self.handoff && self.mode == Mode::New && self.wait_ms > 0)
+            .then(|| self.lease_ms.min(liveness.as_millis() as u64).max(1))
+    }
+}
+
 /// One release of one hold, as the engine asks for it.
 pub(crate) struct ReleaseCall<'a> {
     pub(crate) owner: &'a Owner,
@@ -170,12 +180,6 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     /// hand-off grants it at most this long an initial lease); `None` when the kind (or its
     /// setting) hands off nothing.
     fn handoff_liveness(&self) -> Option<Duration> {
-        None
-    }
-
-    /// The channel a release announces a direct hand-off to a waiter of the client
-    /// `client_id` on; `None` when the kind (or its setting) hands off nothing.
-    fn grant_channel(&self, _n: &Names, _client_id: &str) -> Option<String> {
         None
     }
 

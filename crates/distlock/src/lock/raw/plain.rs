@@ -75,11 +75,6 @@ impl RawLock for Plain {
         self.queues().then_some(self.liveness)
     }
 
-    fn grant_channel(&self, n: &Names, client_id: &str) -> Option<String> {
-        self.queues()
-            .then(|| keys::lock_grant_channel(&n.key, client_id))
-    }
-
     fn recheck(&self) -> Duration {
         // Waiters nap at most the holder's PTTL; a waiter queued for hand-off also renews
         // its liveness deadline (the engine's request shortens this for it).
@@ -99,17 +94,13 @@ impl RawLock for Plain {
         };
         // Only a fresh owner that waits joins the queue: the hand-off's owner is that
         // request's alone.
-        let handoff = self.queues() && c.handoff;
-        let entry = if handoff && c.mode == Mode::New && c.wait_ms > 0 {
-            let liveness = self.liveness.as_millis() as u64;
-            format!(
-                "{liveness};{};{}",
-                c.lease_ms.min(liveness).max(1),
-                c.client_id
-            )
-        } else {
-            String::new()
-        };
+        let entry = c
+            .handoff_initial_ms(self.liveness)
+            .map(|initial| {
+                let liveness = self.liveness.as_millis();
+                format!("{liveness};{initial};{}", c.client_id)
+            })
+            .unwrap_or_default();
         let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(&n.counter)
@@ -123,7 +114,11 @@ impl RawLock for Plain {
             .arg(c.latch_ms)
             .arg(c.floor)
             .arg(c.holder)
-            .arg(if handoff { self.policy() } else { "off".into() })
+            .arg(if c.handoff {
+                self.policy()
+            } else {
+                "off".into()
+            })
             .arg(entry);
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
         // latch answers a resend while it lives.
