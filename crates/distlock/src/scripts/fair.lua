@@ -1,8 +1,7 @@
 -- fair.lua: helpers shared by the fair-lock scripts. Not a script of its own: scripts/mod.rs
--- joins it (after prelude.lua and handoff.lua, whose next_token, holder_value, expire_or_undo,
--- TOKEN_FIELD, HOLDER_FIELD and queue_helpers().announce it uses) in front of
--- fair_acquire.lua, fair_release.lua and fair_leave.lua at build time; it reads no KEYS or
--- ARGV and returns nothing, it only defines local functions.
+-- joins it (after prelude.lua and handoff.lua, whose queue_helpers().hand_over and .announce
+-- it uses) in front of fair_acquire.lua, fair_release.lua and fair_leave.lua at build time;
+-- it reads no KEYS or ARGV and returns nothing, it only defines local functions.
 --
 -- The queue is Redisson's RedissonFairLock layout, shared with Java clients: the list
 -- redisson_lock_queue:{<key>} (waiters, head first) and the zset redisson_lock_timeout:{<key>}
@@ -39,8 +38,9 @@
 --
 -- serve_head(lock, queue, timeouts, liveness, waiters, counter, floor, prefix, wake)
 --          The lock is free: a head waiter with an entry in the waiters hash is handed the
---          lock (hold count 1, a fresh token from counter and floor, the holder field, a lease
---          of its initial_ms, at most what is left until its liveness deadline), taken out of the queue with Redisson's grant arithmetic, and
+--          lock (handoff.lua's hand_over: hold count 1, a fresh token from counter and floor,
+--          the holder field, a lease of its initial_ms, at most what is left until its
+--          liveness deadline), taken out of the queue with Redisson's grant arithmetic, and
 --          told on its client's grant channel (handoff.lua's announce). Any other head (a
 --          Redisson waiter, a distlock waiter without hand-off) is sent '0' on its own
 --          channel <prefix>:<owner> when wake is true. Returns whether it handed the lock
@@ -132,22 +132,18 @@ local function serve_head(lock, queue, timeouts, liveness, waiters, counter, flo
     initial, wait, client, meta = string.match(entry, '^(%d+);(%d+);([^;]*);(.*)$')
   end
   if initial then
-    -- No longer than the head's liveness deadline: a head that died (or stopped) after its
-    -- last attempt keeps the lock no longer than it would have kept its place.
-    local deadline = redis.call('zscore', liveness, head)
-    if deadline then
-      initial = math.max(1, math.min(tonumber(initial), tonumber(deadline) - now_ms()))
-    end
-    local token = next_token(counter, floor)
-    redis.call('hset', lock, head, 1, TOKEN_FIELD, token, HOLDER_FIELD, holder_value(meta))
-    -- The server refused PEXPIRE (ACL): the grant is undone and the head woken instead.
-    if not expire_or_undo(lock, initial, lock) then
+    local q = queue_helpers()
+    local token
+    token, initial = q.hand_over(lock, counter, floor, nil, head, initial,
+      redis.call('zscore', liveness, head), meta)
+    -- nil: the server refused PEXPIRE (ACL); the head is woken instead.
+    if token then
       redis.call('lpop', queue)
       redis.call('zrem', timeouts, head)
       redis.call('zrem', liveness, head)
       redis.call('hdel', waiters, head)
       shift_scores(timeouts, tonumber(wait))
-      queue_helpers().announce(lock, client, token, initial, head)
+      q.announce(lock, client, token, initial, head)
       return true
     end
   end

@@ -31,14 +31,22 @@
 --          (distlock:holder), as the client's distlock::layout constants.
 --
 -- queue_helpers()
---          A table of the helpers below (announce, first_live_waiter, dequeue, enqueue,
---          grant_to, retake, hand_off_now) and RETAKES, made on each call. The fair-lock
---          scripts (fair.lua) use its announce for their own queue's hand-offs.
+--          A table of the helpers below (announce, hand_over, first_live_waiter, dequeue,
+--          enqueue, grant_to, retake, hand_off_now) and RETAKES, made on each call. The
+--          fair-lock scripts (fair.lua) use its hand_over and announce for their own queue's
+--          hand-offs.
 --
 -- announce(lock, client, token, initial, owner)
 --          Publish the grant message 'h;<token>;<initial>;<owner>' of a hand-off on
 --          distlock_lock_grant:{<lock>}:<client> (the braces left out when the lock key has a
 --          hash tag of its own, as the client's distlock::layout::lock_grant_channel).
+--
+-- hand_over(lock, counter, floor, fenced, owner, initial, deadline, meta)
+--          Write owner's hold of the free lock: count 1, a fresh token (next_token with
+--          counter, floor and fenced), the holder field from meta, and a lease of initial ms,
+--          cut to what is left until deadline (server ms; nil: no cut). Returns the token and
+--          the lease set; nil (nothing written: the lock deleted again) when the server
+--          refuses the PEXPIRE.
 --
 -- first_live_waiter(queue, waiters, now)
 --          The first waiter whose liveness deadline is after now (ms), and its entry; dead
@@ -54,12 +62,11 @@
 --
 -- grant_to(lock, counter, floor, fenced, queue, waiters, owner, entry, counted)
 --          Hand the free lock to the queued owner (entry as first_live_waiter returns it):
---          write its hold, token and holder field, set the initial lease (its initial_ms, at
---          most what is left until its liveness deadline), take it out of the
---          queue and announce the grant to its client; counted (the caller's policy bounds
---          re-takes): also end the run of re-takes. (A strict-order caller leaves a count alone: a count
---          left too high only allows fewer re-takes.) Returns the token; nil (nothing granted, the
---          lock deleted again) when the server refuses the PEXPIRE.
+--          hand_over with its initial_ms and liveness deadline, take it out of the queue and
+--          announce the grant to its client; counted (the caller's policy bounds re-takes):
+--          also end the run of re-takes. (A strict-order caller leaves a count alone: a count
+--          left too high only allows fewer re-takes.) Returns the token; nil (nothing granted,
+--          the lock deleted again) when the server refuses the PEXPIRE.
 --
 -- retake(waiters, policy)
 --          Whether a caller that is not the queue's head may take the free lock now: policy
@@ -131,16 +138,27 @@ local function queue_helpers()
     redis.call('pexpire', waiters, live)
   end
 
-  local function grant_to(lock, counter, floor, fenced, queue, waiters, owner, entry, counted)
-    local deadline, initial, client, meta = string.match(entry, '^(%d+);(%d+);([^;]*);(.*)$')
-    -- No longer than the waiter's liveness deadline: a waiter that died (or stopped) after
-    -- its last attempt keeps the lock no longer than it would have kept its place.
-    initial = math.max(1, math.min(tonumber(initial), tonumber(deadline) - now_ms()))
+  local function hand_over(lock, counter, floor, fenced, owner, initial, deadline, meta)
+    if deadline then
+      -- No longer than the waiter's liveness deadline: a waiter that died (or stopped) after
+      -- its last attempt keeps the lock no longer than it would have kept its place.
+      initial = math.max(1, math.min(tonumber(initial), tonumber(deadline) - now_ms()))
+    end
     local token = next_token(counter, floor, fenced)
     redis.call('hset', lock, owner, 1, TOKEN_FIELD, token, HOLDER_FIELD, holder_value(meta))
     if expire_or_undo(lock, initial, lock) then
       -- The server refused PEXPIRE (ACL): a lock without a TTL would outlive the waiter, so
       -- the grant is undone and the waiter stays queued.
+      return nil
+    end
+    return token, initial
+  end
+
+  local function grant_to(lock, counter, floor, fenced, queue, waiters, owner, entry, counted)
+    local deadline, initial, client, meta = string.match(entry, '^(%d+);(%d+);([^;]*);(.*)$')
+    local token
+    token, initial = hand_over(lock, counter, floor, fenced, owner, initial, deadline, meta)
+    if not token then
       return nil
     end
     dequeue(queue, waiters, owner)
@@ -178,6 +196,7 @@ local function queue_helpers()
   return {
     RETAKES = RETAKES,
     announce = announce,
+    hand_over = hand_over,
     first_live_waiter = first_live_waiter,
     dequeue = dequeue,
     enqueue = enqueue,
