@@ -187,41 +187,19 @@ async fn a_release_hands_the_fair_lock_to_the_head_waiter() {
         .lease(Duration::from_secs(20))
         .liveness_timeout(Duration::from_secs(30));
     let held = holder_lock.acquire().await.unwrap();
-    let waiter = spawn_acquire(&waiter_lock);
-    assert!(
-        eventually(Duration::from_secs(2), || queue_len(&server, "fair-direct")
-            == 1)
-        .await,
-        "the waiter did not queue"
-    );
-    assert!(exists(&server, &fair_waiters("fair-direct")));
-    // Let the waiter's subscriptions settle before counting.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
-    let released_token = held.fencing_token();
-    held.release().await.unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
-        .await
-        .expect("the waiter was not handed the lock")
-        .unwrap();
-    assert_eq!(
-        evalsha_calls(&server),
-        1,
-        "only the release ran a script: the waiter made no attempt of its own"
-    );
-    assert!(got.fencing_token() > released_token);
-    let count: Option<i64> = cmd(&server, &["HGET", "fair-direct", got.owner().as_str()]);
-    assert_eq!(count, Some(1));
-    let pttl: i64 = cmd(&server, &["PTTL", "fair-direct"]);
-    assert!(pttl > 0 && pttl <= 20_000, "initial lease {pttl} ms");
-    assert_eq!(queue_len(&server, "fair-direct"), 0);
-    for key in [
-        "redisson_lock_timeout:{fair-direct}",
-        "distlock_fair_liveness:{fair-direct}",
-        &fair_waiters("fair-direct"),
-    ] {
-        assert!(!exists(&server, key), "{key} left behind");
-    }
+    let got = crate::handoff::handed_to_the_first_waiter(
+        &server,
+        held,
+        &waiter_lock,
+        || queue_len(&server, "fair-direct") as usize,
+        &[&fair_waiters("fair-direct")],
+        &[
+            "redisson_lock_timeout:{fair-direct}",
+            "distlock_fair_liveness:{fair-direct}",
+            &fair_waiters("fair-direct"),
+        ],
+    )
+    .await;
     assert!(got.is_held().await.unwrap());
     got.release().await.unwrap();
     assert!(!exists(&server, "fair-direct"));

@@ -49,14 +49,50 @@ async fn release_hands_the_lock_to_the_first_waiter() {
         .lease(Duration::from_secs(20))
         .liveness_timeout(Duration::from_secs(30));
     let held = holder_lock.acquire().await.unwrap();
-    let waiter = spawn_acquire(&waiter_lock);
+    let got = handed_to_the_first_waiter(
+        &server,
+        held,
+        &waiter_lock,
+        || queued(&server, "direct").len(),
+        &[],
+        &[&lock_waiters("direct")],
+    )
+    .await;
+    got.release().await.unwrap();
+    assert!(!exists(&server, "direct"));
+}
+
+/// The body of the plain and fair "release hands the lock to the first waiter" tests. A
+/// waiter of `waiter_lock` queues behind `held` (`queued` counts the queue; the keys
+/// `while_queued` exist then), and `held` is released. The waiter's acquire returns on the
+/// grant message alone (exactly one script ran after `CONFIG RESETSTAT`: the release), with
+/// a token above the releaser's, its hold in the lock hash, a PTTL of at most 20 s (the
+/// waiter's lease must be 20 s, with a liveness longer still, so that no heartbeat attempt
+/// falls inside the measured window), an empty queue and the keys `gone_after` gone.
+/// Returns the waiter's guard.
+pub(crate) async fn handed_to_the_first_waiter<L: Queued>(
+    server: &RedisServer,
+    held: LockGuard,
+    waiter_lock: &L,
+    queued: impl Fn() -> usize,
+    while_queued: &[&str],
+    gone_after: &[&str],
+) -> LockGuard {
+    let key = waiter_lock.key().to_string();
+    let waiter = {
+        let lock = waiter_lock.clone();
+        tokio::spawn(async move { lock.take().await })
+    };
     assert!(
-        queued_within(&server, "direct", 1, Duration::from_secs(2)).await,
+        eventually(Duration::from_secs(2), || queued() == 1).await,
         "the waiter did not queue"
     );
+    for k in while_queued {
+        assert!(exists(server, k), "{k} missing while queued");
+    }
     // Let the waiter's subscriptions settle before counting.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    let _: () = cmd(server, &["CONFIG", "RESETSTAT"]);
     let released_token = held.fencing_token();
     held.release().await.unwrap();
     let got = tokio::time::timeout(Duration::from_secs(2), waiter)
@@ -64,19 +100,20 @@ async fn release_hands_the_lock_to_the_first_waiter() {
         .expect("the waiter was not handed the lock")
         .unwrap();
     assert_eq!(
-        evalsha_calls(&server),
+        evalsha_calls(server),
         1,
         "only the release ran a script: the waiter made no attempt of its own"
     );
     assert!(got.fencing_token() > released_token);
-    let count: Option<i64> = cmd(&server, &["HGET", "direct", got.owner().as_str()]);
+    let count: Option<i64> = cmd(server, &["HGET", &key, got.owner().as_str()]);
     assert_eq!(count, Some(1));
-    let pttl: i64 = cmd(&server, &["PTTL", "direct"]);
+    let pttl: i64 = cmd(server, &["PTTL", &key]);
     assert!(pttl > 0 && pttl <= 20_000, "initial lease {pttl} ms");
-    assert!(queued(&server, "direct").is_empty());
-    assert!(!exists(&server, &lock_waiters("direct")));
-    got.release().await.unwrap();
-    assert!(!exists(&server, "direct"));
+    assert_eq!(queued(), 0);
+    for k in gone_after {
+        assert!(!exists(server, k), "{k} left behind");
+    }
+    got
 }
 
 /// The releasing script names the waiter's grant channel itself, from the lock key: a name
