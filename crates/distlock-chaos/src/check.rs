@@ -596,9 +596,19 @@ fn pause_loss(events: &[Event], holds: &[Hold], lease: Duration, f: &mut Finding
         if resumed - paused <= lease.as_micros() as u64 {
             continue;
         }
+        // The nemesis logs the fault before it sends SIGSTOP: what the process logged in the
+        // first half of the pause, it logged before it stopped (a release invoked then may
+        // have run on the server before the stop, its reply read after the resume).
+        let stopped = events
+            .iter()
+            .filter(|e| e.process == process)
+            .map(|e| e.t_us)
+            .filter(|&t| t >= paused && t < paused + (resumed - paused) / 2)
+            .max()
+            .unwrap_or(paused);
         let Some(hold) = holds
             .iter()
-            .find(|h| h.process == process && h.start <= paused && h.end > paused)
+            .find(|h| h.process == process && h.start <= stopped && h.end > stopped)
         else {
             continue;
         };
@@ -919,6 +929,15 @@ mod tests {
             "{}",
             f.violations[0].detail
         );
+        // A release invoked just after the nemesis logged the pause (before the signal took
+        // effect) ended the hold before the stop: its reply comes after the resume.
+        let mut w0 = hold("w0", 10, 100, 1);
+        w0[2].t_us += 200;
+        w0[3].t_us = 2500 * MS + 500;
+        let h = history(vec![w0, pause(100, 2500)]);
+        let mut f = Findings::default();
+        pause_loss(&h, &holds(&h), lease, &mut f);
+        assert!(f.violations.is_empty(), "{:?}", f.violations);
     }
 
     #[test]
