@@ -7,6 +7,7 @@
 #   SCRIPTS_DIR  the .lua files to measure (default: the library's), e.g. a modified copy
 #   MODE=pair    the plain lock's acquire + release (default); bare: SET NX PX + a
 #                compare-and-delete script (the bare lock); triv1: two `return 1` scripts
+#   CLUSTER=1    a one-node Redis Cluster (all slots, config epoch 1), as pairs.py says
 # Needs redis-server, redis-cli, valgrind and python3.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -14,9 +15,15 @@ S=${1:-$HERE/../../crates/distlock/src/scripts}; N1=${2:-1000}; N2=${3:-3000}; M
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 run() {
   local port=$((7300 + RANDOM % 500))
-  valgrind --tool=callgrind --callgrind-out-file=$T/cg.out redis-server --port $port --save '' --appendonly no > $T/cg.log 2>&1 &
+  local cl=()
+  [ "${CLUSTER:-}" = 1 ] && cl=(--cluster-enabled yes --cluster-config-file $T/nodes-$port.conf)
+  valgrind --tool=callgrind --callgrind-out-file=$T/cg.out redis-server --port $port --save '' --appendonly no "${cl[@]}" > $T/cg.log 2>&1 &
   local vp=$!
   for i in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.2; done
+  if [ "${CLUSTER:-}" = 1 ]; then
+    redis-cli -p $port cluster addslotsrange 0 16383 >/dev/null; redis-cli -p $port cluster bumpepoch >/dev/null
+    for i in $(seq 100); do redis-cli -p $port cluster info | grep -q cluster_state:ok && break; sleep 0.2; done
+  fi
   python3 $HERE/pairs.py $S $1 $MODE | redis-cli -p $port --pipe > $T/pipe.log 2>&1
   redis-cli -p $port shutdown nosave >/dev/null 2>&1; wait $vp
   grep -m1 "^summary\|^totals" $T/cg.out | awk '{print $2}'

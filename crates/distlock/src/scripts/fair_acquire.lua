@@ -126,9 +126,9 @@ end
 -- The last token issued in the lock's slot: a hand-off message to this caller with a token at
 -- or below it was sent before this attempt, so it ran out or was given back since.
 local issued = redis.call('get', KEYS[4])
-if not issued or not (string.find(issued, '^%d+$') or string.find(issued, '^%d+:%d+$')) then
-  issued = ''
-end
+-- A Cluster counter ends in '@<replication ID>' (see prelude.lua's next_token).
+issued = issued and (string.match(issued, '^%d+$') or string.match(issued, '^(%d+:%d+)$') or
+  string.match(issued, '^(%d+:%d+)@%x+$')) or ''
 if exists == 0 then
   return {0, -2, issued}
 end

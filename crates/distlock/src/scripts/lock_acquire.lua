@@ -174,8 +174,8 @@ if not seen then
   -- A holder without a token (Redisson's): the last token issued in the slot bounds every
   -- hand-off made before this attempt just as well.
   seen = redis.call('get', KEYS[2])
-  if not seen or not (string.find(seen, '^%d+$') or string.find(seen, '^%d+:%d+$')) then
-    seen = ''
-  end
+  -- A Cluster counter ends in '@<replication ID>' (see prelude.lua's next_token).
+  seen = seen and (string.match(seen, '^%d+$') or string.match(seen, '^(%d+:%d+)$') or
+    string.match(seen, '^(%d+:%d+)@%x+$')) or ''
 end
 return {0, pttl, seen}

@@ -27,7 +27,12 @@
 --          stale view) counts on in the counter's generation. fenced_key is not used then
 --          (Redisson's tokens have no generation). A floor 'cluster:<floor>' (Redis Cluster)
 --          takes the generation from this node's config epoch (cluster_my_epoch of CLUSTER
---          INFO: a promoted replica's is above every epoch before it); one more command.
+--          INFO: a promoted replica's is above every epoch before it). The counter then holds
+--          '<generation>:<sequence>@<master_replid>', the replication ID (INFO replication) of
+--          the node that wrote it: a node that finds its own ID there counts on in the
+--          counter's generation, and reads CLUSTER INFO only after a promotion or a slot
+--          migration (or on every grant when its user lacks +info). Cost on a Cluster: INFO
+--          and GET, plus CLUSTER INFO then.
 -- Errors   'ERR distlock: fencing counter <key> ...' when the counter (or, for a new counter,
 --          the floor; or fenced_key) is not a decimal integer, or is at or above TOKEN_MAX =
 --          2^63 - 1 (the largest token: it fits i64 and u64, and a Redisson-style INCR of the
@@ -123,15 +128,22 @@ local function token_helpers()
       string.rep('0', #s - i)
   end
 
-  -- next_token of a generation above 0: '<generation>:<sequence>', see the header.
-  local function generation_token(counter_key, floor, generation)
+  -- next_token of a generation above 0: '<generation>:<sequence>', see the header. replid
+  -- (Redis Cluster, when known) is written after the token as '@<replid>'; last is the
+  -- counter's value when the caller read it already (false: absent), nil to read it here.
+  local function generation_token(counter_key, floor, generation, replid, last)
     local t = time_reply or redis.call('time')
     time_reply = t
     local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-    local last = redis.call('get', counter_key)
+    if last == nil then
+      last = redis.call('get', counter_key)
+    end
     local last_gen, last_seq = '0', floor
     if last then
       local g, q = string.match(last, '^(%d+):(%d+)$')
+      if not g then
+        g, q = string.match(last, '^(%d+):(%d+)@%x+$')
+      end
       if g then
         last_gen, last_seq = g, q
       else
@@ -158,7 +170,11 @@ local function token_helpers()
       end
     end
     local token = gen .. ':' .. seq
-    redis.call('set', counter_key, token)
+    if replid then
+      redis.call('set', counter_key, token .. '@' .. replid)
+    else
+      redis.call('set', counter_key, token)
+    end
     return token
   end
 
@@ -168,15 +184,33 @@ end
 local function next_token(counter_key, floor, fenced_key)
   -- Redis Cluster: 'cluster:<floor>', the generation is this node's config epoch.
   local cluster_floor = string.match(floor or '', '^cluster:(%d+)$')
+  local replid, cluster_last
   if cluster_floor then
-    local epoch = string.match(redis.call('cluster', 'info'), 'cluster_my_epoch:(%d+)')
-    floor = (epoch or '0') .. ':' .. cluster_floor
+    -- CLUSTER INFO counts the states of all 16,384 slots on every call, so the counter keeps
+    -- the replication ID of the node that wrote it ('<generation>:<sequence>@<master_replid>')
+    -- and a node that finds its own ID there counts on in the counter's generation without
+    -- asking. A replica promoted to master always takes a new replication ID, and a slot that
+    -- migrates brings a counter written under another node's ID, so a matching ID means this
+    -- node wrote the counter since it last became master, with a generation at or above its
+    -- config epoch of then, which was above every earlier master's of the slot. A user
+    -- without +info (pcall) reads CLUSTER INFO on every grant.
+    local info = redis.pcall('info', 'replication')
+    replid = type(info) == 'string' and string.match(info, 'master_replid:(%x+)') or nil
+    local epoch
+    if replid then
+      cluster_last = redis.call('get', counter_key) or false
+      epoch = cluster_last and string.match(cluster_last, '^(%d+):%d+@' .. replid .. '$')
+    end
+    if not epoch then
+      epoch = string.match(redis.call('cluster', 'info'), 'cluster_my_epoch:(%d+)') or '0'
+    end
+    floor = epoch .. ':' .. cluster_floor
   end
   -- A generation above 0 comes as '<generation>:<floor>' (Sentinel: the master's epoch).
   local generation, gen_floor = string.match(floor or '', '^(%d+):(%d+)$')
   if generation and not string.find(generation, '^0+$') then
     local _, _, _, generation_token = token_helpers()
-    return generation_token(counter_key, gen_floor, generation)
+    return generation_token(counter_key, gen_floor, generation, replid, cluster_last)
   end
   if generation then
     floor = gen_floor
@@ -214,7 +248,7 @@ local function next_token(counter_key, floor, fenced_key)
   -- after the common path returned, so that path does not pay for creating them on every run.
   -- A counter a client of a newer generation wrote ('<generation>:<sequence>'): count on in
   -- its generation (this client's view, generation 0, is older).
-  if not fresh and string.find(last, '^%d+:%d+$') then
+  if not fresh and (string.find(last, '^%d+:%d+$') or string.find(last, '^%d+:%d+@%x+$')) then
     redis.call('set', counter_key, last)
     local _, _, _, generation_token = token_helpers()
     return generation_token(counter_key, floor or '0', '0')

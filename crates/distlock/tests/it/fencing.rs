@@ -426,6 +426,91 @@ async fn acquire_scripts_touch_one_slot_on_a_cluster_node() {
     }
 }
 
+/// On a Cluster, a grant's token generation is the node's config epoch, read with `CLUSTER
+/// INFO` only when the slot's counter was written under another replication ID (a promoted
+/// replica or a migrated slot has one): the counter keeps the writer's `master_replid` after
+/// the token, and `status` reads past it. A user without `+info` reads `CLUSTER INFO` on
+/// every grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_grant_reads_the_config_epoch_once_per_replication_id() {
+    let server = cluster_node();
+    let _: () = cmd(&server, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let bumped: String = cmd(&server, &["CLUSTER", "BUMPEPOCH"]);
+    assert_eq!(bumped, "BUMPED 1");
+    let ok = eventually(Duration::from_secs(10), || {
+        cmd::<String>(&server, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+    })
+    .await;
+    assert!(ok, "the one-node cluster did not come up");
+    let info: String = cmd(&server, &["INFO", "replication"]);
+    let replid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .expect("master_replid")
+        .trim()
+        .to_string();
+    let client = distlock::Client::builder()
+        .url(format!("redis-cluster://127.0.0.1:{}", server.port()))
+        .build()
+        .await
+        .unwrap();
+    let lock = client.lock("epoch");
+    let counter = lock.fencing_counter_key();
+
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    let mut last = 0;
+    for _ in 0..5 {
+        let g = lock.acquire().await.unwrap();
+        assert_eq!(g.fencing_token().generation(), 1);
+        assert!(g.fencing_token().get() > last);
+        last = g.fencing_token().get();
+        g.release().await.unwrap();
+    }
+    let written: String = cmd(&server, &["GET", &counter]);
+    assert_eq!(written, format!("1:{}@{replid}", last as u64), "{written}");
+    assert_eq!(
+        command_calls(&server, "cluster|info"),
+        1,
+        "one read for five grants"
+    );
+    assert_eq!(lock.status().await.unwrap().fencing_counter, last);
+
+    // A counter written under another ID (by the master before a failover) does not spare the
+    // read: its generation 0 is older than this node's epoch.
+    let _: () = cmd(&server, &["SET", &counter, "0:5@0123456789abcdef"]);
+    let g = lock.acquire().await.unwrap();
+    assert_eq!(g.fencing_token().generation(), 1);
+    g.release().await.unwrap();
+    assert_eq!(command_calls(&server, "cluster|info"), 2);
+
+    // Without +info: CLUSTER INFO on every grant, and the counter without an ID.
+    let _: () = cmd(
+        &server,
+        &[
+            "ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "&*", "+@all", "-info",
+        ],
+    );
+    let limited = distlock::Client::builder()
+        .url(format!(
+            "redis-cluster://noinfo:pw@127.0.0.1:{}",
+            server.port()
+        ))
+        .build()
+        .await
+        .unwrap();
+    let lock = limited.lock("epoch");
+    for _ in 0..3 {
+        let g = lock.acquire().await.unwrap();
+        assert_eq!(g.fencing_token().generation(), 1);
+        assert!(g.fencing_token().get() > last);
+        last = g.fencing_token().get();
+        g.release().await.unwrap();
+    }
+    let written: String = cmd(&server, &["GET", &counter]);
+    assert_eq!(written, format!("1:{}", last as u64));
+    assert_eq!(command_calls(&server, "cluster|info"), 5);
+}
+
 /// Upgrading a deployment whose server-wide counter (the layout before per-slot counters)
 /// ran far ahead of the clock: new slot counters start above it, so every name's next token
 /// is larger than any token the old counter issued, and tokens keep rising per name in every

@@ -303,9 +303,16 @@ pub async fn setup_on(topology: Topology) -> (Deployment, Client) {
 /// The number of `EVALSHA` calls `server` counted (`INFO commandstats`; 0 when none since
 /// start or `CONFIG RESETSTAT`).
 pub fn evalsha_calls(server: &RedisServer) -> u64 {
+    command_calls(server, "evalsha")
+}
+
+/// How many times `server` ran `command` (`INFO commandstats`, which counts the commands
+/// scripts run too; a subcommand as `cluster|info`) since its start or `CONFIG RESETSTAT`.
+pub fn command_calls(server: &RedisServer, command: &str) -> u64 {
     let info: String = cmd(server, &["INFO", "commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.split(',').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)

@@ -284,9 +284,15 @@ pub(crate) fn parse_attempt(r: &[String]) -> std::result::Result<Attempt, Option
 }
 
 /// A token as the scripts write it: `<sequence>`, or `<generation>:<sequence>` (generation
-/// above 0), both decimal; the value is `generation × 2^64 + sequence`. `None` when it is
+/// above 0), both decimal; the value is `generation × 2^64 + sequence`. A Cluster's fencing
+/// counter adds `@<replication ID>` (hex) after the token, which is ignored. `None` when it is
 /// neither, or the sequence is not below 2^64.
 pub(crate) fn parse_token(s: &str) -> Option<u128> {
+    let s = match s.split_once('@') {
+        Some((token, id)) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()) => token,
+        Some(_) => return None,
+        None => s,
+    };
     let (generation, sequence) = match s.split_once(':') {
         Some((g, q)) => (g.parse::<u64>().ok()?, q),
         None => (0, s),
@@ -309,4 +315,31 @@ fn force_unlock_invocation(n: &Names, message: &str) -> crate::scripts::Invocati
     let mut inv = crate::scripts::LOCK_FORCE_UNLOCK.prepare_invoke();
     inv.key(&n.key).key(&n.channel).arg(message);
     inv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_token;
+
+    #[test]
+    fn tokens_and_counters_parse_with_and_without_a_replication_id() {
+        assert_eq!(parse_token("42"), Some(42));
+        assert_eq!(parse_token("3:42"), Some((3 << 64) | 42));
+        assert_eq!(
+            parse_token("3:42@0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"),
+            Some((3 << 64) | 42)
+        );
+        for bad in [
+            "",
+            "x",
+            "3:",
+            ":4",
+            "3:42@",
+            "3:42@xyz",
+            "3:42@ab@cd",
+            "18446744073709551616",
+        ] {
+            assert_eq!(parse_token(bad), None, "{bad:?}");
+        }
+    }
 }
