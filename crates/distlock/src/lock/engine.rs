@@ -740,10 +740,7 @@ impl Acquire for LockRequest {
             .leave_queue(self.owner.as_str(), self.wait_ms, self.mode == Mode::New)
             .await
         {
-            tracing::debug!(
-                error = format_args!("{e:#}"),
-                "leaving the wait queue failed; liveness ends it"
-            );
+            leave_failed(&self.lock.inner.names.name, &e);
         }
     }
 
@@ -770,6 +767,9 @@ impl Acquire for LockRequest {
             let left = lock
                 .leave_queue(owner.as_str(), wait_ms, mode == Mode::New)
                 .await;
+            if let Err(e) = &left {
+                leave_failed(&lock.inner.names.name, e);
+            }
             // A plain lock's leave gave back the whole hold already.
             if mode != Mode::New || matches!(left, Ok(true)) {
                 return;
@@ -783,6 +783,27 @@ impl Acquire for LockRequest {
                 }
             }
         });
+    }
+}
+
+/// Logs a waiter's failed leave of the wait queue: at debug level when the server could not
+/// be reached or the outcome is unknown (the entry's liveness deadline ends it then), else
+/// at warn level, since a leave the server refuses (a script error, a missing ACL rule)
+/// fails the same way for every waiter.
+fn leave_failed(lock: &str, e: &Error) {
+    if e.kind() == ErrorKind::Connection || e.kind() == ErrorKind::Closed || e.is_outcome_unknown()
+    {
+        tracing::debug!(
+            lock,
+            error = format_args!("{e:#}"),
+            "leaving the wait queue failed; liveness ends it"
+        );
+    } else {
+        tracing::warn!(
+            lock,
+            error = format_args!("{e:#}"),
+            "leaving the wait queue failed; liveness ends it"
+        );
     }
 }
 
