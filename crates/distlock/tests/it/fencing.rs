@@ -458,14 +458,7 @@ async fn a_cluster_grant_reads_the_config_epoch_once_per_replication_id() {
     let counter = lock.fencing_counter_key();
 
     let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
-    let mut last = 0;
-    for _ in 0..5 {
-        let g = lock.acquire().await.unwrap();
-        assert_eq!(g.fencing_token().generation(), 1);
-        assert!(g.fencing_token().get() > last);
-        last = g.fencing_token().get();
-        g.release().await.unwrap();
-    }
+    let mut last = grants_of_generation_1(&lock, 5, 0).await;
     let written: String = cmd(&server, &["GET", &counter]);
     assert_eq!(written, format!("1:{}@{replid}", last as u64), "{written}");
     assert_eq!(
@@ -478,9 +471,7 @@ async fn a_cluster_grant_reads_the_config_epoch_once_per_replication_id() {
     // A counter written under another ID (by the master before a failover) does not spare the
     // read: its generation 0 is older than this node's epoch.
     let _: () = cmd(&server, &["SET", &counter, "0:5@0123456789abcdef"]);
-    let g = lock.acquire().await.unwrap();
-    assert_eq!(g.fencing_token().generation(), 1);
-    g.release().await.unwrap();
+    last = grants_of_generation_1(&lock, 1, last).await;
     assert_eq!(command_calls(&server, "cluster|info"), 2);
 
     // Without +info: CLUSTER INFO on every grant, and the counter without an ID.
@@ -498,17 +489,23 @@ async fn a_cluster_grant_reads_the_config_epoch_once_per_replication_id() {
         .build()
         .await
         .unwrap();
-    let lock = limited.lock("epoch");
-    for _ in 0..3 {
+    last = grants_of_generation_1(&limited.lock("epoch"), 3, last).await;
+    let written: String = cmd(&server, &["GET", &counter]);
+    assert_eq!(written, format!("1:{}", last as u64));
+    assert_eq!(command_calls(&server, "cluster|info"), 5);
+}
+
+/// `n` grants and releases of `lock`, each with a token of generation 1 above `last` and the
+/// one before; returns the last token.
+async fn grants_of_generation_1(lock: &distlock::Lock, n: usize, mut last: u128) -> u128 {
+    for _ in 0..n {
         let g = lock.acquire().await.unwrap();
         assert_eq!(g.fencing_token().generation(), 1);
         assert!(g.fencing_token().get() > last);
         last = g.fencing_token().get();
         g.release().await.unwrap();
     }
-    let written: String = cmd(&server, &["GET", &counter]);
-    assert_eq!(written, format!("1:{}", last as u64));
-    assert_eq!(command_calls(&server, "cluster|info"), 5);
+    last
 }
 
 /// Upgrading a deployment whose server-wide counter (the layout before per-slot counters)
