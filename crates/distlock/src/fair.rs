@@ -13,16 +13,9 @@
 //! Mixing Redisson and distlock waiters on one fair lock keeps mutual exclusion but not the
 //! arrival order (Redisson rewrites every waiter's timeout on each grant).
 //!
-//! A release that finds a distlock waiter at the head of the queue hands it the lock directly,
-//! as [`Handoff::Fifo`](crate::Handoff::Fifo) does for [`Lock`]: the release script grants it
-//! (hold count 1, a fresh fencing token, an initial lease of the waiter's lease, ending at the
-//! latest at its liveness deadline, until the new holder sets its full lease) and announces
-//! it on the
-//! waiter's client channel, so the waiter holds the lock when the message arrives: one
-//! message after the release instead of a wake-up and an attempt. A Redisson waiter at the
-//! head is woken on its own channel, as Redisson's release does. Where replicas confirm
-//! grants (Sentinel, or Cluster with [`replica_acks`](crate::ClientBuilder::replica_acks)
-//! above 0) there is no hand-off yet: every waiter is woken to attempt.
+//! A release hands the lock directly to a distlock waiter at the head of the queue (see
+//! [`FairLock`]); a Redisson waiter there is woken on its own channel, as Redisson's release
+//! does.
 
 use std::time::Duration;
 
@@ -57,9 +50,8 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 /// as [`Handoff::Fifo`](crate::Handoff::Fifo) does for [`Lock`]: the release script grants it
 /// (hold count 1, a fresh fencing token, an initial lease of the waiter's lease, ending at the
 /// latest at its liveness deadline, until the new holder sets its full lease) and announces
-/// it on the
-/// waiter's client channel, so the waiter holds the lock when the message arrives: one
-/// message after the release instead of a wake-up and an attempt. A Redisson waiter at the
+/// it on the waiter's client channel, so the waiter holds the lock when the message arrives:
+/// one message after the release instead of a wake-up and an attempt. A Redisson waiter at the
 /// head is woken on its own channel, as Redisson's release does. Where replicas confirm
 /// grants (Sentinel, or Cluster with [`replica_acks`](crate::ClientBuilder::replica_acks)
 /// above 0) there is no hand-off yet: every waiter is woken to attempt.

@@ -35,10 +35,11 @@ impl Lock {
     ) -> Result<bool> {
         // A plain lock's waiters queue only where it hands off; only where the lock hands
         // off can a waiter hold what it never learnt of.
-        if self.inner.raw.plain().is_some() && !self.hands_off() {
+        let hands_off = self.hands_off();
+        if self.inner.raw.plain().is_some() && !hands_off {
             return Ok(false);
         }
-        let give_back = give_back && self.hands_off();
+        let give_back = give_back && hands_off;
         let floor = self
             .backend()
             .grant_floor(&self.inner.client.inner.fencing_floor);

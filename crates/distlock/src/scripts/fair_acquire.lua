@@ -37,10 +37,10 @@
 --                                           '<generation>:<sequence>'
 --          {0, wait_ms, issued}             not granted (wait_ms: lock PTTL, -2 when free but
 --                                            an earlier waiter is first, -1 no TTL); issued:
---                                            the last token the slot's counter issued (as a
---                                            token is written), '' when it has none: a
---                                            hand-off message to the caller with a token at or
---                                            below it is stale
+--                                            the slot counter's value as stored ('' when it
+--                                            has none; the client reads the last token issued
+--                                            in it): a hand-off message to the caller with a
+--                                            token at or below it is stale
 --          {-1} / {-2}                      mode 'nested': gone / another owner holds it
 -- Errors   WRONGTYPE when KEYS[1] holds another type (raised before any write).
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
@@ -125,10 +125,7 @@ if ARGV[5] == '1' then
 end
 -- The last token issued in the lock's slot: a hand-off message to this caller with a token at
 -- or below it was sent before this attempt, so it ran out or was given back since.
-local issued = redis.call('get', KEYS[4])
--- A Cluster counter ends in '@<replication ID>' (see prelude.lua's next_token).
-issued = issued and (string.match(issued, '^%d+$') or string.match(issued, '^(%d+:%d+)$') or
-  string.match(issued, '^(%d+:%d+)@%x+$')) or ''
+local issued = redis.call('get', KEYS[4]) or ''
 if exists == 0 then
   return {0, -2, issued}
 end

@@ -50,10 +50,10 @@
 --          {0, pttl, token}                 held by another owner; pttl in ms (-1: no TTL);
 --                                           also after a hand-off to the first waiter; the
 --                                           holder's fencing token, or for a holder without
---                                           one (a Redisson hold) the last token the slot's
---                                           counter issued ('' when neither): a waiter's
---                                           hand-off message with a token at or below it is
---                                           stale
+--                                           one (a Redisson hold) the slot counter's value
+--                                           as stored ('' when neither; the client reads
+--                                           the token in it): a waiter's hand-off message
+--                                           with a token at or below it is stale
 --          {-1}                             mode 'nested': the lock is gone; modes 'as',
 --                                           'nested': a resend whose first send was
 --                                           granted, but the hold has ended since
@@ -173,9 +173,6 @@ local seen = redis.call('hget', KEYS[1], TOKEN_FIELD)
 if not seen then
   -- A holder without a token (Redisson's): the last token issued in the slot bounds every
   -- hand-off made before this attempt just as well.
-  seen = redis.call('get', KEYS[2])
-  -- A Cluster counter ends in '@<replication ID>' (see prelude.lua's next_token).
-  seen = seen and (string.match(seen, '^%d+$') or string.match(seen, '^(%d+:%d+)$') or
-    string.match(seen, '^(%d+:%d+)@%x+$')) or ''
+  seen = redis.call('get', KEYS[2]) or ''
 end
 return {0, pttl, seen}

@@ -184,7 +184,7 @@ end
 local function next_token(counter_key, floor, fenced_key)
   -- Redis Cluster: 'cluster:<floor>', the generation is this node's config epoch.
   local cluster_floor = string.match(floor or '', '^cluster:(%d+)$')
-  local replid, cluster_last
+  local generation, gen_floor, replid, cluster_last
   if cluster_floor then
     -- CLUSTER INFO counts the states of all 16,384 slots on every call, so the counter keeps
     -- the replication ID of the node that wrote it ('<generation>:<sequence>@<master_replid>')
@@ -201,13 +201,13 @@ local function next_token(counter_key, floor, fenced_key)
       cluster_last = redis.call('get', counter_key) or false
       epoch = cluster_last and string.match(cluster_last, '^(%d+):%d+@' .. replid .. '$')
     end
-    if not epoch then
-      epoch = string.match(redis.call('cluster', 'info'), 'cluster_my_epoch:(%d+)') or '0'
-    end
-    floor = epoch .. ':' .. cluster_floor
+    generation = epoch or
+      string.match(redis.call('cluster', 'info'), 'cluster_my_epoch:(%d+)') or '0'
+    gen_floor = cluster_floor
+  else
+    -- A generation above 0 comes as '<generation>:<floor>' (Sentinel: the master's epoch).
+    generation, gen_floor = string.match(floor or '', '^(%d+):(%d+)$')
   end
-  -- A generation above 0 comes as '<generation>:<floor>' (Sentinel: the master's epoch).
-  local generation, gen_floor = string.match(floor or '', '^(%d+):(%d+)$')
   if generation and not string.find(generation, '^0+$') then
     local _, _, _, generation_token = token_helpers()
     return generation_token(counter_key, gen_floor, generation, replid, cluster_last)

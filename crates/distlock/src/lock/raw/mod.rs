@@ -258,26 +258,16 @@ pub(crate) fn parse_attempt(r: &[String]) -> std::result::Result<Attempt, Option
             }),
             _ => Err(None),
         },
-        [zero, pttl] if zero == "0" => pttl
+        // A third element is a hint: the holder's token or the slot counter's value (a
+        // Cluster counter's replication ID is read past); '' or anything else that is no
+        // token gives none.
+        [zero, pttl, seen @ ..] if zero == "0" && seen.len() <= 1 => pttl
             .parse()
             .map(|pttl_ms| Attempt::Held {
                 pttl_ms,
-                holder_token: None,
+                holder_token: seen.first().and_then(|s| parse_token(s)),
             })
             .map_err(|_| None),
-        [zero, pttl, token] if zero == "0" => match (pttl.parse(), token.as_str()) {
-            (Ok(pttl_ms), "") => Ok(Attempt::Held {
-                pttl_ms,
-                holder_token: None,
-            }),
-            (Ok(pttl_ms), t) => parse_token(t)
-                .map(|t| Attempt::Held {
-                    pttl_ms,
-                    holder_token: Some(t),
-                })
-                .ok_or(None),
-            _ => Err(None),
-        },
         [code] => Err(code.parse().ok()),
         _ => Err(None),
     }
