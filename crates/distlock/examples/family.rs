@@ -5,6 +5,7 @@
 //! cargo run --example family -- fair-wait   URL NAME LIVENESS_MS   # queue on a fair lock
 //! cargo run --example family -- lock-wait   URL NAME LIVENESS_MS   # queue on a plain lock
 //! cargo run --example family -- leased-hold URL NAME LEASE_MS      # hold a leased permit
+//! cargo run --example family -- leased-wait URL NAME LIVENESS_MS   # queue on a leased semaphore
 //! cargo run --example family -- latch-wait  URL NAME               # wait for a latch
 //! cargo run --example family -- latch-down  URL NAME               # count a latch down
 //! ```
@@ -19,7 +20,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let (Some(what), Some(url), Some(name)) = (args.get(1), args.get(2), args.get(3)) else {
         eprintln!(
-            "usage: family fair-wait|lock-wait|leased-hold|latch-wait|latch-down URL NAME [MS]"
+            "usage: family fair-wait|lock-wait|leased-hold|leased-wait|latch-wait|latch-down URL NAME [MS]"
         );
         std::process::exit(2);
     };
@@ -45,6 +46,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let permit = client.leased_semaphore(name.as_str()).acquire(ms()).await?;
             println!("held {}", permit.id());
             std::future::pending::<()>().await;
+        }
+        "leased-wait" => {
+            // A leased semaphore's waiter (30 s lease), in its direct hand-off queue.
+            let sem = client
+                .leased_semaphore(name.as_str())
+                .liveness_timeout(ms());
+            let permit = sem.acquire(Duration::from_secs(30)).await?;
+            println!("held {}", permit.id());
+            permit.release().await?;
         }
         "latch-wait" => {
             client.count_down_latch(name.as_str()).wait().await?;

@@ -136,6 +136,27 @@ pub fn lock_grant_channel(key: &str, client_id: &str) -> String {
     format!("{}:{client_id}", prefixed("distlock_lock_grant", key))
 }
 
+/// Direct hand-off queue of a leased semaphore: `distlock_permit_queue:{key}`, a zset of
+/// waiting permit ids (16 raw bytes) by arrival (server ms). distlock's own: Redisson's
+/// `RPermitExpirableSemaphore` has no queue.
+pub fn permit_queue(key: &str) -> String {
+    prefixed("distlock_permit_queue", key)
+}
+
+/// Waiter entries of a leased semaphore's hand-off queue: `distlock_permit_waiters:{key}`, a
+/// hash permit id → `<liveness deadline ms>;<lease ms>;<client id>;<id as 32 hex characters>`.
+pub fn permit_waiters(key: &str) -> String {
+    prefixed("distlock_permit_waiters", key)
+}
+
+/// Grant channel of one client's waiters of a leased semaphore:
+/// `distlock_permit_grant:{key}:<client id>`. A release (or an acquire that finds permits for
+/// queued waiters) that hands a permit to a waiter publishes
+/// `h;<expiry ms since the epoch>;<lease ms>;<permit id>` there, in the key's hash slot.
+pub fn permit_grant_channel(key: &str, client_id: &str) -> String {
+    format!("{}:{client_id}", prefixed("distlock_permit_grant", key))
+}
+
 /// Number of Redis Cluster hash slots.
 pub const SLOTS: u16 = 16384;
 

@@ -35,6 +35,8 @@ const HELPER_PREFIXES: &[&str] = &[
     "distlock_fair_waiters:",
     "distlock_lock_queue:",
     "distlock_lock_waiters:",
+    "distlock_permit_queue:",
+    "distlock_permit_waiters:",
     "distlock_rwlock_writers:",
     "distlock_acquire_latch:",
     "distlock_semaphore_grant:",
@@ -688,6 +690,8 @@ mod tests {
             "distlock_lock_queue:{orders}",
             "distlock_lock_waiters:{orders}",
             "distlock_fair_waiters:{orders}",
+            "distlock_permit_queue:{exports}",
+            "distlock_permit_waiters:{exports}",
         ] {
             assert!(is_helper(helper), "{helper}");
         }

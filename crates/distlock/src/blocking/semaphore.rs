@@ -190,6 +190,18 @@ impl LeasedSemaphore {
         self.inner.name()
     }
 
+    /// The same semaphore with direct hand-off on or off, as
+    /// [`crate::LeasedSemaphore::handoff`]. No I/O.
+    pub fn handoff(&self, on: bool) -> LeasedSemaphore {
+        LeasedSemaphore::new(self.inner.handoff(on), self.rt.clone())
+    }
+
+    /// The same semaphore with another liveness timeout for its queued waiters, as
+    /// [`crate::LeasedSemaphore::liveness_timeout`]. No I/O.
+    pub fn liveness_timeout(&self, liveness: Duration) -> LeasedSemaphore {
+        LeasedSemaphore::new(self.inner.liveness_timeout(liveness), self.rt.clone())
+    }
+
     /// Set the number of permits if none is set, as
     /// [`crate::LeasedSemaphore::try_set_permits`].
     ///

@@ -8,35 +8,57 @@
 -- KEYS[3]  channel redisson_sc:{<name>}
 -- KEYS[4]  the leases key of older distlock versions, redisson__timeout__set:{<name>}
 --          (migrated into KEYS[2] when present)
+-- KEYS[5]  direct hand-off queue distlock_permit_queue:{<name>} (zset; see permit_queue.lua)
+-- KEYS[6]  its waiter entries distlock_permit_waiters:{<name>} (hash)
 -- ARGV[1]  permit id: 16 raw bytes (chosen by the caller, so a resend or a cancel finds it)
 -- ARGV[2]  lease in ms
+-- ARGV[3]  hand-off: the caller's queue entry '<liveness_ms>;<lease_ms>;<client-id>;<hex id>'
+--          when it waits for a hand-off (a refused attempt queues it, or renews its place);
+--          '0' when it makes one attempt (it lets queued waiters go first, but does not
+--          queue); '' without hand-off (Redisson's behaviour: it takes any available permit)
 --
--- Returns  {1, expiry_ms}   taken (or already taken under this id)
---          {0, wait_ms}     none available; wait_ms until the earliest lease ends (-1: none
---                           that ends on its own)
+-- Returns  {1, expiry_ms, left_ms}
+--                           taken (or already taken under this id: a resend, or a hand-off
+--                           whose message the caller has not read yet, whose lease may have
+--                           been cut short); left_ms: its lease's time left
+--          {0, wait_ms}     none available (or only for live waiters queued before the
+--                           caller); wait_ms until the earliest lease ends (-1: none that
+--                           ends on its own)
 -- Errors   WRONGTYPE when a key holds another type.
 --
--- Uses now_ms from prelude.lua and migrate_leases, reclaim_leases, earliest_lease_end from
--- leases.lua (joined in front by scripts/mod.rs).
+-- Uses now_ms from prelude.lua, migrate_leases, reclaim_leases, lease_permit and
+-- earliest_lease_end from leases.lua, and permit_queue from permit_queue.lua (joined in front
+-- by scripts/mod.rs). With a queue, the available permits go to its live waiters in arrival
+-- order first (each is announced its grant), then to the caller.
 
 local now = now_ms()
 migrate_leases(KEYS[4], KEYS[2])
 reclaim_leases(KEYS[1], KEYS[2], KEYS[3], now)
 local mine = redis.call('zscore', KEYS[2], ARGV[1])
 if mine ~= false then
-  return {1, tonumber(mine)}
+  return {1, tonumber(mine), tonumber(mine) - now}
 end
 local value = redis.call('get', KEYS[1])
-if value ~= false and tonumber(value) >= 1 then
+local available = tonumber(value or '0')
+local queued = ARGV[3] ~= '' and redis.call('exists', KEYS[5]) == 1
+local q
+if queued then
+  q = permit_queue()
+  if available >= 1 then
+    available = q.serve(KEYS[1], KEYS[2], KEYS[5], KEYS[6], available, now, ARGV[1])
+  end
+end
+if available >= 1 then
   redis.call('decrby', KEYS[1], 1)
   local expiry = now + tonumber(ARGV[2])
-  redis.call('zadd', KEYS[2], expiry, ARGV[1])
-  -- As Redisson: the leases live as long as the counter when it has a TTL.
-  local ttl = redis.call('pttl', KEYS[1])
-  if ttl > 0 then
-    redis.call('pexpire', KEYS[2], ttl)
+  lease_permit(KEYS[1], KEYS[2], ARGV[1], expiry)
+  if queued then
+    q.dequeue(KEYS[5], KEYS[6], ARGV[1])
   end
-  return {1, expiry}
+  return {1, expiry, tonumber(ARGV[2])}
+end
+if #ARGV[3] > 1 then
+  (q or permit_queue()).enqueue(KEYS[5], KEYS[6], ARGV[1], ARGV[3], now)
 end
 local ends = earliest_lease_end(KEYS[2])
 if ends ~= nil then

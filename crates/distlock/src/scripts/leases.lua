@@ -18,6 +18,10 @@
 --          (pcall: a user without rights on the channel still gets the script's result).
 --          Returns how many were reclaimed.
 --
+-- lease_permit(counter_key, leases_key, id, expiry)
+--          Record permit id (16 raw bytes) in leases_key with expiry (ms since the epoch);
+--          as Redisson, the leases live as long as counter_key when it has a TTL.
+--
 -- earliest_lease_end(leases_key)
 --          The lowest expiry in leases_key as a number, or nil when there is none or it is
 --          Redisson's NO_LEASE (that permit never returns on its own).
@@ -53,6 +57,14 @@ local function reclaim_leases(counter_key, leases_key, channel, now)
     publish(channel, v)
   end
   return expired
+end
+
+local function lease_permit(counter_key, leases_key, id, expiry)
+  redis.call('zadd', leases_key, expiry, id)
+  local ttl = redis.call('pttl', counter_key)
+  if ttl > 0 then
+    redis.call('pexpire', leases_key, ttl)
+  end
 end
 
 local function earliest_lease_end(leases_key)

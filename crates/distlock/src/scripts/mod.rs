@@ -11,7 +11,8 @@
 //! get `prelude.lua` (local helper functions: exact fencing tokens from the lock's per-slot
 //! counter, server time in ms from one `TIME` per run, a TTL that must not fail half-way)
 //! joined in front of their text at build time; the leased-semaphore scripts also get
-//! `leases.lua` (migration of the old leases key, Redisson's reclaim of ended leases), the
+//! `leases.lua` (migration of the old leases key, Redisson's reclaim of ended leases; the
+//! acquire and release also `permit_queue.lua`, direct hand-off to queued waiters), the
 //! plain lock's scripts `handoff.lua` (direct hand-off to queued waiters), and the fair-lock
 //! scripts `handoff.lua` and `fair.lua` (Redisson's queue score arithmetic, dead waiters at
 //! the head, hand-off to the head).
@@ -190,6 +191,10 @@ const PRELUDE: &str = include_str!("prelude.lua");
 /// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
 #[cfg(test)]
 const LEASES: &str = include_str!("leases.lua");
+/// The direct hand-off helpers joined (after the leases helpers) in front of the leased
+/// semaphore's acquire and release.
+#[cfg(test)]
+const PERMIT_QUEUE: &str = include_str!("permit_queue.lua");
 /// The helpers joined (after the prelude and the hand-off helpers) in front of the fair-lock
 /// scripts.
 #[cfg(test)]
@@ -251,10 +256,11 @@ scripts! {
     SEMAPHORE_RELEASE => "semaphore_release.lua",
     /// Take every available permit.
     SEMAPHORE_DRAIN => "semaphore_drain.lua",
-    /// Take one leased permit, reclaiming expired ones.
-    LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua" "leases.lua",
-    /// Give back a leased permit.
-    LEASED_RELEASE => "leased_release.lua" with "prelude.lua" "leases.lua",
+    /// Take one leased permit, reclaiming expired ones; queue for a hand-off when refused.
+    LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua" "leases.lua" "permit_queue.lua",
+    /// Give back a leased permit (to the first queued waiter, when there is one), or leave
+    /// the queue.
+    LEASED_RELEASE => "leased_release.lua" with "prelude.lua" "leases.lua" "permit_queue.lua",
     /// Move a leased permit's expiry.
     LEASED_EXTEND => "leased_extend.lua" with "prelude.lua" "leases.lua",
     /// Reclaim expired leases; report available and leased.
@@ -267,7 +273,9 @@ scripts! {
 
 #[cfg(test)]
 mod tests {
-    use super::{Publish, ALL, FAIR, HANDOFF, LEASES, PRELUDE, PUBLISH, RUNNABLE, SOURCES};
+    use super::{
+        Publish, ALL, FAIR, HANDOFF, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE, SOURCES,
+    };
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
@@ -333,17 +341,22 @@ mod tests {
             ]
             .iter()
             .any(|f| own.contains(f));
+            let uses_permit_queue = own.contains("permit_queue()");
             // The fair helpers hand off through the hand-off helpers (announce).
-            let uses_handoff = ["first_live_waiter(", "enqueue(", "dequeue(", "hand_off("]
-                .iter()
-                .any(|f| own.contains(f))
+            let uses_handoff = !uses_permit_queue
+                && ["first_live_waiter(", "enqueue(", "dequeue(", "hand_off("]
+                    .iter()
+                    .any(|f| own.contains(f))
                 || uses_fair;
             let mut expected = PUBLISH.to_string();
             if uses || uses_leases || uses_handoff {
                 expected.push_str(PRELUDE);
             }
-            if uses_leases {
+            if uses_leases || uses_permit_queue {
                 expected.push_str(LEASES);
+            }
+            if uses_permit_queue {
+                expected.push_str(PERMIT_QUEUE);
             }
             if uses_handoff {
                 expected.push_str(HANDOFF);
@@ -376,6 +389,17 @@ mod tests {
         }
         assert!(HANDOFF.contains("'distlock_lock_grant:{' .. lock .. '}:'"));
         assert!(HANDOFF.contains("'distlock_lock_grant:' .. lock .. ':'"));
+        for key in ["exports", "{user}:exports"] {
+            let channel = crate::keys::permit_grant_channel(key, "c");
+            let built = if key.contains('{') {
+                format!("distlock_permit_grant:{key}:c")
+            } else {
+                format!("distlock_permit_grant:{{{key}}}:c")
+            };
+            assert_eq!(channel, built);
+        }
+        assert!(PERMIT_QUEUE.contains("'distlock_permit_grant:{' .. sem .. '}:'"));
+        assert!(PERMIT_QUEUE.contains("'distlock_permit_grant:' .. sem .. ':'"));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 
 use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
 use crate::client::Client;
-use crate::conn::pubsub::Wake;
+use crate::conn::pubsub::{HandedOff, Wake};
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::fair::DEFAULT_FAIR_LIVENESS;
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
 use crate::scripts;
@@ -18,9 +19,27 @@ use super::{check_permits, Names, RECHECK};
 
 /// A semaphore whose permits have ids and leases (Redisson's `RPermitExpirableSemaphore`); see
 /// the [semaphore docs](crate::Semaphore). Made by [`Client::leased_semaphore`]; cheap to clone.
+///
+/// **Direct hand-off** (on by default; [`LeasedSemaphore::handoff`]). A waiter joins a
+/// distlock-only queue in the semaphore's slot (`distlock_permit_queue:{<name>}`, with a
+/// liveness deadline that each of its attempts renews), and a release grants the permit to the
+/// first live queued waiter itself: the waiter holds it when the grant message arrives, with
+/// no attempt of its own, no herd of woken waiters and no barging. Permits go to queued
+/// waiters in arrival order, also when an acquire finds permits freed some other way (an ended
+/// lease, [`LeasedSemaphore::set_permits`]). A waiter that died is passed over once its
+/// liveness deadline is past, and a permit handed to a waiter that died just before gets a
+/// lease no longer than that deadline; a cancelled waiter leaves the queue and gives back a
+/// hand-off that raced it. Redisson clients see only the available count: their acquires take
+/// any available permit (ahead of distlock's queue), and they are woken as before whenever a
+/// release leaves permits available. Where replicas must confirm grants (`WAIT`), waiters do
+/// not queue (as the lock's hand-off).
 #[derive(Clone)]
 pub struct LeasedSemaphore {
     names: Names,
+    /// Whether waiters queue for direct hand-off (and one attempt lets queued waiters first).
+    handoff: bool,
+    /// How long a queued waiter keeps its place without an attempt.
+    liveness: Duration,
 }
 
 impl Client {
@@ -29,6 +48,8 @@ impl Client {
     pub fn leased_semaphore(&self, name: impl Into<String>) -> LeasedSemaphore {
         LeasedSemaphore {
             names: Names::new(self, name.into()),
+            handoff: true,
+            liveness: DEFAULT_FAIR_LIVENESS,
         }
     }
 }
@@ -56,6 +77,46 @@ impl LeasedSemaphore {
     /// The semaphore's name.
     pub fn name(&self) -> &str {
         &self.names.name
+    }
+
+    /// The same semaphore with direct hand-off on (`true`, the default: waiters queue, and a
+    /// release grants its permit to the first live queued waiter; an acquire lets queued
+    /// waiters go first) or off (`false`: Redisson's `RPermitExpirableSemaphore` behaviour: a
+    /// release wakes every waiter, and the first attempt to arrive takes the permit). One
+    /// setting per semaphore name across a fleet: a handle with hand-off off neither queues
+    /// nor lets the queue go first. No I/O.
+    pub fn handoff(&self, on: bool) -> LeasedSemaphore {
+        LeasedSemaphore {
+            handoff: on,
+            ..self.clone()
+        }
+    }
+
+    /// The same semaphore with another liveness timeout for its queued waiters (a
+    /// [`Duration`], at least 3 ms; 5 seconds by default, as the locks'): a waiter that has
+    /// not attempted within it is passed over by a hand-off, and a permit handed to a waiter
+    /// has a lease no longer than what was left of the waiter's liveness (the waiter extends
+    /// it to the lease it asked for when the grant arrives). Each queued waiter attempts once
+    /// per third of it. No I/O.
+    pub fn liveness_timeout(&self, liveness: Duration) -> LeasedSemaphore {
+        LeasedSemaphore {
+            liveness: liveness.max(Duration::from_millis(3)),
+            ..self.clone()
+        }
+    }
+
+    /// The hand-off queue (`distlock_permit_queue:{<name>}`) and its waiter entries.
+    fn queue_keys(&self) -> (String, String) {
+        (
+            keys::permit_queue(&self.names.key),
+            keys::permit_waiters(&self.names.key),
+        )
+    }
+
+    /// Whether this handle's waiters queue: hand-off on, on a deployment whose grants no
+    /// replica must confirm (a handed-off grant would need its own confirming round trip).
+    fn hands_off(&self) -> bool {
+        self.handoff && !self.names.client.inner.backend.confirms_grants()
     }
 
     /// Set the number of permits if the semaphore has none yet. Returns whether it was set.
@@ -223,11 +284,27 @@ impl LeasedSemaphore {
         let n = &self.names;
         keys::check_name(&n.name)?;
         let lease_ms = keys::lease_ms("lease", lease)?;
+        let id = new_permit_id();
+        let hands_off = self.hands_off();
+        // Only a call that waits queues; one attempt lets the queue go first.
+        let (entry, grant_channel) = match (hands_off, wait.is_zero()) {
+            (false, _) => (String::new(), None),
+            (true, true) => ("0".to_string(), None),
+            (true, false) => {
+                let client_id = &n.client.inner.id_str;
+                (
+                    format!("{};{lease_ms};{client_id};{id}", self.liveness.as_millis()),
+                    Some(keys::permit_grant_channel(&n.key, client_id)),
+                )
+            }
+        };
         let request = LeasedRequest {
             sem: self.clone(),
             leases: self.leases_key(),
             old_leases: self.old_leases_key(),
-            id: std::sync::Mutex::new(new_permit_id()),
+            grant: grant_channel.map(|channel| (channel, id.clone())),
+            entry,
+            id: std::sync::Mutex::new(id),
             lease_ms,
         };
         let got = acquire(&n.client, request, wait).await?;
@@ -250,13 +327,17 @@ impl LeasedSemaphore {
         }))
     }
 
-    /// The script call that gives back the permit `id` (idempotent: by id).
+    /// The script call that gives back the permit `id` (idempotent: by id), handing it to
+    /// the first live queued waiter; it also takes `id` out of the hand-off queue.
     fn release_request(&self, id: &str) -> ReleaseRequest {
+        let (queue, waiters) = self.queue_keys();
         ReleaseRequest::new(self.names.context("release"), &scripts::LEASED_RELEASE)
             .key(&self.names.key)
             .key(self.leases_key())
             .key(&self.names.channel)
             .key(self.old_leases_key())
+            .key(queue)
+            .key(waiters)
             .arg_bytes(member(id))
     }
 
@@ -278,9 +359,42 @@ struct LeasedRequest {
     old_leases: String,
     /// The permit id asked for: a resend that finds it granted answers the same. A new one
     /// after a grant the replicas did not confirm (given back by id: a late give-back must
-    /// not meet the next grant).
+    /// not meet the next grant). Never changes where waiters queue (no replica confirms).
     id: std::sync::Mutex<String>,
     lease_ms: u64,
+    /// leased_acquire.lua's ARGV[3]: the queue entry of a waiter that queues, `0` for one
+    /// attempt that lets the queue go first, empty without hand-off.
+    entry: String,
+    /// Where hand-offs to this waiter are announced, and its permit id: `None` when it does
+    /// not queue.
+    grant: Option<(String, String)>,
+}
+
+impl LeasedRequest {
+    /// A permit handed to this waiter with its lease cut to the waiter's liveness deadline:
+    /// extend it to the lease asked for (one round trip). The grant counts from this call's
+    /// start. When the permit is gone already (the cut lease ended), a wait with no nap: the
+    /// next attempt queues the waiter again.
+    async fn extend_to_lease(&self, id: String) -> Result<Step<(Instant, String)>> {
+        let started = Instant::now();
+        let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
+        inv.key(&self.leases)
+            .key(&self.old_leases)
+            .arg(member(&id))
+            .arg(self.lease_ms);
+        let r: Vec<i64> = self
+            .sem
+            .names
+            .client
+            .inner
+            .backend
+            .eval(&self.sem.names.context("extend a handed-off permit"), &inv)
+            .await?;
+        if r.first() == Some(&1) {
+            return Ok(Step::Done((started, id)));
+        }
+        Ok(Step::Wait(Some(Duration::ZERO)))
+    }
 }
 
 /// A new permit id: 16 random bytes as 32 hex characters (Redisson's form).
@@ -300,41 +414,107 @@ impl Acquire for LeasedRequest {
         Some((&self.sem.names.channel, Wake::All))
     }
 
+    fn handoff(&self) -> Option<(&str, &str)> {
+        self.grant.as_ref().map(|(c, id)| (c.as_str(), id.as_str()))
+    }
+
+    async fn handed_off(&self, grant: HandedOff, held_since: Instant) -> Result<Step<Self::Grant>> {
+        // A client shutting down releases its permits, which may hand one to its own waiter:
+        // refuse it (the acquire driver leaves the queue on `Closed`, giving it back).
+        self.sem.names.client.check_open()?;
+        // As the lock's hand-off: a waiter attempts at least every third of its liveness
+        // and of its lease, so a message read on time leaves at least two thirds of the
+        // lease the release set. Less means it was read late (the process was paused): the
+        // lease may have ended and the permit gone on, so an attempt says whether it is
+        // still this waiter's.
+        let left = (held_since + grant.initial.saturating_sub(keys::drift(grant.initial)))
+            .saturating_duration_since(Instant::now());
+        if left < grant.initial / 3 {
+            return self.attempt(Instant::now()).await;
+        }
+        let id = self.id.lock().unwrap().clone();
+        if grant.initial.as_millis() < u128::from(self.lease_ms) {
+            // The release cut the lease to the waiter's liveness deadline (only for leases
+            // longer than what was left of the liveness, two thirds of it at least).
+            return self.extend_to_lease(id).await;
+        }
+        Ok(Step::Done((held_since, id)))
+    }
+
     fn recheck(&self) -> Duration {
-        RECHECK
+        if self.grant.is_some() {
+            // Queued: each attempt renews the liveness deadline (see `handed_off` for the
+            // lease).
+            RECHECK
+                .min(self.sem.liveness / 3)
+                .min(Duration::from_millis(self.lease_ms) / 3)
+        } else {
+            RECHECK
+        }
+    }
+
+    async fn leave(&self) {
+        // Out of the queue, giving back a hand-off that raced the end of the wait (by id).
+        if self.grant.is_none() {
+            return;
+        }
+        let id = self.id.lock().unwrap().clone();
+        if let Err(e) = self.sem.release_id(&id).await {
+            tracing::warn!(
+                semaphore = %self.sem.names.name,
+                error = format_args!("{e:#}"),
+                "leaving the hand-off queue failed; the waiter's entry ends with its liveness"
+            );
+        }
     }
 
     async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
         let n = &self.sem.names;
         let id = self.id.lock().unwrap().clone();
+        let (queue, waiters) = self.sem.queue_keys();
         let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(&self.leases)
             .key(&n.channel)
             .key(&self.old_leases)
+            .key(queue)
+            .key(waiters)
             .arg(member(&id))
-            .arg(self.lease_ms);
+            .arg(self.lease_ms)
+            .arg(&self.entry);
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.inner.backend.for_grant(&n.key).await?;
-        let r: (i64, i64) = grant
+        let r: Vec<i64> = grant
             .backend
             .eval(&context, &inv)
             .await
             .inspect_err(|e| grant.failed(e))?;
-        Ok(match r {
-            (1, _) => {
+        Ok(match r.as_slice() {
+            [1, _, left] => {
                 // Not confirmed: released by id; the next attempt asks for a new id.
                 confirm_grant(grant, &context, || async {
                     *self.id.lock().unwrap() = new_permit_id();
                     self.sem.release_id(&id).await.map(|_| ())
                 })
                 .await?;
+                if self.grant.is_some() && *left < self.lease_ms as i64 {
+                    // A hand-off this attempt found before its message: its lease may be
+                    // cut to the waiter's liveness.
+                    return self.extend_to_lease(id).await;
+                }
                 Step::Done((started, id))
             }
             // Waits are bounded by the earliest running lease.
-            (_, wait_ms) if wait_ms >= 0 => Step::Wait(Some(Duration::from_millis(wait_ms as u64))),
-            _ => Step::Wait(None),
+            [0, wait_ms] if *wait_ms >= 0 => {
+                Step::Wait(Some(Duration::from_millis(*wait_ms as u64)))
+            }
+            [0, _] => Step::Wait(None),
+            other => {
+                return Err(Error::unexpected(format!(
+                    "{context}: reply {other:?} of leased_acquire.lua"
+                )))
+            }
         })
     }
 

@@ -184,7 +184,7 @@ pub const MINIMAL_ACL: &[(&str, &str)] = &[
     (
         "leased_semaphore",
         "+exists +get +set +del +decrby +incrby +publish +time +pttl +pexpire +zadd +zrem \
-         +zscore +zcard +zrange +zremrangebyscore",
+         +zscore +zcard +zrange +zremrangebyscore +hget +hset +hdel",
     ),
     ("count_down_latch", "+exists +get +set +del +decr +publish"),
     ("job_lock", "+get +set +del +type +pexpire +pttl"),

@@ -22,6 +22,7 @@ mod model;
 mod multi;
 mod observability;
 mod outages;
+mod permit_handoff;
 mod processes;
 mod redisson;
 mod redlock;

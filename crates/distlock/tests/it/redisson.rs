@@ -124,7 +124,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// A permit id as the zset member: `ByteBufUtil.decodeHexDump` of its 32 lowercase hex
 /// characters. Panics when the id is not of that form.
-fn permit_member(id: &str) -> Vec<u8> {
+pub(crate) fn permit_member(id: &str) -> Vec<u8> {
     assert!(
         id.len() == 32
             && id
@@ -138,7 +138,7 @@ fn permit_member(id: &str) -> Vec<u8> {
 }
 
 /// The score of `member` in `zset` (a lease's expiry, ms), if it is there.
-fn zscore(server: &RedisServer, zset: &str, member: &[u8]) -> Option<u64> {
+pub(crate) fn zscore(server: &RedisServer, zset: &str, member: &[u8]) -> Option<u64> {
     let s: Option<f64> = query(
         server,
         &format!("ZSCORE {zset}"),
@@ -1319,4 +1319,72 @@ async fn distlock_hands_off_past_a_redisson_waiter_then_wakes_it() {
     assert_eq!(jlock.lock(7), None, "Redisson acquires once woken");
     assert_eq!(lock_owners(&server, "mixed-dr"), vec![java.lock_name(7)]);
     assert_eq!(jlock.unlock(7), Some(1));
+}
+
+/// distlock's direct hand-off and Redisson share one leased semaphore. A Redisson release
+/// (which hands nothing off) wakes a queued distlock waiter, which takes the permit; a permit
+/// distlock hands to its next waiter is never free for Redisson's tryAcquire, and such a
+/// release publishes nothing (no permit is left to wake anyone for); a distlock release with
+/// nobody queued publishes the count on Redisson's channel, and Redisson takes the permit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distlock_hand_off_and_redisson_share_a_leased_semaphore() {
+    let (server, client) = setup().await;
+    let java = Java::new(&server, 0);
+    let sem = client.leased_semaphore("mixed");
+    let jsem = java.semaphore("mixed");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let jid = random_id();
+    assert_eq!(jsem.try_acquire(&jid, 30_000), SemAcquire::Acquired);
+    let queued = || {
+        cmd::<u64>(
+            &server,
+            &["ZCARD", &distlock::layout::permit_queue("mixed")],
+        )
+    };
+    let spawn_waiter = || {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.acquire(Duration::from_secs(20)).await.unwrap() })
+    };
+    let first = spawn_waiter();
+    assert!(eventually(Duration::from_secs(2), || queued() == 1).await);
+    assert_eq!(jsem.release(&jid), 1);
+    let permit = tokio::time::timeout(Duration::from_secs(2), first)
+        .await
+        .expect("Redisson's release did not wake the queued distlock waiter")
+        .unwrap();
+    assert!(matches!(
+        jsem.try_acquire(&random_id(), 30_000),
+        SemAcquire::RetryAt(_)
+    ));
+
+    let second = spawn_waiter();
+    assert!(eventually(Duration::from_secs(2), || queued() == 1).await);
+    let mut con = redis::Client::open(server.url())
+        .and_then(|c| c.get_connection())
+        .unwrap();
+    let mut messages = con.as_pubsub();
+    messages.subscribe(&jsem.channel).unwrap();
+    messages
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    permit.release().await.unwrap();
+    let permit = tokio::time::timeout(Duration::from_secs(2), second)
+        .await
+        .expect("the second distlock waiter was not handed the permit")
+        .unwrap();
+    assert!(
+        messages.get_message().is_err(),
+        "a release that handed its permit off woke Redisson's waiters"
+    );
+    assert!(matches!(
+        jsem.try_acquire(&random_id(), 30_000),
+        SemAcquire::RetryAt(_)
+    ));
+
+    permit.release().await.unwrap();
+    let message = messages
+        .get_message()
+        .expect("a release with nobody queued published nothing for Redisson's waiters");
+    assert_eq!(message.get_payload::<i64>().unwrap(), 1);
+    assert_eq!(jsem.try_acquire(&random_id(), 30_000), SemAcquire::Acquired);
 }
