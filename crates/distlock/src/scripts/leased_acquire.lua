@@ -38,8 +38,7 @@ local mine = redis.call('zscore', KEYS[2], ARGV[1])
 if mine ~= false then
   return {1, tonumber(mine), tonumber(mine) - now}
 end
-local value = redis.call('get', KEYS[1])
-local available = tonumber(value or '0')
+local available = tonumber(redis.call('get', KEYS[1]) or '0')
 local queued = ARGV[3] ~= '' and redis.call('exists', KEYS[5]) == 1
 local q
 if queued then

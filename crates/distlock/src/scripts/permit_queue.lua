@@ -40,7 +40,7 @@
 --          Grant one permit each to the live waiters at the head of the queue, in order,
 --          while available (the semaphore's count, a number) is at least 1, and stop at the
 --          waiter stop (nil: none), which is not granted. Dead waiters met on the way are
---          removed. Returns the count left and whether it stopped at stop.
+--          removed. Returns the count left.
 --
 -- Returns  (nothing: helpers only)
 -- Errors   WRONGTYPE from the commands when a key holds another type.
@@ -85,10 +85,10 @@ local function permit_queue()
       local head = redis.call('zrange', queue, 0, 0)[1]
       if not head then
         redis.call('del', waiters)
-        return available, false
+        return available
       end
       if head == stop then
-        return available, true
+        return available
       end
       local entry = redis.call('hget', waiters, head)
       redis.call('zrem', queue, head)
@@ -106,7 +106,7 @@ local function permit_queue()
         announce(sem, client, now + lease, lease, hex)
       end
     end
-    return available, false
+    return available
   end
 
   return {
