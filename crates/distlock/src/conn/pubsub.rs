@@ -66,6 +66,21 @@ impl HandedOff {
         let owner = parts.next()?;
         Some((owner, HandedOff { token, initial }))
     }
+
+    /// Whether the message was read too late to trust: less than a third of its initial lease
+    /// (less drift) is left, counted from `held_since` (the start of the waiter's last attempt
+    /// that found the lock or permit taken; the hand-off came after it). A queued waiter
+    /// attempts at least every third of its initial lease, so a message read on time leaves
+    /// two thirds of it; less means the process was paused or starved, the hand-off may have
+    /// run out and gone on, and an attempt must say whether it is still the waiter's.
+    pub(crate) fn read_late(&self, held_since: tokio::time::Instant) -> bool {
+        let left = (held_since
+            + self
+                .initial
+                .saturating_sub(crate::keys::drift(self.initial)))
+        .saturating_duration_since(tokio::time::Instant::now());
+        left < self.initial / 3
+    }
 }
 
 /// Where one waiter's hand-off is delivered.

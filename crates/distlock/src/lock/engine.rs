@@ -647,13 +647,8 @@ impl Acquire for LockRequest {
         {
             return Ok(Step::Wait(None));
         }
-        // The waiter re-attempts at least every third of its initial lease, so a message read
-        // on time leaves at least two thirds of it. Less means it was read late (the process
-        // was paused, the runtime starved): the hand-off may have expired and gone on to
-        // another waiter, so an attempt says whether the lock is still this waiter's.
-        let left = (held_since + grant.initial.saturating_sub(keys::drift(grant.initial)))
-            .saturating_duration_since(Instant::now());
-        if left < grant.initial / 3 {
+        // Read late: the lock may have gone on to another waiter (see `read_late`).
+        if grant.read_late(held_since) {
             return self.attempt(Instant::now()).await;
         }
         Ok(Step::Done(Granted {

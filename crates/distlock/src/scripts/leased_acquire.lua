@@ -39,19 +39,16 @@ if mine ~= false then
   return {1, tonumber(mine), tonumber(mine) - now}
 end
 local available = tonumber(redis.call('get', KEYS[1]) or '0')
-local queued = ARGV[3] ~= '' and redis.call('exists', KEYS[5]) == 1
 local q
-if queued then
+if available >= 1 and ARGV[3] ~= '' and redis.call('exists', KEYS[5]) == 1 then
   q = permit_queue()
-  if available >= 1 then
-    available = q.serve(KEYS[1], KEYS[2], KEYS[5], KEYS[6], available, now, ARGV[1])
-  end
+  available = q.serve(KEYS[1], KEYS[2], KEYS[5], KEYS[6], available, now, ARGV[1])
 end
 if available >= 1 then
   redis.call('decrby', KEYS[1], 1)
   local expiry = now + tonumber(ARGV[2])
   lease_permit(KEYS[1], KEYS[2], ARGV[1], expiry)
-  if queued then
+  if q then
     q.dequeue(KEYS[5], KEYS[6], ARGV[1])
   end
   return {1, expiry, tonumber(ARGV[2])}

@@ -91,8 +91,7 @@ local function permit_queue()
         return available
       end
       local entry = redis.call('hget', waiters, head)
-      redis.call('zrem', queue, head)
-      redis.call('hdel', waiters, head)
+      dequeue(queue, waiters, head)
       local deadline, lease, client, hex
       if entry then
         deadline, lease, client, hex = string.match(entry, '^(%d+);(%d+);([^;]*);(.*)$')

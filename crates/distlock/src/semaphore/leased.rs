@@ -422,14 +422,8 @@ impl Acquire for LeasedRequest {
         // A client shutting down releases its permits, which may hand one to its own waiter:
         // refuse it (the acquire driver leaves the queue on `Closed`, giving it back).
         self.sem.names.client.check_open()?;
-        // As the lock's hand-off: a waiter attempts at least every third of its liveness
-        // and of its lease, so a message read on time leaves at least two thirds of the
-        // lease the release set. Less means it was read late (the process was paused): the
-        // lease may have ended and the permit gone on, so an attempt says whether it is
-        // still this waiter's.
-        let left = (held_since + grant.initial.saturating_sub(keys::drift(grant.initial)))
-            .saturating_duration_since(Instant::now());
-        if left < grant.initial / 3 {
+        // Read late: the lease may have ended and the permit gone on (see `read_late`).
+        if grant.read_late(held_since) {
             return self.attempt(Instant::now()).await;
         }
         let id = self.id.lock().unwrap().clone();

@@ -24,6 +24,12 @@ fn leases(name: &str) -> String {
     format!("{{{name}}}:timeout")
 }
 
+/// Give `sem` one permit and take it with `lease`.
+async fn hold_the_only_permit(sem: &LeasedSemaphore, lease: Duration) -> LeasedPermit {
+    assert!(sem.try_set_permits(1).await.unwrap());
+    sem.acquire(lease).await.unwrap()
+}
+
 /// A task that takes a permit of `sem` with a 20 s lease, waiting the default wait.
 fn spawn_acquire(sem: &LeasedSemaphore) -> tokio::task::JoinHandle<LeasedPermit> {
     let sem = sem.clone();
@@ -41,8 +47,7 @@ async fn a_release_hands_the_permit_to_the_first_waiter() {
     let sem = client
         .leased_semaphore("direct")
         .liveness_timeout(Duration::from_secs(30));
-    assert!(sem.try_set_permits(1).await.unwrap());
-    let held = sem.acquire(Duration::from_secs(60)).await.unwrap();
+    let held = hold_the_only_permit(&sem, Duration::from_secs(60)).await;
     let waiter = spawn_acquire(&sem);
     assert!(queued_within(&server, "direct", 1, Duration::from_secs(2)).await);
     assert!(exists(&server, &permit_waiters("direct")));
@@ -79,8 +84,7 @@ async fn a_release_hands_the_permit_to_the_first_waiter() {
 async fn permits_go_to_waiters_in_arrival_order() {
     let (server, client) = setup().await;
     let sem = client.leased_semaphore("order");
-    assert!(sem.try_set_permits(1).await.unwrap());
-    let held = sem.acquire(Duration::from_secs(20)).await.unwrap();
+    let held = hold_the_only_permit(&sem, Duration::from_secs(20)).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for i in 0..3u64 {
         let (sem, tx) = (sem.clone(), tx.clone());
@@ -128,8 +132,7 @@ async fn permits_go_to_waiters_in_arrival_order() {
 async fn with_handoff_off_waiters_do_not_queue() {
     let (server, client) = setup().await;
     let sem = client.leased_semaphore("off").handoff(false);
-    assert!(sem.try_set_permits(1).await.unwrap());
-    let held = sem.acquire(Duration::from_secs(20)).await.unwrap();
+    let held = hold_the_only_permit(&sem, Duration::from_secs(20)).await;
     let waiter = spawn_acquire(&sem);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
@@ -151,8 +154,7 @@ async fn a_dead_waiter_is_skipped_within_its_liveness() {
     let (server, client) = setup().await;
     let liveness = Duration::from_millis(900);
     let sem = client.leased_semaphore("dead").liveness_timeout(liveness);
-    assert!(sem.try_set_permits(1).await.unwrap());
-    let held = sem.acquire(Duration::from_secs(20)).await.unwrap();
+    let held = hold_the_only_permit(&sem, Duration::from_secs(20)).await;
     let mut victim = family(&["leased-wait", &server.url(), "dead", "900"]);
     assert!(queued_within(&server, "dead", 1, Duration::from_secs(5)).await);
     let victim_id: Vec<Vec<u8>> = cmd(&server, &["ZRANGE", &permit_queue("dead"), "0", "0"]);
@@ -205,8 +207,7 @@ async fn a_permit_handed_to_a_dead_waiter_returns_by_its_liveness_deadline() {
     let sem = client
         .leased_semaphore("stopped")
         .liveness_timeout(liveness);
-    assert!(sem.try_set_permits(1).await.unwrap());
-    let held = sem.acquire(Duration::from_secs(20)).await.unwrap();
+    let held = hold_the_only_permit(&sem, Duration::from_secs(20)).await;
     let mut victim = family(&["leased-wait", &server.url(), "stopped", "1200"]);
     assert!(queued_within(&server, "stopped", 1, Duration::from_secs(5)).await);
     let victim_id: Vec<Vec<u8>> = cmd(&server, &["ZRANGE", &permit_queue("stopped"), "0", "0"]);
@@ -337,8 +338,7 @@ async fn a_handed_off_lease_cut_to_the_liveness_is_extended_to_the_one_asked_for
     let sem = client
         .leased_semaphore("cut")
         .liveness_timeout(Duration::from_millis(600));
-    assert!(sem.try_set_permits(1).await.unwrap());
-    let held = sem.acquire(Duration::from_secs(20)).await.unwrap();
+    let held = hold_the_only_permit(&sem, Duration::from_secs(20)).await;
     let waiter = spawn_acquire(&sem);
     assert!(queued_within(&server, "cut", 1, Duration::from_secs(2)).await);
     held.release().await.unwrap();
