@@ -6,7 +6,9 @@
 # usage: tools/script-cost/ir.sh [SCRIPTS_DIR [N1 N2]]
 #   SCRIPTS_DIR  the .lua files to measure (default: the library's), e.g. a modified copy
 #   MODE=pair    the plain lock's acquire + release (default); bare: SET NX PX + a
-#                compare-and-delete script (the bare lock); triv1: two `return 1` scripts
+#                compare-and-delete script (the bare lock); triv1: two `return 1` scripts;
+#                coalesced<B>: B acquires per EVALSHA of a wrapper, then B releases; fcall:
+#                the two scripts as a Redis Functions library (see pairs.py)
 #   CLUSTER=1    a one-node Redis Cluster (all slots, config epoch 1), as pairs.py says
 # Needs redis-server, redis-cli, valgrind and python3.
 set -euo pipefail

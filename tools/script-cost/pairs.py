@@ -2,12 +2,16 @@
 """RESP for `redis-cli --pipe`: SCRIPT LOAD of the plain lock's acquire and release (joined
 with their helpers as crates/distlock/src/scripts/mod.rs joins them), then N uncontended
 acquire+release pairs on distinct keys, with the arguments `distlock bench` sends (read off
-MONITOR). Also the bare lock (MODE bare) and trivial scripts (triv1), for comparison.
+MONITOR). Also the bare lock (MODE bare) and trivial scripts (triv1), for comparison, and two ways of running the same
+scripts that were measured and not adopted (doc/performance.md, "Coalescing and Redis
+Functions, measured"): coalesced<B>, B acquires in one EVALSHA of a wrapper that runs each as a
+function of its own KEYS and ARGV, then B releases the same way; fcall, both scripts as one
+Redis Functions library (FUNCTION LOAD once, then FCALL), the helpers created once at load.
 CLUSTER=1: for a one-node Redis Cluster, as a `redis-cluster://` client sends them: 64 names
 used in turn (so the slots' counters and cached epochs are warm after the first 64 pairs), each
 with its slot's counter (the slot tags of keys.rs), and the floor 'cluster:0'.
 
-usage: pairs.py SCRIPTS_DIR N [pair|bare|triv1]"""
+usage: pairs.py SCRIPTS_DIR N [pair|bare|triv1|coalesced<B>|fcall]"""
 import sys, hashlib, os, itertools
 src = sys.argv[1]; n = int(sys.argv[2]); mode = sys.argv[3] if len(sys.argv) > 3 else 'pair'
 def rd(f): return open(f"{src}/{f}").read()
@@ -46,6 +50,61 @@ def counter(k):
     if s not in tags: tags[s] = slot_tag(s)
     return 'distlock:fencing-counter:{%s}' % tags[s]
 floor = 'cluster:0' if cluster else '0'
+def acq_call(k, o):
+    return ([k, counter(k), k, 'redisson_lock_token:{%s}' % k, 'distlock_lock_queue:{%s}' % k,
+             'distlock_lock_waiters:{%s}' % k],
+            [30000, o, 'new', 13000, floor, 'distlock;vm;7137', 'fifo', f'5000;5000;{u}'])
+def rel_call(k, o, i):
+    return ([k, 'redisson_lock__channel:{%s}' % k, 'redisson_unlock_latch:{%s}:%s:r%d' % (k, u, 2*i+2),
+             counter(k), 'redisson_lock_token:{%s}' % k, 'distlock_lock_queue:{%s}' % k,
+             'distlock_lock_waiters:{%s}' % k], [30000, o, 13000, floor, ''])
+helpers = rd('publish.lua') + rd('prelude.lua') + rd('handoff.lua')
+if mode.startswith('coalesced'):
+    # ARGV: the call count c, then (script 1|2, #keys, #args) per call, then every call's
+    # arguments; KEYS: every call's keys. Each call runs under pcall; the reply is
+    # {{1, reply} | {0, error}, ...}.
+    b = int(mode[len('coalesced'):])
+    wrap = helpers + "local function acquire(KEYS, ARGV)\n" + rd('lock_acquire.lua') + \
+        "\nend\nlocal function release(KEYS, ARGV)\n" + rd('lock_release.lua') + """
+end
+local fns = {acquire, release}
+local c = tonumber(ARGV[1])
+local out = {}
+local ki, ai = 0, 1 + 3 * c
+for i = 1, c do
+  local f, nk, na = fns[tonumber(ARGV[3*i-1])], tonumber(ARGV[3*i]), tonumber(ARGV[3*i+1])
+  local ok, r = pcall(f, {unpack(KEYS, ki + 1, ki + nk)}, {unpack(ARGV, ai + 1, ai + na)})
+  ki, ai = ki + nk, ai + na
+  if not ok then out[i] = {0, type(r) == 'table' and r.err or tostring(r)}
+  elseif type(r) == 'table' and r.err then out[i] = {0, r.err}
+  else out[i] = {1, r} end
+end
+return out
+"""
+    sw = hashlib.sha1(wrap.encode()).hexdigest(); cmd('SCRIPT', 'LOAD', wrap)
+    def send(which, calls):
+        hdr, ks, args = [len(calls)], [], []
+        for keys, a in calls:
+            hdr += [which, len(keys), len(a)]; ks += keys; args += a
+        cmd('EVALSHA', sw, len(ks), *ks, *hdr, *args)
+    for s0 in range(0, n, b):
+        idx = range(s0, min(n, s0 + b))
+        keys = [(f"bench:u:{i % 64}" if cluster else f"bench:u:{i}", f"{u}:{2*i+1}") for i in idx]
+        send(1, [acq_call(k, o) for k, o in keys])
+        send(2, [rel_call(k, o, i) for (k, o), i in zip(keys, idx)])
+    sys.exit(0)
+if mode == 'fcall':
+    lib = "#!lua name=distlock_cost\n" + helpers + \
+        "redis.register_function('cost_acquire', function(KEYS, ARGV)\ntime_reply = nil\n" + \
+        rd('lock_acquire.lua') + "\nend)\n" + \
+        "redis.register_function('cost_release', function(KEYS, ARGV)\ntime_reply = nil\n" + \
+        rd('lock_release.lua') + "\nend)\n"
+    cmd('FUNCTION', 'LOAD', lib)
+    for i in range(n):
+        k = f"bench:u:{i % 64}" if cluster else f"bench:u:{i}"; o = f"{u}:{2*i+1}"
+        keys, a = acq_call(k, o); cmd('FCALL', 'cost_acquire', len(keys), *keys, *a)
+        keys, a = rel_call(k, o, i); cmd('FCALL', 'cost_release', len(keys), *keys, *a)
+    sys.exit(0)
 for i in range(n):
     k = f"bench:u:{i % 64}" if cluster else f"bench:u:{i}"; o = f"{u}:{2*i+1}"
     if mode == 'triv1':

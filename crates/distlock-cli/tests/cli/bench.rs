@@ -108,7 +108,21 @@ fn bench_json_runs_every_workload_with_sane_figures() {
         let l = by(name);
         assert!(x(l, "server_us_per_pair") > 0.0, "{l}");
         assert!(x(l, "server_calls_per_pair") >= 1.9, "{l}");
+        assert!(x(l, "server_reads_per_pair") > 0.0, "{l}");
     }
+    // One request in flight at a time: each script call is a read of its own (and the INFO
+    // calls around the measured part a few more). distinct's tasks share one multiplexed
+    // connection, whose concurrent requests arrive pipelined, several to a read.
+    let u = by("uncontended");
+    assert!(
+        x(u, "server_reads_per_pair") >= x(u, "server_calls_per_pair"),
+        "{u}"
+    );
+    let d = by("distinct");
+    assert!(
+        x(d, "server_reads_per_pair") < 0.9 * x(d, "server_calls_per_pair"),
+        "not pipelined: {d}"
+    );
 
     let u = by("uncontended");
     assert_eq!(u["ops"], 50);
@@ -204,7 +218,8 @@ fn bench_table_on_the_embedded_server_skips_unknown_workloads() {
     let rows: Vec<&str> = stdout.lines().collect();
     assert!(rows[1].starts_with("workload"), "{stdout}");
     assert!(rows[2].starts_with("uncontended"), "{stdout}");
-    assert!(rows[2].contains("µs in 2.00 scripts per pair"), "{stdout}");
+    assert!(rows[2].contains("µs in 2.00 scripts ("), "{stdout}");
+    assert!(rows[2].contains(" reads) per pair"), "{stdout}");
     assert!(rows[3].starts_with("handoff"), "{stdout}");
     assert_eq!(rows.len(), 4, "{stdout}");
     assert!(

@@ -299,3 +299,63 @@ async fn extending_to_a_shorter_lease_moves_the_deadline_back() {
         .is_some());
     let _ = g.forget();
 }
+
+/// Concurrent requests of one client's tasks share its multiplexed connection and reach the
+/// server pipelined, several `EVALSHA`s to one socket read (`total_reads_processed` of
+/// `INFO stats`), not one round trip after another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_requests_of_one_client_arrive_pipelined() {
+    let (server, client) = setup().await;
+    // Scripts cached and connections open before counting.
+    let warm = client.lock("pipelined:warm").acquire().await.unwrap();
+    warm.release().await.unwrap();
+    // Script calls and socket reads so far, over one connection of its own (its two INFO
+    // commands are two of the reads counted).
+    let mut stats = server.connection();
+    let mut counts = || -> (u64, u64) {
+        let mut field = |section: &str, prefix: &str| -> u64 {
+            let info: String = redis::cmd("INFO").arg(section).query(&mut stats).unwrap();
+            info.lines()
+                .find_map(|l| l.strip_prefix(prefix))
+                .and_then(|rest| rest.split(',').next())
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {prefix} in INFO {section}"))
+        };
+        (
+            field("commandstats", "cmdstat_evalsha:calls="),
+            field("stats", "total_reads_processed:"),
+        )
+    };
+    let locks: Vec<_> = (0..64)
+        .map(|i| client.lock(format!("pipelined:{i}")))
+        .collect();
+    let before = counts();
+    let guards = futures_util::future::try_join_all(locks.iter().map(|l| l.acquire()))
+        .await
+        .unwrap();
+    let after = counts();
+    let (calls, reads) = (after.0 - before.0, after.1 - before.1);
+    assert_eq!(calls, 64, "one script per acquire");
+    // One after another, they would take a read each (64, and the two INFOs).
+    assert!(
+        reads <= calls / 2,
+        "{calls} acquires in {reads} reads: not pipelined"
+    );
+    let mut tokens: Vec<_> = guards.iter().map(|g| g.fencing_token()).collect();
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 64, "a token of its own for every grant");
+    let before = counts();
+    futures_util::future::try_join_all(guards.into_iter().map(|g| g.release()))
+        .await
+        .unwrap();
+    let after = counts();
+    let (calls, reads) = (after.0 - before.0, after.1 - before.1);
+    assert_eq!(calls, 64, "one script per release");
+    assert!(
+        reads <= calls / 2,
+        "{calls} releases in {reads} reads: not pipelined"
+    );
+    drop(stats);
+    assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+}

@@ -32,14 +32,19 @@
 //!   decimals): 2.0 for an uncontended pair (one acquire, one release), more where acquires
 //!   fail first and retry (`contended`; `handoff`: 3.0, as B tries before and after
 //!   subscribing and once more when woken).
+//! - `server_reads_per_pair`: the socket reads the servers processed per pair
+//!   (`total_reads_processed` of `INFO stats`, every client's, summed over the masters; 3
+//!   decimals). Below `server_calls_per_pair` when requests arrive pipelined: `distinct`'s
+//!   clients are tasks sharing one multiplexed connection, whose concurrent `EVALSHA`s reach
+//!   the server several to a read; about 2 for `uncontended` (one request in flight).
 //! - On a Cluster only: `server_us_per_master`, one figure per master, its own script time
 //!   divided by all the workload's pairs (so they add up to `server_us_per_pair`), and
 //!   `server_masters`, the masters' addresses in the same order (by host, then port).
 //!   `distinct`'s lock names spread over the masters; the other workloads use one lock name,
 //!   so one master does the work.
 //!
-//! All `null` when `INFO commandstats` cannot be read (said once on stderr). The table shows
-//! them at the end of the notes (`Redis 27.0 µs in 2.00 scripts per pair`, on a Cluster
+//! All `null` when `INFO` cannot be read (said once on stderr). The table shows them at the
+//! end of the notes (`Redis 27.0 µs in 2.00 scripts (2.01 reads) per pair`, on a Cluster
 //! followed by `(per master 19.6 / 40.6 / 18.8)`).
 //!
 //! Charts: `--plot DIR` writes SVG charts of the run into DIR (created if missing), plus
@@ -137,8 +142,10 @@ pub struct BenchArgs {
     /// with other lock libraries), and no progress bar. uncontended, distinct, contended and
     /// handoff add the time Redis spent in the lock scripts per acquire+release pair
     /// (server_us_per_pair, from INFO commandstats of every master), the scripts run per pair
-    /// (server_calls_per_pair) and, on a Cluster, each master's share of that time
-    /// (server_us_per_master, in the order of server_masters).
+    /// (server_calls_per_pair), the socket reads the server processed per pair (below the
+    /// scripts when requests arrive pipelined: server_reads_per_pair, from INFO stats) and,
+    /// on a Cluster, each master's share of that time (server_us_per_master, in the order of
+    /// server_masters).
     #[arg(long)]
     pub json: bool,
 
@@ -451,6 +458,7 @@ impl Bench {
             _ => vec![
                 ("server_us_per_pair", Value::Null),
                 ("server_calls_per_pair", Value::Null),
+                ("server_reads_per_pair", Value::Null),
             ],
         }
     }
@@ -657,7 +665,7 @@ fn ex(line: &Line, key: &str) -> String {
 }
 
 /// The Redis-side cost of a standard workload for its notes: `; Redis 31.2 µs in 2.00
-/// scripts per pair`, on a Cluster then `(per master 10.1 / 10.6 / 10.5)`; empty when not
+/// scripts (0.31 reads) per pair`, on a Cluster then `(per master 10.1 / 10.6 / 10.5)`; empty when not
 /// measured.
 fn server_notes(l: &Line) -> String {
     let Some(us) = l.extra.f64("server_us_per_pair") else {
@@ -666,6 +674,9 @@ fn server_notes(l: &Line) -> String {
     let mut n = format!("; Redis {} µs", lat(Some(us)));
     if let Some(calls) = l.extra.f64("server_calls_per_pair") {
         n.push_str(&format!(" in {calls:.2} scripts"));
+    }
+    if let Some(reads) = l.extra.f64("server_reads_per_pair") {
+        n.push_str(&format!(" ({reads:.2} reads)"));
     }
     n.push_str(" per pair");
     if l.workload == "handoff" {

@@ -8,6 +8,11 @@
 //! includes the commands it runs with `redis.call`; those are also listed under their own
 //! names and are not added again. Left out: the non-script commands of the library
 //! (waiters' `SUBSCRIBE`/`UNSUBSCRIBE`, health-check `PING`s).
+//!
+//! `INFO stats` of the same masters gives the socket reads the server processed
+//! (`total_reads_processed`, Redis 6.0+): fewer reads than script calls means requests
+//! arrived pipelined, several in one read — what one client's multiplexed connection does
+//! with the concurrent requests of its tasks.
 
 use anyhow::{Context, Result};
 use distlock::RedisConnection;
@@ -96,19 +101,35 @@ pub fn command_stats(text: &str) -> impl Iterator<Item = (&str, CommandStat)> {
     })
 }
 
-/// Script calls and the time spent in them on one server.
+/// Script calls and the time spent in them on one server, and the socket reads it
+/// processed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Scripts {
     /// `calls` summed over [`SCRIPT_COMMANDS`].
     pub calls: u64,
     /// `usec` summed over [`SCRIPT_COMMANDS`].
     pub usec: u64,
+    /// `total_reads_processed` of `INFO stats` (every client's reads; 0 where the server
+    /// does not report it).
+    pub reads: u64,
 }
 
 impl Scripts {
-    /// The script lines of an `INFO commandstats` text.
+    /// The script lines of an `INFO commandstats` text, and `total_reads_processed` when
+    /// the text also has the `stats` section.
     pub fn parse(text: &str) -> Scripts {
-        let mut s = Scripts::default();
+        let mut s = Scripts {
+            reads: text
+                .lines()
+                .find_map(|l| {
+                    l.trim()
+                        .strip_prefix("total_reads_processed:")?
+                        .parse()
+                        .ok()
+                })
+                .unwrap_or(0),
+            ..Scripts::default()
+        };
         for (name, stat) in command_stats(text) {
             if SCRIPT_COMMANDS.contains(&name) {
                 s.calls += stat.calls;
@@ -124,6 +145,7 @@ impl Scripts {
         Scripts {
             calls: self.calls.saturating_sub(before.calls),
             usec: self.usec.saturating_sub(before.usec),
+            reads: self.reads.saturating_sub(before.reads),
         }
     }
 }
@@ -132,13 +154,22 @@ impl Scripts {
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot(pub Vec<(String, Scripts)>);
 
-/// Read [`Snapshot`] from every master.
+/// Read [`Snapshot`] from every master: `INFO commandstats`, then `INFO stats` (two calls:
+/// Redis before 7.0 takes one section per `INFO`).
 pub async fn snapshot(con: &mut RedisConnection) -> Result<Snapshot> {
+    let stats = info_by_node(con, "stats").await?;
     Ok(Snapshot(
         info_by_node(con, "commandstats")
             .await?
             .into_iter()
-            .map(|(node, text)| (node, Scripts::parse(&text)))
+            .map(|(node, text)| {
+                let mut s = Scripts::parse(&text);
+                s.reads = stats
+                    .iter()
+                    .find(|(n, _)| *n == node)
+                    .map_or(0, |(_, t)| Scripts::parse(t).reads);
+                (node, s)
+            })
             .collect(),
     ))
 }
@@ -148,6 +179,9 @@ pub async fn snapshot(con: &mut RedisConnection) -> Result<Snapshot> {
 ///
 /// - `server_us_per_pair`: Δ`usec` of the scripts, summed over the masters, / pairs;
 /// - `server_calls_per_pair`: Δ`calls` of the scripts / pairs (3 decimals);
+/// - `server_reads_per_pair`: Δ`total_reads_processed`, summed over the masters, / pairs
+///   (3 decimals): below `server_calls_per_pair` when requests arrive pipelined; `null`
+///   where the server reports no reads;
 /// - with `per_master` (a Cluster): `server_us_per_master`, Δ`usec` on each master / pairs
 ///   (one entry per master that answered after the run, in `server_masters`' order), and
 ///   `server_masters`, their addresses.
@@ -182,14 +216,18 @@ pub fn cost_extra(
     };
     let usec: u64 = deltas.iter().map(|(_, d)| d.usec).sum();
     let calls: u64 = deltas.iter().map(|(_, d)| d.calls).sum();
-    let calls_per_pair = if pairs == 0 {
-        Value::Null
-    } else {
-        Value::from((calls as f64 / pairs as f64 * 1000.0).round() / 1000.0)
+    let reads: u64 = deltas.iter().map(|(_, d)| d.reads).sum();
+    let per3 = |x: u64| -> Value {
+        if pairs == 0 || x == 0 {
+            Value::Null
+        } else {
+            Value::from((x as f64 / pairs as f64 * 1000.0).round() / 1000.0)
+        }
     };
     let mut extra = vec![
         ("server_us_per_pair", per(usec)),
-        ("server_calls_per_pair", calls_per_pair),
+        ("server_calls_per_pair", per3(calls)),
+        ("server_reads_per_pair", per3(reads)),
     ];
     if per_master {
         extra.push((
@@ -221,23 +259,26 @@ mod tests {
             Scripts::parse(STATS),
             Scripts {
                 calls: 201,
-                usec: 5006
+                usec: 5006,
+                reads: 0
             }
         );
         assert_eq!(Scripts::parse(""), Scripts::default());
+        let stats = "# Stats\r\ntotal_commands_processed:242379\r\ntotal_reads_processed:6567\r\n";
+        assert_eq!(Scripts::parse(stats).reads, 6567);
     }
 
     #[test]
     fn cost_per_pair_and_per_master() {
-        let s = |calls, usec| Scripts { calls, usec };
+        let s = |calls, usec, reads| Scripts { calls, usec, reads };
         let before = Snapshot(vec![
-            ("127.0.0.1:7000".into(), s(10, 100)),
-            ("127.0.0.1:7001".into(), s(0, 0)),
+            ("127.0.0.1:7000".into(), s(10, 100, 5)),
+            ("127.0.0.1:7001".into(), s(0, 0, 0)),
         ]);
         let after = Snapshot(vec![
-            ("127.0.0.1:7000".into(), s(110, 1100)),
-            ("127.0.0.1:7001".into(), s(100, 2000)),
-            ("127.0.0.1:7002".into(), s(0, 0)),
+            ("127.0.0.1:7000".into(), s(110, 1100, 30)),
+            ("127.0.0.1:7001".into(), s(100, 2000, 25)),
+            ("127.0.0.1:7002".into(), s(0, 0, 0)),
         ]);
         let extra: serde_json::Map<String, Value> = cost_extra(&before, &after, 100, true)
             .into_iter()
@@ -245,13 +286,14 @@ mod tests {
             .collect();
         assert_eq!(extra["server_us_per_pair"], 30.0);
         assert_eq!(extra["server_calls_per_pair"], 2.0);
+        assert_eq!(extra["server_reads_per_pair"], 0.5);
         assert_eq!(
             extra["server_us_per_master"],
             serde_json::json!([10.0, 20.0, 0.0])
         );
         assert_eq!(extra["server_masters"][2], "127.0.0.1:7002");
         let plain = cost_extra(&before, &after, 0, false);
-        assert_eq!(plain.len(), 2);
+        assert_eq!(plain.len(), 3);
         assert!(plain.iter().all(|(_, v)| v.is_null()));
     }
 
