@@ -443,7 +443,8 @@ impl Queued for distlock::FairLock {
 }
 
 /// `rounds` times: a waiter of `lock` queues (`queued` counts the queue), the holder
-/// releases and the waiter is cancelled 0–2 ms around the release. After each round neither
+/// releases and the waiter is cancelled up to 2 ms before (even rounds) or after (odd
+/// rounds) the release starts. After each round neither
 /// the lock nor, by `queue_gone`, its queue is left.
 pub(crate) async fn cancelled_waiters_leave_no_lock<L: Queued>(
     server: &RedisServer,
@@ -463,10 +464,20 @@ pub(crate) async fn cancelled_waiters_leave_no_lock<L: Queued>(
             eventually(Duration::from_secs(2), || queued() == 1).await,
             "round {round}: the waiter did not queue"
         );
-        let release = tokio::spawn(async move { holder.release().await.unwrap() });
-        // Cancel at 0–2 ms around the release.
-        tokio::time::sleep(Duration::from_micros((round * 37) % 2000)).await;
-        waiter.abort();
+        // Cancel up to 2 ms before or after the release starts: before, the leave must take
+        // the waiter out of the queue (or give back a hand-off that overtook it); after, it
+        // gives back the lock handed to it.
+        let pause = Duration::from_micros((round * 37) % 2000);
+        let release = if round % 2 == 0 {
+            waiter.abort();
+            tokio::time::sleep(pause).await;
+            tokio::spawn(async move { holder.release().await.unwrap() })
+        } else {
+            let release = tokio::spawn(async move { holder.release().await.unwrap() });
+            tokio::time::sleep(pause).await;
+            waiter.abort();
+            release
+        };
         release.await.unwrap();
         match waiter.await {
             // It finished first: a guard, dropped here (released in the background).
