@@ -52,8 +52,8 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<Row> {
     if s.fault == nemesis::Fault::PartitionClients {
         d.start_proxies(2)?;
     }
-    if s.workload == Workload::Semaphore {
-        set_permits(&d, &key, s.permits)?;
+    if matches!(s.workload, Workload::Semaphore | Workload::LeasedSemaphore) {
+        set_permits(&d, &key, s.permits, s.workload)?;
     }
 
     let started = Instant::now();
@@ -155,7 +155,8 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<Row> {
 
     // Orphans, while the clients are still connected: a lease the restored snapshot or a
     // job's at-least-for left gets time to expire by itself.
-    let semaphore = (s.workload == Workload::Semaphore).then_some((key.as_str(), s.permits));
+    let semaphore = matches!(s.workload, Workload::Semaphore | Workload::LeasedSemaphore)
+        .then_some((key.as_str(), s.permits));
     // A plain lock's hand-off queue left by a waiter whose leave was lost (a failover)
     // expires with its waiters' liveness deadlines.
     let grace = (s.lease * 3).max(distlock::DEFAULT_FAIR_LIVENESS) + Duration::from_secs(1);
@@ -250,16 +251,23 @@ fn resource_state(
     Ok((log, counter))
 }
 
-fn set_permits(d: &Deployment, key: &str, permits: u32) -> anyhow::Result<()> {
+fn set_permits(d: &Deployment, key: &str, permits: u32, kind: Workload) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
         let client = distlock::Client::connect(&d.url()).await?;
-        client
-            .semaphore(key)
-            .try_set_permits(u64::from(permits))
-            .await?;
+        if kind == Workload::LeasedSemaphore {
+            client
+                .leased_semaphore(key)
+                .try_set_permits(u64::from(permits))
+                .await?;
+        } else {
+            client
+                .semaphore(key)
+                .try_set_permits(u64::from(permits))
+                .await?;
+        }
         client.shutdown().await?;
         Ok::<_, distlock::Error>(())
     })?;

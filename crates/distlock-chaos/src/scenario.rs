@@ -251,6 +251,21 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
     v.push(s);
 
     let mut s = base(
+        "leased-semaphore",
+        "a leased semaphore of 2 permits handed off to queued waiters, 16 tasks, while pub/sub connections (and so grant messages) are killed every 200 ms: holders never exceed the permits, none is lost",
+        Topology::Standalone,
+        Fault::PubsubKill,
+    );
+    s.workload = Workload::LeasedSemaphore;
+    s.permits = 2;
+    s.lease = S(5);
+    s.every = MS(200);
+    s.duration = pick(S(30), S(6));
+    s.limits.shared_capacity = Some(2);
+    s.limits.liveness = false;
+    v.push(s);
+
+    let mut s = base(
         "job",
         "a job lock every 500 ms on 16 tasks (at-least-for 400 ms), with DEBUG SLEEP / CLIENT PAUSE stalls: at most one run per tick",
         Topology::Standalone,

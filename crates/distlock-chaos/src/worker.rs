@@ -34,6 +34,9 @@ pub enum Workload {
     RwLock,
     /// Semaphore with `permits` permits: each grant sleeps; holders must never exceed it.
     Semaphore,
+    /// Leased semaphore (direct hand-off on) with `permits` permits, each granted for the
+    /// lease: each grant sleeps; holders must never exceed it.
+    LeasedSemaphore,
     /// Job lock: every task tries at every tick of `job_interval`; a run sleeps a little.
     Job,
     /// RedLock over independent masters; each grant: the counter increment.
@@ -208,6 +211,7 @@ impl Task {
                     }
                 }
                 Workload::Semaphore => self.semaphore(wait).await,
+                Workload::LeasedSemaphore => self.leased_semaphore(wait).await,
                 Workload::Job => self.job().await,
                 Workload::RedLock => {
                     let redlock = self.redlock.clone().expect("built for this workload");
@@ -386,6 +390,28 @@ impl Task {
         };
         self.rec
             .record(&self.ev(Type::Ok, Op::Acquire).mode(Mode::Shared));
+        tokio::time::sleep(self.hold_time()).await;
+        self.release(permit.release(), false).await;
+    }
+
+    /// A leased permit (for the lease, which the holds stay well within): holders never
+    /// exceed the permits, whether a permit came by an attempt or by a hand-off whose
+    /// message a killed subscription lost.
+    async fn leased_semaphore(&self, wait: Duration) {
+        let sem = self.client.leased_semaphore(self.spec.key.as_str());
+        let lease = Duration::from_millis(self.spec.lease_ms);
+        let Some(permit) = self
+            .attempt(sem.try_acquire_for(lease, wait), "timed out")
+            .await
+        else {
+            return;
+        };
+        self.rec.record(
+            &self
+                .ev(Type::Ok, Op::Acquire)
+                .owner(permit.id())
+                .mode(Mode::Shared),
+        );
         tokio::time::sleep(self.hold_time()).await;
         self.release(permit.release(), false).await;
     }
