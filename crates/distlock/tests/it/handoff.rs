@@ -464,21 +464,11 @@ pub(crate) async fn cancelled_waiters_leave_no_lock<L: Queued>(
             eventually(Duration::from_secs(2), || queued() == 1).await,
             "round {round}: the waiter did not queue"
         );
-        // Cancel up to 2 ms before or after the release starts: before, the leave must take
-        // the waiter out of the queue (or give back a hand-off that overtook it); after, it
-        // gives back the lock handed to it.
-        let pause = Duration::from_micros((round * 37) % 2000);
-        let release = if round % 2 == 0 {
-            waiter.abort();
-            tokio::time::sleep(pause).await;
-            tokio::spawn(async move { holder.release().await.unwrap() })
-        } else {
-            let release = tokio::spawn(async move { holder.release().await.unwrap() });
-            tokio::time::sleep(pause).await;
-            waiter.abort();
-            release
-        };
-        release.await.unwrap();
+        let release = async move { holder.release().await.unwrap() };
+        cancel_around_release(round, &waiter, release)
+            .await
+            .await
+            .unwrap();
         match waiter.await {
             // It finished first: a guard, dropped here (released in the background).
             Ok(guard) => drop(guard),

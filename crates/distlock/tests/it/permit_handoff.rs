@@ -256,21 +256,11 @@ async fn a_cancelled_waiter_leaves_no_permit() {
             queued_within(&server, "cancel", 1, Duration::from_secs(2)).await,
             "round {round}: the waiter did not queue"
         );
-        // Cancel up to 2 ms before or after the release starts: before, the give-back must
-        // take the waiter out of the queue (or give back a hand-off that overtook it);
-        // after, it gives back the permit handed to it.
-        let pause = Duration::from_micros((round * 37) % 2000);
-        let release = if round % 2 == 0 {
-            waiter.abort();
-            tokio::time::sleep(pause).await;
-            tokio::spawn(async move { held.release().await.unwrap() })
-        } else {
-            let release = tokio::spawn(async move { held.release().await.unwrap() });
-            tokio::time::sleep(pause).await;
-            waiter.abort();
-            release
-        };
-        release.await.unwrap();
+        let release = async move { held.release().await.unwrap() };
+        cancel_around_release(round, &waiter, release)
+            .await
+            .await
+            .unwrap();
         if let Ok(permit) = waiter.await {
             permit.release().await.unwrap();
         }

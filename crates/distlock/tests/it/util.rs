@@ -322,3 +322,29 @@ pub fn command_calls(server: &RedisServer, command: &str) -> u64 {
 pub fn exists(server: &RedisServer, key: &str) -> bool {
     cmd::<i64>(server, &["EXISTS", key]) == 1
 }
+
+/// Cancel `waiter` up to 2 ms before (even rounds) or after (odd rounds) `release` starts,
+/// the pause depending on `round`; returns the release's task. Before, a waiter's leave must
+/// take it out of a hand-off queue (or give back a hand-off that overtook it); after, it gives
+/// back what was handed to it. (tokio sleeps last at least 1 ms, and a release takes about
+/// 0.1 ms, so cancelling only after the release started would never test the first case.)
+pub async fn cancel_around_release<T, F>(
+    round: u64,
+    waiter: &tokio::task::JoinHandle<T>,
+    release: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let pause = Duration::from_micros((round * 37) % 2000);
+    if round.is_multiple_of(2) {
+        waiter.abort();
+        tokio::time::sleep(pause).await;
+        tokio::spawn(release)
+    } else {
+        let release = tokio::spawn(release);
+        tokio::time::sleep(pause).await;
+        waiter.abort();
+        release
+    }
+}

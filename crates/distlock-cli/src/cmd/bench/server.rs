@@ -218,7 +218,7 @@ pub fn cost_extra(
     let calls: u64 = deltas.iter().map(|(_, d)| d.calls).sum();
     let reads: u64 = deltas.iter().map(|(_, d)| d.reads).sum();
     let per3 = |x: u64| -> Value {
-        if pairs == 0 || x == 0 {
+        if pairs == 0 {
             Value::Null
         } else {
             Value::from((x as f64 / pairs as f64 * 1000.0).round() / 1000.0)
@@ -227,7 +227,11 @@ pub fn cost_extra(
     let mut extra = vec![
         ("server_us_per_pair", per(usec)),
         ("server_calls_per_pair", per3(calls)),
-        ("server_reads_per_pair", per3(reads)),
+        // No reads at all: a server that does not report them (before Redis 6.0).
+        (
+            "server_reads_per_pair",
+            if reads == 0 { Value::Null } else { per3(reads) },
+        ),
     ];
     if per_master {
         extra.push((
