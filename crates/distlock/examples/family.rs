@@ -6,6 +6,7 @@
 //! cargo run --example family -- lock-wait   URL NAME LIVENESS_MS   # queue on a plain lock
 //! cargo run --example family -- leased-hold URL NAME LEASE_MS      # hold a leased permit
 //! cargo run --example family -- leased-wait URL NAME LIVENESS_MS   # queue on a leased semaphore
+//! cargo run --example family -- write-wait  URL NAME               # queue for a write lock (5 s liveness)
 //! cargo run --example family -- latch-wait  URL NAME               # wait for a latch
 //! cargo run --example family -- latch-down  URL NAME               # count a latch down
 //! ```
@@ -20,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let (Some(what), Some(url), Some(name)) = (args.get(1), args.get(2), args.get(3)) else {
         eprintln!(
-            "usage: family fair-wait|lock-wait|leased-hold|leased-wait|latch-wait|latch-down URL NAME [MS]"
+            "usage: family fair-wait|lock-wait|leased-hold|leased-wait|write-wait|latch-wait|latch-down URL NAME [MS]"
         );
         std::process::exit(2);
     };
@@ -55,6 +56,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let permit = sem.acquire(Duration::from_secs(30)).await?;
             println!("held {}", permit.id());
             permit.release().await?;
+        }
+        "write-wait" => {
+            // A read-write lock's writer, in its direct hand-off queue.
+            let guard = client.rw_lock(name.as_str()).write().await?;
+            println!("granted {}", guard.fencing_token().get());
+            guard.release().await?;
         }
         "latch-wait" => {
             client.count_down_latch(name.as_str()).wait().await?;

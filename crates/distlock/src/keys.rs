@@ -121,6 +121,26 @@ pub fn lock_waiters(key: &str) -> String {
     prefixed("distlock_lock_waiters", key)
 }
 
+/// Direct hand-off queue of a read-write lock's writers: `distlock_rwlock_queue:{key}`, a
+/// zset of waiting writers (owners) by arrival (server ms). distlock's own: Redisson's
+/// `RReadWriteLock` has no queue.
+pub fn rwlock_queue(key: &str) -> String {
+    prefixed("distlock_rwlock_queue", key)
+}
+
+/// Writer entries of a read-write lock's hand-off queue: `distlock_rwlock_waiters:{key}`, a
+/// hash owner → `<liveness deadline ms>;<initial lease ms>;<client id>;`.
+pub fn rwlock_waiters(key: &str) -> String {
+    prefixed("distlock_rwlock_waiters", key)
+}
+
+/// The waiting writers of a read-write lock: `distlock_rwlock_writers:{key}`, a zset owner →
+/// liveness deadline (server ms). While a live writer is in it, new readers wait
+/// (write-preferring). distlock's own: Redisson's `RReadWriteLock` ignores it.
+pub fn rwlock_writers(key: &str) -> String {
+    prefixed("distlock_rwlock_writers", key)
+}
+
 /// Hand-off entries of a fair lock's distlock waiters: `distlock_fair_waiters:{key}`, a hash
 /// owner → `<initial lease ms>;<wait ms>;<client id>;<app>;<host>;<pid>`, beside Redisson's
 /// queue `redisson_lock_queue:{key}`. distlock's own: Redisson's `RFairLock` ignores it.

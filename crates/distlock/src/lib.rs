@@ -108,9 +108,9 @@ pub mod layout {
     pub use crate::keys::{
         acquire_latch, fair_waiters, fencing_counter, hash_tag, key_slot, latch_channel,
         legacy_fencing_counter, lock_channel, lock_grant_channel, lock_queue, lock_waiters,
-        permit_grant_channel, permit_queue, permit_waiters, redisson_fenced_token,
-        semaphore_channel, semaphore_leases, slot_tag, unlock_latch, HOLDER_FIELD, SLOTS,
-        TOKEN_FIELD,
+        permit_grant_channel, permit_queue, permit_waiters, redisson_fenced_token, rwlock_queue,
+        rwlock_waiters, rwlock_writers, semaphore_channel, semaphore_leases, slot_tag,
+        unlock_latch, HOLDER_FIELD, SLOTS, TOKEN_FIELD,
     };
 }
 

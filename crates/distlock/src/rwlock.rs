@@ -12,6 +12,18 @@
 //! reads still go through. Redisson readers do not know this set, so they can still overtake
 //! distlock writers on a shared lock.
 //!
+//! **Direct hand-off to writers.** A waiting writer also queues in arrival order
+//! (`distlock_rwlock_queue:{<name>}`, entries in `distlock_rwlock_waiters:{<name>}`). The
+//! release that frees the lock — the last write hold's or the last read hold's — grants the
+//! write lock to the first live queued writer itself and tells it on its client's grant
+//! channel (`distlock_lock_grant:{<name>}:<client-id>`), as the plain lock's hand-off does:
+//! no herd, no second round trip, no barging past the queue (a `try_write` on a free lock
+//! with a writer queued hands the lock to that writer and is refused). A writer that dies
+//! while queued is skipped after its liveness timeout (5 s); one handed the lock just before
+//! it died keeps it at most until then. Redisson clients keep working unchanged: a Redisson
+//! release wakes the queued writers, whose attempts serve the queue in order. Off on
+//! deployments whose grants replicas confirm (`WAIT`), as for the plain lock.
+//!
 //! Layout: hash `<name>` with `mode`, `<owner>` → read holds and `<owner>:write` → write
 //! holds; each read hold has a key `{<name>}:<owner>:rwlock_timeout:<n>` with its own lease,
 //! so a crashed reader's holds run out on their own; wake channel `redisson_rwlock:{<name>}`.

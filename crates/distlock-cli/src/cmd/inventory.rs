@@ -38,6 +38,8 @@ const HELPER_PREFIXES: &[&str] = &[
     "distlock_permit_queue:",
     "distlock_permit_waiters:",
     "distlock_rwlock_writers:",
+    "distlock_rwlock_queue:",
+    "distlock_rwlock_waiters:",
     "distlock_acquire_latch:",
     "distlock_semaphore_grant:",
     "distlock_semaphore_release:",
@@ -692,6 +694,8 @@ mod tests {
             "distlock_fair_waiters:{orders}",
             "distlock_permit_queue:{exports}",
             "distlock_permit_waiters:{exports}",
+            "distlock_rwlock_queue:{docs}",
+            "distlock_rwlock_waiters:{docs}",
         ] {
             assert!(is_helper(helper), "{helper}");
         }

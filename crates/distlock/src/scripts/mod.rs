@@ -13,9 +13,11 @@
 //! joined in front of their text at build time; the leased-semaphore scripts also get
 //! `leases.lua` (migration of the old leases key, Redisson's reclaim of ended leases; the
 //! acquire and release also `permit_queue.lua`, direct hand-off to queued waiters), the
-//! plain lock's scripts `handoff.lua` (direct hand-off to queued waiters), and the fair-lock
+//! plain lock's scripts `handoff.lua` (direct hand-off to queued waiters), the fair-lock
 //! scripts `handoff.lua` and `fair.lua` (Redisson's queue score arithmetic, dead waiters at
-//! the head, hand-off to the head).
+//! the head, hand-off to the head), and the read-write lock's write acquire, releases and
+//! writer leave `handoff.lua` and `rw_handoff.lua` (the write lock handed to queued
+//! writers).
 
 use std::sync::LazyLock;
 
@@ -200,9 +202,14 @@ const PERMIT_QUEUE: &str = include_str!("permit_queue.lua");
 #[cfg(test)]
 const FAIR: &str = include_str!("fair.lua");
 /// The direct hand-off helpers joined (after the prelude) in front of the plain lock's
-/// acquire, release and leave, and of the fair-lock scripts.
+/// acquire, release and leave, of the fair-lock scripts, and of the read-write scripts that
+/// hand the write lock off.
 #[cfg(test)]
 const HANDOFF: &str = include_str!("handoff.lua");
+/// The write lock's hand-off helpers, joined after the prelude and the hand-off helpers in
+/// front of the read-write lock's write acquire, releases and writer leave.
+#[cfg(test)]
+const RW_HANDOFF: &str = include_str!("rw_handoff.lua");
 
 scripts! {
     /// Grant or re-enter a lock and issue its fencing token.
@@ -235,15 +242,15 @@ scripts! {
     /// Take a read hold (write-preferring).
     RW_READ_ACQUIRE => "rw_read_acquire.lua" with "prelude.lua",
     /// Take a write hold; register as a waiting writer when refused.
-    RW_WRITE_ACQUIRE => "rw_write_acquire.lua" with "prelude.lua",
+    RW_WRITE_ACQUIRE => "rw_write_acquire.lua" with "prelude.lua" "handoff.lua" "rw_handoff.lua",
     /// Release one read hold.
-    RW_READ_RELEASE => "rw_read_release.lua",
+    RW_READ_RELEASE => "rw_read_release.lua" with "prelude.lua" "handoff.lua" "rw_handoff.lua",
     /// Release one write hold.
-    RW_WRITE_RELEASE => "rw_write_release.lua",
+    RW_WRITE_RELEASE => "rw_write_release.lua" with "prelude.lua" "handoff.lua" "rw_handoff.lua",
     /// Renew read holds (watchdog batch or extension).
     RW_READ_RENEW => "rw_read_renew.lua",
     /// A waiting writer gives up.
-    RW_WRITER_LEAVE => "rw_writer_leave.lua",
+    RW_WRITER_LEAVE => "rw_writer_leave.lua" with "prelude.lua" "handoff.lua" "rw_handoff.lua",
     /// Set a latch's count if it has none.
     LATCH_SET => "latch_set.lua",
     /// Count a latch down; wake all at zero.
@@ -274,7 +281,8 @@ scripts! {
 #[cfg(test)]
 mod tests {
     use super::{
-        Publish, ALL, FAIR, HANDOFF, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE, SOURCES,
+        Publish, ALL, FAIR, HANDOFF, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE, RW_HANDOFF,
+        SOURCES,
     };
 
     #[test]
@@ -342,12 +350,17 @@ mod tests {
             .iter()
             .any(|f| own.contains(f));
             let uses_permit_queue = own.contains("permit_queue()");
-            // The fair helpers hand off through the hand-off helpers (announce).
+            let uses_rw_handoff = ["rw_queue_head(", "rw_grant(", "rw_hand_off("]
+                .iter()
+                .any(|f| own.contains(f));
+            // The fair and read-write helpers hand off through the hand-off helpers
+            // (announce, the queue's).
             let uses_handoff = !uses_permit_queue
                 && ["first_live_waiter(", "enqueue(", "dequeue(", "hand_off("]
                     .iter()
                     .any(|f| own.contains(f))
-                || uses_fair;
+                || uses_fair
+                || uses_rw_handoff;
             let mut expected = PUBLISH.to_string();
             if uses || uses_leases || uses_handoff {
                 expected.push_str(PRELUDE);
@@ -363,6 +376,9 @@ mod tests {
             }
             if uses_fair {
                 expected.push_str(FAIR);
+            }
+            if uses_rw_handoff {
+                expected.push_str(RW_HANDOFF);
             }
             expected.push_str(own);
             assert_eq!(*run, expected, "{file}: helpers not joined as used");

@@ -1,18 +1,27 @@
 -- rw_read_release.lua: release one read hold (Redisson's RedissonReadLock unlock, with the
--- unlock latch (Redisson's redisson_unlock_latch) and not-held codes).
+-- unlock latch (Redisson's redisson_unlock_latch) and not-held codes). When the lock is freed,
+-- it is handed to the first live queued distlock writer (rw_handoff.lua), or, with nobody
+-- queued, the waiters are woken.
 --
 -- KEYS[1]  lock key (hash)
 -- KEYS[2]  wake channel redisson_rwlock:{<name>}
 -- KEYS[3]  this owner's read-hold prefix {<name>}:<owner>:rwlock_timeout
 -- KEYS[4]  read-hold prefix of the lock {<name>}
 -- KEYS[5]  unlock latch redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[6]  fencing counter of the lock's slot (for a hand-off's token)
+-- KEYS[7]  hand-off queue distlock_rwlock_queue:{<name>} (zset; see rw_handoff.lua)
+-- KEYS[8]  its writer entries distlock_rwlock_waiters:{<name>} (hash)
+-- KEYS[9]  waiting writers distlock_rwlock_writers:{<name>} (zset)
 -- ARGV[1]  unlock message ('0')
 -- ARGV[2]  owner field
 -- ARGV[3]  latch TTL in ms
+-- ARGV[4]  token floor of a hand-off, as rw_write_acquire.lua's ARGV[7]
 --
--- Returns  1 the lock was freed (key deleted, waiters woken); 0 other holds remain;
---          -1 gone; -2 this owner has no read hold.
+-- Returns  1 the lock was freed (key deleted; handed to a queued writer or waiters woken);
+--          0 other holds remain; -1 gone; -2 this owner has no read hold.
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+--
+-- Uses prelude.lua, handoff.lua and rw_handoff.lua (joined in front by scripts/mod.rs).
 
 local prior = redis.call('get', KEYS[5])
 if prior then return tonumber(prior) end
@@ -47,8 +56,8 @@ if redis.call('hlen', KEYS[1]) > 1 then
   end
 end
 redis.call('del', KEYS[1])
--- pcall: a user without rights on the channel (NOPERM) still gets the
--- result of what was done; waiters re-check on their own.
-publish(KEYS[2], ARGV[1])
+if not rw_hand_off(KEYS[1], KEYS[6], ARGV[4], KEYS[7], KEYS[8], KEYS[9]) then
+  publish(KEYS[2], ARGV[1])
+end
 redis.call('set', KEYS[5], 1, 'px', ARGV[3])
 return 1

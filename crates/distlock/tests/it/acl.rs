@@ -178,7 +178,7 @@ pub const MINIMAL_ACL: &[(&str, &str)] = &[
     (
         "rw_lock",
         "+exists +get +set +del +hexists +hget +hset +hincrby +hdel +hkeys +hlen +pexpire +pttl \
-         +publish +time +zadd +zrem +zcard +zremrangebyscore",
+         +publish +time +zadd +zrem +zscore +zrange +zcard +zremrangebyscore",
     ),
     ("semaphore", "+exists +get +set +decrby +incrby +publish"),
     (

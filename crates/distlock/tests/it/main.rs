@@ -27,6 +27,7 @@ mod processes;
 mod redisson;
 mod redlock;
 mod review;
+mod rw_handoff;
 mod rwlock;
 mod scan;
 mod scripts;

@@ -47,6 +47,8 @@ const LOCK_UNLOCK: Fixture = fixture!("lock_unlock.lua");
 const FENCED_LOCK: Fixture = fixture!("fenced_lock.lua");
 const FAIR_LOCK: Fixture = fixture!("fair_lock.lua");
 const FAIR_UNLOCK: Fixture = fixture!("fair_unlock.lua");
+const RW_WRITE_LOCK: Fixture = fixture!("rw_write_lock.lua");
+const RW_WRITE_UNLOCK: Fixture = fixture!("rw_write_unlock.lua");
 
 /// `getSubscribeService().getPublishCommand()` on a standalone server.
 const PUBLISH: &[u8] = b"PUBLISH";
@@ -180,6 +182,13 @@ impl<'a> Java<'a> {
             name: name.to_string(),
             timeout: suffix_name(name, "timeout"),
             channel: prefix_name("redisson_sc", name),
+        }
+    }
+
+    fn write_lock(&'a self, name: &str) -> JavaWriteLock<'a> {
+        JavaWriteLock {
+            java: self,
+            name: name.to_string(),
         }
     }
 
@@ -329,6 +338,53 @@ impl JavaSemaphore<'_> {
 }
 
 /// `RLock` / `RFencedLock` on one name (watchdog lease, 30 s).
+/// Redisson's `RReadWriteLock.writeLock()` on `name`.
+struct JavaWriteLock<'a> {
+    java: &'a Java<'a>,
+    name: String,
+}
+
+impl JavaWriteLock<'_> {
+    /// `<uuid>:<thread>:write`, the write lock's hash field.
+    fn field(&self, thread: u64) -> String {
+        format!("{}:write", self.java.lock_name(thread))
+    }
+
+    /// One `lock()` attempt of thread `thread`: nil acquired, else the lock's PTTL.
+    fn lock(&self, thread: u64) -> Option<i64> {
+        let (lease, field) = (WATCHDOG_MS.to_string(), self.field(thread));
+        eval(
+            self.java.server,
+            RW_WRITE_LOCK,
+            &[self.name.as_bytes()],
+            &[lease.as_bytes(), field.as_bytes()],
+        )
+    }
+
+    /// `unlock()` of thread `thread`: 1 released, 0 holds left, nil not its lock.
+    fn unlock(&self, thread: u64) -> Option<i64> {
+        let latch = self.java.unlock_latch(&self.name);
+        let channel = prefix_name("redisson_rwlock", &self.name);
+        let (lease, latch_ms, field) = (
+            WATCHDOG_MS.to_string(),
+            LATCH_TIMEOUT_MS.to_string(),
+            self.field(thread),
+        );
+        eval(
+            self.java.server,
+            RW_WRITE_UNLOCK,
+            &[self.name.as_bytes(), channel.as_bytes(), latch.as_bytes()],
+            &[
+                b"1",
+                lease.as_bytes(),
+                field.as_bytes(),
+                PUBLISH,
+                latch_ms.as_bytes(),
+            ],
+        )
+    }
+}
+
 struct JavaLock<'a> {
     java: &'a Java<'a>,
     name: String,
@@ -1387,4 +1443,95 @@ async fn distlock_hand_off_and_redisson_share_a_leased_semaphore() {
         .expect("a release with nobody queued published nothing for Redisson's waiters");
     assert_eq!(message.get_payload::<i64>().unwrap(), 1);
     assert_eq!(jsem.try_acquire(&random_id(), 30_000), SemAcquire::Acquired);
+}
+
+/// A Redisson writer and distlock writers on one read-write lock. Redisson's write unlock
+/// frees the lock and publishes its message as always; the woken distlock writers' attempts
+/// hand the lock to the first queued one, so queue order survives a Redisson release. A
+/// distlock release that hands the write lock to the next distlock writer publishes nothing,
+/// and Redisson sees the lock held; the last distlock release, with nobody queued, publishes
+/// Redisson's message and Redisson gets the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distlock_writer_hand_off_and_redisson_share_a_read_write_lock() {
+    let (server, client) = setup().await;
+    let java = Java::new(&server, 0);
+    let jwrite = java.write_lock("mixed-rw");
+    assert_eq!(jwrite.lock(1), None, "Redisson write-locks the free lock");
+    let rw = client.rw_lock("mixed-rw");
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (go, _) = tokio::sync::broadcast::channel::<()>(1);
+    let mut tasks = Vec::new();
+    for i in 0..2 {
+        let (rw, order, mut go) = (rw.clone(), order.clone(), go.subscribe());
+        tasks.push(tokio::spawn(async move {
+            let g = rw.write().await.unwrap();
+            order.lock().unwrap().push(i);
+            // The first holds until told to go, so the test can look at a hand-off.
+            if i == 0 {
+                let _ = go.recv().await;
+            }
+            g.release().await.unwrap();
+        }));
+        let queue = distlock::layout::rwlock_queue("mixed-rw");
+        assert!(
+            eventually(Duration::from_secs(2), || cmd::<i64>(
+                &server,
+                &["ZCARD", &queue]
+            ) == i + 1)
+            .await,
+            "distlock writer {i} did not queue"
+        );
+    }
+    assert_eq!(
+        jwrite.unlock(1),
+        Some(1),
+        "Redisson's unlock frees the lock"
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || order.lock().unwrap().len() == 1).await,
+        "no distlock writer was reached after Redisson's release"
+    );
+    assert!(
+        jwrite.lock(2).is_some(),
+        "Redisson is refused while distlock writes"
+    );
+    // What a Redisson waiter listens to.
+    let mut wake = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    wake.subscribe("redisson_rwlock:{mixed-rw}").await.unwrap();
+    go.send(()).unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || order.lock().unwrap().len() == 2).await,
+        "the second distlock writer was not handed the lock"
+    );
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(5), t)
+            .await
+            .expect("a distlock writer did not finish")
+            .unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![0, 1], "arrival order");
+    // One message: the last release's; the hand-off between the two published nothing.
+    let msg = tokio::time::timeout(Duration::from_secs(2), wake.on_message().next())
+        .await
+        .expect("the last release did not publish Redisson's message")
+        .unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "1");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), wake.on_message().next())
+            .await
+            .is_err(),
+        "the hand-off published Redisson's message too"
+    );
+    assert_eq!(jwrite.lock(2), None, "Redisson write-locks it once free");
+    assert_eq!(jwrite.unlock(2), Some(1));
+    for key in [
+        distlock::layout::rwlock_queue("mixed-rw"),
+        distlock::layout::rwlock_waiters("mixed-rw"),
+    ] {
+        assert!(!exists(&server, &key), "{key} left");
+    }
 }

@@ -1,7 +1,10 @@
 //! Redisson's `RReadWriteLock`: one hash with `mode`, `<owner>` → read holds and
 //! `<owner>:write` → write holds, one TTL key per read hold, woken on
 //! `redisson_rwlock:{key}` (every waiter per message); plus distlock's waiting-writers zset
-//! (`distlock_rwlock_writers:{key}`), which makes it write-preferring.
+//! (`distlock_rwlock_writers:{key}`), which makes it write-preferring, and its writers'
+//! direct hand-off queue (`distlock_rwlock_queue:{key}`, `distlock_rwlock_waiters:{key}`): a
+//! release that frees the lock grants the write lock to the first live queued writer and
+//! announces it on the writer's client grant channel, as the plain lock's hand-off does.
 //!
 //! No holder field (`distlock:holder`, which plain and fair locks record with each grant;
 //! [`AcquireCall::holder`] is ignored here): Redisson's read-write unlock scripts decide
@@ -35,7 +38,7 @@ fn rw_channel(key: &str) -> String {
 }
 
 fn writers_key(n: &Names) -> String {
-    keys::prefixed("distlock_rwlock_writers", &n.key)
+    keys::rwlock_writers(&n.key)
 }
 
 /// The read-hold key prefix of `owner`: `{<key>}:<owner>:rwlock_timeout` (Redisson's
@@ -91,9 +94,14 @@ impl RawLock for Read {
             .key(read_prefix(n, c.owner))
             .key(keys::hash_tagged(&n.key))
             .key(c.latch)
+            .key(&n.counter)
+            .key(keys::rwlock_queue(&n.key))
+            .key(keys::rwlock_waiters(&n.key))
+            .key(writers_key(n))
             .arg(UNLOCK_MESSAGE)
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
+            .arg(c.floor)
     }
 
     fn renewal(&self, n: &Names, owner: &Owner) -> Renewal {
@@ -132,22 +140,33 @@ impl RawLock for Write {
         self.liveness / 3
     }
 
+    fn handoff_liveness(&self) -> Option<Duration> {
+        Some(self.liveness)
+    }
+
     fn acquire(
         &self,
         n: &Names,
         c: &AcquireCall<'_>,
     ) -> (crate::scripts::Invocation<'static>, Resend) {
+        let entry = c
+            .handoff_initial_ms(self.liveness)
+            .map(|initial| format!("{initial};{}", c.client_id))
+            .unwrap_or_default();
         let mut inv = scripts::RW_WRITE_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(writers_key(n))
             .key(&n.counter)
+            .key(keys::rwlock_queue(&n.key))
+            .key(keys::rwlock_waiters(&n.key))
             .arg(c.lease_ms)
             .arg(self.field(c.owner))
             .arg(c.owner.as_str())
             .arg(c.mode.short())
             .arg(self.liveness.as_millis() as u64)
             .arg(if c.wait_ms > 0 { "1" } else { "0" })
-            .arg(c.floor);
+            .arg(c.floor)
+            .arg(entry);
         (inv, nested_sent_once(c.mode))
     }
 
@@ -156,10 +175,15 @@ impl RawLock for Write {
             .key(&n.key)
             .key(&n.channel)
             .key(c.latch)
+            .key(&n.counter)
+            .key(keys::rwlock_queue(&n.key))
+            .key(keys::rwlock_waiters(&n.key))
+            .key(writers_key(n))
             .arg("1")
             .arg(c.lease_ms)
             .arg(self.field(c.owner))
             .arg(c.latch_ms)
+            .arg(c.floor)
     }
 
     fn leave(
@@ -167,12 +191,24 @@ impl RawLock for Write {
         n: &Names,
         owner: &str,
         _wait_ms: u64,
-        _give_back: bool,
-        _floor: &str,
+        give_back: bool,
+        floor: &str,
     ) -> Option<crate::scripts::Invocation<'static>> {
         let mut inv = scripts::RW_WRITER_LEAVE.prepare_invoke();
-        inv.key(writers_key(n)).key(&n.channel).arg(owner);
+        inv.key(writers_key(n))
+            .key(&n.channel)
+            .key(&n.key)
+            .key(&n.counter)
+            .key(keys::rwlock_queue(&n.key))
+            .key(keys::rwlock_waiters(&n.key))
+            .arg(owner)
+            .arg(if give_back { "1" } else { "0" })
+            .arg(floor);
         Some(inv)
+    }
+
+    fn leave_gives_back(&self) -> bool {
+        true
     }
 
     fn force_unlock(&self, n: &Names, _floor: &str) -> crate::scripts::Invocation<'static> {

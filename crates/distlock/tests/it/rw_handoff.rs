@@ -1,0 +1,246 @@
+//! Direct hand-off of a read-write lock's write lock: a release that frees the lock (the last
+//! write hold, or the last read hold) grants it to the first live queued writer itself;
+//! writers are served in arrival order; dead, cancelled and timed-out writers never keep it.
+
+use std::time::Duration;
+
+use distlock::layout::{rwlock_queue, rwlock_waiters, rwlock_writers};
+use distlock::{LockGuard, RwLock, RwLockWriteGuard};
+
+use crate::handoff::{cancelled_waiters_leave_no_lock, timed_out_waiters_leave_no_lock, Queued};
+use crate::util::*;
+
+/// The writers queued for `name`'s write lock, first in line first.
+fn queued(server: &RedisServer, name: &str) -> Vec<String> {
+    cmd(server, &["ZRANGE", &rwlock_queue(name), "0", "-1"])
+}
+
+/// Whether `name`'s hand-off queue holds `n` writers within `limit`.
+async fn queued_within(server: &RedisServer, name: &str, n: usize, limit: Duration) -> bool {
+    eventually(limit, || queued(server, name).len() == n).await
+}
+
+/// A task that write-locks `rw` (waiting the default wait) and returns the guard.
+fn spawn_write(rw: &RwLock) -> tokio::task::JoinHandle<RwLockWriteGuard> {
+    let rw = rw.clone();
+    tokio::spawn(async move { rw.write().await.unwrap() })
+}
+
+impl Queued for RwLock {
+    fn key(&self) -> &str {
+        self.name()
+    }
+    async fn take(&self) -> LockGuard {
+        self.write().await.unwrap().into_inner()
+    }
+    async fn take_within(&self, wait: Duration) -> Option<LockGuard> {
+        self.try_write_for(wait)
+            .await
+            .unwrap()
+            .map(RwLockWriteGuard::into_inner)
+    }
+}
+
+/// The release of the last write hold is the only script that runs: the queued writer is
+/// granted the write lock by it (mode `write`, its `:write` field, a token above the
+/// releaser's), leaves the queue and the waiting writers, and returns without an attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_release_hands_the_lock_to_the_queued_writer() {
+    let (server, client) = setup().await;
+    let rw = client.rw_lock("rw-h");
+    let held = rw.write().await.unwrap();
+    let waiter = spawn_write(&rw);
+    assert!(queued_within(&server, "rw-h", 1, Duration::from_secs(2)).await);
+    // Let the writer's subscriptions (and its attempt after them) settle before counting.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    let token = held.fencing_token();
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the queued writer was not handed the lock")
+        .unwrap();
+    assert_eq!(evalsha_calls(&server), 1, "the release alone ran a script");
+    assert!(got.fencing_token() > token);
+    let mode: Option<String> = cmd(&server, &["HGET", "rw-h", "mode"]);
+    assert_eq!(mode.as_deref(), Some("write"));
+    let field = format!("{}:write", got.owner().as_str());
+    let holds: Option<i64> = cmd(&server, &["HGET", "rw-h", &field]);
+    assert_eq!(holds, Some(1));
+    for key in [
+        rwlock_queue("rw-h"),
+        rwlock_waiters("rw-h"),
+        rwlock_writers("rw-h"),
+    ] {
+        assert!(!exists(&server, &key), "{key} left after the hand-off");
+    }
+    got.release().await.unwrap();
+    assert!(!exists(&server, "rw-h"));
+}
+
+/// The last read hold's release frees the lock and hands it to the queued writer; an earlier
+/// read release (another reader still holds) hands nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_read_release_hands_the_lock_to_the_queued_writer() {
+    let (server, client) = setup().await;
+    let rw = client.rw_lock("rw-r");
+    let (r1, r2) = (rw.read().await.unwrap(), rw.read().await.unwrap());
+    let waiter = spawn_write(&rw);
+    assert!(queued_within(&server, "rw-r", 1, Duration::from_secs(2)).await);
+    r1.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiter.is_finished(), "a writer got in beside a reader");
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    r2.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the queued writer was not handed the lock")
+        .unwrap();
+    assert_eq!(evalsha_calls(&server), 1, "the release alone ran a script");
+    let mode: Option<String> = cmd(&server, &["HGET", "rw-r", "mode"]);
+    assert_eq!(mode.as_deref(), Some("write"));
+    got.release().await.unwrap();
+}
+
+/// Writers get the write lock in the order they queued, each handed it by the release
+/// before it; a `try_write` (one attempt) meanwhile does not pass them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_writers_are_served_in_arrival_order() {
+    let (server, client) = setup().await;
+    let rw = client.rw_lock("rw-o");
+    let held = rw.write().await.unwrap();
+    let mut waiters = Vec::new();
+    for i in 0..3 {
+        waiters.push(spawn_write(&rw));
+        assert!(queued_within(&server, "rw-o", i + 1, Duration::from_secs(2)).await);
+    }
+    let order = queued(&server, "rw-o");
+    held.release().await.unwrap();
+    for (i, waiter) in waiters.into_iter().enumerate() {
+        let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+            .await
+            .unwrap_or_else(|_| panic!("writer {i} was not served"))
+            .unwrap();
+        assert_eq!(got.owner().as_str(), order[i], "writer {i} out of order");
+        if i == 0 {
+            assert!(
+                rw.try_write().await.unwrap().is_none(),
+                "a try_write passed the queue"
+            );
+        }
+        got.release().await.unwrap();
+    }
+    assert!(!exists(&server, "rw-o"));
+    assert!(!exists(&server, &rwlock_queue("rw-o")));
+}
+
+/// A writer whose acquire is cancelled around the release never keeps the lock: its leave
+/// gives a racing hand-off back to the next writer (or frees it), whatever the timing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_writer_leaves_no_lock() {
+    let (server, client) = setup().await;
+    cancelled_waiters_leave_no_lock(
+        &server,
+        &client.rw_lock("rw-cancel"),
+        150,
+        || queued(&server, "rw-cancel").len(),
+        || {
+            !exists(&server, &rwlock_queue("rw-cancel"))
+                && !exists(&server, &rwlock_waiters("rw-cancel"))
+                && !exists(&server, &rwlock_writers("rw-cancel"))
+        },
+    )
+    .await;
+}
+
+/// A writer whose wait ends while the lock is being handed to it either returns the grant or
+/// gives it back: the lock is never left held by nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_writer_takes_or_gives_back_a_racing_hand_off() {
+    let (server, client) = setup().await;
+    timed_out_waiters_leave_no_lock(&server, &client.rw_lock("rw-deadline"), || {
+        queued(&server, "rw-deadline").len()
+    })
+    .await;
+}
+
+/// A writer process killed while queued, its liveness deadline still ahead, may be handed the
+/// lock; the hand-off's lease ends at that deadline, after which the next writer gets it.
+/// Never two holders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_writer_blocks_the_lock_at_most_until_its_liveness_deadline() {
+    let (server, client) = setup().await;
+    let liveness = distlock::DEFAULT_WRITER_LIVENESS;
+    let rw = client.rw_lock("rw-dead");
+    let held = rw.write().await.unwrap();
+    let mut victim = family(&["write-wait", &server.url(), "rw-dead"]);
+    assert!(queued_within(&server, "rw-dead", 1, Duration::from_secs(5)).await);
+    let victim_owner = queued(&server, "rw-dead")[0].clone();
+    let next = spawn_write(&rw);
+    assert!(queued_within(&server, "rw-dead", 2, Duration::from_secs(2)).await);
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    // Half its liveness later: its last attempt was at most a third of it before the kill,
+    // so its deadline is still ahead, by at most half the liveness.
+    tokio::time::sleep(liveness / 2).await;
+    let released = tokio::time::Instant::now();
+    held.release().await.unwrap();
+    let field = format!("{victim_owner}:write");
+    let holds: Option<i64> = cmd(&server, &["HGET", "rw-dead", &field]);
+    assert_eq!(
+        holds,
+        Some(1),
+        "the hand-off went to the first queued writer"
+    );
+    let pttl: i64 = cmd(&server, &["PTTL", "rw-dead"]);
+    assert!(
+        pttl > 0 && pttl <= (liveness / 2).as_millis() as i64,
+        "initial lease {pttl} ms: longer than what was left of the dead writer's liveness"
+    );
+    let got = tokio::time::timeout(liveness * 2, next)
+        .await
+        .expect("the next writer never got the lock")
+        .unwrap();
+    let waited = released.elapsed();
+    assert!(
+        waited < liveness / 2 + liveness / 3 + Duration::from_millis(500),
+        "waited {waited:?}"
+    );
+    let holds: Option<i64> = cmd(&server, &["HGET", "rw-dead", &field]);
+    assert_eq!(holds, None);
+    got.release().await.unwrap();
+    assert_eq!(
+        first_line(&mut victim),
+        "",
+        "the killed writer never got the lock"
+    );
+}
+
+/// A write lock freed without a release (its lease ran out) with a writer queued goes to that
+/// writer at the next attempt of anyone: a `try_write` then hands it to the queued writer (a
+/// process killed right after queueing, so only the `try_write` attempts) and is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_freed_by_expiry_goes_to_the_queued_writer_first() {
+    let (server, client) = setup().await;
+    let rw = client.rw_lock("rw-free");
+    let _lapsing = rw.lease(Duration::from_millis(400)).write().await.unwrap();
+    let mut victim = family(&["write-wait", &server.url(), "rw-free"]);
+    assert!(queued_within(&server, "rw-free", 1, Duration::from_secs(5)).await);
+    let victim_owner = queued(&server, "rw-free")[0].clone();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    assert!(
+        eventually(Duration::from_secs(2), || !exists(&server, "rw-free")).await,
+        "the lease did not run out"
+    );
+    assert!(
+        rw.try_write().await.unwrap().is_none(),
+        "a try_write took the free lock past the queued writer"
+    );
+    let holds: Option<i64> = cmd(
+        &server,
+        &["HGET", "rw-free", &format!("{victim_owner}:write")],
+    );
+    assert_eq!(holds, Some(1), "the queued writer was not handed the lock");
+    assert!(queued(&server, "rw-free").is_empty());
+}
