@@ -51,6 +51,12 @@ impl ReleaseRequest {
         self
     }
 
+    /// Several keys, in order.
+    pub(crate) fn keys(mut self, keys: impl IntoIterator<Item = String>) -> Self {
+        self.keys.extend(keys);
+        self
+    }
+
     pub(crate) fn arg(mut self, arg: impl ToString) -> Self {
         self.args.push(arg.to_string().into_bytes());
         self

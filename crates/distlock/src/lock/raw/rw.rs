@@ -41,6 +41,18 @@ fn writers_key(n: &Names) -> String {
     keys::rwlock_writers(&n.key)
 }
 
+/// What a release that frees the lock needs to hand it to the first queued writer, in the
+/// order the release scripts take them: the slot's fencing counter, the hand-off queue, its
+/// writer entries and the waiting writers.
+fn handoff_keys(n: &Names) -> [String; 4] {
+    [
+        n.counter.clone(),
+        keys::rwlock_queue(&n.key),
+        keys::rwlock_waiters(&n.key),
+        writers_key(n),
+    ]
+}
+
 /// The read-hold key prefix of `owner`: `{<key>}:<owner>:rwlock_timeout` (Redisson's
 /// `suffixName(name, lockName) + ":rwlock_timeout"`).
 fn read_prefix(n: &Names, owner: &Owner) -> String {
@@ -94,10 +106,7 @@ impl RawLock for Read {
             .key(read_prefix(n, c.owner))
             .key(keys::hash_tagged(&n.key))
             .key(c.latch)
-            .key(&n.counter)
-            .key(keys::rwlock_queue(&n.key))
-            .key(keys::rwlock_waiters(&n.key))
-            .key(writers_key(n))
+            .keys(handoff_keys(n))
             .arg(UNLOCK_MESSAGE)
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
@@ -175,10 +184,7 @@ impl RawLock for Write {
             .key(&n.key)
             .key(&n.channel)
             .key(c.latch)
-            .key(&n.counter)
-            .key(keys::rwlock_queue(&n.key))
-            .key(keys::rwlock_waiters(&n.key))
-            .key(writers_key(n))
+            .keys(handoff_keys(n))
             .arg("1")
             .arg(c.lease_ms)
             .arg(self.field(c.owner))
