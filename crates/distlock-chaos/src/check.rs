@@ -202,7 +202,7 @@ pub fn check(
         .max()
         .unwrap_or(0);
     exclusion(&holds, limits, &mut f);
-    fencing(&holds, resource, &mut f);
+    fencing(events, &holds, resource, &mut f);
     updates(resource, counter, &mut f);
     if limits.liveness {
         liveness(events, &holds, limits, &mut f);
@@ -305,8 +305,42 @@ fn overlap_episodes<'a>(
     episodes
 }
 
+/// When the grant of `h` may have been made, at the earliest of what the history tells: its
+/// `ok`, or, when its process was stopped (SIGSTOP) after its last event before that `ok`
+/// and resumed before it, the start of that stop. A grant made just before the stop is read
+/// and recorded only after the resume, after holds that began and ended while the process was
+/// stopped (their later tokens are no regression).
+fn granted_from(h: &Hold, events: &[Event], stops: &[(&str, u64, u64)]) -> u64 {
+    let previous = events
+        .iter()
+        .filter(|e| e.process == h.process && e.t_us < h.start)
+        .map(|e| e.t_us)
+        .max()
+        .unwrap_or(0);
+    stops
+        .iter()
+        .filter(|&&(p, stopped, resumed)| {
+            p == h.process && resumed <= h.start && previous < resumed && stopped < h.start
+        })
+        .map(|&(_, stopped, _)| stopped)
+        .min()
+        .map_or(h.start, |stopped| stopped.min(h.start))
+}
+
 /// F: tokens rise across grants (per key) and the resource accepted no stale token.
-fn fencing(holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
+fn fencing(events: &[Event], holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
+    let (spans, _) = history::fault_spans(events);
+    let stops: Vec<(&str, u64, u64)> = spans
+        .iter()
+        .filter(|s| s.healed())
+        .filter_map(|s| {
+            let detail = s.detail();
+            let process = detail
+                .strip_prefix("SIGSTOP holder ")
+                .or_else(|| detail.strip_prefix("SIGSTOP waiter "))?;
+            Some((process, s.start(), s.end()?))
+        })
+        .collect();
     let mut by_key: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
     for h in holds.iter().filter(|h| h.token.is_some()) {
         by_key.entry(&h.key).or_default().push(h);
@@ -318,8 +352,13 @@ fn fencing(holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
         // The highest-token hold among those ended: of every mode, and exclusive only.
         let mut max_any: Option<&Hold> = None;
         let mut max_exclusive: Option<&Hold> = None;
-        for h in holds.iter() {
-            while ended < by_end.len() && by_end[ended].end <= h.start {
+        let mut by_grant: Vec<(u64, &Hold)> = holds
+            .iter()
+            .map(|h| (granted_from(h, events, &stops), *h))
+            .collect();
+        by_grant.sort_by_key(|&(from, h)| (from, h.start));
+        for (from, h) in by_grant {
+            while ended < by_end.len() && by_end[ended].end <= from {
                 let e = by_end[ended];
                 if max_any.is_none_or(|m| e.token > m.token) {
                     max_any = Some(e);
@@ -821,6 +860,45 @@ mod tests {
         w0.push(Event::at(18 * MS, "w0", 0, Type::Ok, Op::Lost).key("k"));
         let f = run(&history(vec![w0, hold("w1", 15, 30, 6)]));
         assert_eq!(f.token_regressions, 0, "{:?}", f.violations);
+    }
+
+    #[test]
+    fn a_grant_recorded_after_its_process_resumed_may_predate_the_stop() {
+        // w0 asks at 10 ms and is stopped from 100 to 1000 ms; meanwhile w1 holds token 7
+        // from 500 to 900 ms; w0's grant (token 5) is recorded at 1001 ms, after the resume:
+        // it may have been made before the stop (w1 then had the lock once w0's lease ran
+        // out), so it is no regression.
+        let stop = |detail: &str| {
+            vec![
+                Event::at(100 * MS, "nemesis", 0, Type::Invoke, Op::Fault).detail(detail),
+                Event::at(1000 * MS, "nemesis", 0, Type::Ok, Op::Fault).detail(detail),
+            ]
+        };
+        let w0 = || {
+            let mut w0 = hold("w0", 1001, 1010, 5);
+            w0[0].t_us = 10 * MS;
+            w0
+        };
+        let h = history(vec![
+            w0(),
+            hold("w1", 500, 900, 7),
+            stop("SIGSTOP holder w0"),
+        ]);
+        let f = run(&h);
+        assert_eq!(f.token_regressions, 0, "{:?}", f.violations);
+        // Without the stop it is one.
+        let h = history(vec![w0(), hold("w1", 500, 900, 7)]);
+        assert_eq!(run(&h).token_regressions, 1);
+        // Nor does another process's stop excuse it.
+        let h = history(vec![
+            w0(),
+            hold("w1", 500, 900, 7),
+            stop("SIGSTOP waiter w2"),
+        ]);
+        assert_eq!(run(&h).token_regressions, 1);
+        // A hold that ended before the stop still counts.
+        let h = history(vec![w0(), hold("w1", 20, 90, 7), stop("SIGSTOP holder w0")]);
+        assert_eq!(run(&h).token_regressions, 1);
     }
 
     #[test]
