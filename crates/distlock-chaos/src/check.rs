@@ -311,20 +311,29 @@ fn overlap_episodes<'a>(
 /// and recorded only after the resume, after holds that began and ended while the process was
 /// stopped (their later tokens are no regression).
 fn granted_from(h: &Hold, events: &[Event], stops: &[(&str, u64, u64)]) -> u64 {
+    let resumed_before: Vec<(u64, u64)> = stops
+        .iter()
+        .filter(|&&(p, _, resumed)| p == h.process && resumed <= h.start)
+        .map(|&(_, stopped, resumed)| (stopped, resumed))
+        .collect();
+    // Most holds: no stop of their process before them (and no scan of the history).
+    if resumed_before.is_empty() {
+        return h.start;
+    }
+    // Events are in time order: the process's last one before the `ok`.
     let previous = events
         .iter()
-        .filter(|e| e.process == h.process && e.t_us < h.start)
+        .take_while(|e| e.t_us < h.start)
+        .filter(|e| e.process == h.process)
         .map(|e| e.t_us)
-        .max()
+        .last()
         .unwrap_or(0);
-    stops
-        .iter()
-        .filter(|&&(p, stopped, resumed)| {
-            p == h.process && resumed <= h.start && previous < resumed && stopped < h.start
-        })
-        .map(|&(_, stopped, _)| stopped)
+    resumed_before
+        .into_iter()
+        .filter(|&(_, resumed)| previous < resumed)
+        .map(|(stopped, _)| stopped.min(h.start))
         .min()
-        .map_or(h.start, |stopped| stopped.min(h.start))
+        .unwrap_or(h.start)
 }
 
 /// F: tokens rise across grants (per key) and the resource accepted no stale token.
