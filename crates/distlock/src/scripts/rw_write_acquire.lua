@@ -101,7 +101,9 @@ if ARGV[6] == '1' then
   end
 end
 if ARGV[8] ~= '' then
-  queue_helpers().enqueue(KEYS[4], KEYS[5], ARGV[3], ARGV[5] .. ';' .. ARGV[8], '', now)
+  -- The helpers made above when the free lock was handed to an earlier writer, else now.
+  q = q or queue_helpers()
+  q.enqueue(KEYS[4], KEYS[5], ARGV[3], ARGV[5] .. ';' .. ARGV[8], '', now)
 end
 -- The last token issued in the lock's slot: a hand-off message to this caller with a token at
 -- or below it was sent before this attempt, so it is no grant if it arrives after the reply.
