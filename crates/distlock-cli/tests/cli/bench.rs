@@ -112,7 +112,10 @@ fn bench_json_runs_every_workload_with_sane_figures() {
     }
     // One request in flight at a time: each script call is a read of its own (and the INFO
     // calls around the measured part a few more). distinct's tasks share one multiplexed
-    // connection, whose concurrent requests arrive pipelined, several to a read.
+    // connection, so its reads are at most its calls and the few INFO reads; how many of its
+    // requests share a read depends on scheduling (on a loaded machine, few), so the figure is
+    // bounded here, not required to be small. `lock_basic`'s pipelining test checks that
+    // concurrent requests do share reads, on a runtime whose scheduling it controls.
     let u = by("uncontended");
     assert!(
         x(u, "server_reads_per_pair") >= x(u, "server_calls_per_pair"),
@@ -120,8 +123,8 @@ fn bench_json_runs_every_workload_with_sane_figures() {
     );
     let d = by("distinct");
     assert!(
-        x(d, "server_reads_per_pair") < 0.9 * x(d, "server_calls_per_pair"),
-        "not pipelined: {d}"
+        x(d, "server_reads_per_pair") <= x(d, "server_calls_per_pair") + 0.2,
+        "more reads than requests: {d}"
     );
 
     let u = by("uncontended");
