@@ -84,7 +84,8 @@ async fn grants_that_raced_a_dropped_acquire_are_given_back_for_every_kind() {
     leased.try_set_permits(1).await.unwrap();
     let job = client.job_lock("j").at_most_for(Duration::from_secs(60));
 
-    let _: () = cmd(&server, &["CLIENT", "PAUSE", "900", "ALL"]);
+    // 3 s: far longer than the three 200 ms cuts below, however late they run.
+    let _: () = cmd(&server, &["CLIENT", "PAUSE", "3000", "ALL"]);
     let cut = Duration::from_millis(200);
     assert!(tokio::time::timeout(cut, job.try_acquire()).await.is_err());
     assert!(tokio::time::timeout(cut, sem.try_acquire()).await.is_err());
@@ -93,7 +94,7 @@ async fn grants_that_raced_a_dropped_acquire_are_given_back_for_every_kind() {
         .await
         .is_err());
 
-    let settled = eventually(Duration::from_secs(5), || {
+    let settled = eventually(Duration::from_secs(10), || {
         !cmd::<bool>(&server, &["EXISTS", "job-lock:default:j"])
             && cmd::<Option<u64>>(&server, &["GET", "s"]) == Some(1)
             && cmd::<Option<u64>>(&server, &["GET", "ls"]) == Some(1)

@@ -77,6 +77,16 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
     let new = tokio::task::block_in_place(|| set.wait_for_failover(old, Duration::from_secs(20)));
     let failed_over = killed_at.elapsed();
     assert_ne!(new, old);
+    // The waiter's client follows the slot to the promoted replica and subscribes there.
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    assert!(
+        eventually(Duration::from_secs(5), || numsub(
+            set.node_for_key(name),
+            &channel
+        ) >= 1)
+        .await,
+        "the waiter did not resubscribe on the promoted replica"
+    );
     assert!(!waiter.is_finished(), "the waiter got a lock that is held");
 
     let releasing = Instant::now();
@@ -95,8 +105,10 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
          send meets the dead master); release -> waiter granted {woken:?}",
         released_at - releasing
     );
+    // A wake-up, not the 30 s lease: typically 0.2-0.3 s here, bounded loosely for loaded
+    // machines.
     assert!(
-        woken < Duration::from_millis(500),
+        woken < Duration::from_millis(1_500),
         "woken {woken:?} after the release"
     );
     assert!(
@@ -263,8 +275,16 @@ async fn a_waiter_follows_a_manual_failover_of_its_slot() {
     let replica = set.replica_of(old).expect("a replica").port();
     tokio::task::block_in_place(|| set.failover_replica(replica));
     assert_eq!(set.node_for_key(name).port(), replica);
-    // Let the waiter's client see the dropped subscription and subscribe on the new master.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The waiter's client sees the dropped subscription and subscribes on the new master.
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    assert!(
+        eventually(Duration::from_secs(5), || numsub(
+            set.node_for_key(name),
+            &channel
+        ) >= 1)
+        .await,
+        "the waiter did not resubscribe on the new master"
+    );
     assert!(!waiter.is_finished(), "the waiter got a lock that is held");
     let released_at = Instant::now();
     held.release().await.expect("release on the new master");
@@ -276,7 +296,10 @@ async fn a_waiter_follows_a_manual_failover_of_its_slot() {
         .expect("granted");
     let woken = released_at.elapsed();
     eprintln!("manual failover: release -> waiter granted {woken:?}");
-    assert!(woken < Duration::from_millis(500), "woken after {woken:?}");
+    assert!(
+        woken < Duration::from_millis(1_500),
+        "woken after {woken:?}"
+    );
     got.release().await.unwrap();
 }
 
@@ -495,7 +518,10 @@ async fn a_failed_master_does_not_hold_up_wake_ups_on_the_others() {
         .unwrap();
     let woken = granted_at.saturating_duration_since(released_at);
     let got = got.unwrap().expect("granted");
-    assert!(woken < Duration::from_millis(500), "woken after {woken:?}");
+    assert!(
+        woken < Duration::from_millis(1_500),
+        "woken after {woken:?}"
+    );
     got.release().await.unwrap();
     drop(guards);
 }

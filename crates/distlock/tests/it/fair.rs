@@ -88,8 +88,10 @@ async fn killed_waiter_process_does_not_stall_the_queue() {
         .await
         .expect("the queue stalled behind the dead waiter")
         .unwrap();
+    // The dead waiter's place lapses within its liveness (0.9 s; Redisson keeps it for 5
+    // minutes by default); the bound leaves slack for a loaded machine.
     let waited = released.elapsed();
-    assert!(waited < liveness * 2, "waited {waited:?}");
+    assert!(waited < liveness * 3, "waited {waited:?}");
     g3.release().await.unwrap();
     assert_eq!(
         first_line(&mut victim),

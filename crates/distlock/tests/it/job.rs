@@ -310,16 +310,13 @@ async fn try_acquire_for_and_acquire_poll_within_the_wait() {
         .unwrap()
         .expect("free");
 
-    let start = tokio::time::Instant::now();
+    let before = evalsha_calls(&server);
     assert!(lock
         .try_acquire_for(Duration::ZERO)
         .await
         .unwrap()
         .is_none());
-    assert!(
-        start.elapsed() < Duration::from_millis(90),
-        "zero wait: one attempt"
-    );
+    assert_eq!(evalsha_calls(&server) - before, 1, "zero wait: one attempt");
 
     let start = tokio::time::Instant::now();
     assert!(lock
@@ -358,8 +355,9 @@ async fn try_acquire_for_and_acquire_poll_within_the_wait() {
         .unwrap()
         .unwrap()
         .expect("acquired after the release");
+    // About one poll interval (100 ms); a second of slack for a loaded machine.
     assert!(
-        released.elapsed() < Duration::from_millis(400),
+        released.elapsed() < Duration::from_secs(1),
         "{:?} after the release",
         released.elapsed()
     );
@@ -367,10 +365,14 @@ async fn try_acquire_for_and_acquire_poll_within_the_wait() {
     assert_eq!(value, g.value());
     g.release().await.unwrap();
 
-    // A second acquire after the release goes through at once.
-    let start = tokio::time::Instant::now();
+    // A second acquire after the release goes through at once: one attempt.
+    let before = evalsha_calls(&server);
     let g = lock.acquire().await.unwrap();
-    assert!(start.elapsed() < Duration::from_millis(90));
+    assert_eq!(
+        evalsha_calls(&server) - before,
+        1,
+        "acquired at the first attempt"
+    );
     g.release().await.unwrap();
 
     assert_eq!(
@@ -450,8 +452,10 @@ async fn spawn_every_runs_once_per_interval_across_instances() {
         h.abort();
     }
     let n = runs.load(Ordering::Relaxed);
+    // One run per interval (5), not one per instance and interval (10); one either way for
+    // a tick that a loaded machine runs late.
     assert!(
-        (4..=6).contains(&n),
+        (3..=7).contains(&n),
         "{n} runs in 5 intervals by 2 instances"
     );
 }

@@ -83,7 +83,11 @@ fn suffix_name(name: &str, suffix: &str) -> String {
 
 /// Run one command whose arguments are raw bytes on `server` (a fresh sync connection), and
 /// convert the reply; panics naming `what` on any error.
-fn query<T: redis::FromRedisValue>(server: &RedisServer, what: &str, args: &[&[u8]]) -> T {
+pub(crate) fn query<T: redis::FromRedisValue>(
+    server: &RedisServer,
+    what: &str,
+    args: &[&[u8]],
+) -> T {
     let (name, rest) = args.split_first().expect("query: no command given");
     let mut con = redis::Client::open(server.url())
         .and_then(|c| c.get_connection())

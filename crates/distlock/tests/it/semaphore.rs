@@ -276,8 +276,10 @@ async fn killed_holder_returns_its_leased_permit_after_the_lease() {
         .await
         .unwrap()
         .expect("the dead holder's permit came back");
+    // At the end of the dead holder's 1 s lease, not of the 10 s wait; slack for a loaded
+    // machine.
     assert!(
-        start.elapsed() < Duration::from_millis(1500),
+        start.elapsed() < Duration::from_secs(3),
         "{:?}",
         start.elapsed()
     );

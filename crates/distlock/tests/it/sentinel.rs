@@ -171,7 +171,9 @@ async fn grants_wait_for_a_replica_and_are_given_back_without_one() {
         let lock = lock.clone();
         tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(10)).await })
     };
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Past the waiter's first attempt (its WAIT gives up after 300 ms), while the replicas
+    // have been stopped for well under the down-after.
+    tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
         !waiter.is_finished(),
         "granted while no replica could confirm"

@@ -300,6 +300,21 @@ pub async fn setup_on(topology: Topology) -> (Deployment, Client) {
     (deployment, client)
 }
 
+/// Waits (up to 5 s) until `server` has run two more `EVALSHA`s than `before`: a waiter's
+/// attempt before its subscriptions and the one after they were confirmed, after which it
+/// waits for a message (or its recheck, seconds away in the tests that use this). A count
+/// taken after a `CONFIG RESETSTAT` that follows holds only what comes next. Panics if the
+/// attempts do not come.
+pub async fn waiter_settled(server: &RedisServer, before: u64) {
+    assert!(
+        eventually(Duration::from_secs(5), || evalsha_calls(server)
+            >= before + 2)
+        .await,
+        "the waiter did not make its two attempts ({} scripts ran)",
+        evalsha_calls(server) - before
+    );
+}
+
 /// The number of `EVALSHA` calls `server` counted (`INFO commandstats`; 0 when none since
 /// start or `CONFIG RESETSTAT`).
 pub fn evalsha_calls(server: &RedisServer) -> u64 {

@@ -7,7 +7,7 @@ use crate::util::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_keeps_a_slow_holder_and_stops_after_release() {
     let server = RedisServer::start();
-    let lease = Duration::from_millis(600);
+    let lease = Duration::from_millis(1500);
     let client = client_with_watchdog(&server, lease).await;
     let other = client_for(&server).await;
     let guard = client.lock("slow").acquire().await.unwrap();
@@ -25,8 +25,9 @@ async fn watchdog_keeps_a_slow_holder_and_stops_after_release() {
         // The scenario: the holder works on, checked every 50 ms.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Renewed every lease/3 = 200 ms, so the TTL never fell far below 2/3 of the lease.
-    assert!(min_pttl > 200, "min pttl {min_pttl}");
+    // Renewed every lease/3 = 500 ms, so the TTL stays near 2/3 of the lease (1,000 ms);
+    // above a third of it, a renewal may run half a period late on a loaded machine.
+    assert!(min_pttl > 500, "min pttl {min_pttl}");
     assert!(guard.valid_until() > std::time::Instant::now());
     assert!(!guard.is_lost());
     guard.release().await.unwrap();
