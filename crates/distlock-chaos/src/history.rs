@@ -204,7 +204,7 @@ pub struct FaultSpan<'a> {
     pub closed: Option<&'a Event>,
 }
 
-impl FaultSpan<'_> {
+impl<'a> FaultSpan<'a> {
     /// When it started, µs.
     pub fn start(&self) -> u64 {
         self.opened.t_us
@@ -221,7 +221,7 @@ impl FaultSpan<'_> {
     }
 
     /// What the `invoke` said.
-    pub fn detail(&self) -> &str {
+    pub fn detail(&self) -> &'a str {
         self.opened.detail.as_deref().unwrap_or("")
     }
 }
