@@ -92,6 +92,7 @@ impl Client {
                 name,
                 Arc::new(Write {
                     liveness: DEFAULT_WRITER_LIVENESS,
+                    handoff: true,
                 }),
             ),
         }
@@ -196,6 +197,26 @@ impl RwLock {
         RwLock {
             read: self.read.lease(lease),
             write: self.write.lease(lease),
+        }
+    }
+
+    /// The same lock with direct hand-off to writers on (`true`, the default) or off
+    /// (`false`). No I/O.
+    ///
+    /// On: a writer that waits queues beside the lock (`distlock_rwlock_queue:{<name>}`), and
+    /// the release that frees the lock grants it to the first live queued writer itself, as
+    /// [`Lock::handoff`] does for the plain lock; readers are never handed the lock. Off:
+    /// Redisson's `RReadWriteLock` behaviour for this handle's writers: they do not queue, and
+    /// a release wakes them all to attempt again. Writers queued by other handles are still
+    /// served first: an attempt that finds the lock free while one of them waits hands it to
+    /// that writer. Deployments whose grants replicas confirm hand nothing off either way.
+    pub fn handoff(&self, on: bool) -> RwLock {
+        RwLock {
+            read: self.read.clone(),
+            write: self.write.rekind(Arc::new(Write {
+                liveness: DEFAULT_WRITER_LIVENESS,
+                handoff: on,
+            })),
         }
     }
 

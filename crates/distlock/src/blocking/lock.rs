@@ -358,6 +358,12 @@ impl RwLock {
         RwLock::new(self.inner.lease(lease), self.rt.clone())
     }
 
+    /// This lock with direct hand-off to writers on or off, as [`crate::RwLock::handoff`].
+    /// No I/O.
+    pub fn handoff(&self, on: bool) -> RwLock {
+        RwLock::new(self.inner.handoff(on), self.rt.clone())
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
         self.inner.name()

@@ -78,6 +78,39 @@ async fn a_write_release_hands_the_lock_to_the_queued_writer() {
     assert!(!exists(&server, "rw-h"));
 }
 
+/// With hand-off off, a waiting writer does not queue (it still holds new readers back), and
+/// the release frees the lock and wakes it: it takes the lock by an attempt of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_with_handoff_off_is_woken_not_handed_the_lock() {
+    let (server, client) = setup().await;
+    let rw = client.rw_lock("rw-off");
+    let held = rw.write().await.unwrap();
+    let before = evalsha_calls(&server);
+    let waiter = spawn_write(&rw.handoff(false));
+    waiter_settled(&server, before).await;
+    assert!(!exists(&server, &rwlock_queue("rw-off")), "it queued");
+    assert!(exists(&server, &rwlock_writers("rw-off")));
+    assert!(
+        rw.try_read().await.unwrap().is_none(),
+        "a reader passed a waiting writer"
+    );
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the writer was not woken")
+        .unwrap();
+    assert!(
+        evalsha_calls(&server) >= 2,
+        "the writer took the lock by an attempt of its own"
+    );
+    let field = format!("{}:write", got.owner().as_str());
+    let holds: Option<i64> = cmd(&server, &["HGET", "rw-off", &field]);
+    assert_eq!(holds, Some(1));
+    got.release().await.unwrap();
+    assert!(!exists(&server, "rw-off"));
+}
+
 /// The last read hold's release frees the lock and hands it to the queued writer; an earlier
 /// read release (another reader still holds) hands nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,10 +27,11 @@ use crate::scripts;
 pub(crate) struct Read;
 
 /// The write side; a waiting writer holds new readers back while it re-attempts within
-/// `liveness`.
+/// `liveness`, and queues for direct hand-off unless `handoff` is off.
 #[derive(Debug)]
 pub(crate) struct Write {
     pub(crate) liveness: Duration,
+    pub(crate) handoff: bool,
 }
 
 fn rw_channel(key: &str) -> String {
@@ -150,7 +151,7 @@ impl RawLock for Write {
     }
 
     fn handoff_liveness(&self) -> Option<Duration> {
-        Some(self.liveness)
+        self.handoff.then_some(self.liveness)
     }
 
     fn acquire(
