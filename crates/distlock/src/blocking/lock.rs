@@ -37,6 +37,23 @@ impl Lock {
         Lock::new(self.inner.lease(lease), self.rt.clone())
     }
 
+    /// This lock with another hand-off policy for its waiters, as [`crate::Lock::handoff`].
+    /// No I/O.
+    pub fn handoff(&self, handoff: crate::Handoff) -> Lock {
+        Lock::new(self.inner.handoff(handoff), self.rt.clone())
+    }
+
+    /// This lock with another liveness timeout for its queued waiters, as
+    /// [`crate::Lock::liveness_timeout`]. No I/O.
+    pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
+        Lock::new(self.inner.liveness_timeout(liveness), self.rt.clone())
+    }
+
+    /// The hand-off policy, as [`crate::Lock::handoff_setting`].
+    pub fn handoff_setting(&self) -> crate::Handoff {
+        self.inner.handoff_setting()
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
         self.inner.name()

@@ -137,6 +137,60 @@ fn a_waiting_thread_wakes_on_release() {
     assert!(waited < Duration::from_secs(5), "waited {waited:?}");
 }
 
+/// The hand-off settings reach the async lock: a waiting thread with `Handoff::Off` does not
+/// queue; with the default it queues with the liveness given (its entry's deadline is at most
+/// that far ahead), and the release hands it the lock.
+#[test]
+fn handoff_settings_through_the_blocking_api() {
+    let server = RedisServer::start();
+    let client = client_on(&server, Duration::from_secs(30));
+    let lock = client.lock("settings");
+    assert_eq!(lock.handoff_setting(), distlock::Handoff::Fifo);
+    let off = lock.handoff(distlock::Handoff::Off);
+    assert_eq!(off.handoff_setting(), distlock::Handoff::Off);
+    let guard = lock.acquire().unwrap();
+    let wait = |lock: blocking::Lock| {
+        thread::spawn(move || {
+            lock.try_acquire_for(Duration::from_secs(20))
+                .unwrap()
+                .map(|g| g.fencing_token())
+        })
+    };
+    let barging = wait(off);
+    thread::sleep(Duration::from_millis(300));
+    assert!(!exists(&server, &distlock::layout::lock_queue("settings")));
+    let queued = wait(lock.liveness_timeout(Duration::from_secs(2)));
+    assert!(wait_until(Duration::from_secs(2), || exists(
+        &server,
+        &distlock::layout::lock_queue("settings")
+    )));
+    let waiters = distlock::layout::lock_waiters("settings");
+    let entries: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", &waiters]);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let deadline: u64 = entries
+        .values()
+        .next()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let now = server_time_ms(&server);
+    assert!(
+        deadline > now && deadline <= now + 2_000,
+        "deadline {} ms ahead",
+        deadline - now
+    );
+    let first = guard.fencing_token();
+    guard.release().unwrap();
+    let token = queued.join().unwrap().expect("handed the lock");
+    assert!(token > first);
+    // The barging waiter gets it after the queued one gave it back.
+    let last = barging.join().unwrap().expect("granted at last");
+    assert!(last > token);
+}
+
 /// Explicit leases end: `lost_timeout` reports it, `extend` and `release` say NotHeld.
 #[test]
 fn lost_lease_is_a_blocking_wait_and_a_check() {
