@@ -167,15 +167,7 @@ fn handoff_settings_through_the_blocking_api() {
     let waiters = distlock::layout::lock_waiters("settings");
     let entries: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", &waiters]);
     assert_eq!(entries.len(), 1, "{entries:?}");
-    let deadline: u64 = entries
-        .values()
-        .next()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let deadline = entry_deadline(entries.values().next().unwrap().as_bytes());
     let now = server_time_ms(&server);
     assert!(
         deadline > now && deadline <= now + 2_000,

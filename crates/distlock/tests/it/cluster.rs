@@ -8,6 +8,16 @@ use distlock_test::ClusterSet;
 
 use crate::util::*;
 
+/// Whether a waiter on `name` is subscribed to its wake channel on the master now serving
+/// its slot, within 5 s (its client follows the slot after a failover).
+async fn resubscribed(set: &ClusterSet, name: &str) -> bool {
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    eventually(Duration::from_secs(5), || {
+        numsub(set.node_for_key(name), &channel) >= 1
+    })
+    .await
+}
+
 async fn client_on(set: &ClusterSet) -> Client {
     Client::builder()
         .url(set.url())
@@ -78,13 +88,8 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
     let failed_over = killed_at.elapsed();
     assert_ne!(new, old);
     // The waiter's client follows the slot to the promoted replica and subscribes there.
-    let channel = format!("redisson_lock__channel:{{{name}}}");
     assert!(
-        eventually(Duration::from_secs(5), || numsub(
-            set.node_for_key(name),
-            &channel
-        ) >= 1)
-        .await,
+        resubscribed(&set, name).await,
         "the waiter did not resubscribe on the promoted replica"
     );
     assert!(!waiter.is_finished(), "the waiter got a lock that is held");
@@ -276,13 +281,8 @@ async fn a_waiter_follows_a_manual_failover_of_its_slot() {
     tokio::task::block_in_place(|| set.failover_replica(replica));
     assert_eq!(set.node_for_key(name).port(), replica);
     // The waiter's client sees the dropped subscription and subscribes on the new master.
-    let channel = format!("redisson_lock__channel:{{{name}}}");
     assert!(
-        eventually(Duration::from_secs(5), || numsub(
-            set.node_for_key(name),
-            &channel
-        ) >= 1)
-        .await,
+        resubscribed(&set, name).await,
         "the waiter did not resubscribe on the new master"
     );
     assert!(!waiter.is_finished(), "the waiter got a lock that is held");

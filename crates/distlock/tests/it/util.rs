@@ -300,6 +300,29 @@ pub async fn setup_on(topology: Topology) -> (Deployment, Client) {
     (deployment, client)
 }
 
+/// The liveness deadline (server ms) at the head of a hand-off queue entry
+/// (`<deadline ms>;…`, as the lock, leased-semaphore and rw waiters hashes keep them).
+pub fn entry_deadline(entry: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(entry);
+    text.split(';')
+        .next()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("no deadline in the queue entry {text:?}"))
+}
+
+/// `deadline` (server ms) and the server's clock now: asserts that the deadline is more than
+/// half a second ahead (a dead waiter's place, before its liveness ran out), and returns
+/// `(deadline, now)`.
+pub fn deadline_ahead(server: &RedisServer, deadline: u64) -> (u64, u64) {
+    let now = server_time_ms(server);
+    assert!(
+        deadline > now + 500,
+        "the victim's deadline is only {} ms ahead",
+        deadline as i64 - now as i64
+    );
+    (deadline, now)
+}
+
 /// Waits (up to 5 s) until `server` has run two more `EVALSHA`s than `before`: a waiter's
 /// attempt before its subscriptions and the one after they were confirmed, after which it
 /// waits for a message (or its recheck, seconds away in the tests that use this). A count
