@@ -67,6 +67,9 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug)]
 pub struct FairLock {
     lock: Lock,
+    /// The settings of the lock's [`Fair`] kind, kept to rebuild it with one changed.
+    liveness: Duration,
+    handoff: bool,
 }
 
 impl Client {
@@ -78,8 +81,11 @@ impl Client {
                 name.into(),
                 Arc::new(Fair {
                     liveness: DEFAULT_FAIR_LIVENESS,
+                    handoff: true,
                 }),
             ),
+            liveness: DEFAULT_FAIR_LIVENESS,
+            handoff: true,
         }
     }
 }
@@ -90,6 +96,16 @@ impl FairLock {
     pub fn lease(&self, lease: Duration) -> FairLock {
         FairLock {
             lock: self.lock.lease(lease),
+            ..self.clone()
+        }
+    }
+
+    /// This lock with its settings changed: a fresh [`Fair`] kind under the same lease.
+    fn with(&self, liveness: Duration, handoff: bool) -> FairLock {
+        FairLock {
+            lock: self.lock.rekind(Arc::new(Fair { liveness, handoff })),
+            liveness,
+            handoff,
         }
     }
 
@@ -98,11 +114,20 @@ impl FairLock {
     /// skipped. A shorter one skips crashed waiters sooner, and costs one attempt per third
     /// of it per waiter. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> FairLock {
-        FairLock {
-            lock: self.lock.rekind(Arc::new(Fair {
-                liveness: liveness.max(Duration::from_millis(3)),
-            })),
-        }
+        self.with(liveness.max(Duration::from_millis(3)), self.handoff)
+    }
+
+    /// The same lock with direct hand-off on (`true`, the default) or off (`false`). No I/O.
+    ///
+    /// On: a queued waiter of this handle has an entry beside the queue
+    /// (`distlock_fair_waiters:{<name>}`), and the release that finds it at the head grants
+    /// it the lock and announces the grant on its client's channel: the waiter holds the lock
+    /// when the message arrives. Off: Redisson's `RFairLock` behaviour for this handle's
+    /// waiters: the release wakes the head on its own channel, and the head takes the lock by
+    /// an attempt of its own. Either way the queue's order is kept. Deployments whose grants
+    /// replicas confirm hand nothing off either way.
+    pub fn handoff(&self, on: bool) -> FairLock {
+        self.with(self.liveness, on)
     }
 
     /// The lock's name.

@@ -305,6 +305,11 @@ impl FairLock {
         FairLock::new(self.inner.liveness_timeout(liveness), self.rt.clone())
     }
 
+    /// This lock with direct hand-off on or off, as [`crate::FairLock::handoff`]. No I/O.
+    pub fn handoff(&self, on: bool) -> FairLock {
+        FairLock::new(self.inner.handoff(on), self.rt.clone())
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
         self.inner.name()

@@ -207,6 +207,54 @@ async fn a_release_hands_the_fair_lock_to_the_head_waiter() {
     assert!(!exists(&server, "fair-direct"));
 }
 
+/// With hand-off off, a queued fair waiter has no hand-off entry (the queue alone, as
+/// Redisson's); the release wakes it, and it takes the lock by an attempt of its own, still
+/// in queue order. The settings survive each other's builders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_waiter_with_handoff_off_is_woken_not_handed_the_lock() {
+    let (server, client) = setup().await;
+    let lock = client.fair_lock("fair-off");
+    let off = lock
+        .handoff(false)
+        .liveness_timeout(Duration::from_secs(2))
+        .lease(Duration::from_secs(20));
+    let held = lock.acquire().await.unwrap();
+    let before = evalsha_calls(&server);
+    let waiter = spawn_acquire(&off);
+    waiter_settled(&server, before).await;
+    assert_eq!(queue_len(&server, "fair-off"), 1);
+    assert!(
+        !exists(&server, &fair_waiters("fair-off")),
+        "it took hand-offs"
+    );
+    // Its liveness is the 2 s given before the lease: its place lapses at most 2 s on.
+    let owner: String = cmd(&server, &["LINDEX", "redisson_lock_queue:{fair-off}", "0"]);
+    let deadline: f64 = cmd(
+        &server,
+        &["ZSCORE", "distlock_fair_liveness:{fair-off}", &owner],
+    );
+    assert!(deadline as u64 <= server_time_ms(&server) + 2_000);
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    let token = held.fencing_token();
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the waiter was not woken")
+        .unwrap();
+    assert!(
+        evalsha_calls(&server) >= 2,
+        "the waiter took the lock by an attempt of its own"
+    );
+    assert!(got.fencing_token() > token);
+    let pttl: i64 = cmd(&server, &["PTTL", "fair-off"]);
+    assert!(
+        pttl > 15_000,
+        "the lease set before the hand-off setting was lost: {pttl}"
+    );
+    got.release().await.unwrap();
+    assert!(!exists(&server, "fair-off"));
+}
+
 /// A fair waiter whose acquire is cancelled around the release never keeps the lock: its
 /// leave gives a racing hand-off back, to the next waiter or free, whatever the timing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

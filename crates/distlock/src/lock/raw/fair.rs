@@ -15,10 +15,12 @@ use crate::keys;
 use crate::lock::Owner;
 use crate::scripts;
 
-/// The fair (FIFO) lock; a queued waiter stays alive by re-attempting within `liveness`.
+/// The fair (FIFO) lock; a queued waiter stays alive by re-attempting within `liveness`, and
+/// takes direct hand-offs unless `handoff` is off.
 #[derive(Debug)]
 pub(crate) struct Fair {
     pub(crate) liveness: Duration,
+    pub(crate) handoff: bool,
 }
 
 fn queue_key(n: &Names) -> String {
@@ -91,7 +93,7 @@ impl RawLock for Fair {
     }
 
     fn handoff_liveness(&self) -> Option<Duration> {
-        Some(self.liveness)
+        self.handoff.then_some(self.liveness)
     }
 
     fn acquire(
