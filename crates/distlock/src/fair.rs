@@ -67,9 +67,6 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug)]
 pub struct FairLock {
     lock: Lock,
-    /// The settings of the lock's [`Fair`] kind, kept to rebuild it with one changed.
-    liveness: Duration,
-    handoff: bool,
 }
 
 impl Client {
@@ -84,8 +81,6 @@ impl Client {
                     handoff: true,
                 }),
             ),
-            liveness: DEFAULT_FAIR_LIVENESS,
-            handoff: true,
         }
     }
 }
@@ -96,16 +91,22 @@ impl FairLock {
     pub fn lease(&self, lease: Duration) -> FairLock {
         FairLock {
             lock: self.lock.lease(lease),
-            ..self.clone()
         }
     }
 
-    /// This lock with its settings changed: a fresh [`Fair`] kind under the same lease.
-    fn with(&self, liveness: Duration, handoff: bool) -> FairLock {
+    /// This lock's settings (its [`Fair`] kind).
+    fn settings(&self) -> Fair {
+        self.lock
+            .inner
+            .raw
+            .fair()
+            .expect("a fair lock's kind is Fair")
+    }
+
+    /// This lock with other settings, under the same lease.
+    fn with(&self, fair: Fair) -> FairLock {
         FairLock {
-            lock: self.lock.rekind(Arc::new(Fair { liveness, handoff })),
-            liveness,
-            handoff,
+            lock: self.lock.rekind(Arc::new(fair)),
         }
     }
 
@@ -114,7 +115,10 @@ impl FairLock {
     /// skipped. A shorter one skips crashed waiters sooner, and costs one attempt per third
     /// of it per waiter. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> FairLock {
-        self.with(liveness.max(Duration::from_millis(3)), self.handoff)
+        self.with(Fair {
+            liveness: liveness.max(Duration::from_millis(3)),
+            ..self.settings()
+        })
     }
 
     /// The same lock with direct hand-off on (`true`, the default) or off (`false`). No I/O.
@@ -127,7 +131,10 @@ impl FairLock {
     /// an attempt of its own. Either way the queue's order is kept. Deployments whose grants
     /// replicas confirm hand nothing off either way.
     pub fn handoff(&self, on: bool) -> FairLock {
-        self.with(self.liveness, on)
+        self.with(Fair {
+            handoff: on,
+            ..self.settings()
+        })
     }
 
     /// The lock's name.

@@ -350,9 +350,14 @@ mod tests {
             .iter()
             .any(|f| own.contains(f));
             let uses_permit_queue = own.contains("permit_queue()");
-            let uses_rw_handoff = ["rw_queue_head(", "rw_grant(", "rw_hand_off("]
-                .iter()
-                .any(|f| own.contains(f));
+            let uses_rw_handoff = [
+                "rw_queue_head(",
+                "rw_grant(",
+                "rw_hand_off(",
+                "rw_write_gone(",
+            ]
+            .iter()
+            .any(|f| own.contains(f));
             // The fair and read-write helpers hand off through the hand-off helpers
             // (announce, the queue's).
             let uses_handoff = !uses_permit_queue

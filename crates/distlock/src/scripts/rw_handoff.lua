@@ -33,6 +33,12 @@
 --          The lock was just freed: grant it to the first live queued writer, if any.
 --          Returns whether it did.
 --
+-- rw_write_gone(lock, channel, message, counter, floor, queue, waiters, writers)
+--          An owner's last write hold was just deleted from lock. With no other hold left,
+--          the lock is deleted and handed to the first live queued writer (rw_hand_off), or,
+--          with nobody queued, message is published on channel; with read holds left (a
+--          downgrade), the mode becomes 'read' and message is published.
+--
 -- Returns  (nothing: helpers only)
 -- Errors   WRONGTYPE from the commands when a key holds another type; the token errors of
 --          next_token (prelude.lua).
@@ -68,4 +74,16 @@ local function rw_hand_off(lock, counter, floor, queue, waiters, writers)
     return false
   end
   return rw_grant(q, lock, counter, floor, queue, waiters, writers, head, entry)
+end
+
+local function rw_write_gone(lock, channel, message, counter, floor, queue, waiters, writers)
+  if redis.call('hlen', lock) <= 1 then
+    redis.call('del', lock)
+    if not rw_hand_off(lock, counter, floor, queue, waiters, writers) then
+      publish(channel, message)
+    end
+  else
+    redis.call('hset', lock, 'mode', 'read')
+    publish(channel, message)
+  end
 end

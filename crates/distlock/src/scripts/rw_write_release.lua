@@ -34,14 +34,6 @@ if counter > 0 then
   return 0
 end
 redis.call('hdel', KEYS[1], ARGV[3])
-if redis.call('hlen', KEYS[1]) == 1 then
-  redis.call('del', KEYS[1])
-  if not rw_hand_off(KEYS[1], KEYS[4], ARGV[5], KEYS[5], KEYS[6], KEYS[7]) then
-    publish(KEYS[2], ARGV[1])
-  end
-else
-  redis.call('hset', KEYS[1], 'mode', 'read')
-  publish(KEYS[2], ARGV[1])
-end
+rw_write_gone(KEYS[1], KEYS[2], ARGV[1], KEYS[4], ARGV[5], KEYS[5], KEYS[6], KEYS[7])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

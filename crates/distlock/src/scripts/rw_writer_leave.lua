@@ -23,15 +23,7 @@ queue_helpers().dequeue(KEYS[5], KEYS[6], ARGV[1])
 local field = ARGV[1] .. ':write'
 if ARGV[2] == '1' and redis.call('hexists', KEYS[3], field) == 1 then
   redis.call('hdel', KEYS[3], field)
-  if redis.call('hlen', KEYS[3]) <= 1 then
-    redis.call('del', KEYS[3])
-    if not rw_hand_off(KEYS[3], KEYS[4], ARGV[3], KEYS[5], KEYS[6], KEYS[1]) then
-      publish(KEYS[2], '1')
-    end
-  else
-    redis.call('hset', KEYS[3], 'mode', 'read')
-    publish(KEYS[2], '1')
-  end
+  rw_write_gone(KEYS[3], KEYS[2], '1', KEYS[4], ARGV[3], KEYS[5], KEYS[6], KEYS[1])
   return 1
 end
 if removed == 1 then

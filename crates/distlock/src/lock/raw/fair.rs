@@ -17,7 +17,7 @@ use crate::scripts;
 
 /// The fair (FIFO) lock; a queued waiter stays alive by re-attempting within `liveness`, and
 /// takes direct hand-offs unless `handoff` is off.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Fair {
     pub(crate) liveness: Duration,
     pub(crate) handoff: bool,
@@ -90,6 +90,10 @@ impl RawLock for Fair {
 
     fn recheck(&self) -> Duration {
         self.liveness / 3
+    }
+
+    fn fair(&self) -> Option<Fair> {
+        Some(*self)
     }
 
     fn handoff_liveness(&self) -> Option<Duration> {
