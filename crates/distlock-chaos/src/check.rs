@@ -202,17 +202,19 @@ pub fn check(
         .max()
         .unwrap_or(0);
     exclusion(&holds, limits, &mut f);
-    fencing(events, &holds, resource, &mut f);
+    // The SIGSTOP spans, read once: the fencing and liveness checks both allow for them.
+    let stops = stops(events);
+    fencing(events, &stops, &holds, resource, &mut f);
     updates(resource, counter, &mut f);
     if limits.liveness {
-        liveness(events, &holds, limits, &mut f);
+        liveness(events, &stops, &holds, limits, &mut f);
     }
     // These find something only where their fault or workload ran.
     if let Some(lease) = limits.lease {
         pause_loss(events, &holds, lease, &mut f);
     }
     if let Some(stall) = limits.waiter_stall {
-        waiter_pause(events, &holds, stall, &mut f);
+        waiter_pause(events, &stops, &holds, stall, &mut f);
     }
     unreplicated(events, &mut f);
     job_ticks(events, &mut f);
@@ -305,8 +307,11 @@ fn overlap_episodes<'a>(
     episodes
 }
 
-/// The healed SIGSTOP spans of the history: (process, stopped, resumed), µs.
-fn stops(events: &[Event]) -> Vec<(&str, u64, u64)> {
+/// A healed SIGSTOP span: (process, stopped, resumed), µs.
+type Stop<'a> = (&'a str, u64, u64);
+
+/// The healed SIGSTOP spans of the history.
+fn stops(events: &[Event]) -> Vec<Stop<'_>> {
     let (spans, _) = history::fault_spans(events);
     spans
         .iter()
@@ -326,7 +331,7 @@ fn stops(events: &[Event]) -> Vec<(&str, u64, u64)> {
 /// and resumed before it, the start of that stop. A grant made just before the stop is read
 /// and recorded only after the resume, after holds that began and ended while the process was
 /// stopped (their later tokens are no regression).
-fn granted_from(h: &Hold, events: &[Event], stops: &[(&str, u64, u64)]) -> u64 {
+fn granted_from(h: &Hold, events: &[Event], stops: &[Stop]) -> u64 {
     let resumed_before: Vec<(u64, u64)> = stops
         .iter()
         .filter(|&&(p, _, resumed)| p == h.process && resumed <= h.start)
@@ -353,8 +358,13 @@ fn granted_from(h: &Hold, events: &[Event], stops: &[(&str, u64, u64)]) -> u64 {
 }
 
 /// F: tokens rise across grants (per key) and the resource accepted no stale token.
-fn fencing(events: &[Event], holds: &[Hold], resource: &[ResourceOp], f: &mut Findings) {
-    let stops = stops(events);
+fn fencing(
+    events: &[Event],
+    stops: &[Stop],
+    holds: &[Hold],
+    resource: &[ResourceOp],
+    f: &mut Findings,
+) {
     let mut by_key: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
     for h in holds.iter().filter(|h| h.token.is_some()) {
         by_key.entry(&h.key).or_default().push(h);
@@ -368,7 +378,7 @@ fn fencing(events: &[Event], holds: &[Hold], resource: &[ResourceOp], f: &mut Fi
         let mut max_exclusive: Option<&Hold> = None;
         let mut by_grant: Vec<(u64, &Hold)> = holds
             .iter()
-            .map(|h| (granted_from(h, events, &stops), *h))
+            .map(|h| (granted_from(h, events, stops), *h))
             .collect();
         by_grant.sort_by_key(|&(from, h)| (from, h.start));
         for (from, h) in by_grant {
@@ -471,7 +481,7 @@ fn updates(resource: &[ResourceOp], counter: Option<(u64, i64)>, f: &mut Finding
 }
 
 /// L: intervals in which some waiter waited while no one held the lock.
-fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings) {
+fn liveness(events: &[Event], stops: &[Stop], holds: &[Hold], limits: &Limits, f: &mut Findings) {
     // Fault windows: from the fault's start to its heal plus the allowance (to the end of
     // the history when it never healed); an instant fault's from its time.
     let allowance = limits.heal_allowance.as_micros() as u64;
@@ -487,7 +497,7 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
         .filter(|f| f.healed())
         .filter_map(|f| f.end())
         .collect();
-    let waiting = waits(events, None);
+    let waiting = waits(events, stops, None);
     let idle = idle_intervals(holds, &waiting);
     let limit = limits.idle_limit.as_micros() as u64;
     for (a, b) in idle {
@@ -546,7 +556,7 @@ fn liveness(events: &[Event], holds: &[Hold], limits: &Limits, f: &mut Findings)
 /// of process `except` left out. A process does not wait while it is stopped (SIGSTOP): its
 /// waits are cut around its stops, so a stopped process's queued tasks are not counted as
 /// waiting for a lock that is free, for instance after the others finished their work.
-fn waits(events: &[Event], except: Option<&str>) -> Vec<(u64, u64)> {
+fn waits(events: &[Event], stops: &[Stop], except: Option<&str>) -> Vec<(u64, u64)> {
     let mut waiting: Vec<(&str, u64, u64)> = Vec::new();
     let mut pending: HashMap<(&str, u32), (u64, u64)> = HashMap::new();
     for e in events
@@ -571,7 +581,6 @@ fn waits(events: &[Event], except: Option<&str>) -> Vec<(u64, u64)> {
         }
     }
     waiting.extend(pending.into_iter().map(|((p, _), (a, b))| (p, a, b)));
-    let stops = stops(events);
     let mut cut = Vec::with_capacity(waiting.len());
     for (process, a, b) in waiting {
         let mut pieces = vec![(a, b)];
@@ -630,7 +639,13 @@ fn idle_intervals(holds: &[Hold], waiting: &[(u64, u64)]) -> Vec<(u64, u64)> {
 /// The pause-waiter scenario: while a process that held nothing is paused, its queued
 /// waiters stall the others for at most `limit` at a time (the fair lock skips a waiter that
 /// stopped renewing its place once its liveness deadline passed).
-fn waiter_pause(events: &[Event], holds: &[Hold], limit: Duration, f: &mut Findings) {
+fn waiter_pause(
+    events: &[Event],
+    stops: &[Stop],
+    holds: &[Hold],
+    limit: Duration,
+    f: &mut Findings,
+) {
     let limit = limit.as_micros() as u64;
     let (spans, _) = history::fault_spans(events);
     for span in spans.iter().filter(|s| s.healed()) {
@@ -638,7 +653,7 @@ fn waiter_pause(events: &[Event], holds: &[Hold], limit: Duration, f: &mut Findi
             continue;
         };
         let (paused, resumed) = (span.start(), span.end().unwrap_or_default());
-        let others = waits(events, Some(process));
+        let others = waits(events, stops, Some(process));
         for (a, b) in idle_intervals(holds, &others) {
             let (a, b) = (a.max(paused), b.min(resumed));
             if b > a + limit {
@@ -1100,14 +1115,14 @@ mod tests {
             pause.clone(),
         ]);
         let mut f = Findings::default();
-        waiter_pause(&h, &holds(&h), stall, &mut f);
+        waiter_pause(&h, &stops(&h), &holds(&h), stall, &mut f);
         assert!(f.violations.is_empty(), "{:?}", f.violations);
         // w1 gets the lock only 4.8 s after it was freed (at 200.1 ms): the paused waiter stalled it.
         let mut w1 = hold("w1", 5000, 5100, 2);
         w1[0].t_us = 150 * MS;
         let h = history(vec![hold("w0", 10, 200, 1), w1, paused, pause]);
         let mut f = Findings::default();
-        waiter_pause(&h, &holds(&h), stall, &mut f);
+        waiter_pause(&h, &stops(&h), &holds(&h), stall, &mut f);
         assert_eq!(f.violations.len(), 1, "{:?}", f.violations);
         assert!(
             f.violations[0].detail.contains("4799 ms"),

@@ -38,32 +38,28 @@ fn stat(info: &str, command: &str, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// What the tasks contend for.
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Semaphore,
-    Write,
+/// What the tasks contend for: a leased semaphore's permits, or a read-write lock's write
+/// lock.
+#[derive(Clone)]
+enum Target {
+    Semaphore(distlock::LeasedSemaphore),
+    Write(distlock::RwLock),
 }
 
-/// One task's turns: `PER_TASK` times take what `kind` names, hold it 200 µs, give it back;
+/// One task's turns: `PER_TASK` times take from `target`, hold it 200 µs, give it back;
 /// returns the waits.
-async fn turns(
-    kind: Kind,
-    sem: distlock::LeasedSemaphore,
-    rw: distlock::RwLock,
-    lease: Duration,
-) -> Result<Vec<Duration>, distlock::Error> {
+async fn turns(target: Target, lease: Duration) -> Result<Vec<Duration>, distlock::Error> {
     let mut waits = Vec::with_capacity(PER_TASK);
     for _ in 0..PER_TASK {
         let asked = Instant::now();
-        match kind {
-            Kind::Semaphore => {
+        match &target {
+            Target::Semaphore(sem) => {
                 let permit = sem.acquire(lease).await?;
                 waits.push(asked.elapsed());
                 tokio::time::sleep(Duration::from_micros(200)).await;
                 permit.release().await?;
             }
-            Kind::Write => {
+            Target::Write(rw) => {
                 let guard = rw.write().await?;
                 waits.push(asked.elapsed());
                 tokio::time::sleep(Duration::from_micros(200)).await;
@@ -78,14 +74,11 @@ async fn turns(
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // [semaphore|write] [LEASE_MS]
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let kind = match args.first().map(String::as_str) {
-        Some("write") => Kind::Write,
-        _ => Kind::Semaphore,
-    };
-    if matches!(
-        args.first().map(String::as_str),
-        Some("write" | "semaphore")
-    ) {
+    let write = args.first().is_some_and(|a| a == "write");
+    if args
+        .first()
+        .is_some_and(|a| a == "write" || a == "semaphore")
+    {
         args.remove(0);
     }
     let lease = Duration::from_millis(args.first().map(|v| v.parse()).transpose()?.unwrap_or(3000));
@@ -96,11 +89,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     for handoff in [true, false] {
         let name = format!("contention-{handoff}");
-        let sem = client.leased_semaphore(name.as_str()).handoff(handoff);
-        let rw = client.rw_lock(name.as_str()).lease(lease).handoff(handoff);
-        if kind == Kind::Semaphore {
+        let target = if write {
+            Target::Write(client.rw_lock(name.as_str()).lease(lease).handoff(handoff))
+        } else {
+            let sem = client.leased_semaphore(name.as_str()).handoff(handoff);
             sem.try_set_permits(2).await?;
-        }
+            Target::Semaphore(sem)
+        };
         let () = redis::cmd("CONFIG")
             .arg("RESETSTAT")
             .query_async(&mut con)
@@ -108,7 +103,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let start = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..TASKS {
-            tasks.push(tokio::spawn(turns(kind, sem.clone(), rw.clone(), lease)));
+            tasks.push(tokio::spawn(turns(target.clone(), lease)));
         }
         let mut waits = Vec::new();
         for t in tasks {
@@ -124,7 +119,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{} hand-off {}: {:.0} acquisitions/s, {:.2} script calls and {:.1} µs of script \
              time per acquisition, wait p50 {:?} p99 {:?} max {:?}",
-            if kind == Kind::Write {
+            if write {
                 "write lock"
             } else {
                 "leased semaphore"

@@ -21,6 +21,11 @@ async fn queued_within(server: &RedisServer, name: &str, n: usize, limit: Durati
 }
 
 /// A task that write-locks `rw` (waiting the default wait) and returns the guard.
+/// The write holds `owner` has on the read-write lock `key` (its `<owner>:write` field).
+fn write_holds(server: &RedisServer, key: &str, owner: &str) -> Option<i64> {
+    cmd(server, &["HGET", key, &format!("{owner}:write")])
+}
+
 fn spawn_write(rw: &RwLock) -> tokio::task::JoinHandle<RwLockWriteGuard> {
     let rw = rw.clone();
     tokio::spawn(async move { rw.write().await.unwrap() })
@@ -64,9 +69,7 @@ async fn a_write_release_hands_the_lock_to_the_queued_writer() {
     assert!(got.fencing_token() > token);
     let mode: Option<String> = cmd(&server, &["HGET", "rw-h", "mode"]);
     assert_eq!(mode.as_deref(), Some("write"));
-    let field = format!("{}:write", got.owner().as_str());
-    let holds: Option<i64> = cmd(&server, &["HGET", "rw-h", &field]);
-    assert_eq!(holds, Some(1));
+    assert_eq!(write_holds(&server, "rw-h", got.owner().as_str()), Some(1));
     for key in [
         rwlock_queue("rw-h"),
         rwlock_waiters("rw-h"),
@@ -104,9 +107,10 @@ async fn a_writer_with_handoff_off_is_woken_not_handed_the_lock() {
         evalsha_calls(&server) >= 2,
         "the writer took the lock by an attempt of its own"
     );
-    let field = format!("{}:write", got.owner().as_str());
-    let holds: Option<i64> = cmd(&server, &["HGET", "rw-off", &field]);
-    assert_eq!(holds, Some(1));
+    assert_eq!(
+        write_holds(&server, "rw-off", got.owner().as_str()),
+        Some(1)
+    );
     got.release().await.unwrap();
     assert!(!exists(&server, "rw-off"));
 }
@@ -228,10 +232,8 @@ async fn a_dead_writer_blocks_the_lock_at_most_until_its_liveness_deadline() {
     let (deadline, now) = deadline_ahead(&server, entry_deadline(&entry));
     let released = tokio::time::Instant::now();
     held.release().await.unwrap();
-    let field = format!("{victim_owner}:write");
-    let holds: Option<i64> = cmd(&server, &["HGET", "rw-dead", &field]);
     assert_eq!(
-        holds,
+        write_holds(&server, "rw-dead", &victim_owner),
         Some(1),
         "the hand-off went to the first queued writer"
     );
@@ -250,8 +252,7 @@ async fn a_dead_writer_blocks_the_lock_at_most_until_its_liveness_deadline() {
     // writer's recheck (a third of its liveness), bounded loosely.
     let waited = released.elapsed();
     assert!(waited < liveness * 2, "waited {waited:?}");
-    let holds: Option<i64> = cmd(&server, &["HGET", "rw-dead", &field]);
-    assert_eq!(holds, None);
+    assert_eq!(write_holds(&server, "rw-dead", &victim_owner), None);
     got.release().await.unwrap();
     assert_eq!(
         first_line(&mut victim),
@@ -281,10 +282,10 @@ async fn a_lock_freed_by_expiry_goes_to_the_queued_writer_first() {
         rw.try_write().await.unwrap().is_none(),
         "a try_write took the free lock past the queued writer"
     );
-    let holds: Option<i64> = cmd(
-        &server,
-        &["HGET", "rw-free", &format!("{victim_owner}:write")],
+    assert_eq!(
+        write_holds(&server, "rw-free", &victim_owner),
+        Some(1),
+        "the queued writer was not handed the lock"
     );
-    assert_eq!(holds, Some(1), "the queued writer was not handed the lock");
     assert!(queued(&server, "rw-free").is_empty());
 }
