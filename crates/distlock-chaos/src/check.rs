@@ -327,10 +327,12 @@ fn stops(events: &[Event]) -> Vec<Stop<'_>> {
 }
 
 /// When the grant of `h` may have been made, at the earliest of what the history tells: its
-/// `ok`, or, when its process was stopped (SIGSTOP) after its last event before that `ok`
-/// and resumed before it, the start of that stop. A grant made just before the stop is read
-/// and recorded only after the resume, after holds that began and ended while the process was
-/// stopped (their later tokens are no regression).
+/// `ok`, or, when its process was stopped (SIGSTOP) after its task's last event before that
+/// `ok` and resumed before it, the start of that stop. A grant made just before the stop is
+/// read and recorded only after the resume, after holds that began and ended while the
+/// process was stopped (their later tokens are no regression). The task's events count, not
+/// the process's: after a resume the process's tasks record what they had pending in any
+/// order, so another task may record first.
 fn granted_from(h: &Hold, events: &[Event], stops: &[Stop]) -> u64 {
     let resumed_before: Vec<(u64, u64)> = stops
         .iter()
@@ -341,11 +343,11 @@ fn granted_from(h: &Hold, events: &[Event], stops: &[Stop]) -> u64 {
     if resumed_before.is_empty() {
         return h.start;
     }
-    // Events are in time order: the process's last one before the `ok`.
+    // Events are in time order: the task's last one before the `ok`.
     let previous = events
         .iter()
         .take_while(|e| e.t_us < h.start)
-        .filter(|e| e.process == h.process)
+        .filter(|e| e.process == h.process && e.task == h.task)
         .map(|e| e.t_us)
         .last()
         .unwrap_or(0);
@@ -950,6 +952,28 @@ mod tests {
         assert_eq!(run(&h).token_regressions, 1);
         // A hold that ended before the stop still counts.
         let h = history(vec![w0(), hold("w1", 20, 90, 7), stop("SIGSTOP holder w0")]);
+        assert_eq!(run(&h).token_regressions, 1);
+        // Another task of w0 recording first after the resume excuses it still (the tasks
+        // record what they had pending in any order)...
+        let other_task = vec![
+            Event::at(50 * MS, "w0", 1, Type::Invoke, Op::Acquire).key("other"),
+            Event::at(1000 * MS + 500, "w0", 1, Type::Fail, Op::Acquire).key("other"),
+        ];
+        let h = history(vec![
+            w0(),
+            other_task.clone(),
+            hold("w1", 500, 900, 7),
+            stop("SIGSTOP holder w0"),
+        ]);
+        assert_eq!(run(&h).token_regressions, 0, "{:?}", run(&h).violations);
+        // ...but not when its own task recorded something after the resume first.
+        let mut w0_late = w0();
+        w0_late.push(Event::at(1000 * MS + 500, "w0", 0, Type::Info, Op::Acquire).key("k"));
+        let h = history(vec![
+            w0_late,
+            hold("w1", 500, 900, 7),
+            stop("SIGSTOP holder w0"),
+        ]);
         assert_eq!(run(&h).token_regressions, 1);
     }
 
