@@ -201,6 +201,15 @@ async fn acquire_in_span<A: Acquire>(
         if matches!(got, Ok(None)) {
             req.leave().await;
         }
+    } else if got
+        .as_ref()
+        .is_err_and(|e| e.kind() == ErrorKind::WrongType)
+    {
+        // The server refused the attempt before it wrote anything (the key holds another
+        // kind's data): nothing was granted, so there is nothing to give back or tombstone;
+        // an earlier attempt of the wait may have queued, so leave the queue.
+        let req = pending.0.take().expect("armed");
+        req.leave().await;
     } else if got.as_ref().is_err_and(|e| e.kind() == ErrorKind::Closed) {
         // Refused because the client shut down: its shutdown's releases may have handed a
         // lock to this waiter. Leave (giving that back) before answering, so the caller

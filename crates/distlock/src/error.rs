@@ -35,8 +35,10 @@ pub enum ErrorKind {
     Connection,
     /// The server refused our credentials (wrong password or ACL user).
     Auth,
-    /// The key of this lock holds a value of another Redis type (`WRONGTYPE`); the key was
-    /// left as it was.
+    /// The key holds a value of another Redis type (`WRONGTYPE`), or another kind of
+    /// primitive's data under the same name — a read-write lock's hash where a plain or fair
+    /// lock was asked for, or the other way round; the message names what the key holds and
+    /// what was asked for. The key was left as it was.
     WrongType,
     /// The server answered in a shape the script contract does not allow.
     UnexpectedReply,
@@ -295,9 +297,24 @@ impl Error {
             }
         };
         let message = match kind {
-            ErrorKind::WrongType => format!("{context}: the key holds a value of another type"),
+            ErrorKind::WrongType => match err.detail().and_then(|d| d.split_once("distlock: ")) {
+                // A script's refusal of another kind's data names what the key holds.
+                Some((_, what)) => format!(
+                    "{context}: {what}; a name serves one kind of primitive, and nothing was \
+                     changed"
+                ),
+                None => format!(
+                    "{context}: the key holds a value of another type (another kind of \
+                     primitive's, or data that is not distlock's); nothing was changed"
+                ),
+            },
             ErrorKind::Auth => format!("{context}: the server refused the credentials"),
-            ErrorKind::Connection => format!("{context}: cannot reach the server"),
+            // A server's own refusal (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY, …) is
+            // quoted: it says what to do.
+            ErrorKind::Connection => match server_reply(&err) {
+                Some(reply) => format!("{context}: the server is not serving it now: {reply}"),
+                None => format!("{context}: cannot reach the server"),
+            },
             ErrorKind::NoPermission => format!(
                 "{context}: the server's ACL denies a command or channel this needs \
                  (see the minimal ACL in distlock's README)"
@@ -306,10 +323,34 @@ impl Error {
                 "{context}: the server is out of memory (maxmemory reached, noeviction); \
                  nothing was written"
             ),
+            ErrorKind::Backend => match server_reply(&err) {
+                Some(reply) => format!("{context}: server error: {reply}"),
+                None => format!("{context}: {kind}"),
+            },
             _ => format!("{context}: {kind}"),
         };
         Error::new(kind, message).with_source(err)
     }
+}
+
+/// The server's own error reply, `CODE detail` (as `CROSSSLOT Keys in request don't hash to
+/// the same slot`), at most 200 bytes; `None` for errors the server did not send. A server's
+/// reply never carries the client's password.
+fn server_reply(err: &redis::RedisError) -> Option<String> {
+    let code = err.code()?;
+    let mut reply = match err.detail() {
+        Some(detail) => format!("{code} {detail}"),
+        None => code.to_string(),
+    };
+    if reply.len() > 200 {
+        let end = (0..=200)
+            .rev()
+            .find(|&i| reply.is_char_boundary(i))
+            .unwrap_or(0);
+        reply.truncate(end);
+        reply.push('…');
+    }
+    Some(reply)
 }
 
 impl fmt::Display for Error {
@@ -433,6 +474,32 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "1 of 3 nodes granted \"x\"; 2 needed; redis://10.0.0.2/: held by another owner"
+        );
+    }
+
+    #[test]
+    fn a_server_refusal_is_quoted() {
+        let err = redis::RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::CrossSlot),
+            "cross-slot",
+            "Keys in request don't hash to the same slot".to_string(),
+        ));
+        let e = Error::from_redis("acquire \"a\"", err);
+        assert_eq!(e.kind(), ErrorKind::Backend);
+        assert_eq!(
+            e.to_string(),
+            "acquire \"a\": server error: CROSSSLOT Keys in request don't hash to the same slot"
+        );
+        let err = redis::RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::ClusterDown),
+            "cluster down",
+            "The cluster is down".to_string(),
+        ));
+        let e = Error::from_redis("acquire \"a\"", err);
+        assert_eq!(e.kind(), ErrorKind::Connection);
+        assert!(
+            e.to_string().ends_with("CLUSTERDOWN The cluster is down"),
+            "{e}"
         );
     }
 

@@ -23,7 +23,13 @@ pub struct UnlockArgs {
 
 pub async fn run(opts: &Options, args: UnlockArgs) -> Result<u8> {
     let client = opts.client().await?;
-    let held = match client.lock(args.name.as_str()).force_unlock().await {
+    // A plain or fair lock, else a read-write lock: each kind's force-unlock refuses the
+    // other's hash.
+    let mut result = client.lock(args.name.as_str()).force_unlock().await;
+    if matches!(&result, Err(e) if e.kind() == distlock::ErrorKind::WrongType) {
+        result = client.rw_lock(args.name.as_str()).force_unlock().await;
+    }
+    let held = match result {
         Ok(held) => held,
         Err(e) if e.kind() == distlock::ErrorKind::WrongType => {
             // The library's message (and its driver source) adds nothing here.

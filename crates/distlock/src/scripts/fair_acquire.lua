@@ -53,7 +53,16 @@
 
 local now = now_ms()
 local exists = redis.call('exists', KEYS[1])
-local mine = exists == 1 and redis.call('hexists', KEYS[1], ARGV[2]) == 1
+local mine = false
+if exists == 1 then
+  -- Held: by this owner, by another, or the key holds another kind's data (a read-write
+  -- lock's hash, a semaphore's count), which is refused before anything is written.
+  local held = redis.pcall('hmget', KEYS[1], ARGV[2], 'mode')
+  if held.err or held[2] then
+    return wrong_kind(KEYS[1], 'a fair lock')
+  end
+  mine = held[1] ~= false
+end
 
 -- Drop dead waiters at the head; the new head is woken below if the lock is free.
 local dropped = drop_stale_heads(KEYS[2], KEYS[3], KEYS[5], KEYS[6], now)

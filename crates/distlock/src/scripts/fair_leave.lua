@@ -25,8 +25,16 @@
 -- leave_queue, drop_stale_heads, serve_head.
 
 local result = 0
-if ARGV[2] == '1' or (ARGV[2] == 'give-back' and
-    redis.call('hexists', KEYS[1], ARGV[1]) == 1) then
+if ARGV[2] == '1' then
+  -- Force unlock: only a plain or fair lock's hash is deleted, never another kind's data.
+  if redis.call('exists', KEYS[1]) == 1 then
+    local m = redis.pcall('hexists', KEYS[1], 'mode')
+    if m ~= 0 then
+      return wrong_kind(KEYS[1], 'a fair lock')
+    end
+  end
+  result = redis.call('del', KEYS[1])
+elseif ARGV[2] == 'give-back' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   result = redis.call('del', KEYS[1])
 end
 if ARGV[1] ~= '' then

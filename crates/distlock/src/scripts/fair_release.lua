@@ -32,7 +32,9 @@ local prior = redis.call('get', KEYS[4])
 if prior then
   return tonumber(prior)
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+-- A read-write lock's hash (mode field) is another kind's: not held, nothing touched.
+local f = redis.call('hmget', KEYS[1], ARGV[2], 'mode')
+if f[1] == false or f[2] then
   if redis.call('exists', KEYS[1]) == 0 then
     return -1
   end

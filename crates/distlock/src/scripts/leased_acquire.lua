@@ -24,7 +24,8 @@
 --          {0, wait_ms}     none available (or only for live waiters queued before the
 --                           caller); wait_ms until the earliest lease ends (-1: none that
 --                           ends on its own)
--- Errors   WRONGTYPE when a key holds another type.
+-- Errors   WRONGTYPE when a key holds another type; KEYS[1] a hash (a lock's) or other non-count:
+--          'WRONGTYPE distlock: the key holds a <type> ..., not a leased semaphore'.
 --
 -- Uses now_ms from prelude.lua, migrate_leases, reclaim_leases, lease_permit and
 -- earliest_lease_end from leases.lua, and permit_queue from permit_queue.lua (joined in front
@@ -38,7 +39,19 @@ local mine = redis.call('zscore', KEYS[2], ARGV[1])
 if mine ~= false then
   return {1, tonumber(mine), tonumber(mine) - now}
 end
-local available = tonumber(redis.call('get', KEYS[1]) or '0')
+local count = redis.pcall('get', KEYS[1])
+if type(count) == 'table' then
+  -- Not a count: another kind's data (a lock's hash, …), refused before any write.
+  -- pcall: a user whose ACL lacks TYPE or HEXISTS still gets the refusal, worded loosely.
+  local t = redis.pcall('type', KEYS[1])['ok'] or 'value of another type'
+  if t == 'hash' and redis.pcall('hexists', KEYS[1], 'mode') == 1 then
+    t = 'hash: a read-write lock (as Redisson RReadWriteLock)'
+  elseif t == 'hash' then
+    t = 'hash: a plain or fair lock (as Redisson RLock)'
+  end
+  return redis.error_reply('WRONGTYPE distlock: the key holds a ' .. t .. ', not a leased semaphore')
+end
+local available = tonumber(count or '0')
 local q
 if available >= 1 and ARGV[3] ~= '' and redis.call('exists', KEYS[5]) == 1 then
   q = permit_queue()

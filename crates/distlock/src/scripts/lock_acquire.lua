@@ -60,7 +60,9 @@
 --          {-2}                             mode 'nested': another owner holds it
 --          {-4}                             modes 'as', 'nested': this request was cancelled
 --                                           by latch_cancel.lua before it ran
--- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
+-- Errors   WRONGTYPE when KEYS[1] holds another type, or another kind's hash (a read-write
+--          lock's, with a mode field): 'WRONGTYPE distlock: the key holds …' (prelude.lua's
+--          wrong_kind), raised before any write.
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token (not a
 --          decimal integer, or at 2^63 - 1): raised before any write (prelude.lua).
 --          A refused PEXPIRE (e.g. NOPERM) is answered as an error with nothing granted: on
@@ -145,7 +147,13 @@ if pttl == -2 then
   return {1, 1, token}
 end
 
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+-- Held: by this owner, by another, or the key holds another kind's data (a read-write lock's
+-- hash, a semaphore's count), which is refused before anything is written.
+local held = redis.pcall('hmget', KEYS[1], ARGV[2], 'mode')
+if held.err or held[2] then
+  return wrong_kind(KEYS[1], 'a plain lock')
+end
+if held[1] then
   if mode == 'new' then
     -- A resend of a granted request, or a waiter the lock was handed to (its grant message
     -- lost, or not read yet): same hold, same token, the full lease.

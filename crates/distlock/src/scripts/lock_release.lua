@@ -41,8 +41,10 @@ local prior = redis.call('get', KEYS[3])
 if prior then
   return tonumber(prior)
 end
-local holds = redis.call('hget', KEYS[1], ARGV[2])
-if holds == false then
+-- A read-write lock's hash (mode field) is another kind's: not held, nothing touched.
+local f = redis.call('hmget', KEYS[1], ARGV[2], 'mode')
+local holds = f[1]
+if holds == false or f[2] then
   if redis.call('exists', KEYS[1]) == 0 then
     return -1
   end

@@ -11,14 +11,18 @@
 --                                 -1 not held: the lock is gone
 --                                 -2 not held: another owner holds it, or the key now
 --                                    holds another type (one such key must not stop the
---                                    renewal of the others in the batch)
+--                                    renewal of the others in the batch), or a
+--                                    read-write lock's hash
+-- Loops    once per key: bounded by the number of KEYS.
 
 local out = {}
 for i, key in ipairs(KEYS) do
-  local held = redis.pcall('hexists', key, ARGV[i + 1])
-  if type(held) == 'table' then
+  -- The owner's field in a plain or fair lock's hash; a read-write lock's hash (mode field)
+  -- is another kind's, even with a field of that name.
+  local held = redis.pcall('hmget', key, ARGV[i + 1], 'mode')
+  if held.err or held[2] then
     out[i] = -2
-  elseif held == 1 then
+  elseif held[1] then
     redis.call('pexpire', key, ARGV[1])
     out[i] = 1
   elseif redis.call('exists', key) == 0 then

@@ -22,21 +22,33 @@
 --                                           token as a decimal string (exact up to 2^63 - 1)
 --          {0, wait_ms}                     not granted (lock PTTL; -2: a writer waits)
 --          {-1} / {-2}                      'nested': gone / not held by this owner
--- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+-- Errors   WRONGTYPE when KEYS[1] holds another type, or a hash without a mode field (a plain
+--          or fair lock's): 'WRONGTYPE distlock: the key holds …' (prelude.lua's wrong_kind),
+--          before any write.
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
 --          refused PEXPIRE (e.g. NOPERM): nothing granted (expired waiting writers may have been
 --          dropped).
+--          'ERR distlock: this owner already holds 1024 read holds ...' for a re-entry past
+--          MAX_READ_HOLDS (nothing written).
 --
 -- Uses now_ms, next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
 
+-- The most read holds one owner may have: each has a TTL key that renewals and releases
+-- walk, so their loops stay bounded (rw_read_renew.lua, rw_read_release.lua).
+local MAX_READ_HOLDS = 1024
+
 local now = now_ms()
-local mode = redis.call('hget', KEYS[1], 'mode')
-local reading = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-local writing = redis.call('hexists', KEYS[1], ARGV[3]) == 1
+-- A hash without a mode field is a plain or fair lock (Redisson RLock layout): refused before
+-- anything is written (its hold counts and token are not read holds).
+local f = redis.pcall('hmget', KEYS[1], 'mode', ARGV[2], ARGV[3])
+if f.err or (f[1] == false and redis.call('exists', KEYS[1]) == 1) then
+  return wrong_kind(KEYS[1], 'a read-write lock')
+end
+local mode, reading, writing = f[1], f[2] ~= false, f[3] ~= false
 redis.call('zremrangebyscore', KEYS[3], '-inf', now)
 
 if ARGV[4] == 'new' and reading then
-  return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), next_token(KEYS[4], ARGV[5])}
+  return {1, tonumber(f[2]), next_token(KEYS[4], ARGV[5])}
 end
 if ARGV[4] == 'nested' and not reading and not writing then
   if mode == false then return {-1} end
@@ -59,6 +71,10 @@ if mode == false then
   return {1, 1, token}
 end
 if mode == 'read' or (mode == 'write' and writing) then
+  if reading and tonumber(f[2]) >= MAX_READ_HOLDS then
+    return redis.error_reply('ERR distlock: this owner already holds ' .. f[2] ..
+      ' read holds of the lock, the most one owner may have')
+  end
   local token = next_token(KEYS[4], ARGV[5])
   -- PEXPIRE before the hold is counted: when the server refuses it, no hold was added.
   local remain = redis.call('pttl', KEYS[1])

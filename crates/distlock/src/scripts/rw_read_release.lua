@@ -19,14 +19,27 @@
 --
 -- Returns  1 the lock was freed (key deleted; handed to a queued writer or waiters woken);
 --          0 other holds remain; -1 gone; -2 this owner has no read hold.
--- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+-- Errors   WRONGTYPE when KEYS[1] holds another type (before any write). A hash without a
+--          mode field (a plain or fair lock's) is another kind's: -2, nothing touched.
+-- Loops    over the hash's fields (bounded by its size), and per reader over its newest read
+--          holds' TTL keys: at most MAX_READ_HOLDS (1024) per reader, the most
+--          rw_read_acquire.lua grants. Only readers' hold counts are walked: 'mode' and
+--          writers' '<owner>:write' fields are skipped, and a value that is not a whole number
+--          in 1..2^31 is never taken for a count (a fencing token of another kind's hash once
+--          made this loop run for days).
 --
 -- Uses prelude.lua, handoff.lua and rw_handoff.lua (joined in front by scripts/mod.rs).
+
+-- The most read holds one owner may have (rw_read_acquire.lua refuses more).
+local MAX_READ_HOLDS = 1024
 
 local prior = redis.call('get', KEYS[5])
 if prior then return tonumber(prior) end
 local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then return -1 end
+if mode == false then
+  if redis.call('exists', KEYS[1]) == 1 then return -2 end
+  return -1
+end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return -2 end
 local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1)
 if counter == 0 then
@@ -37,9 +50,12 @@ if redis.call('hlen', KEYS[1]) > 1 then
   local max_remain = -3
   local fields = redis.call('hkeys', KEYS[1])
   for _, field in ipairs(fields) do
-    local holds = tonumber(redis.call('hget', KEYS[1], field))
-    if type(holds) == 'number' then
-      for i = holds, 1, -1 do
+    local holds
+    if field ~= 'mode' and string.sub(field, -6) ~= ':write' then
+      holds = tonumber(redis.call('hget', KEYS[1], field))
+    end
+    if holds and holds >= 1 and holds <= 2147483647 and holds == math.floor(holds) then
+      for i = holds, math.max(1, holds - MAX_READ_HOLDS + 1), -1 do
         local remain = redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. i)
         max_remain = math.max(remain, max_remain)
       end

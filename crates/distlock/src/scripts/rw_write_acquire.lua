@@ -31,7 +31,9 @@
 --          {-1} / {-2}                       'nested': gone / not held by this owner
 --          {-3}                              refused: this owner holds only a read lock
 --                                            (read -> write upgrade would deadlock)
--- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
+-- Errors   WRONGTYPE when KEYS[1] holds another type, or a hash without a mode field (a plain
+--          or fair lock's): 'WRONGTYPE distlock: the key holds …' (prelude.lua's wrong_kind),
+--          before any write.
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
 --          refused PEXPIRE (e.g. NOPERM): nothing granted or registered (expired waiting
 --          writers may have been dropped).
@@ -40,8 +42,13 @@
 -- (joined in front by scripts/mod.rs, with handoff.lua).
 
 local now = now_ms()
-local mode = redis.call('hget', KEYS[1], 'mode')
-local writing = redis.call('hexists', KEYS[1], ARGV[2]) == 1
+-- A hash without a mode field is a plain or fair lock (Redisson RLock layout): refused before
+-- anything is written.
+local f = redis.pcall('hmget', KEYS[1], 'mode', ARGV[2], ARGV[3])
+if f.err or (f[1] == false and redis.call('exists', KEYS[1]) == 1) then
+  return wrong_kind(KEYS[1], 'a read-write lock')
+end
+local mode, writing, reading = f[1], f[2] ~= false, f[3] ~= false
 redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 
 if writing then
@@ -49,7 +56,7 @@ if writing then
     -- A resend of a granted request, or a writer the lock was handed to (its grant message
     -- lost, or not read yet): the same hold, the full lease, a fresh token.
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), next_token(KEYS[3], ARGV[7])}
+    return {1, tonumber(f[2]), next_token(KEYS[3], ARGV[7])}
   end
   local token = next_token(KEYS[3], ARGV[7])
   -- PEXPIRE first: when the server refuses it, no hold was added.
@@ -60,7 +67,7 @@ if writing then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   return {1, count, token}
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+if reading then
   return {-3}
 end
 if ARGV[4] == 'nested' then

@@ -25,7 +25,11 @@
 local prior = redis.call('get', KEYS[3])
 if prior then return tonumber(prior) end
 local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then return -1 end
+if mode == false then
+  -- Gone, or a hash without a mode field: another kind's (a plain or fair lock), untouched.
+  if redis.call('exists', KEYS[1]) == 1 then return -2 end
+  return -1
+end
 if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -2 end
 local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if counter > 0 then

@@ -167,18 +167,18 @@ async fn waiters_without_channel_rights_poll_and_do_not_reconnect_in_a_loop() {
 pub const MINIMAL_ACL: &[(&str, &str)] = &[
     (
         "lock",
-        "+exists +get +set +del +hexists +hget +hset +hincrby +hdel +pexpire +pttl +publish +time \
-         +zadd +zrem +zscore +zrange",
+        "+exists +get +set +del +hexists +hget +hmget +hset +hincrby +hdel +pexpire +pttl +publish \
+         +time +zadd +zrem +zscore +zrange",
     ),
     (
         "fair_lock",
-        "+exists +get +set +del +hexists +hget +hset +hincrby +hdel +pexpire +pttl +publish \
-         +time +lindex +lpop +rpush +lrem +lrange +zadd +zrem +zscore +zrange +zincrby",
+        "+exists +get +set +del +hexists +hget +hmget +hset +hincrby +hdel +pexpire +pttl \
+         +publish +time +lindex +lpop +rpush +lrem +lrange +zadd +zrem +zscore +zrange +zincrby",
     ),
     (
         "rw_lock",
-        "+exists +get +set +del +hexists +hget +hset +hincrby +hdel +hkeys +hlen +pexpire +pttl \
-         +publish +time +zadd +zrem +zscore +zrange +zcard +zremrangebyscore",
+        "+exists +get +set +del +hexists +hget +hmget +hset +hincrby +hdel +hkeys +hlen +pexpire \
+         +pttl +publish +time +zadd +zrem +zscore +zrange +zcard +zremrangebyscore",
     ),
     ("semaphore", "+exists +get +set +decrby +incrby +publish"),
     (

@@ -14,6 +14,7 @@ mod fencing;
 mod handoff;
 mod holder;
 mod job;
+mod kinds;
 mod latch;
 mod lock_basic;
 mod lost;

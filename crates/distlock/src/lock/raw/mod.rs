@@ -305,10 +305,15 @@ pub(crate) fn not_held_reason(code: i64) -> Option<NotHeldReason> {
     }
 }
 
-/// The invocation of `lock_force_unlock.lua` with a wake message.
-fn force_unlock_invocation(n: &Names, message: &str) -> crate::scripts::Invocation<'static> {
+/// The invocation of `lock_force_unlock.lua` with a wake message, for the kind `kind`
+/// (`lock` or `rw`: a lock hash of the other kind is refused).
+fn force_unlock_invocation(
+    n: &Names,
+    message: &str,
+    kind: &str,
+) -> crate::scripts::Invocation<'static> {
     let mut inv = crate::scripts::LOCK_FORCE_UNLOCK.prepare_invoke();
-    inv.key(&n.key).key(&n.channel).arg(message);
+    inv.key(&n.key).key(&n.channel).arg(message).arg(kind);
     inv
 }
 

@@ -183,7 +183,7 @@ impl RawLock for Plain {
     }
 
     fn force_unlock(&self, n: &Names, _floor: &str) -> crate::scripts::Invocation<'static> {
-        super::force_unlock_invocation(n, UNLOCK_MESSAGE)
+        super::force_unlock_invocation(n, UNLOCK_MESSAGE, "lock")
     }
 
     fn queue(&self, n: &Names) -> Option<super::Queue> {

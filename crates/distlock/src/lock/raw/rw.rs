@@ -62,7 +62,7 @@ fn read_prefix(n: &Names, owner: &Owner) -> String {
 
 /// `lock_force_unlock.lua` with message `1`: wake every reader and writer.
 fn force_unlock(n: &Names) -> crate::scripts::Invocation<'static> {
-    super::force_unlock_invocation(n, "1")
+    super::force_unlock_invocation(n, "1", "rw")
 }
 
 impl RawLock for Read {
