@@ -291,11 +291,35 @@ pub fn legacy_fencing_counter(key_prefix: &str) -> String {
     format!("{key_prefix}distlock:fencing-counter")
 }
 
-/// Checks a lock name: non-empty, at most [`MAX_NAME_LEN`] bytes (64 KiB).
+/// Checks the name of a primitive with helper keys (every one but the job lock): as
+/// [`check_name_len`], and braces only as a Redis Cluster hash tag. A name with a `{` must
+/// have a non-empty hash tag (`{user42}:orders`), and one with a `}` but no `{` is refused:
+/// the helper keys are `<prefix>:<name>` or `<prefix>:{<name>}` (Redisson's `prefixName`),
+/// which land in the name's slot only then — `a{b`, `{}x` or `x}{y` would put them in other
+/// slots, and every script would fail with `CROSSSLOT` on a Cluster. Checked on every
+/// topology, so that moving to a Cluster breaks nothing.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an empty or longer name,
+/// or braces that do not make a hash tag.
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    check_name_len(name)?;
+    let tagged = hash_tag(name.as_bytes()).len() < name.len();
+    if (name.contains('{') && !tagged) || (name.contains('}') && !name.contains('{')) {
+        return Err(Error::invalid(format!(
+            "name {name:?} has braces that do not make a Redis Cluster hash tag: a '{{' must \
+             open a non-empty tag closed by a later '}}' (as \"{{user42}}:orders\"), since the \
+             helper keys of a primitive must hash to its slot"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a name's length: non-empty, at most [`MAX_NAME_LEN`] bytes (64 KiB).
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an empty or longer name.
-pub(crate) fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name_len(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
     }
@@ -388,6 +412,12 @@ mod tests {
         assert!(check_name("").is_err());
         assert!(check_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
         assert!(check_name(&"x".repeat(MAX_NAME_LEN)).is_ok());
+        for bad in ["a{b", "{}x", "x}{y", "x}y", "}"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["{user42}:orders", "a{b}c", "a}b{c}", "{a}{b}", "orders"] {
+            assert!(check_name(good).is_ok(), "{good:?}");
+        }
     }
 
     #[test]

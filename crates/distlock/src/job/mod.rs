@@ -230,11 +230,11 @@ impl JobLock {
     }
 
     fn check(&self) -> Result<Duration> {
-        keys::check_name(&self.name)?;
+        keys::check_name_len(&self.name)?;
         if self.env.is_empty() {
             return Err(Error::invalid("job environment is empty"));
         }
-        keys::check_name(&self.key())?;
+        keys::check_name_len(&self.key())?;
         let at_most = self
             .at_most_for
             .ok_or_else(|| Error::invalid("at_most_for is required for a job lock"))?;
@@ -452,7 +452,7 @@ impl JobLock {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn status(&self) -> Result<Option<JobHolder>> {
-        keys::check_name(&self.name)?;
+        keys::check_name_len(&self.name)?;
         let key = self.key();
         let mut pipe = redis::pipe();
         pipe.cmd("GET").arg(&key).cmd("PTTL").arg(&key);

@@ -163,3 +163,46 @@ async fn acquire_times_out_with_not_acquired() {
     assert!(start.elapsed() >= Duration::from_millis(200));
     assert!(start.elapsed() < Duration::from_secs(2));
 }
+
+/// Braces that do not make a Redis Cluster hash tag (`a{b`, `{}x`, `x}{y`) would put a
+/// primitive's helper keys in other slots than its key (`CROSSSLOT` on a Cluster): every
+/// primitive with helper keys refuses them on every topology, before any I/O, with an error
+/// that says why. A proper tag works, and the job lock (one key) takes any name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_whose_braces_are_no_hash_tag_are_refused() {
+    let (server, client) = setup().await;
+    let calls_before = evalsha_calls(&server);
+    for name in ["a{b", "{}x", "x}{y", "x}y"] {
+        let errors = [
+            client.lock(name).try_acquire().await.err(),
+            client.fair_lock(name).try_acquire().await.err(),
+            client.rw_lock(name).try_read().await.err(),
+            client.semaphore(name).try_acquire().await.err(),
+            client
+                .leased_semaphore(name)
+                .try_acquire(Duration::from_secs(1))
+                .await
+                .err(),
+            client.count_down_latch(name).count_down().await.err(),
+        ];
+        for (i, e) in errors.into_iter().enumerate() {
+            let e = e.unwrap_or_else(|| panic!("{name:?}: primitive {i} accepted it"));
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{name:?}: {e}");
+            assert!(e.to_string().contains("hash tag"), "{name:?}: {e}");
+        }
+    }
+    assert_eq!(
+        evalsha_calls(&server),
+        calls_before,
+        "a refused name reached the server"
+    );
+    let g = client.lock("{user42}:orders").try_acquire().await.unwrap();
+    assert!(g.is_some(), "a proper hash tag is a name like any other");
+    let job = client
+        .job_lock("x}{y")
+        .at_most_for(Duration::from_secs(5))
+        .try_acquire()
+        .await
+        .unwrap();
+    assert!(job.is_some(), "the job lock has no helper keys");
+}
