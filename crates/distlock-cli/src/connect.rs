@@ -13,12 +13,39 @@ pub struct Options {
     pub url: Option<String>,
     /// `--sentinel-password`: the sentinels' password for a `redis-sentinel://` URL.
     pub sentinel_password: Option<String>,
+    /// `--pubsub`: which pub/sub carries wake-ups on a Redis Cluster.
+    pub pubsub: PubSub,
     pub key_prefix: String,
     pub watchdog_lease: Duration,
     /// `--connect-timeout`: bound on establishing a connection.
     pub connect_timeout: Duration,
     /// `--timeout`: bound on one command (resent up to three times).
     pub command_timeout: Duration,
+}
+
+/// `--pubsub`: [`distlock::PubSubMode`] on the command line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PubSub {
+    /// Sharded where the cluster's servers support it, classic otherwise.
+    #[default]
+    Auto,
+    /// Classic pub/sub only.
+    Classic,
+    /// Sharded pub/sub only (Redis 7+).
+    Sharded,
+    /// Publish and listen both ways.
+    Both,
+}
+
+impl From<PubSub> for distlock::PubSubMode {
+    fn from(p: PubSub) -> Self {
+        match p {
+            PubSub::Auto => distlock::PubSubMode::Auto,
+            PubSub::Classic => distlock::PubSubMode::Classic,
+            PubSub::Sharded => distlock::PubSubMode::Sharded,
+            PubSub::Both => distlock::PubSubMode::Both,
+        }
+    }
 }
 
 /// The URL used when none is given, for commands that talk to an existing server.
@@ -32,7 +59,8 @@ impl Options {
             .key_prefix(self.key_prefix.clone())
             .watchdog_lease(self.watchdog_lease)
             .connect_timeout(self.connect_timeout)
-            .command_timeout(self.command_timeout);
+            .command_timeout(self.command_timeout)
+            .pubsub_mode(self.pubsub.into());
         match &self.sentinel_password {
             Some(pw) => builder.sentinel_auth(None, pw),
             None => builder,

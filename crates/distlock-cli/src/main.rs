@@ -40,6 +40,18 @@ struct Cli {
     )]
     sentinel_password: Option<String>,
 
+    /// Which pub/sub carries wake-ups on a Redis Cluster: auto (sharded where the servers
+    /// have it, Redis 7+; classic on Redis 6.2), classic, sharded or both. As Redisson's
+    /// shardedSubscriptionMode; standalone and Sentinel always use classic pub/sub.
+    #[arg(
+        long,
+        env = "DISTLOCK_PUBSUB",
+        global = true,
+        value_enum,
+        default_value = "auto"
+    )]
+    pubsub: connect::PubSub,
+
     /// Prefix put before every lock name to form its Redis key.
     #[arg(long, env = "DISTLOCK_KEY_PREFIX", global = true, default_value = "")]
     key_prefix: String,
@@ -225,6 +237,7 @@ fn main() -> ExitCode {
         let opts = connect::Options {
             url: cli.url,
             sentinel_password: cli.sentinel_password,
+            pubsub: cli.pubsub,
             key_prefix: cli.key_prefix,
             watchdog_lease: cli.watchdog_lease,
             connect_timeout: cli.connect_timeout,

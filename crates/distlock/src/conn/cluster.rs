@@ -110,9 +110,19 @@ pub(crate) async fn publish_mode(
         .await;
     let supported = match probe {
         Ok(_) => true,
-        // The server refused the command (an unknown subcommand before Redis 7).
-        Err(e) if e.code().is_some() => false,
-        Err(e) => return Err(e),
+        // A broken or refused connection is not an answer: connecting fails.
+        Err(e)
+            if e.is_io_error()
+                || e.is_timeout()
+                || e.is_connection_dropped()
+                || e.is_connection_refusal() =>
+        {
+            return Err(e)
+        }
+        // The server refused the command (an unknown subcommand before Redis 7). redis-rs's
+        // cluster router turns Redis 6.2's refusal into a client-side type error without a
+        // server code, so every answer that is not a reply counts as a refusal.
+        Err(_) => false,
     };
     Ok(match (mode, supported) {
         (PubSubMode::Both, true) => Ok(Publish::Both),
