@@ -122,22 +122,28 @@ impl ClusterSet {
             .iter()
             .map(|n| set.must(n, &["CLUSTER", "MYID"]))
             .collect();
+        let modern = crate::server_major_version() >= 7;
         for (master, (first, last)) in set.nodes.iter().zip(MASTER_SLOTS) {
-            let (first, last) = (first.to_string(), last.to_string());
-            set.must::<()>(master, &["CLUSTER", "ADDSLOTSRANGE", &first, &last]);
+            if modern {
+                let (first, last) = (first.to_string(), last.to_string());
+                set.must::<()>(master, &["CLUSTER", "ADDSLOTSRANGE", &first, &last]);
+            } else {
+                // Redis 6.2: no ADDSLOTSRANGE; every slot named.
+                let slots: Vec<String> = (first..=last).map(|s| s.to_string()).collect();
+                let mut args = vec!["CLUSTER", "ADDSLOTS"];
+                args.extend(slots.iter().map(String::as_str));
+                set.must::<()>(master, &args);
+            }
         }
         let (first_port, first_bus) = (set.nodes[0].port().to_string(), set.bus_ports[0]);
+        let first_bus = first_bus.to_string();
         for node in &set.nodes[1..] {
-            set.must::<()>(
-                node,
-                &[
-                    "CLUSTER",
-                    "MEET",
-                    "127.0.0.1",
-                    &first_port,
-                    &first_bus.to_string(),
-                ],
-            );
+            // Redis 6.2's MEET takes no bus port: it is the data port + 10000 there.
+            let mut meet = vec!["CLUSTER", "MEET", "127.0.0.1", &first_port];
+            if modern {
+                meet.push(&first_bus);
+            }
+            set.must::<()>(node, &meet);
         }
         set.wait_ready(deadline, "every node to know the 6 nodes", |set| {
             set.all_known(&ids)
@@ -164,6 +170,7 @@ impl ClusterSet {
             .chain(self.bus_ports.iter().copied())
             .collect();
         let mut last_err = None;
+        let modern = crate::server_major_version() >= 7;
         for _ in 0..START_ATTEMPTS {
             let bus_port = loop {
                 let port = free_port();
@@ -171,15 +178,13 @@ impl ClusterSet {
                     break port;
                 }
             };
-            let options = RedisServer::options()
+            let mut options = RedisServer::options()
                 .arg("--cluster-enabled")
                 .arg("yes")
                 .arg("--cluster-config-file")
                 .arg("nodes.conf")
                 .arg("--cluster-node-timeout")
                 .arg(NODE_TIMEOUT.as_millis().to_string())
-                .arg("--cluster-port")
-                .arg(bus_port.to_string())
                 .arg("--appendonly")
                 .arg("no")
                 // Replicas sync in milliseconds instead of after the default 5 s delay.
@@ -187,10 +192,22 @@ impl ClusterSet {
                 .arg("yes")
                 .arg("--repl-diskless-sync-delay")
                 .arg("0");
+            options = if modern {
+                options.arg("--cluster-port").arg(bus_port.to_string())
+            } else {
+                // Before 7.0 the bus port is the data port + 10000, chosen free with it.
+                options.bus_above()
+            };
             // When the data port or the bus port was taken between `free_port` and the
             // bind, the server exits and `start_with` tries another data port; when the bus
             // port itself is gone every such try fails, and this loop picks another one.
             match RedisServer::start_with(options) {
+                Ok(node) if !modern => {
+                    let bus = node.port() + 10_000;
+                    if !taken.contains(&bus) {
+                        return (node, bus);
+                    }
+                }
                 Ok(node) if node.port() != bus_port => return (node, bus_port),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => panic!("{e}"),

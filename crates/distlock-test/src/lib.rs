@@ -127,6 +127,36 @@ pub fn free_port() -> u16 {
         .expect("no free loopback port")
 }
 
+/// A free port `p` with `p + 10000` free as well, both on 127.0.0.1.
+fn port_with_bus_above() -> u16 {
+    loop {
+        let p = free_port();
+        if p <= u16::MAX - 10_000 && TcpListener::bind(("127.0.0.1", p + 10_000)).is_ok() {
+            return p;
+        }
+    }
+}
+
+/// The major version of the `redis-server` (or `valkey-server`) binary the harness runs, from
+/// its `--version` line (`… v=7.0.15 …`); 0 when it cannot be read.
+pub fn server_major_version() -> u32 {
+    static MAJOR: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MAJOR.get_or_init(|| {
+        let Ok(binary) = redis_server_binary() else {
+            return 0;
+        };
+        let Ok(out) = Command::new(binary).arg("--version").output() else {
+            return 0;
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split_whitespace()
+            .find_map(|w| w.strip_prefix("v="))
+            .and_then(|v| v.split('.').next())
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0)
+    })
+}
+
 /// Options for a [`RedisServer`]: extra `redis-server` arguments, a password, persistence.
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions {
@@ -135,6 +165,9 @@ pub struct ServerOptions {
     tls: bool,
     sentinel_config: Option<String>,
     extra_args: Vec<String>,
+    /// A data port whose default cluster bus port (+ 10000) is free too (a Redis before 7.0
+    /// cluster node, which has no `--cluster-port`).
+    bus_above: bool,
 }
 
 impl ServerOptions {
@@ -172,6 +205,13 @@ impl ServerOptions {
     /// Pass one more argument to `redis-server` (e.g. `"--maxmemory"`, `"10mb"`).
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
         self.extra_args.push(arg.into());
+        self
+    }
+
+    /// Pick a data port `p` with `p + 10000` free as well: the default cluster bus port of a
+    /// Redis before 7.0, which cannot be set (`--cluster-port` came with 7.0).
+    pub(crate) fn bus_above(mut self) -> Self {
+        self.bus_above = true;
         self
     }
 
@@ -218,9 +258,14 @@ impl RedisServer {
         let binary = redis_server_binary()?;
         let mut last_err = None;
         for _ in 0..5 {
+            let port = if options.bus_above {
+                port_with_bus_above()
+            } else {
+                free_port()
+            };
             let mut server = RedisServer {
                 child: None,
-                port: free_port(),
+                port,
                 dir: tempfile::Builder::new()
                     .prefix("distlock-redis-")
                     .tempdir()?,
@@ -260,11 +305,12 @@ impl RedisServer {
             .arg("--appendonly")
             .arg("no")
             .arg("--protected-mode")
-            .arg("no")
-            // Our tests use DEBUG SLEEP / DEBUG RELOAD on 7.x servers, where DEBUG is off
-            // by default for remote connections.
-            .arg("--enable-debug-command")
-            .arg("yes");
+            .arg("no");
+        if server_major_version() >= 7 {
+            // Our tests use DEBUG SLEEP / DEBUG RELOAD; from 7.0 DEBUG is off by default for
+            // remote connections (before 7.0 it is always on, and the option unknown).
+            cmd.arg("--enable-debug-command").arg("yes");
+        }
         if self.options.tls {
             let (cert, key) = self.self_signed_cert()?;
             cmd.arg("--port")

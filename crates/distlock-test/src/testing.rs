@@ -44,10 +44,13 @@ pub fn keys(server: &RedisServer) -> Vec<String> {
 }
 
 /// The number of clients subscribed to `channel` on `server`, classic (`PUBSUB NUMSUB`) and
-/// sharded (`PUBSUB SHARDNUMSUB`, Redis 7 Cluster), e.g. to wait until a
-/// waiter is really waiting for a message on it.
+/// sharded (`PUBSUB SHARDNUMSUB`, Redis 7 Cluster; a server before 7.0 has classic pub/sub
+/// only), e.g. to wait until a waiter is really waiting for a message on it.
 pub fn numsub(server: &RedisServer, channel: &str) -> u64 {
     let (_, classic): (String, u64) = cmd(server, &["PUBSUB", "NUMSUB", channel]);
+    if crate::server_major_version() < 7 {
+        return classic;
+    }
     let (_, sharded): (String, u64) = cmd(server, &["PUBSUB", "SHARDNUMSUB", channel]);
     classic + sharded
 }
