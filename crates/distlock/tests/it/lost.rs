@@ -63,3 +63,62 @@ async fn lost_stays_pending_while_renewed() {
     );
     guard.release().await.unwrap();
 }
+
+/// A holder whose lock was taken over (force-unlocked, then granted to another owner) while
+/// its own deadline is still ahead learns it at its next renewal: `lost()` fires, and its
+/// renewal does not extend the new holder's lease. A renewal that succeeded whenever the key
+/// existed would keep both "holding" — the new holder's lease extended by the old holder's
+/// watchdog, the old holder never told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_after_a_takeover_fires_lost_and_extends_nothing() {
+    let server = RedisServer::start();
+    let old = client_with_watchdog(&server, Duration::from_millis(1500)).await;
+    let new = client_for(&server).await;
+    for kind in ["lock", "read"] {
+        let name = format!("taken-{kind}");
+        let lost: Box<dyn std::any::Any + Send> = match kind {
+            "lock" => Box::new(old.lock(name.as_str()).acquire().await.unwrap()),
+            _ => Box::new(old.rw_lock(name.as_str()).read().await.unwrap()),
+        };
+        // Taken over: deleted by an operator, granted to another owner with a long lease.
+        let _: i64 = cmd(&server, &["DEL", &name]);
+        let lease = Duration::from_secs(20);
+        let _holder: Box<dyn std::any::Any + Send> = match kind {
+            "lock" => Box::new(
+                new.lock(name.as_str())
+                    .lease(lease)
+                    .acquire()
+                    .await
+                    .unwrap(),
+            ),
+            _ => Box::new(
+                new.rw_lock(name.as_str())
+                    .lease(lease)
+                    .write()
+                    .await
+                    .unwrap(),
+            ),
+        };
+        let fired = match kind {
+            "lock" => {
+                let g = lost.downcast_ref::<distlock::LockGuard>().unwrap();
+                assert!(!g.is_lost(), "its own deadline is still ahead");
+                tokio::time::timeout(Duration::from_secs(3), g.lost()).await
+            }
+            _ => {
+                let g = lost.downcast_ref::<distlock::RwLockReadGuard>().unwrap();
+                assert!(!g.is_lost(), "its own deadline is still ahead");
+                tokio::time::timeout(Duration::from_secs(3), g.lost()).await
+            }
+        };
+        assert!(
+            fired.is_ok(),
+            "{kind}: the old holder's lost() did not fire within two renewal periods"
+        );
+        let pttl: i64 = cmd(&server, &["PTTL", &name]);
+        assert!(
+            pttl > 15_000,
+            "{kind}: the new holder's 20 s lease was cut to {pttl} ms by the old holder's renewal"
+        );
+    }
+}

@@ -1244,6 +1244,39 @@ async fn a_fair_hand_off_keeps_a_redisson_waiters_place_and_score() {
     assert_eq!(jfair.queue(), Vec::<String>::new());
 }
 
+/// FIFO while the lock is free: a Redisson waiter at the head, woken on its own channel but
+/// not yet back, keeps its place; a distlock waiter second in line (hand-off off, so it
+/// attempts by itself) is refused until then, however often it tries. A fair lock that let
+/// the second waiter take a free lock would pass the head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_waiter_does_not_pass_a_redisson_head_while_the_lock_is_free() {
+    let (_server, client) = setup().await;
+    let server = &_server;
+    let java = Java::new(server, 0);
+    let name = "fifo-free";
+    let jfair = java.fair_lock(name);
+    let lock = client.fair_lock(name).handoff(false);
+    let held = lock.acquire().await.unwrap();
+    let r = 7;
+    assert!(
+        jfair.try_lock(r).is_some(),
+        "R queues first, behind the holder"
+    );
+    let second = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.try_acquire_for(Duration::from_secs(4)).await })
+    };
+    assert!(eventually(Duration::from_secs(2), || jfair.queue().len() == 2).await);
+    held.release().await.unwrap();
+    let got = second.await.unwrap().unwrap();
+    assert!(
+        got.is_none(),
+        "the second waiter took the free lock while the head R was queued"
+    );
+    assert_eq!(jfair.try_lock(r), None, "R, first in line, gets the lock");
+    assert_eq!(jfair.unlock(r), Some(1));
+}
+
 /// The same mixed fair-lock queue, with the Java host's clock 10 s ahead of the server's:
 /// Redisson's stale-waiter check (on the Java clock) never drops the live distlock waiter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
