@@ -243,6 +243,10 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             .with_context(|| format!("RedLock {:?}", args.name))?;
         return Ok(Some(Held::RedLock(guard)));
     }
+    // Connecting counts against --wait too: a Sentinel deployment in the middle of a
+    // failover is followed until its new master is named, for up to the longer of the two.
+    let mut opts = opts.clone();
+    opts.connect_timeout = opts.connect_timeout.max(args.wait);
     let client = opts.client().await?;
     if let Some(permits) = args.semaphore {
         let lease = args.lease.unwrap_or(Duration::from_secs(30));

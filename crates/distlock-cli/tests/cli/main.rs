@@ -773,6 +773,50 @@ fn run_status_and_unlock_on_a_cluster() {
     ));
 }
 
+/// `run` started right after the master was killed waits, within `--wait`, for the sentinels
+/// to promote a replica instead of failing on the first refused connection; a master name no
+/// sentinel knows fails at once, without the connect-timeout wording.
+#[test]
+fn run_through_sentinel_follows_a_failover_under_way() {
+    let mut set = distlock_test::SentinelSet::start();
+    set.kill_master();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env("DISTLOCK_URL", set.url())
+        .env_remove("DISTLOCK_LOG")
+        .args([
+            "run",
+            "during-failover",
+            "--wait",
+            "30s",
+            "--",
+            "echo",
+            "GRANTED",
+        ]);
+    let out = output(c);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("GRANTED"), "{stdout}");
+
+    let wrong = set
+        .url()
+        .replace(&format!("#{}", set.master_name()), "#nosuchmaster");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env("DISTLOCK_URL", wrong)
+        .env_remove("DISTLOCK_LOG")
+        .args(["run", "x", "--wait", "30s", "--", "true"]);
+    let started = std::time::Instant::now();
+    let out = output(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(stderr.contains("nosuchmaster"), "{stderr}");
+    assert!(!stderr.contains("connect timeout"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// `run` and `status` work through Redis Sentinel (`redis-sentinel://…#name`): the command
 /// gets a fencing token, the lock is on the master the sentinels name, and `status` finds it.
 #[test]

@@ -585,12 +585,16 @@ impl Backend {
                     )
                 }
                 Target::Sentinel(config) => {
-                    let master =
-                        sentinel::Master::connect(config, settings)
-                            .await
-                            .map_err(|e| {
-                                Error::new(ErrorKind::Connection, format!("{context}: {e}"))
-                            })?;
+                    let master = sentinel::Master::connect(config, settings).await.map_err(
+                        |(failure, e)| {
+                            let kind = match failure {
+                                sentinel::Failure::Unavailable => ErrorKind::Connection,
+                                sentinel::Failure::Auth => ErrorKind::Auth,
+                                sentinel::Failure::UnknownMaster => ErrorKind::Config,
+                            };
+                            Error::new(kind, format!("{context}: {e}"))
+                        },
+                    )?;
                     (
                         Connection::Sentinel(master.clone()),
                         Source::Sentinel(master),

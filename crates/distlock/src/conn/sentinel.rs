@@ -25,6 +25,35 @@ use super::ConnectSettings;
 const DEFAULT_SENTINEL_PORT: u16 = 26379;
 /// How often the monitor asks the sentinels, besides listening for `+switch-master`.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// How long connecting waits between tries while the sentinels name no live master (a
+/// failover under way).
+const CONNECT_RETRY: Duration = Duration::from_millis(200);
+
+/// Why connecting through the sentinels failed, for the error kind: only a deployment in
+/// the middle of a failover is worth trying again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// No live master yet (down, refusing connections, a replica not yet promoted), or no
+    /// sentinel answered: tried again until the connect timeout.
+    Unavailable,
+    /// A server refused the credentials (`NOAUTH`, `WRONGPASS`): final.
+    Auth,
+    /// Every sentinel that answered knows no master of that name: final.
+    UnknownMaster,
+}
+
+/// What a refusal's text says: auth and unknown-name refusals are final.
+fn classify(message: &str) -> Failure {
+    if message.contains("NOAUTH")
+        || message.contains("WRONGPASS")
+        || message.contains("invalid password")
+        || message.contains("invalid username-password")
+    {
+        Failure::Auth
+    } else {
+        Failure::Unavailable
+    }
+}
 
 /// Where a Sentinel deployment is: parsed from a `redis-sentinel://` URL.
 #[derive(Clone)]
@@ -135,18 +164,59 @@ type SentinelConns = Vec<std::sync::Mutex<Option<redis::aio::MultiplexedConnecti
 impl Master {
     /// Resolve the master, connect to it, and start following failovers (the monitor task
     /// ends when the last handle is dropped).
+    ///
+    /// A deployment in the middle of a failover (the master down or refusing connections,
+    /// the sentinels not yet agreed on its successor) is tried again every 200 ms until the
+    /// connect timeout has passed since the call, so a process started while the sentinels
+    /// promote a replica connects to it. Refused credentials and a master name no sentinel
+    /// knows fail at once.
     pub(crate) async fn connect(
         config: Config,
         settings: &ConnectSettings,
-    ) -> Result<Arc<Master>, String> {
+    ) -> Result<Arc<Master>, (Failure, String)> {
         let sentinels: SentinelConns = config
             .url
             .hosts
             .iter()
             .map(|_| std::sync::Mutex::new(None))
             .collect();
-        let answer = resolve(&config, settings, &sentinels).await?;
-        let (client, manager) = open_master(&config, settings, &answer.addr).await?;
+        let started = tokio::time::Instant::now();
+        let deadline = started + settings.connect_timeout;
+        let mut tries = 0u32;
+        let (answer, client, manager) = loop {
+            tries += 1;
+            let attempt = async {
+                let answer = resolve(&config, settings, &sentinels).await?;
+                let (client, manager) = open_master(&config, settings, &answer.addr)
+                    .await
+                    .map_err(|e| (classify(&e), e))?;
+                Ok::<_, (Failure, String)>((answer, client, manager))
+            };
+            let failed = match tokio::time::timeout_at(deadline, attempt).await {
+                Ok(Ok(connected)) => break connected,
+                Ok(Err(failed)) => failed,
+                Err(_) => (
+                    Failure::Unavailable,
+                    "no answer within the connect timeout".to_string(),
+                ),
+            };
+            let now = tokio::time::Instant::now();
+            if failed.0 != Failure::Unavailable || now + CONNECT_RETRY >= deadline {
+                let (kind, message) = failed;
+                if tries == 1 {
+                    return Err((kind, message));
+                }
+                return Err((
+                    kind,
+                    format!(
+                        "{message} (tried {tries} times over {:.1} s, waiting for the \
+                         sentinels to name a live master)",
+                        (now - started).as_secs_f64()
+                    ),
+                ));
+            }
+            tokio::time::sleep(CONNECT_RETRY).await;
+        };
         let master = Arc::new(Master {
             config,
             settings: settings.clone(),
@@ -244,7 +314,9 @@ impl Master {
 
     /// Ask the sentinels; switch to the master they name if it is another one.
     async fn refresh(&self) -> Result<(), String> {
-        let answer = resolve(&self.config, &self.settings, &self.sentinels).await?;
+        let answer = resolve(&self.config, &self.settings, &self.sentinels)
+            .await
+            .map_err(|(_, e)| e)?;
         {
             let mut current = self.current.write().unwrap();
             if answer.epoch < current.epoch {
@@ -331,7 +403,7 @@ async fn resolve(
     config: &Config,
     settings: &ConnectSettings,
     conns: &SentinelConns,
-) -> Result<Answer, String> {
+) -> Result<Answer, (Failure, String)> {
     let asks = config
         .url
         .hosts
@@ -341,23 +413,46 @@ async fn resolve(
     let answers = futures_util::future::join_all(asks).await;
     let mut best: Option<Answer> = None;
     let mut errors = Vec::new();
+    // Every sentinel that answered refused the name, or the credentials: nothing to wait for.
+    let (mut unknown, mut auth, mut answered) = (0, 0, 0);
     for (sentinel, answer) in config.url.hosts.iter().zip(answers) {
         match answer {
             Ok(Some(a)) => {
+                answered += 1;
                 if best.as_ref().is_none_or(|b| a.epoch > b.epoch) {
                     best = Some(a);
                 }
             }
-            Ok(None) => errors.push(format!("{sentinel}: master down or unknown")),
-            Err(e) => errors.push(format!("{sentinel}: {e}")),
+            Ok(None) => {
+                answered += 1;
+                errors.push(format!("{sentinel}: master down"));
+            }
+            Err(e) => {
+                if e.contains("No such master") {
+                    unknown += 1;
+                    answered += 1;
+                } else if classify(&e) == Failure::Auth {
+                    auth += 1;
+                    answered += 1;
+                }
+                errors.push(format!("{sentinel}: {e}"));
+            }
         }
     }
     best.ok_or_else(|| {
-        format!(
+        let failure = if answered > 0 && unknown == answered {
+            Failure::UnknownMaster
+        } else if answered > 0 && auth == answered {
+            Failure::Auth
+        } else {
+            Failure::Unavailable
+        };
+        let message = format!(
             "no sentinel names a live master {:?} ({})",
             config.master_name,
             errors.join("; ")
-        )
+        );
+        (failure, message)
     })
 }
 

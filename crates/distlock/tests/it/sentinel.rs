@@ -36,8 +36,8 @@ async fn client_on(set: &SentinelSet) -> Client {
         .expect("connect through the sentinels")
 }
 
-/// The client connects to the master the sentinels name (not to a replica), and a bad master
-/// name or unreachable sentinels are a clear `Connection` error that names the master.
+/// The client connects to the master the sentinels name (not to a replica), and a master name
+/// no sentinel knows is a `Config` error that names it, at once (nothing to wait for).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_finds_the_master_through_the_sentinels() {
     let set = SentinelSet::start();
@@ -54,14 +54,42 @@ async fn the_client_finds_the_master_through_the_sentinels() {
     let wrong = set
         .url()
         .replace(&format!("#{}", set.master_name()), "#nosuchmaster");
+    let started = Instant::now();
     let err = Client::builder()
         .url(wrong)
-        .connect_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(10))
         .build()
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert_eq!(err.kind(), ErrorKind::Config, "{err}");
     assert!(err.to_string().contains("nosuchmaster"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "an unknown master name was tried again for {:?}",
+        started.elapsed()
+    );
+}
+
+/// A process started right after the master was killed (a service restarted on a failed
+/// node, a cron job) does not fail on the first refused connection: it keeps asking the
+/// sentinels, within its connect timeout, until they name the promoted replica, and works
+/// there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_started_during_a_failover_connects_to_the_promoted_master() {
+    let mut set = SentinelSet::start();
+    let old = set.kill_master();
+    let client = Client::builder()
+        .url(set.url())
+        .connect_timeout(Duration::from_secs(20))
+        .build()
+        .await
+        .expect("connects once the sentinels promote a replica");
+    let guard = client.lock("during").acquire().await.unwrap();
+    let new = set.wait_for_failover(old, Duration::from_secs(20));
+    assert_ne!(new, old);
+    let holds: i64 = cmd(set.master(), &["HLEN", "during"]);
+    assert_eq!(holds, 3, "the lock is on the promoted master");
+    guard.release().await.unwrap();
 }
 
 /// The master is killed (SIGKILL) while a lock is held and another client waits for it. The
