@@ -1,5 +1,6 @@
 //! End-to-end tests of the `distlock` binary against real redis-server processes.
 
+mod acl;
 mod bench;
 mod family;
 mod faults;
