@@ -15,6 +15,8 @@ pub struct Options {
     pub sentinel_password: Option<String>,
     /// `--pubsub`: which pub/sub carries wake-ups on a Redis Cluster.
     pub pubsub: PubSub,
+    /// `--tls-ca-cert` (or `$SSL_CERT_FILE`): the CA certificates' PEM.
+    pub tls_ca: Option<Vec<u8>>,
     pub key_prefix: String,
     pub watchdog_lease: Duration,
     /// `--connect-timeout`: bound on establishing a connection.
@@ -61,6 +63,10 @@ impl Options {
             .connect_timeout(self.connect_timeout)
             .command_timeout(self.command_timeout)
             .pubsub_mode(self.pubsub.into());
+        let builder = match &self.tls_ca {
+            Some(ca) => builder.tls_ca_cert(ca.clone()),
+            None => builder,
+        };
         match &self.sentinel_password {
             Some(pw) => builder.sentinel_auth(None, pw),
             None => builder,

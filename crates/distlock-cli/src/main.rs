@@ -52,6 +52,11 @@ struct Cli {
     )]
     pubsub: connect::PubSub,
 
+    /// CA certificates (PEM file) that rediss:// servers are checked against instead of
+    /// Mozilla's roots, for a private CA; $SSL_CERT_FILE when not given.
+    #[arg(long, env = "DISTLOCK_TLS_CA_CERT", global = true, value_name = "FILE")]
+    tls_ca_cert: Option<std::path::PathBuf>,
+
     /// Prefix put before every lock name to form its Redis key.
     #[arg(long, env = "DISTLOCK_KEY_PREFIX", global = true, default_value = "")]
     key_prefix: String,
@@ -234,7 +239,17 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
+        let tls_ca = cli
+            .tls_ca_cert
+            .or_else(|| std::env::var_os("SSL_CERT_FILE").map(Into::into));
+        let tls_ca = match tls_ca {
+            Some(path) => Some(std::fs::read(&path).map_err(|e| {
+                anyhow::anyhow!("cannot read the TLS CA certificate {}: {e}", path.display())
+            })?),
+            None => None,
+        };
         let opts = connect::Options {
+            tls_ca,
             url: cli.url,
             sentinel_password: cli.sentinel_password,
             pubsub: cli.pubsub,

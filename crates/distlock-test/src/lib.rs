@@ -322,7 +322,7 @@ impl RedisServer {
                 .arg("--tls-key-file")
                 .arg(&key)
                 .arg("--tls-ca-cert-file")
-                .arg(&cert)
+                .arg(self.dir.path().join("ca.pem"))
                 .arg("--tls-auth-clients")
                 .arg("no");
         } else {
@@ -390,32 +390,84 @@ impl RedisServer {
         }
     }
 
+    /// The server's certificate and key, for 127.0.0.1, signed by a test CA made for this
+    /// server ([`RedisServer::tls_ca_cert`]); made once, kept across restarts.
     fn self_signed_cert(&self) -> io::Result<(PathBuf, PathBuf)> {
-        let cert = self.dir.path().join("cert.pem");
-        let key = self.dir.path().join("key.pem");
+        let dir = self.dir.path();
+        let (ca, ca_key) = (dir.join("ca.pem"), dir.join("ca-key.pem"));
+        let (cert, key, csr, ext) = (
+            dir.join("cert.pem"),
+            dir.join("key.pem"),
+            dir.join("cert.csr"),
+            dir.join("cert.ext"),
+        );
         if cert.is_file() {
             return Ok((cert, key));
         }
-        let status = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
-            .args(["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
-            .arg("-keyout")
-            .arg(&key)
-            .arg("-out")
-            .arg(&cert)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("openssl is needed for TLS test servers (sudo apt-get install openssl): {e}"),
-                )
-            })?;
-        if !status.success() {
-            return Err(io::Error::other(format!("openssl req failed: {status}")));
+        std::fs::write(
+            &ext,
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+             keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+        )?;
+        let steps: [Vec<&std::ffi::OsStr>; 3] = [
+            // The test CA.
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ]
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain(["-subj", "/CN=distlock test CA", "-keyout"].map(std::ffi::OsStr::new))
+            .chain([ca_key.as_os_str(), "-out".as_ref(), ca.as_os_str()])
+            .collect(),
+            // The server's key and request.
+            [
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+            ]
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain([key.as_os_str(), "-out".as_ref(), csr.as_os_str()])
+            .collect(),
+            // Signed by the CA, for 127.0.0.1.
+            ["x509", "-req", "-days", "2", "-CAcreateserial", "-in"]
+                .iter()
+                .map(std::ffi::OsStr::new)
+                .chain([csr.as_os_str(), "-CA".as_ref(), ca.as_os_str()])
+                .chain(["-CAkey".as_ref(), ca_key.as_os_str(), "-out".as_ref()])
+                .chain([cert.as_os_str(), "-extfile".as_ref(), ext.as_os_str()])
+                .collect(),
+        ];
+        for args in steps {
+            let status = Command::new("openssl")
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("openssl is needed for TLS test servers (sudo apt-get install openssl): {e}"),
+                    )
+                })?;
+            if !status.success() {
+                return Err(io::Error::other(format!(
+                    "openssl {} failed: {status}",
+                    args[0].to_string_lossy()
+                )));
+            }
         }
         Ok((cert, key))
+    }
+
+    /// The test CA that signed a TLS server's certificate (PEM), for clients that verify it
+    /// (`ClientBuilder::tls_ca_cert`, `redis-cli --cacert`); `None` for a plain server.
+    pub fn tls_ca_cert(&self) -> Option<PathBuf> {
+        self.options.tls.then(|| self.dir.path().join("ca.pem"))
     }
 
     fn ping_ok(&self) -> bool {

@@ -346,6 +346,30 @@ pub struct ClientBuilder {
     replica_ack_timeout: Duration,
     pubsub: PubSubMode,
     app_name: Option<String>,
+    tls_ca: Option<Arc<[u8]>>,
+}
+
+/// Checks that `pem` holds at least one certificate and nothing unparsable, so that a bad
+/// CA is a configuration error at build, not a TLS failure at every connect.
+fn check_ca(pem: &[u8]) -> Result<()> {
+    #[cfg(feature = "tls")]
+    {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::CertificateDer;
+        let mut found = 0;
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            cert.map_err(|e| Error::config(format!("TLS CA certificate: not valid PEM: {e}")))?;
+            found += 1;
+        }
+        if found == 0 {
+            return Err(Error::config(
+                "TLS CA certificate: no PEM certificate (-----BEGIN CERTIFICATE-----) in it",
+            ));
+        }
+    }
+    #[cfg(not(feature = "tls"))]
+    let _ = pem;
+    Ok(())
 }
 
 /// A redis-rs connection over a [`Client`]'s deployment ([`Client::redis_connection`]):
@@ -421,6 +445,7 @@ impl Default for ClientBuilder {
             replica_ack_timeout: Duration::from_secs(1),
             pubsub: PubSubMode::Auto,
             app_name: None,
+            tls_ca: None,
         }
     }
 }
@@ -571,9 +596,23 @@ impl ClientBuilder {
         self
     }
 
-    /// Timeout for establishing a connection. Default 5 s.
+    /// Timeout for establishing a connection. Default 5 s. Through Sentinel it bounds the
+    /// whole connect: a deployment in the middle of a failover is asked again until its
+    /// sentinels name a live master, or this has passed.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Check `rediss://` servers (and TLS sentinels and cluster nodes) against these CA
+    /// certificates instead of Mozilla's roots: a private CA, one or more PEM certificates
+    /// (the contents of a `ca.crt`, as `redis-cli --cacert` takes; the server's own
+    /// certificate works for a self-signed one). The server's name is still checked. Plain
+    /// `redis://` URLs ignore it. Needs the `tls` feature (a build without it refuses
+    /// `rediss://` URLs anyway). An unparsable PEM fails [`build`](ClientBuilder::build) with
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config).
+    pub fn tls_ca_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_ca = Some(pem.into().into());
         self
     }
 
@@ -639,6 +678,9 @@ impl ClientBuilder {
             return Err(Error::config("watchdog lease must be at least 3 ms"));
         }
         keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))?;
+        if let Some(ca) = &self.tls_ca {
+            check_ca(ca)?;
+        }
         let app_name = match self.app_name.clone() {
             Some(name) => check_app_name(&name).map(|()| name)?,
             None => default_app_name(),
@@ -646,7 +688,7 @@ impl ClientBuilder {
         let host = naming::host_name();
         let pid = std::process::id();
         let connection_name: Arc<str> = naming::connection_name(&app_name, &host, pid).into();
-        let target = Target::parse(&url, self.sentinel_auth.as_deref())?;
+        let target = Target::parse(&url, self.sentinel_auth.as_deref(), self.tls_ca.as_deref())?;
         let standalone = match &target {
             Target::Standalone(client) => Some(client.clone()),
             Target::Sentinel(_) | Target::Cluster(_) => None,
@@ -658,6 +700,7 @@ impl ClientBuilder {
             replica_ack_timeout: self.replica_ack_timeout,
             pubsub: self.pubsub,
             client_name: connection_name.clone(),
+            tls_ca: self.tls_ca.clone(),
         };
         let (backend, subscriber) = Backend::connect(target, &settings, &redacted).await?;
         // One round trip for all three: the requests share the multiplexed connection.

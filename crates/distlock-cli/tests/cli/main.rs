@@ -861,3 +861,30 @@ fn run_and_status_through_sentinel() {
     assert!(out.status.success(), "{out:?}");
     assert!(stdout.contains("held"), "{stdout}");
 }
+
+/// `--tls-ca-cert FILE` (or `$SSL_CERT_FILE`) checks a `rediss://` server against a private
+/// CA; without it the server's certificate, signed by no public root, is refused.
+#[test]
+fn tls_ca_cert_trusts_a_private_ca() {
+    let server = RedisServer::options().tls().start();
+    let url = server.url().replace("#insecure", "");
+    let ca = server.tls_ca_cert().unwrap();
+    let run = |extra: &[&std::ffi::OsStr], env_ca: Option<&std::path::Path>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+        c.env("DISTLOCK_URL", &url)
+            .env_remove("DISTLOCK_LOG")
+            .env_remove("DISTLOCK_TLS_CA_CERT")
+            .env_remove("SSL_CERT_FILE");
+        if let Some(path) = env_ca {
+            c.env("SSL_CERT_FILE", path);
+        }
+        c.args(extra).args(["run", "tls-ca", "--", "true"]);
+        output(c)
+    };
+    let out = run(&["--tls-ca-cert".as_ref(), ca.as_os_str()], None);
+    assert!(out.status.success(), "{out:?}");
+    let out = run(&[], Some(&ca));
+    assert!(out.status.success(), "SSL_CERT_FILE: {out:?}");
+    let out = run(&[], None);
+    assert!(!out.status.success(), "no CA: {out:?}");
+}

@@ -81,13 +81,16 @@ pub(crate) async fn connect(
     config: &Config,
     settings: &ConnectSettings,
 ) -> redis::RedisResult<ClusterConnection> {
-    let mut conn = ClusterClientBuilder::new(config.seed_urls())
+    let builder = ClusterClientBuilder::new(config.seed_urls())
         .retries(0)
         .connection_timeout(settings.connect_timeout)
-        .response_timeout(settings.command_timeout)
-        .build()?
-        .get_async_connection()
-        .await?;
+        .response_timeout(settings.command_timeout);
+    #[cfg(feature = "tls")]
+    let builder = match &settings.tls_ca {
+        Some(ca) => builder.certs(super::naming::tls_certificates(ca)),
+        None => builder,
+    };
+    let mut conn = builder.build()?.get_async_connection().await?;
     super::naming::set_name(&mut conn, &settings.client_name).await;
     Ok(conn)
 }

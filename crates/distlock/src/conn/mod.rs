@@ -299,7 +299,11 @@ pub(crate) enum Target {
 impl Target {
     /// Parse a server URL; `sentinel_auth` (`user:password` or `:password`) is for the
     /// sentinels of a Sentinel URL. Errors never quote the URL (it may hold a password).
-    pub(crate) fn parse(url: &str, sentinel_auth: Option<&str>) -> Result<Target> {
+    pub(crate) fn parse(
+        url: &str,
+        sentinel_auth: Option<&str>,
+        tls_ca: Option<&[u8]>,
+    ) -> Result<Target> {
         let redacted = redact_url(url);
         if cluster::is_cluster_url(url) {
             return cluster::Config::parse(url)
@@ -311,13 +315,15 @@ impl Target {
                 .map(Target::Sentinel)
                 .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
         }
-        naming::client(url).map(Target::Standalone).map_err(|e| {
-            // The driver's message may quote the URL: report only its category.
-            Error::config(format!(
-                "cannot use server URL {redacted}: {}",
-                e.category()
-            ))
-        })
+        naming::client_with_ca(url, tls_ca)
+            .map(Target::Standalone)
+            .map_err(|e| {
+                // The driver's message may quote the URL: report only its category.
+                Error::config(format!(
+                    "cannot use server URL {redacted}: {}",
+                    e.category()
+                ))
+            })
     }
 }
 
@@ -491,6 +497,9 @@ pub(crate) struct ConnectSettings {
     /// The name every connection distlock opens gives itself (`CLIENT SETNAME`):
     /// `distlock:<app>:<host>:<pid>`.
     pub client_name: Arc<str>,
+    /// The CA certificates (PEM) that `rediss://` servers are checked against, instead of
+    /// Mozilla's roots ([`crate::ClientBuilder::tls_ca_cert`]).
+    pub tls_ca: Option<Arc<[u8]>>,
 }
 
 /// `SCAN` one server for keys matching `pattern`, `COUNT` [`SCAN_COUNT`] per call, for at most
@@ -609,7 +618,7 @@ impl Backend {
                     let seeds = config
                         .seed_urls()
                         .iter()
-                        .map(|u| naming::client(u.as_str()))
+                        .map(|u| naming::client_with_ca(u.as_str(), settings.tls_ca.as_deref()))
                         .collect::<redis::RedisResult<Vec<_>>>()
                         .map_err(|e| Error::from_redis(&context, e))?;
                     let seeds = Arc::new(seeds);

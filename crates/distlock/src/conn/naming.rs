@@ -47,6 +47,32 @@ pub(crate) fn client(info: impl IntoConnectionInfo) -> redis::RedisResult<redis:
     redis::Client::open(with_lib_name(info.into_connection_info()?))
 }
 
+/// As [`client`], trusting only the CA certificates `ca` (PEM) for a TLS address
+/// ([`ClientBuilder::tls_ca_cert`](crate::ClientBuilder::tls_ca_cert)); `None`, or a plain
+/// TCP address, is [`client`]. Clients derived from this one's connection info keep the CA.
+pub(crate) fn client_with_ca(
+    info: impl IntoConnectionInfo,
+    ca: Option<&[u8]>,
+) -> redis::RedisResult<redis::Client> {
+    let info = with_lib_name(info.into_connection_info()?);
+    #[cfg(feature = "tls")]
+    if let (Some(ca), redis::ConnectionAddr::TcpTls { .. }) = (ca, info.addr()) {
+        return redis::Client::build_with_tls(info, tls_certificates(ca));
+    }
+    #[cfg(not(feature = "tls"))]
+    let _ = ca;
+    redis::Client::open(info)
+}
+
+/// redis-rs's TLS settings for a private CA (no client certificate).
+#[cfg(feature = "tls")]
+pub(crate) fn tls_certificates(ca: &[u8]) -> redis::TlsCertificates {
+    redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(ca.to_vec()),
+    }
+}
+
 /// `host` with every character outside `[A-Za-z0-9._-]` replaced by `_` (`CLIENT SETNAME`
 /// refuses spaces; the holder metadata separates its parts with `;` and `=`); `unknown` when
 /// empty.

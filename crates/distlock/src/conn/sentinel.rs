@@ -363,8 +363,9 @@ async fn open_master(
     settings: &ConnectSettings,
     addr: &str,
 ) -> Result<(redis::Client, ConnectionManager), String> {
-    let client = super::naming::client(config.master_url(addr).as_str())
-        .map_err(|e| format!("master {addr}: {}", e.category()))?;
+    let client =
+        super::naming::client_with_ca(config.master_url(addr).as_str(), settings.tls_ca.as_deref())
+            .map_err(|e| format!("master {addr}: {}", e.category()))?;
     let manager = tokio::time::timeout(
         settings.connect_timeout,
         super::standalone::connect(&client, settings),
@@ -468,8 +469,11 @@ async fn ask_sentinel(
         let mut con = match kept {
             Some(con) => con,
             None => {
-                let client = super::naming::client(config.sentinel_url(sentinel).as_str())
-                    .map_err(|e| e.category().to_string())?;
+                let client = super::naming::client_with_ca(
+                    config.sentinel_url(sentinel).as_str(),
+                    settings.tls_ca.as_deref(),
+                )
+                .map_err(|e| e.category().to_string())?;
                 let con = client
                     .get_multiplexed_async_connection()
                     .await
@@ -613,7 +617,11 @@ async fn open_listener(
     settings: &ConnectSettings,
     sentinel: &str,
 ) -> Option<redis::aio::PubSub> {
-    let client = super::naming::client(config.sentinel_url(sentinel).as_str()).ok()?;
+    let client = super::naming::client_with_ca(
+        config.sentinel_url(sentinel).as_str(),
+        settings.tls_ca.as_deref(),
+    )
+    .ok()?;
     let mut pubsub = tokio::time::timeout(settings.connect_timeout, client.get_async_pubsub())
         .await
         .ok()?

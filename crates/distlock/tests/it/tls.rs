@@ -27,6 +27,42 @@ async fn tls_verifies_certificates_by_default() {
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
 }
 
+/// A private CA: `rediss://` without `#insecure` is verified against the CA given to the
+/// builder (the server's name included), and a CA that did not sign the server's
+/// certificate is refused; an unparsable PEM is a configuration error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_ca_verifies_the_server() {
+    let server = RedisServer::options().tls().start();
+    let url = server.url().replace("#insecure", "");
+    let ca = std::fs::read(server.tls_ca_cert().expect("a TLS server has a CA")).unwrap();
+    let client = Client::builder()
+        .url(&url)
+        .tls_ca_cert(ca)
+        .build()
+        .await
+        .expect("verified against the test CA");
+    let g = client.lock("private-ca").acquire().await.unwrap();
+    g.release().await.unwrap();
+
+    let other = RedisServer::options().tls().start();
+    let other_ca = std::fs::read(other.tls_ca_cert().unwrap()).unwrap();
+    let err = Client::builder()
+        .url(&url)
+        .tls_ca_cert(other_ca)
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "another CA: {err}");
+
+    let err = Client::builder()
+        .url(&url)
+        .tls_ca_cert(b"not a certificate".to_vec())
+        .build()
+        .await
+        .unwrap_err();
+    assert!(err.kind() == ErrorKind::Config, "bad PEM: {err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn database_number_in_the_url_is_used() {
     let server = RedisServer::start();
