@@ -474,11 +474,12 @@ impl Lock {
                 .eval_latched_unconfirmed(&request.context, &inv)
                 .await?
         };
-        // The plain lock's final release writes no latch: a resend that finds the lock gone
-        // or re-taken may follow an earlier send that released it, or a hold lost before
-        // (the server restarted without it, or failed over to a replica that never had it).
-        // Counting it as released would hide a loss, so it is reported as unconfirmed.
-        if self.inner.raw.final_release_unlatched() && resent && (r == -1 || r == -2) {
+        // A final release writes no latch (every kind's, so that no record outlives the
+        // lock): a resend that finds the lock gone or re-taken may follow an earlier send
+        // that released it, or a hold lost before (the server restarted without it, or failed
+        // over to a replica that never had it). Counting it as released would hide a loss,
+        // so it is reported as unconfirmed.
+        if resent && (r == -1 || r == -2) {
             return Err(Error::not_held(
                 &self.inner.names.name,
                 NotHeldReason::Unconfirmed,

@@ -20,6 +20,9 @@
 -- ARGV[4]  wake channel prefix redisson_lock__channel:{name}
 -- ARGV[5]  token floor, as fair_acquire.lua's ARGV[7]
 --
+-- The final release writes no unlock latch (as lock_release.lua's): a resend of it finds the
+-- lock gone or re-taken and is reported as unconfirmed, and no record outlives the lock.
+--
 -- Returns  1 released (key deleted with its token and holder fields; then handed to the head
 --          or the head woken with '0', as Redisson's UNLOCK_MESSAGE); 0 holds remain (the
 --          token and holder fields stay); -1 gone; -2 another owner.
@@ -47,8 +50,7 @@ if counter > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
--- The latch first: the release is done whatever the hand-off meets.
-redis.call('set', KEYS[4], 1, 'px', ARGV[3])
+-- No latch: the final release leaves no record (see the header).
 drop_stale_heads(KEYS[2], KEYS[3], KEYS[5], KEYS[7], now_ms())
 serve_head(KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[7], KEYS[6], ARGV[5], ARGV[4], true)
 return 1

@@ -17,6 +17,9 @@
 -- ARGV[3]  latch TTL in ms
 -- ARGV[4]  token floor of a hand-off, as rw_write_acquire.lua's ARGV[7]
 --
+-- The final release writes no unlock latch (as lock_release.lua's): a resend of it finds the
+-- lock gone or re-taken and is reported as unconfirmed, and no record outlives the lock.
+--
 -- Returns  1 the lock was freed (key deleted; handed to a queued writer or waiters woken);
 --          0 other holds remain; -1 gone; -2 this owner has no read hold.
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write). A hash without a
@@ -75,5 +78,4 @@ redis.call('del', KEYS[1])
 if not rw_hand_off(KEYS[1], KEYS[6], ARGV[4], KEYS[7], KEYS[8], KEYS[9]) then
   publish(KEYS[2], ARGV[1])
 end
-redis.call('set', KEYS[5], 1, 'px', ARGV[3])
 return 1

@@ -17,6 +17,9 @@
 -- ARGV[4]  latch TTL in ms
 -- ARGV[5]  token floor of a hand-off, as rw_write_acquire.lua's ARGV[7]
 --
+-- The final release writes no unlock latch (as lock_release.lua's): a resend of it finds the
+-- lock gone or re-taken and is reported as unconfirmed, and no record outlives the lock.
+--
 -- Returns  1 last write hold released; 0 write holds remain; -1 gone; -2 not held.
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
 --
@@ -39,5 +42,4 @@ if counter > 0 then
 end
 redis.call('hdel', KEYS[1], ARGV[3])
 rw_write_gone(KEYS[1], KEYS[2], ARGV[1], KEYS[4], ARGV[5], KEYS[5], KEYS[6], KEYS[7])
-redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

@@ -12,6 +12,9 @@
 -- KEYS[2]  channel redisson_sc:{<name>}
 -- KEYS[3]  mode '0': release latch distlock_semaphore_release:{<name>}:<request-id>;
 --          mode '1': grant latch distlock_semaphore_grant:{<name>}:<request-id>
+-- KEYS[4]  mode '0', optional: the grant latch of the permits given back
+--          (distlock_semaphore_grant:{<name>}:<request-id>), deleted: once the caller knew of
+--          its grant it answers no resend, and it would otherwise live its ten latch lifetimes
 -- ARGV[1]  permits k
 -- ARGV[2]  mode: '0' release, '1' give back a grant of unknown outcome
 -- ARGV[3]  latch TTL in ms (the resend window)
@@ -38,5 +41,8 @@ local v = redis.call('incrby', KEYS[1], ARGV[1])
 publish(KEYS[2], v)
 if ARGV[2] == '0' then
   redis.call('set', KEYS[3], v, 'px', ARGV[3])
+  if KEYS[4] then
+    redis.call('del', KEYS[4])
+  end
 end
 return v

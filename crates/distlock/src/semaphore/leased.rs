@@ -140,7 +140,7 @@ impl LeasedSemaphore {
     pub async fn add_permits(&self, permits: u64) -> Result<u64> {
         keys::check_name(&self.names.name)?;
         check_permits("permits", permits)?;
-        self.names.add(permits).await
+        self.names.add(permits, None).await
     }
 
     /// Set the number of permits to `permits` whatever it was, keeping the permits held now

@@ -84,23 +84,30 @@ impl Names {
         Ok(set == 1)
     }
 
-    /// The script call that gives back `permits` (with a fresh request id for its latch).
-    fn add_request(&self, permits: u64) -> ReleaseRequest {
-        ReleaseRequest::new(self.context("release"), &scripts::SEMAPHORE_RELEASE)
+    /// The script call that gives back `permits` (with a fresh request id for its latch);
+    /// `grant`: the grant latch of the permit given back, deleted with it (it has done its
+    /// work once the caller knows of the grant).
+    fn add_request(&self, permits: u64, grant: Option<&str>) -> ReleaseRequest {
+        let request = ReleaseRequest::new(self.context("release"), &scripts::SEMAPHORE_RELEASE)
             .key(&self.key)
             .key(&self.channel)
             .key(format!(
                 "{}:{}",
                 keys::prefixed("distlock_semaphore_release", &self.key),
                 self.client.request_id()
-            ))
+            ));
+        let request = match grant {
+            Some(latch) => request.key(latch),
+            None => request,
+        };
+        request
             .arg(permits)
             .arg("0")
             .arg(self.client.latch_ttl_ms())
     }
 
-    async fn add(&self, permits: u64) -> Result<u64> {
-        let request = self.add_request(permits);
+    async fn add(&self, permits: u64, grant: Option<&str>) -> Result<u64> {
+        let request = self.add_request(permits, grant);
         // Idempotent through its request latch: resent until answered within the resend
         // window (never added twice).
         let (v, _): (i64, bool) = self
@@ -111,12 +118,13 @@ impl Names {
     }
 
     /// Register a live hold of `permits` in the client's registry (released at shutdown).
-    fn register_permits(&self, permits: u64) -> HoldId {
+    fn register_permits(&self, permits: u64, grant: &str) -> HoldId {
         let names = self.clone();
-        self.client
-            .inner
-            .holds
-            .register("semaphore", Arc::new(move || names.add_request(permits)))
+        let grant = grant.to_string();
+        self.client.inner.holds.register(
+            "semaphore",
+            Arc::new(move || names.add_request(permits, Some(&grant))),
+        )
     }
 }
 
@@ -214,7 +222,7 @@ impl Semaphore {
     pub async fn add_permits(&self, permits: u64) -> Result<u64> {
         keys::check_name(&self.names.name)?;
         check_permits("permits", permits)?;
-        self.names.add(permits).await
+        self.names.add(permits, None).await
     }
 
     /// Give back `permits` permits without a [`SemaphorePermit`] (Redisson's `release(n)`,
@@ -326,10 +334,11 @@ impl Semaphore {
             permits,
         };
         let got = acquire(&n.client, request, wait).await?;
-        Ok(got.map(|()| SemaphorePermit {
-            hold: n.register_permits(permits),
+        Ok(got.map(|grant| SemaphorePermit {
+            hold: n.register_permits(permits, &grant),
             names: Some(n.clone()),
             permits,
+            grant,
         }))
     }
 }
@@ -375,7 +384,8 @@ impl PermitRequest {
 }
 
 impl Acquire for PermitRequest {
-    type Grant = ();
+    /// The grant latch of the attempt that was granted.
+    type Grant = String;
 
     fn describe(&self) -> (&'static str, &str, Option<&str>) {
         ("semaphore", &self.names.name, None)
@@ -389,7 +399,7 @@ impl Acquire for PermitRequest {
         RECHECK
     }
 
-    async fn attempt(&self, _started: Instant) -> Result<Step<()>> {
+    async fn attempt(&self, _started: Instant) -> Result<Step<String>> {
         // The grant latch answers a resend only while it lives: the request is resent within
         // the resend window only (as every latched request is); past it the outcome is
         // unknown, the wait stops, and the give-back returns what a send may have got.
@@ -429,7 +439,7 @@ impl Acquire for PermitRequest {
             Ok(())
         })
         .await?;
-        Ok(Step::Done(()))
+        Ok(Step::Done(latch))
     }
 
     fn give_back(self) {
@@ -454,6 +464,8 @@ impl Acquire for PermitRequest {
 pub struct SemaphorePermit {
     names: Option<Names>,
     permits: u64,
+    /// The grant latch of the acquire, deleted by the release (a forgotten permit's expires).
+    grant: String,
     /// These permits in the client's registry (given back at shutdown if still held).
     hold: HoldId,
 }
@@ -485,7 +497,7 @@ impl SemaphorePermit {
     pub async fn release(mut self) -> Result<u64> {
         let n = self.names.take().expect("released twice");
         n.client.inner.holds.take_for_release(&self.hold, &n.name)?;
-        n.add(self.permits).await
+        n.add(self.permits, Some(&self.grant)).await
     }
 
     /// Keep the permits taken: nothing is given back (Redisson's semantics of an acquire
@@ -505,6 +517,8 @@ impl Drop for SemaphorePermit {
         let client = &n.client.inner;
         client
             .holds
-            .release_dropped(&client.backend, &self.hold, || n.add_request(self.permits));
+            .release_dropped(&client.backend, &self.hold, || {
+                n.add_request(self.permits, Some(&self.grant))
+            });
     }
 }

@@ -439,3 +439,36 @@ async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_l
     assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{err}");
     assert!(!cmd::<bool>(&full, &["EXISTS", "order"]));
 }
+
+/// Request records (the latches that make resends idempotent) are kept only where a resend
+/// needs them: a final release of any lock kind leaves none (the lock is gone; a resend of it
+/// is reported unconfirmed), so acquire/release cycles of plain, fair, read and write locks
+/// leave no key behind; a semaphore release or a count-down leaves one for a latch TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_cycles_leave_no_request_records() {
+    let (server, client) = setup().await;
+    for _ in 0..3 {
+        client
+            .lock("r-plain")
+            .acquire()
+            .await
+            .unwrap()
+            .release()
+            .await
+            .unwrap();
+        client
+            .fair_lock("r-fair")
+            .acquire()
+            .await
+            .unwrap()
+            .release()
+            .await
+            .unwrap();
+        let rw = client.rw_lock("r-rw");
+        rw.read().await.unwrap().release().await.unwrap();
+        rw.write().await.unwrap().release().await.unwrap();
+    }
+    let mut left: Vec<String> = cmd(&server, &["KEYS", "*"]);
+    left.retain(|k| !k.contains("fencing-counter"));
+    assert!(left.is_empty(), "records left by lock cycles: {left:?}");
+}

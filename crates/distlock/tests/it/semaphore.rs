@@ -370,3 +370,26 @@ fn permit_cmd<T: redis::FromRedisValue>(
         .query(&mut server.connection())
         .unwrap()
 }
+
+/// A released permit leaves one request record, its release latch (13 s by default): the
+/// acquire's grant latch, kept for ten latch lifetimes in case a give-back must find it, goes
+/// with the release. A held permit keeps its grant latch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_permit_leaves_only_its_release_latch() {
+    let (server, client) = setup().await;
+    let sem = client.semaphore("records");
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let grants = |server: &RedisServer| -> Vec<String> {
+        cmd(server, &["KEYS", "distlock_semaphore_grant:*"])
+    };
+    let held = sem.acquire().await.unwrap();
+    assert_eq!(grants(&server).len(), 1, "the held permit's grant latch");
+    for _ in 0..5 {
+        sem.acquire().await.unwrap().release().await.unwrap();
+    }
+    assert_eq!(grants(&server).len(), 1, "{:?}", grants(&server));
+    held.release().await.unwrap();
+    assert!(grants(&server).is_empty(), "{:?}", grants(&server));
+    let releases: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_release:*"]);
+    assert_eq!(releases.len(), 6);
+}

@@ -207,13 +207,6 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
         false
     }
 
-    /// Whether the final release writes no latch: then a resend that finds the lock gone or
-    /// re-taken cannot tell an earlier send that released it from a hold lost before, and is
-    /// reported as [`NotHeldReason::Unconfirmed`].
-    fn final_release_unlatched(&self) -> bool {
-        false
-    }
-
     /// What renews a hold of `owner`.
     fn renewal(&self, _n: &Names, _owner: &Owner) -> Renewal {
         Renewal::Hash

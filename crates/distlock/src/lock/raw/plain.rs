@@ -150,10 +150,6 @@ impl RawLock for Plain {
         true
     }
 
-    fn final_release_unlatched(&self) -> bool {
-        true
-    }
-
     fn leave(
         &self,
         n: &Names,
