@@ -3,9 +3,10 @@
 
 Usage: tools/mutants/run.py [ID ...]   (no ID: every mutant)
 
-For each mutant: replace its `find` text (which must occur exactly once) in its file, run
-`cargo test -p distlock --test it -- <tests>`, and put the file back whatever happens. A mutant
-is caught when that run fails. Prints one line per mutant and exits 1 if any survived (or did
+For each mutant: replace its `find` text (which must occur exactly once) in its file, run the
+fault suite's short profile on its `chaos` scenarios and `cargo test -p distlock --test it --
+<tests>` (each where given), and put the file back whatever happens. A mutant is caught when
+either fails. Prints one line per mutant and exits 1 if any survived (or did
 not apply), 0 when every one was caught. The tree must be clean of edits to the mutated files.
 """
 import pathlib
@@ -30,9 +31,9 @@ def parse(text):
         key, _, value = line.partition(": ")
         cur[key.strip()] = value.replace("\\n", "\n")
     for m in mutants:
-        missing = {"id", "what", "file", "find", "replace", "tests"} - m.keys()
-        if missing:
-            sys.exit(f"mutants.txt: {m.get('id', '?')} lacks {sorted(missing)}")
+        missing = {"id", "what", "file", "find", "replace"} - m.keys()
+        if missing or not ({"tests", "chaos"} & m.keys()):
+            sys.exit(f"mutants.txt: {m.get('id', '?')} lacks {sorted(missing) or 'tests or chaos'}")
     return mutants
 
 
@@ -43,12 +44,32 @@ def run(m):
         return "NOT APPLIED", f"`find` occurs {original.count(m['find'])} times in {m['file']}"
     path.write_text(original.replace(m["find"], m["replace"], 1))
     try:
-        cmd = ["cargo", "test", "-q", "-p", "distlock", "--test", "it", "--"] + m["tests"].split()
         started = time.monotonic()
+        caught = []
+        if "chaos" in m:
+            # The fault suite's short profile on the named scenarios: exit 1 on a violation.
+            cmd = ["cargo", "run", "-q", "-p", "distlock-chaos", "--", "--profile", "short",
+                   "--scenario", m["chaos"]]
+            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+            out = r.stdout + r.stderr
+            if "error[" in out or "could not compile" in out:
+                return "NOT APPLIED", "the mutant does not compile"
+            if r.returncode != 0:
+                found = sorted({l.split("violation (")[1].split(")")[0] for l in out.splitlines()
+                                if "violation (" in l})
+                caught.append(f"the fault suite ({m['chaos']}: {', '.join(found) or 'failed'})")
+        if "tests" not in m:
+            took = time.monotonic() - started
+            if caught:
+                return "caught", f"{took:.0f} s by {', '.join(caught)}"
+            return "SURVIVED", f"{took:.0f} s: the fault suite passed"
+        cmd = ["cargo", "test", "-q", "-p", "distlock", "--test", "it", "--"] + m["tests"].split()
         r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
         took = time.monotonic() - started
         out = r.stdout + r.stderr
         if r.returncode == 0:
+            if caught:
+                return "caught", f"{took:.0f} s by {', '.join(caught)}; the tests passed"
             return "SURVIVED", f"{took:.0f} s: the tests passed"
         if "error[" in out or "could not compile" in out:
             return "NOT APPLIED", "the mutant does not compile"
@@ -64,7 +85,7 @@ def run(m):
         if not failed:
             tail = " | ".join(lines[-5:])
             return "UNCLEAR", f"{took:.0f} s: the run failed without a failing test: {tail}"
-        return "caught", f"{took:.0f} s by {', '.join(failed)}"
+        return "caught", f"{took:.0f} s by {', '.join(caught + failed)}"
     finally:
         path.write_text(original)
 

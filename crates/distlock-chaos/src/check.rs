@@ -11,7 +11,11 @@
 //! - **L** liveness: no waiter idles longer than the limit while the lock is free (outside
 //!   faults), and after a fault heals a waiter acquires within the allowance;
 //! - **O** orphans: what the run's end found left behind (keys, queue entries,
-//!   subscriptions, missing permits), as the orchestrator read it from the servers.
+//!   subscriptions, missing permits), as the orchestrator read it from the servers;
+//! - **Q** fairness (fair-lock scenarios): no waiter is granted the lock while another that
+//!   began waiting [`FIFO_MARGIN`] or more before it, and whose process was not stopped
+//!   meanwhile, still waits;
+//! - **R** renewal (fault-free scenarios whose holds outlast the lease): no lease is lost.
 //!
 //! A hold starts at its acquire's `ok` and ends at its release's `invoke` (a correct lock
 //! grants the next hold after the release started, and the next holder hears of its grant
@@ -66,6 +70,10 @@ pub struct Limits {
     /// Whether liveness applies (not to job locks, whose runs are scheduled, nor to
     /// semaphores with free permits).
     pub liveness: bool,
+    /// Whether grants must follow the waiters' arrival order (Q; the fair lock).
+    pub fifo: bool,
+    /// Whether every lease must last to its release (R; scenarios without faults).
+    pub no_loss: bool,
 }
 
 impl Default for Limits {
@@ -77,6 +85,8 @@ impl Default for Limits {
             liveness: true,
             lease: None,
             waiter_stall: None,
+            fifo: false,
+            no_loss: false,
         }
     }
 }
@@ -216,6 +226,12 @@ pub fn check(
     if let Some(stall) = limits.waiter_stall {
         waiter_pause(events, &stops, &holds, stall, &mut f);
     }
+    if limits.fifo {
+        fairness(events, &stops, &mut f);
+    }
+    if limits.no_loss {
+        renewal(&holds, &mut f);
+    }
     unreplicated(events, &mut f);
     job_ticks(events, &mut f);
     for o in orphans {
@@ -229,6 +245,86 @@ pub fn check(
     }
     f.violations.sort_by_key(|v| v.t_us);
     f
+}
+
+/// How much earlier a waiter must have begun waiting than another for Q to require that it
+/// be served first: the time from a task's `invoke` to its request's arrival at the server
+/// varies with scheduling (4 processes on 2 cores), and arrival is what orders the queue.
+pub const FIFO_MARGIN: Duration = Duration::from_millis(200);
+
+/// Q: for each grant, the waiters passed over: acquires that began [`FIFO_MARGIN`] or more
+/// before the granted one's and were still waiting at its `ok` (not yet granted, not timed
+/// out), whose process no SIGSTOP touched between their `invoke` and that `ok` (a stopped
+/// waiter may be dropped from the queue after its liveness timeout, by design).
+fn fairness(events: &[Event], stops: &[Stop], f: &mut Findings) {
+    // Each acquire: (process, task, invoke, outcome time or the end, granted).
+    let end = events.last().map_or(0, |e| e.t_us);
+    let mut open: HashMap<(&str, u32), u64> = HashMap::new();
+    let mut waits: Vec<(&str, u32, u64, u64, bool)> = Vec::new();
+    for e in events.iter().filter(|e| e.f == Op::Acquire) {
+        let who = (e.process.as_str(), e.task);
+        if e.ty == Type::Invoke {
+            open.insert(who, e.t_us);
+        } else if let Some(invoked) = open.remove(&who) {
+            waits.push((who.0, who.1, invoked, e.t_us, e.ty == Type::Ok));
+        }
+    }
+    waits.extend(open.into_iter().map(|((p, t), i)| (p, t, i, end, false)));
+    waits.sort_by_key(|w| w.2);
+    let margin = FIFO_MARGIN.as_micros() as u64;
+    for &(bp, bt, b_invoked, b_granted, granted) in &waits {
+        if !granted {
+            continue;
+        }
+        let passed: Vec<String> = waits
+            .iter()
+            .take_while(|a| a.2 + margin <= b_invoked)
+            .filter(|a| a.3 > b_granted && (a.0, a.1) != (bp, bt))
+            .filter(|a| {
+                !stops
+                    .iter()
+                    .any(|&(p, stopped, resumed)| p == a.0 && stopped < b_granted && resumed > a.2)
+            })
+            .map(|a| {
+                format!(
+                    "{}/{} (waiting {} ms longer)",
+                    a.0,
+                    a.1,
+                    (b_invoked - a.2) / 1000
+                )
+            })
+            .collect();
+        if !passed.is_empty() {
+            f.violations.push(Violation::new(
+                Property::Fairness,
+                b_invoked,
+                b_granted,
+                format!(
+                    "{bp}/{bt} was granted the fair lock while earlier waiters still waited: {}",
+                    passed.join(", ")
+                ),
+            ));
+        }
+    }
+}
+
+/// R: a lease reported lost while no fault ran: the watchdog let it run out.
+fn renewal(holds: &[Hold], f: &mut Findings) {
+    for h in holds {
+        if let Some(lost) = h.lost_at {
+            f.violations.push(Violation::new(
+                Property::Renewal,
+                h.start,
+                lost,
+                format!(
+                    "{}/{} lost its lease {} ms into its hold, with no fault running",
+                    h.process,
+                    h.task,
+                    (lost - h.start) / 1000
+                ),
+            ));
+        }
+    }
 }
 
 /// E: a sweep over the holds of each key; an episode is counted when the active holds start
@@ -841,6 +937,88 @@ mod tests {
         assert!(f.passed(), "{:?}", f.violations);
         assert_eq!(f.grants, 2);
         assert_eq!(f.overlaps, 0);
+    }
+
+    /// A waiter `p`/0 that invokes at `a` ms and is granted at `g` ms, holding to `r` ms.
+    fn waited(p: &str, a: u64, g: u64, r: u64, token: u128) -> Vec<Event> {
+        vec![
+            Event::at(a * MS, p, 0, Type::Invoke, Op::Acquire).key("k"),
+            Event::at(g * MS, p, 0, Type::Ok, Op::Acquire)
+                .key("k")
+                .token(token),
+            Event::at(r * MS, p, 0, Type::Invoke, Op::Release).key("k"),
+            Event::at(r * MS + 100, p, 0, Type::Ok, Op::Release).key("k"),
+        ]
+    }
+
+    #[test]
+    fn fairness_finds_a_waiter_passed_over_and_allows_for_arrival_and_stops() {
+        let limits = Limits {
+            fifo: true,
+            ..Limits::default()
+        };
+        // w0 holds 0..1000; w1 waits from 100, w2 from 400 (300 ms later): w1 first.
+        let fifo = history(vec![
+            waited("w0", 0, 0, 1000, 1),
+            waited("w1", 100, 1000, 1200, 2),
+            waited("w2", 400, 1200, 1300, 3),
+        ]);
+        assert!(check(&fifo, &[], None, &[], &limits).passed());
+        // w2 is served before w1, which had waited 300 ms longer.
+        let passed = history(vec![
+            waited("w0", 0, 0, 1000, 1),
+            waited("w2", 400, 1000, 1200, 2),
+            waited("w1", 100, 1200, 1300, 3),
+        ]);
+        let f = check(&passed, &[], None, &[], &limits);
+        assert_eq!(f.violations.len(), 1, "{:?}", f.violations);
+        assert_eq!(f.violations[0].property, Property::Fairness);
+        assert!(
+            f.violations[0].detail.contains("w1/0"),
+            "{:?}",
+            f.violations
+        );
+        // Without the check (not a fair-lock scenario) the same history passes.
+        assert!(check(&passed, &[], None, &[], &Limits::default()).passed());
+        // Arrivals closer than the margin are not ordered by the history's clock.
+        let close = history(vec![
+            waited("w0", 0, 0, 1000, 1),
+            waited("w2", 150, 1000, 1200, 2),
+            waited("w1", 100, 1200, 1300, 3),
+        ]);
+        assert!(check(&close, &[], None, &[], &limits).passed());
+        // A waiter stopped (SIGSTOP) while the other was served may have been dropped.
+        let stopped = history(vec![
+            passed.clone(),
+            vec![
+                Event::at(500 * MS, "nemesis", 0, Type::Invoke, Op::Fault)
+                    .detail("SIGSTOP waiter w1"),
+                Event::at(900 * MS, "nemesis", 0, Type::Ok, Op::Fault).detail("SIGSTOP waiter w1"),
+            ],
+        ]);
+        let f = check(&stopped, &[], None, &[], &limits);
+        assert!(
+            f.violations
+                .iter()
+                .all(|v| v.property != Property::Fairness),
+            "{:?}",
+            f.violations
+        );
+    }
+
+    #[test]
+    fn renewal_finds_a_lease_lost_without_a_fault() {
+        let limits = Limits {
+            no_loss: true,
+            ..Limits::default()
+        };
+        let mut h = hold("w0", 10, 3000, 1);
+        assert!(check(&history(vec![h.clone()]), &[], None, &[], &limits).passed());
+        h.insert(2, Event::at(800 * MS, "w0", 0, Type::Ok, Op::Lost).key("k"));
+        let f = check(&history(vec![h.clone()]), &[], None, &[], &limits);
+        assert_eq!(f.violations.len(), 1, "{:?}", f.violations);
+        assert_eq!(f.violations[0].property, Property::Renewal);
+        assert!(check(&history(vec![h]), &[], None, &[], &Limits::default()).passed());
     }
 
     #[test]

@@ -278,6 +278,10 @@ pub enum Property {
     Liveness,
     /// O: something was left behind after the run.
     Orphans,
+    /// Q: a fair lock served a waiter before one that had waited longer.
+    Fairness,
+    /// R: a lease was lost while no fault ran (the watchdog failed to renew it).
+    Renewal,
 }
 
 /// One violation a checker found, at a time of the history (µs, 0 when it has none).

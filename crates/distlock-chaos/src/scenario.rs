@@ -203,6 +203,21 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
     s.every = S(4);
     s.first_after = S(1);
     s.duration = pick(S(40), S(9));
+    s.limits.fifo = true;
+    v.push(s);
+
+    let mut s = base(
+        "watchdog",
+        "holds of up to 2 s under a 600 ms watchdog lease, no faults: the watchdog must renew each hold several times, and no lease may be lost",
+        Topology::Standalone,
+        Fault::None,
+    );
+    s.processes = 2;
+    s.tasks = 2;
+    s.lease = MS(600);
+    s.hold_max = S(2);
+    s.duration = pick(S(60), S(8));
+    s.limits.no_loss = true;
     v.push(s);
 
     let mut s = base(
@@ -220,6 +235,7 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
     // next attempt (every third of it) skips it.
     let liveness = distlock::DEFAULT_FAIR_LIVENESS;
     s.limits.waiter_stall = Some(liveness + liveness / 3 + MS(500));
+    s.limits.fifo = true;
     v.push(s);
 
     let mut s = base(
