@@ -661,6 +661,7 @@ impl ClientBuilder {
     /// # Panics
     /// Panics when called outside a tokio runtime.
     pub async fn build(self) -> Result<Client> {
+        let connect_started = tokio::time::Instant::now();
         let url = self
             .url
             .clone()
@@ -707,7 +708,11 @@ impl ClientBuilder {
         let legacy_counter = keys::legacy_fencing_counter(&self.key_prefix);
         let (eviction_policy, fencing_floor, ()) = tokio::join!(
             check_eviction_policy(&backend, self.require_noeviction),
-            read_fencing_floor(&backend, &legacy_counter),
+            read_fencing_floor(
+                &backend,
+                &legacy_counter,
+                connect_started + self.connect_timeout
+            ),
             preload_scripts(&backend),
         );
         let (eviction_policy, fencing_floor) = (eviction_policy?, fencing_floor?);
@@ -888,14 +893,32 @@ async fn check_eviction_policy(
 /// server. Absent (or unreadable: an ACL without rights on it, another type) → `"0"`; a value
 /// that is not a decimal integer is ignored with a warning (no token could be issued from it,
 /// so none lies above it); a decimal beyond 2^63 - 1 is kept, and grants in new slots then
-/// fail as the old counter's did.
-async fn read_fencing_floor(backend: &Backend, legacy_counter: &str) -> Result<String> {
-    let value: Result<Option<Vec<u8>>> = backend
-        .query(
-            "read the legacy fencing counter",
-            redis::cmd("GET").arg(legacy_counter),
-        )
-        .await;
+/// fail as the old counter's did. The key's node not serving it yet (a Cluster whose slot
+/// owner is down until its replica is promoted: `CLUSTERDOWN`, a stale `MOVED`) is asked
+/// again every 200 ms until `deadline` (the connect timeout).
+async fn read_fencing_floor(
+    backend: &Backend,
+    legacy_counter: &str,
+    deadline: tokio::time::Instant,
+) -> Result<String> {
+    let value: Result<Option<Vec<u8>>> = loop {
+        let read = backend
+            .query(
+                "read the legacy fencing counter",
+                redis::cmd("GET").arg(legacy_counter),
+            )
+            .await;
+        let retry = Duration::from_millis(200);
+        match read {
+            Err(e)
+                if e.kind() == crate::error::ErrorKind::Connection
+                    && tokio::time::Instant::now() + retry < deadline =>
+            {
+                tokio::time::sleep(retry).await;
+            }
+            read => break read,
+        }
+    };
     let value = match value {
         Ok(v) => v,
         Err(e)

@@ -563,3 +563,34 @@ async fn a_grant_refused_by_a_demoted_master_is_sent_to_the_new_one() {
     assert_eq!(cmd::<String>(set.node_for_key(name), &["GET", name]), "0");
     permit.release().await.unwrap();
 }
+
+/// A process that starts while a master is down — the first seed of its URL, and the owner of
+/// its lock's slot — connects through the other seeds and gets the lock once the slot's
+/// replica is promoted, within its wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_started_while_a_seed_and_slot_owner_is_down_gets_the_lock() {
+    let mut set = ClusterSet::start();
+    // A name whose slot the first seed (node 0) serves.
+    let first = set.nodes()[0].port();
+    let name = (0..)
+        .map(|i| format!("seed-down-{i}"))
+        .find(|n| set.node_for_key(n).port() == first)
+        .unwrap();
+    let killed = set.kill_master_of_key(&name);
+    assert_eq!(killed, first);
+    let client = Client::builder()
+        .url(set.url())
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .expect("connects through the other seeds");
+    let guard = client
+        .lock(name.as_str())
+        .try_acquire_for(Duration::from_secs(20))
+        .await
+        .expect("the acquire waits through the failover")
+        .expect("granted once the replica is promoted");
+    let promoted = set.wait_for_failover(killed, Duration::from_secs(20));
+    assert_ne!(promoted, killed);
+    guard.release().await.unwrap();
+}
