@@ -9,6 +9,7 @@
 -- ARGV[2]  request latch TTL in ms (the resend window)
 --
 -- Returns  the count left (0 when the latch opened or was already open).
+-- Uses     wrong_kind from kinds.lua (joined in front by scripts/mod.rs).
 -- Errors   'WRONGTYPE distlock: the key holds a <type> ..., not a count-down latch' when KEYS[1]
 --          holds another type (a lock's hash, …), before any write.
 
@@ -19,14 +20,7 @@ end
 local count = redis.pcall('get', KEYS[1])
 if type(count) == 'table' then
   -- Not a count: another kind's data (a lock's hash, …), refused before any write.
-  -- pcall: a user whose ACL lacks TYPE or HEXISTS still gets the refusal, worded loosely.
-  local t = redis.pcall('type', KEYS[1])['ok'] or 'value of another type'
-  if t == 'hash' and redis.pcall('hexists', KEYS[1], 'mode') == 1 then
-    t = 'hash: a read-write lock (as Redisson RReadWriteLock)'
-  elseif t == 'hash' then
-    t = 'hash: a plain or fair lock (as Redisson RLock)'
-  end
-  return redis.error_reply('WRONGTYPE distlock: the key holds a ' .. t .. ', not a count-down latch')
+  return wrong_kind(KEYS[1], 'a count-down latch')
 end
 if count == false then
   return 0

@@ -42,14 +42,7 @@ end
 local count = redis.pcall('get', KEYS[1])
 if type(count) == 'table' then
   -- Not a count: another kind's data (a lock's hash, …), refused before any write.
-  -- pcall: a user whose ACL lacks TYPE or HEXISTS still gets the refusal, worded loosely.
-  local t = redis.pcall('type', KEYS[1])['ok'] or 'value of another type'
-  if t == 'hash' and redis.pcall('hexists', KEYS[1], 'mode') == 1 then
-    t = 'hash: a read-write lock (as Redisson RReadWriteLock)'
-  elseif t == 'hash' then
-    t = 'hash: a plain or fair lock (as Redisson RLock)'
-  end
-  return redis.error_reply('WRONGTYPE distlock: the key holds a ' .. t .. ', not a leased semaphore')
+  return wrong_kind(KEYS[1], 'a leased semaphore')
 end
 local available = tonumber(count or '0')
 local q

@@ -29,7 +29,7 @@
 --          exist yet); '<generation>:<floor>' carries a token generation above 0 (Sentinel:
 --          the master's config epoch; see prelude.lua's next_token)
 -- ARGV[6]  the client's holder metadata '<app>;<host>;<pid>': a grant to a new holder (a
---          free lock) writes the holder field '<ARGV[6]>;<server time in s>' (prelude.lua's
+--          free lock) writes the holder field '<ARGV[6]>;<server time in s>' (kinds.lua's
 --          holder_value), never a re-entry or a resend; it goes with the key on the last
 --          release
 -- ARGV[7]  hand-off policy: 'fifo' a free lock whose queue has a live waiter is not granted
@@ -61,7 +61,7 @@
 --          {-4}                             modes 'as', 'nested': this request was cancelled
 --                                           by latch_cancel.lua before it ran
 -- Errors   WRONGTYPE when KEYS[1] holds another type, or another kind's hash (a read-write
---          lock's, with a mode field): 'WRONGTYPE distlock: the key holds …' (prelude.lua's
+--          lock's, with a mode field): 'WRONGTYPE distlock: the key holds …' (kinds.lua's
 --          wrong_kind), raised before any write.
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token (not a
 --          decimal integer, or at 2^63 - 1): raised before any write (prelude.lua).

@@ -190,6 +190,10 @@ const PUBLISH: &str = include_str!("publish.lua");
 /// The helpers joined in front of the scripts that issue fencing tokens or read server time.
 #[cfg(test)]
 const PRELUDE: &str = include_str!("prelude.lua");
+/// The refusal of another kind's data, joined (after the prelude, where it is joined) in front
+/// of the scripts that check what kind a key holds.
+#[cfg(test)]
+const KINDS: &str = include_str!("kinds.lua");
 /// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
 #[cfg(test)]
 const LEASES: &str = include_str!("leases.lua");
@@ -213,7 +217,7 @@ const RW_HANDOFF: &str = include_str!("rw_handoff.lua");
 
 scripts! {
     /// Grant or re-enter a lock and issue its fencing token.
-    LOCK_ACQUIRE => "lock_acquire.lua" with "prelude.lua" "handoff.lua",
+    LOCK_ACQUIRE => "lock_acquire.lua" with "prelude.lua" "kinds.lua" "handoff.lua",
     /// Release one hold; hand the lock to the first queued waiter on the last, or publish
     /// the unlock message.
     LOCK_RELEASE => "lock_release.lua" with "prelude.lua" "handoff.lua",
@@ -232,17 +236,17 @@ scripts! {
     /// Extend a job lock if ours.
     JOB_EXTEND => "job_extend.lua",
     /// Grant a fair lock or queue the caller (liveness by server time).
-    FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua" "handoff.lua" "fair.lua",
+    FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua" "kinds.lua" "handoff.lua" "fair.lua",
     /// Release one hold of a fair lock; hand the lock to the head waiter on the last, or
     /// wake it.
     FAIR_RELEASE => "fair_release.lua" with "prelude.lua" "handoff.lua" "fair.lua",
     /// Leave a fair queue (cancel, timeout; giving back a racing hand-off) or force-unlock;
     /// hand the lock to the head or wake it.
-    FAIR_LEAVE => "fair_leave.lua" with "prelude.lua" "handoff.lua" "fair.lua",
+    FAIR_LEAVE => "fair_leave.lua" with "prelude.lua" "kinds.lua" "handoff.lua" "fair.lua",
     /// Take a read hold (write-preferring).
-    RW_READ_ACQUIRE => "rw_read_acquire.lua" with "prelude.lua",
+    RW_READ_ACQUIRE => "rw_read_acquire.lua" with "prelude.lua" "kinds.lua",
     /// Take a write hold; register as a waiting writer when refused.
-    RW_WRITE_ACQUIRE => "rw_write_acquire.lua" with "prelude.lua" "handoff.lua" "rw_handoff.lua",
+    RW_WRITE_ACQUIRE => "rw_write_acquire.lua" with "prelude.lua" "kinds.lua" "handoff.lua" "rw_handoff.lua",
     /// Release one read hold.
     RW_READ_RELEASE => "rw_read_release.lua" with "prelude.lua" "handoff.lua" "rw_handoff.lua",
     /// Release one write hold.
@@ -254,17 +258,17 @@ scripts! {
     /// Set a latch's count if it has none.
     LATCH_SET => "latch_set.lua",
     /// Count a latch down; wake all at zero.
-    LATCH_COUNT_DOWN => "latch_count_down.lua",
+    LATCH_COUNT_DOWN => "latch_count_down.lua" with "kinds.lua",
     /// Set a semaphore's permits if it has none.
     SEMAPHORE_SET => "semaphore_set.lua",
     /// Take k permits, all or nothing, recording the grant.
-    SEMAPHORE_ACQUIRE => "semaphore_acquire.lua",
+    SEMAPHORE_ACQUIRE => "semaphore_acquire.lua" with "kinds.lua",
     /// Give back permits (optionally only a recorded grant).
     SEMAPHORE_RELEASE => "semaphore_release.lua",
     /// Take every available permit.
     SEMAPHORE_DRAIN => "semaphore_drain.lua",
     /// Take one leased permit, reclaiming expired ones; queue for a hand-off when refused.
-    LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua" "leases.lua" "permit_queue.lua",
+    LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua" "kinds.lua" "leases.lua" "permit_queue.lua",
     /// Give back a leased permit (to the first queued waiter, when there is one), or leave
     /// the queue.
     LEASED_RELEASE => "leased_release.lua" with "prelude.lua" "leases.lua" "permit_queue.lua",
@@ -281,8 +285,8 @@ scripts! {
 #[cfg(test)]
 mod tests {
     use super::{
-        Publish, ALL, FAIR, HANDOFF, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE, RW_HANDOFF,
-        SOURCES,
+        Publish, ALL, FAIR, HANDOFF, KINDS, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE,
+        RW_HANDOFF, SOURCES,
     };
 
     #[test]
@@ -366,9 +370,13 @@ mod tests {
                     .any(|f| own.contains(f))
                 || uses_fair
                 || uses_rw_handoff;
+            let uses_kinds = own.contains("wrong_kind(");
             let mut expected = PUBLISH.to_string();
             if uses || uses_leases || uses_handoff {
                 expected.push_str(PRELUDE);
+            }
+            if uses_kinds {
+                expected.push_str(KINDS);
             }
             if uses_leases || uses_permit_queue {
                 expected.push_str(LEASES);

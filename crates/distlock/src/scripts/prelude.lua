@@ -61,14 +61,6 @@
 --          and next_token in this run). The value stays within 64 bytes (the client caps app
 --          and host), so the hash keeps Redis's compact listpack encoding.
 --
--- wrong_kind(key, wanted)
---          The error reply for a key that holds another kind's data (a read-write lock's hash
---          where a plain or fair lock was asked for, a lock hash where a semaphore count was,
---          …): 'WRONGTYPE distlock: the key holds <what TYPE and the mode field say it is>, not
---          <wanted>'. Called only on a refusal, before the script writes anything, so a name
---          used by two kinds of primitive is refused and changes nothing.
---          Cost: TYPE, and HEXISTS for a hash.
---
 -- error_reply(msg)
 --          redis.error_reply(msg), with an ACL refusal worded as Redis before 7.2 words it
 --          inside a script ("ERR The user executing the script can't ...") turned into the
@@ -332,24 +324,6 @@ local function holder_value(meta)
   local t = time_reply or redis.call('time')
   time_reply = t
   return meta .. ';' .. t[1]
-end
-
-local function wrong_kind(key, wanted)
-  -- pcall: a user whose ACL lacks TYPE or HEXISTS still gets the refusal, worded loosely.
-  local t = redis.pcall('type', key)['ok'] or 'value of another type'
-  local found
-  if t == 'hash' then
-    if redis.pcall('hexists', key, 'mode') == 1 then
-      found = 'a read-write lock (a hash with a mode field, as Redisson RReadWriteLock)'
-    else
-      found = 'a plain or fair lock (a hash without a mode field, as Redisson RLock)'
-    end
-  elseif t == 'string' then
-    found = 'a string (a semaphore, leased semaphore or latch count, or other data)'
-  else
-    found = 'a ' .. t
-  end
-  return redis.error_reply('WRONGTYPE distlock: the key holds ' .. found .. ', not ' .. wanted)
 end
 
 local function error_reply(msg)

@@ -23,7 +23,7 @@
 --          {0, wait_ms}                     not granted (lock PTTL; -2: a writer waits)
 --          {-1} / {-2}                      'nested': gone / not held by this owner
 -- Errors   WRONGTYPE when KEYS[1] holds another type, or a hash without a mode field (a plain
---          or fair lock's): 'WRONGTYPE distlock: the key holds …' (prelude.lua's wrong_kind),
+--          or fair lock's): 'WRONGTYPE distlock: the key holds …' (kinds.lua's wrong_kind),
 --          before any write.
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
 --          refused PEXPIRE (e.g. NOPERM): nothing granted (expired waiting writers may have been

@@ -32,7 +32,7 @@
 --          {-3}                              refused: this owner holds only a read lock
 --                                            (read -> write upgrade would deadlock)
 -- Errors   WRONGTYPE when KEYS[1] holds another type, or a hash without a mode field (a plain
---          or fair lock's): 'WRONGTYPE distlock: the key holds …' (prelude.lua's wrong_kind),
+--          or fair lock's): 'WRONGTYPE distlock: the key holds …' (kinds.lua's wrong_kind),
 --          before any write.
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
 --          refused PEXPIRE (e.g. NOPERM): nothing granted or registered (expired waiting

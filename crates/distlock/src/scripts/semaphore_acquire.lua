@@ -9,6 +9,7 @@
 --
 -- Returns  1 taken (or already taken by this request); 0 not enough permits;
 --          -4 this request was cancelled (semaphore_release.lua mode '1') before it ran.
+-- Uses     wrong_kind from kinds.lua (joined in front by scripts/mod.rs).
 -- Errors   'WRONGTYPE distlock: the key holds a <type> ..., not a semaphore' when KEYS[1] holds
 --          another type (a lock's hash, …), before any write.
 
@@ -22,14 +23,7 @@ end
 local value = redis.pcall('get', KEYS[1])
 if type(value) == 'table' then
   -- Not a count: another kind's data (a lock's hash, …), refused before any write.
-  -- pcall: a user whose ACL lacks TYPE or HEXISTS still gets the refusal, worded loosely.
-  local t = redis.pcall('type', KEYS[1])['ok'] or 'value of another type'
-  if t == 'hash' and redis.pcall('hexists', KEYS[1], 'mode') == 1 then
-    t = 'hash: a read-write lock (as Redisson RReadWriteLock)'
-  elseif t == 'hash' then
-    t = 'hash: a plain or fair lock (as Redisson RLock)'
-  end
-  return redis.error_reply('WRONGTYPE distlock: the key holds a ' .. t .. ', not a semaphore')
+  return wrong_kind(KEYS[1], 'a semaphore')
 end
 if value ~= false and tonumber(value) >= tonumber(ARGV[1]) then
   redis.call('decrby', KEYS[1], ARGV[1])
