@@ -145,9 +145,12 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lock_follows_its_slot_to_another_master() {
     let set = ClusterSet::start();
+    // A 1.5 s lease renewed every 0.5 s: a renewal that does not follow the slot lets it lapse
+    // within the 3.2 s watched below, and a loaded machine's slow slot-map refresh does not
+    // (a 600 ms lease once lapsed on a loaded CI machine while the refresh ran).
     let client = Client::builder()
         .url(set.url())
-        .watchdog_lease(Duration::from_millis(600))
+        .watchdog_lease(Duration::from_millis(1_500))
         .build()
         .await
         .unwrap();
@@ -164,7 +167,7 @@ async fn a_held_lock_follows_its_slot_to_another_master() {
     // Move the slot, the fencing counter of that slot with it.
     tokio::task::block_in_place(|| set.migrate_slot(slot, to));
     assert_eq!(set.node_for_key(name).port(), to);
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    tokio::time::sleep(Duration::from_millis(3_200)).await;
     assert!(!guard.is_lost(), "renewals did not follow the slot");
     assert!(cmd::<i64>(set.node_for_key(name), &["PTTL", name]) > 0);
     guard
