@@ -12,9 +12,9 @@
 //!   faults), and after a fault heals a waiter acquires within the allowance;
 //! - **O** orphans: what the run's end found left behind (keys, queue entries,
 //!   subscriptions, missing permits), as the orchestrator read it from the servers;
-//! - **Q** fairness (fair-lock scenarios): no waiter is granted the lock while another that
-//!   began waiting [`FIFO_MARGIN`] or more before it, and whose process was not stopped
-//!   meanwhile, still waits;
+//! - **Q** fairness (fair-lock scenarios): no waiter is granted the lock before another that
+//!   began waiting [`FIFO_MARGIN`] or more before it and was granted later, unless that one's
+//!   process was stopped meanwhile;
 //! - **R** renewal (fault-free scenarios whose holds outlast the lease): no lease is lost.
 //!
 //! A hold starts at its acquire's `ok` and ends at its release's `invoke` (a correct lock
@@ -253,9 +253,10 @@ pub fn check(
 pub const FIFO_MARGIN: Duration = Duration::from_millis(200);
 
 /// Q: for each grant, the waiters passed over: acquires that began [`FIFO_MARGIN`] or more
-/// before the granted one's and were still waiting at its `ok` (not yet granted, not timed
-/// out), whose process no SIGSTOP touched between their `invoke` and that `ok` (a stopped
-/// waiter may be dropped from the queue after its liveness timeout, by design).
+/// before the granted one's and were granted after its `ok`, whose process no SIGSTOP touched
+/// between their `invoke` and that `ok` (a stopped waiter may be dropped from the queue after
+/// its liveness timeout, by design). Acquires that timed out or failed are left out: a
+/// waiter's leave hands the lock to the next one before the waiter records its timeout.
 fn fairness(events: &[Event], stops: &[Stop], f: &mut Findings) {
     // Each acquire: (process, task, invoke, outcome time or the end, granted).
     let end = events.last().map_or(0, |e| e.t_us);
@@ -279,7 +280,7 @@ fn fairness(events: &[Event], stops: &[Stop], f: &mut Findings) {
         let passed: Vec<String> = waits
             .iter()
             .take_while(|a| a.2 + margin <= b_invoked)
-            .filter(|a| a.3 > b_granted && (a.0, a.1) != (bp, bt))
+            .filter(|a| a.4 && a.3 > b_granted && (a.0, a.1) != (bp, bt))
             .filter(|a| {
                 !stops
                     .iter()
@@ -980,6 +981,19 @@ mod tests {
         );
         // Without the check (not a fair-lock scenario) the same history passes.
         assert!(check(&passed, &[], None, &[], &Limits::default()).passed());
+        // A waiter that timed out after the other's grant: its leave may have handed the
+        // lock on before it recorded the timeout.
+        let timed_out = history(vec![
+            waited("w0", 0, 0, 1000, 1),
+            waited("w2", 400, 1000, 1200, 2),
+            vec![
+                Event::at(100 * MS, "w1", 0, Type::Invoke, Op::Acquire).key("k"),
+                Event::at(1001 * MS, "w1", 0, Type::Fail, Op::Acquire)
+                    .key("k")
+                    .detail("timed out"),
+            ],
+        ]);
+        assert!(check(&timed_out, &[], None, &[], &limits).passed());
         // Arrivals closer than the margin are not ordered by the history's clock.
         let close = history(vec![
             waited("w0", 0, 0, 1000, 1),
