@@ -43,7 +43,8 @@ fn the_short_profile_passes_on_every_deployment() {
             r["grants"].as_u64().unwrap_or(0) > 0,
             "{name} granted nothing: {r}"
         );
-        if name != "contention" && name != "counter" {
+        // The fault-free scenarios: contention, the unguarded counter, the watchdog's.
+        if !["contention", "counter", "watchdog"].contains(&name) {
             assert!(
                 r["faults"].as_u64().unwrap_or(0) > 0,
                 "{name} injected no fault: {r}"
@@ -53,6 +54,13 @@ fn the_short_profile_passes_on_every_deployment() {
     }
     let row = |n: &str| rows.iter().find(|r| r["scenario"] == n).expect("a row");
     assert!(row("contention")["grants"].as_u64() >= Some(300));
+    // Fault-free holds that outlast the lease: the watchdog lost none (R).
+    assert_eq!(
+        row("watchdog")["lost_leases"].as_u64(),
+        Some(0),
+        "{}",
+        row("watchdog")
+    );
     // A holder paused past its lease was caught: the loss reported, its late write refused.
     assert!(
         row("pause-holder")["lost_leases"].as_u64() >= Some(1),
