@@ -86,9 +86,12 @@ pub(crate) async fn connect(
         .connection_timeout(settings.connect_timeout)
         .response_timeout(settings.command_timeout);
     #[cfg(feature = "tls")]
+    // Only for TLS seeds: redis-rs's cluster client would speak TLS to plain ones too.
     let builder = match &settings.tls_ca {
-        Some(ca) => builder.certs(super::naming::tls_certificates(ca)),
-        None => builder,
+        Some(ca) if config.url.scheme == "rediss" => {
+            builder.certs(super::naming::tls_certificates(ca))
+        }
+        _ => builder,
     };
     let mut conn = builder.build()?.get_async_connection().await?;
     super::naming::set_name(&mut conn, &settings.client_name).await;

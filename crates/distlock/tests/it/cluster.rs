@@ -597,3 +597,28 @@ async fn a_client_started_while_a_seed_and_slot_owner_is_down_gets_the_lock() {
     assert_ne!(promoted, killed);
     guard.release().await.unwrap();
 }
+
+/// A CA given for TLS servers (as `$SSL_CERT_FILE` gives the CLI one) does not turn a plain
+/// `redis-cluster://` deployment's connections into TLS ones.
+#[cfg(feature = "tls")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_ca_leaves_a_plain_cluster_plain() {
+    let set = ClusterSet::start();
+    let tls = RedisServer::options().tls().start();
+    let ca = std::fs::read(tls.tls_ca_cert().unwrap()).unwrap();
+    let client = Client::builder()
+        .url(set.url())
+        .tls_ca_cert(ca)
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .expect("connects in plain TCP");
+    client
+        .lock("plain")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+}
