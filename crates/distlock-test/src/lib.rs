@@ -409,42 +409,9 @@ impl RedisServer {
             "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
              keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
         )?;
-        let steps: [Vec<&std::ffi::OsStr>; 3] = [
-            // The test CA.
-            [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            ]
-            .iter()
-            .map(std::ffi::OsStr::new)
-            .chain(["-subj", "/CN=distlock test CA", "-keyout"].map(std::ffi::OsStr::new))
-            .chain([ca_key.as_os_str(), "-out".as_ref(), ca.as_os_str()])
-            .collect(),
-            // The server's key and request.
-            [
-                "req",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-subj",
-                "/CN=127.0.0.1",
-                "-keyout",
-            ]
-            .iter()
-            .map(std::ffi::OsStr::new)
-            .chain([key.as_os_str(), "-out".as_ref(), csr.as_os_str()])
-            .collect(),
-            // Signed by the CA, for 127.0.0.1.
-            ["x509", "-req", "-days", "2", "-CAcreateserial", "-in"]
-                .iter()
-                .map(std::ffi::OsStr::new)
-                .chain([csr.as_os_str(), "-CA".as_ref(), ca.as_os_str()])
-                .chain(["-CAkey".as_ref(), ca_key.as_os_str(), "-out".as_ref()])
-                .chain([cert.as_os_str(), "-extfile".as_ref(), ext.as_os_str()])
-                .collect(),
-        ];
-        for args in steps {
-            let status = Command::new("openssl")
-                .args(&args)
+        // One openssl step; its failure names the step.
+        let run = |step: &str, cmd: &mut Command| -> io::Result<()> {
+            let status = cmd
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status()
@@ -455,12 +422,54 @@ impl RedisServer {
                     )
                 })?;
             if !status.success() {
-                return Err(io::Error::other(format!(
-                    "openssl {} failed: {status}",
-                    args[0].to_string_lossy()
-                )));
+                return Err(io::Error::other(format!("openssl {step} failed: {status}")));
             }
-        }
+            Ok(())
+        };
+        // The test CA.
+        run(
+            "req (CA)",
+            Command::new("openssl")
+                .args([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                ])
+                .args(["-subj", "/CN=distlock test CA", "-keyout"])
+                .arg(&ca_key)
+                .arg("-out")
+                .arg(&ca),
+        )?;
+        // The server's key and request.
+        run(
+            "req (server)",
+            Command::new("openssl")
+                .args([
+                    "req",
+                    "-newkey",
+                    "rsa:2048",
+                    "-nodes",
+                    "-subj",
+                    "/CN=127.0.0.1",
+                ])
+                .arg("-keyout")
+                .arg(&key)
+                .arg("-out")
+                .arg(&csr),
+        )?;
+        // Signed by the CA, for 127.0.0.1.
+        run(
+            "x509",
+            Command::new("openssl")
+                .args(["x509", "-req", "-days", "2", "-CAcreateserial", "-in"])
+                .arg(&csr)
+                .arg("-CA")
+                .arg(&ca)
+                .arg("-CAkey")
+                .arg(&ca_key)
+                .arg("-out")
+                .arg(&cert)
+                .arg("-extfile")
+                .arg(&ext),
+        )?;
         Ok((cert, key))
     }
 

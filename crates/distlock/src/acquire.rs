@@ -194,22 +194,19 @@ async fn acquire_in_span<A: Acquire>(
     )
     .await;
     // Nothing to give back once the loop answered: a grant goes to the caller, a timeout
-    // means the last attempt was refused. After an error the last attempt's fate may be
-    // unknown, so the guard stays armed.
-    if got.is_ok() {
+    // means the last attempt was refused, and so does `WrongType` (the key holds another
+    // kind's data; the script refused before it wrote anything). A refused wait leaves the
+    // queue an earlier attempt may have joined. After any other error the last attempt's
+    // fate may be unknown, so the guard stays armed.
+    let refused = matches!(got, Ok(None))
+        || got
+            .as_ref()
+            .is_err_and(|e| e.kind() == ErrorKind::WrongType);
+    if got.is_ok() || refused {
         let req = pending.0.take().expect("armed");
-        if matches!(got, Ok(None)) {
+        if refused {
             req.leave().await;
         }
-    } else if got
-        .as_ref()
-        .is_err_and(|e| e.kind() == ErrorKind::WrongType)
-    {
-        // The server refused the attempt before it wrote anything (the key holds another
-        // kind's data): nothing was granted, so there is nothing to give back or tombstone;
-        // an earlier attempt of the wait may have queued, so leave the queue.
-        let req = pending.0.take().expect("armed");
-        req.leave().await;
     } else if got.as_ref().is_err_and(|e| e.kind() == ErrorKind::Closed) {
         // Refused because the client shut down: its shutdown's releases may have handed a
         // lock to this waiter. Leave (giving that back) before answering, so the caller

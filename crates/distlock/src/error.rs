@@ -343,14 +343,20 @@ fn server_reply(err: &redis::RedisError) -> Option<String> {
         None => code.to_string(),
     };
     if reply.len() > 200 {
-        let end = (0..=200)
-            .rev()
-            .find(|&i| reply.is_char_boundary(i))
-            .unwrap_or(0);
+        let end = prefix_at_most(&reply, 200).len();
         reply.truncate(end);
         reply.push('…');
     }
     Some(reply)
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+pub(crate) fn prefix_at_most(s: &str, max: usize) -> &str {
+    let end = (0..=max.min(s.len()))
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0);
+    &s[..end]
 }
 
 impl fmt::Display for Error {

@@ -44,7 +44,7 @@ pub(crate) fn with_lib_name(info: ConnectionInfo) -> ConnectionInfo {
 /// A `redis::Client` for `info` (a URL or connection settings) whose connections report
 /// distlock's library name.
 pub(crate) fn client(info: impl IntoConnectionInfo) -> redis::RedisResult<redis::Client> {
-    redis::Client::open(with_lib_name(info.into_connection_info()?))
+    client_with_ca(info, None)
 }
 
 /// As [`client`], trusting only the CA certificates `ca` (PEM) for a TLS address

@@ -559,11 +559,8 @@ impl fmt::Display for Ctx<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.name;
         if name.len() > 80 {
-            let end = (0..=80)
-                .rev()
-                .find(|&i| name.is_char_boundary(i))
-                .unwrap_or(0);
-            write!(f, "{} {:?}…", self.op, &name[..end])
+            let prefix = crate::error::prefix_at_most(name, 80);
+            write!(f, "{} {:?}…", self.op, prefix)
         } else {
             write!(f, "{} {name:?}", self.op)
         }

@@ -29,7 +29,7 @@
 --          exist yet); '<generation>:<floor>' carries a token generation above 0 (Sentinel:
 --          the master's config epoch; see prelude.lua's next_token)
 -- ARGV[6]  the client's holder metadata '<app>;<host>;<pid>': a grant to a new holder (a
---          free lock) writes the holder field '<ARGV[6]>;<server time in s>' (kinds.lua's
+--          free lock) writes the holder field '<ARGV[6]>;<server time in s>' (prelude.lua's
 --          holder_value), never a re-entry or a resend; it goes with the key on the last
 --          release
 -- ARGV[7]  hand-off policy: 'fifo' a free lock whose queue has a live waiter is not granted

@@ -10,12 +10,13 @@
 -- KEYS[1]  lock key
 -- KEYS[2]  wake channel redisson_lock__channel:{name}
 -- ARGV[1]  unlock message ('0')
--- ARGV[2]  the kind asked for: 'lock' (a plain or fair lock: a hash without a mode field),
---          'rw' (a read-write lock: a hash with one), or '' for either (an operator's unlock)
+-- ARGV[2]  the kind asked for: 'lock' (a plain or fair lock: a hash without a mode field) or
+--          'rw' (a read-write lock: a hash with one)
 --
 -- Returns  1 the lock existed and was deleted; 0 it did not exist.
 -- Errors   WRONGTYPE when KEYS[1] is not a hash, a hash with a field that no lock has, or a
---          lock of another kind than ARGV[2] (nothing deleted, nothing published).
+--          lock of another kind than ARGV[2] (kinds.lua's wrong_kind; nothing deleted, nothing
+--          published).
 -- Loops    once over the hash's fields (HGETALL): bounded by the key's own size.
 
 local wrongtype = 'WRONGTYPE Operation against a key holding the wrong kind of value'
@@ -52,14 +53,10 @@ for i = 1, #fields, 2 do
   end
 end
 
-if (ARGV[2] == 'lock' and has_mode) or (ARGV[2] == 'rw' and not has_mode) then
-  local found = 'a plain or fair lock (a hash without a mode field, as Redisson RLock)'
-  local wanted = 'a read-write lock'
-  if has_mode then
-    found = 'a read-write lock (a hash with a mode field, as Redisson RReadWriteLock)'
-    wanted = 'a plain or fair lock'
-  end
-  return redis.error_reply('WRONGTYPE distlock: the key holds ' .. found .. ', not ' .. wanted)
+if ARGV[2] == 'lock' and has_mode then
+  return wrong_kind(KEYS[1], 'a plain or fair lock')
+elseif ARGV[2] == 'rw' and not has_mode then
+  return wrong_kind(KEYS[1], 'a read-write lock')
 end
 
 redis.call('del', KEYS[1])

@@ -226,7 +226,7 @@ scripts! {
     /// Renew many leases at once (watchdog) or extend one.
     LOCK_RENEW => "lock_renew.lua",
     /// Delete a lock whoever holds it and wake its waiters.
-    LOCK_FORCE_UNLOCK => "lock_force_unlock.lua",
+    LOCK_FORCE_UNLOCK => "lock_force_unlock.lua" with "kinds.lua",
     /// One owner's hold count, token and TTL.
     LOCK_INSPECT => "lock_inspect.lua",
     /// Take a job lock if free; WRONGTYPE for a key of another type.
