@@ -15,7 +15,7 @@ usage: pairs.py SCRIPTS_DIR N [pair|bare|triv1|coalesced<B>|fcall]"""
 import sys, hashlib, os, itertools
 src = sys.argv[1]; n = int(sys.argv[2]); mode = sys.argv[3] if len(sys.argv) > 3 else 'pair'
 def rd(f): return open(f"{src}/{f}").read()
-acq = rd('publish.lua') + rd('prelude.lua') + rd('handoff.lua') + rd('lock_acquire.lua')
+acq = rd('publish.lua') + rd('prelude.lua') + rd('kinds.lua') + rd('handoff.lua') + rd('lock_acquire.lua')
 rel = rd('publish.lua') + rd('prelude.lua') + rd('handoff.lua') + rd('lock_release.lua')
 out = sys.stdout.buffer
 def cmd(*a):
