@@ -11,7 +11,11 @@ CLUSTER=1: for a one-node Redis Cluster, as a `redis-cluster://` client sends th
 used in turn (so the slots' counters and cached epochs are warm after the first 64 pairs), each
 with its slot's counter (the slot tags of keys.rs), and the floor 'cluster:0'.
 
-usage: pairs.py SCRIPTS_DIR N [pair|bare|triv1|coalesced<B>|fcall]"""
+MODE pair sends what a client sends for an uncontended pair: the fast paths
+(lock_acquire_fast.lua, lock_release_fast.lua) where the scripts have them, but on a Cluster
+(whose tokens have a generation: the full scripts); full sends the full scripts.
+
+usage: pairs.py SCRIPTS_DIR N [pair|full|bare|triv1|coalesced<B>|fcall]"""
 import sys, hashlib, os, itertools
 src = sys.argv[1]; n = int(sys.argv[2]); mode = sys.argv[3] if len(sys.argv) > 3 else 'pair'
 def rd(f): return open(f"{src}/{f}").read()
@@ -27,6 +31,12 @@ cmd('SCRIPT', 'LOAD', acq); cmd('SCRIPT', 'LOAD', rel)
 bare = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 sb = hashlib.sha1(bare.encode()).hexdigest(); cmd('SCRIPT', 'LOAD', bare)
 st = hashlib.sha1(b'return 1').hexdigest(); cmd('SCRIPT', 'LOAD', 'return 1')
+fast = os.path.exists(f"{src}/lock_acquire_fast.lua")
+if fast:
+    fa = rd('publish.lua') + rd('lock_acquire_fast.lua'); fr = rd('publish.lua') + rd('lock_release_fast.lua')
+    sfa = hashlib.sha1(fa.encode()).hexdigest(); sfr = hashlib.sha1(fr.encode()).hexdigest()
+    cmd('SCRIPT', 'LOAD', fa); cmd('SCRIPT', 'LOAD', fr)
+    cmd('SET', 'distlock:fencing-counter:{6n}', '1')
 u = 'ae901363-43c5-4ff7-b666-e3c16e6aa114'
 cluster = os.environ.get('CLUSTER') == '1'
 def crc16(b):
@@ -105,6 +115,8 @@ if mode == 'fcall':
         keys, a = acq_call(k, o); cmd('FCALL', 'cost_acquire', len(keys), *keys, *a)
         keys, a = rel_call(k, o, i); cmd('FCALL', 'cost_release', len(keys), *keys, *a)
     sys.exit(0)
+full = mode == 'full'
+if full: mode = 'pair'
 for i in range(n):
     k = f"bench:u:{i % 64}" if cluster else f"bench:u:{i}"; o = f"{u}:{2*i+1}"
     if mode == 'triv1':
@@ -116,6 +128,11 @@ for i in range(n):
         continue
     # Scripts older than the argument cut (their acquire takes ARGV[11]) get their old arguments.
     new = 'ARGV[11]' not in rd('lock_acquire.lua')
+    if fast and mode in ('pair', 'acq') and not full and not cluster:
+        cmd('EVALSHA', sfa, 2, k, counter(k), 30000, o, 'distlock;vm;7137')
+        if mode == 'pair':
+            cmd('EVALSHA', sfr, 1, k, o)
+        continue
     if new and mode in ('pair', 'acq'):
         cmd('EVALSHA', sa, 6, k, counter(k), k, 'redisson_lock_token:{%s}' % k,
             'distlock_lock_queue:{%s}' % k, 'distlock_lock_waiters:{%s}' % k, 30000, o, 'new', 13000,

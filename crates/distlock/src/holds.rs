@@ -34,6 +34,9 @@ pub(crate) struct ReleaseRequest {
     pub(crate) script: &'static crate::scripts::Script,
     pub(crate) keys: Vec<String>,
     pub(crate) args: Vec<Vec<u8>>,
+    /// The release's fast path, tried on its first send only (shared by every invocation
+    /// built from this request).
+    fast: Option<crate::scripts::FastPath>,
 }
 
 impl ReleaseRequest {
@@ -43,7 +46,14 @@ impl ReleaseRequest {
             script,
             keys: Vec::new(),
             args: Vec::new(),
+            fast: None,
         }
+    }
+
+    /// Try `fast` first (see [`crate::scripts::FastPath`]).
+    pub(crate) fn fast_path(mut self, fast: crate::scripts::FastPath) -> Self {
+        self.fast = Some(fast);
+        self
     }
 
     pub(crate) fn key(mut self, key: impl Into<String>) -> Self {
@@ -76,6 +86,9 @@ impl ReleaseRequest {
         }
         for a in &self.args {
             inv.arg(a.as_slice());
+        }
+        if let Some(fast) = &self.fast {
+            inv.fast_path(fast.clone());
         }
         inv
     }

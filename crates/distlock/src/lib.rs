@@ -151,6 +151,7 @@ pub mod __bench {
             holder: "app=bench;host=localhost;pid=1",
             client_id: "bench",
             handoff: true,
+            fast: false,
         };
         lock::Plain::default()
             .acquire(&names(key), &call)
@@ -170,6 +171,7 @@ pub mod __bench {
             latch_ms: 3_000,
             floor: "0",
             context: String::new(),
+            fast: false,
         };
         lock::Plain::default()
             .release(&names(key), &call)

@@ -145,6 +145,7 @@ impl Lock {
             holder: &client.inner.holder_meta,
             client_id: &client.inner.id_str,
             handoff: self.hands_off(),
+            fast: self.inner.contention.calm(),
         };
         let (inv, resend) = self.inner.raw.acquire(&self.inner.names, &call);
         let sent: Result<Vec<String>> = match resend {
@@ -159,6 +160,9 @@ impl Lock {
             Resend::Never => grant.backend.eval_once(&context, &inv).await,
         };
         let r = sent.inspect_err(|e| grant.failed(e))?;
+        if inv.fast_deferred() {
+            self.inner.contention.seen();
+        }
         let attempt = match parse_attempt(&r) {
             Ok(a) => a,
             Err(Some(-4)) => {
@@ -413,6 +417,7 @@ impl Lock {
                 latch_ms: self.inner.client.latch_ttl_ms(),
                 floor: &floor,
                 context: self.context("release").to_string(),
+                fast: self.inner.contention.calm(),
             },
         )
     }
@@ -474,6 +479,9 @@ impl Lock {
                 .eval_latched_unconfirmed(&request.context, &inv)
                 .await?
         };
+        if inv.fast_deferred() {
+            self.inner.contention.seen();
+        }
         // A final release writes no latch (every kind's, so that no record outlives the
         // lock): a resend that finds the lock gone or re-taken may follow an earlier send
         // that released it, or a hold lost before (the server restarted without it, or failed
@@ -567,6 +575,35 @@ impl fmt::Display for Ctx<'_> {
     }
 }
 
+/// How long a lock handle that met contention (a refused attempt, a hand-off, a fast path
+/// that found a queue) sends its requests' full scripts directly: a fast path would only
+/// answer nil there, costing a round trip and a script call.
+const CONTENTION_MEMORY: Duration = Duration::from_secs(2);
+
+/// When a lock handle last met contention, in ms since the process's first reading (0:
+/// never).
+#[derive(Default)]
+pub(crate) struct Contention(std::sync::atomic::AtomicU64);
+
+impl Contention {
+    fn now_ms() -> u64 {
+        static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+        START.elapsed().as_millis() as u64 + 1
+    }
+
+    /// Contention was met now.
+    pub(crate) fn seen(&self) {
+        self.0
+            .store(Self::now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether to try the fast paths: no contention met within [`CONTENTION_MEMORY`].
+    pub(crate) fn calm(&self) -> bool {
+        let at = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        at == 0 || Self::now_ms() - at >= CONTENTION_MEMORY.as_millis() as u64
+    }
+}
+
 /// One acquire of a lock-family hold, for the crate's acquire driver.
 struct LockRequest {
     lock: Lock,
@@ -645,6 +682,7 @@ impl Acquire for LockRequest {
         {
             return Ok(Step::Wait(None));
         }
+        self.lock.inner.contention.seen();
         // Read late: the lock may have gone on to another waiter (see `read_late`).
         if grant.read_late(held_since) {
             return self.attempt(Instant::now()).await;
@@ -686,6 +724,9 @@ impl Acquire for LockRequest {
                     *self.request_id.lock().unwrap() = self.lock.inner.client.request_id();
                 }
             })?;
+        if let Attempt::Held { .. } = attempt {
+            self.lock.inner.contention.seen();
+        }
         if let Attempt::Held {
             holder_token: Some(t),
             ..

@@ -110,6 +110,9 @@ pub(crate) struct LockInner {
     pub(crate) lease: Option<Duration>,
     /// What this kind of lock runs (plain, fair, read or write).
     pub(crate) raw: Arc<dyn RawLock>,
+    /// When this handle last met another holder or a waiter (its fast paths are skipped
+    /// for a while after).
+    pub(crate) contention: engine::Contention,
 }
 
 impl fmt::Debug for Lock {
@@ -141,6 +144,7 @@ impl Lock {
                 names,
                 lease: None,
                 raw,
+                contention: Default::default(),
             }),
         }
     }
@@ -168,6 +172,7 @@ impl Lock {
                 names: self.inner.names.clone(),
                 lease: Some(lease),
                 raw: self.inner.raw.clone(),
+                contention: Default::default(),
             }),
         }
     }

@@ -1,5 +1,10 @@
 -- lock_acquire.lua: grant a reentrant lock (Redisson RLock layout) and issue a fencing token.
 --
+-- The common case, a fresh owner's first attempt at a free lock nobody queues for, is
+-- lock_acquire_fast.lua's, sent first; this script does it alike when that one answers nil
+-- or is not sent (a resend, a re-entry, a token generation, a lock handle that met
+-- contention lately).
+--
 -- Redisson's tryLockInnerAsync plus two distlock additions: a fencing
 -- token issued in the same script, and idempotency under a resent request.
 --

@@ -1,5 +1,9 @@
 -- lock_release.lua: release one hold of a reentrant lock; wake a waiter on the last one.
 --
+-- The common case, the last hold with nobody queued, is lock_release_fast.lua's, sent
+-- first; this script does it alike when that one answers nil or is not sent (a resend, a
+-- lock handle that met contention lately).
+--
 -- Redisson's unlockInnerAsync. Redisson's unlock latch is written when holds remain,
 -- where a resent request must not take a second hold away; the final release writes none
 -- (a key created and expired per release costs more server time than the whole rest of the

@@ -18,10 +18,20 @@
 //! the head, hand-off to the head), and the read-write lock's write acquire, releases and
 //! writer leave `handoff.lua` and `rw_handoff.lua` (the write lock handed to queued
 //! writers).
+//!
+//! The plain lock's common cases also have fast paths (`lock_acquire_fast.lua`: a free lock
+//! nobody queues for; `lock_release_fast.lua`: the last hold, nobody queued): short scripts
+//! with two keys and three arguments or fewer that join no helper, sent in place of the full
+//! script on a request's first send ([`FastPath`]). They answer nil, having changed nothing,
+//! for every other case, and the full script is sent next; a lock handle that met contention
+//! lately sends the full scripts directly. Counted on Redis 7.0 (`tools/script-cost`), an
+//! uncontended acquire + release costs the server about 110,000 instructions this way, against
+//! 171,000 through the full scripts.
 
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
-use redis::{Cmd, FromRedisValue, RedisWrite, ToRedisArgs};
+use redis::{Cmd, FromRedisValue, RedisWrite, ToRedisArgs, Value};
 
 /// How scripts publish wake-ups: which variant of each script a client runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,6 +90,7 @@ impl Script {
             script: self,
             keys: Vec::new(),
             args: Vec::new(),
+            fast: None,
         }
     }
 }
@@ -90,6 +101,37 @@ pub(crate) struct Invocation<'a> {
     script: &'a Script,
     keys: Vec<Vec<u8>>,
     args: Vec<Vec<u8>>,
+    fast: Option<FastPath>,
+}
+
+/// A short script sent in place of a request's full script on the request's first send only:
+/// it does the common case with the least server work and answers nil, having changed
+/// nothing, for everything else, which the full script then does. A resend (after a broken
+/// connection) always goes to the full script, which recognises a resent request (its owner
+/// field, its latch) whichever script ran first.
+#[derive(Clone)]
+pub(crate) struct FastPath {
+    call: Box<Invocation<'static>>,
+    /// The fast script's reply in the full script's shape.
+    reply: fn(Value) -> Value,
+    /// Whether the request was sent once (shared by the clones of the invocation that carry
+    /// the same request).
+    sent: Arc<AtomicBool>,
+    /// Whether the fast script answered nil (the full one ran).
+    deferred: Arc<AtomicBool>,
+}
+
+impl FastPath {
+    /// `call` (a fast script's call) for a request not sent yet; `reply` puts a non-nil answer
+    /// of it in the full script's reply shape.
+    pub(crate) fn new(call: Invocation<'static>, reply: fn(Value) -> Value) -> FastPath {
+        FastPath {
+            call: Box::new(call),
+            reply,
+            sent: Arc::new(AtomicBool::new(false)),
+            deferred: Arc::new(AtomicBool::new(false)),
+        }
+    }
 }
 
 impl<'a> Invocation<'a> {
@@ -103,6 +145,28 @@ impl<'a> Invocation<'a> {
     pub(crate) fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
         arg.write_redis_args(&mut self.args);
         self
+    }
+
+    /// Send `fast`'s script on this request's first send, and this invocation only when it
+    /// answers nil or for a resend. Invocations given clones of one [`FastPath`] are one
+    /// request: only the first send of any of them tries the fast path.
+    pub(crate) fn fast_path(&mut self, fast: FastPath) -> &mut Self {
+        self.fast = Some(fast);
+        self
+    }
+
+    /// Whether this request's fast path answered nil, leaving it to the full script.
+    pub(crate) fn fast_deferred(&self) -> bool {
+        self.fast
+            .as_ref()
+            .is_some_and(|f| f.deferred.load(Ordering::Acquire))
+    }
+
+    /// The fast path to send now: only on the request's first send.
+    fn fast_first(&self) -> Option<&FastPath> {
+        self.fast
+            .as_ref()
+            .filter(|f| !f.sent.swap(true, Ordering::AcqRel))
     }
 
     fn command(&self, verb: &str, script: &str) -> Cmd {
@@ -128,8 +192,25 @@ impl<'a> Invocation<'a> {
     }
 
     /// Run it: `EVALSHA`, and on `NOSCRIPT` one `EVAL` on the same connection (which also
-    /// caches the script there).
+    /// caches the script there). On the request's first send its fast path goes first, when
+    /// it has one.
     pub(crate) async fn invoke_async<T: FromRedisValue>(
+        &self,
+        con: &mut impl redis::aio::ConnectionLike,
+        mode: Publish,
+    ) -> redis::RedisResult<T> {
+        if let Some(fast) = self.fast_first() {
+            let v: Value = fast.call.send_async(con, mode).await?;
+            if v != Value::Nil {
+                return Ok(T::from_redis_value((fast.reply)(v))?);
+            }
+            fast.deferred.store(true, Ordering::Release);
+        }
+        self.send_async(con, mode).await
+    }
+
+    /// `EVALSHA`, and on `NOSCRIPT` one `EVAL`.
+    async fn send_async<T: FromRedisValue>(
         &self,
         con: &mut impl redis::aio::ConnectionLike,
         mode: Publish,
@@ -144,6 +225,22 @@ impl<'a> Invocation<'a> {
 
     /// [`Invocation::invoke_async`] over a blocking connection.
     pub(crate) fn invoke_blocking<T: FromRedisValue>(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        mode: Publish,
+    ) -> redis::RedisResult<T> {
+        if let Some(fast) = self.fast_first() {
+            let v: Value = fast.call.send_blocking(con, mode)?;
+            if v != Value::Nil {
+                return Ok(T::from_redis_value((fast.reply)(v))?);
+            }
+            fast.deferred.store(true, Ordering::Release);
+        }
+        self.send_blocking(con, mode)
+    }
+
+    /// `EVALSHA`, and on `NOSCRIPT` one `EVAL`, over a blocking connection.
+    fn send_blocking<T: FromRedisValue>(
         &self,
         con: &mut dyn redis::ConnectionLike,
         mode: Publish,
@@ -216,6 +313,10 @@ const HANDOFF: &str = include_str!("handoff.lua");
 const RW_HANDOFF: &str = include_str!("rw_handoff.lua");
 
 scripts! {
+    /// The plain lock's common acquire (a free lock nobody queues for), or nil.
+    LOCK_ACQUIRE_FAST => "lock_acquire_fast.lua",
+    /// The plain lock's common release (the last hold, nobody queued), or nil.
+    LOCK_RELEASE_FAST => "lock_release_fast.lua",
     /// Grant or re-enter a lock and issue its fencing token.
     LOCK_ACQUIRE => "lock_acquire.lua" with "prelude.lua" "kinds.lua" "handoff.lua",
     /// Release one hold; hand the lock to the first queued waiter on the last, or publish
@@ -291,7 +392,7 @@ mod tests {
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
-        assert_eq!(SOURCES.len(), 30);
+        assert_eq!(SOURCES.len(), 32);
         for (file, src) in SOURCES {
             let header: String = src
                 .lines()
@@ -336,9 +437,10 @@ mod tests {
             ]
             .iter()
             .any(|f| own.contains(f));
-            // Every script reads server time through the prelude (one TIME per run).
+            // Every script reads server time through the prelude (one TIME per run), but
+            // the fast paths, which join no helper (defining one costs on every run).
             assert!(
-                !own.contains("redis.call('time')"),
+                file.ends_with("_fast.lua") || !own.contains("redis.call('time')"),
                 "{file}: calls TIME itself instead of now_ms()"
             );
             let uses_leases = ["migrate_leases(", "reclaim_leases(", "earliest_lease_end("]
@@ -429,6 +531,27 @@ mod tests {
         }
         assert!(PERMIT_QUEUE.contains("'distlock_permit_grant:{' .. sem .. '}:'"));
         assert!(PERMIT_QUEUE.contains("'distlock_permit_grant:' .. sem .. ':'"));
+    }
+
+    /// Only a request's first send tries its fast path, whichever clone of the invocation
+    /// sends it (a resend goes to the full script, which recognises it); a request built
+    /// anew has its own first send.
+    #[test]
+    fn a_request_tries_its_fast_path_on_its_first_send_only() {
+        let request = || {
+            let mut fast = super::LOCK_RELEASE_FAST.prepare_invoke();
+            fast.key("k").arg("c:1");
+            let mut inv = super::LOCK_RELEASE.prepare_invoke();
+            inv.key("k").fast_path(super::FastPath::new(fast, |v| v));
+            inv
+        };
+        let inv = request();
+        let resend = inv.clone();
+        assert!(inv.fast_first().is_some(), "first send");
+        assert!(resend.fast_first().is_none(), "a resend through a clone");
+        assert!(inv.fast_first().is_none(), "a resend");
+        assert!(request().fast_first().is_some(), "another request");
+        assert!(super::LOCK_RELEASE.prepare_invoke().fast_first().is_none());
     }
 
     #[test]

@@ -200,6 +200,7 @@ async fn a_release_hands_the_fair_lock_to_the_head_waiter() {
             "distlock_fair_liveness:{fair-direct}",
             &fair_waiters("fair-direct"),
         ],
+        1,
     )
     .await;
     assert!(got.is_held().await.unwrap());

@@ -250,3 +250,193 @@ fn fair_scripts_hand_off_to_heads_with_an_entry_and_give_back_on_leave() {
         "r takes it itself"
     );
 }
+
+/// `lock_acquire_fast.lua` at `key` for `owner` (lease 30 s, holder metadata `fast;h;1`).
+fn acquire_fast(server: &RedisServer, key: &str, owner: &str) -> redis::Value {
+    acquire_fast_above(server, key, owner, None)
+}
+
+/// [`acquire_fast`] with a token floor.
+fn acquire_fast_above(
+    server: &RedisServer,
+    key: &str,
+    owner: &str,
+    floor: Option<&str>,
+) -> redis::Value {
+    let mut con = server.connection();
+    redis::cmd("EVAL")
+        .arg(source("lock_acquire_fast.lua"))
+        .arg(2)
+        .arg(key)
+        .arg(fencing_counter("", key))
+        .arg(30000)
+        .arg(owner)
+        .arg("fast;h;1")
+        .arg(floor)
+        .query(&mut con)
+        .unwrap()
+}
+
+/// `lock_release_fast.lua` at `key` for `owner`.
+fn release_fast(server: &RedisServer, key: &str, owner: &str) -> redis::Value {
+    let mut con = server.connection();
+    redis::cmd("EVAL")
+        .arg(source("lock_release_fast.lua"))
+        .arg(1)
+        .arg(key)
+        .arg(owner)
+        .query(&mut con)
+        .unwrap()
+}
+
+/// A fast acquire's token reply as a number.
+fn counter_before(reply: &redis::Value) -> u64 {
+    match reply {
+        redis::Value::BulkString(t) => std::str::from_utf8(t).unwrap().parse().unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Every key with its type, contents and whether it has a TTL, the counters included.
+fn everything(server: &RedisServer) -> Vec<String> {
+    let mut keys: Vec<String> = cmd(server, &["KEYS", "*"]);
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let dump: Vec<u8> = cmd(server, &["DUMP", &k]);
+            let ttl: i64 = cmd(server, &["PTTL", &k]);
+            format!("{k} {dump:?} ttl:{}", ttl > 0)
+        })
+        .collect()
+}
+
+/// The fast paths write what the full scripts write for the same request: the Redisson hash
+/// with the hold count 1, the token (also in the slot's counter) and the holder record, the
+/// lease as TTL; and the final release deletes it. The token is the reply.
+#[test]
+fn the_fast_paths_write_what_the_full_scripts_write() {
+    let server = RedisServer::start();
+    // A new counter without a floor starts at the clock reading.
+    let first = acquire_fast(&server, "idem", "c:0");
+    assert_eq!(release_fast(&server, "idem", "c:0"), redis::Value::Int(1));
+    let counter: String = cmd(&server, &["GET", &fencing_counter("", "idem")]);
+    assert_eq!(first, redis::Value::BulkString(counter.into_bytes()));
+    let token = match acquire_fast(&server, "idem", "c:1") {
+        redis::Value::BulkString(t) => String::from_utf8(t).unwrap(),
+        other => panic!("fast acquire of a free lock: {other:?}"),
+    };
+    let fields: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", "idem"]);
+    let full = acquire(&server, "c:2", "new", "r2");
+    assert_eq!(full[0], 0, "the full script finds it held: {full:?}");
+    assert_eq!(fields.len(), 3, "{fields:?}");
+    assert_eq!(fields["c:1"], "1");
+    assert_eq!(fields["distlock:fencing-token"], token);
+    let counter: String = cmd(&server, &["GET", &fencing_counter("", "idem")]);
+    assert_eq!(counter, token, "the counter keeps the last token");
+    assert!(token.parse::<u64>().unwrap() > counter_before(&first));
+    let holder = &fields["distlock:holder"];
+    let secs: u64 = holder
+        .strip_prefix("fast;h;1;")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("holder {holder}"));
+    assert_eq!(token.len(), 16, "microseconds since the epoch: {token}");
+    assert_eq!(secs, token[..10].parse::<u64>().unwrap());
+    let pttl: i64 = cmd(&server, &["PTTL", "idem"]);
+    assert!(pttl > 29_000 && pttl <= 30_000, "{pttl}");
+    // Tokens keep rising through either script.
+    assert_eq!(release_fast(&server, "idem", "c:1"), redis::Value::Int(1));
+    assert!(!exists(&server, "idem"));
+    let next = acquire(&server, "c:3", "new", "r3");
+    assert_eq!(next[..2], [1, 1]);
+    let stored: String = cmd(&server, &["HGET", "idem", "distlock:fencing-token"]);
+    assert!(stored.parse::<u128>().unwrap() > token.parse::<u128>().unwrap());
+}
+
+/// Outside their common case the fast paths answer nil and change nothing (every key, the
+/// counter included, is as it was), leaving the request to the full script.
+#[test]
+fn the_fast_paths_leave_everything_else_to_the_full_scripts() {
+    let server = RedisServer::start();
+    let counter = fencing_counter("", "idem");
+    let nil_and_unchanged = |what: &str, run: &dyn Fn() -> redis::Value| {
+        let before = everything(&server);
+        assert_eq!(run(), redis::Value::Nil, "{what}");
+        assert_eq!(everything(&server), before, "{what}: changed something");
+    };
+    // A new counter with a floor: left to the full script.
+    nil_and_unchanged("a new counter with a floor", &|| {
+        acquire_fast_above(&server, "idem", "c:1", Some("5"))
+    });
+    for (value, what) in [
+        ("99999999999999999", "a counter ahead of the clock"),
+        ("abc", "a counter that is no number"),
+        ("3:1764000000000000", "a counter of a generation"),
+        ("3:1764000000000000@0123abcd", "a Cluster counter"),
+    ] {
+        cmd::<()>(&server, &["SET", &counter, value]);
+        nil_and_unchanged(what, &|| acquire_fast(&server, "idem", "c:1"));
+    }
+    cmd::<()>(&server, &["SET", &counter, "1"]);
+    // Held (by another owner, or by this one: a re-entry is the full script's).
+    acquire(&server, "c:9", "new", "r9");
+    nil_and_unchanged("held by another", &|| acquire_fast(&server, "idem", "c:1"));
+    nil_and_unchanged("held by the owner", &|| {
+        acquire_fast(&server, "idem", "c:9")
+    });
+    // The hand-off queue, and Redisson's RFencedLock counter, on a free lock.
+    assert_eq!(release(&server, "c:9", "u9"), 1);
+    for key in [lock_queue("idem"), redisson_fenced_token("idem")] {
+        cmd::<()>(&server, &["SET", &key, "1"]);
+        nil_and_unchanged(&key, &|| acquire_fast(&server, "idem", "c:1"));
+        cmd::<()>(&server, &["DEL", &key]);
+    }
+    // Releases: not held, held by another, two holds, a queue, a read-write lock's hash.
+    nil_and_unchanged("not held", &|| release_fast(&server, "idem", "c:1"));
+    acquire(&server, "c:1", "new", "r1");
+    nil_and_unchanged("another's", &|| release_fast(&server, "idem", "c:2"));
+    acquire(&server, "c:1", "as", "r2");
+    nil_and_unchanged("two holds", &|| release_fast(&server, "idem", "c:1"));
+    assert_eq!(release(&server, "c:1", "u1"), 0);
+    cmd::<()>(&server, &["ZADD", &lock_queue("idem"), "1", "c:5"]);
+    nil_and_unchanged("a queue", &|| release_fast(&server, "idem", "c:1"));
+    cmd::<()>(&server, &["DEL", &lock_queue("idem"), "idem"]);
+    cmd::<()>(&server, &["HSET", "idem", "mode", "read", "c:1", "1"]);
+    nil_and_unchanged("a read lock", &|| release_fast(&server, "idem", "c:1"));
+}
+
+/// A client runs the fast scripts alone for an uncontended acquire and release (the full
+/// scripts are never sent: not cached after a flush), and the full acquire after the fast
+/// one answered nil for a held lock.
+#[tokio::test]
+async fn the_common_case_sends_only_the_fast_scripts() {
+    let (server, client) = setup().await;
+    let sha = |file: &str| redis::Script::new(source(file)).get_hash().to_string();
+    let cached = |files: &[&str]| -> Vec<i64> {
+        let mut args = vec!["SCRIPT", "EXISTS"];
+        let shas: Vec<String> = files.iter().map(|f| sha(f)).collect();
+        args.extend(shas.iter().map(String::as_str));
+        cmd(&server, &args)
+    };
+    let files = [
+        "lock_acquire_fast.lua",
+        "lock_release_fast.lua",
+        "lock_acquire.lua",
+        "lock_release.lua",
+    ];
+    // The slot's counter exists.
+    client
+        .lock("fast")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    cmd::<()>(&server, &["SCRIPT", "FLUSH"]);
+    let guard = client.lock("fast").acquire().await.unwrap();
+    guard.release().await.unwrap();
+    assert_eq!(cached(&files), [1, 1, 0, 0], "{files:?}");
+    let _held = client.lock("fast").acquire().await.unwrap();
+    assert!(client.lock("fast").try_acquire().await.unwrap().is_none());
+    assert_eq!(cached(&files), [1, 1, 1, 0], "{files:?}");
+}

@@ -63,6 +63,8 @@ pub(crate) struct AcquireCall<'a> {
     /// Whether a waiting fresh owner takes direct hand-offs (plain lock with hand-off on, fair
     /// lock; where the deployment does not confirm grants by `WAIT`).
     pub(crate) handoff: bool,
+    /// Whether to try the kind's fast path first (the lock handle met no contention lately).
+    pub(crate) fast: bool,
 }
 
 impl AcquireCall<'_> {
@@ -85,6 +87,8 @@ pub(crate) struct ReleaseCall<'a> {
     /// The token floor of a hand-off to a waiter ([`crate::conn::Backend::grant_floor`]).
     pub(crate) floor: &'a str,
     pub(crate) context: String,
+    /// Whether to try the kind's fast path first (the lock handle met no contention lately).
+    pub(crate) fast: bool,
 }
 
 /// How an acquire request may be sent again after a connection failure.

@@ -11,7 +11,12 @@ use crate::fair::DEFAULT_FAIR_LIVENESS;
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, UNLOCK_MESSAGE};
 use crate::lock::{Handoff, Owner};
-use crate::scripts;
+use crate::scripts::{self, FastPath};
+
+/// lock_acquire_fast.lua's token in lock_acquire.lua's reply: `{1, 1, token}`.
+fn granted_once(token: redis::Value) -> redis::Value {
+    redis::Value::Array(vec![redis::Value::Int(1), redis::Value::Int(1), token])
+}
 
 /// The plain reentrant lock.
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +125,20 @@ impl RawLock for Plain {
                 "off".into()
             })
             .arg(entry);
+        // A fresh owner's first send tries the common case first (a free lock nobody queues
+        // for) where the token has no generation: lock_acquire_fast.lua.
+        if c.fast && c.mode == Mode::New && !c.floor.contains(':') {
+            let mut fast = scripts::LOCK_ACQUIRE_FAST.prepare_invoke();
+            fast.key(&n.key)
+                .key(&n.counter)
+                .arg(c.lease_ms)
+                .arg(c.owner.as_str())
+                .arg(c.holder);
+            if c.floor != "0" {
+                fast.arg(c.floor);
+            }
+            inv.fast_path(FastPath::new(fast, granted_once));
+        }
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
         // latch answers a resend while it lives.
         let resend = if c.mode == Mode::New {
@@ -131,7 +150,7 @@ impl RawLock for Plain {
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        ReleaseRequest::new(c.context.clone(), &scripts::LOCK_RELEASE)
+        let request = ReleaseRequest::new(c.context.clone(), &scripts::LOCK_RELEASE)
             .key(&n.key)
             .key(&n.channel)
             .key(c.latch)
@@ -143,7 +162,14 @@ impl RawLock for Plain {
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
             .arg(c.floor)
-            .arg(self.retakes())
+            .arg(self.retakes());
+        if !c.fast {
+            return request;
+        }
+        // The common case first: the last hold, nobody queued (lock_release_fast.lua).
+        let mut fast = scripts::LOCK_RELEASE_FAST.prepare_invoke();
+        fast.key(&n.key).arg(c.owner.as_str());
+        request.fast_path(FastPath::new(fast, |v| v))
     }
 
     fn acquire_as_allowed(&self) -> bool {
