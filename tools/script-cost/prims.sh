@@ -8,12 +8,12 @@
 #   redisson:PRIMITIVE  the same pairs as Redisson sends them (redisson.py)
 #   N1, N2   the two counts (default 200 and 600)
 # Needs redis-server, redis-cli, valgrind and a release build of the example
-# (cargo build --release --example cost_pairs; built here when missing).
+# (cargo build --release --example cost_pairs, which this runs first).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
 N1=${N1:-200}; N2=${N2:-600}
 BIN=$ROOT/target/release/examples/cost_pairs
-[ -x "$BIN" ] || (cd "$ROOT" && cargo build -q --release --example cost_pairs)
+(cd "$ROOT" && cargo build -q --release --example cost_pairs)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 run() {
   local port=$((7300 + RANDOM % 500))

@@ -10,7 +10,8 @@ PRIMITIVE: lock (RLock tryLockInnerAsync + unlockInnerAsync with its latch, a na
 own per pair), fair (RFairLock), write (RReadWriteLock's write lock), semaphore (RSemaphore:
 tryAcquire(1) + release(1), one name), leased (RPermitExpirableSemaphore: tryAcquire with a
 lease + release(id), one name), latch (RCountDownLatch.countDown), extend (renewExpiration of
-one held lock).
+one held lock); and job, ShedLock's Redis provider (not Redisson): `SET NX PX` of the lock,
+`DEL` on unlock (no lockAtLeastFor), a name of its own per pair.
 
 usage: redisson.py PRIMITIVE N"""
 import sys, hashlib, os
@@ -48,6 +49,8 @@ elif prim == 'leased':
     load('semaphore_try_acquire'); load('semaphore_release'); cmd('SET', 'cost', 1)
 elif prim == 'latch':
     load('latch', LATCH); cmd('SET', 'cost', n + 2)
+elif prim == 'job':
+    pass
 elif prim == 'extend':
     load('lock_lock'); load('renew', RENEW); ev('lock_lock', ['cost:extend'], [30000, f'{u}:1'])
 else:
@@ -75,5 +78,8 @@ for i in range(-1, n):
         ev('semaphore_release', ['cost', 'redisson_sc:{cost}', '{cost}:timeout'], [pid, 1, now + i, 'PUBLISH'])
     elif prim == 'latch':
         ev('latch', ['cost', 'redisson_countdownlatch__channel:{cost}'], [0, 'PUBLISH'])
+    elif prim == 'job':
+        cmd('SET', 'job-lock:default:' + k, 'ADDED:2026-11-27T00:00:00.000Z@host', 'NX', 'PX', 30000)
+        cmd('DEL', 'job-lock:default:' + k)
     elif prim == 'extend':
         ev('renew', ['cost:extend'], [30000, f'{u}:1'])

@@ -50,9 +50,9 @@ impl ReleaseRequest {
         }
     }
 
-    /// Try `fast` first (see [`crate::scripts::FastPath`]).
-    pub(crate) fn fast_path(mut self, fast: crate::scripts::FastPath) -> Self {
-        self.fast = Some(fast);
+    /// Try `fast` first, when given (see [`crate::scripts::FastPath`]).
+    pub(crate) fn fast_path(mut self, fast: Option<crate::scripts::FastPath>) -> Self {
+        self.fast = fast;
         self
     }
 

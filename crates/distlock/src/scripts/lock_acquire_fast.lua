@@ -28,9 +28,11 @@
 -- Errors   A refused PEXPIRE (e.g. NOPERM) is answered as an error, with the new key deleted
 --          again.
 --
+-- Uses fast_token from fast.lua (joined in front by scripts/mod.rs).
 -- Cost: EXISTS, TIME, SET..GET, HSET, PEXPIRE; builds two key names and two strings.
 
 local key = KEYS[1]
+-- The helper keys' hash tag, as keys.rs's `prefixed` puts it after their prefix.
 local tag = key
 if not string.find(key, '{', 1, true) then
   tag = '{' .. key .. '}'
@@ -38,28 +40,16 @@ end
 if redis.call('exists', key, 'distlock_lock_queue:' .. tag, 'redisson_lock_token:' .. tag) > 0 then
   return nil
 end
-local t = redis.call('time')
-local us = t[2]
-if #us < 6 then
-  us = string.rep('0', 6 - #us) .. us
-end
-local now = t[1] .. us
-local last = redis.call('set', KEYS[2], now, 'GET')
--- Doubles round monotonically, so tonumber(a) < tonumber(b) implies a < b for decimals.
-if (last and (not string.find(last, '^%d+$') or tonumber(last) >= tonumber(now))) or
-    (not last and ARGV[4]) then
-  if last then
-    redis.call('set', KEYS[2], last)
-  else
-    redis.call('del', KEYS[2])
-  end
+local token, secs = fast_token(KEYS[2], ARGV[4])
+if not token then
   return nil
 end
-redis.call('hset', key, ARGV[2], 1, 'distlock:fencing-token', now, 'distlock:holder',
-  ARGV[3] .. ';' .. t[1])
+redis.call('hset', key, ARGV[2], 1, 'distlock:fencing-token', token, 'distlock:holder',
+  ARGV[3] .. ';' .. secs)
 local r = redis.pcall('pexpire', key, ARGV[1])
 if type(r) == 'table' then
+  -- Refused (e.g. NOPERM): a lock without a TTL would outlive its holder.
   redis.call('del', key)
   return r
 end
-return now
+return token

@@ -19,14 +19,15 @@
 //! writer leave `handoff.lua` and `rw_handoff.lua` (the write lock handed to queued
 //! writers).
 //!
-//! The plain lock's common cases also have fast paths (`lock_acquire_fast.lua`: a free lock
-//! nobody queues for; `lock_release_fast.lua`: the last hold, nobody queued): short scripts
-//! with two keys and three arguments or fewer that join no helper, sent in place of the full
-//! script on a request's first send ([`FastPath`]). They answer nil, having changed nothing,
-//! for every other case, and the full script is sent next; a lock handle that met contention
-//! lately sends the full scripts directly. Counted on Redis 7.0 (`tools/script-cost`), an
-//! uncontended acquire + release costs the server about 110,000 instructions this way, against
-//! 171,000 through the full scripts.
+//! The plain, fair and write locks' common cases also have fast paths (`*_acquire_fast.lua`: a
+//! free lock nobody queues for; `*_release_fast.lua`: the last hold, nobody queued): short
+//! scripts with two keys and four arguments or fewer, joined at most with `fast.lua` (the
+//! acquires' fencing token), sent in place of the full script on a request's first send
+//! ([`FastPath`]). They answer nil, having changed nothing, for every other case, and the full
+//! script is sent next; a lock handle that met contention lately sends the full scripts
+//! directly. Counted on Redis 7.0 (`tools/script-cost`), an
+//! uncontended plain-lock acquire + release costs the server about 110,000 instructions this
+//! way, against 171,800 through the full scripts.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -287,6 +288,9 @@ const PUBLISH: &str = include_str!("publish.lua");
 /// The helpers joined in front of the scripts that issue fencing tokens or read server time.
 #[cfg(test)]
 const PRELUDE: &str = include_str!("prelude.lua");
+/// The fast-path acquires' token helper, joined in front of them (and nothing else).
+#[cfg(test)]
+const FAST: &str = include_str!("fast.lua");
 /// The refusal of another kind's data, joined (after the prelude, where it is joined) in front
 /// of the scripts that check what kind a key holds.
 #[cfg(test)]
@@ -314,7 +318,7 @@ const RW_HANDOFF: &str = include_str!("rw_handoff.lua");
 
 scripts! {
     /// The plain lock's common acquire (a free lock nobody queues for), or nil.
-    LOCK_ACQUIRE_FAST => "lock_acquire_fast.lua",
+    LOCK_ACQUIRE_FAST => "lock_acquire_fast.lua" with "fast.lua",
     /// The plain lock's common release (the last hold, nobody queued), or nil.
     LOCK_RELEASE_FAST => "lock_release_fast.lua",
     /// Grant or re-enter a lock and issue its fencing token.
@@ -336,6 +340,10 @@ scripts! {
     JOB_RELEASE => "job_release.lua",
     /// Extend a job lock if ours.
     JOB_EXTEND => "job_extend.lua",
+    /// The fair lock's common acquire (free, nobody queued), or nil.
+    FAIR_ACQUIRE_FAST => "fair_acquire_fast.lua" with "fast.lua",
+    /// The fair lock's common release (the last hold, nobody queued), or nil.
+    FAIR_RELEASE_FAST => "fair_release_fast.lua",
     /// Grant a fair lock or queue the caller (liveness by server time).
     FAIR_ACQUIRE => "fair_acquire.lua" with "prelude.lua" "kinds.lua" "handoff.lua" "fair.lua",
     /// Release one hold of a fair lock; hand the lock to the head waiter on the last, or
@@ -346,6 +354,10 @@ scripts! {
     FAIR_LEAVE => "fair_leave.lua" with "prelude.lua" "kinds.lua" "handoff.lua" "fair.lua",
     /// Take a read hold (write-preferring).
     RW_READ_ACQUIRE => "rw_read_acquire.lua" with "prelude.lua" "kinds.lua",
+    /// The read-write lock's common write acquire (free, no writer waiting), or nil.
+    RW_WRITE_ACQUIRE_FAST => "rw_write_acquire_fast.lua" with "fast.lua",
+    /// The read-write lock's common write release (the last hold, nobody queued), or nil.
+    RW_WRITE_RELEASE_FAST => "rw_write_release_fast.lua",
     /// Take a write hold; register as a waiting writer when refused.
     RW_WRITE_ACQUIRE => "rw_write_acquire.lua" with "prelude.lua" "kinds.lua" "handoff.lua" "rw_handoff.lua",
     /// Release one read hold.
@@ -386,13 +398,13 @@ scripts! {
 #[cfg(test)]
 mod tests {
     use super::{
-        Publish, ALL, FAIR, HANDOFF, KINDS, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE,
+        Publish, ALL, FAIR, FAST, HANDOFF, KINDS, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE,
         RW_HANDOFF, SOURCES,
     };
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
-        assert_eq!(SOURCES.len(), 32);
+        assert_eq!(SOURCES.len(), 36);
         for (file, src) in SOURCES {
             let header: String = src
                 .lines()
@@ -437,10 +449,10 @@ mod tests {
             ]
             .iter()
             .any(|f| own.contains(f));
-            // Every script reads server time through the prelude (one TIME per run), but
-            // the fast paths, which join no helper (defining one costs on every run).
+            // Every script reads server time through a helper (one TIME per run): the
+            // prelude, or the fast paths' fast.lua.
             assert!(
-                file.ends_with("_fast.lua") || !own.contains("redis.call('time')"),
+                !own.contains("redis.call('time')"),
                 "{file}: calls TIME itself instead of now_ms()"
             );
             let uses_leases = ["migrate_leases(", "reclaim_leases(", "earliest_lease_end("]
@@ -474,6 +486,15 @@ mod tests {
                 || uses_rw_handoff;
             let uses_kinds = own.contains("wrong_kind(");
             let mut expected = PUBLISH.to_string();
+            if file.ends_with("_fast.lua") {
+                assert!(
+                    !uses && !uses_kinds && !uses_leases && !uses_handoff,
+                    "{file}"
+                );
+                if own.contains("fast_token(") {
+                    expected.push_str(FAST);
+                }
+            }
             if uses || uses_leases || uses_handoff {
                 expected.push_str(PRELUDE);
             }
@@ -531,6 +552,91 @@ mod tests {
         }
         assert!(PERMIT_QUEUE.contains("'distlock_permit_grant:{' .. sem .. '}:'"));
         assert!(PERMIT_QUEUE.contains("'distlock_permit_grant:' .. sem .. ':'"));
+    }
+
+    /// The fast paths build the helper key and channel names from the lock key as the client
+    /// names them (`keys.rs`), and write the client's field names.
+    #[test]
+    fn the_fast_paths_name_keys_as_the_client_does() {
+        let fast = |file: &str| {
+            super::SOURCES
+                .iter()
+                .find(|(f, _)| *f == file)
+                .map(|(_, s)| *s)
+                .expect("script")
+        };
+        type Name = fn(&str) -> String;
+        fn fair_queue(key: &str) -> String {
+            crate::keys::prefixed("redisson_lock_queue", key)
+        }
+        fn fair_timeouts(key: &str) -> String {
+            crate::keys::prefixed("redisson_lock_timeout", key)
+        }
+        let names: [(&str, &str, Name); 8] = [
+            ("fair_acquire_fast.lua", "redisson_lock_queue", fair_queue),
+            (
+                "fair_acquire_fast.lua",
+                "redisson_lock_timeout",
+                fair_timeouts,
+            ),
+            (
+                "lock_acquire_fast.lua",
+                "distlock_lock_queue",
+                crate::keys::lock_queue,
+            ),
+            (
+                "lock_acquire_fast.lua",
+                "redisson_lock_token",
+                crate::keys::redisson_fenced_token,
+            ),
+            (
+                "lock_release_fast.lua",
+                "redisson_lock__channel",
+                crate::keys::lock_channel,
+            ),
+            (
+                "rw_write_acquire_fast.lua",
+                "distlock_rwlock_writers",
+                crate::keys::rwlock_writers,
+            ),
+            (
+                "rw_write_acquire_fast.lua",
+                "distlock_rwlock_queue",
+                crate::keys::rwlock_queue,
+            ),
+            (
+                "rw_write_release_fast.lua",
+                "distlock_rwlock_queue",
+                crate::keys::rwlock_queue,
+            ),
+        ];
+        for (file, prefix, name) in names {
+            let src = fast(file);
+            assert!(
+                src.contains(&format!("'{prefix}:' .. tag")),
+                "{file}: {prefix}"
+            );
+            // tag: the key itself when it has a `{`, else the key in braces.
+            assert!(
+                src.contains("local tag = key\nif not string.find(key, '{', 1, true) then\n  tag = '{' .. key .. '}'"),
+                "{file}"
+            );
+            for key in ["orders", "app:{user:42}:orders"] {
+                let tag = if key.contains('{') {
+                    key.to_string()
+                } else {
+                    format!("{{{key}}}")
+                };
+                assert_eq!(name(key), format!("{prefix}:{tag}"), "{file}");
+            }
+        }
+        for file in ["lock_acquire_fast.lua", "fair_acquire_fast.lua"] {
+            let acquire = fast(file);
+            assert!(acquire.contains(&format!("'{}', token", crate::keys::TOKEN_FIELD)));
+            assert!(acquire.contains(&format!("'{}',", crate::keys::HOLDER_FIELD)));
+        }
+        assert!(fast("rw_write_release_fast.lua").contains("'redisson_rwlock:' .. tag, '1'"));
+        assert!(fast("fair_release_fast.lua").contains("'redisson_lock_queue:' .. tag"));
     }
 
     /// Only a request's first send tries its fast path, whichever clone of the invocation

@@ -440,3 +440,208 @@ async fn the_common_case_sends_only_the_fast_scripts() {
     assert!(client.lock("fast").try_acquire().await.unwrap().is_none());
     assert_eq!(cached(&files), [1, 1, 1, 0], "{files:?}");
 }
+
+/// `rw_write_acquire_fast.lua` at `rw` for `owner`'s write field (lease 30 s).
+fn write_fast(server: &RedisServer, owner: &str) -> redis::Value {
+    let mut con = server.connection();
+    redis::cmd("EVAL")
+        .arg(source("rw_write_acquire_fast.lua"))
+        .arg(2)
+        .arg("rw")
+        .arg(fencing_counter("", "rw"))
+        .arg(30000)
+        .arg(format!("{owner}:write"))
+        .query(&mut con)
+        .unwrap()
+}
+
+/// `rw_write_release_fast.lua` at `rw` for `owner`'s write field.
+fn write_release_fast(server: &RedisServer, owner: &str) -> redis::Value {
+    let mut con = server.connection();
+    redis::cmd("EVAL")
+        .arg(source("rw_write_release_fast.lua"))
+        .arg(1)
+        .arg("rw")
+        .arg(format!("{owner}:write"))
+        .query(&mut con)
+        .unwrap()
+}
+
+/// The write lock's fast paths write Redisson's write-mode hash (mode, the owner's write field
+/// at 1, the lease as TTL) with a token from the slot's counter, and delete it on the last
+/// release; outside their common case they answer nil and change nothing.
+#[test]
+fn the_write_locks_fast_paths_grant_and_release_or_change_nothing() {
+    let server = RedisServer::start();
+    let token = match write_fast(&server, "c:1") {
+        redis::Value::BulkString(t) => String::from_utf8(t).unwrap(),
+        other => panic!("fast write of a free lock: {other:?}"),
+    };
+    let fields: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", "rw"]);
+    assert_eq!(fields.len(), 2, "{fields:?}");
+    assert_eq!(fields["mode"], "write");
+    assert_eq!(fields["c:1:write"], "1");
+    let counter: String = cmd(&server, &["GET", &fencing_counter("", "rw")]);
+    assert_eq!(counter, token);
+    let pttl: i64 = cmd(&server, &["PTTL", "rw"]);
+    assert!(pttl > 29_000 && pttl <= 30_000, "{pttl}");
+    let nil_and_unchanged = |what: &str, run: &dyn Fn() -> redis::Value| {
+        let before = everything(&server);
+        assert_eq!(run(), redis::Value::Nil, "{what}");
+        assert_eq!(everything(&server), before, "{what}: changed something");
+    };
+    nil_and_unchanged("held", &|| write_fast(&server, "c:2"));
+    nil_and_unchanged("another's release", &|| write_release_fast(&server, "c:2"));
+    // A read hold of the writer's own, or a second write hold: the full release's.
+    cmd::<()>(&server, &["HSET", "rw", "c:1", "1"]);
+    nil_and_unchanged("with a read hold", &|| write_release_fast(&server, "c:1"));
+    cmd::<()>(&server, &["HDEL", "rw", "c:1"]);
+    cmd::<()>(&server, &["HSET", "rw", "c:1:write", "2"]);
+    nil_and_unchanged("two write holds", &|| write_release_fast(&server, "c:1"));
+    cmd::<()>(&server, &["HSET", "rw", "c:1:write", "1"]);
+    cmd::<()>(
+        &server,
+        &["ZADD", &distlock::layout::rwlock_queue("rw"), "1", "c:5"],
+    );
+    nil_and_unchanged("a queue", &|| write_release_fast(&server, "c:1"));
+    cmd::<()>(&server, &["DEL", &distlock::layout::rwlock_queue("rw")]);
+    assert_eq!(write_release_fast(&server, "c:1"), redis::Value::Int(1));
+    assert!(!exists(&server, "rw"));
+    // Free, but a writer waits or is queued; a read lock; a plain lock's hash.
+    for key in [
+        distlock::layout::rwlock_writers("rw"),
+        distlock::layout::rwlock_queue("rw"),
+    ] {
+        cmd::<()>(&server, &["ZADD", &key, "1", "c:5"]);
+        nil_and_unchanged(&key, &|| write_fast(&server, "c:1"));
+        cmd::<()>(&server, &["DEL", &key]);
+    }
+    cmd::<()>(&server, &["HSET", "rw", "mode", "read", "c:3", "1"]);
+    nil_and_unchanged("read-held", &|| write_fast(&server, "c:1"));
+    nil_and_unchanged("a read lock's release", &|| {
+        write_release_fast(&server, "c:3")
+    });
+    cmd::<()>(&server, &["DEL", "rw"]);
+    cmd::<()>(
+        &server,
+        &[
+            "HSET",
+            "rw",
+            "c:1:write",
+            "1",
+            "distlock:fencing-token",
+            "5",
+        ],
+    );
+    nil_and_unchanged("a plain lock's hash", &|| {
+        write_release_fast(&server, "c:1")
+    });
+}
+
+/// A client's uncontended write lock and fair lock run their fast scripts alone (after a
+/// flush, the full ones are never cached).
+#[tokio::test]
+async fn uncontended_write_and_fair_locks_send_only_the_fast_scripts() {
+    let (server, client) = setup().await;
+    let cached = |files: &[&str]| -> Vec<i64> {
+        let shas: Vec<String> = files
+            .iter()
+            .map(|f| redis::Script::new(source(f)).get_hash().to_string())
+            .collect();
+        let mut args = vec!["SCRIPT", "EXISTS"];
+        args.extend(shas.iter().map(String::as_str));
+        cmd(&server, &args)
+    };
+    cmd::<()>(&server, &["SCRIPT", "FLUSH"]);
+    client
+        .rw_lock("fast-rw")
+        .write()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    client
+        .fair_lock("fast-fair")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let files = [
+        "rw_write_acquire_fast.lua",
+        "rw_write_release_fast.lua",
+        "fair_acquire_fast.lua",
+        "fair_release_fast.lua",
+        "rw_write_acquire.lua",
+        "rw_write_release.lua",
+        "fair_acquire.lua",
+        "fair_release.lua",
+    ];
+    assert_eq!(cached(&files), [1, 1, 1, 1, 0, 0, 0, 0], "{files:?}");
+}
+
+/// `fair_acquire_fast.lua` / `fair_release_fast.lua` at `fair` for `owner`.
+fn fair_fast(server: &RedisServer, file: &str, owner: &str) -> redis::Value {
+    let mut con = server.connection();
+    let mut call = redis::cmd("EVAL");
+    call.arg(source(file));
+    if file.starts_with("fair_acquire") {
+        call.arg(2)
+            .arg("fair")
+            .arg(fencing_counter("", "fair"))
+            .arg(30000)
+            .arg(owner)
+            .arg("fast;h;1");
+    } else {
+        call.arg(1).arg("fair").arg(owner);
+    }
+    call.query(&mut con).unwrap()
+}
+
+/// The fair lock's fast paths write what the plain one's write (the hold count, the token and
+/// the holder record, the lease as TTL), and delete the hash on the last release with nothing
+/// published (a fair lock wakes only its queue's head); with anyone queued (Redisson's queue
+/// or its scores), or on a held lock, they answer nil and change nothing.
+#[test]
+fn the_fair_locks_fast_paths_grant_and_release_or_change_nothing() {
+    let server = RedisServer::start();
+    let (acquire, release) = ("fair_acquire_fast.lua", "fair_release_fast.lua");
+    let token = match fair_fast(&server, acquire, "c:1") {
+        redis::Value::BulkString(t) => String::from_utf8(t).unwrap(),
+        other => panic!("fast fair acquire of a free lock: {other:?}"),
+    };
+    let fields: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", "fair"]);
+    assert_eq!(fields.len(), 3, "{fields:?}");
+    assert_eq!(fields["c:1"], "1");
+    assert_eq!(fields["distlock:fencing-token"], token);
+    assert!(fields["distlock:holder"].starts_with("fast;h;1;"));
+    let nil_and_unchanged = |what: &str, run: &dyn Fn() -> redis::Value| {
+        let before = everything(&server);
+        assert_eq!(run(), redis::Value::Nil, "{what}");
+        assert_eq!(everything(&server), before, "{what}: changed something");
+    };
+    nil_and_unchanged("held", &|| fair_fast(&server, acquire, "c:2"));
+    nil_and_unchanged("another's release", &|| fair_fast(&server, release, "c:2"));
+    cmd::<()>(&server, &["RPUSH", "redisson_lock_queue:{fair}", "c:5"]);
+    nil_and_unchanged("a queued waiter", &|| fair_fast(&server, release, "c:1"));
+    cmd::<()>(&server, &["DEL", "redisson_lock_queue:{fair}"]);
+    assert_eq!(fair_fast(&server, release, "c:1"), redis::Value::Int(1));
+    assert!(!exists(&server, "fair"));
+    for (key, add) in [
+        (
+            "redisson_lock_queue:{fair}",
+            ["RPUSH", "redisson_lock_queue:{fair}", "c:5", ""],
+        ),
+        (
+            "redisson_lock_timeout:{fair}",
+            ["ZADD", "redisson_lock_timeout:{fair}", "1", "c:5"],
+        ),
+    ] {
+        let add: Vec<&str> = add.into_iter().filter(|a| !a.is_empty()).collect();
+        cmd::<()>(&server, &add);
+        nil_and_unchanged(key, &|| fair_fast(&server, acquire, "c:1"));
+        cmd::<()>(&server, &["DEL", key]);
+    }
+}

@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use super::{AcquireCall, Mode, Names, Queue, RawLock, ReleaseCall, Resend};
+use super::{
+    fast_acquire, fast_release, AcquireCall, Mode, Names, Queue, RawLock, ReleaseCall, Resend,
+};
 use crate::conn::pubsub::Wake;
 use crate::holds::ReleaseRequest;
 use crate::keys;
@@ -126,11 +128,16 @@ impl RawLock for Fair {
             .arg(c.wait_ms)
             .arg(c.holder)
             .arg(entry);
+        // The common case first (a free lock, nobody queued): fair_acquire_fast.lua.
+        let field = c.owner.as_str();
+        if let Some(fast) = fast_acquire(&scripts::FAIR_ACQUIRE_FAST, n, c, field, true) {
+            inv.fast_path(fast);
+        }
         (inv, nested_sent_once(c.mode))
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        ReleaseRequest::new(c.context.clone(), &scripts::FAIR_RELEASE)
+        let request = ReleaseRequest::new(c.context.clone(), &scripts::FAIR_RELEASE)
             .key(&n.key)
             .key(queue_key(n))
             .key(timeout_key(n))
@@ -142,7 +149,14 @@ impl RawLock for Fair {
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
             .arg(&n.channel)
-            .arg(c.floor)
+            .arg(c.floor);
+        // The common case first: the last hold, nobody queued (fair_release_fast.lua).
+        request.fast_path(fast_release(
+            &scripts::FAIR_RELEASE_FAST,
+            n,
+            c,
+            c.owner.as_str(),
+        ))
     }
 
     fn leave(

@@ -91,6 +91,53 @@ pub(crate) struct ReleaseCall<'a> {
     pub(crate) fast: bool,
 }
 
+/// A fast acquire's token (`*_acquire_fast.lua`) in its full script's reply shape:
+/// `{1, 1, token}`.
+fn granted_once(token: redis::Value) -> redis::Value {
+    redis::Value::Array(vec![redis::Value::Int(1), redis::Value::Int(1), token])
+}
+
+/// The fast path of an acquire (`script`, one of the `*_acquire_fast.lua`: the lock key and the
+/// slot's counter; the lease, the owner's `field`, the holder metadata where the kind records a
+/// holder, the floor unless it is `0`), for a fresh owner's attempt on a lock handle that met no
+/// contention lately, where the token has no generation; `None` otherwise.
+pub(crate) fn fast_acquire(
+    script: &'static crate::scripts::Script,
+    n: &Names,
+    c: &AcquireCall<'_>,
+    field: &str,
+    holder: bool,
+) -> Option<crate::scripts::FastPath> {
+    if !c.fast || c.mode != Mode::New || c.floor.contains(':') {
+        return None;
+    }
+    let mut fast = script.prepare_invoke();
+    fast.key(&n.key).key(&n.counter).arg(c.lease_ms).arg(field);
+    if holder {
+        fast.arg(c.holder);
+    }
+    if c.floor != "0" {
+        fast.arg(c.floor);
+    }
+    Some(crate::scripts::FastPath::new(fast, granted_once))
+}
+
+/// The fast path of a release (`script`, one of the `*_release_fast.lua`: the lock key, the
+/// owner's `field`), for a lock handle that met no contention lately; `None` otherwise.
+pub(crate) fn fast_release(
+    script: &'static crate::scripts::Script,
+    n: &Names,
+    c: &ReleaseCall<'_>,
+    field: &str,
+) -> Option<crate::scripts::FastPath> {
+    if !c.fast {
+        return None;
+    }
+    let mut fast = script.prepare_invoke();
+    fast.key(&n.key).arg(field);
+    Some(crate::scripts::FastPath::new(fast, |v| v))
+}
+
 /// How an acquire request may be sent again after a connection failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Resend {

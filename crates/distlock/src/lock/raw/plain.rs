@@ -5,18 +5,13 @@
 
 use std::time::Duration;
 
-use super::{AcquireCall, Mode, Names, RawLock, ReleaseCall, Resend};
+use super::{fast_acquire, fast_release, AcquireCall, Mode, Names, RawLock, ReleaseCall, Resend};
 use crate::conn::pubsub::Wake;
 use crate::fair::DEFAULT_FAIR_LIVENESS;
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, UNLOCK_MESSAGE};
 use crate::lock::{Handoff, Owner};
-use crate::scripts::{self, FastPath};
-
-/// lock_acquire_fast.lua's token in lock_acquire.lua's reply: `{1, 1, token}`.
-fn granted_once(token: redis::Value) -> redis::Value {
-    redis::Value::Array(vec![redis::Value::Int(1), redis::Value::Int(1), token])
-}
+use crate::scripts;
 
 /// The plain reentrant lock.
 #[derive(Debug, Clone, Copy)]
@@ -125,19 +120,10 @@ impl RawLock for Plain {
                 "off".into()
             })
             .arg(entry);
-        // A fresh owner's first send tries the common case first (a free lock nobody queues
-        // for) where the token has no generation: lock_acquire_fast.lua.
-        if c.fast && c.mode == Mode::New && !c.floor.contains(':') {
-            let mut fast = scripts::LOCK_ACQUIRE_FAST.prepare_invoke();
-            fast.key(&n.key)
-                .key(&n.counter)
-                .arg(c.lease_ms)
-                .arg(c.owner.as_str())
-                .arg(c.holder);
-            if c.floor != "0" {
-                fast.arg(c.floor);
-            }
-            inv.fast_path(FastPath::new(fast, granted_once));
+        // The common case first (a free lock nobody queues for): lock_acquire_fast.lua.
+        let field = c.owner.as_str();
+        if let Some(fast) = fast_acquire(&scripts::LOCK_ACQUIRE_FAST, n, c, field, true) {
+            inv.fast_path(fast);
         }
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
         // latch answers a resend while it lives.
@@ -163,13 +149,13 @@ impl RawLock for Plain {
             .arg(c.latch_ms)
             .arg(c.floor)
             .arg(self.retakes());
-        if !c.fast {
-            return request;
-        }
         // The common case first: the last hold, nobody queued (lock_release_fast.lua).
-        let mut fast = scripts::LOCK_RELEASE_FAST.prepare_invoke();
-        fast.key(&n.key).arg(c.owner.as_str());
-        request.fast_path(FastPath::new(fast, |v| v))
+        request.fast_path(fast_release(
+            &scripts::LOCK_RELEASE_FAST,
+            n,
+            c,
+            c.owner.as_str(),
+        ))
     }
 
     fn acquire_as_allowed(&self) -> bool {

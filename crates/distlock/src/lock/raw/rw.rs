@@ -15,7 +15,10 @@
 use std::time::Duration;
 
 use super::fair::nested_sent_once;
-use super::{AcquireCall, Names, Queue, RawLock, ReleaseCall, Renewal, Resend, NO_TTL_RECHECK};
+use super::{
+    fast_acquire, fast_release, AcquireCall, Names, Queue, RawLock, ReleaseCall, Renewal, Resend,
+    NO_TTL_RECHECK,
+};
 use crate::conn::pubsub::Wake;
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, UNLOCK_MESSAGE};
@@ -177,11 +180,17 @@ impl RawLock for Write {
             .arg(if c.wait_ms > 0 { "1" } else { "0" })
             .arg(c.floor)
             .arg(entry);
+        // The common case first (a free lock, no writer waiting or queued):
+        // rw_write_acquire_fast.lua.
+        let field = self.field(c.owner);
+        if let Some(fast) = fast_acquire(&scripts::RW_WRITE_ACQUIRE_FAST, n, c, &field, false) {
+            inv.fast_path(fast);
+        }
         (inv, nested_sent_once(c.mode))
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        ReleaseRequest::new(c.context.clone(), &scripts::RW_WRITE_RELEASE)
+        let request = ReleaseRequest::new(c.context.clone(), &scripts::RW_WRITE_RELEASE)
             .key(&n.key)
             .key(&n.channel)
             .key(c.latch)
@@ -190,7 +199,14 @@ impl RawLock for Write {
             .arg(c.lease_ms)
             .arg(self.field(c.owner))
             .arg(c.latch_ms)
-            .arg(c.floor)
+            .arg(c.floor);
+        // The common case first: the last hold, nobody queued (rw_write_release_fast.lua).
+        request.fast_path(fast_release(
+            &scripts::RW_WRITE_RELEASE_FAST,
+            n,
+            c,
+            &self.field(c.owner),
+        ))
     }
 
     fn leave(

@@ -1,0 +1,52 @@
+-- rw_write_acquire_fast.lua: the read-write lock's common write acquire, a free lock with no
+-- waiting or queued writer, in the least server work. Anything else is left to
+-- rw_write_acquire.lua, which the client sends next when this one answers nil.
+--
+-- The grant is rw_write_acquire.lua's for a fresh owner (mode 'new') on a free lock, written
+-- alike: Redisson's RReadWriteLock hash with mode 'write' and the owner's write field at 1,
+-- TTL = lease; the token is max(last + 1, server TIME in microseconds) of the slot's counter,
+-- here only when the counter holds a plain decimal below the clock reading (as
+-- lock_acquire_fast.lua's).
+--
+-- KEYS[1]  lock key (hash; see rw_read_acquire.lua)
+-- KEYS[2]  fencing counter of the lock's slot (string, same slot)
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  the owner's write field <client-uuid>:<owner-id>:write, fresh for this request
+-- ARGV[3]  (absent when the floor is '0') the token floor of a new counter, as
+--          lock_acquire_fast.lua's ARGV[4]
+--
+-- Returns  the fencing token (a decimal string): granted with hold count 1, as
+--          rw_write_acquire.lua's {1, 1, token}
+--          nil: nothing was changed; send rw_write_acquire.lua. When the lock key, its
+--          waiting writers (distlock_rwlock_writers:{<key>}) or its hand-off queue
+--          (distlock_rwlock_queue:{<key>}) exists, or the slot counter is not a decimal
+--          integer below the clock reading or is new while ARGV[3] is given; the counter is
+--          put back as it was.
+-- Errors   A refused PEXPIRE (e.g. NOPERM) is answered as an error, with the new key deleted
+--          again.
+--
+-- Uses fast_token from fast.lua (joined in front by scripts/mod.rs).
+-- Cost: EXISTS, TIME, SET..GET, HSET, PEXPIRE; builds two key names.
+
+local key = KEYS[1]
+-- The helper keys' hash tag, as keys.rs's `prefixed` puts it after their prefix.
+local tag = key
+if not string.find(key, '{', 1, true) then
+  tag = '{' .. key .. '}'
+end
+if redis.call('exists', key, 'distlock_rwlock_writers:' .. tag,
+    'distlock_rwlock_queue:' .. tag) > 0 then
+  return nil
+end
+local token = fast_token(KEYS[2], ARGV[3])
+if not token then
+  return nil
+end
+redis.call('hset', key, 'mode', 'write', ARGV[2], 1)
+local r = redis.pcall('pexpire', key, ARGV[1])
+if type(r) == 'table' then
+  -- Refused (e.g. NOPERM): a lock without a TTL would outlive its holder.
+  redis.call('del', key)
+  return r
+end
+return token
