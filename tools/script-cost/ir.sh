@@ -16,21 +16,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 S=${1:-$HERE/../../crates/distlock/src/scripts}; N1=${2:-1000}; N2=${3:-3000}; MODE=${MODE:-pair}
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-run() {
-  local port=$((7300 + RANDOM % 500))
-  local cl=()
-  [ "${CLUSTER:-}" = 1 ] && cl=(--cluster-enabled yes --cluster-config-file $T/nodes-$port.conf)
-  valgrind --tool=callgrind --callgrind-out-file=$T/cg.out redis-server --port $port --save '' --appendonly no "${cl[@]}" > $T/cg.log 2>&1 &
-  local vp=$!
-  for i in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.2; done
-  if [ "${CLUSTER:-}" = 1 ]; then
-    redis-cli -p $port cluster addslotsrange 0 16383 >/dev/null; redis-cli -p $port cluster bumpepoch >/dev/null
-    for i in $(seq 100); do redis-cli -p $port cluster info | grep -q cluster_state:ok && break; sleep 0.2; done
-  fi
-  python3 $HERE/pairs.py $S $1 $MODE | redis-cli -p $port --pipe > $T/pipe.log 2>&1
-  redis-cli -p $port shutdown nosave >/dev/null 2>&1; wait $vp
-  grep -m1 "^summary\|^totals" $T/cg.out | awk '{print $2}'
-}
-a=$(run $N1); b=$(run $N2)
-echo "instructions per pair: $(( (b - a) / (N2 - N1) ))  (N=$N1: $a, N=$N2: $b)"; tail -1 $T/pipe.log
+source "$HERE/callgrind.sh"
+# per_pair's feed: feed N PORT.
+feed() { python3 $HERE/pairs.py $S $1 $MODE | redis-cli -p $2 --pipe > $T/pipe.log 2>&1; }
+per_pair $N1 $N2 feed
+echo "instructions per pair: $PER  (N=$N1: $TOTAL1, N=$N2: $TOTAL2)"; tail -1 $T/pipe.log

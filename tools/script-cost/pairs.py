@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """RESP for `redis-cli --pipe`: SCRIPT LOAD of the plain lock's acquire and release (joined
-with their helpers as crates/distlock/src/scripts/mod.rs joins them), then N uncontended
+with the helpers crates/distlock/src/scripts/mod.rs names for them, read from that file), then N uncontended
 acquire+release pairs on distinct keys, with the arguments `distlock bench` sends (read off
 MONITOR). Also the bare lock (MODE bare) and trivial scripts (triv1), for comparison, and two ways of running the same
 scripts that were measured and not adopted (doc/performance.md, "Coalescing and Redis
@@ -16,11 +16,17 @@ MODE pair sends what a client sends for an uncontended pair: the fast paths
 (whose tokens have a generation: the full scripts); full sends the full scripts.
 
 usage: pairs.py SCRIPTS_DIR N [pair|full|bare|triv1|coalesced<B>|fcall]"""
-import sys, hashlib, os, itertools
+import sys, hashlib, os, itertools, re
 src = sys.argv[1]; n = int(sys.argv[2]); mode = sys.argv[3] if len(sys.argv) > 3 else 'pair'
 def rd(f): return open(f"{src}/{f}").read()
-acq = rd('publish.lua') + rd('prelude.lua') + rd('kinds.lua') + rd('handoff.lua') + rd('lock_acquire.lua')
-rel = rd('publish.lua') + rd('prelude.lua') + rd('handoff.lua') + rd('lock_release.lua')
+def joined(f):
+    # The script as the library runs it: publish.lua, then the helpers its `with` clause in
+    # scripts/mod.rs names, then the file.
+    m = re.search(r'=> "%s"((?:\s+with)?(?:\s+"[^"]+")*)\s*,' % re.escape(f), rd('mod.rs'))
+    helpers = re.findall(r'"([^"]+)"', m.group(1)) if m else sys.exit(f"{f}: not in mod.rs")
+    return rd('publish.lua') + ''.join(rd(h) for h in helpers) + rd(f)
+acq = joined('lock_acquire.lua')
+rel = joined('lock_release.lua')
 out = sys.stdout.buffer
 def cmd(*a):
     b = [x if isinstance(x, bytes) else str(x).encode() for x in a]
@@ -33,7 +39,7 @@ sb = hashlib.sha1(bare.encode()).hexdigest(); cmd('SCRIPT', 'LOAD', bare)
 st = hashlib.sha1(b'return 1').hexdigest(); cmd('SCRIPT', 'LOAD', 'return 1')
 fast = os.path.exists(f"{src}/lock_acquire_fast.lua")
 if fast:
-    fa = rd('publish.lua') + rd('lock_acquire_fast.lua'); fr = rd('publish.lua') + rd('lock_release_fast.lua')
+    fa = joined('lock_acquire_fast.lua'); fr = joined('lock_release_fast.lua')
     sfa = hashlib.sha1(fa.encode()).hexdigest(); sfr = hashlib.sha1(fr.encode()).hexdigest()
     cmd('SCRIPT', 'LOAD', fa); cmd('SCRIPT', 'LOAD', fr)
     cmd('SET', 'distlock:fencing-counter:{6n}', '1')
