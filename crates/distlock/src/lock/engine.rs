@@ -160,9 +160,6 @@ impl Lock {
             Resend::Never => grant.backend.eval_once(&context, &inv).await,
         };
         let r = sent.inspect_err(|e| grant.failed(e))?;
-        if inv.fast_deferred() {
-            self.inner.contention.seen();
-        }
         let attempt = match parse_attempt(&r) {
             Ok(a) => a,
             Err(Some(-4)) => {
@@ -189,6 +186,11 @@ impl Lock {
             }
             Err(_) => return Err(Error::unexpected(format!("{context}: reply {r:?}"))),
         };
+        // Refused, or a fast path that found the lock held or queued: this handle's next
+        // requests go to the full scripts for a while.
+        if inv.fast_deferred() || matches!(attempt, Attempt::Held { .. }) {
+            self.inner.contention.seen();
+        }
         if let Attempt::Granted { hold_count, .. } = attempt {
             // Not confirmed by the replicas: give back what this attempt holds before
             // answering, so that a retry by the same owner cannot find it.
@@ -724,9 +726,6 @@ impl Acquire for LockRequest {
                     *self.request_id.lock().unwrap() = self.lock.inner.client.request_id();
                 }
             })?;
-        if let Attempt::Held { .. } = attempt {
-            self.lock.inner.contention.seen();
-        }
         if let Attempt::Held {
             holder_token: Some(t),
             ..

@@ -166,6 +166,7 @@ impl RawLock for Write {
             .handoff_initial_ms(self.liveness)
             .map(|initial| format!("{initial};{}", c.client_id))
             .unwrap_or_default();
+        let field = self.field(c.owner);
         let mut inv = scripts::RW_WRITE_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(writers_key(n))
@@ -173,7 +174,7 @@ impl RawLock for Write {
             .key(keys::rwlock_queue(&n.key))
             .key(keys::rwlock_waiters(&n.key))
             .arg(c.lease_ms)
-            .arg(self.field(c.owner))
+            .arg(&field)
             .arg(c.owner.as_str())
             .arg(c.mode.short())
             .arg(self.liveness.as_millis() as u64)
@@ -182,7 +183,6 @@ impl RawLock for Write {
             .arg(entry);
         // The common case first (a free lock, no writer waiting or queued):
         // rw_write_acquire_fast.lua.
-        let field = self.field(c.owner);
         if let Some(fast) = fast_acquire(&scripts::RW_WRITE_ACQUIRE_FAST, n, c, &field, false) {
             inv.fast_path(fast);
         }
@@ -190,6 +190,7 @@ impl RawLock for Write {
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
+        let field = self.field(c.owner);
         let request = ReleaseRequest::new(c.context.clone(), &scripts::RW_WRITE_RELEASE)
             .key(&n.key)
             .key(&n.channel)
@@ -197,16 +198,11 @@ impl RawLock for Write {
             .keys(handoff_keys(n))
             .arg("1")
             .arg(c.lease_ms)
-            .arg(self.field(c.owner))
+            .arg(&field)
             .arg(c.latch_ms)
             .arg(c.floor);
         // The common case first: the last hold, nobody queued (rw_write_release_fast.lua).
-        request.fast_path(fast_release(
-            &scripts::RW_WRITE_RELEASE_FAST,
-            n,
-            c,
-            &self.field(c.owner),
-        ))
+        request.fast_path(fast_release(&scripts::RW_WRITE_RELEASE_FAST, n, c, &field))
     }
 
     fn leave(
