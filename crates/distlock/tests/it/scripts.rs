@@ -251,6 +251,17 @@ fn fair_scripts_hand_off_to_heads_with_an_entry_and_give_back_on_leave() {
     );
 }
 
+/// `EVAL` of the script `file` (as run, helpers joined) with `keys` and `args`.
+fn eval(server: &RedisServer, file: &str, keys: &[&str], args: &[&str]) -> redis::Value {
+    redis::cmd("EVAL")
+        .arg(source(file))
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args)
+        .query(&mut server.connection())
+        .unwrap()
+}
+
 /// `lock_acquire_fast.lua` at `key` for `owner` (lease 30 s, holder metadata `fast;h;1`).
 fn acquire_fast(server: &RedisServer, key: &str, owner: &str) -> redis::Value {
     acquire_fast_above(server, key, owner, None)
@@ -263,38 +274,42 @@ fn acquire_fast_above(
     owner: &str,
     floor: Option<&str>,
 ) -> redis::Value {
-    let mut con = server.connection();
-    redis::cmd("EVAL")
-        .arg(source("lock_acquire_fast.lua"))
-        .arg(2)
-        .arg(key)
-        .arg(fencing_counter("", key))
-        .arg(30000)
-        .arg(owner)
-        .arg("fast;h;1")
-        .arg(floor)
-        .query(&mut con)
-        .unwrap()
+    let counter = fencing_counter("", key);
+    let mut args = vec!["30000", owner, "fast;h;1"];
+    args.extend(floor);
+    eval(server, "lock_acquire_fast.lua", &[key, &counter], &args)
 }
 
 /// `lock_release_fast.lua` at `key` for `owner`.
 fn release_fast(server: &RedisServer, key: &str, owner: &str) -> redis::Value {
-    let mut con = server.connection();
-    redis::cmd("EVAL")
-        .arg(source("lock_release_fast.lua"))
-        .arg(1)
-        .arg(key)
-        .arg(owner)
-        .query(&mut con)
-        .unwrap()
+    eval(server, "lock_release_fast.lua", &[key], &[owner])
 }
 
-/// A fast acquire's token reply as a number.
-fn counter_before(reply: &redis::Value) -> u64 {
+/// A fast acquire's reply: the token, a decimal string.
+fn token_of(reply: &redis::Value) -> String {
     match reply {
-        redis::Value::BulkString(t) => std::str::from_utf8(t).unwrap().parse().unwrap(),
-        other => panic!("{other:?}"),
+        redis::Value::BulkString(t) => String::from_utf8(t.clone()).unwrap(),
+        other => panic!("a fast acquire of a free lock: {other:?}"),
     }
+}
+
+/// `run` answers nil and changes nothing on `server` (every key, its contents and whether it
+/// has a TTL).
+fn nil_and_unchanged(server: &RedisServer, what: &str, run: impl Fn() -> redis::Value) {
+    let before = everything(server);
+    assert_eq!(run(), redis::Value::Nil, "{what}");
+    assert_eq!(everything(server), before, "{what}: changed something");
+}
+
+/// Which of the scripts `files` (as run) `server` has cached (`SCRIPT EXISTS`: 1 or 0 each).
+fn cached(server: &RedisServer, files: &[&str]) -> Vec<i64> {
+    let shas: Vec<String> = files
+        .iter()
+        .map(|f| redis::Script::new(source(f)).get_hash().to_string())
+        .collect();
+    let mut args = vec!["SCRIPT", "EXISTS"];
+    args.extend(shas.iter().map(String::as_str));
+    cmd(server, &args)
 }
 
 /// Every key with its type, contents and whether it has a TTL, the counters included.
@@ -321,10 +336,7 @@ fn the_fast_paths_write_what_the_full_scripts_write() {
     assert_eq!(release_fast(&server, "idem", "c:0"), redis::Value::Int(1));
     let counter: String = cmd(&server, &["GET", &fencing_counter("", "idem")]);
     assert_eq!(first, redis::Value::BulkString(counter.into_bytes()));
-    let token = match acquire_fast(&server, "idem", "c:1") {
-        redis::Value::BulkString(t) => String::from_utf8(t).unwrap(),
-        other => panic!("fast acquire of a free lock: {other:?}"),
-    };
+    let token = token_of(&acquire_fast(&server, "idem", "c:1"));
     let fields: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", "idem"]);
     let full = acquire(&server, "c:2", "new", "r2");
     assert_eq!(full[0], 0, "the full script finds it held: {full:?}");
@@ -333,7 +345,7 @@ fn the_fast_paths_write_what_the_full_scripts_write() {
     assert_eq!(fields["distlock:fencing-token"], token);
     let counter: String = cmd(&server, &["GET", &fencing_counter("", "idem")]);
     assert_eq!(counter, token, "the counter keeps the last token");
-    assert!(token.parse::<u64>().unwrap() > counter_before(&first));
+    assert!(token.parse::<u64>().unwrap() > token_of(&first).parse::<u64>().unwrap());
     let holder = &fields["distlock:holder"];
     let secs: u64 = holder
         .strip_prefix("fast;h;1;")
@@ -358,13 +370,8 @@ fn the_fast_paths_write_what_the_full_scripts_write() {
 fn the_fast_paths_leave_everything_else_to_the_full_scripts() {
     let server = RedisServer::start();
     let counter = fencing_counter("", "idem");
-    let nil_and_unchanged = |what: &str, run: &dyn Fn() -> redis::Value| {
-        let before = everything(&server);
-        assert_eq!(run(), redis::Value::Nil, "{what}");
-        assert_eq!(everything(&server), before, "{what}: changed something");
-    };
     // A new counter with a floor: left to the full script.
-    nil_and_unchanged("a new counter with a floor", &|| {
+    nil_and_unchanged(&server, "a new counter with a floor", || {
         acquire_fast_above(&server, "idem", "c:1", Some("5"))
     });
     for (value, what) in [
@@ -374,34 +381,42 @@ fn the_fast_paths_leave_everything_else_to_the_full_scripts() {
         ("3:1764000000000000@0123abcd", "a Cluster counter"),
     ] {
         cmd::<()>(&server, &["SET", &counter, value]);
-        nil_and_unchanged(what, &|| acquire_fast(&server, "idem", "c:1"));
+        nil_and_unchanged(&server, what, || acquire_fast(&server, "idem", "c:1"));
     }
     cmd::<()>(&server, &["SET", &counter, "1"]);
     // Held (by another owner, or by this one: a re-entry is the full script's).
     acquire(&server, "c:9", "new", "r9");
-    nil_and_unchanged("held by another", &|| acquire_fast(&server, "idem", "c:1"));
-    nil_and_unchanged("held by the owner", &|| {
+    nil_and_unchanged(&server, "held by another", || {
+        acquire_fast(&server, "idem", "c:1")
+    });
+    nil_and_unchanged(&server, "held by the owner", || {
         acquire_fast(&server, "idem", "c:9")
     });
     // The hand-off queue, and Redisson's RFencedLock counter, on a free lock.
     assert_eq!(release(&server, "c:9", "u9"), 1);
     for key in [lock_queue("idem"), redisson_fenced_token("idem")] {
         cmd::<()>(&server, &["SET", &key, "1"]);
-        nil_and_unchanged(&key, &|| acquire_fast(&server, "idem", "c:1"));
+        nil_and_unchanged(&server, &key, || acquire_fast(&server, "idem", "c:1"));
         cmd::<()>(&server, &["DEL", &key]);
     }
     // Releases: not held, held by another, two holds, a queue, a read-write lock's hash.
-    nil_and_unchanged("not held", &|| release_fast(&server, "idem", "c:1"));
+    nil_and_unchanged(&server, "not held", || release_fast(&server, "idem", "c:1"));
     acquire(&server, "c:1", "new", "r1");
-    nil_and_unchanged("another's", &|| release_fast(&server, "idem", "c:2"));
+    nil_and_unchanged(&server, "another's", || {
+        release_fast(&server, "idem", "c:2")
+    });
     acquire(&server, "c:1", "as", "r2");
-    nil_and_unchanged("two holds", &|| release_fast(&server, "idem", "c:1"));
+    nil_and_unchanged(&server, "two holds", || {
+        release_fast(&server, "idem", "c:1")
+    });
     assert_eq!(release(&server, "c:1", "u1"), 0);
     cmd::<()>(&server, &["ZADD", &lock_queue("idem"), "1", "c:5"]);
-    nil_and_unchanged("a queue", &|| release_fast(&server, "idem", "c:1"));
+    nil_and_unchanged(&server, "a queue", || release_fast(&server, "idem", "c:1"));
     cmd::<()>(&server, &["DEL", &lock_queue("idem"), "idem"]);
     cmd::<()>(&server, &["HSET", "idem", "mode", "read", "c:1", "1"]);
-    nil_and_unchanged("a read lock", &|| release_fast(&server, "idem", "c:1"));
+    nil_and_unchanged(&server, "a read lock", || {
+        release_fast(&server, "idem", "c:1")
+    });
 }
 
 /// A client runs the fast scripts alone for an uncontended acquire and release (the full
@@ -410,13 +425,6 @@ fn the_fast_paths_leave_everything_else_to_the_full_scripts() {
 #[tokio::test]
 async fn the_common_case_sends_only_the_fast_scripts() {
     let (server, client) = setup().await;
-    let sha = |file: &str| redis::Script::new(source(file)).get_hash().to_string();
-    let cached = |files: &[&str]| -> Vec<i64> {
-        let mut args = vec!["SCRIPT", "EXISTS"];
-        let shas: Vec<String> = files.iter().map(|f| sha(f)).collect();
-        args.extend(shas.iter().map(String::as_str));
-        cmd(&server, &args)
-    };
     let files = [
         "lock_acquire_fast.lua",
         "lock_release_fast.lua",
@@ -435,36 +443,31 @@ async fn the_common_case_sends_only_the_fast_scripts() {
     cmd::<()>(&server, &["SCRIPT", "FLUSH"]);
     let guard = client.lock("fast").acquire().await.unwrap();
     guard.release().await.unwrap();
-    assert_eq!(cached(&files), [1, 1, 0, 0], "{files:?}");
+    assert_eq!(cached(&server, &files), [1, 1, 0, 0], "{files:?}");
     let _held = client.lock("fast").acquire().await.unwrap();
     assert!(client.lock("fast").try_acquire().await.unwrap().is_none());
-    assert_eq!(cached(&files), [1, 1, 1, 0], "{files:?}");
+    assert_eq!(cached(&server, &files), [1, 1, 1, 0], "{files:?}");
 }
 
 /// `rw_write_acquire_fast.lua` at `rw` for `owner`'s write field (lease 30 s).
 fn write_fast(server: &RedisServer, owner: &str) -> redis::Value {
-    let mut con = server.connection();
-    redis::cmd("EVAL")
-        .arg(source("rw_write_acquire_fast.lua"))
-        .arg(2)
-        .arg("rw")
-        .arg(fencing_counter("", "rw"))
-        .arg(30000)
-        .arg(format!("{owner}:write"))
-        .query(&mut con)
-        .unwrap()
+    let (counter, field) = (fencing_counter("", "rw"), format!("{owner}:write"));
+    eval(
+        server,
+        "rw_write_acquire_fast.lua",
+        &["rw", &counter],
+        &["30000", &field],
+    )
 }
 
 /// `rw_write_release_fast.lua` at `rw` for `owner`'s write field.
 fn write_release_fast(server: &RedisServer, owner: &str) -> redis::Value {
-    let mut con = server.connection();
-    redis::cmd("EVAL")
-        .arg(source("rw_write_release_fast.lua"))
-        .arg(1)
-        .arg("rw")
-        .arg(format!("{owner}:write"))
-        .query(&mut con)
-        .unwrap()
+    eval(
+        server,
+        "rw_write_release_fast.lua",
+        &["rw"],
+        &[&format!("{owner}:write")],
+    )
 }
 
 /// The write lock's fast paths write Redisson's write-mode hash (mode, the owner's write field
@@ -473,10 +476,7 @@ fn write_release_fast(server: &RedisServer, owner: &str) -> redis::Value {
 #[test]
 fn the_write_locks_fast_paths_grant_and_release_or_change_nothing() {
     let server = RedisServer::start();
-    let token = match write_fast(&server, "c:1") {
-        redis::Value::BulkString(t) => String::from_utf8(t).unwrap(),
-        other => panic!("fast write of a free lock: {other:?}"),
-    };
+    let token = token_of(&write_fast(&server, "c:1"));
     let fields: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", "rw"]);
     assert_eq!(fields.len(), 2, "{fields:?}");
     assert_eq!(fields["mode"], "write");
@@ -485,25 +485,26 @@ fn the_write_locks_fast_paths_grant_and_release_or_change_nothing() {
     assert_eq!(counter, token);
     let pttl: i64 = cmd(&server, &["PTTL", "rw"]);
     assert!(pttl > 29_000 && pttl <= 30_000, "{pttl}");
-    let nil_and_unchanged = |what: &str, run: &dyn Fn() -> redis::Value| {
-        let before = everything(&server);
-        assert_eq!(run(), redis::Value::Nil, "{what}");
-        assert_eq!(everything(&server), before, "{what}: changed something");
-    };
-    nil_and_unchanged("held", &|| write_fast(&server, "c:2"));
-    nil_and_unchanged("another's release", &|| write_release_fast(&server, "c:2"));
+    nil_and_unchanged(&server, "held", || write_fast(&server, "c:2"));
+    nil_and_unchanged(&server, "another's release", || {
+        write_release_fast(&server, "c:2")
+    });
     // A read hold of the writer's own, or a second write hold: the full release's.
     cmd::<()>(&server, &["HSET", "rw", "c:1", "1"]);
-    nil_and_unchanged("with a read hold", &|| write_release_fast(&server, "c:1"));
+    nil_and_unchanged(&server, "with a read hold", || {
+        write_release_fast(&server, "c:1")
+    });
     cmd::<()>(&server, &["HDEL", "rw", "c:1"]);
     cmd::<()>(&server, &["HSET", "rw", "c:1:write", "2"]);
-    nil_and_unchanged("two write holds", &|| write_release_fast(&server, "c:1"));
+    nil_and_unchanged(&server, "two write holds", || {
+        write_release_fast(&server, "c:1")
+    });
     cmd::<()>(&server, &["HSET", "rw", "c:1:write", "1"]);
     cmd::<()>(
         &server,
         &["ZADD", &distlock::layout::rwlock_queue("rw"), "1", "c:5"],
     );
-    nil_and_unchanged("a queue", &|| write_release_fast(&server, "c:1"));
+    nil_and_unchanged(&server, "a queue", || write_release_fast(&server, "c:1"));
     cmd::<()>(&server, &["DEL", &distlock::layout::rwlock_queue("rw")]);
     assert_eq!(write_release_fast(&server, "c:1"), redis::Value::Int(1));
     assert!(!exists(&server, "rw"));
@@ -513,12 +514,12 @@ fn the_write_locks_fast_paths_grant_and_release_or_change_nothing() {
         distlock::layout::rwlock_queue("rw"),
     ] {
         cmd::<()>(&server, &["ZADD", &key, "1", "c:5"]);
-        nil_and_unchanged(&key, &|| write_fast(&server, "c:1"));
+        nil_and_unchanged(&server, &key, || write_fast(&server, "c:1"));
         cmd::<()>(&server, &["DEL", &key]);
     }
     cmd::<()>(&server, &["HSET", "rw", "mode", "read", "c:3", "1"]);
-    nil_and_unchanged("read-held", &|| write_fast(&server, "c:1"));
-    nil_and_unchanged("a read lock's release", &|| {
+    nil_and_unchanged(&server, "read-held", || write_fast(&server, "c:1"));
+    nil_and_unchanged(&server, "a read lock's release", || {
         write_release_fast(&server, "c:3")
     });
     cmd::<()>(&server, &["DEL", "rw"]);
@@ -533,7 +534,7 @@ fn the_write_locks_fast_paths_grant_and_release_or_change_nothing() {
             "5",
         ],
     );
-    nil_and_unchanged("a plain lock's hash", &|| {
+    nil_and_unchanged(&server, "a plain lock's hash", || {
         write_release_fast(&server, "c:1")
     });
 }
@@ -543,15 +544,6 @@ fn the_write_locks_fast_paths_grant_and_release_or_change_nothing() {
 #[tokio::test]
 async fn uncontended_write_and_fair_locks_send_only_the_fast_scripts() {
     let (server, client) = setup().await;
-    let cached = |files: &[&str]| -> Vec<i64> {
-        let shas: Vec<String> = files
-            .iter()
-            .map(|f| redis::Script::new(source(f)).get_hash().to_string())
-            .collect();
-        let mut args = vec!["SCRIPT", "EXISTS"];
-        args.extend(shas.iter().map(String::as_str));
-        cmd(&server, &args)
-    };
     cmd::<()>(&server, &["SCRIPT", "FLUSH"]);
     client
         .rw_lock("fast-rw")
@@ -579,25 +571,26 @@ async fn uncontended_write_and_fair_locks_send_only_the_fast_scripts() {
         "fair_acquire.lua",
         "fair_release.lua",
     ];
-    assert_eq!(cached(&files), [1, 1, 1, 1, 0, 0, 0, 0], "{files:?}");
+    assert_eq!(
+        cached(&server, &files),
+        [1, 1, 1, 1, 0, 0, 0, 0],
+        "{files:?}"
+    );
 }
 
 /// `fair_acquire_fast.lua` / `fair_release_fast.lua` at `fair` for `owner`.
 fn fair_fast(server: &RedisServer, file: &str, owner: &str) -> redis::Value {
-    let mut con = server.connection();
-    let mut call = redis::cmd("EVAL");
-    call.arg(source(file));
     if file.starts_with("fair_acquire") {
-        call.arg(2)
-            .arg("fair")
-            .arg(fencing_counter("", "fair"))
-            .arg(30000)
-            .arg(owner)
-            .arg("fast;h;1");
+        let counter = fencing_counter("", "fair");
+        eval(
+            server,
+            file,
+            &["fair", &counter],
+            &["30000", owner, "fast;h;1"],
+        )
     } else {
-        call.arg(1).arg("fair").arg(owner);
+        eval(server, file, &["fair"], &[owner])
     }
-    call.query(&mut con).unwrap()
 }
 
 /// The fair lock's fast paths write what the plain one's write (the hold count, the token and
@@ -608,40 +601,28 @@ fn fair_fast(server: &RedisServer, file: &str, owner: &str) -> redis::Value {
 fn the_fair_locks_fast_paths_grant_and_release_or_change_nothing() {
     let server = RedisServer::start();
     let (acquire, release) = ("fair_acquire_fast.lua", "fair_release_fast.lua");
-    let token = match fair_fast(&server, acquire, "c:1") {
-        redis::Value::BulkString(t) => String::from_utf8(t).unwrap(),
-        other => panic!("fast fair acquire of a free lock: {other:?}"),
-    };
+    let token = token_of(&fair_fast(&server, acquire, "c:1"));
     let fields: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", "fair"]);
     assert_eq!(fields.len(), 3, "{fields:?}");
     assert_eq!(fields["c:1"], "1");
     assert_eq!(fields["distlock:fencing-token"], token);
     assert!(fields["distlock:holder"].starts_with("fast;h;1;"));
-    let nil_and_unchanged = |what: &str, run: &dyn Fn() -> redis::Value| {
-        let before = everything(&server);
-        assert_eq!(run(), redis::Value::Nil, "{what}");
-        assert_eq!(everything(&server), before, "{what}: changed something");
-    };
-    nil_and_unchanged("held", &|| fair_fast(&server, acquire, "c:2"));
-    nil_and_unchanged("another's release", &|| fair_fast(&server, release, "c:2"));
+    nil_and_unchanged(&server, "held", || fair_fast(&server, acquire, "c:2"));
+    nil_and_unchanged(&server, "another's release", || {
+        fair_fast(&server, release, "c:2")
+    });
     cmd::<()>(&server, &["RPUSH", "redisson_lock_queue:{fair}", "c:5"]);
-    nil_and_unchanged("a queued waiter", &|| fair_fast(&server, release, "c:1"));
+    nil_and_unchanged(&server, "a queued waiter", || {
+        fair_fast(&server, release, "c:1")
+    });
     cmd::<()>(&server, &["DEL", "redisson_lock_queue:{fair}"]);
     assert_eq!(fair_fast(&server, release, "c:1"), redis::Value::Int(1));
     assert!(!exists(&server, "fair"));
-    for (key, add) in [
-        (
-            "redisson_lock_queue:{fair}",
-            ["RPUSH", "redisson_lock_queue:{fair}", "c:5", ""],
-        ),
-        (
-            "redisson_lock_timeout:{fair}",
-            ["ZADD", "redisson_lock_timeout:{fair}", "1", "c:5"],
-        ),
-    ] {
-        let add: Vec<&str> = add.into_iter().filter(|a| !a.is_empty()).collect();
-        cmd::<()>(&server, &add);
-        nil_and_unchanged(key, &|| fair_fast(&server, acquire, "c:1"));
+    let queue = ["RPUSH", "redisson_lock_queue:{fair}", "c:5"];
+    let scores = ["ZADD", "redisson_lock_timeout:{fair}", "1", "c:5"];
+    for (key, add) in [(queue[1], &queue[..]), (scores[1], &scores[..])] {
+        cmd::<()>(&server, add);
+        nil_and_unchanged(&server, key, || fair_fast(&server, acquire, "c:1"));
         cmd::<()>(&server, &["DEL", key]);
     }
 }
