@@ -247,6 +247,7 @@ impl Lock {
                 keys::lock_grant_channel(&self.inner.names.key, &self.inner.client.inner.id_str)
             }),
             holder_seen: std::sync::Mutex::new(None),
+            waiter: self.inner.contention.waiter(),
         };
         let granted = acquire(&self.inner.client, request, wait).await?;
         Ok(granted.map(|grant| match grant.handed_off {
@@ -583,9 +584,13 @@ impl fmt::Display for Ctx<'_> {
 const CONTENTION_MEMORY: Duration = Duration::from_secs(2);
 
 /// When a lock handle last met contention, in ms since the process's first reading (0:
-/// never).
+/// never), and how many of its requests wait now.
 #[derive(Default)]
-pub(crate) struct Contention(std::sync::atomic::AtomicU64);
+pub(crate) struct Contention {
+    at: std::sync::atomic::AtomicU64,
+    /// Requests of this handle refused at least once and not yet granted or given up.
+    waiting: Arc<std::sync::atomic::AtomicUsize>,
+}
 
 impl Contention {
     fn now_ms() -> u64 {
@@ -595,14 +600,55 @@ impl Contention {
 
     /// Contention was met now.
     pub(crate) fn seen(&self) {
-        self.0
+        self.at
             .store(Self::now_ms(), std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Whether to try the fast paths: no contention met within [`CONTENTION_MEMORY`].
+    /// Whether to try the fast paths: no request of this handle waits, and no contention
+    /// was met within [`CONTENTION_MEMORY`].
     pub(crate) fn calm(&self) -> bool {
-        let at = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        if self.waiting.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            return false;
+        }
+        let at = self.at.load(std::sync::atomic::Ordering::Relaxed);
         at == 0 || Self::now_ms() - at >= CONTENTION_MEMORY.as_millis() as u64
+    }
+
+    /// A mark for one request, counted among the waiters from [`Waiter::waits`] until it
+    /// is dropped.
+    fn waiter(&self) -> Waiter {
+        Waiter {
+            count: self.waiting.clone(),
+            counted: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+/// One request's place among its lock handle's waiters ([`Contention::waiter`]).
+struct Waiter {
+    count: Arc<std::sync::atomic::AtomicUsize>,
+    counted: std::sync::atomic::AtomicBool,
+}
+
+impl Waiter {
+    /// The request waits (counted once, however often it is refused).
+    fn waits(&self) {
+        if !self
+            .counted
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.count
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if *self.counted.get_mut() {
+            self.count
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 
@@ -628,6 +674,9 @@ struct LockRequest {
     /// was made before that attempt and has run out or been given back since (read late),
     /// so it is not a grant.
     holder_seen: std::sync::Mutex<Option<u128>>,
+    /// Counted among the handle's waiters once refused (its releases skip the fast paths
+    /// while it waits, however long).
+    waiter: Waiter,
 }
 
 /// A lock-family grant, as the acquire driver hands it back.
@@ -726,13 +775,14 @@ impl Acquire for LockRequest {
                     *self.request_id.lock().unwrap() = self.lock.inner.client.request_id();
                 }
             })?;
-        if let Attempt::Held {
-            holder_token: Some(t),
-            ..
-        } = attempt
-        {
-            let mut seen = self.holder_seen.lock().unwrap();
-            *seen = (*seen).max(Some(t));
+        if let Attempt::Held { holder_token, .. } = attempt {
+            if self.wait_ms > 0 {
+                self.waiter.waits();
+            }
+            if let Some(t) = holder_token {
+                let mut seen = self.holder_seen.lock().unwrap();
+                *seen = (*seen).max(Some(t));
+            }
         }
         if let Attempt::Granted { .. } = attempt {
             // A fresh owner's grant learnt only after its lease may have run out (the process

@@ -162,6 +162,33 @@ async fn a_hash_tagged_name_is_handed_off_on_its_own_channel() {
     got.release().await.unwrap();
 }
 
+/// A handle whose request has waited longer than the contention memory (2 s) still sends
+/// its release to the full script at once: a waiting request counts as contention for as
+/// long as it waits, not only when it was refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_skips_the_fast_path_while_a_waiter_of_its_handle_waits() {
+    let (server, client) = setup().await;
+    // A waiter refreshes its queue entry (an attempt) every third of its liveness timeout:
+    // not within this test's wait.
+    let lock = client
+        .lock("long-wait")
+        .liveness_timeout(Duration::from_secs(30));
+    let held = lock.acquire().await.unwrap();
+    let before = evalsha_calls(&server);
+    let waiter = spawn_acquire(&lock);
+    assert!(queued_within(&server, "long-wait", 1, Duration::from_secs(2)).await);
+    waiter_settled(&server, before).await;
+    tokio::time::sleep(Duration::from_millis(2_300)).await;
+    let _: () = cmd(&server, &["CONFIG", "RESETSTAT"]);
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the waiter was not handed the lock")
+        .unwrap();
+    assert_eq!(evalsha_calls(&server), 1, "a fast path was tried first");
+    got.release().await.unwrap();
+}
+
 /// A hand-off's short initial lease is replaced by the full lease at once (the watchdog's
 /// lease here), and the guard's validity follows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
