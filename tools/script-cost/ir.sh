@@ -6,8 +6,8 @@
 # usage: tools/script-cost/ir.sh [SCRIPTS_DIR [N1 N2]]
 #   SCRIPTS_DIR  the .lua files to measure (default: the library's), e.g. a modified copy
 #   MODE=pair    the plain lock's acquire + release as a client sends them (default: the fast
-#                paths, lock_acquire_fast.lua and lock_release_fast.lua; on a Cluster the full
-#                scripts); full: the full scripts, lock_acquire.lua and lock_release.lua; bare: SET NX PX + a
+#                paths, lock_acquire_fast.lua and lock_release_fast.lua); full: the full
+#                scripts, lock_acquire.lua and lock_release.lua; bare: SET NX PX + a
 #                compare-and-delete script (the bare lock); triv1: two `return 1` scripts;
 #                coalesced<B>: B acquires per EVALSHA of a wrapper, then B releases; fcall:
 #                the two scripts as a Redis Functions library (see pairs.py)

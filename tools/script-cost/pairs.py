@@ -12,8 +12,8 @@ used in turn (so the slots' counters and cached epochs are warm after the first 
 with its slot's counter (the slot tags of keys.rs), and the floor 'cluster:0'.
 
 MODE pair sends what a client sends for an uncontended pair: the fast paths
-(lock_acquire_fast.lua, lock_release_fast.lua) where the scripts have them, but on a Cluster
-(whose tokens have a generation: the full scripts); full sends the full scripts.
+(lock_acquire_fast.lua, lock_release_fast.lua) where the scripts have them; full sends the
+full scripts.
 
 usage: pairs.py SCRIPTS_DIR N [pair|full|bare|triv1|coalesced<B>|fcall]"""
 import sys, hashlib, os, itertools, re
@@ -134,8 +134,8 @@ for i in range(n):
         continue
     # Scripts older than the argument cut (their acquire takes ARGV[11]) get their old arguments.
     new = 'ARGV[11]' not in rd('lock_acquire.lua')
-    if fast and mode in ('pair', 'acq') and not full and not cluster:
-        cmd('EVALSHA', sfa, 2, k, counter(k), 30000, o, 'distlock;vm;7137')
+    if fast and mode in ('pair', 'acq') and not full:
+        cmd('EVALSHA', sfa, 2, k, counter(k), 30000, o, 'distlock;vm;7137', *([floor] if cluster else []))
         if mode == 'pair':
             cmd('EVALSHA', sfr, 1, k, o)
         continue

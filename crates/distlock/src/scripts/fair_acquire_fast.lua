@@ -11,15 +11,14 @@
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field <client-uuid>:<owner-id>, fresh for this request
 -- ARGV[3]  the client's holder metadata '<app>;<host>;<pid>' (fair_acquire.lua's ARGV[9])
--- ARGV[4]  (absent when the floor is '0') the token floor of a new counter, as
---          lock_acquire_fast.lua's ARGV[4]
+-- ARGV[4]  (absent when it is '0') the floor, as lock_acquire_fast.lua's ARGV[4]
 --
--- Returns  the fencing token (a decimal string): granted with hold count 1, as
+-- Returns  the fencing token (a string, as next_token's): granted with hold count 1, as
 --          fair_acquire.lua's {1, 1, token}
 --          nil: nothing was changed; send fair_acquire.lua. When the lock key, Redisson's queue
 --          (redisson_lock_queue:{<key>}) or its waiter scores (redisson_lock_timeout:{<key>})
---          exists, or the slot counter is not a decimal integer below the clock reading or is
---          new while ARGV[4] is given; the counter is put back as it was.
+--          exists, or fast_token finds the counter in another state (as
+--          lock_acquire_fast.lua's); the counter is put back as it was.
 -- Errors   A refused PEXPIRE (e.g. NOPERM) is answered as an error, with the new key deleted
 --          again.
 --

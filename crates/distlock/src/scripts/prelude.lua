@@ -31,8 +31,9 @@
 --          '<generation>:<sequence>@<master_replid>', the replication ID (INFO replication) of
 --          the node that wrote it: a node that finds its own ID there counts on in the
 --          counter's generation, and reads CLUSTER INFO only after a promotion or a slot
---          migration (or on every grant when its user lacks +info). Cost on a Cluster: INFO
---          and GET, plus CLUSTER INFO then.
+--          migration (or on every grant when its user lacks +info). Generation 0 (a node
+--          whose epoch was never bumped) is kept the same way, as '0:<sequence>' (the value of
+--          '<sequence>'). Cost on a Cluster: INFO and GET, plus CLUSTER INFO then.
 -- Errors   'ERR distlock: fencing counter <key> ...' when the counter (or, for a new counter,
 --          the floor; or fenced_key) is not a decimal integer, or is at or above TOKEN_MAX =
 --          2^63 - 1 (the largest token: it fits i64 and u64, and a Redisson-style INCR of the
@@ -208,7 +209,10 @@ local function next_token(counter_key, floor, fenced_key)
     -- A generation above 0 comes as '<generation>:<floor>' (Sentinel: the master's epoch).
     generation, gen_floor = string.match(floor or '', '^(%d+):(%d+)$')
   end
-  if generation and not string.find(generation, '^0+$') then
+  if generation and (replid or not string.find(generation, '^0+$')) then
+    -- Generation 0 on a Cluster node that can read its replication ID too ('0:<sequence>',
+    -- the value of '<sequence>'): the counter keeps the ID, so the next grant need not read
+    -- CLUSTER INFO.
     local _, _, _, generation_token = token_helpers()
     return generation_token(counter_key, gen_floor, generation, replid, cluster_last)
   end

@@ -5,23 +5,20 @@
 -- The grant is rw_write_acquire.lua's for a fresh owner (mode 'new') on a free lock, written
 -- alike: Redisson's RReadWriteLock hash with mode 'write' and the owner's write field at 1,
 -- TTL = lease; the token is max(last + 1, server TIME in microseconds) of the slot's counter,
--- here only when the counter holds a plain decimal below the clock reading (as
--- lock_acquire_fast.lua's).
+-- here only in its common case (fast.lua's fast_token, as lock_acquire_fast.lua's).
 --
 -- KEYS[1]  lock key (hash; see rw_read_acquire.lua)
 -- KEYS[2]  fencing counter of the lock's slot (string, same slot)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the owner's write field <client-uuid>:<owner-id>:write, fresh for this request
--- ARGV[3]  (absent when the floor is '0') the token floor of a new counter, as
---          lock_acquire_fast.lua's ARGV[4]
+-- ARGV[3]  (absent when it is '0') the floor, as lock_acquire_fast.lua's ARGV[4]
 --
--- Returns  the fencing token (a decimal string): granted with hold count 1, as
+-- Returns  the fencing token (a string, as next_token's): granted with hold count 1, as
 --          rw_write_acquire.lua's {1, 1, token}
 --          nil: nothing was changed; send rw_write_acquire.lua. When the lock key, its
 --          waiting writers (distlock_rwlock_writers:{<key>}) or its hand-off queue
---          (distlock_rwlock_queue:{<key>}) exists, or the slot counter is not a decimal
---          integer below the clock reading or is new while ARGV[3] is given; the counter is
---          put back as it was.
+--          (distlock_rwlock_queue:{<key>}) exists, or fast_token finds the counter in another
+--          state (as lock_acquire_fast.lua's); the counter is put back as it was.
 -- Errors   A refused PEXPIRE (e.g. NOPERM) is answered as an error, with the new key deleted
 --          again.
 --

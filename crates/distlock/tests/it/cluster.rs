@@ -51,6 +51,32 @@ async fn status_and_force_unlock_route_by_key() {
     }
 }
 
+/// On a Cluster an uncontended lock runs the fast scripts alone, from its slot's first
+/// grant (a new counter takes the node's config epoch) on: the fast acquire counts on in the
+/// generation its node wrote, with tokens rising.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_lock_sends_only_the_fast_scripts() {
+    let set = ClusterSet::start();
+    let client = client_on(&set).await;
+    let name = "fast-cluster";
+    let node = set.node_for_key(name);
+    cmd::<()>(node, &["SCRIPT", "FLUSH"]);
+    let mut last = 0;
+    for _ in 0..3 {
+        let guard = client.lock(name).acquire().await.unwrap();
+        assert!(guard.fencing_token().get() > last);
+        last = guard.fencing_token().get();
+        guard.release().await.unwrap();
+    }
+    let files = [
+        "lock_acquire_fast.lua",
+        "lock_release_fast.lua",
+        "lock_acquire.lua",
+        "lock_release.lua",
+    ];
+    assert_eq!(cached(node, &files), [1, 1, 0, 0], "{files:?}");
+}
+
 /// The master serving the lock's slot is killed while the lock is held and another client
 /// waits. After the cluster's failover the holder's release goes to the promoted replica,
 /// the waiter is woken by it (not by the lease), and its token is above the holder's.

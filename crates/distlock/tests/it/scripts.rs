@@ -8,14 +8,6 @@ use distlock::layout::{
 
 use crate::util::*;
 
-fn source(file: &str) -> &'static str {
-    distlock::SCRIPT_SOURCES
-        .iter()
-        .find(|(f, _)| *f == file)
-        .map(|(_, s)| *s)
-        .expect("script")
-}
-
 fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<i64> {
     let mut con = server.connection();
     redis::cmd("EVAL")
@@ -301,17 +293,6 @@ fn nil_and_unchanged(server: &RedisServer, what: &str, run: impl Fn() -> redis::
     assert_eq!(everything(server), before, "{what}: changed something");
 }
 
-/// Which of the scripts `files` (as run) `server` has cached (`SCRIPT EXISTS`: 1 or 0 each).
-fn cached(server: &RedisServer, files: &[&str]) -> Vec<i64> {
-    let shas: Vec<String> = files
-        .iter()
-        .map(|f| redis::Script::new(source(f)).get_hash().to_string())
-        .collect();
-    let mut args = vec!["SCRIPT", "EXISTS"];
-    args.extend(shas.iter().map(String::as_str));
-    cmd(server, &args)
-}
-
 /// Every key with its type, contents and whether it has a TTL, the counters included.
 fn everything(server: &RedisServer) -> Vec<String> {
     let mut keys: Vec<String> = cmd(server, &["KEYS", "*"]);
@@ -417,6 +398,125 @@ fn the_fast_paths_leave_everything_else_to_the_full_scripts() {
     nil_and_unchanged(&server, "a read lock", || {
         release_fast(&server, "idem", "c:1")
     });
+}
+
+/// `lock_acquire.lua` at `idem` for a fresh owner with the token `floor`; its token.
+fn acquire_full_above(server: &RedisServer, owner: &str, floor: &str) -> String {
+    let reply: Vec<redis::Value> = redis::cmd("EVAL")
+        .arg(source("lock_acquire.lua"))
+        .arg(6)
+        .arg("idem")
+        .arg(fencing_counter("", "idem"))
+        .arg(acquire_latch("idem", owner))
+        .arg(redisson_fenced_token("idem"))
+        .arg(lock_queue("idem"))
+        .arg(lock_waiters("idem"))
+        .arg(&[
+            "30000",
+            owner,
+            "new",
+            "3000",
+            floor,
+            "scripts;h;1",
+            "fifo",
+            "",
+        ])
+        .query(&mut server.connection())
+        .unwrap();
+    token_of(&reply[2])
+}
+
+/// With a generation (Sentinel's `<generation>:<floor>`, a Cluster's `cluster:<floor>`) the
+/// fast acquire counts on only in the counter's own generation, and on a Cluster only in a
+/// counter this node wrote (its replication ID after the token), as the full script would
+/// without reading CLUSTER INFO; with the sequence below the clock. Every other counter is
+/// left to the full script, unchanged.
+#[test]
+fn the_fast_acquire_counts_on_only_in_its_own_generation() {
+    let server = RedisServer::start();
+    let counter = fencing_counter("", "idem");
+    let info: String = cmd(&server, &["INFO", "replication"]);
+    let replid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let other = "0123456789abcdef0123456789abcdef01234567";
+    assert_ne!(replid, other);
+    let seq = "1764000000000000";
+    // Sentinel: the client's generation (3) only. Cluster: any generation this node wrote.
+    let sentinel_refused = vec![
+        format!("2:{seq}"),
+        format!("4:{seq}"),
+        format!("3:{seq}@{replid}"),
+        "3:99999999999999999".to_string(),
+        seq.to_string(),
+    ];
+    let cluster_refused = vec![
+        format!("3:{seq}@{other}"),
+        format!("3:{seq}"),
+        format!("3:99999999999999999@{replid}"),
+        format!("03:{seq}@{replid}"),
+        format!("3:{seq}@{replid}x"),
+        seq.to_string(),
+    ];
+    for (floor, mine, refused) in [
+        ("3:0", format!("3:{seq}"), sentinel_refused),
+        ("cluster:0", format!("3:{seq}@{replid}"), cluster_refused),
+        // Generation 0 (an epoch never bumped), kept with the node's ID as well.
+        ("cluster:0", format!("0:{seq}@{replid}"), vec![]),
+    ] {
+        let generation = mine.split(':').next().unwrap();
+        cmd::<()>(&server, &["DEL", &counter]);
+        if floor == "3:0" {
+            // A new counter starts the client's generation at the clock reading.
+            let token = token_of(&acquire_fast_above(&server, "idem", "c:1", Some(floor)));
+            assert!(token.starts_with("3:") && token.len() == 18, "{token}");
+            assert_eq!(cmd::<String>(&server, &["GET", &counter]), token);
+            assert_eq!(release_fast(&server, "idem", "c:1"), redis::Value::Int(1));
+        } else {
+            // On a Cluster node it reads the config epoch; not on this server (no Cluster).
+            nil_and_unchanged(&server, &format!("{floor}: a new counter"), || {
+                acquire_fast_above(&server, "idem", "c:1", Some(floor))
+            });
+        }
+        for value in refused {
+            cmd::<()>(&server, &["SET", &counter, &value]);
+            nil_and_unchanged(&server, &format!("{floor}: counter {value}"), || {
+                acquire_fast_above(&server, "idem", "c:1", Some(floor))
+            });
+        }
+        cmd::<()>(&server, &["SET", &counter, &mine]);
+        let token = token_of(&acquire_fast_above(&server, "idem", "c:1", Some(floor)));
+        let sequence = token.split_once(':').unwrap().1;
+        assert_eq!(
+            token.split_once(':').unwrap().0,
+            generation,
+            "{floor}: {token}"
+        );
+        assert!(sequence.len() == 16 && sequence > seq, "{floor}: {token}");
+        let stored: String = cmd(&server, &["HGET", "idem", "distlock:fencing-token"]);
+        assert_eq!(stored, token, "{floor}");
+        let written: String = cmd(&server, &["GET", &counter]);
+        let expected = match floor {
+            "3:0" => token.clone(),
+            _ => format!("{token}@{replid}"),
+        };
+        assert_eq!(
+            written, expected,
+            "{floor}: the counter keeps the token as the full script would"
+        );
+        assert_eq!(release_fast(&server, "idem", "c:1"), redis::Value::Int(1));
+        // The full script counts on from there.
+        let next = acquire_full_above(&server, "c:2", floor);
+        let (g, q) = next.split_once(':').unwrap();
+        assert!(
+            g == generation && q > sequence,
+            "{floor}: {next} after {token}"
+        );
+        assert_eq!(release(&server, "c:2", "u2"), 1);
+    }
 }
 
 /// A client runs the fast scripts alone for an uncontended acquire and release (the full

@@ -100,7 +100,8 @@ fn granted_once(token: redis::Value) -> redis::Value {
 /// The fast path of an acquire (`script`, one of the `*_acquire_fast.lua`: the lock key and the
 /// slot's counter; the lease, the owner's `field`, the holder metadata where the kind records a
 /// holder, the floor unless it is `0`), for a fresh owner's attempt on a lock handle that met no
-/// contention lately, where the token has no generation; `None` otherwise.
+/// contention lately; `None` otherwise. The floor carries the deployment's generation, if any
+/// (`fast.lua`'s `fast_token` handles each in its common case).
 pub(crate) fn fast_acquire(
     script: &'static crate::scripts::Script,
     n: &Names,
@@ -108,7 +109,7 @@ pub(crate) fn fast_acquire(
     field: &str,
     holder: bool,
 ) -> Option<crate::scripts::FastPath> {
-    if !c.fast || c.mode != Mode::New || c.floor.contains(':') {
+    if !c.fast || c.mode != Mode::New {
         return None;
     }
     let mut fast = script.prepare_invoke();
