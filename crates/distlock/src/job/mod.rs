@@ -514,9 +514,10 @@ impl Acquire for JobRequest {
     }
 
     async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
-        let value = {
+        let (value, fresh) = {
             let mut last = self.value.lock().unwrap();
-            if last.0.is_empty() || last.1 {
+            let fresh = last.0.is_empty() || last.1;
+            if fresh {
                 last.0 = format!(
                     "ADDED:{}@{}:{}",
                     humantime::format_rfc3339_millis(SystemTime::now()),
@@ -525,18 +526,43 @@ impl Acquire for JobRequest {
                 );
             }
             last.1 = false;
-            last.0.clone()
+            (last.0.clone(), fresh)
         };
-        let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
-        inv.key(&self.key).arg(&value).arg(self.at_most_ms);
         let context = format!("job lock {:?}", self.key);
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
-        let taken: i64 = grant
-            .backend
-            .eval(&context, &inv)
-            .await
-            .inspect_err(|e| grant.failed(e))?;
+        // A value never sent before takes the lock by ShedLock's own `SET NX PX`, no script;
+        // a refusal (or a resend after a lost reply) goes to job_acquire.lua, which tells our
+        // value from another's and a key of another type.
+        let set = fresh.then(|| {
+            let mut set = redis::cmd("SET");
+            set.arg(&self.key)
+                .arg(&value)
+                .arg("NX")
+                .arg("PX")
+                .arg(self.at_most_ms);
+            set
+        });
+        let taken = match &set {
+            Some(set) => grant
+                .backend
+                .query::<Option<String>>(&context, set)
+                .await
+                .inspect_err(|e| grant.failed(e))?
+                .is_some(),
+            None => false,
+        };
+        let taken: i64 = if taken {
+            1
+        } else {
+            let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
+            inv.key(&self.key).arg(&value).arg(self.at_most_ms);
+            grant
+                .backend
+                .eval(&context, &inv)
+                .await
+                .inspect_err(|e| grant.failed(e))?
+        };
         Ok(if taken == 1 {
             // Not confirmed: deleted if still ours (by value); the next attempt writes a new
             // value.
