@@ -7,7 +7,7 @@ cover yet are the short ones below, written from Redisson's behaviour: RSemaphor
 and release, RCountDownLatch countDown, and the watchdog's renewExpirationAsync.
 
 PRIMITIVE: lock (RLock tryLockInnerAsync + unlockInnerAsync with its latch, a name of its
-own per pair), fair (RFairLock), write (RReadWriteLock's write lock), semaphore (RSemaphore:
+own per pair), fair (RFairLock), write (RReadWriteLock's write lock), read (its read lock), semaphore (RSemaphore:
 tryAcquire(1) + release(1), one name), leased (RPermitExpirableSemaphore: tryAcquire with a
 lease + release(id), one name), latch (RCountDownLatch.countDown), extend (renewExpiration of
 one held lock); and job, ShedLock's Redis provider (not Redisson): `SET NX PX` of the lock,
@@ -43,6 +43,8 @@ elif prim == 'fair':
     load('fair_lock'); load('fair_unlock')
 elif prim == 'write':
     load('rw_write_lock'); load('rw_write_unlock')
+elif prim == 'read':
+    load('rw_read_lock'); load('rw_read_unlock')
 elif prim == 'semaphore':
     load('sem_acq', SEM_ACQ); load('sem_rel', SEM_REL); cmd('SET', 'cost', 1)
 elif prim == 'leased':
@@ -68,6 +70,10 @@ for i in range(-1, n):
     elif prim == 'write':
         ev('rw_write_lock', [k], [30000, o + ':write'])
         ev('rw_write_unlock', [k, 'redisson_rwlock:{%s}' % k, latch], [1, 30000, o + ':write', 'PUBLISH', 13000])
+    elif prim == 'read':
+        prefix = '{%s}:%s:rwlock_timeout' % (k, o)
+        ev('rw_read_lock', [k, prefix], [30000, o, o + ':write'])
+        ev('rw_read_unlock', [k, 'redisson_rwlock:{%s}' % k, prefix, '{%s}' % k, latch], [0, o, 'PUBLISH', 13000])
     elif prim == 'semaphore':
         ev('sem_acq', ['cost'], [1])
         ev('sem_rel', ['cost', 'redisson_sc:{cost}'], [1, 'PUBLISH'])

@@ -19,7 +19,7 @@
 //! writer leave `handoff.lua` and `rw_handoff.lua` (the write lock handed to queued
 //! writers).
 //!
-//! The plain, fair and write locks' common cases also have fast paths (`*_acquire_fast.lua`: a
+//! The plain, fair, read and write locks' common cases also have fast paths (`*_acquire_fast.lua`: a
 //! free lock nobody queues for; `*_release_fast.lua`: the last hold, nobody queued): short
 //! scripts with two keys and four arguments or fewer, joined at most with `fast.lua` (the
 //! acquires' fencing token), sent in place of the full script on a request's first send
@@ -366,6 +366,11 @@ scripts! {
     /// Leave a fair queue (cancel, timeout; giving back a racing hand-off) or force-unlock;
     /// hand the lock to the head or wake it.
     FAIR_LEAVE => "fair_leave.lua" with "prelude.lua" "kinds.lua" "handoff.lua" "fair.lua",
+    /// The read-write lock's common read acquire (free, no writer waiting), or nil.
+    RW_READ_ACQUIRE_FAST => "rw_read_acquire_fast.lua" with "fast.lua",
+    /// The read-write lock's common read release (the only reader's last hold, nobody
+    /// queued), or nil.
+    RW_READ_RELEASE_FAST => "rw_read_release_fast.lua",
     /// Take a read hold (write-preferring).
     RW_READ_ACQUIRE => "rw_read_acquire.lua" with "prelude.lua" "kinds.lua",
     /// The read-write lock's common write acquire (free, no writer waiting), or nil.
@@ -418,7 +423,7 @@ mod tests {
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {
-        assert_eq!(SOURCES.len(), 36);
+        assert_eq!(SOURCES.len(), 38);
         for (file, src) in SOURCES {
             let header: String = src
                 .lines()
@@ -586,7 +591,7 @@ mod tests {
         fn fair_timeouts(key: &str) -> String {
             crate::keys::prefixed("redisson_lock_timeout", key)
         }
-        let names: [(&str, &str, Name); 8] = [
+        let names: [(&str, &str, Name); 11] = [
             ("fair_acquire_fast.lua", "redisson_lock_queue", fair_queue),
             (
                 "fair_acquire_fast.lua",
@@ -623,6 +628,21 @@ mod tests {
                 "distlock_rwlock_queue",
                 crate::keys::rwlock_queue,
             ),
+            (
+                "rw_read_acquire_fast.lua",
+                "distlock_rwlock_writers",
+                crate::keys::rwlock_writers,
+            ),
+            (
+                "rw_read_acquire_fast.lua",
+                "distlock_rwlock_queue",
+                crate::keys::rwlock_queue,
+            ),
+            (
+                "rw_read_release_fast.lua",
+                "distlock_rwlock_queue",
+                crate::keys::rwlock_queue,
+            ),
         ];
         for (file, prefix, name) in names {
             let src = fast(file);
@@ -650,6 +670,20 @@ mod tests {
             assert!(acquire.contains(&format!("'{}',", crate::keys::HOLDER_FIELD)));
         }
         assert!(fast("rw_write_release_fast.lua").contains("'redisson_rwlock:' .. tag, '1'"));
+        assert!(fast("rw_read_release_fast.lua").contains("'redisson_rwlock:' .. tag, '0'"));
+        // The read hold's timeout key, as read_prefix (rw.rs) names it, with hold 1.
+        for file in ["rw_read_acquire_fast.lua", "rw_read_release_fast.lua"] {
+            assert!(
+                fast(file).contains("tag .. ':' .. ARGV[")
+                    && fast(file).contains(" .. ':rwlock_timeout:1'"),
+                "{file}"
+            );
+        }
+        assert_eq!(
+            crate::keys::suffixed("orders", "c:1"),
+            "{orders}:c:1",
+            "the timeout key's prefix is the tag, ':' and the owner"
+        );
         assert!(fast("fair_release_fast.lua").contains("'redisson_lock_queue:' .. tag"));
     }
 

@@ -49,6 +49,8 @@ const FAIR_LOCK: Fixture = fixture!("fair_lock.lua");
 const FAIR_UNLOCK: Fixture = fixture!("fair_unlock.lua");
 const RW_WRITE_LOCK: Fixture = fixture!("rw_write_lock.lua");
 const RW_WRITE_UNLOCK: Fixture = fixture!("rw_write_unlock.lua");
+const RW_READ_LOCK: Fixture = fixture!("rw_read_lock.lua");
+const RW_READ_UNLOCK: Fixture = fixture!("rw_read_unlock.lua");
 
 /// `getSubscribeService().getPublishCommand()` on a standalone server.
 const PUBLISH: &[u8] = b"PUBLISH";
@@ -186,6 +188,13 @@ impl<'a> Java<'a> {
             name: name.to_string(),
             timeout: suffix_name(name, "timeout"),
             channel: prefix_name("redisson_sc", name),
+        }
+    }
+
+    fn read_lock(&'a self, name: &str) -> JavaReadLock<'a> {
+        JavaReadLock {
+            java: self,
+            name: name.to_string(),
         }
     }
 
@@ -385,6 +394,55 @@ impl JavaWriteLock<'_> {
                 PUBLISH,
                 latch_ms.as_bytes(),
             ],
+        )
+    }
+}
+
+/// Redisson's `RReadWriteLock.readLock()` on `name`.
+struct JavaReadLock<'a> {
+    java: &'a Java<'a>,
+    name: String,
+}
+
+impl JavaReadLock<'_> {
+    /// `{name}:<uuid>:<thread>:rwlock_timeout`, the prefix of the thread's hold timeouts.
+    fn timeout_prefix(&self, thread: u64) -> String {
+        suffix_name(
+            &self.name,
+            &format!("{}:rwlock_timeout", self.java.lock_name(thread)),
+        )
+    }
+
+    /// One `lock()` attempt of thread `thread`: nil acquired, else the lock's PTTL.
+    fn lock(&self, thread: u64) -> Option<i64> {
+        let (lease, field) = (WATCHDOG_MS.to_string(), self.java.lock_name(thread));
+        let (prefix, write) = (self.timeout_prefix(thread), format!("{field}:write"));
+        eval(
+            self.java.server,
+            RW_READ_LOCK,
+            &[self.name.as_bytes(), prefix.as_bytes()],
+            &[lease.as_bytes(), field.as_bytes(), write.as_bytes()],
+        )
+    }
+
+    /// `unlock()` of thread `thread`: 1 the lock deleted, 0 holds left, nil not its lock.
+    fn unlock(&self, thread: u64) -> Option<i64> {
+        let latch = self.java.unlock_latch(&self.name);
+        let channel = prefix_name("redisson_rwlock", &self.name);
+        let (prefix, tag) = (self.timeout_prefix(thread), suffix_name(&self.name, ""));
+        let tag = tag.trim_end_matches(':');
+        let (field, latch_ms) = (self.java.lock_name(thread), LATCH_TIMEOUT_MS.to_string());
+        eval(
+            self.java.server,
+            RW_READ_UNLOCK,
+            &[
+                self.name.as_bytes(),
+                channel.as_bytes(),
+                prefix.as_bytes(),
+                tag.as_bytes(),
+                latch.as_bytes(),
+            ],
+            &[b"0", field.as_bytes(), PUBLISH, latch_ms.as_bytes()],
         )
     }
 }
@@ -1570,5 +1628,62 @@ async fn distlock_writer_hand_off_and_redisson_share_a_read_write_lock() {
         distlock::layout::rwlock_waiters("mixed-rw"),
     ] {
         assert!(!exists(&server, &key), "{key} left");
+    }
+}
+
+/// Redisson readers and distlock readers share one read lock, either first: each side's
+/// holds keep Redisson's timeout keys, so Redisson's read unlock keeps the lock while a
+/// distlock read hold lives, and distlock's last read release (its fast path) deletes the
+/// lock and its hold's timeout key and publishes Redisson's message, after which a Redisson
+/// writer gets the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distlock_and_redisson_readers_share_a_read_lock() {
+    let (server, client) = setup().await;
+    let java = Java::new(&server, 0);
+    let (jread, jwrite) = (java.read_lock("shared-r"), java.write_lock("shared-r"));
+    let rw = client.rw_lock("shared-r");
+    let mut wake = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    wake.subscribe("redisson_rwlock:{shared-r}").await.unwrap();
+    let mut wake = wake.into_on_message();
+    for distlock_first in [true, false] {
+        let (ours, theirs) = if distlock_first {
+            let g = rw.read().await.unwrap();
+            (g, jread.lock(1))
+        } else {
+            let theirs = jread.lock(1);
+            (rw.read().await.unwrap(), theirs)
+        };
+        assert_eq!(theirs, None, "Redisson shares the read lock");
+        assert!(jwrite.lock(2).is_some(), "a Redisson writer is refused");
+        assert_eq!(
+            jread.unlock(1),
+            Some(0),
+            "a distlock read hold keeps the lock"
+        );
+        assert!(exists(&server, "shared-r"));
+        let timeout = format!("{{shared-r}}:{}:rwlock_timeout:1", ours.owner().as_str());
+        assert!(
+            exists(&server, &timeout),
+            "distlock's hold has Redisson's timeout key"
+        );
+        ours.release().await.unwrap();
+        assert!(!exists(&server, "shared-r") && !exists(&server, &timeout));
+        let msg = tokio::time::timeout(Duration::from_secs(2), wake.next())
+            .await
+            .expect("the last read release did not publish Redisson's message")
+            .unwrap();
+        assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+        assert_eq!(
+            jwrite.lock(2),
+            None,
+            "Redisson writes after the last reader"
+        );
+        assert_eq!(jwrite.unlock(2), Some(1));
+        while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(50), wake.next()).await {
+        }
     }
 }

@@ -639,10 +639,85 @@ fn the_write_locks_fast_paths_grant_and_release_or_change_nothing() {
     });
 }
 
-/// A client's uncontended write lock and fair lock run their fast scripts alone (after a
+/// `rw_read_acquire_fast.lua` / `rw_read_release_fast.lua` at `rw` for `owner`.
+fn read_fast(server: &RedisServer, file: &str, owner: &str) -> redis::Value {
+    if file.starts_with("rw_read_acquire") {
+        let counter = fencing_counter("", "rw");
+        eval(server, file, &["rw", &counter], &["30000", owner])
+    } else {
+        eval(server, file, &["rw"], &[owner])
+    }
+}
+
+/// The read lock's fast paths write Redisson's read-mode hash (mode, the owner's field at 1,
+/// the lease as TTL) and the hold's timeout key `{rw}:<owner>:rwlock_timeout:1`, with a token
+/// from the slot's counter, and delete both on the last release of the only reader; outside
+/// their common case they answer nil and change nothing.
+#[test]
+fn the_read_locks_fast_paths_grant_and_release_or_change_nothing() {
+    let server = RedisServer::start();
+    let (acquire, release) = ("rw_read_acquire_fast.lua", "rw_read_release_fast.lua");
+    let token = token_of(&read_fast(&server, acquire, "c:1"));
+    let fields: std::collections::HashMap<String, String> = cmd(&server, &["HGETALL", "rw"]);
+    assert_eq!(fields.len(), 2, "{fields:?}");
+    assert_eq!(fields["mode"], "read");
+    assert_eq!(fields["c:1"], "1");
+    assert_eq!(
+        cmd::<String>(&server, &["GET", &fencing_counter("", "rw")]),
+        token
+    );
+    let timeout = "{rw}:c:1:rwlock_timeout:1";
+    for key in ["rw", timeout] {
+        let pttl: i64 = cmd(&server, &["PTTL", key]);
+        assert!(pttl > 29_000 && pttl <= 30_000, "{key}: {pttl}");
+    }
+    // Read-held already (a second reader is the full script's), and others' releases.
+    nil_and_unchanged(&server, "read-held", || read_fast(&server, acquire, "c:2"));
+    nil_and_unchanged(&server, "another's release", || {
+        read_fast(&server, release, "c:2")
+    });
+    cmd::<()>(&server, &["HSET", "rw", "c:2", "1"]);
+    nil_and_unchanged(&server, "two readers", || {
+        read_fast(&server, release, "c:1")
+    });
+    cmd::<()>(&server, &["HDEL", "rw", "c:2"]);
+    cmd::<()>(&server, &["HSET", "rw", "c:1", "2"]);
+    nil_and_unchanged(&server, "two read holds", || {
+        read_fast(&server, release, "c:1")
+    });
+    cmd::<()>(&server, &["HSET", "rw", "c:1", "1"]);
+    let queue = distlock::layout::rwlock_queue("rw");
+    cmd::<()>(&server, &["ZADD", &queue, "1", "c:5"]);
+    nil_and_unchanged(&server, "a queue", || read_fast(&server, release, "c:1"));
+    cmd::<()>(&server, &["DEL", &queue]);
+    assert_eq!(read_fast(&server, release, "c:1"), redis::Value::Int(1));
+    assert!(!exists(&server, "rw") && !exists(&server, timeout));
+    // Free, but a writer waits or is queued; write-held; a plain lock's hash.
+    for key in [distlock::layout::rwlock_writers("rw"), queue] {
+        cmd::<()>(&server, &["ZADD", &key, "1", "c:5"]);
+        nil_and_unchanged(&server, &key, || read_fast(&server, acquire, "c:1"));
+        cmd::<()>(&server, &["DEL", &key]);
+    }
+    cmd::<()>(&server, &["HSET", "rw", "mode", "write", "c:3:write", "1"]);
+    nil_and_unchanged(&server, "write-held", || read_fast(&server, acquire, "c:1"));
+    cmd::<()>(&server, &["HSET", "rw", "c:1", "1"]);
+    nil_and_unchanged(&server, "a read hold under a write lock", || {
+        read_fast(&server, release, "c:1")
+    });
+    cmd::<()>(&server, &["DEL", "rw"]);
+    cmd::<()>(
+        &server,
+        &["HSET", "rw", "c:1", "1", "distlock:fencing-token", "5"],
+    );
+    nil_and_unchanged(&server, "a plain lock's hash", || {
+        read_fast(&server, release, "c:1")
+    });
+}
+
+/// A client's uncontended write, read and fair locks run their fast scripts alone (after a
 /// flush, the full ones are never cached).
 #[tokio::test]
-async fn uncontended_write_and_fair_locks_send_only_the_fast_scripts() {
+async fn uncontended_write_read_and_fair_locks_send_only_the_fast_scripts() {
     let (server, client) = setup().await;
     cmd::<()>(&server, &["SCRIPT", "FLUSH"]);
     client
@@ -661,19 +736,31 @@ async fn uncontended_write_and_fair_locks_send_only_the_fast_scripts() {
         .release()
         .await
         .unwrap();
+    client
+        .rw_lock("fast-read")
+        .read()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
     let files = [
         "rw_write_acquire_fast.lua",
         "rw_write_release_fast.lua",
         "fair_acquire_fast.lua",
         "fair_release_fast.lua",
+        "rw_read_acquire_fast.lua",
+        "rw_read_release_fast.lua",
         "rw_write_acquire.lua",
         "rw_write_release.lua",
         "fair_acquire.lua",
         "fair_release.lua",
+        "rw_read_acquire.lua",
+        "rw_read_release.lua",
     ];
     assert_eq!(
         cached(&server, &files),
-        [1, 1, 1, 1, 0, 0, 0, 0],
+        [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0],
         "{files:?}"
     );
 }

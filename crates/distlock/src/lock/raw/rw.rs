@@ -100,11 +100,22 @@ impl RawLock for Read {
             .arg(format!("{}:write", c.owner.as_str()))
             .arg(c.mode.short())
             .arg(c.floor);
+        // The common case first (a free lock, no writer waiting or queued):
+        // rw_read_acquire_fast.lua.
+        if let Some(fast) = fast_acquire(
+            &scripts::RW_READ_ACQUIRE_FAST,
+            n,
+            c,
+            c.owner.as_str(),
+            false,
+        ) {
+            inv.fast_path(fast);
+        }
         (inv, nested_sent_once(c.mode))
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        ReleaseRequest::new(c.context.clone(), &scripts::RW_READ_RELEASE)
+        let request = ReleaseRequest::new(c.context.clone(), &scripts::RW_READ_RELEASE)
             .key(&n.key)
             .key(&n.channel)
             .key(read_prefix(n, c.owner))
@@ -114,7 +125,15 @@ impl RawLock for Read {
             .arg(UNLOCK_MESSAGE)
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
-            .arg(c.floor)
+            .arg(c.floor);
+        // The common case first: the only reader's last hold, nobody queued
+        // (rw_read_release_fast.lua).
+        request.fast_path(fast_release(
+            &scripts::RW_READ_RELEASE_FAST,
+            n,
+            c,
+            c.owner.as_str(),
+        ))
     }
 
     fn renewal(&self, n: &Names, owner: &Owner) -> Renewal {
