@@ -52,7 +52,12 @@ impl Queued for RwLock {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_release_hands_the_lock_to_the_queued_writer() {
     let (server, client) = setup().await;
-    let rw = client.rw_lock("rw-h");
+    // A lease no longer than the writer's liveness: the hand-off grants the full lease, so
+    // the new holder runs no script of its own to lengthen it (which could fall within the
+    // count below).
+    let rw = client
+        .rw_lock("rw-h")
+        .lease(distlock::DEFAULT_WRITER_LIVENESS);
     let held = rw.write().await.unwrap();
     let before = evalsha_calls(&server);
     let waiter = spawn_write(&rw);
