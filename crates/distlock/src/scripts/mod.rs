@@ -90,8 +90,9 @@ impl Script {
     pub(crate) fn prepare_invoke(&'static self) -> Invocation<'static> {
         Invocation {
             script: self,
-            keys: Vec::new(),
-            args: Vec::new(),
+            // Room for the keys and arguments of most scripts without regrowing.
+            keys: Vec::with_capacity(8),
+            args: Vec::with_capacity(8),
             fast: None,
         }
     }
@@ -188,8 +189,18 @@ impl<'a> Invocation<'a> {
     }
 
     fn command(&self, verb: &str, script: &str) -> Cmd {
-        let mut cmd = redis::cmd(verb);
-        cmd.arg(script).arg(self.keys.len());
+        // Sized at once: the command is built on every send.
+        let data = verb.len()
+            + script.len()
+            + 4
+            + self
+                .keys
+                .iter()
+                .chain(&self.args)
+                .map(Vec::len)
+                .sum::<usize>();
+        let mut cmd = Cmd::with_capacity(3 + self.keys.len() + self.args.len(), data);
+        cmd.arg(verb).arg(script).arg(self.keys.len());
         for k in &self.keys {
             cmd.write_arg(k);
         }
