@@ -87,9 +87,7 @@ impl ReleaseRequest {
         for a in &self.args {
             inv.arg(a.as_slice());
         }
-        if let Some(fast) = &self.fast {
-            inv.fast_path(fast.clone());
-        }
+        inv.fast_path(self.fast.clone());
         inv
     }
 }

@@ -164,11 +164,11 @@ impl<'a> Invocation<'a> {
         self
     }
 
-    /// Send `fast`'s script on this request's first send, and this invocation only when it
-    /// answers nil or for a resend. Invocations given clones of one [`FastPath`] are one
-    /// request: only the first send of any of them tries the fast path.
-    pub(crate) fn fast_path(&mut self, fast: FastPath) -> &mut Self {
-        self.fast = Some(fast);
+    /// Send `fast`'s script, when given, on this request's first send, and this invocation
+    /// only when it answers nil or for a resend. Invocations given clones of one [`FastPath`]
+    /// are one request: only the first send of any of them tries the fast path.
+    pub(crate) fn fast_path(&mut self, fast: Option<FastPath>) -> &mut Self {
+        self.fast = fast;
         self
     }
 
@@ -708,7 +708,8 @@ mod tests {
             let mut fast = super::LOCK_RELEASE_FAST.prepare_invoke();
             fast.key("k").arg("c:1");
             let mut inv = super::LOCK_RELEASE.prepare_invoke();
-            inv.key("k").fast_path(super::FastPath::new(fast, |v| v));
+            inv.key("k")
+                .fast_path(Some(super::FastPath::new(fast, |v| v)));
             inv
         };
         let inv = request();

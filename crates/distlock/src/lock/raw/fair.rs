@@ -129,10 +129,13 @@ impl RawLock for Fair {
             .arg(c.holder)
             .arg(entry);
         // The common case first (a free lock, nobody queued): fair_acquire_fast.lua.
-        let field = c.owner.as_str();
-        if let Some(fast) = fast_acquire(&scripts::FAIR_ACQUIRE_FAST, n, c, field, true) {
-            inv.fast_path(fast);
-        }
+        inv.fast_path(fast_acquire(
+            &scripts::FAIR_ACQUIRE_FAST,
+            n,
+            c,
+            c.owner.as_str(),
+            true,
+        ));
         (inv, nested_sent_once(c.mode))
     }
 

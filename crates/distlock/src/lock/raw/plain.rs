@@ -121,10 +121,13 @@ impl RawLock for Plain {
             })
             .arg(entry);
         // The common case first (a free lock nobody queues for): lock_acquire_fast.lua.
-        let field = c.owner.as_str();
-        if let Some(fast) = fast_acquire(&scripts::LOCK_ACQUIRE_FAST, n, c, field, true) {
-            inv.fast_path(fast);
-        }
+        inv.fast_path(fast_acquire(
+            &scripts::LOCK_ACQUIRE_FAST,
+            n,
+            c,
+            c.owner.as_str(),
+            true,
+        ));
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
         // latch answers a resend while it lives.
         let resend = if c.mode == Mode::New {

@@ -102,15 +102,13 @@ impl RawLock for Read {
             .arg(c.floor);
         // The common case first (a free lock, no writer waiting or queued):
         // rw_read_acquire_fast.lua.
-        if let Some(fast) = fast_acquire(
+        inv.fast_path(fast_acquire(
             &scripts::RW_READ_ACQUIRE_FAST,
             n,
             c,
             c.owner.as_str(),
             false,
-        ) {
-            inv.fast_path(fast);
-        }
+        ));
         (inv, nested_sent_once(c.mode))
     }
 
@@ -202,9 +200,13 @@ impl RawLock for Write {
             .arg(entry);
         // The common case first (a free lock, no writer waiting or queued):
         // rw_write_acquire_fast.lua.
-        if let Some(fast) = fast_acquire(&scripts::RW_WRITE_ACQUIRE_FAST, n, c, &field, false) {
-            inv.fast_path(fast);
-        }
+        inv.fast_path(fast_acquire(
+            &scripts::RW_WRITE_ACQUIRE_FAST,
+            n,
+            c,
+            &field,
+            false,
+        ));
         (inv, nested_sent_once(c.mode))
     }
 
