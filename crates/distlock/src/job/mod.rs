@@ -514,10 +514,10 @@ impl Acquire for JobRequest {
     }
 
     async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
-        let (value, fresh) = {
+        let (value, first) = {
             let mut last = self.value.lock().unwrap();
-            let fresh = last.0.is_empty() || last.1;
-            if fresh {
+            let first = last.0.is_empty();
+            if first || last.1 {
                 last.0 = format!(
                     "ADDED:{}@{}:{}",
                     humantime::format_rfc3339_millis(SystemTime::now()),
@@ -526,33 +526,32 @@ impl Acquire for JobRequest {
                 );
             }
             last.1 = false;
-            (last.0.clone(), fresh)
+            (last.0.clone(), first)
         };
         let context = format!("job lock {:?}", self.key);
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
-        // A value never sent before takes the lock by ShedLock's own `SET NX PX`, no script;
-        // a refusal (or a resend after a lost reply) goes to job_acquire.lua, which tells our
-        // value from another's and a key of another type.
-        let set = fresh.then(|| {
+        // A request's first attempt takes a free lock by ShedLock's own `SET NX PX`, no script.
+        // Its refusal (or a resend after a lost reply), and every later attempt (a waiter's
+        // polls: one round trip each), go to job_acquire.lua, which tells our value from
+        // another's and a key of another type.
+        let set_taken = if first {
             let mut set = redis::cmd("SET");
             set.arg(&self.key)
                 .arg(&value)
                 .arg("NX")
                 .arg("PX")
                 .arg(self.at_most_ms);
-            set
-        });
-        let taken = match &set {
-            Some(set) => grant
+            grant
                 .backend
-                .query::<Option<String>>(&context, set)
+                .query::<Option<String>>(&context, &set)
                 .await
                 .inspect_err(|e| grant.failed(e))?
-                .is_some(),
-            None => false,
+                .is_some()
+        } else {
+            false
         };
-        let taken: i64 = if taken {
+        let taken: i64 = if set_taken {
             1
         } else {
             let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
