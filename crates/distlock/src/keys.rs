@@ -43,17 +43,36 @@ pub(crate) const UNLOCK_MESSAGE: &str = "0";
 
 /// Redisson's `prefixName(prefix, name)`.
 pub(crate) fn prefixed(prefix: &str, key: &str) -> String {
-    prefixed_with(prefix, key, None)
+    tagged(Some(prefix), key, None)
 }
 
-/// [`prefixed`], followed by `:<tail>` when a tail is given, built in one allocation (these
-/// names are built on every request: `format!` took about ten times as long).
-fn prefixed_with(prefix: &str, key: &str, tail: Option<&str>) -> String {
-    let tail_len = tail.map_or(0, |t| t.len() + 1);
+/// [`prefixed`], then `:<tail>`.
+fn prefixed_with(prefix: &str, key: &str, tail: &str) -> String {
+    tagged(Some(prefix), key, Some(tail))
+}
+
+/// Redisson's `suffixName(name, suffix)`: `{<key>}:<suffix>`, or `<key>:<suffix>` when the key
+/// already carries a `{hash tag}`.
+pub(crate) fn suffixed(key: &str, suffix: &str) -> String {
+    tagged(None, key, Some(suffix))
+}
+
+/// `{<key>}`, or the key itself when it already carries a `{hash tag}`.
+pub(crate) fn hash_tagged(key: &str) -> String {
+    tagged(None, key, None)
+}
+
+/// `[<prefix>:]{<key>}[:<tail>]`, the key without braces added when it already carries a
+/// `{hash tag}`: every helper name's one rule, built in one allocation (these names are
+/// built on every request; `format!` took about ten times as long).
+fn tagged(prefix: Option<&str>, key: &str, tail: Option<&str>) -> String {
     let braces = !key.contains('{');
-    let mut s = String::with_capacity(prefix.len() + key.len() + tail_len + 3);
-    s.push_str(prefix);
-    s.push(':');
+    let len = prefix.map_or(0, |p| p.len() + 1) + key.len() + 2 + tail.map_or(0, |t| t.len() + 1);
+    let mut s = String::with_capacity(len);
+    if let Some(prefix) = prefix {
+        s.push_str(prefix);
+        s.push(':');
+    }
     if braces {
         s.push('{');
     }
@@ -66,21 +85,6 @@ fn prefixed_with(prefix: &str, key: &str, tail: Option<&str>) -> String {
         s.push_str(tail);
     }
     s
-}
-
-/// Redisson's `suffixName(name, suffix)`: `{<key>}:<suffix>`, or `<key>:<suffix>` when the key
-/// already carries a `{hash tag}`.
-pub(crate) fn suffixed(key: &str, suffix: &str) -> String {
-    format!("{}:{suffix}", hash_tagged(key))
-}
-
-/// `{<key>}`, or the key itself when it already carries a `{hash tag}`.
-pub(crate) fn hash_tagged(key: &str) -> String {
-    if key.contains('{') {
-        key.to_string()
-    } else {
-        format!("{{{key}}}")
-    }
 }
 
 /// Wake channel of a lock: `redisson_lock__channel:{key}`.
@@ -117,14 +121,14 @@ pub fn redisson_fenced_token(key: &str) -> String {
 /// key Redisson's `RLock` unlock script uses, so that a resent release answers the first
 /// send's result instead of taking a second hold away).
 pub fn unlock_latch(key: &str, request_id: &str) -> String {
-    prefixed_with("redisson_unlock_latch", key, Some(request_id))
+    prefixed_with("redisson_unlock_latch", key, request_id)
 }
 
 /// Acquire latch of one re-entrant acquire request: `distlock_acquire_latch:{key}:<id>`.
 /// Makes a resent acquire idempotent (in Redisson, a re-entrant acquire resent after a lost
 /// reply leaves hold count 2).
 pub fn acquire_latch(key: &str, request_id: &str) -> String {
-    prefixed_with("distlock_acquire_latch", key, Some(request_id))
+    prefixed_with("distlock_acquire_latch", key, request_id)
 }
 
 /// Direct hand-off queue of a plain lock: `distlock_lock_queue:{key}`, a zset of waiting
@@ -171,7 +175,7 @@ pub fn fair_waiters(key: &str) -> String {
 /// publishes `h;<fencing token>;<initial lease ms>;<owner>` there (same hash slot as the key,
 /// so a Cluster's sharded pub/sub can carry it).
 pub fn lock_grant_channel(key: &str, client_id: &str) -> String {
-    prefixed_with("distlock_lock_grant", key, Some(client_id))
+    prefixed_with("distlock_lock_grant", key, client_id)
 }
 
 /// Direct hand-off queue of a leased semaphore: `distlock_permit_queue:{key}`, a zset of
@@ -192,7 +196,7 @@ pub fn permit_waiters(key: &str) -> String {
 /// queued waiters) that hands a permit to a waiter publishes
 /// `h;<expiry ms since the epoch>;<lease ms>;<permit id>` there, in the key's hash slot.
 pub fn permit_grant_channel(key: &str, client_id: &str) -> String {
-    prefixed_with("distlock_permit_grant", key, Some(client_id))
+    prefixed_with("distlock_permit_grant", key, client_id)
 }
 
 /// Number of Redis Cluster hash slots.
