@@ -119,6 +119,14 @@ pub mod layout {
 /// with the shared `prelude.lua` joined in front where the script uses it.
 pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::RUNNABLE;
 
+/// The SHA-1 of every variant a client may run of the script `file` (one of
+/// [`SCRIPT_SOURCES`]: publishing wake-ups by `PUBLISH`, `SPUBLISH` or both), for tests that
+/// look in a server's script cache; `None` for another name. Not part of the API.
+#[doc(hidden)]
+pub fn __script_hashes(file: &str) -> Option<Vec<String>> {
+    scripts::variant_hashes(file).map(|h| h.to_vec())
+}
+
 /// Entry points for distlock's criterion benches: the client-side pieces of the hot path,
 /// callable without a server. Not part of the API; may change at any time.
 #[doc(hidden)]

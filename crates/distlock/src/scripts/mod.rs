@@ -281,6 +281,13 @@ impl<'a> Invocation<'a> {
     }
 }
 
+/// The SHA-1 of each variant of the script `file` (see [`Publish`]), in [`Publish`] order.
+pub(crate) fn variant_hashes(file: &str) -> Option<&'static [String; 3]> {
+    let i = RUNNABLE.iter().position(|(f, _)| *f == file)?;
+    let script: &'static Script = ALL[i];
+    Some(&script.hashes)
+}
+
 macro_rules! scripts {
     ($($(#[$doc:meta])* $name:ident => $file:literal $(with $($prelude:literal)+)?,)*) => {
         $(
@@ -668,11 +675,7 @@ mod tests {
                 "{file}"
             );
             for key in ["orders", "app:{user:42}:orders"] {
-                let tag = if key.contains('{') {
-                    key.to_string()
-                } else {
-                    format!("{{{key}}}")
-                };
+                let tag = crate::keys::hash_tagged(key);
                 assert_eq!(name(key), format!("{prefix}:{tag}"), "{file}");
             }
         }

@@ -620,7 +620,7 @@ fn a_newer_generation_orders_above_any_older_token() {
     let counter = fencing_counter("", "gen");
     let grant = |floor: &str, owner: &str| -> Vec<String> {
         let r: Vec<String> = redis::cmd("EVAL")
-            .arg(lock_acquire_source())
+            .arg(source("lock_acquire.lua"))
             .arg(6)
             .arg("gen")
             .arg(&counter)
@@ -663,13 +663,4 @@ fn a_newer_generation_orders_above_any_older_token() {
     // Generation 0 (one server) after generation 2: still above, in generation 2.
     let plain = grant("0", "c:1");
     assert!(value(&plain[2]) > value(&next[2]), "{}", plain[2]);
-}
-
-/// `lock_acquire.lua` as it runs (prelude joined).
-fn lock_acquire_source() -> &'static str {
-    distlock::SCRIPT_SOURCES
-        .iter()
-        .find(|(f, _)| *f == "lock_acquire.lua")
-        .map(|(_, s)| *s)
-        .expect("script")
 }

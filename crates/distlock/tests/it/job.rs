@@ -470,11 +470,7 @@ async fn spawn_every_runs_once_per_interval_across_instances() {
 #[test]
 fn a_resent_acquire_recognises_its_own_grant() {
     let server = RedisServer::start();
-    let src = distlock::SCRIPT_SOURCES
-        .iter()
-        .find(|(f, _)| *f == "job_acquire.lua")
-        .unwrap()
-        .1;
+    let src = source("job_acquire.lua");
     let mut con = server.connection();
     let run = |con: &mut redis::Connection, value: &str| -> i64 {
         redis::cmd("EVAL")

@@ -266,15 +266,33 @@ fn acquire_fast_above(
     owner: &str,
     floor: Option<&str>,
 ) -> redis::Value {
-    let counter = fencing_counter("", key);
-    let mut args = vec!["30000", owner, "fast;h;1"];
-    args.extend(floor);
-    eval(server, "lock_acquire_fast.lua", &[key, &counter], &args)
+    let mut extra = vec!["fast;h;1"];
+    extra.extend(floor);
+    fast_eval(server, "lock_acquire_fast.lua", key, owner, &extra)
 }
 
 /// `lock_release_fast.lua` at `key` for `owner`.
 fn release_fast(server: &RedisServer, key: &str, owner: &str) -> redis::Value {
-    eval(server, "lock_release_fast.lua", &[key], &[owner])
+    fast_eval(server, "lock_release_fast.lua", key, owner, &[])
+}
+
+/// The fast-path script `file` at `key` for the owner's `field`: an acquire
+/// (`*_acquire_fast.lua`) with the slot's counter, lease 30 s and the arguments `extra`
+/// after the field, or a release with the field alone.
+fn fast_eval(
+    server: &RedisServer,
+    file: &str,
+    key: &str,
+    field: &str,
+    extra: &[&str],
+) -> redis::Value {
+    if !file.contains("_acquire_") {
+        return eval(server, file, &[key], &[field]);
+    }
+    let counter = fencing_counter("", key);
+    let mut args = vec!["30000", field];
+    args.extend(extra);
+    eval(server, file, &[key, &counter], &args)
 }
 
 /// A fast acquire's reply: the token, a decimal string.
@@ -551,23 +569,14 @@ async fn the_common_case_sends_only_the_fast_scripts() {
 
 /// `rw_write_acquire_fast.lua` at `rw` for `owner`'s write field (lease 30 s).
 fn write_fast(server: &RedisServer, owner: &str) -> redis::Value {
-    let (counter, field) = (fencing_counter("", "rw"), format!("{owner}:write"));
-    eval(
-        server,
-        "rw_write_acquire_fast.lua",
-        &["rw", &counter],
-        &["30000", &field],
-    )
+    let field = format!("{owner}:write");
+    fast_eval(server, "rw_write_acquire_fast.lua", "rw", &field, &[])
 }
 
 /// `rw_write_release_fast.lua` at `rw` for `owner`'s write field.
 fn write_release_fast(server: &RedisServer, owner: &str) -> redis::Value {
-    eval(
-        server,
-        "rw_write_release_fast.lua",
-        &["rw"],
-        &[&format!("{owner}:write")],
-    )
+    let field = format!("{owner}:write");
+    fast_eval(server, "rw_write_release_fast.lua", "rw", &field, &[])
 }
 
 /// The write lock's fast paths write Redisson's write-mode hash (mode, the owner's write field
@@ -641,12 +650,7 @@ fn the_write_locks_fast_paths_grant_and_release_or_change_nothing() {
 
 /// `rw_read_acquire_fast.lua` / `rw_read_release_fast.lua` at `rw` for `owner`.
 fn read_fast(server: &RedisServer, file: &str, owner: &str) -> redis::Value {
-    if file.starts_with("rw_read_acquire") {
-        let counter = fencing_counter("", "rw");
-        eval(server, file, &["rw", &counter], &["30000", owner])
-    } else {
-        eval(server, file, &["rw"], &[owner])
-    }
+    fast_eval(server, file, "rw", owner, &[])
 }
 
 /// The read lock's fast paths write Redisson's read-mode hash (mode, the owner's field at 1,
@@ -767,17 +771,7 @@ async fn uncontended_write_read_and_fair_locks_send_only_the_fast_scripts() {
 
 /// `fair_acquire_fast.lua` / `fair_release_fast.lua` at `fair` for `owner`.
 fn fair_fast(server: &RedisServer, file: &str, owner: &str) -> redis::Value {
-    if file.starts_with("fair_acquire") {
-        let counter = fencing_counter("", "fair");
-        eval(
-            server,
-            file,
-            &["fair", &counter],
-            &["30000", owner, "fast;h;1"],
-        )
-    } else {
-        eval(server, file, &["fair"], &[owner])
-    }
+    fast_eval(server, file, "fair", owner, &["fast;h;1"])
 }
 
 /// The fair lock's fast paths write what the plain one's write (the hold count, the token and

@@ -399,21 +399,11 @@ pub fn source(file: &str) -> &'static str {
 /// Which of the scripts `files` (as run) `server` has cached (`SCRIPT EXISTS`: 1 or 0 each),
 /// in any of the variants a client runs (publishing by `PUBLISH`, `SPUBLISH` or both).
 pub fn cached(server: &RedisServer, files: &[&str]) -> Vec<i64> {
-    const CLASSIC: &str = "  redis.pcall('publish', channel, message)\n";
-    let sharded = "  redis.pcall('spublish', channel, message)\n";
-    let variants = [
-        CLASSIC.to_string(),
-        sharded.to_string(),
-        format!("{CLASSIC}{sharded}"),
-    ];
     files
         .iter()
         .map(|f| {
             let mut args = vec!["SCRIPT".to_string(), "EXISTS".to_string()];
-            args.extend(variants.iter().map(|body| {
-                let text = source(f).replacen(CLASSIC, body, 1);
-                redis::Script::new(&text).get_hash().to_string()
-            }));
+            args.extend(distlock::__script_hashes(f).expect("a script of the library"));
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             cmd::<Vec<i64>>(server, &args)
                 .into_iter()
