@@ -323,19 +323,31 @@ pub fn deadline_ahead(server: &RedisServer, deadline: u64) -> (u64, u64) {
     (deadline, now)
 }
 
-/// Waits (up to 5 s) until `server` has run two more `EVALSHA`s than `before`: a waiter's
-/// attempt before its subscriptions and the one after they were confirmed, after which it
-/// waits for a message (or its recheck, seconds away in the tests that use this). A count
-/// taken after a `CONFIG RESETSTAT` that follows holds only what comes next. Panics if the
-/// attempts do not come.
+/// Waits (up to 5 s) until `server` has run at least two more `EVALSHA`s than `before` and
+/// then no more for 250 ms: a waiter's attempt before its subscriptions (preceded by its fast
+/// path's, which answers nil, when its lock handle had met no contention) and the one after
+/// they were confirmed, after which it waits for a message (or its recheck, seconds away in
+/// the tests that use this). A count taken after a `CONFIG RESETSTAT` that follows holds only
+/// what comes next. Panics if the attempts do not come or do not stop.
 pub async fn waiter_settled(server: &RedisServer, before: u64) {
-    assert!(
-        eventually(Duration::from_secs(5), || evalsha_calls(server)
-            >= before + 2)
-        .await,
-        "the waiter did not make its two attempts ({} scripts ran)",
-        evalsha_calls(server) - before
-    );
+    const QUIET: Duration = Duration::from_millis(250);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let (mut last, mut since) = (evalsha_calls(server), tokio::time::Instant::now());
+    loop {
+        let now = tokio::time::Instant::now();
+        let calls = evalsha_calls(server);
+        if calls != last {
+            (last, since) = (calls, now);
+        } else if calls >= before + 2 && now - since >= QUIET {
+            return;
+        }
+        assert!(
+            now < deadline,
+            "the waiter did not make its two attempts and settle ({} scripts ran)",
+            calls - before
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// The number of `EVALSHA` calls `server` counted (`INFO commandstats`; 0 when none since
