@@ -232,7 +232,11 @@ impl FairLock {
         self.lock.is_locked().await
     }
 
-    /// Delete the lock whoever holds it and wake the head waiter.
+    /// Delete the lock whoever holds it and wake the head waiter, as Redisson's
+    /// `RFairLock.forceUnlock`: the lock is left free ([`FairLock::is_locked`] is false
+    /// afterwards) and the queue kept. The head is woken, not handed the lock, so a head
+    /// waiter whose process died cannot keep the lock; a live head takes it by its own attempt.
+    /// Returns whether it was held.
     ///
     /// # Errors
     /// As [`Lock::force_unlock`].

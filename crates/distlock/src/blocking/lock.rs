@@ -331,7 +331,8 @@ impl FairLock {
         self.rt.block_on(self.inner.is_locked())
     }
 
-    /// Delete the lock and its queue whoever holds it, as [`crate::FairLock::force_unlock`].
+    /// Delete the lock whoever holds it and wake the head waiter, as
+    /// [`crate::FairLock::force_unlock`]: the lock is left free, the queue kept.
     ///
     /// # Errors
     /// As [`crate::FairLock::force_unlock`].

@@ -1,7 +1,10 @@
 -- fair_leave.lua: take a waiter out of a fair lock's queue (cancelled or timed out: as
 -- Redisson's acquireFailed, the scores behind it move up by its wait), giving back a
--- hand-off that raced it; or force-unlock. Then, if the lock is free, hand it to the head
--- waiter or wake it (fair.lua's serve_head).
+-- hand-off that raced it, then, if the lock is free, hand it to the head waiter or wake it
+-- (fair.lua's serve_head); or force-unlock: as Redisson's RedissonFairLock forceUnlockAsync,
+-- the lock is deleted and left free, dead heads dropped and the live head only woken (no
+-- hand-off: an operator clearing a stuck lock finds it free, even when the head waiter's
+-- process is dead; the woken head takes the lock by its own attempt).
 --
 -- KEYS[1]  lock key (hash)
 -- KEYS[2]  queue redisson_lock_queue:{name}
@@ -18,7 +21,7 @@
 -- ARGV[5]  token floor, as fair_acquire.lua's ARGV[7]
 --
 -- Returns  1 when the lock was deleted (force, or a hold given back) or the owner was
---          queued, else 0.
+--          queued, else 0. A force unlock that deleted nothing wakes nobody.
 -- Errors   WRONGTYPE when a key holds another type.
 --
 -- Uses prelude.lua, handoff.lua and fair.lua (joined in front by scripts/mod.rs): now_ms,
@@ -34,6 +37,14 @@ if ARGV[2] == '1' then
     end
   end
   result = redis.call('del', KEYS[1])
+  if result == 1 then
+    drop_stale_heads(KEYS[2], KEYS[3], KEYS[4], KEYS[6], now_ms())
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head then
+      publish(ARGV[3] .. ':' .. head, 0)
+    end
+  end
+  return result
 elseif ARGV[2] == 'give-back' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   result = redis.call('del', KEYS[1])
 end

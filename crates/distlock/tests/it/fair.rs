@@ -286,26 +286,54 @@ async fn a_timed_out_fair_waiter_takes_or_gives_back_a_racing_hand_off() {
     .await;
 }
 
-/// A force unlock of a fair lock with a waiter queued hands the lock to that waiter.
+/// A force unlock leaves a fair lock free, as Redisson's `forceUnlock` (`isLocked()` is
+/// false afterwards), even with a waiter queued whose process is dead: the head is only woken,
+/// never handed the lock, so a dead head cannot keep it for its liveness timeout. A live head
+/// woken so takes the lock by its own attempt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_force_unlock_hands_the_fair_lock_to_the_head_waiter() {
+async fn a_force_unlock_leaves_the_fair_lock_free_and_wakes_the_head_waiter() {
     let (server, client) = setup().await;
     let lock = client.fair_lock("fair-force");
     let held = lock.acquire().await.unwrap();
-    let waiter = spawn_acquire(&lock);
+    let mut dead = family(&["fair-wait", &server.url(), "fair-force", "5000"]);
     assert!(
-        eventually(Duration::from_secs(2), || queue_len(&server, "fair-force")
+        eventually(Duration::from_secs(5), || queue_len(&server, "fair-force")
             == 1)
         .await
     );
+    dead.kill().unwrap();
+    dead.wait().unwrap();
     assert!(lock.force_unlock().await.unwrap());
+    assert!(
+        !lock.is_locked().await.unwrap(),
+        "the force unlock handed the lock to the dead head waiter"
+    );
+    assert_eq!(
+        queue_len(&server, "fair-force"),
+        1,
+        "the live-by-deadline head stays queued"
+    );
+    assert!(!held.is_held().await.unwrap());
+    let _ = held.forget();
+
+    // A live waiter at the head is woken and takes the lock itself.
+    let held = client.fair_lock("fair-force-live").acquire().await.unwrap();
+    let live = client.fair_lock("fair-force-live");
+    let waiter = spawn_acquire(&live);
+    assert!(
+        eventually(Duration::from_secs(2), || queue_len(
+            &server,
+            "fair-force-live"
+        ) == 1)
+        .await
+    );
+    assert!(live.force_unlock().await.unwrap());
     let got = tokio::time::timeout(Duration::from_secs(2), waiter)
         .await
-        .expect("the waiter was not handed the lock")
+        .expect("the woken head waiter did not take the lock")
         .unwrap();
     assert!(got.fencing_token() > held.fencing_token());
     assert!(got.is_held().await.unwrap());
-    assert!(!held.is_held().await.unwrap());
     let _ = held.forget();
     got.release().await.unwrap();
 }
