@@ -11,6 +11,8 @@ use distlock_test::{ClusterSet, RedisServer, SentinelSet};
 #[derive(Clone, Debug)]
 pub struct Options {
     pub url: Option<String>,
+    /// `--password`: the server's password, apart from the URL.
+    pub password: Option<String>,
     /// `--sentinel-password`: the sentinels' password for a `redis-sentinel://` URL.
     pub sentinel_password: Option<String>,
     /// `--pubsub`: which pub/sub carries wake-ups on a Redis Cluster.
@@ -67,6 +69,10 @@ impl Options {
             Some(ca) => builder.tls_ca_cert(ca.clone()),
             None => builder,
         };
+        let builder = match &self.password {
+            Some(pw) => builder.password(pw),
+            None => builder,
+        };
         match &self.sentinel_password {
             Some(pw) => builder.sentinel_auth(None, pw),
             None => builder,
@@ -84,7 +90,12 @@ impl Options {
     pub async fn connect(&self, builder: ClientBuilder) -> Result<Client> {
         builder.build().await.map_err(|e| {
             // The library's message names the server with its password masked.
-            let context = if e.kind() == distlock::ErrorKind::Connection {
+            // The library's hint names ClientBuilder::password: say the CLI's own.
+            let password_hint = e.to_string().contains("percent-encoded");
+            let context = if password_hint {
+                "cannot connect (or give the password apart: --password or DISTLOCK_PASSWORD)"
+                    .to_string()
+            } else if e.kind() == distlock::ErrorKind::Connection {
                 format!(
                     "cannot connect (connect timeout {})",
                     humantime::format_duration(self.connect_timeout)

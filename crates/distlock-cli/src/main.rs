@@ -30,6 +30,11 @@ struct Cli {
     #[arg(long, env = "DISTLOCK_URL", global = true, hide_env_values = true)]
     url: Option<String>,
 
+    /// Password of the server (the Sentinel deployment's master, every Cluster node), given
+    /// apart from the URL: any characters, no percent-encoding. Replaces the URL's password.
+    #[arg(long, env = "DISTLOCK_PASSWORD", global = true, hide_env_values = true)]
+    password: Option<String>,
+
     /// Password of the sentinels of a redis-sentinel:// URL, when they require one (the URL's
     /// credentials are the master's).
     #[arg(
@@ -106,7 +111,7 @@ enum Command {
     /// orders.
     Demo(cmd::demo::DemoArgs),
     /// Benchmark distlock: the standard lock workloads (uncontended, distinct, contended,
-    /// handoff) plus watchdog, waiters and memory; a table, or JSON lines with --json;
+    /// handoff) plus watchdog, waiters, memory and lost; a table, or JSON lines with --json;
     /// charts (SVG, PNG) with --plot DIR, other runs beside distlock's with --compare.
     Bench(cmd::bench::BenchArgs),
     /// Print a shell completion script: `distlock completions bash > /etc/bash_completion.d/distlock`
@@ -219,15 +224,24 @@ fn main() -> ExitCode {
             }
         };
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        // Colours only for a terminal: logs piped to a file or journal stay plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("DISTLOCK_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        use tracing_subscriber::Layer;
+        let asked = tracing_subscriber::EnvFilter::try_from_env("DISTLOCK_LOG").ok();
+        // By default one line per lost lease: `run` says it in its own words, so the
+        // library's `distlock.lease_lost` event is left to those who ask with DISTLOCK_LOG.
+        let quiet = asked.is_none();
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            // Colours only for a terminal: logs piped to a file or journal stay plain text.
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_filter(asked.unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn")))
+            .with_filter(tracing_subscriber::filter::filter_fn(move |meta| {
+                !(quiet && meta.name() == "distlock.lease_lost")
+            }));
+        tracing_subscriber::registry().with(fmt).init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -251,6 +265,7 @@ fn main() -> ExitCode {
         let opts = connect::Options {
             tls_ca,
             url: cli.url,
+            password: cli.password,
             sentinel_password: cli.sentinel_password,
             pubsub: cli.pubsub,
             key_prefix: cli.key_prefix,

@@ -494,10 +494,24 @@ impl RedisServer {
         self.port
     }
 
-    /// `redis://[:password@]127.0.0.1:<port>/`, or `rediss://…/#insecure` for a TLS server.
+    /// `redis://[:password@]127.0.0.1:<port>/` (the password percent-encoded), or
+    /// `rediss://…/#insecure` for a TLS server.
     pub fn url(&self) -> String {
+        // Percent-encoded: a password may hold `@ : / ? # %`.
         let auth = match &self.options.password {
-            Some(pw) => format!(":{pw}@"),
+            Some(pw) => {
+                let encoded: String = pw
+                    .bytes()
+                    .map(|b| {
+                        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                            (b as char).to_string()
+                        } else {
+                            format!("%{b:02X}")
+                        }
+                    })
+                    .collect();
+                format!(":{encoded}@")
+            }
             None => String::new(),
         };
         if self.options.tls {

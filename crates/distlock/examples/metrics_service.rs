@@ -32,9 +32,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_http_listener(addr)
         .set_buckets_for_metric(
             Matcher::Prefix("distlock_acquire".into()),
-            &[
-                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-            ],
+            distlock::ACQUIRE_BUCKETS,
         )?
         .install()?;
 

@@ -88,6 +88,10 @@ pub(crate) trait Acquire: Send + Sync {
     /// Longest nap between two attempts (liveness heartbeats, lost messages, polling).
     fn recheck(&self) -> Duration;
 
+    /// Called once, when the first attempt found it taken and the wait begins (e.g. to warn
+    /// that this client holds it already).
+    fn waiting(&self) {}
+
     /// One attempt. A grant's lease counts from `started` (see [`wait_loop`]).
     fn attempt(&self, started: Instant) -> impl Future<Output = Result<Step<Self::Grant>>> + Send;
 
@@ -111,7 +115,7 @@ pub(crate) trait Acquire: Send + Sync {
 /// Dropping the future, or an error that leaves the last attempt's outcome unknown, hands
 /// the request to [`Acquire::give_back`].
 ///
-/// Runs in an INFO span `distlock.acquire` with the fields `kind`, `name`, `owner` (where the
+/// Runs in a DEBUG span `distlock.acquire` with the fields `kind`, `name`, `owner` (where the
 /// kind has one), `wait_ms` (the bound), and, when it ends, `outcome` (`granted`,
 /// `not_acquired`, `error`), `waited_ms` and `token` (a granted lock's fencing token).
 pub(crate) async fn acquire<A: Acquire>(
@@ -120,10 +124,10 @@ pub(crate) async fn acquire<A: Acquire>(
     wait: Duration,
 ) -> Result<Option<A::Grant>> {
     let (kind, name, owner) = request.describe();
-    let span = tracing::info_span!(
+    let span = tracing::debug_span!(
         "distlock.acquire",
         kind,
-        name,
+        name = %name,
         owner,
         wait_ms = wait.as_millis() as u64,
         outcome = tracing::field::Empty,
@@ -188,7 +192,7 @@ async fn acquire_in_span<A: Acquire>(
         (req.wake(), req.handoff()),
         deadline,
         req.recheck(),
-        (kind, waited_from),
+        (kind, waited_from, &|| req.waiting()),
         move |started| req.attempt(started),
         move |handed, held_since| req.handed_off(handed, held_since),
     )
@@ -296,15 +300,15 @@ pub(crate) enum Step<T> {
 /// `recheck` bounds every nap (liveness heartbeats, lost messages). With a grant channel
 /// (`handoff`: channel, owner) a waiter also takes hand-offs announced there, through
 /// `handed_off`, without an attempt of its own. From the first attempt
-/// that finds it taken with the deadline ahead, the loop sets `waited_from` to then and counts
-/// itself in the `distlock_waiting` gauge of `kind` while it waits (an unreachable server
-/// is not contention).
+/// that finds it taken with the deadline ahead, the loop sets `waited_from` to then, calls
+/// `on_wait` and counts itself in the `distlock_waiting` gauge of `kind` while it waits (an
+/// unreachable server is not contention).
 async fn wait_loop<T, F, Fut, H, HFut>(
     client: &Client,
     (wake, handoff): Channels<'_>,
     deadline: Instant,
     recheck: Duration,
-    (kind, waited_from): (&'static str, &mut Option<Instant>),
+    (kind, waited_from, on_wait): (&'static str, &mut Option<Instant>, &(dyn Fn() + Sync)),
     mut attempt: F,
     mut handed_off: H,
 ) -> Result<Option<T>>
@@ -335,6 +339,7 @@ where
         if waiting.is_none() {
             *waited_from = Some(Instant::now());
             *waiting = Some(metrics::Waiting::start(kind));
+            on_wait();
         }
     };
     match attempt(&mut since).await {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::conn::pubsub::Hub;
 use crate::conn::{naming, redact_url, Backend, ConnectSettings, Target};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::holds::{Fallback, Holds};
 use crate::keys;
 use crate::watchdog::Leases;
@@ -43,6 +43,9 @@ pub(crate) struct ClientInner {
     pub(crate) backend: Backend,
     pub(crate) hub: Hub,
     pub(crate) leases: Leases,
+    /// The client's notice channel, subscribed for its life: force unlocks of its holds
+    /// fire their lost signals at once (`notice.rs`).
+    _notices: crate::conn::pubsub::Subscription,
     pub(crate) key_prefix: String,
     /// Floor of a fencing counter that does not exist yet: the legacy server-wide counter
     /// (`<prefix>distlock:fencing-counter`) as read at connect, a decimal string, `"0"` when
@@ -342,11 +345,78 @@ pub struct ClientBuilder {
     require_noeviction: bool,
     metrics_lock_names: bool,
     sentinel_auth: Option<String>,
+    /// [`ClientBuilder::username`] and [`ClientBuilder::password`], as given.
+    username: Option<String>,
+    password: Option<String>,
     replica_acks: u32,
     replica_ack_timeout: Duration,
     pubsub: PubSubMode,
     app_name: Option<String>,
     tls_ca: Option<Arc<[u8]>>,
+}
+
+/// A configuration or authentication error of a URL with credentials, with the hint that a
+/// password's reserved characters must be percent-encoded (the usual cause) or given apart.
+fn credentials_hint(e: Error, url: &str) -> Error {
+    let with_credentials = url
+        .split_once("://")
+        .is_some_and(|(_, rest)| rest.contains('@'));
+    if with_credentials && matches!(e.kind(), ErrorKind::Config | ErrorKind::Auth) {
+        return e.with_hint(
+            "a password in the URL must have `@ : / ? # %` percent-encoded (%40 %3A %2F %3F \
+             %23 %25), or be given apart with ClientBuilder::password",
+        );
+    }
+    e
+}
+
+/// `s` percent-encoded for a URL's user information: every byte but `A-Z a-z 0-9 - . _ ~`.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `url` with `user` and `password` (raw, encoded here) in place of its own credentials
+/// (each kept when not given): in the user information of a `scheme://` URL, where
+/// everything up to the last `@` before the host is the URL's own; as `user` and `pass`
+/// query values of a `unix://` / `redis+unix://` URL (redis-rs's form).
+fn with_credentials(url: &str, user: Option<&str>, password: Option<&str>) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    if scheme.ends_with("unix") {
+        let mut out = url.to_string();
+        for (name, value) in [("user", user), ("pass", password)] {
+            if let Some(v) = value {
+                out.push(if out.contains('?') { '&' } else { '?' });
+                out.push_str(&format!("{name}={}", percent_encode(v)));
+            }
+        }
+        return out;
+    }
+    let (old_user, old_pass, hosts) = match rest.rsplit_once('@') {
+        Some((info, hosts)) => match info.split_once(':') {
+            Some((u, p)) => (u, Some(p), hosts),
+            None => (info, None, hosts),
+        },
+        None => ("", None, rest),
+    };
+    let user = user.map_or_else(|| old_user.to_string(), percent_encode);
+    let password = password
+        .map(percent_encode)
+        .or(old_pass.map(str::to_string));
+    match password {
+        Some(p) => format!("{scheme}://{user}:{p}@{hosts}"),
+        None if user.is_empty() => format!("{scheme}://{hosts}"),
+        None => format!("{scheme}://{user}@{hosts}"),
+    }
 }
 
 /// Checks that `pem` holds at least one certificate and nothing unparsable, so that a bad
@@ -441,6 +511,8 @@ impl Default for ClientBuilder {
             require_noeviction: false,
             metrics_lock_names: false,
             sentinel_auth: None,
+            username: None,
+            password: None,
             replica_acks: 1,
             replica_ack_timeout: Duration::from_secs(1),
             pubsub: PubSubMode::Auto,
@@ -533,22 +605,30 @@ impl ClientBuilder {
     /// a password, and a user name for an ACL user (Redis Sentinel's `sentinel sentinel-user`
     /// / `requirepass`). Default: none. Never logged.
     pub fn sentinel_auth(mut self, user: Option<&str>, password: &str) -> Self {
-        let enc = |s: &str| {
-            s.bytes()
-                .map(|b| {
-                    if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                        (b as char).to_string()
-                    } else {
-                        format!("%{b:02X}")
-                    }
-                })
-                .collect::<String>()
-        };
         self.sentinel_auth = Some(format!(
             "{}:{}",
-            user.map(enc).unwrap_or_default(),
-            enc(password)
+            user.map(percent_encode).unwrap_or_default(),
+            percent_encode(password)
         ));
+        self
+    }
+
+    /// The password of the data servers (the standalone server, the Sentinel deployment's
+    /// master and replicas, every Cluster node), given apart from the URL as Redisson's
+    /// `setPassword`: any characters, no percent-encoding (in a URL, `@ : / ? # %` must be
+    /// written `%40 %3A %2F %3F %23 %25`). Replaces a password in the URL; the URL's user
+    /// name stays unless [`username`](ClientBuilder::username) is set. Default: the URL's.
+    /// Never logged.
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.password = Some(password.into());
+        self
+    }
+
+    /// The ACL user name of the data servers, given apart from the URL as Redisson's
+    /// `setUsername` (any characters). Replaces a user name in the URL. Default: the URL's
+    /// (none: Redis's `default` user).
+    pub fn username(mut self, user: impl Into<String>) -> Self {
+        self.username = Some(user.into());
         self
     }
 
@@ -689,7 +769,13 @@ impl ClientBuilder {
         let host = naming::host_name();
         let pid = std::process::id();
         let connection_name: Arc<str> = naming::connection_name(&app_name, &host, pid).into();
-        let target = Target::parse(&url, self.sentinel_auth.as_deref(), self.tls_ca.as_deref())?;
+        let url = if self.username.is_some() || self.password.is_some() {
+            with_credentials(&url, self.username.as_deref(), self.password.as_deref())
+        } else {
+            url
+        };
+        let target = Target::parse(&url, self.sentinel_auth.as_deref(), self.tls_ca.as_deref())
+            .map_err(|e| credentials_hint(e, &url))?;
         let standalone = match &target {
             Target::Standalone(client) => Some(client.clone()),
             Target::Sentinel(_) | Target::Cluster(_) => None,
@@ -703,7 +789,9 @@ impl ClientBuilder {
             client_name: connection_name.clone(),
             tls_ca: self.tls_ca.clone(),
         };
-        let (backend, subscriber) = Backend::connect(target, &settings, &redacted).await?;
+        let (backend, subscriber) = Backend::connect(target, &settings, &redacted)
+            .await
+            .map_err(|e| credentials_hint(e, &url))?;
         // One round trip for all three: the requests share the multiplexed connection.
         let legacy_counter = keys::legacy_fencing_counter(&self.key_prefix);
         let (eviction_policy, fencing_floor, ()) = tokio::join!(
@@ -720,6 +808,12 @@ impl ClientBuilder {
         // Signalled by the subscription hub when it reconnects: the watchdog then checks
         // every held lease at once.
         let reconnected = Arc::new(tokio::sync::Notify::new());
+        let hub = Hub::start(subscriber, self.connect_timeout, reconnected.clone());
+        let leases = Leases::start(backend.clone(), self.watchdog_lease, reconnected);
+        let notices = hub.listen(
+            &keys::client_notice_channel(&id.to_string()),
+            leases.notice_handler(),
+        );
         let inner = ClientInner {
             id,
             id_str: id.to_string(),
@@ -733,8 +827,9 @@ impl ClientBuilder {
                 },
                 tokio::runtime::Handle::current(),
             ),
-            hub: Hub::start(subscriber, self.connect_timeout, reconnected.clone()),
-            leases: Leases::start(backend.clone(), self.watchdog_lease, reconnected),
+            hub,
+            leases,
+            _notices: notices,
             backend,
             fencing_floor,
             key_prefix: self.key_prefix,
@@ -980,6 +1075,30 @@ async fn preload_scripts(backend: &Backend) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn credentials_given_apart_replace_the_urls_encoded() {
+        use super::with_credentials as w;
+        assert_eq!(
+            w("redis://h:1/0", None, Some("p@:/?#%")),
+            "redis://:p%40%3A%2F%3F%23%25@h:1/0"
+        );
+        assert_eq!(w("redis://u:old@h/", None, Some("n")), "redis://u:n@h/");
+        assert_eq!(w("redis://u:old@h/", Some("v"), None), "redis://v:old@h/");
+        assert_eq!(w("redis://u@h/", None, None), "redis://u@h/");
+        assert_eq!(
+            w("redis-sentinel://:x@s1,s2/0#m", Some("a b"), Some("y")),
+            "redis-sentinel://a%20b:y@s1,s2/0#m"
+        );
+        assert_eq!(
+            w("unix:///tmp/r.sock?db=1", Some("u"), Some("p&q")),
+            "unix:///tmp/r.sock?db=1&user=u&pass=p%26q"
+        );
+        assert_eq!(
+            w("redis+unix:///s", None, Some("p")),
+            "redis+unix:///s?pass=p"
+        );
+    }
+
     use super::{app_name_from, check_app_name};
 
     #[test]

@@ -191,6 +191,12 @@ impl Error {
         self
     }
 
+    /// This error with `hint` after its message ("<message>: <hint>").
+    pub(crate) fn with_hint(mut self, hint: &str) -> Self {
+        self.message = format!("{}: {hint}", self.message);
+        self
+    }
+
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::InvalidInput, message)
     }

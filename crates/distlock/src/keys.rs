@@ -178,6 +178,21 @@ pub fn lock_grant_channel(key: &str, client_id: &str) -> String {
     prefixed_with("distlock_lock_grant", key, client_id)
 }
 
+/// Notice channel of one client: `distlock_client:{<client id>}`. A force unlock publishes
+/// `l;<field length>;<owner field>;<lock key>` there for each hold it deleted of that
+/// client's, which fires the hold's lost signal at once. Hash-tagged by the client id, so a
+/// Cluster's sharded pub/sub carries it on one slot.
+pub fn client_notice_channel(client_id: &str) -> String {
+    prefixed("distlock_client", client_id)
+}
+
+/// Notice channel of a job lock: `distlock_job:{<key>}`. Its holder's guard listens while it
+/// holds the lock; a force unlock publishes the value it deleted there, which fires the lost
+/// signal of the guard that wrote that value. distlock's own: ShedLock has no channel.
+pub fn job_notice_channel(key: &str) -> String {
+    prefixed("distlock_job", key)
+}
+
 /// Direct hand-off queue of a leased semaphore: `distlock_permit_queue:{key}`, a zset of
 /// waiting permit ids (16 raw bytes) by arrival (server ms). distlock's own: Redisson's
 /// `RPermitExpirableSemaphore` has no queue.
@@ -418,6 +433,11 @@ mod tests {
         );
         assert_eq!(acquire_latch("o", ""), "distlock_acquire_latch:{o}:");
         assert_eq!(lock_grant_channel("o", "c"), "distlock_lock_grant:{o}:c");
+        assert_eq!(client_notice_channel("c"), "distlock_client:{c}");
+        assert_eq!(
+            job_notice_channel("job-lock:prod:x"),
+            "distlock_job:{job-lock:prod:x}"
+        );
         assert_eq!(
             permit_grant_channel("o", "c"),
             "distlock_permit_grant:{o}:c"

@@ -79,6 +79,7 @@ mod latch;
 mod lock;
 mod metrics;
 mod multi;
+mod notice;
 mod redlock;
 mod rwlock;
 mod scripts;
@@ -101,16 +102,41 @@ pub use redlock::{RedLock, RedLockBuilder, RedLockGuard};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
 pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 
+/// Histogram buckets, in seconds, for distlock's latency histograms
+/// (`distlock_acquire_duration_seconds`, `distlock_acquire_wait_seconds`; feature `metrics`):
+/// 0.5 ms to 5 s, for acquires from an uncontended grant on a local server (below 1 ms) to
+/// waits behind a holder.
+///
+/// A recorder decides how histograms are exported: `metrics-exporter-prometheus` renders one
+/// without buckets as a Prometheus *summary*, which `histogram_quantile` cannot read (the
+/// README's queries then return nothing). Give it these buckets:
+///
+/// ```no_run
+/// # fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+/// PrometheusBuilder::new()
+///     .set_buckets_for_metric(
+///         Matcher::Prefix("distlock_acquire".into()),
+///         distlock::ACQUIRE_BUCKETS,
+///     )?
+///     .install()?;
+/// # Ok(()) }
+/// ```
+pub const ACQUIRE_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
 /// The wire contract: how distlock names its keys and channels in Redis — Redisson's and
 /// ShedLock's names where the layouts are theirs — for tools, operators and interop tests.
 /// Changing any of these is a breaking change of the data layout.
 pub mod layout {
     pub use crate::keys::{
-        acquire_latch, fair_waiters, fencing_counter, hash_tag, key_slot, latch_channel,
-        legacy_fencing_counter, lock_channel, lock_grant_channel, lock_queue, lock_waiters,
-        permit_grant_channel, permit_queue, permit_waiters, redisson_fenced_token, rwlock_queue,
-        rwlock_waiters, rwlock_writers, semaphore_channel, semaphore_leases, slot_tag,
-        unlock_latch, HOLDER_FIELD, SLOTS, TOKEN_FIELD,
+        acquire_latch, client_notice_channel, fair_waiters, fencing_counter, hash_tag,
+        job_notice_channel, key_slot, latch_channel, legacy_fencing_counter, lock_channel,
+        lock_grant_channel, lock_queue, lock_waiters, permit_grant_channel, permit_queue,
+        permit_waiters, redisson_fenced_token, rwlock_queue, rwlock_waiters, rwlock_writers,
+        semaphore_channel, semaphore_leases, slot_tag, unlock_latch, HOLDER_FIELD, SLOTS,
+        TOKEN_FIELD,
     };
 }
 

@@ -347,6 +347,38 @@ impl Leases {
         }
     }
 
+    /// Whether this client holds a lease on `key` that is not known lost (any owner of it):
+    /// a linear scan, for the wait path and its errors only.
+    pub(crate) fn holds_key(&self, key: &str) -> bool {
+        self.shared
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|((k, _), e)| k == key && !e.lease.is_lost())
+    }
+
+    /// What the client's notice channel runs: a lost-lease notice (`notice::parse`) fires
+    /// the lost signal of the lease it names, if this client holds one (else nothing).
+    pub(crate) fn notice_handler(&self) -> crate::conn::pubsub::Handler {
+        let shared = self.shared.clone();
+        crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
+            let Some((field, key)) = crate::notice::parse(payload) else {
+                return;
+            };
+            let lease = shared
+                .entries
+                .lock()
+                .unwrap()
+                .get(&(key.to_string(), field.to_string()))
+                .map(|e| e.lease.clone());
+            if let Some(lease) = lease {
+                tracing::debug!(lock = %key, "lock force-unlocked: lease lost");
+                lease.mark_lost();
+            }
+        }))
+    }
+
     /// Stop the watchdog task (client shutdown).
     pub(crate) fn stop(&self) {
         self.task.abort();
@@ -469,7 +501,7 @@ async fn renew_kept(shared: &Shared, all: bool) {
                     k.due = started + period;
                 }
                 Ok(false) => {
-                    tracing::warn!(%what, "keep-alive found it gone; lease lost");
+                    tracing::debug!(%what, "keep-alive found it gone; lease lost");
                     state.mark_lost();
                     kept.remove(&id);
                 }
@@ -515,7 +547,7 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
             Ok(held) => {
                 for (((key, _), state), held) in chunk.iter().zip(held) {
                     if !held {
-                        tracing::warn!(lock = %key, "lock gone after the server connection was re-established; lease lost");
+                        tracing::debug!(lock = %key, "lock gone after the server connection was re-established; lease lost");
                         state.mark_lost();
                     }
                 }
@@ -533,7 +565,7 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
 /// One renewal script call for up to [`BATCH`] leases of one kind in one hash slot; false
 /// when it failed.
 ///
-/// In an INFO span `distlock.renew` (`leases`, `read`, `outcome`: `renewed`, `unconfirmed`
+/// In a DEBUG span `distlock.renew` (`leases`, `read`, `outcome`: `renewed`, `unconfirmed`
 /// or `failed`; `lost`: the leases found gone).
 async fn renew_chunk(
     backend: &Backend,
@@ -543,7 +575,7 @@ async fn renew_chunk(
     chunk: &[(u16, EntryKey, String, Arc<LeaseState>)],
     is_read: bool,
 ) -> bool {
-    let span = tracing::info_span!(
+    let span = tracing::debug_span!(
         "distlock.renew",
         leases = chunk.len(),
         read = is_read,
@@ -619,7 +651,7 @@ async fn renew_chunk_in_span(
                         state.mark_lost();
                     }
                 } else if stop_renewing(shared, entry_key, state) {
-                    tracing::warn!(lock = %entry_key.0, "watchdog found the lock gone; lease lost");
+                    tracing::debug!(lock = %entry_key.0, "watchdog found the lock gone; lease lost");
                     state.mark_lost();
                     lost += 1;
                 }

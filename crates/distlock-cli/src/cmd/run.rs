@@ -435,10 +435,14 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
             }
         }
     };
-    if let Err(e) = held.release().await {
+    match held.release().await {
+        // A lost lease was said above: its release finding the lock gone is no news (one
+        // finding another holder's lock, left alone, still is).
+        Err(e) if lost_seen && e.not_held_reason() == Some(distlock::NotHeldReason::Gone) => {}
         // The command's result stands; the lock was lost or already gone, and another
         // holder's lock was left alone.
-        errln!("distlock: release of {:?}: {e:#}", args.name);
+        Err(e) => errln!("distlock: release of {:?}: {e:#}", args.name),
+        Ok(()) => {}
     }
     Ok(exit_code(status))
 }

@@ -146,9 +146,9 @@ struct JobRow {
 }
 
 /// `(env, job)` when `name` is a job-lock key or `--env` was given.
-fn job_name<'a>(args: &'a StatusArgs, name: &'a str) -> Option<(&'a str, &'a str)> {
-    if let Some(env) = &args.env {
-        return Some((env.as_str(), name));
+pub fn job_name<'a>(env: Option<&'a str>, name: &'a str) -> Option<(&'a str, &'a str)> {
+    if let Some(env) = env {
+        return Some((env, name));
     }
     name.strip_prefix("job-lock:")?.split_once(':')
 }
@@ -306,7 +306,7 @@ async fn name_items(
     name: &str,
     hints: &mut Vec<String>,
 ) -> Result<Vec<Item>> {
-    if let Some((env, job)) = job_name(args, name) {
+    if let Some((env, job)) = job_name(args.env.as_deref(), name) {
         return Ok(vec![job_item(client, env, job).await?]);
     }
     let item = lock_item(client, name)
@@ -318,25 +318,9 @@ async fn name_items(
     if row.held {
         return Ok(vec![item]);
     }
-    let pattern = format!(
-        "{}job-lock:*:{}",
-        glob_escape(&opts.key_prefix),
-        glob_escape(name)
-    );
-    let jobs = client
-        .scan(&pattern, JOB_LOOKUP_EXAMINE)
-        .await
-        .with_context(|| format!("looking for job locks named {name:?}"))?;
     let mut found = Vec::new();
-    for key in &jobs.keys {
-        let unprefixed = key.strip_prefix(&opts.key_prefix).unwrap_or(key);
-        if let Some((env, job)) = unprefixed
-            .strip_prefix("job-lock:")
-            .and_then(|r| r.rsplit_once(':'))
-            .filter(|(_, job)| *job == name)
-        {
-            found.push(job_item(client, env, job).await?);
-        }
+    for env in job_environments(opts, client, name).await? {
+        found.push(job_item(client, &env, name).await?);
     }
     if !found.is_empty() {
         return Ok(found);
@@ -351,8 +335,38 @@ async fn name_items(
     Ok(vec![item])
 }
 
+/// The environments that have a job lock called `name` (`job-lock:*:NAME`, found by a
+/// bounded `SCAN`: [`JOB_LOOKUP_EXAMINE`] keys per master).
+pub async fn job_environments(
+    opts: &Options,
+    client: &distlock::Client,
+    name: &str,
+) -> Result<Vec<String>> {
+    let pattern = format!(
+        "{}job-lock:*:{}",
+        glob_escape(&opts.key_prefix),
+        glob_escape(name)
+    );
+    let jobs = client
+        .scan(&pattern, JOB_LOOKUP_EXAMINE)
+        .await
+        .with_context(|| format!("looking for job locks named {name:?}"))?;
+    let mut envs: Vec<String> = jobs
+        .keys
+        .iter()
+        .filter_map(|key| {
+            let unprefixed = key.strip_prefix(&opts.key_prefix).unwrap_or(key);
+            let (env, job) = unprefixed.strip_prefix("job-lock:")?.rsplit_once(':')?;
+            (job == name).then(|| env.to_string())
+        })
+        .collect();
+    envs.sort();
+    envs.dedup();
+    Ok(envs)
+}
+
 /// Whether the raw key `key` exists (no prefix added); `false` when it cannot be read.
-async fn exists(client: &distlock::Client, key: &str) -> bool {
+pub async fn exists(client: &distlock::Client, key: &str) -> bool {
     let mut con = client.redis_connection();
     redis::cmd("EXISTS")
         .arg(key)

@@ -88,7 +88,8 @@ fn bench_json_runs_every_workload_with_sane_figures() {
             "handoff",
             "watchdog",
             "waiters",
-            "memory"
+            "memory",
+            "lost"
         ]
     );
     for l in &lines {
@@ -181,6 +182,14 @@ fn bench_json_runs_every_workload_with_sane_figures() {
     assert_eq!(q["extra"]["all_waiting"], true, "{q}");
     assert_eq!(q["ops"], 50, "every waiter got the lock: {q}");
     assert_eq!(x(q, "samples"), 50.0, "{q}");
+
+    let l = by("lost");
+    assert_eq!(
+        x(l, "not_fired"),
+        0.0,
+        "every holder's lost signal fired: {l}"
+    );
+    assert_eq!(x(l, "fired"), f(l, "ops"), "{l}");
 
     let m = by("memory");
     assert_eq!(x(m, "keys_left_per_idle_name"), 0.0, "{m}");
@@ -304,6 +313,7 @@ fn every_workload_runs_on_sentinel_and_cluster_urls() {
                 "{url}: {out:?}"
             );
         }
+        expected.push("lost");
         assert_eq!(names, expected, "{url}");
         let contended = &lines[2];
         assert_eq!(f(contended, "lost_updates"), 0.0, "{url}: {contended}");

@@ -265,6 +265,12 @@ fn run_kills_a_command_that_outlives_the_sigterm_of_a_lost_lease() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + libc::SIGKILL), "{out:?}");
     assert!(stderr.contains("lost"), "{stderr}");
+    // One line says so: not the library's event as well.
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains("lost")).count(),
+        1,
+        "{stderr}"
+    );
     assert!(stderr.contains("SIGKILL"), "{stderr}");
     // Lost within a renewal (200 ms), then --kill-after.
     assert!(took >= Duration::from_millis(1500), "{took:?}");
@@ -329,6 +335,40 @@ fn wrong_password_never_appears_in_output() {
         "{all}"
     );
     assert!(!all.contains("s3cr3t"), "{all}");
+}
+
+/// A password with URL-reserved characters: `--password` and `DISTLOCK_PASSWORD` take it as
+/// it is; raw in the URL it fails with a hint naming both, never showing it.
+#[test]
+fn a_password_apart_from_the_url_needs_no_encoding() {
+    let password = "p@ss:w/rd#?";
+    let server = RedisServer::options().password(password).start();
+    let bare = format!("redis://127.0.0.1:{}/", server.port());
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env("DISTLOCK_URL", &bare)
+        .args(["status", "x", "--password", password]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env("DISTLOCK_URL", &bare)
+        .env("DISTLOCK_PASSWORD", password)
+        .args(["status", "x"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    c.env(
+        "DISTLOCK_URL",
+        format!("redis://:{password}@127.0.0.1:{}/", server.port()),
+    )
+    .args(["status", "x"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("percent-encoded") && err.contains("--password"),
+        "{err}"
+    );
+    assert!(!err.contains("rd#?"), "{err}");
 }
 
 /// An unreachable server: exit 1 (`run`: 125) with one stderr line that names the OS cause exactly once

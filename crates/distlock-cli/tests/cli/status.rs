@@ -367,3 +367,86 @@ fn a_closed_stdout_ends_commands_quietly_with_0() {
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }
+
+/// `unlock --force` takes job locks (`--env ENV`, or the job-lock key), and the holder's
+/// lost signal fires at once (its `--on-lost term` command is stopped long before
+/// `--at-most`); a name held only as a job lock in another environment is never answered
+/// "was not locked" with exit 0.
+#[test]
+fn force_unlock_takes_job_locks_and_never_says_not_locked_for_a_held_name() {
+    let server = RedisServer::start();
+    let mut job = hold_until_key(
+        &server,
+        &[
+            "nightly",
+            "--at-most",
+            "1m",
+            "--env",
+            "prod",
+            "--on-lost",
+            "term",
+        ],
+        "job-lock:prod:nightly",
+    );
+    for args in [
+        &["unlock", "--force", "nightly"][..],
+        &["unlock", "--force", "nightly", "--env", "staging"][..],
+    ] {
+        let mut c = distlock(&server);
+        c.args(args);
+        let out = output(c);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(err.contains("--env prod"), "{args:?}: {err}");
+        let held: bool = cmd(&server, &["EXISTS", "job-lock:prod:nightly"]);
+        assert!(held, "{args:?} deleted the job lock");
+    }
+    let mut c = distlock(&server);
+    c.args(["unlock", "--force", "nightly", "--env", "prod"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nightly (job, prod): unlocked"));
+    let held: bool = cmd(&server, &["EXISTS", "job-lock:prod:nightly"]);
+    assert!(!held);
+    // The holder hears of it: its command is terminated (143), not left running to --at-most.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = job.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let Some(status) = status else {
+        job.kill().unwrap();
+        panic!("the job's holder did not learn that its lock was force-unlocked");
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+
+    // The key form; a free job lock is "not locked" (exit 0); a string that is not a job
+    // lock is refused and kept.
+    let _: () = cmd(
+        &server,
+        &["SET", "job-lock:dev:x", "ADDED:2026-01-01T00:00:00Z@h"],
+    );
+    let mut c = distlock(&server);
+    c.args(["unlock", "--force", "job-lock:dev:x"]);
+    assert_eq!(output(c).status.code(), Some(0));
+    let held: bool = cmd(&server, &["EXISTS", "job-lock:dev:x"]);
+    assert!(!held);
+    let mut c = distlock(&server);
+    c.args(["unlock", "--force", "x", "--env", "dev"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("was not locked"));
+    let _: () = cmd(&server, &["SET", "job-lock:dev:y", "42"]);
+    let mut c = distlock(&server);
+    c.args(["unlock", "--force", "y", "--env", "dev"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a job lock"));
+    let kept: String = cmd(&server, &["GET", "job-lock:dev:y"]);
+    assert_eq!(kept, "42");
+}

@@ -271,6 +271,18 @@ impl LeasedSemaphore {
         self.rt.block_on(self.inner.available_permits())
     }
 
+    /// Permits free now as stored (below zero while a shrink waits), as
+    /// [`crate::LeasedSemaphore::available_permits_signed`].
+    ///
+    /// # Errors
+    /// As [`crate::LeasedSemaphore::available_permits_signed`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn available_permits_signed(&self) -> Result<i64> {
+        self.rt.block_on(self.inner.available_permits_signed())
+    }
+
     /// A permit leased for `lease`, waiting up to the client's default wait, as
     /// [`crate::LeasedSemaphore::acquire`].
     ///

@@ -41,6 +41,22 @@ pub(crate) enum Wake {
     /// semaphore's is the same with the permit's expiry for the token and its id for the
     /// owner.
     Grant,
+    /// The client's own notice channel: every message goes to the channel's handler
+    /// ([`Hub::listen`]), no waiter is woken.
+    Notice,
+}
+
+/// A function of a message's payload.
+type OnMessage = dyn Fn(&[u8]) + Send + Sync;
+
+/// What a [`Wake::Notice`] channel runs for each message (the payload).
+#[derive(Clone)]
+pub(crate) struct Handler(pub(crate) Arc<OnMessage>);
+
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handler")
+    }
 }
 
 /// A direct hand-off announced to one waiter: a release granted it the lock, which it holds
@@ -139,6 +155,8 @@ pub(crate) struct Channel {
     denied: AtomicBool,
     /// [`Wake::Grant`]: the waiting owners' hand-off slots.
     grants: Mutex<HashMap<String, Arc<GrantSlot>>>,
+    /// [`Wake::Notice`]: what runs for each message.
+    handler: Option<Handler>,
     /// `None` until the server first answered the subscription, then whether it is usable
     /// (`Some(false)`: denied). Every local subscriber's [`Subscription::ready`] waits for
     /// it, not only the first's: a message published before the server subscription is
@@ -162,6 +180,10 @@ impl Channel {
     }
 
     fn wake(&self, payload: &[u8]) {
+        if let Some(handler) = &self.handler {
+            (handler.0)(payload);
+            return;
+        }
         if self.wake == Wake::Grant {
             if let Some((owner, handed)) = HandedOff::parse(payload) {
                 let slot = self.grants.lock().unwrap().get(owner).cloned();
@@ -321,6 +343,16 @@ impl Hub {
     /// Register interest in `name`; the returned subscription is usable at once and
     /// [`Subscription::ready`] waits for the server's confirmation.
     pub(crate) fn subscribe(&self, name: &str, wake: Wake) -> Subscription {
+        self.subscribe_with(name, wake, None)
+    }
+
+    /// Run `handler` for every message on `name` ([`Wake::Notice`]) for as long as the
+    /// returned subscription lives (across reconnections, as every subscription).
+    pub(crate) fn listen(&self, name: &str, handler: Handler) -> Subscription {
+        self.subscribe_with(name, Wake::Notice, Some(handler))
+    }
+
+    fn subscribe_with(&self, name: &str, wake: Wake, handler: Option<Handler>) -> Subscription {
         let (channel, first) = {
             let mut map = self.shared.channels.lock().unwrap();
             let entry = map.entry(name.to_string()).or_insert_with(|| {
@@ -331,6 +363,7 @@ impl Hub {
                         wake,
                         denied: AtomicBool::new(false),
                         grants: Mutex::default(),
+                        handler,
                         confirmed: watch::Sender::new(None),
                     }),
                 )

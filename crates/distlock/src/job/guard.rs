@@ -21,6 +21,9 @@ pub struct JobGuard {
     pub(super) keep_alive: Option<KeepAlive>,
     /// This job lock in the client's registry (released at shutdown if still held).
     pub(super) hold: HoldId,
+    /// The job's notice channel, listened on while the guard lives: a force unlock of this
+    /// grant fires its lost signal.
+    pub(super) _notices: crate::conn::pubsub::Subscription,
 }
 
 pub(crate) struct GuardInner {
@@ -165,8 +168,10 @@ impl JobGuard {
         self.inner().lease.valid_until().into_std()
     }
 
-    /// Resolves when the lock is lost: `at_most_for` (or the last extension) passed, or an
-    /// extension found another holder.
+    /// Resolves when the lock is lost: `at_most_for` (or the last extension) passed, an
+    /// extension found another holder, or a force unlock ([`JobLock::force_unlock`](crate::JobLock::force_unlock),
+    /// `distlock unlock --force`) deleted it (told on the job's notice channel within a round
+    /// trip or two).
     ///
     /// # Cancel safety
     /// Cancel safe: it only observes.

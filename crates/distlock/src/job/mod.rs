@@ -294,6 +294,19 @@ impl JobLock {
             "job_lock",
             key.clone(),
         ));
+        // Listen for a force unlock of this very grant while the guard lives.
+        let notices = {
+            let (lease, value) = (lease.clone(), value.clone());
+            self.client.inner.hub.listen(
+                &keys::job_notice_channel(&key),
+                crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
+                    if payload == value.as_bytes() {
+                        tracing::debug!("job lock force-unlocked: lease lost");
+                        lease.mark_lost();
+                    }
+                })),
+            )
+        };
         let inner = Arc::new(GuardInner {
             client: self.client.clone(),
             key,
@@ -316,6 +329,7 @@ impl JobLock {
             inner: Some(inner),
             keep_alive: None,
             hold,
+            _notices: notices,
         };
         if self.keep_alive {
             guard.start_keep_alive();
@@ -467,6 +481,40 @@ impl JobLock {
         JobHolder::parse(&value, ttl)
             .map(Some)
             .ok_or_else(|| Error::unexpected(format!("{key:?} does not hold a job-lock value")))
+    }
+
+    /// Delete the job lock whoever holds it (an operator clearing a stuck job, as deleting
+    /// ShedLock's key by hand; `distlock unlock --force NAME --env ENV`). Returns whether it
+    /// was held. A distlock holder's guard hears of it on the job's notice channel
+    /// ([`layout::job_notice_channel`](crate::layout::job_notice_channel)) within a round trip
+    /// or two: its [`lost`](JobGuard::lost) signal fires, and its release answers
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld). A ShedLock holder is not told.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an empty name or
+    /// environment; [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key holds
+    /// another type or a string that is not a ShedLock value (nothing is deleted); server
+    /// failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: one script; repeating it finds nothing to delete.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        keys::check_name_len(&self.name)?;
+        if self.env.is_empty() {
+            return Err(Error::invalid("job environment is empty"));
+        }
+        let key = self.key();
+        let mut inv = scripts::JOB_FORCE_UNLOCK.prepare_invoke();
+        inv.key(&key);
+        let backend = &self.client.inner.backend;
+        let deleted: Option<String> = backend
+            .eval(&format!("force unlock job {key:?}"), &inv)
+            .await?;
+        let Some(value) = deleted else {
+            return Ok(false);
+        };
+        crate::notice::tell_job_holder(backend, &key, &value).await;
+        Ok(true)
     }
 }
 

@@ -94,7 +94,21 @@ impl Lock {
     }
 
     pub(super) fn not_acquired(&self, wait: Duration) -> Error {
-        crate::acquire::not_acquired(format_args!("lock {:?}", self.inner.names.name), wait)
+        let e =
+            crate::acquire::not_acquired(format_args!("lock {:?}", self.inner.names.name), wait);
+        if self.held_by_this_client() {
+            return e.with_hint(SELF_HELD_HINT);
+        }
+        e
+    }
+
+    /// Whether a guard of this client holds this lock (any owner, any kind on the key).
+    pub(super) fn held_by_this_client(&self) -> bool {
+        self.inner
+            .client
+            .inner
+            .leases
+            .holds_key(&self.inner.names.key)
     }
 
     pub(super) async fn inspect(&self, owner: &Owner) -> Result<(u32, u128, i64)> {
@@ -441,14 +455,14 @@ impl Lock {
         self.release_hold_with(owner, lease, false).await
     }
 
-    /// In an INFO span `distlock.release` (`kind`, `name`, `owner`, `give_back`, `outcome`).
+    /// In a DEBUG span `distlock.release` (`kind`, `name`, `owner`, `give_back`, `outcome`).
     async fn release_hold_with(
         &self,
         owner: &Owner,
         lease: Duration,
         confirmed: bool,
     ) -> Result<()> {
-        let span = tracing::info_span!(
+        let span = tracing::debug_span!(
             "distlock.release",
             kind = self.inner.raw.kind(),
             name = %self.inner.names.name,
@@ -508,9 +522,9 @@ impl Lock {
         }
     }
 
-    /// In an INFO span `distlock.extend` (`kind`, `name`, `owner`, `lease_ms`, `outcome`).
+    /// In a DEBUG span `distlock.extend` (`kind`, `name`, `owner`, `lease_ms`, `outcome`).
     pub(crate) async fn renew_one(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
-        let span = tracing::info_span!(
+        let span = tracing::debug_span!(
             "distlock.extend",
             kind = self.inner.raw.kind(),
             name = %self.inner.names.name,
@@ -689,6 +703,13 @@ pub(super) struct Granted {
     handed_off: Option<Duration>,
 }
 
+/// Why an acquire of a lock this client holds waits: Redisson's `lock()` re-enters from the
+/// thread that holds it; here every acquire is a new owner, and re-entry is explicit.
+const SELF_HELD_HINT: &str = "this client already holds it: every acquire is a new owner \
+     and waits for the holder's release, even in the task that holds it (Redisson's lock() \
+     re-enters per thread; here re-entry is explicit: LockGuard::reenter, or acquire_as \
+     with the guard's owner)";
+
 impl Acquire for LockRequest {
     type Grant = Granted;
 
@@ -744,6 +765,16 @@ impl Acquire for LockRequest {
             since: held_since,
             handed_off: Some(grant.initial),
         }))
+    }
+
+    fn waiting(&self) {
+        if self.lock.held_by_this_client() {
+            tracing::warn!(
+                name: "distlock.waiting_for_own_lock",
+                lock = %self.lock.inner.names.name,
+                "waiting for a lock this client holds: {SELF_HELD_HINT}"
+            );
+        }
     }
 
     fn recheck(&self) -> Duration {

@@ -263,6 +263,12 @@ impl Lock {
     /// (Redisson's `tryLock(wait, lease)` loop). An unreachable server is retried with
     /// backoff until the wait ends.
     ///
+    /// Every acquire is a new owner, even in the task that holds the lock: unlike Redisson's
+    /// `lock()`, which re-enters from the holding thread, a nested acquire waits for the
+    /// holder's release. Re-entry is explicit ([`LockGuard::reenter`], [`Lock::acquire_as`]).
+    /// A wait for a lock this client holds logs a WARN event `distlock.waiting_for_own_lock`
+    /// as it begins, and its `NotAcquired` error says so.
+    ///
     /// # Errors
     /// - [`ErrorKind::NotAcquired`] when the wait elapsed;
     /// - [`ErrorKind::InvalidInput`] for an empty or oversized name or a bad lease;
@@ -465,8 +471,13 @@ impl Lock {
     }
 
     /// Delete the lock whoever holds it and wake its waiters (Redisson's `forceUnlock`).
-    /// Returns whether it was held. The holder's guard then reports [`ErrorKind::NotHeld`]
-    /// and its lost signal fires at its next renewal.
+    /// Returns whether it was held. The holder's guard then reports [`ErrorKind::NotHeld`],
+    /// and its lost signal ([`LockGuard::lost`]) fires within a round trip or two: this call
+    /// publishes a notice on each holder client's channel
+    /// ([`layout::client_notice_channel`](crate::layout::client_notice_channel)) after the
+    /// delete. A holder that misses the notice (its subscription connection down at that
+    /// moment) learns at its next renewal, as one whose lock a Redisson client force-unlocked
+    /// or an operator deleted by hand.
     ///
     /// # Errors
     /// As [`Lock::is_locked`].
@@ -479,11 +490,17 @@ impl Lock {
             .backend()
             .grant_floor(&self.inner.client.inner.fencing_floor);
         let inv = self.inner.raw.force_unlock(&self.inner.names, &floor);
-        let deleted: i64 = self
+        // {1, <owner field>...} when deleted, {0} when there was no lock.
+        let mut reply: Vec<String> = self
             .backend()
             .eval(&self.context("force_unlock"), &inv)
             .await?;
-        Ok(deleted == 1)
+        if reply.first().map(String::as_str) != Some("1") {
+            return Ok(false);
+        }
+        reply.remove(0);
+        crate::notice::tell_holders(self.backend(), &self.inner.names.key, &reply).await;
+        Ok(true)
     }
 
     /// A snapshot of the lock as the server sees it: holders with hold counts, TTL,

@@ -20,8 +20,10 @@
 -- ARGV[4]  the leaving waiter's whole wait in ms (as it was queued with; 0 for none)
 -- ARGV[5]  token floor, as fair_acquire.lua's ARGV[7]
 --
--- Returns  1 when the lock was deleted (force, or a hold given back) or the owner was
---          queued, else 0. A force unlock that deleted nothing wakes nobody.
+-- Returns  1 when the lock was deleted (a hold given back) or the owner was queued, else 0.
+--          Force unlock: {1, <owner field>...} when the lock was deleted, with the owner
+--          fields it held (as lock_force_unlock.lua's), {0} when there was none (then nobody
+--          is woken).
 -- Errors   WRONGTYPE when a key holds another type.
 --
 -- Uses prelude.lua, handoff.lua and fair.lua (joined in front by scripts/mod.rs): now_ms,
@@ -30,21 +32,27 @@
 local result = 0
 if ARGV[2] == '1' then
   -- Force unlock: only a plain or fair lock's hash is deleted, never another kind's data.
-  if redis.call('exists', KEYS[1]) == 1 then
-    local m = redis.pcall('hexists', KEYS[1], 'mode')
-    if m ~= 0 then
-      return wrong_kind(KEYS[1], 'a fair lock')
+  if redis.call('exists', KEYS[1]) == 0 then
+    return {0}
+  end
+  if redis.pcall('hexists', KEYS[1], 'mode') ~= 0 then
+    return wrong_kind(KEYS[1], 'a fair lock')
+  end
+  local reply = {1}
+  local fields = redis.call('hkeys', KEYS[1])
+  for i = 1, #fields do
+    if string.find(fields[i], ':', 1, true) and fields[i] ~= 'distlock:fencing-token' and
+        fields[i] ~= 'distlock:holder' then
+      reply[#reply + 1] = fields[i]
     end
   end
-  result = redis.call('del', KEYS[1])
-  if result == 1 then
-    drop_stale_heads(KEYS[2], KEYS[3], KEYS[4], KEYS[6], now_ms())
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head then
-      publish(ARGV[3] .. ':' .. head, 0)
-    end
+  redis.call('del', KEYS[1])
+  drop_stale_heads(KEYS[2], KEYS[3], KEYS[4], KEYS[6], now_ms())
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head then
+    publish(ARGV[3] .. ':' .. head, 0)
   end
-  return result
+  return reply
 elseif ARGV[2] == 'give-back' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   result = redis.call('del', KEYS[1])
 end

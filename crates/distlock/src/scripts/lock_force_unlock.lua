@@ -13,7 +13,10 @@
 -- ARGV[2]  the kind asked for: 'lock' (a plain or fair lock: a hash without a mode field) or
 --          'rw' (a read-write lock: a hash with one)
 --
--- Returns  1 the lock existed and was deleted; 0 it did not exist.
+-- Returns  {1, <owner field>...}: the lock existed and was deleted; the owner fields it held
+--          (the holders, each '<client-id>:<owner>[:write]'), whose clients the caller then
+--          tells (the holder's lost signal: see lock/notice.rs)
+--          {0}: it did not exist.
 -- Errors   WRONGTYPE when KEYS[1] is not a hash, a hash with a field that no lock has, or a
 --          lock of another kind than ARGV[2] (kinds.lua's wrong_kind; nothing deleted, nothing
 --          published).
@@ -23,7 +26,7 @@ local wrongtype = 'WRONGTYPE Operation against a key holding the wrong kind of v
 
 local kind = redis.call('type', KEYS[1])['ok']
 if kind == 'none' then
-  return 0
+  return {0}
 end
 if kind ~= 'hash' then
   return redis.error_reply(wrongtype)
@@ -31,6 +34,7 @@ end
 
 local fields = redis.call('hgetall', KEYS[1])
 local has_mode = false
+local reply = {1}
 for i = 1, #fields, 2 do
   local field, value = fields[i], fields[i + 1]
   local ok
@@ -45,6 +49,7 @@ for i = 1, #fields, 2 do
     has_mode = true
   elseif string.find(field, ':', 1, true) then
     ok = string.match(value, '^%d+$') ~= nil
+    reply[#reply + 1] = field
   else
     ok = false
   end
@@ -61,4 +66,4 @@ end
 
 redis.call('del', KEYS[1])
 publish(KEYS[2], ARGV[1])
-return 1
+return reply

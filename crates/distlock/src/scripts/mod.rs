@@ -373,6 +373,8 @@ scripts! {
     JOB_RELEASE => "job_release.lua",
     /// Extend a job lock if ours.
     JOB_EXTEND => "job_extend.lua",
+    /// Delete a job lock whoever holds it; WRONGTYPE for a key that is not one.
+    JOB_FORCE_UNLOCK => "job_force_unlock.lua",
     /// The fair lock's common acquire (free, nobody queued), or nil.
     FAIR_ACQUIRE_FAST => "fair_acquire_fast.lua" with "fast.lua",
     /// The fair lock's common release (the last hold, nobody queued), or nil.

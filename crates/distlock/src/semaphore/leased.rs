@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use super::{check_permits, Names, RECHECK};
+use super::{check_permits, check_permits_or_zero, Names, RECHECK};
 
 /// A semaphore whose permits have ids and leases (Redisson's `RPermitExpirableSemaphore`); see
 /// the [semaphore docs](crate::Semaphore). Made by [`Client::leased_semaphore`]; cheap to clone.
@@ -130,7 +130,8 @@ impl LeasedSemaphore {
         self.names.try_set_permits(permits).await
     }
 
-    /// Add permits and wake waiters. Returns the permits available afterwards.
+    /// Add permits and wake waiters. Returns the permits available afterwards. Zero adds
+    /// nothing and wakes nobody (as Redisson's `addPermits(0)`): it only reads the count.
     ///
     /// # Errors
     /// As [`Semaphore::add_permits`](crate::Semaphore::add_permits).
@@ -139,7 +140,10 @@ impl LeasedSemaphore {
     /// Not idempotent.
     pub async fn add_permits(&self, permits: u64) -> Result<u64> {
         keys::check_name(&self.names.name)?;
-        check_permits("permits", permits)?;
+        check_permits_or_zero("permits", permits)?;
+        if permits == 0 {
+            return self.available_permits().await;
+        }
         self.names.add(permits, None).await
     }
 
@@ -226,7 +230,11 @@ impl LeasedSemaphore {
         Ok(v)
     }
 
-    /// Permits available now (after reclaiming expired leases).
+    /// Permits available now (after reclaiming expired leases). While a
+    /// [shrink](LeasedSemaphore::set_permits) below the leased permits waits for holders to
+    /// give theirs back this is 0, where Redisson's `availablePermits()` reports the negative
+    /// count: [`available_permits_signed`](LeasedSemaphore::available_permits_signed) gives
+    /// that figure.
     ///
     /// # Errors
     /// As [`LeasedSemaphore::permits`].
@@ -235,6 +243,19 @@ impl LeasedSemaphore {
     /// Cancel safe.
     pub async fn available_permits(&self) -> Result<u64> {
         Ok(self.permits().await?.0)
+    }
+
+    /// Permits available now as stored, as Redisson's `availablePermits()`: below zero by
+    /// the permits still to be given back while a [shrink](LeasedSemaphore::set_permits)
+    /// below the leased permits waits for holders.
+    ///
+    /// # Errors
+    /// As [`LeasedSemaphore::permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn available_permits_signed(&self) -> Result<i64> {
+        Ok(self.raw_permits().await?.0)
     }
 
     /// Take one permit with a `lease`, waiting at most the client's default wait.

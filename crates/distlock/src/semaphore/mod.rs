@@ -45,6 +45,17 @@ pub(super) fn check_permits(what: &str, n: u64) -> Result<()> {
     Ok(())
 }
 
+/// As [`check_permits`], zero allowed: acquiring or releasing no permits is a no-op, as in
+/// Redisson's `RSemaphore` and tokio's `Semaphore`.
+pub(super) fn check_permits_or_zero(what: &str, n: u64) -> Result<()> {
+    if n > MAX_PERMITS {
+        return Err(Error::invalid(format!(
+            "{what} {n} is not between 1 and {MAX_PERMITS}"
+        )));
+    }
+    Ok(())
+}
+
 /// Names shared by both semaphores.
 #[derive(Clone)]
 pub(super) struct Names {
@@ -82,6 +93,17 @@ impl Names {
             .eval(&self.context("set permits"), &inv)
             .await?;
         Ok(set == 1)
+    }
+
+    async fn available(&self) -> Result<u64> {
+        keys::check_name(&self.name)?;
+        let v: Option<i64> = self
+            .client
+            .inner
+            .backend
+            .query(&self.context("available"), redis::cmd("GET").arg(&self.key))
+            .await?;
+        Ok(v.unwrap_or(0).max(0) as u64)
     }
 
     /// The script call that gives back `permits` (with a fresh request id for its latch);
@@ -197,31 +219,26 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn available_permits(&self) -> Result<u64> {
-        keys::check_name(&self.names.name)?;
-        let v: Option<i64> = self
-            .names
-            .client
-            .inner
-            .backend
-            .query(
-                &self.names.context("available"),
-                redis::cmd("GET").arg(&self.names.key),
-            )
-            .await?;
-        Ok(v.unwrap_or(0).max(0) as u64)
+        self.names.available().await
     }
 
     /// Add `permits` permits (also: give back permits taken by a holder that is gone) and
-    /// wake waiters. Returns the permits available afterwards.
+    /// wake waiters. Returns the permits available afterwards. Zero adds nothing and wakes
+    /// nobody (as Redisson's `release(0)` and tokio's `add_permits(0)`): it only reads the
+    /// count.
     ///
     /// # Errors
-    /// As [`Semaphore::try_set_permits`].
+    /// [`ErrorKind::InvalidInput`] for more than 2^53 permits or a bad name;
+    /// [`ErrorKind::WrongType`] when the key holds another type; server failures.
     ///
     /// # Cancel safety
     /// Not idempotent: a call whose reply was lost may have added the permits.
     pub async fn add_permits(&self, permits: u64) -> Result<u64> {
         keys::check_name(&self.names.name)?;
-        check_permits("permits", permits)?;
+        check_permits_or_zero("permits", permits)?;
+        if permits == 0 {
+            return self.names.available().await;
+        }
         self.names.add(permits, None).await
     }
 
@@ -270,11 +287,12 @@ impl Semaphore {
     }
 
     /// Take `permits` permits at once (all or nothing), waiting at most the client's default
-    /// wait.
+    /// wait. Zero permits are granted at once without a round trip (an empty
+    /// [`SemaphorePermit`]), as Redisson's `acquire(0)` and tokio's `acquire_many(0)`.
     ///
     /// # Errors
-    /// [`ErrorKind::NotAcquired`] when the wait elapsed; [`ErrorKind::InvalidInput`] for 0 or
-    /// more than 2^53 permits; [`ErrorKind::WrongType`]; server failures.
+    /// [`ErrorKind::NotAcquired`] when the wait elapsed; [`ErrorKind::InvalidInput`] for
+    /// more than 2^53 permits or a bad name; [`ErrorKind::WrongType`]; server failures.
     ///
     /// # Cancel safety
     /// Cancel safe: a grant that raced the drop is given back in the background.
@@ -327,7 +345,16 @@ impl Semaphore {
     ) -> Result<Option<SemaphorePermit>> {
         let n = &self.names;
         keys::check_name(&n.name)?;
-        check_permits("permits", permits)?;
+        check_permits_or_zero("permits", permits)?;
+        n.client.check_open()?;
+        if permits == 0 {
+            return Ok(Some(SemaphorePermit {
+                names: Some(n.clone()),
+                permits: 0,
+                grant: String::new(),
+                hold: None,
+            }));
+        }
         let request = PermitRequest {
             names: n.clone(),
             latch: std::sync::Mutex::new(grant_latch(n)),
@@ -335,7 +362,7 @@ impl Semaphore {
         };
         let got = acquire(&n.client, request, wait).await?;
         Ok(got.map(|grant| SemaphorePermit {
-            hold: n.register_permits(permits, &grant),
+            hold: Some(n.register_permits(permits, &grant)),
             names: Some(n.clone()),
             permits,
             grant,
@@ -466,8 +493,9 @@ pub struct SemaphorePermit {
     permits: u64,
     /// The grant latch of the acquire, deleted by the release (a forgotten permit's expires).
     grant: String,
-    /// These permits in the client's registry (given back at shutdown if still held).
-    hold: HoldId,
+    /// These permits in the client's registry (given back at shutdown if still held); `None`
+    /// for zero permits (nothing to give back).
+    hold: Option<HoldId>,
 }
 
 impl fmt::Debug for SemaphorePermit {
@@ -496,7 +524,11 @@ impl SemaphorePermit {
     /// A dropped release may or may not have happened.
     pub async fn release(mut self) -> Result<u64> {
         let n = self.names.take().expect("released twice");
-        n.client.inner.holds.take_for_release(&self.hold, &n.name)?;
+        let Some(hold) = &self.hold else {
+            // Zero permits: nothing to give back.
+            return n.available().await;
+        };
+        n.client.inner.holds.take_for_release(hold, &n.name)?;
         n.add(self.permits, Some(&self.grant)).await
     }
 
@@ -504,8 +536,8 @@ impl SemaphorePermit {
     /// without release), not even at [`Client::shutdown`]. Returns how many permits were
     /// held.
     pub fn forget(mut self) -> u64 {
-        if let Some(n) = self.names.take() {
-            n.client.inner.holds.take(&self.hold);
+        if let (Some(n), Some(hold)) = (self.names.take(), &self.hold) {
+            n.client.inner.holds.take(hold);
         }
         self.permits
     }
@@ -513,12 +545,12 @@ impl SemaphorePermit {
 
 impl Drop for SemaphorePermit {
     fn drop(&mut self) {
-        let Some(n) = self.names.take() else { return };
+        let (Some(n), Some(hold)) = (self.names.take(), &self.hold) else {
+            return;
+        };
         let client = &n.client.inner;
-        client
-            .holds
-            .release_dropped(&client.backend, &self.hold, || {
-                n.add_request(self.permits, Some(&self.grant))
-            });
+        client.holds.release_dropped(&client.backend, hold, || {
+            n.add_request(self.permits, Some(&self.grant))
+        });
     }
 }

@@ -124,6 +124,64 @@ async fn wrong_password_is_an_auth_error_that_never_shows_the_password() {
     g.release().await.unwrap();
 }
 
+/// A password with URL-reserved characters: written raw into the URL it fails with a hint to
+/// percent-encode it or give it apart, never showing it; given apart
+/// (`ClientBuilder::password`, Redisson's `setPassword`) it works as it is, in place of the
+/// URL's, with or without a user name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_with_reserved_characters_is_given_apart_or_hinted() {
+    let password = "p@ss:w/rd#?%41";
+    let server = RedisServer::options().password(password).start();
+    let port = server.port();
+    for url in [
+        format!("redis://:{password}@127.0.0.1:{port}/"),
+        format!("redis://default:{password}@127.0.0.1:{port}/"),
+    ] {
+        let err = Client::connect(&url).await.unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::Config | ErrorKind::Auth),
+            "{err}"
+        );
+        let text = err.to_string();
+        assert!(text.contains("percent-encoded"), "{text}");
+        assert!(text.contains("ClientBuilder::password"), "{text}");
+        assert!(
+            !text.contains("rd#?") && !format!("{err:?}").contains("rd#?"),
+            "{text}"
+        );
+    }
+    for url in [
+        format!("redis://127.0.0.1:{port}/"),
+        format!("redis://:wrong@127.0.0.1:{port}/"),
+        format!("redis://default@127.0.0.1:{port}/"),
+    ] {
+        let client = Client::builder()
+            .url(&url)
+            .password(password)
+            .build()
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert!(!format!("{client:?}").contains("rd#?"));
+        let g = client.lock("apart").acquire().await.unwrap();
+        g.release().await.unwrap();
+    }
+    let client = Client::builder()
+        .url(format!("redis://127.0.0.1:{port}/"))
+        .username("default")
+        .password(password)
+        .build()
+        .await
+        .unwrap();
+    client
+        .lock("apart")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_urls_and_settings_are_config_errors() {
     for url in [

@@ -320,7 +320,7 @@ async fn handoff_off_keeps_redissons_behaviour() {
         .await
     );
     assert!(!exists(&server, &lock_queue("off")), "an Off waiter queued");
-    let channels: Vec<String> = cmd(&server, &["PUBSUB", "CHANNELS"]);
+    let channels = waiter_channels(&server);
     assert_eq!(channels, vec!["redisson_lock__channel:{off}".to_string()]);
     held.release().await.unwrap();
     let got = tokio::time::timeout(Duration::from_secs(2), waiter)

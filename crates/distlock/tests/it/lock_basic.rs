@@ -359,3 +359,45 @@ async fn concurrent_requests_of_one_client_arrive_pipelined() {
     drop(stats);
     assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
 }
+
+/// A nested acquire of a lock this client holds (Redisson users re-enter with lock() out of
+/// habit) waits like any new owner, and its error says why and how to re-enter; another
+/// client's error says nothing of the kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_acquire_times_out_with_a_hint_to_reenter() {
+    let server = RedisServer::start();
+    let client = distlock::Client::builder()
+        .url(server.url())
+        .default_wait(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let guard = client.lock("nested").acquire().await.unwrap();
+    let e = client.lock("nested").acquire().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired);
+    let text = e.to_string();
+    assert!(
+        text.contains("this client already holds it") && text.contains("LockGuard::reenter"),
+        "{text}"
+    );
+    let held_write = client.rw_lock("nested-rw").write().await.unwrap();
+    let e = client.rw_lock("nested-rw").write().await.unwrap_err();
+    assert!(
+        e.to_string().contains("this client already holds it"),
+        "{e}"
+    );
+    held_write.release().await.unwrap();
+
+    let other = distlock::Client::builder()
+        .url(server.url())
+        .default_wait(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let e = other.lock("nested").acquire().await.unwrap_err();
+    assert!(!e.to_string().contains("holds it"), "{e}");
+    // The hold itself is untouched, and re-entry as the hint says works at once.
+    let again = guard.reenter().await.unwrap();
+    again.release().await.unwrap();
+    guard.release().await.unwrap();
+}

@@ -122,3 +122,104 @@ async fn a_renewal_after_a_takeover_fires_lost_and_extends_nothing() {
         );
     }
 }
+
+/// Whether `client`'s notice channel is subscribed on some node of `deployment`, within 5 s
+/// (the client subscribes in the background after it connects).
+async fn listening(deployment: &Deployment, client: &distlock::Client) -> bool {
+    let channel = distlock::layout::client_notice_channel(&client.id().to_string());
+    eventually(Duration::from_secs(5), || {
+        deployment.nodes().iter().any(|n| numsub(n, &channel) >= 1)
+    })
+    .await
+}
+
+/// A force unlock by another client fires the holder's lost signal at once, not at its
+/// next renewal (10 s with the default 30 s watchdog lease) or the end of an explicit
+/// lease: the plain, fair and read-write locks (a writer and a reader) and the job lock, on
+/// every topology.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_force_unlock_fires_the_holders_lost_signal_at_once() {
+    // Well under the first renewal (10 s) and the explicit lease (60 s), so only the notice
+    // can fire it in time; slack for a loaded machine.
+    let limit = Duration::from_secs(4);
+    for topology in topologies() {
+        let (deployment, holder) = setup_on(topology).await;
+        let operator = deployment.client().await;
+        assert!(
+            listening(&deployment, &holder).await,
+            "no notice subscription"
+        );
+
+        let guard = holder.lock("plain").acquire().await.unwrap();
+        assert!(operator.lock("plain").force_unlock().await.unwrap());
+        tokio::time::timeout(limit, guard.lost())
+            .await
+            .expect("plain lock: lost() did not fire after the force unlock");
+
+        let guard = holder
+            .lock("leased")
+            .lease(Duration::from_secs(60))
+            .acquire()
+            .await
+            .unwrap();
+        assert!(operator.lock("leased").force_unlock().await.unwrap());
+        tokio::time::timeout(limit, guard.lost())
+            .await
+            .expect("explicit lease: lost() did not fire after the force unlock");
+
+        let guard = holder.fair_lock("fair").acquire().await.unwrap();
+        assert!(operator.fair_lock("fair").force_unlock().await.unwrap());
+        tokio::time::timeout(limit, guard.lost())
+            .await
+            .expect("fair lock: lost() did not fire after the force unlock");
+
+        let guard = holder.rw_lock("rw").write().await.unwrap();
+        assert!(operator.rw_lock("rw").force_unlock().await.unwrap());
+        tokio::time::timeout(limit, guard.lost())
+            .await
+            .expect("write lock: lost() did not fire after the force unlock");
+
+        let guard = holder.rw_lock("rw").read().await.unwrap();
+        let other = holder.rw_lock("rw").read().await.unwrap();
+        assert!(operator.rw_lock("rw").force_unlock().await.unwrap());
+        tokio::time::timeout(limit, async { tokio::join!(guard.lost(), other.lost()) })
+            .await
+            .expect("read lock: lost() did not fire for both readers after the force unlock");
+
+        let job = holder
+            .job_lock("job")
+            .at_most_for(Duration::from_secs(60))
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("job lock");
+        // The guard listens on the job's channel from its grant on: wait until it does.
+        let channel = distlock::layout::job_notice_channel(job.key());
+        assert!(
+            eventually(Duration::from_secs(5), || {
+                deployment.nodes().iter().any(|n| numsub(n, &channel) >= 1)
+            })
+            .await
+        );
+        let other = operator.job_lock("job");
+        assert!(other.force_unlock().await.unwrap());
+        assert!(!other.force_unlock().await.unwrap(), "deleted once");
+        tokio::time::timeout(limit, job.lost())
+            .await
+            .expect("job lock: lost() did not fire after the force unlock");
+        assert_eq!(
+            job.release().await.unwrap_err().kind(),
+            distlock::ErrorKind::NotHeld
+        );
+
+        // A notice names one hold: a lock of the same client on another name stays held.
+        let kept = holder.lock("kept").acquire().await.unwrap();
+        let gone = holder.lock("gone").acquire().await.unwrap();
+        assert!(operator.lock("gone").force_unlock().await.unwrap());
+        tokio::time::timeout(limit, gone.lost())
+            .await
+            .expect("gone");
+        assert!(!kept.is_lost());
+        kept.release().await.unwrap();
+    }
+}

@@ -126,6 +126,23 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert!(expired.release().await.is_err());
+    // An acquire of a lock this client holds warns as soon as it waits (a Redisson habit:
+    // nested lock() calls); another client's wait does not.
+    let held = client.lock("traced-nested").acquire().await.unwrap();
+    let nested = client
+        .lock("traced-nested")
+        .try_acquire_for(Duration::from_millis(100))
+        .await
+        .unwrap();
+    assert!(nested.is_none());
+    let other = client_for(&server).await;
+    assert!(other
+        .lock("traced-nested")
+        .try_acquire_for(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    held.release().await.unwrap();
     let sem = client.semaphore("traced-sem");
     sem.try_set_permits(1).await.unwrap();
     sem.acquire().await.unwrap().release().await.unwrap();
@@ -192,4 +209,14 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
         &[("kind", "lock"), ("what", "traced-expired")],
     );
     assert_eq!(lost.len(), 1, "{lost:?}");
+    let warned = collector.find(
+        "distlock.waiting_for_own_lock",
+        &[("lock", "traced-nested")],
+    );
+    assert_eq!(
+        warned.len(),
+        1,
+        "once, for this client's wait only: {warned:?}"
+    );
+    assert!(warned[0]["message"].contains("reenter"), "{warned:?}");
 }

@@ -134,15 +134,11 @@ async fn bad_semaphore_inputs_are_refused() {
         ErrorKind::InvalidInput
     );
     assert_eq!(
-        sem.acquire_many(0).await.unwrap_err().kind(),
-        ErrorKind::InvalidInput
-    );
-    assert_eq!(
         sem.acquire_many((1 << 53) + 1).await.unwrap_err().kind(),
         ErrorKind::InvalidInput
     );
     assert_eq!(
-        sem.add_permits(0).await.unwrap_err().kind(),
+        sem.add_permits((1 << 53) + 1).await.unwrap_err().kind(),
         ErrorKind::InvalidInput
     );
     let leased = client.leased_semaphore("bad-leased");
@@ -172,6 +168,44 @@ async fn bad_semaphore_inputs_are_refused() {
     );
 }
 
+/// Zero permits are a no-op, as in Redisson (`acquire(0)`, `release(0)`) and tokio
+/// (`acquire_many(0)`, `add_permits(0)`): granted at once even with none available, given back
+/// without a change, and nothing written, not even the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zero_permits_are_a_no_op() {
+    let (server, client) = setup().await;
+    let sem = client.semaphore("zero");
+    let before = evalsha_calls(&server);
+    let none = sem.acquire_many(0).await.unwrap();
+    assert_eq!(none.permits(), 0);
+    assert!(sem
+        .try_acquire_many_for(0, Duration::ZERO)
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(none.release().await.unwrap(), 0);
+    assert_eq!(sem.add_permits(0).await.unwrap(), 0);
+    assert_eq!(sem.release(0).await.unwrap(), 0);
+    assert_eq!(evalsha_calls(&server), before, "no script ran");
+    assert!(
+        keys(&server).is_empty(),
+        "nothing written: {:?}",
+        keys(&server)
+    );
+    // With permits: zero takes none and gives none back; a dropped empty permit neither.
+    sem.try_set_permits(2).await.unwrap();
+    let one = sem.acquire().await.unwrap();
+    let none = sem.acquire_many(0).await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+    drop(none);
+    assert_eq!(sem.add_permits(0).await.unwrap(), 1);
+    assert_eq!(one.release().await.unwrap(), 2);
+    let leased = client.leased_semaphore("zero-leased");
+    leased.set_permits(1).await.unwrap();
+    assert_eq!(leased.add_permits(0).await.unwrap(), 1);
+    assert_eq!(leased.total_permits().await.unwrap(), 1);
+}
+
 /// `set_permits` resizes a leased semaphore as Redisson's `setPermits` does: the size is
 /// available plus leased permits; shrinking takes no held permit away (the available count
 /// goes below zero until enough come back), growing wakes a waiter; repeating changes nothing;
@@ -197,6 +231,12 @@ async fn set_permits_resizes_and_keeps_held_permits_valid() {
     );
     let stored: i64 = cmd(&server, &["GET", "resize"]);
     assert_eq!(stored, -2, "Redisson's counter, below zero");
+    assert_eq!(sem.available_permits().await.unwrap(), 0);
+    assert_eq!(
+        sem.available_permits_signed().await.unwrap(),
+        -2,
+        "as Redisson's availablePermits()"
+    );
     for p in &held {
         p.extend(lease).await.expect("a held permit stays valid");
     }

@@ -408,6 +408,16 @@ pub fn source(file: &str) -> &'static str {
         .expect("script")
 }
 
+/// The channels `server` has subscribers on (`PUBSUB CHANNELS`), sorted, without the
+/// clients' own notice channels (`distlock_client:{<client-id>}`, subscribed for each
+/// client's life): the wake and grant channels of waiters.
+pub fn waiter_channels(server: &RedisServer) -> Vec<String> {
+    let mut channels: Vec<String> = cmd(server, &["PUBSUB", "CHANNELS"]);
+    channels.retain(|c| !c.starts_with("distlock_client:"));
+    channels.sort();
+    channels
+}
+
 /// Which of the scripts `files` (as run) `server` has cached (`SCRIPT EXISTS`: 1 or 0 each),
 /// in any of the variants a client runs (publishing by `PUBLISH`, `SPUBLISH` or both).
 pub fn cached(server: &RedisServer, files: &[&str]) -> Vec<i64> {

@@ -54,12 +54,11 @@ async fn local_waiters_share_one_subscription() {
     // The wake and grant channels are subscribed one after the other: wait for both.
     let subscribed = eventually(Duration::from_secs(2), || {
         numsub(&server, "redisson_lock__channel:{shared}") == 1
-            && cmd::<Vec<String>>(&server, &["PUBSUB", "CHANNELS"]).len() >= 2
+            && waiter_channels(&server).len() >= 2
     })
     .await;
     assert!(subscribed, "the waiters did not subscribe");
-    let mut channels: Vec<String> = cmd(&server, &["PUBSUB", "CHANNELS"]);
-    channels.sort();
+    let channels = waiter_channels(&server);
     assert_eq!(channels.len(), 2, "{channels:?}");
     assert!(
         channels[0].starts_with("distlock_lock_grant:{shared}:"),
@@ -77,7 +76,7 @@ async fn local_waiters_share_one_subscription() {
     assert!(
         eventually(Duration::from_secs(2), || {
             numsub(&server, "redisson_lock__channel:{shared}") == 0
-                && cmd::<Vec<String>>(&server, &["PUBSUB", "CHANNELS"]).is_empty()
+                && waiter_channels(&server).is_empty()
         })
         .await,
         "the subscriptions outlived the last waiter"

@@ -6,7 +6,9 @@
 //!   the Redis commands and the CPU time their renewal costs;
 //! - `waiters`: many tasks of one client wait on one lock; one subscription serves them all,
 //!   and each release hands the lock to the next waiter;
-//! - `memory`: bytes and keys per held lock, and keys left behind per idle lock name.
+//! - `memory`: bytes and keys per held lock, and keys left behind per idle lock name;
+//! - `lost`: how soon a holder's lost signal fires after another client force-unlocks its
+//!   lock.
 //!
 //! Output: a table once every workload has run, or with `--json` one line per workload in
 //! the format of the other libraries' drivers (`impl` = `rust/distlock`), so the lines
@@ -99,6 +101,7 @@ pub const WORKLOADS: &[&str] = &[
     "watchdog",
     "waiters",
     "memory",
+    "lost",
 ];
 
 /// Key prefix of every benchmark key (the peers' `--prefix` default).
@@ -112,7 +115,7 @@ pub struct BenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "uncontended,distinct,contended,handoff,watchdog,waiters,memory"
+        default_value = "uncontended,distinct,contended,handoff,watchdog,waiters,memory,lost"
     )]
     pub workloads: Vec<String>,
 
@@ -316,6 +319,8 @@ pub struct Settings {
     pub waiters: u64,
     /// `BENCH_MEMORY_LOCKS` (1,000): locks held in `memory`.
     pub memory_locks: u64,
+    /// `BENCH_LOST_REPS` (200): force unlocks in `lost`.
+    pub lost_reps: u64,
     /// `--handoff`: the plain locks' hand-off policy.
     pub handoff: distlock::Handoff,
 }
@@ -370,6 +375,7 @@ impl Settings {
             watchdog_lease: Duration::from_millis(env_u64("BENCH_WATCHDOG_LEASE_MS", 3000).max(3)),
             waiters: env_u64("BENCH_WAITERS", 1000).max(1),
             memory_locks: env_u64("BENCH_MEMORY_LOCKS", 1000).max(1),
+            lost_reps: env_u64("BENCH_LOST_REPS", 200).max(1),
             handoff: distlock::Handoff::default(),
         }
     }
@@ -601,6 +607,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
             "watchdog" => native::watchdog(&bench).await,
             "waiters" => native::waiters(&bench).await,
             "memory" => native::memory(&bench).await,
+            "lost" => native::lost(&bench).await,
             _ => unreachable!("checked above"),
         };
         match result {
@@ -730,6 +737,11 @@ fn row_notes(l: &Line) -> String {
             "hand-off between consecutive holders; PUBSUB NUMSUB {} while {} waited{tail}",
             ex(l, "numsub"),
             l.clients,
+        ),
+        "lost" => format!(
+            "force unlock called → holder's lost() fired; {} of {} fired within the wait",
+            ex(l, "fired"),
+            l.ops,
         ),
         "memory" => format!(
             "held: {} B per lock key (MEMORY USAGE), {} keys per lock; released: {} keys per \

@@ -467,6 +467,72 @@ pub async fn waiters(b: &Bench) -> Result<Line> {
     ))
 }
 
+/// `lost`: `BENCH_LOST_REPS` times, one client holds a lock (`bench:lost:<i>`, watchdog
+/// lease) and a second client force-unlocks it. p50/p99 = from the force unlock's call to
+/// the holder's `lost()` firing (the holder learns from the notice the force unlock
+/// publishes, not at its next renewal a third of the lease later). A lost signal that does
+/// not fire within the wait (`BENCH_WAIT_SECONDS`) is counted in `not_fired` and left out.
+///
+/// `ops` = force unlocks, `seconds` = the whole run.
+pub async fn lost(b: &Bench) -> Result<Line> {
+    let s = b.settings().clone();
+    let holder = b.client().await?;
+    let operator = b.client().await?;
+    let bar = b.bar("lost", s.lost_reps);
+    let (mut samples, mut not_fired) = (Vec::new(), 0u64);
+    let t0 = Instant::now();
+    for i in 0..s.lost_reps {
+        let name = format!("{PREFIX}lost:{i}");
+        let guard = holder
+            .lock(name.as_str())
+            .acquire()
+            .await
+            .context("the holder's acquire")?;
+        let called = Instant::now();
+        let was = operator
+            .lock(name.as_str())
+            .force_unlock()
+            .await
+            .context("the force unlock")?;
+        anyhow::ensure!(was, "{name}: the force unlock found no lock");
+        match tokio::time::timeout(s.wait, guard.lost()).await {
+            Ok(()) => samples.push(called.elapsed().as_nanos() as u64),
+            Err(_) => not_fired += 1,
+        }
+        // Answered "not held" (the lock is gone): ends the guard here rather than in a
+        // background release at its drop.
+        let _ = guard.release().await;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let secs = t0.elapsed().as_secs_f64();
+    Ok(Line::new(
+        "lost",
+        2,
+        s.lost_reps,
+        secs,
+        &samples,
+        None,
+        b.notes(&format!(
+            "one client holds, another force-unlocks; watchdog lease {:?}",
+            b.watchdog_lease
+        )),
+        vec![
+            ("fired", Value::from(samples.len() as u64)),
+            ("not_fired", Value::from(not_fired)),
+            ("failed_acquires", Value::from(0u64)),
+            (
+                "last_error",
+                Value::from(if not_fired == 0 {
+                    String::new()
+                } else {
+                    format!("{not_fired} lost signals did not fire within {:?}", s.wait)
+                }),
+            ),
+        ],
+    ))
+}
+
 /// What `SCAN` finds for the lock names of `memory`.
 #[derive(Debug, Default)]
 struct Census {
