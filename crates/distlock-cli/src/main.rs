@@ -27,12 +27,24 @@ struct Cli {
     /// (rediss-cluster:// for TLS). Without it, `run`, `status`, `list`, `top` and `unlock` use
     /// redis://127.0.0.1:6379/, and `demo` and `bench` start a private redis-server (`demo
     /// --topology` a Sentinel set or a Cluster).
-    #[arg(long, env = "DISTLOCK_URL", global = true, hide_env_values = true)]
+    #[arg(
+        long,
+        env = "DISTLOCK_URL",
+        global = true,
+        help_heading = "Connection",
+        hide_env_values = true
+    )]
     url: Option<String>,
 
     /// Password of the server (the Sentinel deployment's master, every Cluster node), given
     /// apart from the URL: any characters, no percent-encoding. Replaces the URL's password.
-    #[arg(long, env = "DISTLOCK_PASSWORD", global = true, hide_env_values = true)]
+    #[arg(
+        long,
+        env = "DISTLOCK_PASSWORD",
+        global = true,
+        help_heading = "Connection",
+        hide_env_values = true
+    )]
     password: Option<String>,
 
     /// Password of the sentinels of a redis-sentinel:// URL, when they require one (the URL's
@@ -41,6 +53,7 @@ struct Cli {
         long,
         env = "DISTLOCK_SENTINEL_PASSWORD",
         global = true,
+        help_heading = "Connection",
         hide_env_values = true
     )]
     sentinel_password: Option<String>,
@@ -52,6 +65,8 @@ struct Cli {
         long,
         env = "DISTLOCK_PUBSUB",
         global = true,
+        hide_env_values = true,
+        help_heading = "Connection",
         value_enum,
         default_value = "auto"
     )]
@@ -59,25 +74,39 @@ struct Cli {
 
     /// CA certificates (PEM file) that rediss:// servers are checked against instead of
     /// Mozilla's roots, for a private CA; $SSL_CERT_FILE when not given.
-    #[arg(long, env = "DISTLOCK_TLS_CA_CERT", global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        env = "DISTLOCK_TLS_CA_CERT",
+        global = true,
+        hide_env_values = true,
+        help_heading = "Connection",
+        value_name = "FILE"
+    )]
     tls_ca_cert: Option<std::path::PathBuf>,
 
     /// Prefix put before every lock name to form its Redis key.
-    #[arg(long, env = "DISTLOCK_KEY_PREFIX", global = true, default_value = "")]
+    #[arg(
+        long,
+        env = "DISTLOCK_KEY_PREFIX",
+        global = true,
+        hide_env_values = true,
+        help_heading = "Connection",
+        default_value = ""
+    )]
     key_prefix: String,
 
     /// Lease of locks held without --lease; the watchdog renews it every third.
-    #[arg(long, env = "DISTLOCK_WATCHDOG_LEASE", global = true, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, env = "DISTLOCK_WATCHDOG_LEASE", global = true, hide_env_values = true, help_heading = "Connection", default_value = "30s", value_parser = parse_duration)]
     watchdog_lease: Duration,
 
     /// Timeout for connecting to Redis (TCP, TLS, AUTH and the first PING). Not for
     /// --redlock nodes, which use the RedLock's own timeouts.
-    #[arg(long, env = "DISTLOCK_CONNECT_TIMEOUT", global = true, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, env = "DISTLOCK_CONNECT_TIMEOUT", global = true, hide_env_values = true, help_heading = "Connection", default_value = "5s", value_parser = parse_duration)]
     connect_timeout: Duration,
 
     /// Timeout of one Redis command. A command that times out (or whose connection breaks)
     /// is sent again up to three times before distlock gives up. Not for --redlock nodes.
-    #[arg(long, env = "DISTLOCK_TIMEOUT", global = true, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, env = "DISTLOCK_TIMEOUT", global = true, hide_env_values = true, help_heading = "Connection", default_value = "3s", value_parser = parse_duration)]
     timeout: Duration,
 
     #[command(subcommand)]
@@ -121,8 +150,12 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff): `distlock man > distlock.1; man ./distlock.1`.
-    Man,
+    /// Print the manual page (roff): `distlock man > distlock.1; man ./distlock.1`, or one
+    /// command's: `distlock man run > distlock-run.1`.
+    Man {
+        /// The command whose page to print (distlock-COMMAND(1)); none: distlock(1).
+        command: Option<String>,
+    },
     /// One worker process of `demo` (started by `demo` itself).
     #[command(hide = true)]
     DemoWorker(cmd::demo::WorkerArgs),
@@ -201,14 +234,15 @@ fn main() -> ExitCode {
             clap_complete::generate(*shell, &mut Cli::command(), "distlock", &mut out);
             Some(Ok(out))
         }
-        Command::Man => {
+        Command::Man { command } => {
             use clap::CommandFactory;
-            let mut out = Vec::new();
-            Some(
-                clap_mangen::Man::new(Cli::command())
-                    .render(&mut out)
-                    .map(|()| out),
-            )
+            match cmd::man::render(Cli::command(), command.as_deref()) {
+                Ok(out) => Some(Ok(out)),
+                Err(e) => {
+                    eprintln!("distlock man: {e:#}");
+                    return ExitCode::from(exit::USAGE);
+                }
+            }
         }
         _ => None,
     };
@@ -282,7 +316,7 @@ fn main() -> ExitCode {
             Command::Demo(args) => cmd::demo::run(&opts, args).await,
             Command::DemoWorker(args) => cmd::demo::worker(&opts, args).await,
             Command::Bench(args) => cmd::bench::run(&opts, args).await,
-            Command::Completions { .. } | Command::Man => unreachable!("handled before"),
+            Command::Completions { .. } | Command::Man { .. } => unreachable!("handled before"),
         }
     });
     match result {

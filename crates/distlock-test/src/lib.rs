@@ -15,6 +15,8 @@
 //! Redis Sentinels watching them ([`SentinelSet`]), for failover tests. [`cluster`] starts a
 //! Redis Cluster of three masters with one replica each ([`ClusterSet`]).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod cluster;
 pub mod sentinel;
 pub mod testing;

@@ -107,6 +107,7 @@ pub fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool 
 /// between calls, so other tasks keep running. The condition itself is synchronous (it
 /// usually runs [`cmd`] on the server).
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[must_use = "assert the result: a wait that times out is a failure"]
 pub async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + limit;

@@ -545,8 +545,8 @@ impl ClientBuilder {
     /// The deployment to connect to, by URL:
     ///
     /// - one server: `redis://[user][:password@]host[:port][/db]`, or `rediss://…` for TLS
-    ///   (rustls, Mozilla's root certificates; append `#insecure` to skip verification, as
-    ///   redis-rs does). TLS needs the `tls` feature (on by default); it uses rustls's `ring`
+    ///   (rustls, Mozilla's root certificates; `?insecure` skips verification, as on every
+    ///   scheme below, and redis-rs's `#insecure` works too). TLS needs the `tls` feature (on by default); it uses rustls's `ring`
     ///   provider, which rustls picks by itself when it is the only one built. An application
     ///   whose build also enables another provider (aws-lc-rs) chooses one once, before
     ///   connecting — `rustls::crypto::ring::default_provider().install_default()` — as
@@ -557,7 +557,18 @@ impl ClientBuilder {
     ///   port listen on 26379). The credentials are the master's; set the sentinels' own with
     ///   [`ClientBuilder::sentinel_auth`]. distlock asks the sentinels for the master and
     ///   follows failovers: commands and wake-up subscriptions move to the new master within
-    ///   about a second of the sentinels' switch.
+    ///   about a second of the sentinels' switch;
+    /// - a Redis Cluster, in lettuce's form:
+    ///   `redis-cluster://[user:password@]host1[:port1][,host2[:port2]…]` (seed nodes;
+    ///   `rediss-cluster://` for TLS, `?insecure` to skip verification; nodes without a port
+    ///   listen on 6379). distlock routes each lock by its key's hash slot and follows
+    ///   failovers and slot migrations;
+    /// - one server over a Unix socket: `unix:///path/to/redis.sock[?db=N]` (or
+    ///   `redis+unix://`; credentials as `?user=…&pass=…`, or apart with
+    ///   [`ClientBuilder::password`]).
+    ///
+    /// A password with `@ : / ? # %` must be percent-encoded in the URL, or given apart
+    /// ([`ClientBuilder::password`]).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
         self

@@ -59,14 +59,17 @@
 //! records only its keep-alive renewals (`redlock`): its acquires run on each node's lock
 //! directly, and its validity has a lost signal of its own.
 //!
-//! See `doc/design.md` in the repository for the data layout and the design choices.
+//! The [design notes](https://github.com/distlock/distlock/blob/main/doc/design.md) give the
+//! data layout and the design choices.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![allow(rustdoc::redundant_explicit_links)]
 
 // Every module is private; the API is the flat list of re-exports below.
 mod acquire;
 #[cfg(feature = "blocking")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
 mod client;
 mod conn;

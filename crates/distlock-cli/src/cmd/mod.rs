@@ -4,6 +4,7 @@ pub mod bench;
 pub mod demo;
 pub mod inventory;
 pub mod list;
+pub mod man;
 pub mod run;
 pub mod status;
 pub mod top;

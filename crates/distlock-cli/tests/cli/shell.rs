@@ -72,6 +72,75 @@ fn the_manual_page_documents_the_commands() {
     for needle in ["distlock\\-run(1)", "distlock\\-status(1)", "DISTLOCK_URL"] {
         assert!(page.contains(needle), "man page lacks {needle}");
     }
+    assert!(page.contains(".SH \"EXIT STATUS\""), "{page}");
+    // Every page distlock(1) points to can be generated, with its exit status.
+    let listed: Vec<String> = page
+        .split("distlock\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name.to_string()))
+        .filter(|name| name.chars().all(|c| c.is_ascii_lowercase()))
+        .collect();
+    assert!(listed.len() >= 8, "{listed:?}");
+    for name in &listed {
+        let out = output({
+            let mut c = bin();
+            c.args(["man", name]);
+            c
+        });
+        assert!(out.status.success(), "distlock man {name}: {out:?}");
+        let sub = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            sub.contains(&format!(".TH distlock-{name} 1")),
+            "{name}: {sub}"
+        );
+        assert!(sub.contains(".SH \"EXIT STATUS\""), "{name}: {sub}");
+        assert!(
+            sub.contains("DISTLOCK_URL"),
+            "{name}: the connection options"
+        );
+    }
+    let run = output({
+        let mut c = bin();
+        c.args(["man", "run"]);
+        c
+    });
+    let run = String::from_utf8(run.stdout).unwrap();
+    assert!(run.contains("125"), "run's exit codes: {run}");
+    assert!(run.contains(".SH \"ENVIRONMENT\""), "{run}");
+    let bad = output({
+        let mut c = bin();
+        c.args(["man", "nope"]);
+        c
+    });
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+}
+
+/// A command's `--help` lists its own options first and the connection options under their
+/// own heading, and no environment variable is shown with a stray `=`.
+#[test]
+fn help_puts_a_commands_own_options_before_the_connection_options() {
+    for sub in ["run", "status", "list", "top", "unlock", "bench", "demo"] {
+        let out = output({
+            let mut c = bin();
+            c.args([sub, "--help"]);
+            c.env_remove("DISTLOCK_URL");
+            c
+        });
+        assert!(out.status.success(), "{sub}: {out:?}");
+        let help = String::from_utf8(out.stdout).unwrap();
+        let own = help.find("Options:").expect("an Options heading");
+        let connection = help.find("Connection:").expect("a Connection heading");
+        assert!(own < connection, "{sub}: {help}");
+        assert!(
+            help[connection..].contains("  --url <URL>"),
+            "{sub}: {help}"
+        );
+        assert!(
+            !help[..connection].contains("  --url <URL>"),
+            "{sub}: {help}"
+        );
+        assert!(!help.contains("=]"), "{sub}: a stray '=' in {help}");
+    }
 }
 
 #[test]

@@ -315,7 +315,7 @@ impl Target {
                 .map(Target::Sentinel)
                 .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
         }
-        naming::client_with_ca(url, tls_ca)
+        naming::client_with_ca(url::insecure_as_fragment(url).as_ref(), tls_ca)
             .map(Target::Standalone)
             .map_err(|e| {
                 // The driver's message may quote the URL: report only its category.

@@ -112,3 +112,48 @@ impl MultiHost {
         )
     }
 }
+
+/// A one-server URL with `?insecure` (the skip-verify syntax of the Sentinel and Cluster
+/// URLs) in redis-rs's own form, `#insecure`; other URLs unchanged.
+pub(crate) fn insecure_as_fragment(url: &str) -> std::borrow::Cow<'_, str> {
+    let Some((head, query)) = url.split_once('?') else {
+        return url.into();
+    };
+    let (query, fragment) = match query.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (query, None),
+    };
+    if !query.split('&').any(|p| p == "insecure") {
+        return url.into();
+    }
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| *p != "insecure" && !p.is_empty())
+        .collect();
+    let mut out = head.to_string();
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    out.push('#');
+    out.push_str(fragment.unwrap_or("insecure"));
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::insecure_as_fragment as f;
+
+    #[test]
+    fn query_insecure_becomes_redis_rs_fragment() {
+        assert_eq!(f("rediss://h:1/0?insecure"), "rediss://h:1/0#insecure");
+        assert_eq!(
+            f("rediss://h/?protocol=resp3&insecure"),
+            "rediss://h/?protocol=resp3#insecure"
+        );
+        assert_eq!(f("rediss://h/#insecure"), "rediss://h/#insecure");
+        assert_eq!(f("rediss://h/?insecure#insecure"), "rediss://h/#insecure");
+        assert_eq!(f("redis://h/?protocol=resp3"), "redis://h/?protocol=resp3");
+        assert_eq!(f("redis://h/"), "redis://h/");
+    }
+}

@@ -80,13 +80,15 @@ impl fmt::Debug for Owner {
 /// What they cannot fix: two masters that both grant during a network partition (the
 /// resource still sees two increasing streams; only the later-seen lower token is refused).
 ///
-/// On Redis Sentinel a token also carries a *generation*, the config epoch of the master that
-/// issued it, which rises with every failover: the token's value is
+/// On Redis Sentinel and Redis Cluster a token also carries a *generation*, the config epoch
+/// of the master that issued it (Sentinel: the epoch the sentinels give the master; Cluster:
+/// the node's `cluster_my_epoch`), which rises with every failover: the token's value is
 /// `generation × 2^64 + sequence`, so every token of a promoted master is above every token of
 /// the master it replaced, whatever the two servers' clocks say — and a grant made by an
 /// isolated old master that still serves a stale client is ordered below the new master's.
-/// On one server and on Cluster the generation is 0 and the value is the sequence. One
-/// number either way: compare tokens as integers (`u128`), print them in decimal.
+/// On one server (and a Sentinel master or Cluster node of epoch 0) the generation is 0 and
+/// the value is the sequence. One number either way: compare tokens as integers (`u128`),
+/// print them in decimal.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct FencingToken(pub u128);
 
@@ -150,7 +152,8 @@ impl FencingToken {
         self.0
     }
 
-    /// The generation: the issuing master's Sentinel config epoch, 0 elsewhere.
+    /// The generation: the issuing master's config epoch on Sentinel (the sentinels' epoch
+    /// for it) and on Cluster (its `cluster_my_epoch`), 0 on one server.
     pub fn generation(self) -> u64 {
         (self.0 >> 64) as u64
     }

@@ -25,6 +25,18 @@ async fn tls_verifies_certificates_by_default() {
     let url = server.url().replace("#insecure", "");
     let err = Client::connect(&url).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    // `?insecure`, the Sentinel and Cluster URLs' form, skips the check here too.
+    let client = Client::connect(&format!("{url}?insecure"))
+        .await
+        .expect("?insecure skips verification");
+    client
+        .lock("q-insecure")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
 }
 
 /// A private CA: `rediss://` without `#insecure` is verified against the CA given to the

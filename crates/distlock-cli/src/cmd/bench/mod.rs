@@ -120,7 +120,7 @@ pub struct BenchArgs {
     pub workloads: Vec<String>,
 
     /// Concurrent clients of `distinct` and `contended`.
-    #[arg(long, env = "BENCH_CLIENTS", default_value_t = 16,
+    #[arg(long, env = "BENCH_CLIENTS", hide_env_values = true, default_value_t = 16,
           value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub clients: u64,
 
