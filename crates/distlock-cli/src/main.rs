@@ -163,15 +163,23 @@ enum Command {
 
 /// Parse a human duration (`30s`, `5m`, `1500ms`) and refuse zero.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))?;
+    let d = parse_wait(s)?;
     if d.is_zero() {
         return Err(format!("{s:?}: must be greater than zero"));
     }
     Ok(d)
 }
 
-/// Parse a human duration that may be zero (waits).
+/// Parse a human duration that may be zero (waits): `1m 30s`, `250ms`, or a bare number of
+/// seconds as flock's `-w` takes it (`10`, `0.5`).
 pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return s
+            .parse::<f64>()
+            .ok()
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .ok_or_else(|| format!("{s:?}: not a number of seconds"));
+    }
     humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))
 }
 

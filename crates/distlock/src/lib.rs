@@ -96,7 +96,12 @@ pub use client::{
 pub use conn::redact_url;
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
 pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
-pub use job::{assert_locked, spawn_every, JobGuard, JobHolder, JobLock, JOB_POLL_INTERVAL};
+#[cfg(feature = "cron")]
+pub use job::spawn_cron;
+pub use job::{
+    assert_locked, spawn_every, spawn_every_with, JobGuard, JobHolder, JobLease, JobLock,
+    JOB_POLL_INTERVAL,
+};
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
 pub use lock::{FencingToken, Handoff, HolderInfo, Lock, LockGuard, LockStatus, Owner};

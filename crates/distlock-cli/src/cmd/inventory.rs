@@ -326,6 +326,9 @@ pub struct Inventory {
     /// Keys not read (or not listed) because `--limit` entries were found: more may be
     /// locks.
     pub unread_keys: usize,
+    /// Integer keys not listed (counted in `other_keys`) because nothing tells a semaphore or
+    /// latch from the application's counters (`--all` lists them).
+    pub unmarked_integers: usize,
     /// Keys that could not be read, with why (the others are still listed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<KeyError>,
@@ -351,6 +354,20 @@ pub struct Query {
     pub examine: usize,
     /// Entries listed at most (keys are read in order until this many are found).
     pub limit: usize,
+    /// List integer keys that nothing marks as a semaphore or a latch (no waiter on their
+    /// channels, no leases) too: they may as well be the application's counters. Without it
+    /// they are listed only when the pattern names one key exactly.
+    pub all: bool,
+}
+
+impl Query {
+    /// Whether the pattern names one key exactly (no glob characters): then whatever it is
+    /// is shown.
+    fn names_one_key(&self) -> bool {
+        self.pattern
+            .as_deref()
+            .is_some_and(|p| !p.contains(['*', '?', '[', '\\']))
+    }
 }
 
 /// Scan for the keys of `query` and read each one.
@@ -392,6 +409,8 @@ pub async fn scan(client: &distlock::Client, query: &Query) -> Result<Inventory>
     let mut entries = Vec::new();
     let mut errors = Vec::new();
     let mut read = 0;
+    let show_unmarked = query.all || query.names_one_key();
+    let mut unmarked_integers = 0;
     for chunk in candidates.chunks(CONCURRENCY * 8) {
         if entries.len() >= query.limit {
             break;
@@ -404,6 +423,9 @@ pub async fn scan(client: &distlock::Client, query: &Query) -> Result<Inventory>
         read += chunk.len();
         for (key, r) in results {
             match r {
+                Ok(Some(e)) if e.kind == Kind::SemaphoreOrLatch && !show_unmarked => {
+                    unmarked_integers += 1;
+                }
                 Ok(Some(e)) => entries.push(e),
                 Ok(None) => {}
                 Err(e) => errors.push(KeyError {
@@ -427,6 +449,7 @@ pub async fn scan(client: &distlock::Client, query: &Query) -> Result<Inventory>
         matched_keys,
         complete,
         unread_keys,
+        unmarked_integers,
     })
 }
 

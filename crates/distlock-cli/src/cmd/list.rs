@@ -32,6 +32,11 @@ pub struct ListArgs {
     /// this many locks, semaphores, latches and job locks are found.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: u64,
+    /// Also list integer keys that nothing marks as a semaphore or latch (no waiters on
+    /// their channels, no leases): they may be the application's counters. A PATTERN that
+    /// names one key lists it whatever it is.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Row order of `list` (and the initial order of `top`).
@@ -75,6 +80,7 @@ pub async fn run(opts: &Options, args: ListArgs) -> Result<u8> {
         pattern: args.pattern.clone(),
         examine: args.examine as usize,
         limit: args.limit as usize,
+        all: args.all,
     };
     let mut found = inventory::scan(&client, &query).await?;
     args.sort.apply(&mut found.entries);
@@ -145,6 +151,13 @@ pub fn summary(found: &Inventory) -> String {
         found.other_keys,
         plural(found.other_keys)
     ));
+    if found.unmarked_integers > 0 {
+        line.push_str(&format!(
+            " ({} integer key{} with no sign of a semaphore or latch: --all lists them)",
+            found.unmarked_integers,
+            plural(found.unmarked_integers)
+        ));
+    }
     if found.unread_keys > 0 {
         line.push_str(&format!(
             "; {} more key{} not read (--limit)",

@@ -1,4 +1,5 @@
-//! `distlock run NAME [--wait 10s] [--lease 30s] [--on-lost term|ignore] [--kill-after 10s] -- CMD ARGS…`
+//! `distlock run NAME [-w|--wait 10s] [-n] [-E 75] [--lease 30s] [--on-lost term|ignore] [--kill-after 10s] -- CMD ARGS…`
+//! `distlock run NAME [...] -c 'STRING'` (`sh -c`), or without a command: hold until signalled
 //! `distlock run NAME --at-most 10m [--at-least 30s] [--env prod] [--keep-alive] -- CMD ARGS…`
 //!
 //! Lock mode (plain, `--fair`, `--read`, `--write`): acquire the lock (watchdog on unless
@@ -64,7 +65,9 @@ Environment of CMD:
 Exit status:
   CMD's code  CMD ran and exited (the lock was released, or the release failed: a warning)
   75          the lock was not acquired within --wait (RedLock: no quorum), or the job lock
-              is held elsewhere (like flock -E 75)
+              is held elsewhere (like flock -E 75; -E N sets another)
+  0           without a command: the lock was held until SIGINT, SIGTERM or SIGHUP and
+              released (125 if it was lost meanwhile)
   125         distlock itself failed: a usage error, an unreachable server, a wrong password,
               bad input, a key of another type, a semaphore with another number of permits
               than --semaphore N without --set-permits (CMD did not run)
@@ -90,9 +93,17 @@ pub enum OnLost {
 pub struct RunArgs {
     /// Lock name.
     pub name: String,
-    /// How long to wait for the lock (0: one attempt).
-    #[arg(long, default_value = "10s", value_parser = crate::parse_wait)]
+    /// How long to wait for the lock (0: one attempt): a duration (`10s`, `1m 30s`) or a
+    /// number of seconds (`10`, `0.5`), as flock's -w.
+    #[arg(short = 'w', long, default_value = "10s", value_parser = crate::parse_wait)]
     pub wait: Duration,
+    /// Do not wait: one attempt (--wait 0), as flock's -n.
+    #[arg(short = 'n', long, visible_alias = "nb", conflicts_with = "wait")]
+    pub nonblock: bool,
+    /// Exit with N when the lock is not acquired (or the job lock is held elsewhere), as
+    /// flock's -E.
+    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::NOT_ACQUIRED)]
+    pub conflict_exit_code: u8,
     /// Fixed lease: the lock expires after it and is not renewed. Without it the watchdog
     /// renews the lock while the command runs.
     #[arg(long, value_parser = crate::parse_duration)]
@@ -141,8 +152,18 @@ pub struct RunArgs {
     /// stay valid: a smaller number takes effect as they are given back.
     #[arg(long, requires = "semaphore")]
     pub set_permits: bool,
-    /// The command and its arguments (after `--`).
-    #[arg(required = true, last = true)]
+    /// Run STRING with `sh -c` instead of a command after `--`, as flock's -c.
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "STRING",
+        conflicts_with = "command"
+    )]
+    pub shell: Option<String>,
+    /// The command and its arguments (after `--`). Without one (and without -c), hold the
+    /// lock until SIGINT, SIGTERM or SIGHUP, printing `<name> <fencing token>` when it is
+    /// taken (as `etcdctl lock` does without a command).
+    #[arg(last = true)]
     pub command: Vec<String>,
 }
 
@@ -369,9 +390,24 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         );
     }
     let kill_after = args.kill_after.unwrap_or(DEFAULT_KILL_AFTER);
+    let mut args = args;
+    if args.nonblock {
+        args.wait = Duration::ZERO;
+    }
+    if let Some(script) = args.shell.take() {
+        args.command = vec!["sh".into(), "-c".into(), script];
+    }
+    // Handlers first: a signal arriving while the command starts is forwarded to it once it
+    // runs, rather than killing the wrapper (the default action) and orphaning the command.
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
     let Some(held) = take(opts, &args).await? else {
-        return Ok(exit::NOT_ACQUIRED);
+        return Ok(args.conflict_exit_code);
     };
+    if args.command.is_empty() {
+        return hold(&args.name, held, (&mut sigint, &mut sigterm, &mut sighup)).await;
+    }
     let mut command = tokio::process::Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
@@ -386,11 +422,6 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         }
     }
     die_with_wrapper(&mut command);
-    // Handlers first: a signal arriving while the command starts is forwarded to it once it
-    // runs, rather than killing the wrapper (the default action) and orphaning the command.
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
     // Spawned from this task's thread (see the module docs): not from spawn_blocking.
     let mut child = match command.spawn() {
         Ok(c) => c,
@@ -445,6 +476,39 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         Ok(()) => {}
     }
     Ok(exit_code(status))
+}
+
+/// Without a command: print `<name> <token>` (`<name>` where the kind has no token), then
+/// hold the lock until SIGINT, SIGTERM or SIGHUP (release, exit 0) or until it is lost (exit
+/// 125, as distlock could not keep it).
+async fn hold(
+    name: &str,
+    held: Held,
+    (sigint, sigterm, sighup): (
+        &mut tokio::signal::unix::Signal,
+        &mut tokio::signal::unix::Signal,
+        &mut tokio::signal::unix::Signal,
+    ),
+) -> Result<u8> {
+    match &held {
+        Held::Lock(g) => crate::out::outln!("{name} {}", g.fencing_token())?,
+        Held::Job(_) | Held::RedLock(_) | Held::Permit(_) => crate::out::outln!("{name}")?,
+    }
+    let lost = tokio::select! {
+        _ = sigint.recv() => false,
+        _ = sigterm.recv() => false,
+        _ = sighup.recv() => false,
+        _ = held.lost() => true,
+    };
+    if lost {
+        errln!("distlock: the lease on {name:?} was lost");
+        return Ok(exit::RUN_FAILED);
+    }
+    if let Err(e) = held.release().await {
+        errln!("distlock: release of {name:?}: {e:#}");
+        return Ok(exit::RUN_FAILED);
+    }
+    Ok(0)
 }
 
 fn exit_code(status: std::process::ExitStatus) -> u8 {

@@ -68,6 +68,10 @@ pub struct TopArgs {
     /// this many locks, semaphores, latches and job locks are found.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: u64,
+    /// Also show integer keys that nothing marks as a semaphore or latch (as `distlock list
+    /// --all`).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Row order of `top`.
@@ -328,6 +332,7 @@ pub async fn run(opts: &Options, args: TopArgs) -> Result<u8> {
         pattern: args.pattern.clone(),
         examine: args.examine as usize,
         limit: args.limit as usize,
+        all: args.all,
     });
     if args.once {
         tracker.refresh(&client).await?;

@@ -547,6 +547,80 @@ fn demo_without_redis_server_says_how_to_install_it() {
     assert!(stderr.contains("apt-get install redis-server"), "{stderr}");
 }
 
+/// flock(1) and etcdctl habits: `-n` makes one attempt, `-w` takes a number of seconds,
+/// `-E N` sets the conflict exit code, `-c STRING` runs a shell command, and without a
+/// command `run` holds the lock until signalled, printing its name and fencing token.
+#[test]
+fn run_takes_flock_and_etcdctl_habits() {
+    let server = RedisServer::start();
+    // Held for about 2 s: a waiting run gets it then, a run that does not wait exits at once.
+    let mut holder = distlock(&server);
+    holder.args(["run", "habits", "--", "sleep", "2"]);
+    let mut holder = holder.spawn().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || cmd::<bool>(
+            &server,
+            &["EXISTS", "habits"]
+        )),
+        "the holder did not take the lock"
+    );
+    let mut c = distlock(&server);
+    c.args(["run", "-n", "habits", "--", "true"]);
+    assert_eq!(output(c).status.code(), Some(75), "-n: one attempt");
+    let mut c = distlock(&server);
+    c.args(["run", "--nb", "-E", "3", "habits", "--", "true"]);
+    assert_eq!(output(c).status.code(), Some(3), "-E 3");
+    let mut c = distlock(&server);
+    c.args(["run", "-w", "0.2", "habits", "--", "true"]);
+    assert_eq!(
+        output(c).status.code(),
+        Some(75),
+        "-w 0.2: a fifth of a second"
+    );
+    let mut c = distlock(&server);
+    c.args([
+        "run",
+        "-w",
+        "20",
+        "-c",
+        "echo \"$DISTLOCK_LOCK\"; exit 7",
+        "habits",
+    ]);
+    let out = output(c);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "-w 20 waits for the holder, -c runs: {out:?}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "habits");
+    holder.wait().unwrap();
+    let mut c = distlock(&server);
+    c.args(["run", "-n", "-w", "5", "habits", "--", "true"]);
+    assert_eq!(
+        output(c).status.code(),
+        Some(125),
+        "-n with -w is a usage error"
+    );
+
+    // No command: hold until SIGTERM, printing the name and the token.
+    let mut hold = distlock(&server);
+    hold.args(["run", "held-open"]).stdout(Stdio::piped());
+    let mut hold = hold.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(hold.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let (name, token) = line.trim().split_once(' ').expect("<name> <token>");
+    assert_eq!(name, "held-open");
+    let stored: String = cmd(&server, &["HGET", "held-open", "distlock:fencing-token"]);
+    assert_eq!(token, stored);
+    let pid = nix::unistd::Pid::from_raw(hold.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = hold.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(!cmd::<bool>(&server, &["EXISTS", "held-open"]), "released");
+}
+
 /// Cron on many hosts: the second `run --at-most` exits 75 at once, without waiting.
 #[test]
 fn job_mode_skips_at_once_when_another_host_runs_it() {

@@ -116,9 +116,78 @@ impl GuardInner {
     }
 }
 
+/// A handle on a held job lock for the job that runs under it (ShedLock's `LockExtender`):
+/// its lost signal and its extension, without the release. Made by [`JobGuard::lease`], and
+/// handed to the job by [`JobLock::run_with`](crate::JobLock::run_with) and
+/// [`spawn_every_with`](crate::spawn_every_with). Cheap to clone; it does not keep the lock
+/// held (the guard does), and after the guard's release its calls answer as for a lost lock.
+#[derive(Clone)]
+pub struct JobLease {
+    inner: Arc<GuardInner>,
+}
+
+impl fmt::Debug for JobLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobLease")
+            .field("key", &self.inner.key)
+            .field("value", &self.inner.value)
+            .finish()
+    }
+}
+
+impl JobLease {
+    /// The key: `<prefix>job-lock:<env>:<name>`.
+    pub fn key(&self) -> &str {
+        &self.inner.key
+    }
+
+    /// The value the guard wrote: `ADDED:<time>@<host>:<uuid>`.
+    pub fn value(&self) -> &str {
+        &self.inner.value
+    }
+
+    /// As [`JobGuard::valid_until`].
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.inner.lease.valid_until().into_std()
+    }
+
+    /// Whether the lock is known lost (no I/O): as [`JobGuard::lost`] has resolved.
+    pub fn is_lost(&self) -> bool {
+        self.inner.lease.is_lost()
+    }
+
+    /// As [`JobGuard::lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.inner.lease.lost()
+    }
+
+    /// As [`JobGuard::extend`] (ShedLock's `LockExtender.extendActiveLock`).
+    ///
+    /// # Errors
+    /// As [`JobGuard::extend`].
+    ///
+    /// # Cancel safety
+    /// As [`JobGuard::extend`].
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        keys::lease_ms("extension", lease)?;
+        self.inner.extend(lease).await
+    }
+}
+
 impl JobGuard {
     fn inner(&self) -> &GuardInner {
         self.inner.as_ref().expect("guard used after release")
+    }
+
+    /// A handle for the job that runs under this lock: its lost signal and extension
+    /// ([`JobLease`]), to pass into the job while the caller keeps the guard for the release.
+    pub fn lease(&self) -> JobLease {
+        JobLease {
+            inner: self.inner.clone().expect("guard used after release"),
+        }
     }
 
     /// Have the client's watchdog extend this job lock to `at_most_for` every half of it

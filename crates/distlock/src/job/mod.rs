@@ -25,8 +25,10 @@ mod guard;
 mod schedule;
 
 use guard::GuardInner;
-pub use guard::JobGuard;
-pub use schedule::spawn_every;
+pub use guard::{JobGuard, JobLease};
+#[cfg(feature = "cron")]
+pub use schedule::spawn_cron;
+pub use schedule::{spawn_every, spawn_every_with};
 
 use std::fmt;
 use std::future::Future;
@@ -45,8 +47,8 @@ use crate::scripts;
 use crate::watchdog::LeaseState;
 
 tokio::task_local! {
-    /// Jobs (client id, env, name) the current task runs under.
-    static RUNNING: Vec<(uuid::Uuid, String, String)>;
+    /// Jobs (client id, env, name, lease) the current task runs under.
+    static RUNNING: Vec<(uuid::Uuid, String, String, JobLease)>;
 }
 
 /// Whether the current task runs inside [`JobLock::run`] of a job called `name` (any
@@ -56,19 +58,21 @@ tokio::task_local! {
 /// test, since it may outlive the job.
 pub fn assert_locked(name: &str) -> bool {
     RUNNING
-        .try_with(|jobs| jobs.iter().any(|(_, _, n)| n == name))
+        .try_with(|jobs| jobs.iter().any(|(_, _, n, _)| n == name))
         .unwrap_or(false)
 }
 
-/// Whether this task runs inside this client's run of the job (a nested run).
-fn running_under(client: &Client, env: &str, name: &str) -> bool {
+/// The lease of this client's run of the job that this task runs inside (a nested run).
+fn running_under(client: &Client, env: &str, name: &str) -> Option<JobLease> {
     let id = client.id();
     RUNNING
         .try_with(|jobs| {
             jobs.iter()
-                .any(|(c, e, n)| *c == id && e == env && n == name)
+                .find(|(c, e, n, _)| *c == id && e == env && n == name)
+                .map(|(_, _, _, lease)| lease.clone())
         })
-        .unwrap_or(false)
+        .ok()
+        .flatten()
 }
 
 /// A job lock. Made by [`Client::job_lock`]; configure with the
@@ -435,16 +439,61 @@ impl JobLock {
     where
         F: Future<Output = T>,
     {
+        self.run_with(|_| task).await
+    }
+
+    /// As [`JobLock::run`], handing the task a [`JobLease`] on the lock it runs under: the
+    /// job can watch [`lost`](JobLease::lost) (stop when the lock is gone) and
+    /// [`extend`](JobLease::extend) it (ShedLock's `LockExtender`). A nested run (the same
+    /// job, client and task) gets the outer run's lease.
+    ///
+    /// # Errors
+    /// As [`JobLock::run`].
+    ///
+    /// # Cancel safety
+    /// As [`JobLock::run`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn import(_batch: u32) {}
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// use std::time::Duration;
+    /// client
+    ///     .job_lock("import")
+    ///     .at_most_for(Duration::from_secs(60))
+    ///     .run_with(|lease| async move {
+    ///         for batch in 0..100 {
+    ///             if lease.is_lost() {
+    ///                 return; // another instance may run it now
+    ///             }
+    ///             import(batch).await;
+    ///             let _ = lease.extend(Duration::from_secs(60)).await;
+    ///         }
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_with<F, Fut, T>(&self, task: F) -> Result<Option<T>>
+    where
+        F: FnOnce(JobLease) -> Fut,
+        Fut: Future<Output = T>,
+    {
         self.check()?;
-        if running_under(&self.client, &self.env, &self.name) {
-            return Ok(Some(task.await));
+        if let Some(lease) = running_under(&self.client, &self.env, &self.name) {
+            return Ok(Some(task(lease).await));
         }
         let Some(guard) = self.try_acquire().await? else {
             return Ok(None);
         };
+        let lease = guard.lease();
         let mut jobs = RUNNING.try_with(|j| j.clone()).unwrap_or_default();
-        jobs.push((self.client.id(), self.env.clone(), self.name.clone()));
-        let output = RUNNING.scope(jobs, task).await;
+        jobs.push((
+            self.client.id(),
+            self.env.clone(),
+            self.name.clone(),
+            lease.clone(),
+        ));
+        let output = RUNNING.scope(jobs, task(lease)).await;
         match guard.release().await {
             Ok(()) => Ok(Some(output)),
             Err(e) => {

@@ -430,6 +430,48 @@ async fn nested_run_and_assert_locked() {
     assert!(!assert_locked("outer"));
 }
 
+/// The job gets its lease (ShedLock's `LockExtender`): it extends the lock, hears at once
+/// that an operator force-unlocked it, and a nested run gets the outer run's lease. The run
+/// then reports the release finding the lock gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_hands_the_job_its_lease() {
+    let (server, client) = setup().await;
+    let operator = client_for(&server).await;
+    let lock = client
+        .job_lock("leased")
+        .at_most_for(Duration::from_secs(2));
+    let inner_lock = lock.clone();
+    let key = lock.key();
+    // Borrowed: the server must outlive the task (the release after it).
+    let server = &server;
+    let ran = lock
+        .run_with(|lease| async move {
+            lease.extend(Duration::from_secs(60)).await.unwrap();
+            let pttl: i64 = cmd(server, &["PTTL", &key]);
+            assert!(pttl > 30_000, "extended: PTTL {pttl}");
+            let nested = inner_lock
+                .run_with(|inner| async move { inner.value().to_string() })
+                .await
+                .unwrap();
+            assert_eq!(
+                nested.as_deref(),
+                Some(lease.value()),
+                "the outer run's lease"
+            );
+            assert!(!lease.is_lost());
+            let channel = distlock::layout::job_notice_channel(lease.key());
+            assert!(eventually(Duration::from_secs(5), || numsub(server, &channel) == 1).await);
+            assert!(operator.job_lock("leased").force_unlock().await.unwrap());
+            tokio::time::timeout(Duration::from_secs(4), lease.lost())
+                .await
+                .expect("the job heard that its lock was force-unlocked");
+            assert!(lease.is_lost());
+            "stopped"
+        })
+        .await;
+    assert_eq!(ran.unwrap_err().kind(), ErrorKind::NotHeld);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spawn_every_runs_once_per_interval_across_instances() {
     let (server, client) = setup().await;
@@ -462,6 +504,53 @@ async fn spawn_every_runs_once_per_interval_across_instances() {
         (3..=7).contains(&n),
         "{n} runs in 5 intervals by 2 instances"
     );
+}
+
+/// A cron schedule (every second, Spring's six fields) on two instances runs once per tick,
+/// not once per instance; a bad expression is refused before anything is spawned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_cron_runs_once_per_tick_across_instances() {
+    let (server, client) = setup().await;
+    let other = client_for(&server).await;
+    let runs = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    for c in [&client, &other] {
+        let lock = c
+            .job_lock("cron-tick")
+            .at_most_for(Duration::from_millis(900))
+            .at_least_for(Duration::from_millis(500));
+        let runs = runs.clone();
+        let tz = chrono::FixedOffset::east_opt(5 * 3600 + 1800).unwrap();
+        handles.push(
+            distlock::spawn_cron(lock, "* * * * * *", tz, move |_lease| {
+                let runs = runs.clone();
+                async move {
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    Ok::<(), std::convert::Infallible>(())
+                }
+            })
+            .unwrap(),
+        );
+    }
+    // The scenario: 4 ticks of both instances' schedules.
+    tokio::time::sleep(Duration::from_millis(4_050)).await;
+    for h in &handles {
+        h.abort();
+    }
+    let n = runs.load(Ordering::Relaxed);
+    // One run per tick (4), not one per instance and tick (8); one either way for a tick
+    // that a loaded machine runs late.
+    assert!((2..=6).contains(&n), "{n} runs in 4 ticks by 2 instances");
+    let e = distlock::spawn_cron(
+        client
+            .job_lock("cron-bad")
+            .at_most_for(Duration::from_secs(1)),
+        "61 * * * * *",
+        chrono::Utc,
+        |_lease| async { Ok::<(), std::convert::Infallible>(()) },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }
 
 /// A resent job-lock acquire (the same value, as a retry after a lost reply sends it)

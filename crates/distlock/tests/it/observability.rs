@@ -49,6 +49,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Collector {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
         let mut fields = Fields(HashMap::new());
         event.record(&mut fields);
+        fields
+            .0
+            .insert("level".into(), event.metadata().level().to_string());
         self.0
             .lock()
             .unwrap()
@@ -143,6 +146,22 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
         .unwrap()
         .is_none());
     held.release().await.unwrap();
+    // A scheduled job's error is reported by the schedule, with the job's name.
+    let failing = distlock::spawn_every_with(
+        client
+            .job_lock("traced-job")
+            .at_most_for(Duration::from_secs(5)),
+        Duration::from_millis(100),
+        |_lease| async { Err::<(), _>("disk full") },
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || !collector
+            .find("distlock.job_failed", &[("job", "traced-job")])
+            .is_empty())
+        .await,
+        "no distlock.job_failed event"
+    );
+    failing.abort();
     let sem = client.semaphore("traced-sem");
     sem.try_set_permits(1).await.unwrap();
     sem.acquire().await.unwrap().release().await.unwrap();
@@ -209,6 +228,9 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
         &[("kind", "lock"), ("what", "traced-expired")],
     );
     assert_eq!(lost.len(), 1, "{lost:?}");
+    let failed = collector.find("distlock.job_failed", &[("job", "traced-job")]);
+    assert_eq!(failed[0]["error"], "disk full", "{failed:?}");
+    assert_eq!(failed[0]["level"], "WARN", "{failed:?}");
     let warned = collector.find(
         "distlock.waiting_for_own_lock",
         &[("lock", "traced-nested")],
