@@ -72,6 +72,7 @@ mod acquire;
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
 mod client;
+mod config;
 mod conn;
 mod error;
 mod fair;
@@ -93,6 +94,7 @@ pub use client::{
     Client, ClientBuilder, KeyScan, PubSubMode, RedisConnection, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT, DEFAULT_WATCHDOG_LEASE,
 };
+pub use config::{ClusterServers, Config, SentinelServers, SingleServer};
 pub use conn::redact_url;
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
 pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};

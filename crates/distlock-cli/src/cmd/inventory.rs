@@ -178,6 +178,12 @@ pub struct Entry {
     /// Fair locks: waiters in the queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<u64>,
+    /// Fair locks: the waiting owners, first in line first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queue_owners: Vec<String>,
+    /// Read-write locks: writers waiting (distlock's write preference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_writers: Option<u64>,
     /// Read-write locks: `read` or `write` while held.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
@@ -215,7 +221,7 @@ impl Entry {
             .map(|h| format!("{}@{}", h.since_ms, h.host))
     }
 
-    fn new(kind: Kind, name: &str, key: &str) -> Entry {
+    pub fn new(kind: Kind, name: &str, key: &str) -> Entry {
         Entry {
             kind,
             name: name.to_string(),
@@ -227,6 +233,8 @@ impl Entry {
             ttl_ms: None,
             waiting: 0,
             queue: None,
+            queue_owners: Vec::new(),
+            waiting_writers: None,
             mode: None,
             fencing_token: None,
             fencing_counter: None,
@@ -519,7 +527,33 @@ async fn read_hash(
     if !is_lock {
         return Ok(None);
     }
-    let mut e = Entry::new(Kind::Lock, name, key);
+    let mode = s.mode.clone();
+    let queue = s.queue.clone();
+    let mut e = lock_entry(s, name, now);
+    if let Some(mode) = mode {
+        // Its waiters listen on the read-write lock's channel, not the plain lock's.
+        let rw = client.rw_lock(name).status().await?;
+        e.kind = Kind::Rwlock;
+        e.mode = Some(mode);
+        e.waiting = rw.subscribers;
+        e.waiting_writers = Some(rw.waiting_writers);
+        return Ok(Some(e));
+    }
+    // A fair lock shows by its queue: without waiters it is laid out as a plain lock (an
+    // idle fair lock is a `lock` to every command).
+    if !queue.is_empty() {
+        e.kind = Kind::Fair;
+        e.queue = Some(queue.len() as u64);
+        e.waiting = e.waiting.max(queue.len() as u64);
+        e.queue_owners = queue;
+    }
+    Ok(Some(e))
+}
+
+/// A lock's status as an entry of kind `lock` (the caller sets a fair or read-write lock's
+/// kind and fields), listed under `name`.
+pub fn lock_entry(s: distlock::LockStatus, name: &str, now: SystemTime) -> Entry {
+    let mut e = Entry::new(Kind::Lock, name, &s.key);
     e.held = !s.holders.is_empty();
     e.ttl_ms = s.ttl.map(|t| t.as_millis() as u64);
     e.waiting = s.subscribers;
@@ -539,24 +573,56 @@ async fn read_hash(
             held_for_ms: now.duration_since(h.since).unwrap_or_default().as_millis() as u64,
         }
     });
-    let queue = s.queue;
     e.owners = s
         .holders
         .into_iter()
         .map(|(owner, hold_count)| Owner { owner, hold_count })
         .collect();
-    if let Some(mode) = s.mode {
-        e.kind = Kind::Rwlock;
-        e.mode = Some(mode);
-        return Ok(Some(e));
+    e
+}
+
+/// The entry of the lock-family name `name` (the key prefix added), as `list` shows it;
+/// a name with no key is a free lock, with its fencing counter. `status` uses it, so the
+/// three commands describe a lock alike.
+///
+/// # Errors
+/// A key of another type or shape ("the key holds …"); server failures.
+pub async fn read_name(client: &distlock::Client, name: &str, now: SystemTime) -> Result<Entry> {
+    let lock = client.lock(name);
+    let key = lock.key().to_string();
+    if let Some(e) = read_key(client, &key, name, now).await? {
+        return Ok(e);
     }
-    // A fair lock shows by its queue: without waiters it is laid out as a plain lock.
-    if !queue.is_empty() {
-        e.kind = Kind::Fair;
-        e.queue = Some(queue.len() as u64);
-        e.waiting = e.waiting.max(queue.len() as u64);
+    let mut con = client.redis_connection();
+    let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut con).await?;
+    if kind != "none" {
+        anyhow::bail!("the key holds a {kind} that is not a lock, a semaphore or a latch");
     }
-    Ok(Some(e))
+    let s = lock.status().await?;
+    let mut e = Entry::new(Kind::Lock, name, &key);
+    e.fencing_counter = Some(s.fencing_counter);
+    e.waiting = s.subscribers;
+    Ok(e)
+}
+
+/// The entry of the job lock `job` of `env`, free or held.
+///
+/// # Errors
+/// A key of another type or value; server failures.
+pub async fn read_job(
+    client: &distlock::Client,
+    env: &str,
+    job: &str,
+    now: SystemTime,
+) -> Result<Entry> {
+    let key = client.job_lock(job).environment(env).key();
+    let unprefixed = format!("job-lock:{env}:{job}");
+    if let Some(e) = read_string(client, &key, &unprefixed, now).await? {
+        return Ok(e);
+    }
+    let mut e = Entry::new(Kind::Job, job, &key);
+    e.env = Some(env.to_string());
+    Ok(e)
 }
 
 async fn read_string(

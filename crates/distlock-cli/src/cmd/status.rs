@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
-use super::inventory::glob_escape;
+use super::inventory::{self, glob_escape, Entry, Holder, Kind};
 use crate::connect::Options;
 use crate::out::{errln, outln};
 
@@ -39,11 +39,12 @@ pub struct StatusArgs {
 struct NodeView {
     node: String,
     #[serde(flatten)]
-    view: Option<Row>,
+    view: Option<Entry>,
     error: Option<String>,
 }
 
-/// One line of output, in the order the names were given.
+/// One item of output, in the order the names were given. A lock, semaphore, latch or job
+/// lock is an [`Entry`]: the schema `list` and `top` print (doc/cli-json.md).
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Item {
@@ -52,97 +53,12 @@ enum Item {
         name: String,
         error: String,
     },
-    Lock(Row),
-    Job(JobRow),
-    Semaphore(SemaphoreRow),
+    Entry(Box<Entry>),
     RedLock {
         kind: &'static str,
         name: String,
         nodes: Vec<NodeView>,
     },
-}
-
-fn row(s: distlock::LockStatus) -> Row {
-    Row {
-        kind: "lock",
-        held: !s.holders.is_empty(),
-        holder: s
-            .holder
-            .map(|h| holder_info(h, std::time::SystemTime::now())),
-        holders: s
-            .holders
-            .into_iter()
-            .map(|(owner, hold_count)| Holder { owner, hold_count })
-            .collect(),
-        ttl_ms: s.ttl.map(|t| t.as_millis() as u64),
-        fencing_token: s.fencing_token.map(|t| t.get()),
-        fencing_counter: s.fencing_counter,
-        waiting_clients: s.subscribers,
-        mode: s.mode,
-        queue: s.queue,
-        waiting_writers: None,
-        name: s.name,
-        key: s.key,
-    }
-}
-
-/// Status of any lock-family name: a plain, fair or read-write lock (hash), or a semaphore
-/// (string of permits).
-async fn lock_item(client: &distlock::Client, name: &str) -> Result<Item> {
-    match client.lock(name).status().await {
-        Ok(s) if s.mode.is_some() => {
-            let rw = client.rw_lock(name).status().await?;
-            let waiting = rw.waiting_writers;
-            let mut r = row(rw);
-            r.kind = "rwlock";
-            r.waiting_writers = Some(waiting);
-            Ok(Item::Lock(r))
-        }
-        Ok(s) => {
-            let fair = client.fair_lock(name).status().await?;
-            if fair.queue.is_empty() {
-                return Ok(Item::Lock(row(s)));
-            }
-            let mut r = row(fair);
-            r.kind = "fair";
-            Ok(Item::Lock(r))
-        }
-        Err(e) if e.kind() == distlock::ErrorKind::WrongType => {
-            let permits = client.leased_semaphore(name).permits().await;
-            let (available, leased) = match permits {
-                Ok(p) => p,
-                Err(e) if e.kind() == distlock::ErrorKind::WrongType => {
-                    let mut con = client.redis_connection();
-                    let kind: String = redis::cmd("TYPE")
-                        .arg(client.lock(name).key())
-                        .query_async(&mut con)
-                        .await
-                        .unwrap_or_else(|_| "value of another type".into());
-                    anyhow::bail!("the key holds a {kind}, not a lock or a semaphore");
-                }
-                Err(e) => return Err(anyhow::Error::from(e).context("not a lock or a semaphore")),
-            };
-            Ok(Item::Semaphore(SemaphoreRow {
-                kind: "semaphore",
-                name: name.to_string(),
-                available_permits: available,
-                leased_permits: leased,
-            }))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-#[derive(Serialize)]
-struct JobRow {
-    kind: &'static str,
-    name: String,
-    key: String,
-    held: bool,
-    host: Option<String>,
-    locked_at: Option<String>,
-    id: Option<String>,
-    ttl_ms: Option<u64>,
 }
 
 /// `(env, job)` when `name` is a job-lock key or `--env` was given.
@@ -153,88 +69,18 @@ pub fn job_name<'a>(env: Option<&'a str>, name: &'a str) -> Option<(&'a str, &'a
     name.strip_prefix("job-lock:")?.split_once(':')
 }
 
-#[derive(Serialize)]
-struct Holder {
-    owner: String,
-    hold_count: u64,
-}
-
-/// Who was granted a plain or fair lock, as the grant recorded it.
-#[derive(Serialize)]
-struct HolderInfo {
-    owner: String,
-    app: String,
-    host: String,
-    pid: u32,
-    /// When it was granted: ms since the Unix epoch, by the server's clock (recorded in whole
-    /// seconds).
-    since_ms: u64,
-    /// How long it has been held: now by this machine's clock − since, in ms.
-    held_for_ms: u64,
-}
-
-/// `h` as shown, its age taken at `now` (0 when the server's clock is ahead of ours).
-fn holder_info(h: distlock::HolderInfo, now: std::time::SystemTime) -> HolderInfo {
-    let since_ms = h
-        .since
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    let held_for = now.duration_since(h.since).unwrap_or_default().as_millis() as u64;
-    HolderInfo {
-        owner: h.owner,
-        app: h.app,
-        host: h.host,
-        pid: h.pid,
-        since_ms,
-        held_for_ms: held_for,
-    }
-}
-
-/// `holder: app <app> on <host> pid <pid>, held for <age>` (age in whole seconds).
-fn holder_line(h: &HolderInfo) -> String {
+/// `holder: app <app> on <host> pid <pid>, held for <age>` (age in whole seconds); `None` for
+/// a holder that recorded no app and pid (a job lock's host).
+fn holder_line(h: &Holder) -> Option<String> {
+    let (Some(app), Some(pid)) = (&h.app, h.pid) else {
+        return None;
+    };
     let age = std::time::Duration::from_secs(h.held_for_ms / 1000);
-    format!(
-        "holder: app {} on {} pid {}, held for {}",
-        h.app,
+    Some(format!(
+        "holder: app {app} on {} pid {pid}, held for {}",
         h.host,
-        h.pid,
         humantime::format_duration(age)
-    )
-}
-
-#[derive(Serialize)]
-struct Row {
-    kind: &'static str,
-    name: String,
-    key: String,
-    held: bool,
-    holders: Vec<Holder>,
-    /// Plain and fair locks held by a distlock client: who was granted it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    holder: Option<HolderInfo>,
-    ttl_ms: Option<u64>,
-    fencing_token: Option<u128>,
-    fencing_counter: u128,
-    waiting_clients: u64,
-    /// Read-write locks: "read" or "write".
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mode: Option<String>,
-    /// Fair locks: waiting owners, first in line first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    queue: Vec<String>,
-    /// Read-write locks: writers waiting.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    waiting_writers: Option<u64>,
-}
-
-/// A semaphore (plain or leased): a string key of permits.
-#[derive(Serialize)]
-struct SemaphoreRow {
-    kind: &'static str,
-    name: String,
-    available_permits: u64,
-    leased_permits: u64,
+    ))
 }
 
 /// How many keys the job-lock lookup of a name looks at per master (`SCAN`, bounded).
@@ -306,21 +152,24 @@ async fn name_items(
     name: &str,
     hints: &mut Vec<String>,
 ) -> Result<Vec<Item>> {
+    let now = std::time::SystemTime::now();
     if let Some((env, job)) = job_name(args.env.as_deref(), name) {
-        return Ok(vec![job_item(client, env, job).await?]);
+        let e = inventory::read_job(client, env, job, now)
+            .await
+            .with_context(|| format!("status of job {job:?}"))?;
+        return Ok(vec![Item::Entry(Box::new(e))]);
     }
-    let item = lock_item(client, name)
+    let e = inventory::read_name(client, name, now)
         .await
         .with_context(|| format!("status of {name:?}"))?;
-    let Item::Lock(row) = &item else {
-        return Ok(vec![item]);
-    };
-    if row.held {
-        return Ok(vec![item]);
+    if e.held || e.kind != Kind::Lock {
+        return Ok(vec![Item::Entry(Box::new(e))]);
     }
     let mut found = Vec::new();
     for env in job_environments(opts, client, name).await? {
-        found.push(job_item(client, &env, name).await?);
+        found.push(Item::Entry(Box::new(
+            inventory::read_job(client, &env, name, now).await?,
+        )));
     }
     if !found.is_empty() {
         return Ok(found);
@@ -329,10 +178,10 @@ async fn name_items(
         hints.push(format!(
             "hint: nothing at {:?} (key prefix {:?}), but a key {name:?} exists: \
              without --key-prefix?",
-            row.key, opts.key_prefix
+            e.key, opts.key_prefix
         ));
     }
-    Ok(vec![item])
+    Ok(vec![Item::Entry(Box::new(e))])
 }
 
 /// The environments that have a job lock called `name` (`job-lock:*:NAME`, found by a
@@ -375,27 +224,6 @@ pub async fn exists(client: &distlock::Client, key: &str) -> bool {
         .unwrap_or(false)
 }
 
-async fn job_item(client: &distlock::Client, env: &str, job: &str) -> Result<Item> {
-    let lock = client.job_lock(job).environment(env);
-    let holder = lock
-        .status()
-        .await
-        .with_context(|| format!("status of job {job:?}"))?;
-    Ok(Item::Job(JobRow {
-        kind: "job",
-        name: job.to_string(),
-        key: lock.key(),
-        held: holder.is_some(),
-        ttl_ms: holder
-            .as_ref()
-            .and_then(|h| h.ttl)
-            .map(|t| t.as_millis() as u64),
-        host: holder.as_ref().map(|h| h.host.clone()),
-        locked_at: holder.as_ref().map(|h| h.locked_at.clone()),
-        id: holder.and_then(|h| h.id),
-    }))
-}
-
 /// A TTL in ms as people read it: `27s 19ms`, `1h 2m 3s`; `no TTL` for none.
 fn human_ttl(ttl_ms: Option<u64>) -> String {
     match ttl_ms {
@@ -408,23 +236,16 @@ fn print_items(items: Vec<Item>) -> Result<()> {
     for item in items {
         match item {
             Item::Failed { name, error } => errln!("distlock: {name}: {error}"),
-            Item::Job(j) => print_job(&j)?,
-            Item::Lock(r) => print_lock(&r)?,
-            Item::Semaphore(s) => outln!(
-                "{} (semaphore): {} permits available, {} leased",
-                s.name,
-                s.available_permits,
-                s.leased_permits
-            )?,
+            Item::Entry(e) => print_entry(&e)?,
             Item::RedLock { name, nodes, .. } => {
                 outln!("{name} (RedLock over {} nodes):", nodes.len())?;
                 for n in nodes {
                     match (n.view, n.error) {
-                        (Some(r), _) if r.held => outln!(
+                        (Some(e), _) if e.held => outln!(
                             "  {}: held by {} (TTL {})",
                             n.node,
-                            r.holders.first().map(|h| h.owner.as_str()).unwrap_or("?"),
-                            human_ttl(r.ttl_ms)
+                            e.owners.first().map(|o| o.owner.as_str()).unwrap_or("?"),
+                            human_ttl(e.ttl_ms)
                         )?,
                         (Some(_), _) => outln!("  {}: free", n.node)?,
                         (None, e) => {
@@ -457,7 +278,7 @@ async fn redlock_status(args: StatusArgs) -> Result<u8> {
             .map(|(node, r)| match r {
                 Ok(s) => NodeView {
                     node,
-                    view: Some(row(s)),
+                    view: Some(inventory::lock_entry(s, name, std::time::SystemTime::now())),
                     error: None,
                 },
                 Err(e) => NodeView {
@@ -481,47 +302,75 @@ async fn redlock_status(args: StatusArgs) -> Result<u8> {
     Ok(0)
 }
 
-fn print_job(j: &JobRow) -> Result<()> {
-    match (&j.host, &j.locked_at) {
-        (Some(host), Some(at)) => outln!(
-            "{} (job, {}): held by {host} since {at}, TTL {}",
-            j.name,
-            j.key,
-            human_ttl(j.ttl_ms)
+fn print_entry(e: &Entry) -> Result<()> {
+    match e.kind {
+        Kind::Job => print_job(e),
+        Kind::Lock | Kind::Fair | Kind::Rwlock => print_lock(e),
+        Kind::LeasedSemaphore | Kind::Semaphore => outln!(
+            "{} (semaphore): {} permits available, {} leased",
+            e.name,
+            e.value.unwrap_or(0),
+            e.leased.unwrap_or(0)
         ),
-        _ => outln!("{} (job, {}): free", j.name, j.key),
+        Kind::Latch => outln!("{} (latch): count {}", e.name, e.value.unwrap_or(0)),
+        Kind::SemaphoreOrLatch => outln!(
+            "{} (semaphore or latch, no waiters): value {}",
+            e.name,
+            e.value.unwrap_or(0)
+        ),
     }
 }
 
-fn print_lock(r: &Row) -> Result<()> {
-    if !r.held {
-        return outln!("{}: free (fencing counter {})", r.name, r.fencing_counter);
+fn print_job(e: &Entry) -> Result<()> {
+    match &e.holder {
+        Some(h) if e.held => {
+            let since = std::time::UNIX_EPOCH + std::time::Duration::from_millis(h.since_ms);
+            outln!(
+                "{} (job, {}): held by {} since {}, TTL {}",
+                e.name,
+                e.key,
+                h.host,
+                humantime::format_rfc3339_millis(since),
+                human_ttl(e.ttl_ms)
+            )
+        }
+        _ => outln!("{} (job, {}): free", e.name, e.key),
     }
-    outln!("{}: held, TTL {}", r.name, human_ttl(r.ttl_ms))?;
-    for h in &r.holders {
-        outln!("  owner {}  hold count {}", h.owner, h.hold_count)?;
+}
+
+fn print_lock(e: &Entry) -> Result<()> {
+    if !e.held {
+        return outln!(
+            "{}: free (fencing counter {})",
+            e.name,
+            e.fencing_counter.unwrap_or(0)
+        );
     }
-    if let Some(h) = &r.holder {
-        outln!("  {}", holder_line(h))?;
+    outln!("{}: held, TTL {}", e.name, human_ttl(e.ttl_ms))?;
+    for o in &e.owners {
+        outln!("  owner {}  hold count {}", o.owner, o.hold_count)?;
     }
-    match (r.fencing_token, &r.mode) {
+    if let Some(line) = e.holder.as_ref().and_then(holder_line) {
+        outln!("  {line}")?;
+    }
+    match (e.fencing_token, &e.mode) {
         (Some(t), _) => outln!("  fencing token {t}")?,
         // A read-write lock's grants each draw a token the holder keeps; the hash has none.
         (None, Some(_)) => outln!("  fencing tokens: one per hold, kept by each holder")?,
         (None, None) => outln!("  fencing token: none (holder is not a distlock client)")?,
     }
-    outln!("  waiting clients {}", r.waiting_clients)?;
-    if let Some(mode) = &r.mode {
+    outln!("  waiting clients {}", e.waiting)?;
+    if let Some(mode) = &e.mode {
         outln!("  mode {mode}")?;
     }
-    if let Some(w) = r.waiting_writers {
+    if let Some(w) = e.waiting_writers {
         outln!("  waiting writers {w}")?;
     }
-    if !r.queue.is_empty() {
+    if !e.queue_owners.is_empty() {
         outln!(
             "  queue ({} waiting): {}",
-            r.queue.len(),
-            r.queue.join(", ")
+            e.queue_owners.len(),
+            e.queue_owners.join(", ")
         )?;
     }
     Ok(())
@@ -529,24 +378,28 @@ fn print_lock(r: &Row) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, UNIX_EPOCH};
-
-    use super::{holder_info, holder_line};
+    use super::holder_line;
+    use crate::cmd::inventory::Holder;
 
     #[test]
     fn the_holder_line_shows_app_host_pid_and_whole_seconds() {
-        let since = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let h = distlock::HolderInfo::parse("u:1", "billing;web-1;4242;1700000000").unwrap();
-        let shown = holder_info(h.clone(), since + Duration::from_millis(3_723_900));
-        assert_eq!(shown.since_ms, 1_700_000_000_000);
-        assert_eq!(shown.held_for_ms, 3_723_900);
+        let h = Holder {
+            app: Some("billing".into()),
+            host: "web-1".into(),
+            pid: Some(4242),
+            since_ms: 1_700_000_000_000,
+            held_for_ms: 3_723_900,
+        };
         assert_eq!(
-            holder_line(&shown),
+            holder_line(&h).unwrap(),
             "holder: app billing on web-1 pid 4242, held for 1h 2m 3s"
         );
-        // A server clock ahead of ours: held for 0s, not an error.
-        let ahead = holder_info(h, since - Duration::from_secs(5));
-        assert_eq!(ahead.held_for_ms, 0);
-        assert!(holder_line(&ahead).ends_with("held for 0s"));
+        // A job lock's holder records only its host: no such line.
+        let job = Holder {
+            app: None,
+            pid: None,
+            ..h
+        };
+        assert_eq!(holder_line(&job), None);
     }
 }

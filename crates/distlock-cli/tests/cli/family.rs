@@ -48,16 +48,16 @@ fn semaphore_mode_limits_concurrency() {
     assert_eq!(out.status.code(), Some(75), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("no permit"));
     let v = status_json(&server, "jobs");
-    assert_eq!(v["kind"], "semaphore");
-    assert_eq!(v["available_permits"], 0);
-    assert_eq!(v["leased_permits"], 2);
+    assert_eq!(v["kind"], "leased-semaphore");
+    assert_eq!(v["value"], 0, "available permits");
+    assert_eq!(v["leased"], 2);
     stop(a);
     let mut third = distlock(&server);
     third.args(["run", "jobs", "--semaphore", "2", "--", "true"]);
     assert_eq!(output(third).status.code(), Some(0));
     stop(b);
     let v = status_json(&server, "jobs");
-    assert_eq!(v["available_permits"], 2);
+    assert_eq!(v["value"], 2, "available permits");
 }
 
 /// `--semaphore N` on a semaphore that exists with another number of permits is refused
@@ -123,7 +123,8 @@ fn fair_mode_queues_and_status_shows_the_queue() {
     ) == 1));
     let v = status_json(&server, "fifo");
     assert_eq!(v["kind"], "fair");
-    assert_eq!(v["queue"].as_array().unwrap().len(), 1);
+    assert_eq!(v["queue"], 1);
+    assert_eq!(v["queue_owners"].as_array().unwrap().len(), 1);
     stop(holder);
     // The waiter gets the lock and holds it.
     assert!(wait_until(Duration::from_secs(5), || cmd::<i64>(
@@ -149,7 +150,7 @@ fn read_and_write_modes_share_and_exclude() {
     let v = status_json(&server, "doc");
     assert_eq!(v["kind"], "rwlock");
     assert_eq!(v["mode"], "read");
-    assert_eq!(v["holders"].as_array().unwrap().len(), 2);
+    assert_eq!(v["owners"].as_array().unwrap().len(), 2);
     stop(r1);
     stop(r2);
     let mut w = distlock(&server);

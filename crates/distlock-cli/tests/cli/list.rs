@@ -279,3 +279,72 @@ fn list_and_top_find_locks_on_every_master_of_a_cluster() {
     stop(holders);
     stop(vec![waiter]);
 }
+
+/// `status --json`, `list --json` and `top --once --json` describe a lock in one schema
+/// (doc/cli-json.md) and agree on it, field by field, for every kind: the same names, the
+/// same waiter counts for a read-write lock, the same kind for a fair lock.
+#[test]
+fn status_list_and_top_agree_on_one_schema() {
+    let server = RedisServer::start();
+    let plain = hold_until_key(&server, &["same-plain"], "same-plain");
+    let fair = hold_until_key(&server, &["same-fair", "--fair"], "same-fair");
+    let fair_waiter = hold(&server, &["same-fair", "--fair", "--wait", "30s"]);
+    let reader = hold_until_key(&server, &["same-rw", "--read"], "same-rw");
+    let writer = hold(&server, &["same-rw", "--write", "--wait", "30s"]);
+    let sem = hold_until_key(&server, &["same-sem", "--semaphore", "2"], "same-sem");
+    let job = hold_until_key(
+        &server,
+        &["same-job", "--at-most", "1m", "--env", "prod"],
+        "job-lock:prod:same-job",
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let (v, _) = list_json(distlock(&server), &["same-*"]);
+            entry(&v, "same-fair")["queue"] == 1 && entry(&v, "same-rw")["waiting_writers"] == 1
+        }),
+        "the waiters did not queue"
+    );
+    // What may change between two reads: the TTLs and the holders' ages.
+    let stable = |mut e: Value| {
+        let o = e.as_object_mut().unwrap();
+        o.remove("ttl_ms");
+        o.remove("grants_seen");
+        if let Some(h) = o.get_mut("holder").and_then(Value::as_object_mut) {
+            h.remove("held_for_ms");
+        }
+        e
+    };
+    let names = ["same-plain", "same-fair", "same-rw", "same-sem", "same-job"];
+    let (listed, _) = list_json(distlock(&server), &["same-*"]);
+    let mut c = distlock(&server);
+    c.arg("status").args(names).arg("--json");
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut c = distlock(&server);
+    c.args(["top", "same-*", "--once", "--json", "--interval", "100ms"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let top: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (i, name) in names.iter().enumerate() {
+        let from_list = stable(entry(&listed, name).clone());
+        let from_status = stable(status[i].clone());
+        let from_top = stable(
+            top["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == *name)
+                .unwrap_or_else(|| panic!("{name} not in top: {top:#}"))
+                .clone(),
+        );
+        assert_eq!(from_status, from_list, "{name}: status vs list");
+        assert_eq!(from_top, from_list, "{name}: top vs list");
+    }
+    assert_eq!(entry(&listed, "same-fair")["kind"], "fair");
+    assert_eq!(entry(&listed, "same-rw")["kind"], "rwlock");
+    // The waiting writer's client listens on the read-write lock's own channel.
+    assert_eq!(entry(&listed, "same-rw")["waiting"], 1, "{listed:#}");
+    assert_eq!(entry(&listed, "same-job")["kind"], "job");
+    stop(vec![plain, fair, fair_waiter, reader, writer, sem, job]);
+}

@@ -8,6 +8,7 @@ mod bad_input;
 mod blocking;
 mod cancel;
 mod cluster;
+mod config;
 mod fair;
 mod faults;
 mod fencing;
