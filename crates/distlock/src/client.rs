@@ -345,6 +345,8 @@ pub struct ClientBuilder {
     require_noeviction: bool,
     metrics_lock_names: bool,
     sentinel_auth: Option<String>,
+    /// [`ClientBuilder::redis_client`], as given.
+    redis_client: Option<redis::Client>,
     /// [`ClientBuilder::username`] and [`ClientBuilder::password`], as given.
     username: Option<String>,
     password: Option<String>,
@@ -511,6 +513,7 @@ impl Default for ClientBuilder {
             require_noeviction: false,
             metrics_lock_names: false,
             sentinel_auth: None,
+            redis_client: None,
             username: None,
             password: None,
             replica_acks: 1,
@@ -621,6 +624,18 @@ impl ClientBuilder {
             user.map(percent_encode).unwrap_or_default(),
             percent_encode(password)
         ));
+        self
+    }
+
+    /// One server, by a `redis::Client` the application already has (as rslock and
+    /// redis-lock take one), instead of a [`url`](ClientBuilder::url): distlock opens its
+    /// own connections from it — the command connection (a connection manager), the
+    /// subscription connection for wake-ups, and, where grants are confirmed by replicas,
+    /// connections set aside for them — so the client's settings (address, database,
+    /// credentials, TLS) carry over, and the application's connections are left alone. A
+    /// `redis::Client` names one server: Sentinel and Cluster deployments take a URL.
+    pub fn redis_client(mut self, client: redis::Client) -> Self {
+        self.redis_client = Some(client);
         self
     }
 
@@ -753,10 +768,26 @@ impl ClientBuilder {
     /// Panics when called outside a tokio runtime.
     pub async fn build(self) -> Result<Client> {
         let connect_started = tokio::time::Instant::now();
-        let url = self
-            .url
-            .clone()
-            .ok_or_else(|| Error::config("no server URL given (ClientBuilder::url)"))?;
+        let given = self.redis_client.clone();
+        let url = match (&self.url, &given) {
+            (Some(url), None) => url.clone(),
+            // The server as its connection info names it (no credentials).
+            (None, Some(client)) => {
+                let info = client.get_connection_info();
+                format!("redis://{}/{}", info.addr(), info.redis_settings().db())
+            }
+            (None, None) => {
+                return Err(Error::config(
+                    "no server given (ClientBuilder::url or ClientBuilder::redis_client)",
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::config(
+                    "a URL and a redis::Client were both given: give one (ClientBuilder::url \
+                     or ClientBuilder::redis_client)",
+                ))
+            }
+        };
         let redacted = redact_url(&url);
         for (what, d) in [
             ("watchdog lease", self.watchdog_lease),
@@ -785,8 +816,11 @@ impl ClientBuilder {
         } else {
             url
         };
-        let target = Target::parse(&url, self.sentinel_auth.as_deref(), self.tls_ca.as_deref())
-            .map_err(|e| credentials_hint(e, &url))?;
+        let target = match given {
+            Some(client) => Target::Standalone(client),
+            None => Target::parse(&url, self.sentinel_auth.as_deref(), self.tls_ca.as_deref())
+                .map_err(|e| credentials_hint(e, &url))?,
+        };
         let standalone = match &target {
             Target::Standalone(client) => Some(client.clone()),
             Target::Sentinel(_) | Target::Cluster(_) => None,

@@ -44,3 +44,55 @@ async fn a_config_file_builds_a_client() {
     assert_eq!(e.kind(), ErrorKind::Config);
     assert!(e.to_string().contains("more than one deployment"), "{e}");
 }
+
+/// A service's own `redis::Client` (with a password and a database in its settings) serves
+/// distlock's connections: locks, wake-ups and the key in that database; the application's
+/// connection is untouched; a URL as well is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applications_redis_client_is_accepted() {
+    let server = RedisServer::options().password("app-secret").start();
+    let url = format!("redis://:app-secret@127.0.0.1:{}/3", server.port());
+    let app = redis::Client::open(url.as_str()).unwrap();
+    let mut app_con = app.get_multiplexed_async_connection().await.unwrap();
+    let client = distlock::Client::builder()
+        .redis_client(app.clone())
+        .build()
+        .await
+        .unwrap();
+    assert!(
+        !client.redacted_url().contains("app-secret"),
+        "{}",
+        client.redacted_url()
+    );
+    let lock = client.lock("byo");
+    let g = lock.acquire().await.unwrap();
+    let in_db3: bool = redis::cmd("EXISTS")
+        .arg("byo")
+        .query_async(&mut app_con)
+        .await
+        .unwrap();
+    assert!(in_db3, "the lock is in the client's database");
+    // A waiter is woken through distlock's own subscription on that server.
+    let waiter = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    g.release().await.unwrap();
+    let g2 = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was woken")
+        .unwrap()
+        .unwrap();
+    g2.release().await.unwrap();
+    let pong: String = redis::cmd("PING").query_async(&mut app_con).await.unwrap();
+    assert_eq!(pong, "PONG");
+
+    let e = distlock::Client::builder()
+        .url(server.url())
+        .redis_client(app)
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+}
