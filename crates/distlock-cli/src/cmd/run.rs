@@ -61,6 +61,10 @@ Environment of CMD:
                           RPermitExpirableSemaphore have none) or --redlock (each node counts
                           its own tokens, not comparable across nodes); a value in distlock's
                           own environment is not passed on then.
+  DISTLOCK_FENCING_TOKEN_I64
+                          the same token as a signed 64-bit integer, ordered alike, for a
+                          bigint column (on one server the same number; see the README's
+                          Fencing tokens); where the other is set and the token fits.
 
 Exit status:
   CMD's code  CMD ran and exited (the lock was released, or the release failed: a warning)
@@ -415,10 +419,15 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     match &held {
         Held::Lock(g) => {
             command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
+            match g.fencing_token().as_i64() {
+                Some(t) => command.env("DISTLOCK_FENCING_TOKEN_I64", t.to_string()),
+                None => command.env_remove("DISTLOCK_FENCING_TOKEN_I64"),
+            };
         }
         // No token (see the module docs): none inherited either.
         Held::Job(_) | Held::RedLock(_) | Held::Permit(_) => {
             command.env_remove("DISTLOCK_FENCING_TOKEN");
+            command.env_remove("DISTLOCK_FENCING_TOKEN_I64");
         }
     }
     die_with_wrapper(&mut command);

@@ -944,13 +944,34 @@ fn run_and_status_through_sentinel() {
     c.env("DISTLOCK_URL", set.url())
         .env_remove("DISTLOCK_LOG")
         .args(["run", "via-sentinel", "--", "sh", "-c"])
-        .arg("echo token=$DISTLOCK_FENCING_TOKEN; redis-cli -p \"$0\" HLEN via-sentinel")
+        .arg(
+            "echo token=$DISTLOCK_FENCING_TOKEN; echo i64=$DISTLOCK_FENCING_TOKEN_I64; \
+             redis-cli -p \"$0\" HLEN via-sentinel",
+        )
         .arg(set.master_port().to_string());
     let out = output(c);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
     assert!(stdout.contains("token="), "{stdout}");
     assert!(!stdout.contains("token=\n"), "no token: {stdout}");
+    // The 64-bit form fits a bigint: generation × 2^52 + sequence.
+    let token: u128 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("token="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let i64_form: i64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("i64="))
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(
+        i64_form as u128,
+        ((token >> 64) << 52) | (token & ((1 << 64) - 1)),
+        "{stdout}"
+    );
     // Owner field, token and holder metadata, on the master, while the command ran.
     assert!(stdout.lines().any(|l| l.trim() == "3"), "{stdout}");
 

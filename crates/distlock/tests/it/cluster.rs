@@ -161,6 +161,10 @@ async fn a_waiter_gets_the_lock_after_the_slots_master_fails() {
         got.fencing_token(),
         token
     );
+    assert!(
+        got.fencing_token().as_i64().unwrap() > token.as_i64().unwrap(),
+        "64-bit tokens not ordered across the failover"
+    );
     assert_eq!(cmd::<i64>(set.node_for_key(name), &["EXISTS", name]), 1);
     got.release().await.unwrap();
 }

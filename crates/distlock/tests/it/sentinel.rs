@@ -164,6 +164,13 @@ async fn a_waiter_gets_the_lock_after_a_master_failover() {
         got.fencing_token() > token,
         "tokens not ordered across the failover"
     );
+    // The 64-bit form (a database column's) too.
+    assert!(
+        got.fencing_token().as_i64().unwrap() > token.as_i64().unwrap(),
+        "64-bit tokens not ordered across the failover: {:?} after {:?}",
+        got.fencing_token().as_i64(),
+        token.as_i64()
+    );
     got.release().await.unwrap();
 }
 
@@ -270,6 +277,10 @@ async fn the_client_follows_two_failovers_in_a_row() {
         assert!(
             guard.fencing_token() > token,
             "round {round}: token went back"
+        );
+        assert!(
+            guard.fencing_token().as_i64().unwrap() > token.as_i64().unwrap(),
+            "round {round}: the 64-bit token went back"
         );
         last = guard;
     }
