@@ -36,6 +36,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Collector {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let mut fields = Fields(HashMap::new());
         attrs.record(&mut fields);
+        fields
+            .0
+            .insert("level".into(), attrs.metadata().level().to_string());
         ctx.span(id).unwrap().extensions_mut().insert(fields);
     }
 
@@ -172,6 +175,8 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
     );
     assert_eq!(granted.len(), 1, "{granted:?}");
     assert_eq!(granted[0]["token"], token);
+    // One span per request: DEBUG, so `RUST_LOG=info` with span events logs none of them.
+    assert_eq!(granted[0]["level"], "DEBUG", "{granted:?}");
     assert_eq!(granted[0]["owner"], owner);
     assert!(
         granted[0]["waited_ms"].parse::<u64>().is_ok(),
@@ -202,6 +207,7 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
         ],
     );
     assert_eq!(released.len(), 1);
+    assert_eq!(released[0]["level"], "DEBUG", "{released:?}");
     assert!(!collector
         .find("distlock.renew", &[("outcome", "renewed"), ("lost", "0")])
         .is_empty());
