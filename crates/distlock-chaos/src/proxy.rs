@@ -469,7 +469,8 @@ mod tests {
         assert_ne!(err.kind(), io::ErrorKind::TimedOut, "{err}");
         assert_eq!(proxy.connections(), 0);
         proxy.heal();
-        connect_and_ping(proxy.addr(), SEC).await.unwrap();
+        // Kept open while counted: a dropped connection leaves the count at once.
+        let _new = connect_and_ping(proxy.addr(), SEC).await.unwrap();
         assert_eq!(proxy.connections(), 1);
     }
 }
