@@ -488,9 +488,25 @@ async fn read_key(
     name: &str,
     now: SystemTime,
 ) -> Result<Option<Entry>> {
+    let kind = key_type(client, key).await?;
+    read_typed(client, key, &kind, name, now).await
+}
+
+/// `TYPE key`.
+async fn key_type(client: &distlock::Client, key: &str) -> Result<String> {
     let mut con = client.redis_connection();
-    let kind: String = redis::cmd("TYPE").arg(key).query_async(&mut con).await?;
-    match kind.as_str() {
+    Ok(redis::cmd("TYPE").arg(key).query_async(&mut con).await?)
+}
+
+/// A key of the type `kind` as an [`Entry`], as [`read_key`].
+async fn read_typed(
+    client: &distlock::Client,
+    key: &str,
+    kind: &str,
+    name: &str,
+    now: SystemTime,
+) -> Result<Option<Entry>> {
+    match kind {
         "hash" => read_hash(client, key, name, now).await,
         "string" => read_string(client, key, name, now).await,
         _ => Ok(None),
@@ -590,11 +606,11 @@ pub fn lock_entry(s: distlock::LockStatus, name: &str, now: SystemTime) -> Entry
 pub async fn read_name(client: &distlock::Client, name: &str, now: SystemTime) -> Result<Entry> {
     let lock = client.lock(name);
     let key = lock.key().to_string();
-    if let Some(e) = read_key(client, &key, name, now).await? {
+    // One TYPE for both questions: what to read, and what a key of no lock's shape holds.
+    let kind = key_type(client, &key).await?;
+    if let Some(e) = read_typed(client, &key, &kind, name, now).await? {
         return Ok(e);
     }
-    let mut con = client.redis_connection();
-    let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut con).await?;
     if kind != "none" {
         anyhow::bail!("the key holds a {kind} that is not a lock, a semaphore or a latch");
     }
