@@ -37,12 +37,12 @@ const GRANT_LATCH_LIFETIMES: u64 = 10;
 pub(super) const RECHECK: Duration = Duration::from_secs(1);
 
 pub(super) fn check_permits(what: &str, n: u64) -> Result<()> {
-    if n == 0 || n > MAX_PERMITS {
+    if n == 0 {
         return Err(Error::invalid(format!(
             "{what} {n} is not between 1 and {MAX_PERMITS}"
         )));
     }
-    Ok(())
+    check_permits_or_zero(what, n)
 }
 
 /// As [`check_permits`], zero allowed: acquiring or releasing no permits is a no-op, as in
@@ -50,7 +50,7 @@ pub(super) fn check_permits(what: &str, n: u64) -> Result<()> {
 pub(super) fn check_permits_or_zero(what: &str, n: u64) -> Result<()> {
     if n > MAX_PERMITS {
         return Err(Error::invalid(format!(
-            "{what} {n} is not between 1 and {MAX_PERMITS}"
+            "{what} {n} is over the largest count, {MAX_PERMITS}"
         )));
     }
     Ok(())
