@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """RESP for `redis-cli --pipe`: SCRIPT LOAD of the plain lock's acquire and release (joined
 with the helpers crates/distlock/src/scripts/mod.rs names for them, read from that file), then N uncontended
-acquire+release pairs on distinct keys, with the arguments `distlock bench` sends (read off
+acquire+release pairs on distinct keys, with the arguments `distlock-bench bench` sends (read off
 MONITOR). Also the bare lock (MODE bare) and trivial scripts (triv1), for comparison, and two ways of running the same
 scripts that were measured and not adopted (doc/performance.md, "Coalescing and Redis
 Functions, measured"): coalesced<B>, B acquires in one EVALSHA of a wrapper that runs each as a

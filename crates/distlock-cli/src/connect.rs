@@ -1,11 +1,9 @@
-//! Where the CLI's Redis comes from: `--url` / `DISTLOCK_URL`, a default local server, or
-//! (for `demo`) a private `redis-server` started on a free port and stopped at exit.
+//! Where the command's Redis comes from: `--url` / `DISTLOCK_URL` or a default local server.
 
 use std::time::Duration;
 
 use anyhow::Result;
 use distlock::{Client, ClientBuilder};
-use distlock_test::{ClusterSet, RedisServer, SentinelSet};
 
 /// Connection options shared by every subcommand.
 #[derive(Clone, Debug)]
@@ -120,33 +118,6 @@ impl Options {
             }),
         }
     }
-
-    /// The URL to use, starting a private deployment of `topology` when none was given. The
-    /// deployment lives as long as the returned handle.
-    pub fn url_or_embedded(&self, topology: Topology) -> Result<(String, Option<Embedded>)> {
-        if let Some(url) = &self.url {
-            return Ok((url.clone(), None));
-        }
-        // The harness panics with a message naming what to install when a binary is missing.
-        let started = std::panic::catch_unwind(|| match topology {
-            Topology::Standalone => RedisServer::start_with(RedisServer::options())
-                .map(Embedded::Server)
-                .map_err(|e| e.to_string()),
-            Topology::Sentinel => Ok(Embedded::Sentinel(Box::new(SentinelSet::start()))),
-            Topology::Cluster => Ok(Embedded::Cluster(Box::new(ClusterSet::start()))),
-        });
-        let embedded = match started {
-            Ok(Ok(e)) => e,
-            Ok(Err(e)) => {
-                anyhow::bail!("no --url given and a private redis-server could not be started: {e}")
-            }
-            Err(_) => anyhow::bail!(
-                "no --url given and a private {topology:?} deployment could not be started \
-                 (see the message above)"
-            ),
-        };
-        Ok((embedded.url(), Some(embedded)))
-    }
 }
 
 /// The URL schemes the library takes (redis-rs's own and distlock's Sentinel and Cluster
@@ -227,36 +198,6 @@ pub fn check_url(url: &str) -> Result<()> {
 /// (the library's masking, as in its own errors).
 fn mask(url: &str) -> String {
     distlock::redact_url(url)
-}
-
-/// Which private deployment `demo` starts when no URL is given.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Topology {
-    /// One redis-server.
-    #[default]
-    Standalone,
-    /// A master with two replicas and three redis-sentinel processes.
-    Sentinel,
-    /// Three masters with a replica each (Redis Cluster).
-    Cluster,
-}
-
-/// A private deployment started for one command, stopped when dropped.
-pub enum Embedded {
-    Server(RedisServer),
-    Sentinel(Box<SentinelSet>),
-    Cluster(Box<ClusterSet>),
-}
-
-impl Embedded {
-    /// The URL clients connect with (`redis://`, `redis-sentinel://` or `redis-cluster://`).
-    pub fn url(&self) -> String {
-        match self {
-            Embedded::Server(s) => s.url(),
-            Embedded::Sentinel(s) => s.url(),
-            Embedded::Cluster(s) => s.url(),
-        }
-    }
 }
 
 #[cfg(test)]

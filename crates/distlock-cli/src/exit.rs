@@ -10,7 +10,8 @@ pub const ERROR: u8 = 1;
 /// A usage error (clap's), for commands other than `run`.
 pub const USAGE: u8 = 2;
 // 0: success (for `run`, the command's own code passes through).
-/// `demo`: an invariant broke (oversold, duplicate order, inconsistent total).
+/// `distlock-bench demo` and `bench`: an invariant broke (oversold, duplicate order,
+/// inconsistent total, a lost update).
 pub const INVARIANT_BROKEN: u8 = 3;
 /// `run`: the lock was not acquired within `--wait` (EX_TEMPFAIL, like `flock -E 75`).
 pub const NOT_ACQUIRED: u8 = 75;

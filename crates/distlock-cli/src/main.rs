@@ -1,5 +1,4 @@
-//! `distlock`: run a command under a distributed lock, inspect and break locks, and run the
-//! flash-sale demo. A thin layer over the `distlock` library: errors are `anyhow` here and
+//! `distlock`: run a command under a distributed lock, inspect and break locks. A thin layer over the `distlock` library: errors are `anyhow` here and
 //! typed there; exit codes are documented in [`exit`].
 
 // Doc comments of the arguments are also their `--help` text, written for a terminal
@@ -7,12 +6,10 @@
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 mod cmd;
-mod connect;
-mod exit;
-mod out;
+
+use distlock_cli::{connect, exit, out};
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -20,94 +17,8 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "distlock", version, about, long_about = None)]
 struct Cli {
-    /// Redis URL: redis://[user][:password@]host[:port][/db] (rediss:// for TLS), or a master
-    /// behind Redis Sentinel: redis-sentinel://[user:password@]host1[:port1][,host2...][/db]#master-name
-    /// (rediss-sentinel:// for TLS; sentinels without a port listen on 26379; the master is
-    /// followed across failovers), or Redis Cluster: redis-cluster://[user:password@]host1[:port1][,host2...]
-    /// (rediss-cluster:// for TLS). Without it, `run`, `status`, `list`, `top` and `unlock` use
-    /// redis://127.0.0.1:6379/, and `demo` and `bench` start a private redis-server (`demo
-    /// --topology` a Sentinel set or a Cluster).
-    #[arg(
-        long,
-        env = "DISTLOCK_URL",
-        global = true,
-        help_heading = "Connection",
-        hide_env_values = true
-    )]
-    url: Option<String>,
-
-    /// Password of the server (the Sentinel deployment's master, every Cluster node), given
-    /// apart from the URL: any characters, no percent-encoding. Replaces the URL's password.
-    #[arg(
-        long,
-        env = "DISTLOCK_PASSWORD",
-        global = true,
-        help_heading = "Connection",
-        hide_env_values = true
-    )]
-    password: Option<String>,
-
-    /// Password of the sentinels of a redis-sentinel:// URL, when they require one (the URL's
-    /// credentials are the master's).
-    #[arg(
-        long,
-        env = "DISTLOCK_SENTINEL_PASSWORD",
-        global = true,
-        help_heading = "Connection",
-        hide_env_values = true
-    )]
-    sentinel_password: Option<String>,
-
-    /// Which pub/sub carries wake-ups on a Redis Cluster: auto (sharded where the servers
-    /// have it, Redis 7+; classic on Redis 6.2), classic, sharded or both. As Redisson's
-    /// shardedSubscriptionMode; standalone and Sentinel always use classic pub/sub.
-    #[arg(
-        long,
-        env = "DISTLOCK_PUBSUB",
-        global = true,
-        hide_env_values = true,
-        help_heading = "Connection",
-        value_enum,
-        default_value = "auto"
-    )]
-    pubsub: connect::PubSub,
-
-    /// CA certificates (PEM file) that rediss:// servers are checked against instead of
-    /// Mozilla's roots, for a private CA; $SSL_CERT_FILE when not given.
-    #[arg(
-        long,
-        env = "DISTLOCK_TLS_CA_CERT",
-        global = true,
-        hide_env_values = true,
-        help_heading = "Connection",
-        value_name = "FILE"
-    )]
-    tls_ca_cert: Option<std::path::PathBuf>,
-
-    /// Prefix put before every lock name to form its Redis key.
-    #[arg(
-        long,
-        env = "DISTLOCK_KEY_PREFIX",
-        global = true,
-        hide_env_values = true,
-        help_heading = "Connection",
-        default_value = ""
-    )]
-    key_prefix: String,
-
-    /// Lease of locks held without --lease; the watchdog renews it every third.
-    #[arg(long, env = "DISTLOCK_WATCHDOG_LEASE", global = true, hide_env_values = true, help_heading = "Connection", default_value = "30s", value_parser = parse_duration)]
-    watchdog_lease: Duration,
-
-    /// Timeout for connecting to Redis (TCP, TLS, AUTH and the first PING). Not for
-    /// --redlock nodes, which use the RedLock's own timeouts.
-    #[arg(long, env = "DISTLOCK_CONNECT_TIMEOUT", global = true, hide_env_values = true, help_heading = "Connection", default_value = "5s", value_parser = parse_duration)]
-    connect_timeout: Duration,
-
-    /// Timeout of one Redis command. A command that times out (or whose connection breaks)
-    /// is sent again up to three times before distlock gives up. Not for --redlock nodes.
-    #[arg(long, env = "DISTLOCK_TIMEOUT", global = true, hide_env_values = true, help_heading = "Connection", default_value = "3s", value_parser = parse_duration)]
-    timeout: Duration,
+    #[command(flatten)]
+    connection: distlock_cli::ConnectionArgs,
 
     #[command(subcommand)]
     command: Command,
@@ -136,13 +47,6 @@ enum Command {
     Top(cmd::top::TopArgs),
     /// Delete a lock whoever holds it, and wake its waiters.
     Unlock(cmd::unlock::UnlockArgs),
-    /// A flash sale: many processes buy under locks; checks no oversell and no duplicate
-    /// orders.
-    Demo(cmd::demo::DemoArgs),
-    /// Benchmark distlock: the standard lock workloads (uncontended, distinct, contended,
-    /// handoff) plus watchdog, waiters, memory and lost; a table, or JSON lines with --json;
-    /// charts (SVG, PNG) with --plot DIR, other runs beside distlock's with --compare.
-    Bench(cmd::bench::BenchArgs),
     /// Print a shell completion script: `distlock completions bash > /etc/bash_completion.d/distlock`
     /// (zsh: into a directory of `$fpath` as `_distlock`; fish: `~/.config/fish/completions/distlock.fish`).
     Completions {
@@ -156,31 +60,6 @@ enum Command {
         /// The command whose page to print (distlock-COMMAND(1)); none: distlock(1).
         command: Option<String>,
     },
-    /// One worker process of `demo` (started by `demo` itself).
-    #[command(hide = true)]
-    DemoWorker(cmd::demo::WorkerArgs),
-}
-
-/// Parse a human duration (`30s`, `5m`, `1500ms`) and refuse zero.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_wait(s)?;
-    if d.is_zero() {
-        return Err(format!("{s:?}: must be greater than zero"));
-    }
-    Ok(d)
-}
-
-/// Parse a human duration that may be zero (waits): `1m 30s`, `250ms`, or a bare number of
-/// seconds as flock's `-w` takes it (`10`, `0.5`).
-pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return s
-            .parse::<f64>()
-            .ok()
-            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-            .ok_or_else(|| format!("{s:?}: not a number of seconds"));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))
 }
 
 /// Whether the subcommand in `args` (the process's arguments, program name first) is `run`:
@@ -295,35 +174,13 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let tls_ca = cli
-            .tls_ca_cert
-            .or_else(|| std::env::var_os("SSL_CERT_FILE").map(Into::into));
-        let tls_ca = match tls_ca {
-            Some(path) => Some(std::fs::read(&path).map_err(|e| {
-                anyhow::anyhow!("cannot read the TLS CA certificate {}: {e}", path.display())
-            })?),
-            None => None,
-        };
-        let opts = connect::Options {
-            tls_ca,
-            url: cli.url,
-            password: cli.password,
-            sentinel_password: cli.sentinel_password,
-            pubsub: cli.pubsub,
-            key_prefix: cli.key_prefix,
-            watchdog_lease: cli.watchdog_lease,
-            connect_timeout: cli.connect_timeout,
-            command_timeout: cli.timeout,
-        };
+        let opts = cli.connection.options()?;
         match cli.command {
             Command::Run(args) => cmd::run::run(&opts, args).await,
             Command::Status(args) => cmd::status::run(&opts, args).await,
             Command::List(args) => cmd::list::run(&opts, args).await,
             Command::Top(args) => cmd::top::run(&opts, args).await,
             Command::Unlock(args) => cmd::unlock::run(&opts, args).await,
-            Command::Demo(args) => cmd::demo::run(&opts, args).await,
-            Command::DemoWorker(args) => cmd::demo::worker(&opts, args).await,
-            Command::Bench(args) => cmd::bench::run(&opts, args).await,
             Command::Completions { .. } | Command::Man { .. } => unreachable!("handled before"),
         }
     });

@@ -40,6 +40,7 @@ pub fn is_closed(e: &anyhow::Error) -> bool {
 }
 
 /// `println!` that returns `anyhow::Result<()>`: [`Closed`] when stdout was closed.
+#[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::out::line(format_args!($($arg)*))
@@ -47,6 +48,7 @@ macro_rules! outln {
 }
 
 /// `eprintln!` that never panics: what cannot be written to stderr is dropped.
+#[macro_export]
 macro_rules! errln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -54,4 +56,4 @@ macro_rules! errln {
     }};
 }
 
-pub(crate) use {errln, outln};
+pub use crate::{errln, outln};

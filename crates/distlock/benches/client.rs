@@ -5,7 +5,7 @@
 //! cargo bench -p distlock --bench client
 //! ```
 //!
-//! The throughput and hand-off comparisons with other libraries live in `distlock bench`
+//! The throughput and hand-off comparisons with other libraries live in `distlock-bench bench`
 //! (doc/performance.md); these benches track the client's own work between changes.
 
 use std::hint::black_box;

@@ -13,7 +13,6 @@ const EXIT_STATUS: &str = "\
 0  success (unlock: unlocked, or nothing of that name is held)
 1  an error: the server unreachable, a wrong password, bad input, a key of another type
 2  a usage error
-3  demo and bench: an invariant broke (an oversold stock, a lost update)
 run: the code of CMD, or 75 (not acquired within --wait, or a job lock held elsewhere),
 125 (distlock itself failed; CMD did not run), 126 (CMD cannot be executed), 127 (CMD not
 found), 128+N (CMD died of signal N); see distlock-run(1).";
@@ -69,7 +68,7 @@ pub fn render(root: Command, command: Option<&str>) -> anyhow::Result<Vec<u8>> {
     man.render_options_section(&mut out)?;
     let (environment, exit) = match after.as_deref().and_then(|h| h.split_once("Exit status:")) {
         Some((env, exit)) => (Some(env.trim()), exit.trim().to_string()),
-        None => (after.as_deref().map(str::trim), own_exit_status(name)),
+        None => (after.as_deref().map(str::trim), OWN_EXIT_STATUS.to_string()),
     };
     if let Some(env) = environment.filter(|e| !e.is_empty()) {
         section(&mut out, "ENVIRONMENT", env)?;
@@ -80,15 +79,10 @@ pub fn render(root: Command, command: Option<&str>) -> anyhow::Result<Vec<u8>> {
 }
 
 /// The exit status of a command other than `run`.
-fn own_exit_status(name: &str) -> String {
-    let mut s = "0  success\n1  an error: the server unreachable, a wrong password, bad input, \
-                 a key of another type\n2  a usage error"
-        .to_string();
-    if name == "demo" || name == "bench" {
-        s.push_str("\n3  an invariant broke (an oversold stock, a lost update)");
-    }
-    s
-}
+const OWN_EXIT_STATUS: &str = "\
+0  success
+1  an error: the server unreachable, a wrong password, bad input, a key of another type
+2  a usage error";
 
 /// A section `.SH TITLE` with `text` kept line by line (`.nf`), roff-escaped.
 fn section(out: &mut Vec<u8>, title: &str, text: &str) -> std::io::Result<()> {

@@ -1,7 +1,5 @@
 //! One module per subcommand.
 
-pub mod bench;
-pub mod demo;
 pub mod inventory;
 pub mod list;
 pub mod man;

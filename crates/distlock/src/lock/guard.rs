@@ -150,7 +150,7 @@ impl LockGuard {
     /// connection (e.g. a server restart) every lease is checked at once. A force unlock by
     /// any distlock client ([`Lock::force_unlock`], `distlock unlock --force`) fires it within
     /// a round trip or two, by a notice on this client's channel (p50 about 0.25 ms on one
-    /// idle server in `distlock bench --workloads lost`); a key deleted by hand or a
+    /// idle server in `distlock-bench bench --workloads lost`); a key deleted by hand or a
     /// Redisson client's `forceUnlock` is found at the next renewal. Resolves at once
     /// when the lease is already known lost ([`is_lost`](LockGuard::is_lost)). No I/O of its
     /// own; all guards of one owner share the signal.

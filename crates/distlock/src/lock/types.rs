@@ -158,7 +158,7 @@ pub enum Handoff {
     /// handle's script starts a new run (one made by a `Fifo` handle leaves the count, which
     /// can then only allow fewer re-takes). So a queued waiter is passed over at most `n`
     /// times in a row. It trades longer waits for fewer hand-offs between clients; whether
-    /// that buys throughput depends on the deployment (`distlock bench --handoff retakes:N`
+    /// that buys throughput depends on the deployment (`distlock-bench bench --handoff retakes:N`
     /// measures it: on a loaded 2-core machine it did not beat `Fifo`). The run's count
     /// lives in the waiters hash (field `distlock:retakes`). `Retakes(0)` is
     /// [`Handoff::Fifo`].

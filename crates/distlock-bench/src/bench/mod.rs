@@ -1,4 +1,4 @@
-//! `distlock bench`: the four standard workloads (`uncontended`, `distinct`, `contended`,
+//! `distlock-bench bench`: the four standard workloads (`uncontended`, `distinct`, `contended`,
 //! `handoff`, defined alike for distlock and the libraries it is compared with) measured on
 //! distlock's [`Lock`](distlock::Lock), plus three distlock-only workloads:
 //!
@@ -87,7 +87,8 @@ use comfy_table::{CellAlignment, Table};
 use distlock::Client;
 use serde_json::Value;
 
-use crate::connect::{Embedded, Options, Topology};
+use crate::connect::Options;
+use crate::embedded::{url_or_embedded, Embedded, Topology};
 use crate::exit;
 use crate::out::{errln, outln};
 use report::Line;
@@ -107,7 +108,7 @@ pub const WORKLOADS: &[&str] = &[
 /// Key prefix of every benchmark key (the peers' `--prefix` default).
 pub const PREFIX: &str = "bench:";
 
-/// Arguments of `distlock bench`.
+/// Arguments of `distlock-bench bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Workloads to run, comma-separated, in the given order. Unknown names are skipped with
@@ -258,7 +259,7 @@ impl PlotOut {
                 .with_context(|| format!("--plot: cannot write {}", path.display()))?;
         }
         let svgs: Vec<String> = charts.iter().map(|c| format!("{}.svg", c.name)).collect();
-        let mut msg = format!("distlock bench: charts in {}: ", self.dir.display());
+        let mut msg = format!("distlock-bench bench: charts in {}: ", self.dir.display());
         if svgs.is_empty() {
             msg.push_str(&format!("none (none of {} ran)", data::CHARTED.join(", ")));
         } else {
@@ -441,7 +442,7 @@ impl Bench {
             Err(e) => {
                 if !self.server_warned.swap(true, Ordering::Relaxed) {
                     errln!(
-                        "distlock bench: no Redis-side cost from {workload} on (server_us_per_pair \
+                        "distlock-bench bench: no Redis-side cost from {workload} on (server_us_per_pair \
                          null): {e:#}"
                     );
                 }
@@ -522,7 +523,7 @@ impl Bench {
     }
 }
 
-/// `distlock bench`: run the workloads; exit 0, or 3 when an invariant broke (lost
+/// `distlock-bench bench`: run the workloads; exit 0, or 3 when an invariant broke (lost
 /// updates in `contended`, keys left behind by released locks in `memory`).
 pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
     let plot = match &args.plot {
@@ -546,7 +547,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
         match WORKLOADS.iter().find(|k| **k == w) {
             Some(k) => workloads.push(k),
             None => errln!(
-                "distlock bench: unknown workload {w:?} skipped (known: {})",
+                "distlock-bench bench: unknown workload {w:?} skipped (known: {})",
                 WORKLOADS.join(", ")
             ),
         }
@@ -554,11 +555,11 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
     if let (Some(t), Some(_)) = (args.topology, &opts.url) {
         let name = t.to_possible_value().map(|v| v.get_name().to_string());
         errln!(
-            "distlock bench: --topology {} ignored: the server comes from --url or DISTLOCK_URL",
+            "distlock-bench bench: --topology {} ignored: the server comes from --url or DISTLOCK_URL",
             name.unwrap_or_default()
         );
     }
-    let (url, server) = opts.url_or_embedded(args.topology.unwrap_or_default())?;
+    let (url, server) = url_or_embedded(opts, args.topology.unwrap_or_default())?;
     // Fail fast (and with the library's message) when the server is unreachable.
     let data = opts.client_for(&url).await?;
     let bench = Bench {
@@ -573,7 +574,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
     };
     if !args.json {
         outln!(
-            "distlock bench: distlock {} on {}{}",
+            "distlock-bench bench: distlock {} on {}{}",
             env!("CARGO_PKG_VERSION"),
             bench.data.redacted_url(),
             match &server {
@@ -594,7 +595,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
     for w in workloads {
         if w == "memory" && bench.is_cluster() {
             errln!(
-                "distlock bench: workload memory skipped: it counts keys with SCAN and \
+                "distlock-bench bench: workload memory skipped: it counts keys with SCAN and \
                  MEMORY USAGE on one server, not across a Cluster"
             );
             continue;
@@ -624,7 +625,7 @@ pub async fn run(opts: &Options, args: BenchArgs) -> Result<u8> {
                 }
             }
             Err(e) => {
-                errln!("distlock bench: workload {w} failed: {e:#}");
+                errln!("distlock-bench bench: workload {w} failed: {e:#}");
                 failed.push(w);
             }
         }

@@ -1,4 +1,4 @@
-//! The charts of `distlock bench --plot DIR`, drawn with plotters as SVG (text is laid out
+//! The charts of `distlock-bench bench --plot DIR`, drawn with plotters as SVG (text is laid out
 //! by whatever shows the SVG, so no font is needed) and, with `--png`, rendered to PNG with
 //! resvg and a font found among the system's fonts.
 //!
@@ -1033,7 +1033,7 @@ impl Png {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::bench::report::histogram;
+    use crate::bench::report::histogram;
 
     #[test]
     fn labels_and_numbers() {

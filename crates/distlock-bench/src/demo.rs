@@ -1,4 +1,4 @@
-//! `distlock demo`: a flash sale (one order per user; the stock must never oversell), run by
+//! `distlock-bench demo`: a flash sale (one order per user; the stock must never oversell), run by
 //! several OS processes against one Redis.
 //!
 //! The sale has `--stock` units spread over `--vouchers` vouchers. Each of `--users` users
@@ -31,7 +31,8 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::connect::{Options, Topology};
+use crate::connect::Options;
+use crate::embedded::{url_or_embedded, Topology};
 use crate::exit;
 use crate::out::outln;
 
@@ -169,7 +170,7 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
     if args.processes > 64 || args.concurrency > 1024 {
         bail!("at most 64 processes and 1024 tasks per process");
     }
-    let (url, _server) = opts.url_or_embedded(args.topology)?;
+    let (url, _server) = url_or_embedded(opts, args.topology)?;
     let run_id = uuid_like();
     let k = keys(&run_id);
     // The sale's data goes over the library's connection: on Sentinel to the master, on a
@@ -197,7 +198,7 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
 
-    let exe = std::env::current_exe().context("cannot find the distlock binary")?;
+    let exe = std::env::current_exe().context("cannot find the distlock-bench binary")?;
     let started = Instant::now();
     let mut children = Vec::new();
     for w in 0..args.processes {
@@ -399,7 +400,7 @@ fn print_table(s: &Summary) -> Result<()> {
     if let Some(figures) = table.column_mut(1) {
         figures.set_cell_alignment(CellAlignment::Right);
     }
-    outln!("distlock demo: flash sale, one order per user per voucher")?;
+    outln!("distlock-bench demo: flash sale, one order per user per voucher")?;
     outln!("{}", table.trim_fmt())?;
     outln!("result: {}", if s.ok { "OK" } else { "INVARIANT BROKEN" })
 }
@@ -416,7 +417,7 @@ pub async fn worker(opts: &Options, args: WorkerArgs) -> Result<u8> {
     let url = opts
         .url
         .clone()
-        .context("demo-worker needs --url (it is started by `distlock demo`)")?;
+        .context("demo-worker needs --url (it is started by `distlock-bench demo`)")?;
     let client = opts.client_for(&url).await?;
     let con = client.redis_connection();
     let k = Arc::new(keys(&args.run));

@@ -1,4 +1,4 @@
-//! `distlock bench`: every workload on a real server with tiny sizes (the `BENCH_*` knobs),
+//! `distlock-bench bench`: every workload on a real server with tiny sizes (the `BENCH_*` knobs),
 //! the JSON lines the bench-peers `summarize.py` reads, the table on the embedded server, and
 //! the charts of `--plot` (SVG, PNG, `--compare`, `--from`).
 
@@ -30,7 +30,7 @@ const SIZES: &[(&str, &str)] = &[
 
 /// The binary with tiny sizes and no URL from the environment.
 fn bench() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock-bench"));
     c.env_remove("DISTLOCK_URL")
         .env("DISTLOCK_LOG", "error")
         .envs(SIZES.iter().copied())
@@ -61,7 +61,7 @@ fn x(v: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("extra.{key} is not a number in {v}"))
 }
 
-/// As bench-peers' `run` invokes it: `distlock bench --url URL --json`, all workloads.
+/// As bench-peers' `run` invokes it: `distlock-bench bench --url URL --json`, all workloads.
 #[test]
 fn bench_json_runs_every_workload_with_sane_figures() {
     let server = RedisServer::start();
@@ -277,10 +277,13 @@ fn bench_reports_an_unreachable_server() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.starts_with("distlock: cannot connect"), "{stderr}");
+    assert!(
+        stderr.starts_with("distlock-bench: cannot connect"),
+        "{stderr}"
+    );
 }
 
-/// `distlock bench` on a Sentinel set and a Cluster given by URL: every workload runs and
+/// `distlock-bench bench` on a Sentinel set and a Cluster given by URL: every workload runs and
 /// reports (but `memory` on a Cluster), `contended` with no lost updates.
 #[test]
 fn every_workload_runs_on_sentinel_and_cluster_urls() {
@@ -588,7 +591,7 @@ fn bench_plot_writes_charts_pngs_and_data_and_draws_them_again() {
     // distlock's label (and so where the legend's columns fall).
     drop(server);
     let again = tmp.path().join("again");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock-bench"));
     c.env("DISTLOCK_URL", "redis://127.0.0.1:1/")
         .args(["bench", "--plot"])
         .arg(&again)
@@ -599,7 +602,10 @@ fn bench_plot_writes_charts_pngs_and_data_and_draws_them_again() {
     let out = output(c);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(stdout.starts_with("distlock bench: charts in"), "{stdout}");
+    assert!(
+        stdout.starts_with("distlock-bench bench: charts in"),
+        "{stdout}"
+    );
     for c in charts {
         let name = format!("{c}.svg");
         let (_, _, before) = svg(&dir.join(&name));
@@ -674,7 +680,7 @@ fn bench_plot_refuses_bad_compare_files_and_writes_nothing() {
         assert!(out.stdout.is_empty(), "{file:?}: {out:?}");
         assert!(
             stderr.starts_with(&format!(
-                "distlock: --compare {}: {message}",
+                "distlock-bench: --compare {}: {message}",
                 file.display()
             )),
             "{file:?}: {stderr}"

@@ -166,7 +166,7 @@ impl fmt::Display for InputError {
             InputError::NotJsonLines { path, line, reason } => write!(
                 f,
                 "--compare {}: line {line} is not a benchmark line ({reason}); expected one JSON \
-                 object per line with \"impl\" and \"workload\", as `distlock bench --json` \
+                 object per line with \"impl\" and \"workload\", as `distlock-bench bench --json` \
                  prints them",
                 path.display()
             ),
@@ -179,7 +179,7 @@ impl fmt::Display for InputError {
             ),
             InputError::NotBenchData { path, reason } => write!(
                 f,
-                "--from {}: not the bench-data.json that `distlock bench --plot` writes \
+                "--from {}: not the bench-data.json that `distlock-bench bench --plot` writes \
                  ({reason})",
                 path.display()
             ),

@@ -1,0 +1,152 @@
+//! The connection options every `distlock` command takes (the global arguments), and the
+//! duration syntax of its arguments.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::connect::Options;
+
+/// The global "Connection" arguments: where the server is and how to talk to it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConnectionArgs {
+    /// Redis URL: redis://[user][:password@]host[:port][/db] (rediss:// for TLS), or a master
+    /// behind Redis Sentinel: redis-sentinel://[user:password@]host1[:port1][,host2...][/db]#master-name
+    /// (rediss-sentinel:// for TLS; sentinels without a port listen on 26379; the master is
+    /// followed across failovers), or Redis Cluster: redis-cluster://[user:password@]host1[:port1][,host2...]
+    /// (rediss-cluster:// for TLS). Without it, redis://127.0.0.1:6379/ (distlock-bench's
+    /// `demo` and `bench` start a private redis-server instead).
+    #[arg(
+        long,
+        env = "DISTLOCK_URL",
+        global = true,
+        help_heading = "Connection",
+        hide_env_values = true
+    )]
+    pub url: Option<String>,
+
+    /// Password of the server (the Sentinel deployment's master, every Cluster node), given
+    /// apart from the URL: any characters, no percent-encoding. Replaces the URL's password.
+    #[arg(
+        long,
+        env = "DISTLOCK_PASSWORD",
+        global = true,
+        help_heading = "Connection",
+        hide_env_values = true
+    )]
+    pub password: Option<String>,
+
+    /// Password of the sentinels of a redis-sentinel:// URL, when they require one (the URL's
+    /// credentials are the master's).
+    #[arg(
+        long,
+        env = "DISTLOCK_SENTINEL_PASSWORD",
+        global = true,
+        help_heading = "Connection",
+        hide_env_values = true
+    )]
+    pub sentinel_password: Option<String>,
+
+    /// Which pub/sub carries wake-ups on a Redis Cluster: auto (sharded where the servers
+    /// have it, Redis 7+; classic on Redis 6.2), classic, sharded or both. As Redisson's
+    /// shardedSubscriptionMode; standalone and Sentinel always use classic pub/sub.
+    #[arg(
+        long,
+        env = "DISTLOCK_PUBSUB",
+        global = true,
+        hide_env_values = true,
+        help_heading = "Connection",
+        value_enum,
+        default_value = "auto"
+    )]
+    pub pubsub: crate::connect::PubSub,
+
+    /// CA certificates (PEM file) that rediss:// servers are checked against instead of
+    /// Mozilla's roots, for a private CA; $SSL_CERT_FILE when not given.
+    #[arg(
+        long,
+        env = "DISTLOCK_TLS_CA_CERT",
+        global = true,
+        hide_env_values = true,
+        help_heading = "Connection",
+        value_name = "FILE"
+    )]
+    pub tls_ca_cert: Option<std::path::PathBuf>,
+
+    /// Prefix put before every lock name to form its Redis key.
+    #[arg(
+        long,
+        env = "DISTLOCK_KEY_PREFIX",
+        global = true,
+        hide_env_values = true,
+        help_heading = "Connection",
+        default_value = ""
+    )]
+    pub key_prefix: String,
+
+    /// Lease of locks held without --lease; the watchdog renews it every third.
+    #[arg(long, env = "DISTLOCK_WATCHDOG_LEASE", global = true, hide_env_values = true, help_heading = "Connection", default_value = "30s", value_parser = parse_duration)]
+    pub watchdog_lease: Duration,
+
+    /// Timeout for connecting to Redis (TCP, TLS, AUTH and the first PING). Not for
+    /// --redlock nodes, which use the RedLock's own timeouts.
+    #[arg(long, env = "DISTLOCK_CONNECT_TIMEOUT", global = true, hide_env_values = true, help_heading = "Connection", default_value = "5s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// Timeout of one Redis command. A command that times out (or whose connection breaks)
+    /// is sent again up to three times before distlock gives up. Not for --redlock nodes.
+    #[arg(long, env = "DISTLOCK_TIMEOUT", global = true, hide_env_values = true, help_heading = "Connection", default_value = "3s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+impl ConnectionArgs {
+    /// The options the commands connect with; reads the `--tls-ca-cert` file (or
+    /// `$SSL_CERT_FILE`).
+    ///
+    /// # Errors
+    /// The CA certificate file cannot be read.
+    pub fn options(self) -> Result<Options> {
+        let tls_ca = self
+            .tls_ca_cert
+            .or_else(|| std::env::var_os("SSL_CERT_FILE").map(Into::into));
+        let tls_ca = match tls_ca {
+            Some(path) => Some(std::fs::read(&path).map_err(|e| {
+                anyhow::anyhow!("cannot read the TLS CA certificate {}: {e}", path.display())
+            })?),
+            None => None,
+        };
+        Ok(Options {
+            tls_ca,
+            url: self.url,
+            password: self.password,
+            sentinel_password: self.sentinel_password,
+            pubsub: self.pubsub,
+            key_prefix: self.key_prefix,
+            watchdog_lease: self.watchdog_lease,
+            connect_timeout: self.connect_timeout,
+            command_timeout: self.timeout,
+        })
+    }
+}
+
+/// Parse a human duration (`30s`, `5m`, `1500ms`) and refuse zero.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_wait(s)?;
+    if d.is_zero() {
+        return Err(format!("{s:?}: must be greater than zero"));
+    }
+    Ok(d)
+}
+
+/// Parse a human duration that may be zero (waits): `1m 30s`, `250ms`, or a bare number of
+/// seconds as flock's `-w` takes it (`10`, `0.5`).
+pub fn parse_wait(s: &str) -> Result<Duration, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return s
+            .parse::<f64>()
+            .ok()
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .ok_or_else(|| format!("{s:?}: not a number of seconds"));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))
+}
