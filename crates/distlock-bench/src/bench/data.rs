@@ -160,8 +160,9 @@ pub enum InputError {
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            InputError::Read { flag, path, source } => {
-                write!(f, "{flag} {}: cannot read it: {source}", path.display())
+            InputError::Read { flag, path, .. } => {
+                // The cause follows through `source()` (`{:#}` prints the chain).
+                write!(f, "{flag} {}: cannot read it", path.display())
             }
             InputError::NotJsonLines { path, line, reason } => write!(
                 f,

@@ -686,6 +686,11 @@ fn bench_plot_refuses_bad_compare_files_and_writes_nothing() {
             "{file:?}: {stderr}"
         );
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        // The cause is said once (the message and its source chain do not both carry it).
+        assert!(
+            stderr.matches("os error").count() <= 1,
+            "{file:?}: the cause twice: {stderr}"
+        );
         assert!(!dir.exists(), "{file:?}: the directory was made");
     }
     // --compare, --png and --from only go with --plot (a usage error).
