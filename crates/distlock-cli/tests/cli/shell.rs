@@ -76,7 +76,15 @@ fn the_manual_page_documents_the_commands() {
     listed.dedup();
     assert_eq!(
         listed,
-        ["completions", "list", "man", "run", "status", "top", "unlock"],
+        [
+            "completions",
+            "list",
+            "man",
+            "run",
+            "status",
+            "top",
+            "unlock"
+        ],
         "the operators' commands, and no others"
     );
     for name in &listed {
