@@ -1,21 +1,4 @@
-//! [`FairLock`]: a reentrant lock granted in arrival order (Redisson's `RFairLock`, what
-//! Redisson's `getFairLock` returns), with the same guard as [`Lock`].
-//!
-//! Layout (Redisson's): the lock hash, a queue list `redisson_lock_queue:{<name>}` and a zset
-//! `redisson_lock_timeout:{<name>}`; each waiter is woken on its own channel
-//! `redisson_lock__channel:{<name>}:<owner>`, and a release wakes only the head of the queue.
-//!
-//! Redisson's worst fair-lock problem, reported by its users several times, is a waiter that
-//! crashed or gave up and stays at the head of the queue for minutes (5 minutes per waiter,
-//! on client clocks). Here a waiter that times out or is cancelled leaves the queue at once,
-//! and every waiter renews a *liveness deadline* (server `TIME`) with each attempt; a crashed
-//! waiter is skipped once its deadline passes ([`FairLock::liveness_timeout`], default 5 s).
-//! Mixing Redisson and distlock waiters on one fair lock keeps mutual exclusion but not the
-//! arrival order (Redisson rewrites every waiter's timeout on each grant).
-//!
-//! A release hands the lock directly to a distlock waiter at the head of the queue (see
-//! [`FairLock`]); a Redisson waiter there is woken on its own channel, as Redisson's release
-//! does.
+//! [`FairLock`].
 
 use std::time::Duration;
 

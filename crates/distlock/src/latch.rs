@@ -1,9 +1,4 @@
-//! [`CountDownLatch`]: wait until N events happened somewhere in the cluster (Redisson's
-//! `RCountDownLatch`, same layout).
-//!
-//! The latch is a string key holding the count; `count_down` decrements it and, at zero,
-//! deletes it and publishes `0` on `redisson_countdownlatch__channel__{<name>}`, which wakes
-//! every waiter. A latch whose key does not exist is open (count 0).
+//! [`CountDownLatch`].
 
 use std::time::Duration;
 

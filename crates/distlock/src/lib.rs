@@ -62,6 +62,7 @@
 //! The [design notes](https://github.com/distlock/distlock/blob/main/doc/design.md) give the
 //! data layout and the design choices.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![allow(rustdoc::redundant_explicit_links)]

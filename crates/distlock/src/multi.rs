@@ -1,11 +1,4 @@
-//! [`MultiLock`]: several [`Lock`]s — on one server or on independent ones — taken as one,
-//! all or nothing (Redisson's `RedissonMultiLock`).
-//!
-//! Members are acquired one by one in a fixed global order (node, then key), each waiting
-//! at most what is left of the overall wait. Since every MultiLock over the same members
-//! takes them in the same order, two MultiLocks can never hold one member each while waiting
-//! for the other's: no deadlock, whatever order the members were given in. When a member
-//! cannot be had in time, or fails, every member taken so far is released.
+//! [`MultiLock`] and its guard.
 
 use std::fmt;
 use std::time::Duration;
@@ -186,6 +179,7 @@ async fn release_all(guards: Vec<LockGuard>) {
 /// All members of a [`MultiLock`], held. Dropping it releases every member in the
 /// background.
 #[must_use = "dropping the guard releases every member at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct MultiLockGuard {
     guards: Vec<LockGuard>,

@@ -1,34 +1,4 @@
-//! [`RwLock`]: a distributed reentrant read-write lock (Redisson's `RReadWriteLock` layout).
-//!
-//! Many readers or one writer. The writer may also take read holds (downgrade: take the read
-//! lock, then release the write lock); a reader asking for the write lock is refused with
-//! [`ErrorKind::WouldDeadlock`](crate::ErrorKind::WouldDeadlock) instead of waiting forever
-//! for itself.
-//!
-//! **Write-preferring.** Redisson's read lock lets new readers in whenever the mode is `read`,
-//! so a steady stream of readers starves writers. Here a waiting writer registers in
-//! `distlock_rwlock_writers:{<name>}` (a zset with server-time liveness deadlines, renewed by
-//! each of its attempts) and new readers wait while a live writer is registered; re-entrant
-//! reads still go through. Redisson readers do not know this set, so they can still overtake
-//! distlock writers on a shared lock.
-//!
-//! **Direct hand-off to writers.** A waiting writer also queues in arrival order
-//! (`distlock_rwlock_queue:{<name>}`, entries in `distlock_rwlock_waiters:{<name>}`). The
-//! release that frees the lock — the last write hold's or the last read hold's — grants the
-//! write lock to the first live queued writer itself and tells it on its client's grant
-//! channel (`distlock_lock_grant:{<name>}:<client-id>`), as the plain lock's hand-off does:
-//! no herd, no second round trip, no barging past the queue (a `try_write` on a free lock
-//! with a writer queued hands the lock to that writer and is refused). A writer that dies
-//! while queued is skipped after its liveness timeout (5 s); one handed the lock just before
-//! it died keeps it at most until then. Redisson clients keep working unchanged: a Redisson
-//! release wakes the queued writers, whose attempts serve the queue in order. Off on
-//! deployments whose grants replicas confirm (`WAIT`), as for the plain lock.
-//!
-//! Layout: hash `<name>` with `mode`, `<owner>` → read holds and `<owner>:write` → write
-//! holds; each read hold has a key `{<name>}:<owner>:rwlock_timeout:<n>` with its own lease,
-//! so a crashed reader's holds run out on their own; wake channel `redisson_rwlock:{<name>}`.
-//! Every grant, re-entrant or not, draws a fresh fencing token (the hash keeps no token, to
-//! stay readable by Redisson's scripts).
+//! [`RwLock`] and its read and write guards.
 
 use std::time::Duration;
 
@@ -56,6 +26,18 @@ pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
 /// each of its attempts) and new readers wait while a live writer is registered; re-entrant
 /// reads still go through. Redisson readers do not know this set, so they can still overtake
 /// distlock writers on a shared lock.
+///
+/// **Direct hand-off to writers.** A waiting writer also queues in arrival order
+/// (`distlock_rwlock_queue:{<name>}`, entries in `distlock_rwlock_waiters:{<name>}`). The
+/// release that frees the lock — the last write hold's or the last read hold's — grants the
+/// write lock to the first live queued writer itself and tells it on its client's grant
+/// channel (`distlock_lock_grant:{<name>}:<client-id>`), as the plain lock's hand-off does:
+/// no herd, no second round trip, no barging past the queue (a `try_write` on a free lock
+/// with a writer queued hands the lock to that writer and is refused). A writer that dies
+/// while queued is skipped after its liveness timeout (5 s); one handed the lock just before
+/// it died keeps it at most until then. Redisson clients keep working unchanged: a Redisson
+/// release wakes the queued writers, whose attempts serve the queue in order. Off on
+/// deployments whose grants replicas confirm (`WAIT`), as for the plain lock.
 ///
 /// Layout: hash `<name>` with `mode`, `<owner>` → read holds and `<owner>:write` → write
 /// holds; each read hold has a key `{<name>}:<owner>:rwlock_timeout:<n>` with its own lease,
@@ -110,12 +92,14 @@ impl Client {
 /// # Ok(()) }
 /// ```
 #[must_use = "dropping the guard releases the read lock at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct RwLockReadGuard(LockGuard);
 
 /// A write hold of an [`RwLock`]: `LockGuard`'s accessors, typed re-entry, and
 /// [`downgrade`](RwLockWriteGuard::downgrade).
 #[must_use = "dropping the guard releases the write lock at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct RwLockWriteGuard(LockGuard);
 

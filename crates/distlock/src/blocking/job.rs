@@ -135,6 +135,7 @@ impl JobLock {
 /// [`release`](JobGuard::release) or when dropped (synchronously, bounded by twice the
 /// command timeout; see the [module docs](super)).
 #[must_use = "dropping the guard releases the job lock at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct JobGuard(Held<crate::JobGuard>);
 

@@ -225,6 +225,7 @@ macro_rules! guard_accessors {
 /// by [`release`](LockGuard::release), or when dropped: synchronously, bounded by twice the
 /// command timeout (see the [module docs](super)).
 #[must_use = "dropping the guard releases the lock at once; bind it to a variable"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct LockGuard(Held<crate::LockGuard>);
 
@@ -490,6 +491,7 @@ impl RwLock {
 /// A read hold of an [`RwLock`], blocking form of [`crate::RwLockReadGuard`]; released
 /// when dropped, as [`LockGuard`].
 #[must_use = "dropping the guard releases the read lock at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct RwLockReadGuard(Held<crate::RwLockReadGuard>);
 
@@ -512,6 +514,7 @@ impl RwLockReadGuard {
 /// The write hold of an [`RwLock`], blocking form of [`crate::RwLockWriteGuard`]; released
 /// when dropped, as [`LockGuard`].
 #[must_use = "dropping the guard releases the write lock at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct RwLockWriteGuard(Held<crate::RwLockWriteGuard>);
 

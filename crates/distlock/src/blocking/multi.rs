@@ -69,6 +69,7 @@ impl MultiLock {
 /// released by [`release`](MultiLockGuard::release) or when dropped (synchronously; see the
 /// [module docs](super)).
 #[must_use = "dropping the guard releases every member at once"]
+#[clippy::has_significant_drop]
 pub struct MultiLockGuard(
     Held<crate::MultiLockGuard>,
     /// The other members' client runtimes, kept alive until the release (dropped after it).
@@ -265,6 +266,7 @@ impl RedLock {
 /// [`release`](RedLockGuard::release) or when dropped (synchronously; see the
 /// [module docs](super)).
 #[must_use = "dropping the guard releases the lock at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct RedLockGuard(Held<crate::RedLockGuard>);
 

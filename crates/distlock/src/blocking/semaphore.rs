@@ -132,6 +132,7 @@ impl Semaphore {
 /// back by [`release`](SemaphorePermit::release) or when dropped (synchronously, bounded by
 /// twice the command timeout; see the [module docs](super)).
 #[must_use = "dropping the permit gives it back at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct SemaphorePermit(Held<crate::SemaphorePermit>);
 
@@ -330,6 +331,7 @@ impl LeasedSemaphore {
 /// by [`release`](LeasedPermit::release) or when dropped (synchronously, bounded by twice
 /// the command timeout; see the [module docs](super)).
 #[must_use = "dropping the permit gives it back at once"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct LeasedPermit(Held<crate::LeasedPermit>);
 

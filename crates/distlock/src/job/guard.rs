@@ -15,6 +15,7 @@ use tokio::time::Instant;
 /// A held job lock. Release it with [`JobGuard::release`]; dropping it releases in the
 /// background.
 #[must_use = "dropping the guard releases the job lock at once"]
+#[clippy::has_significant_drop]
 pub struct JobGuard {
     pub(super) inner: Option<Arc<GuardInner>>,
     /// The watchdog's keep-alive of this job lock, when asked for (dropping it stops it).

@@ -1,25 +1,4 @@
-//! [`JobLock`]: run scheduled work on one instance at a time — ShedLock's model without its
-//! unsafe unlock.
-//!
-//! A job lock is a string key `<key prefix>job-lock:<env>:<name>` holding
-//! `ADDED:<ISO-8601 UTC>@<hostname>:<uuid>`, set with `SET NX PX <at_most_for>`: the formats of
-//! ShedLock's Redis provider, so a Java service using ShedLock on the same Redis sees the
-//! same lock. The job does not wait: if another instance holds the lock, this instance skips
-//! the run ([`JobLock::run`] returns `Ok(None)`). For code that must hold the lock itself,
-//! [`JobLock::try_acquire`] makes one attempt and [`JobLock::try_acquire_for`] /
-//! [`JobLock::acquire`] retry within a wait, as the other locks of the crate do.
-//!
-//! - `at_most_for`: the lock expires after it even if the holder dies or hangs (required).
-//! - `at_least_for`: after a short job the lock is kept until this much time has passed since
-//!   the start, so instances whose clocks or schedules differ slightly do not run the job
-//!   again (default 0).
-//! - `keep_alive`: extend the lock to `at_most_for` every half of it while the job runs
-//!   (ShedLock's `KeepAliveLockProvider`).
-//!
-//! Unlike ShedLock's Redis provider, whose unlock deletes the key without reading it, release
-//! and extension compare the value first, in one script each: a job that outran
-//! `at_most_for` never deletes or shortens the lock of the instance that took over; it gets
-//! [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) instead.
+//! [`JobLock`]: ShedLock's job lock, with a compare-and-delete release.
 
 mod guard;
 mod schedule;

@@ -20,6 +20,7 @@ use crate::watchdog::Registration;
 /// [`valid_until`](LockGuard::valid_until), [`hold_count`](LockGuard::hold_count)) do no
 /// I/O. The guard is `Send` and `Sync`: it can be released from any task.
 #[must_use = "dropping the guard releases the lock at once; bind it to a variable"]
+#[clippy::has_significant_drop]
 pub struct LockGuard {
     state: Option<GuardState>,
 }

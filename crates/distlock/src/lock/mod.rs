@@ -1,35 +1,4 @@
-//! [`Lock`]: a reentrant lock with a lease, Redisson's RLock semantics and wire format.
-//!
-//! # Data layout (shared with Redisson)
-//! The lock is a hash at the key `<key prefix><name>`: field `<client-uuid>:<owner-id>` →
-//! hold count, key TTL = lease. The final release deletes the key and publishes `0` on
-//! `redisson_lock__channel:{<key>}`. A Java service using Redisson's `RLock` on the same
-//! name excludes distlock owners and is excluded by them, and each side's release wakes
-//! the other side's waiters. distlock adds two fields, which Redisson's scripts never read:
-//! `distlock:fencing-token`, the current holder's [`FencingToken`], and `distlock:holder`,
-//! who was granted the lock ([`HolderInfo`]: owner, application, host, process id, since
-//! when), written with a grant to a new holder.
-//!
-//! # Ownership
-//! Redisson's owner is a thread; async tasks move between threads, so distlock's owner is an
-//! explicit value, [`Owner`]. [`Lock::acquire`] mints a fresh owner per call: two calls never
-//! share a hold by accident. Re-entry is explicit: [`LockGuard::reenter`] or
-//! [`Lock::acquire_as`] with the same owner increments the hold count and resets the lease;
-//! each guard's release takes back one hold.
-//!
-//! # Waiting
-//! As Redisson's `tryLock(wait, lease)` loop: one attempt; on failure subscribe to the wake
-//! channel; attempt again; then wait for a wake message or the holder's PTTL, whichever
-//! comes first, and repeat until the wait elapses. A lost wake message costs at most one
-//! PTTL. All local waiters for one name share one subscription.
-//!
-//! # Layers
-//! [`Lock`] is the typed front of the lock family's engine (`engine.rs`: the acquire loop,
-//! the cancel guard, grants, re-entry, release, and the undo of a re-entry whose outcome is
-//! unknown). What differs between a plain, a fair, a read and a write lock lives in the raw
-//! layer (`raw/`: one `RawLock` implementation per kind, request builders only, no I/O).
-//! [`FairLock`](crate::FairLock) and [`RwLock`](crate::RwLock) are typed wrappers over the
-//! same engine; every kind's grants are [`LockGuard`]s underneath.
+//! [`Lock`], its guard and value types, the lock family's engine and its raw kinds.
 
 mod engine;
 mod guard;
@@ -78,14 +47,6 @@ pub use types::{FencingToken, Handoff, HolderInfo, LockStatus, Owner};
 /// channel; attempt again; then wait for a wake message or the holder's PTTL, whichever
 /// comes first, and repeat until the wait elapses. A lost wake message costs at most one
 /// PTTL. All local waiters for one name share one subscription.
-///
-/// # Layers
-/// [`Lock`] is the typed front of the lock family's engine (`engine.rs`: the acquire loop,
-/// the cancel guard, grants, re-entry, release, and the undo of a re-entry whose outcome is
-/// unknown). What differs between a plain, a fair, a read and a write lock lives in the raw
-/// layer (`raw/`: one `RawLock` implementation per kind, request builders only, no I/O).
-/// [`FairLock`](crate::FairLock) and [`RwLock`](crate::RwLock) are typed wrappers over the
-/// same engine; every kind's grants are [`LockGuard`]s underneath.
 ///
 /// # Examples
 /// ```no_run

@@ -5,6 +5,7 @@ use crate::watchdog::{KeepAlive, LeaseState, Renew};
 
 /// A held RedLock. Dropping it releases on every node in the background.
 #[must_use = "dropping the guard releases the lock at once"]
+#[clippy::has_significant_drop]
 pub struct RedLockGuard {
     pub(super) redlock: RedLock,
     pub(super) name: String,

@@ -1,43 +1,4 @@
-//! [`RedLock`]: the Redlock algorithm of redis.io's "Distributed Locks with Redis" over N
-//! independent Redis masters.
-//!
-//! # The algorithm, as implemented
-//! 1. Take a monotonic start time; mint a fresh owner.
-//! 2. Send the acquire to all N nodes in parallel, each bounded by the node timeout (≪ TTL).
-//!    Each node runs the same script as [`Lock`](crate::Lock) (Redisson hash layout, one hold,
-//!    PEXPIRE = TTL).
-//! 3. Succeed iff at least a quorum (N/2 + 1 unless set) granted and the validity
-//!    `TTL − elapsed − drift` is positive, drift = TTL × drift factor (0.01) + 2 ms.
-//!    Stop waiting as soon as a quorum has become impossible.
-//! 4. On failure release on **all** nodes, including those that did not answer: every node's
-//!    request runs in its own task, which, once its node answers (however late), releases a
-//!    grant that was not counted. A node that never answers keeps its grant until the TTL.
-//! 5. Retry after a random delay (so competing clients desynchronise), until the caller's
-//!    wait has passed: [`RedLock::try_acquire`] makes one round, [`RedLock::try_acquire_for`]
-//!    rounds within a wait, [`RedLock::acquire`] within the default wait (60 s).
-//!
-//! Extensions ([`RedLockGuard::extend`]) count only if a quorum extends within the validity;
-//! their number can be bounded.
-//!
-//! # When to prefer one master with replicas
-//! Redisson deprecated its RedLock: for most services a single master (with Sentinel or
-//! Cluster failover), replica acknowledgement of writes, and the [fencing
-//! tokens](crate::FencingToken) of [`Lock`](crate::Lock) give the same or better safety with one
-//! round trip instead of N. Martin Kleppmann's argument: Redlock's safety rests on timing
-//! assumptions — bounded network delay, bounded process pauses, bounded clock drift — that real
-//! systems break (a GC pause or a jumped clock lets two clients believe they hold the lock), and
-//! since Redlock issues no monotonic token, the protected resource cannot tell the stale holder
-//! from the new one; a lock that needs correctness needs fencing, and with fencing a single
-//! master suffices. antirez's reply: Redlock checks elapsed time after acquiring, so pauses
-//! before that are caught; pauses after it hurt every lease-based lock alike; and it needs only
-//! that clocks advance at roughly the same rate (monotonic clocks, no large jumps), not that they
-//! agree. Use RedLock when the nodes must be independent (no replication) and you accept its
-//! timing assumptions; use `Lock` with fencing tokens when the resource can check them.
-//!
-//! # Operating the nodes
-//! A node that restarts without the keys it granted lets a second client get a quorum while the
-//! first still believes it holds the lock. Run every node with `appendonly yes` and
-//! `appendfsync always`, or delay every restart by more than the longest TTL in use.
+//! [`RedLock`]: rounds, quorum and validity over independent masters.
 
 mod builder;
 mod guard;

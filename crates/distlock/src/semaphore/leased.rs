@@ -556,6 +556,7 @@ fn member(id: &str) -> Vec<u8> {
 /// One permit of a [`LeasedSemaphore`], with an id and a lease. Release it with
 /// [`LeasedPermit::release`]; dropping it releases in the background.
 #[must_use = "dropping the permit gives it back at once"]
+#[clippy::has_significant_drop]
 pub struct LeasedPermit {
     sem: Option<LeasedSemaphore>,
     id: String,

@@ -1,13 +1,4 @@
-//! [`Semaphore`] (Redisson's `RSemaphore`) and [`LeasedSemaphore`] (Redisson's
-//! `RPermitExpirableSemaphore`): at most N holders at once across the cluster.
-//!
-//! Both keep the available permits in a string key and wake waiters with a message on
-//! `redisson_sc:{<name>}`, as Redisson does, so Java and Rust services can share them.
-//!
-//! **A plain semaphore's permits are not owned**: if a process takes a permit and crashes,
-//! the permit is gone for good (the same holds in Redisson). Use [`LeasedSemaphore`] when
-//! holders can crash: each of its permits has an id and a lease, and a crashed holder's
-//! permit returns when its lease ends.
+//! [`Semaphore`] and its permit; [`LeasedSemaphore`] in `leased`.
 
 mod leased;
 
@@ -488,6 +479,7 @@ impl Acquire for PermitRequest {
 /// Permits taken from a [`Semaphore`]. Release with [`SemaphorePermit::release`]; dropping
 /// it gives the permits back in the background; [`SemaphorePermit::forget`] keeps them taken.
 #[must_use = "dropping the permit gives it back at once"]
+#[clippy::has_significant_drop]
 pub struct SemaphorePermit {
     names: Option<Names>,
     permits: u64,

@@ -34,6 +34,7 @@ mod rwlock;
 mod scan;
 mod scripts;
 mod semaphore;
+mod send;
 mod sentinel;
 mod shutdown;
 #[cfg(feature = "tls")]
