@@ -4,7 +4,7 @@ use crate::client::Client;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
-use crate::scripts;
+use crate::scripts::{self, reply};
 use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::future::Future;
@@ -72,7 +72,7 @@ impl GuardInner {
                     .set_valid_until(started + ttl.saturating_sub(keys::drift(ttl)));
                 Ok(())
             }
-            -2 => {
+            reply::HELD_BY_OTHER => {
                 self.lease.mark_lost();
                 Err(Error::not_held(&self.name, NotHeldReason::HeldByOther))
             }
@@ -111,7 +111,7 @@ impl GuardInner {
             .await?;
         match r {
             0 | 1 => Ok(()),
-            -2 => Err(Error::not_held(&self.name, NotHeldReason::HeldByOther)),
+            reply::HELD_BY_OTHER => Err(Error::not_held(&self.name, NotHeldReason::HeldByOther)),
             _ => Err(Error::not_held(&self.name, NotHeldReason::Gone)),
         }
     }

@@ -19,7 +19,7 @@ use crate::conn::pubsub::{HandedOff, Wake};
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, TOKEN_FIELD};
-use crate::scripts;
+use crate::scripts::{self, reply};
 
 impl Lock {
     /// Take a timed-out or cancelled waiter out of the kind's queue (fair lock, waiting
@@ -118,7 +118,9 @@ impl Lock {
             .arg(TOKEN_FIELD);
         let r: Vec<String> = self.backend().eval(&self.context("inspect"), &inv).await?;
         let parsed = match r.as_slice() {
-            [code] if code == "-2" => Some((0, 0, -2)),
+            [code] if code.parse() == Ok(reply::HELD_BY_OTHER) => {
+                Some((0, 0, reply::HELD_BY_OTHER))
+            }
             [count, token, pttl] => match (count.parse(), parse_token(token), pttl.parse()) {
                 (Ok(count), Some(token), Ok(pttl)) => Some((count, token, pttl)),
                 _ => None,
@@ -176,13 +178,13 @@ impl Lock {
         let r = sent.inspect_err(|e| grant.failed(e))?;
         let attempt = match parse_attempt(&r) {
             Ok(a) => a,
-            Err(Some(-4)) => {
+            Err(Some(reply::CANCELLED)) => {
                 return Err(Error::new(
                     ErrorKind::Connection,
                     format!("{context}: the request was cancelled after its outcome was unknown"),
                 ))
             }
-            Err(Some(-3)) => {
+            Err(Some(reply::READ_HELD)) => {
                 return Err(Error::new(
                     ErrorKind::WouldDeadlock,
                     format!(
@@ -504,7 +506,7 @@ impl Lock {
         // that released it, or a hold lost before (the server restarted without it, or failed
         // over to a replica that never had it). Counting it as released would hide a loss,
         // so it is reported as unconfirmed.
-        if resent && (r == -1 || r == -2) {
+        if resent && (r == reply::GONE || r == reply::HELD_BY_OTHER) {
             return Err(Error::not_held(
                 &self.inner.names.name,
                 NotHeldReason::Unconfirmed,

@@ -41,7 +41,7 @@
 --                                            has none; the client reads the last token issued
 --                                            in it): a hand-off message to the caller with a
 --                                            token at or below it is stale
---          {-1} / {-2}                      mode 'nested': gone / another owner holds it
+--          {GONE} / {HELD_BY_OTHER}         mode 'nested': gone / another owner holds it
 -- Errors   WRONGTYPE when KEYS[1] holds another type (raised before any write).
 --          'ERR distlock: fencing counter ...' when the counter cannot issue a token, and a
 --          refused PEXPIRE (e.g. NOPERM): nothing granted, the lock key and the queue as they

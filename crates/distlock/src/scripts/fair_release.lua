@@ -25,7 +25,7 @@
 --
 -- Returns  1 released (key deleted with its token and holder fields; then handed to the head
 --          or the head woken with '0', as Redisson's UNLOCK_MESSAGE); 0 holds remain (the
---          token and holder fields stay); -1 gone; -2 another owner.
+--          token and holder fields stay); GONE (-1); HELD_BY_OTHER (-2).
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
 --
 -- Uses prelude.lua, handoff.lua and fair.lua (joined in front by scripts/mod.rs): now_ms,

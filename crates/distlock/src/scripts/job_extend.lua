@@ -5,7 +5,8 @@
 -- ARGV[1]  our value
 -- ARGV[2]  new TTL in ms from now
 --
--- Returns  1 extended; -1 not held: gone; -2 not held: another holder's value.
+-- Returns  1 extended; GONE (-1) not held: gone;
+--          HELD_BY_OTHER (-2) not held: another holder's value.
 -- Errors   WRONGTYPE when KEYS[1] holds another type.
 
 local current = redis.call('get', KEYS[1])

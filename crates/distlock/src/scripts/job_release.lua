@@ -10,8 +10,8 @@
 --
 -- Returns  1   deleted
 --          0   kept until the at-least-for time (TTL shortened to ARGV[2], never lengthened)
---          -1  not held: the key is gone (at-most-for passed)
---          -2  not held: another holder's value is there
+--          -1  GONE: not held, the key is gone (at-most-for passed)
+--          -2  HELD_BY_OTHER: not held, another holder's value is there
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
 
 local current = redis.call('get', KEYS[1])

@@ -6,7 +6,8 @@
 -- ARGV[1]  permit id: 16 raw bytes
 -- ARGV[2]  lease in ms
 --
--- Returns  {1, expiry_ms} extended; {-1} not held (unknown id or lease ended).
+-- Returns  {1, expiry_ms} extended; {GONE} (-1) not held (unknown id or lease
+--          ended).
 -- Errors   WRONGTYPE when a key holds another type.
 --
 -- Uses now_ms from prelude.lua and migrate_leases from leases.lua (joined in front by

@@ -10,7 +10,7 @@
 -- KEYS[6]  its waiter entries distlock_permit_waiters:{<name>} (hash)
 -- ARGV[1]  permit id: 16 raw bytes
 --
--- Returns  1 given back; -1 not held (unknown id, or its lease ended: the permit was or is
+-- Returns  1 given back; GONE (-1) not held (unknown id, or its lease ended: the permit was or is
 --          now counted back all the same). Either way the id is no longer queued.
 --          The permit goes to the queue's live waiters first (permit_queue.lua's serve); the
 --          count left is published on KEYS[3] as Redisson does, unless a hand-off took the

@@ -59,11 +59,11 @@
 --                                           as stored ('' when neither; the client reads
 --                                           the token in it): a waiter's hand-off message
 --                                           with a token at or below it is stale
---          {-1}                             mode 'nested': the lock is gone; modes 'as',
+--          {GONE}                           mode 'nested': the lock is gone; modes 'as',
 --                                           'nested': a resend whose first send was
 --                                           granted, but the hold has ended since
---          {-2}                             mode 'nested': another owner holds it
---          {-4}                             modes 'as', 'nested': this request was cancelled
+--          {HELD_BY_OTHER}                  mode 'nested': another owner holds it
+--          {CANCELLED}                      modes 'as', 'nested': this request was cancelled
 --                                           by latch_cancel.lua before it ran
 -- Errors   WRONGTYPE when KEYS[1] holds another type, or another kind's hash (a read-write
 --          lock's, with a mode field): 'WRONGTYPE distlock: the key holds …' (kinds.lua's

@@ -8,7 +8,7 @@
 --          hold_count: this owner's holds (0: not held by this owner)
 --          fencing_token: the holder's token as a decimal string (0 when free)
 --          pttl: ms left (-2 key absent, -1 no TTL)
---          {-2} when another owner holds it and this owner does not
+--          {HELD_BY_OTHER} (-2) when another owner holds it and this owner does not
 -- Errors   WRONGTYPE when KEYS[1] holds another type.
 
 local pttl = redis.call('pttl', KEYS[1])

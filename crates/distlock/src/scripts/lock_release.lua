@@ -33,8 +33,8 @@
 --              or a re-take is due (ARGV[5]) (no latch)
 --          0   one hold released, others remain (TTL reset to ARGV[2]; the token and holder
 --              fields stay)
---          -1  not held: the lock is gone
---          -2  not held: another owner holds it
+--          -1  GONE: not held, the lock is gone
+--          -2  HELD_BY_OTHER: not held, another owner holds it
 -- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
 --
 -- Uses prelude.lua and handoff.lua (joined in front by scripts/mod.rs) for the hand-off.

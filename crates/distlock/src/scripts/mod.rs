@@ -57,6 +57,33 @@ impl Publish {
     }
 }
 
+/// The negative replies the scripts share, by name: each `.lua` header lists the ones it
+/// returns by these names (`GONE`, …), and the engine and the primitives match these
+/// constants, never the bare integers. A script answers them alone (`-1`) or as the first
+/// element of its reply (`{-1}`).
+pub(crate) mod reply {
+    /// `-1`: not held, nothing there: the lock, hold, permit id or job lock is gone (its
+    /// lease ended, or it was released or never taken), or nothing was given back.
+    pub(crate) const GONE: i64 = -1;
+    /// `-2`: not held by this owner: another owner (or another job lock value) holds it.
+    pub(crate) const HELD_BY_OTHER: i64 = -2;
+    /// `-3`: refused: this owner holds only read locks on it, so a write lock would wait for
+    /// itself (an upgrade).
+    pub(crate) const READ_HELD: i64 = -3;
+    /// `-4`: this request was cancelled (its latch says so) after its outcome was unknown:
+    /// it grants nothing.
+    pub(crate) const CANCELLED: i64 = -4;
+
+    /// Every name with its code, for the test that the `.lua` headers cite them.
+    #[cfg(test)]
+    pub(crate) const ALL: [(&str, i64); 4] = [
+        ("GONE", GONE),
+        ("HELD_BY_OTHER", HELD_BY_OTHER),
+        ("READ_HELD", READ_HELD),
+        ("CANCELLED", CANCELLED),
+    ];
+}
+
 /// The body of `publish()` in `publish.lua`, and its replacements per [`Publish`] mode.
 const CLASSIC_BODY: &str = "  redis.pcall('publish', channel, message)\n";
 const BODIES: [&str; 3] = [
@@ -441,6 +468,46 @@ mod tests {
         Publish, ALL, FAIR, FAST, HANDOFF, KINDS, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE,
         RW_HANDOFF, SOURCES,
     };
+
+    /// Every negative reply a script returns is cited by its name ([`super::reply`]) in that
+    /// script's header, so the Rust side and the Lua side name each code alike.
+    #[test]
+    fn every_negative_reply_is_named_in_its_scripts_header() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/scripts");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("lua") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let header: String = text
+                .lines()
+                .take_while(|l| l.starts_with("--") || l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let code: Vec<&str> = text
+                .lines()
+                .skip_while(|l| l.starts_with("--") || l.trim().is_empty())
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect();
+            for (name, value) in super::reply::ALL {
+                let returned = code.iter().any(|l| {
+                    let l = l.replace(' ', "");
+                    l.contains(&format!("return{value}")) || l.contains(&format!("return{{{value}"))
+                });
+                if returned {
+                    checked += 1;
+                    assert!(
+                        header.contains(name),
+                        "{} returns {value} without naming it {name} in its header",
+                        path.display()
+                    );
+                }
+            }
+        }
+        assert!(checked >= 20, "only {checked} negative replies found");
+    }
 
     #[test]
     fn every_script_has_a_header_with_keys_argv_and_returns() {

@@ -21,7 +21,7 @@
 -- Returns  {1, read_holds, fencing_token}  granted (every grant draws a fresh token); the
 --                                           token as a decimal string (exact up to 2^63 - 1)
 --          {0, wait_ms}                     not granted (lock PTTL; -2: a writer waits)
---          {-1} / {-2}                      'nested': gone / not held by this owner
+--          {GONE} / {HELD_BY_OTHER}         'nested': gone / not held by this owner
 -- Errors   WRONGTYPE when KEYS[1] holds another type, or a hash without a mode field (a plain
 --          or fair lock's): 'WRONGTYPE distlock: the key holds …' (kinds.lua's wrong_kind),
 --          before any write.

@@ -21,7 +21,8 @@
 -- lock gone or re-taken and is reported as unconfirmed, and no record outlives the lock.
 --
 -- Returns  1 the lock was freed (key deleted; handed to a queued writer or waiters woken);
---          0 other holds remain; -1 gone; -2 this owner has no read hold.
+--          0 other holds remain; GONE (-1); HELD_BY_OTHER (-2): this
+--          owner has no read hold.
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write). A hash without a
 --          mode field (a plain or fair lock's) is another kind's: -2, nothing touched.
 -- Loops    over the hash's fields (bounded by its size), and per reader over its newest read

@@ -28,8 +28,8 @@
 --                                            value, '' when none): a hand-off message to the
 --                                            caller with a token at or below it was sent
 --                                            before this attempt
---          {-1} / {-2}                       'nested': gone / not held by this owner
---          {-3}                              refused: this owner holds only a read lock
+--          {GONE} / {HELD_BY_OTHER}          'nested': gone / not held by this owner
+--          {READ_HELD}                       refused: this owner holds only a read lock
 --                                            (read -> write upgrade would deadlock)
 -- Errors   WRONGTYPE when KEYS[1] holds another type, or a hash without a mode field (a plain
 --          or fair lock's): 'WRONGTYPE distlock: the key holds …' (kinds.lua's wrong_kind),

@@ -20,7 +20,8 @@
 -- The final release writes no unlock latch (as lock_release.lua's): a resend of it finds the
 -- lock gone or re-taken and is reported as unconfirmed, and no record outlives the lock.
 --
--- Returns  1 last write hold released; 0 write holds remain; -1 gone; -2 not held.
+-- Returns  1 last write hold released; 0 write holds remain; GONE (-1);
+--          HELD_BY_OTHER (-2).
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
 --
 -- Uses prelude.lua, handoff.lua and rw_handoff.lua (joined in front by scripts/mod.rs).

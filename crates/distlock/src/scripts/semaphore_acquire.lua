@@ -8,7 +8,7 @@
 -- ARGV[2]  latch TTL in ms
 --
 -- Returns  1 taken (or already taken by this request); 0 not enough permits;
---          -4 this request was cancelled (semaphore_release.lua mode '1') before it ran.
+--          CANCELLED (-4): this request was cancelled (semaphore_release.lua mode '1') before it ran.
 -- Uses     wrong_kind from kinds.lua (joined in front by scripts/mod.rs).
 -- Errors   'WRONGTYPE distlock: the key holds a <type> ..., not a semaphore' when KEYS[1] holds
 --          another type (a lock's hash, …), before any write.

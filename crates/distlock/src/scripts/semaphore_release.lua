@@ -19,7 +19,7 @@
 -- ARGV[2]  mode: '0' release, '1' give back a grant of unknown outcome
 -- ARGV[3]  latch TTL in ms (the resend window)
 --
--- Returns  the permits available afterwards, or -1 when nothing was given back (mode '1':
+-- Returns  the permits available afterwards, or GONE (-1) when nothing was given back (mode '1':
 --          the acquire never ran, or was given back already).
 -- Errors   WRONGTYPE when KEYS[1] holds another type.
 

@@ -16,7 +16,7 @@ use crate::conn::pubsub::Wake;
 use crate::error::{Error, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
-use crate::scripts;
+use crate::scripts::{self, reply};
 #[cfg(doc)]
 use crate::ErrorKind;
 
@@ -436,7 +436,7 @@ impl Acquire for PermitRequest {
             .eval_resolving(&context, &inv, n.client.resolve_window())
             .await
             .inspect_err(|e| grant.failed(e))?;
-        if got == -4 {
+        if got == reply::CANCELLED {
             // This latch was cancelled (an unconfirmed grant given back): a new one, and try
             // again at once.
             *self.latch.lock().unwrap() = grant_latch(n);

@@ -344,8 +344,8 @@ pub(crate) fn parse_token(s: &str) -> Option<u128> {
 /// The scripts' not-held codes.
 pub(crate) fn not_held_reason(code: i64) -> Option<NotHeldReason> {
     match code {
-        -1 => Some(NotHeldReason::Gone),
-        -2 => Some(NotHeldReason::HeldByOther),
+        crate::scripts::reply::GONE => Some(NotHeldReason::Gone),
+        crate::scripts::reply::HELD_BY_OTHER => Some(NotHeldReason::HeldByOther),
         _ => None,
     }
 }
