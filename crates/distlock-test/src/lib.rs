@@ -372,12 +372,34 @@ impl RedisServer {
                     self.port
                 )));
             }
-            // A TLS server listens only once it is ready; plain ones must answer PING.
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()
-                && (self.options.tls || self.ping_ok())
-            {
-                self.child = Some(child);
-                return Ok(());
+            // A TLS server listens only once it is ready; plain ones must answer, and be this
+            // child: in the window between `free_port` and the bind, another test's server may
+            // have taken the port (then this one fails to bind, and start_with retries).
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                let answering = if self.options.tls {
+                    Some(child.id())
+                } else {
+                    self.answering_pid()
+                };
+                match answering {
+                    Some(pid) if pid == child.id() => {
+                        self.child = Some(child);
+                        return Ok(());
+                    }
+                    Some(pid) => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        return Err(io::Error::new(
+                            io::ErrorKind::AddrInUse,
+                            format!(
+                                "port {} was taken by another server (pid {pid}) before this \
+                                 one bound it",
+                                self.port
+                            ),
+                        ));
+                    }
+                    None => {}
+                }
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
@@ -481,14 +503,17 @@ impl RedisServer {
         self.options.tls.then(|| self.dir.path().join("ca.pem"))
     }
 
-    fn ping_ok(&self) -> bool {
-        let Ok(client) = redis::Client::open(self.url()) else {
-            return false;
-        };
-        let Ok(mut con) = client.get_connection_with_timeout(Duration::from_millis(500)) else {
-            return false;
-        };
-        redis::cmd("PING").query::<String>(&mut con).is_ok()
+    /// The process id of the server answering on this port (`INFO server`'s `process_id`),
+    /// or `None` while none answers.
+    fn answering_pid(&self) -> Option<u32> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut con = client
+            .get_connection_with_timeout(Duration::from_millis(500))
+            .ok()?;
+        let info: String = redis::cmd("INFO").arg("server").query(&mut con).ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
     }
 
     /// The server's TCP port on 127.0.0.1.
@@ -611,6 +636,30 @@ impl Drop for RedisServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server whose port another server took first (the window between `free_port` and
+    /// the bind) is not taken for ready because the port answers: its spawn fails, so
+    /// `start_with` retries on a fresh port, instead of a test talking to another test's
+    /// server (a sentinel found to be a plain server was how this showed).
+    #[test]
+    fn a_port_taken_by_another_server_is_not_taken_for_ready() {
+        let first = RedisServer::start();
+        let mut second = RedisServer {
+            child: None,
+            port: first.port(),
+            dir: tempfile::Builder::new()
+                .prefix("distlock-redis-")
+                .tempdir()
+                .unwrap(),
+            options: ServerOptions::default(),
+            binary: redis_server_binary().unwrap(),
+        };
+        let e = second
+            .spawn()
+            .expect_err("the port answers, but not as this server");
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse, "{e}");
+        assert!(second.child.is_none());
+    }
 
     #[test]
     fn starts_answers_and_dies_on_drop() {
