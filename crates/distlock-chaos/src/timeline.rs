@@ -476,617 +476,865 @@ fn grid_step(span_s: f64) -> f64 {
         .unwrap_or(10.0 * mag)
 }
 
-/// The SVG text of the timeline.
-fn render(title: &str, events: &[Event], violations: &[Violation]) -> Result<String, fmt::Error> {
-    let mut order: Vec<&Event> = events.iter().collect();
-    order.sort_by_key(|e| e.t_us);
-    let (timed, untimed): (Vec<&Violation>, Vec<&Violation>) =
-        violations.iter().partition(|v| v.t_us != 0);
-    let t0 = order
-        .first()
-        .map(|e| e.t_us)
-        .or_else(|| timed.iter().map(|v| v.t_us).min())
-        .unwrap_or(0);
-    let t_end = order
-        .iter()
-        .map(|e| e.t_us)
-        .chain(timed.iter().map(|v| v.until_us.max(v.t_us)))
-        .max()
-        .unwrap_or(t0)
-        .max(t0);
-    let span_us = ((t_end - t0) as f64).max(1_000.0);
-    let scale = Scale {
-        t0,
-        span_us,
-        decimals: if span_us >= 10e6 { 3 } else { 6 },
-    };
-
-    let all_lanes = lanes(&order, t_end);
-    let (spans, instants) = faults(&order, t_end);
-    let n_holds: usize = all_lanes.values().map(|d| d.holds.len()).sum();
-    let shown: Vec<(&Lane, &LaneData)> = all_lanes.iter().take(MAX_LANES).collect();
-
-    // The bars of each shown lane, by mode; lost holds apart.
-    struct LaneBars<'a> {
-        label: String,
-        merged: Vec<(Mode, Vec<&'a Hold>, Vec<Bar>)>,
-        lost: Vec<&'a Hold>,
-    }
-    let mut lane_bars = Vec::new();
-    let (mut shown_holds, mut n_bars) = (0, 0);
-    for (lane, data) in &shown {
-        let mut merged = Vec::new();
-        for mode in [Mode::Exclusive, Mode::Shared] {
-            let holds: Vec<&Hold> = data
-                .holds
-                .iter()
-                .filter(|h| h.mode == mode && h.how != End::Lost)
-                .collect();
-            let b = bars(&holds, &scale);
-            n_bars += b.len();
-            merged.push((mode, holds, b));
-        }
-        let lost: Vec<&Hold> = data.holds.iter().filter(|h| h.how == End::Lost).collect();
-        n_bars += lost.len();
-        shown_holds += data.holds.len();
-        lane_bars.push(LaneBars {
-            label: lane.label(),
-            merged,
-            lost,
-        });
-    }
-
-    // Notes.
-    let mut notes: Vec<(String, Option<String>)> = Vec::new();
-    if all_lanes.len() > shown.len() {
-        notes.push((
-            format!(
-                "Only the first {} of {} lanes are drawn: {} holds on the other {} lanes are not shown.",
-                shown.len(),
-                all_lanes.len(),
-                n_holds - shown_holds,
-                all_lanes.len() - shown.len()
-            ),
-            None,
-        ));
-    }
-    if n_bars < shown_holds {
-        notes.push((
-            format!(
-                "{shown_holds} holds drawn as {n_bars} bars: holds less than a pixel apart are merged (the tooltip gives the count)."
-            ),
-            None,
-        ));
-    }
-    if !untimed.is_empty() {
-        let texts: Vec<String> = untimed
-            .iter()
-            .map(|v| format!("{:?}: {}", v.property, v.detail))
-            .collect();
-        notes.push((
-            clip(
-                &format!(
-                    "{} without a time: {}",
-                    count(untimed.len(), "violation"),
-                    texts.join("; ")
-                ),
-                180,
-            ),
-            Some(merged_tooltip("violations without a time", &texts)),
-        ));
-    }
-    if all_lanes.is_empty() {
-        notes.push(("No process held anything.".to_owned(), None));
-    }
-
-    // Vertical layout.
-    let notes_top = 58.0;
-    let band_top = notes_top + 14.0 * notes.len() as f64;
-    let viol_top = band_top + LABEL_ROWS as f64 * LABEL_ROW_H + 6.0;
-    let lanes_top = viol_top + LANE_H + 4.0;
-    let lanes_bottom = lanes_top + LANE_H * lane_bars.len().max(1) as f64;
-    let height = lanes_bottom + 62.0;
-
-    let mut s = String::with_capacity(64 * 1024 + 200 * n_bars);
-    writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="10">"#,
-        w = P(WIDTH),
-        h = P(height)
-    )?;
-    writeln!(s, "<title>{}</title>", Esc(title))?;
-    writeln!(
-        s,
-        r#"<rect width="{}" height="{}" fill="white"/>"#,
-        P(WIDTH),
-        P(height)
-    )?;
-    writeln!(
-        s,
-        r#"<text class="title" x="10" y="22" font-size="16" font-weight="bold">{}</text>"#,
-        Esc(title)
-    )?;
-    writeln!(
-        s,
-        r##"<text class="counts" x="10" y="40" font-size="11" fill="#444">{} · {} on {} · {} · {} · {} · {} long</text>"##,
-        count(events.len(), "event"),
-        count(n_holds, "hold"),
-        count(all_lanes.len(), "lane"),
-        count(spans.len(), "fault"),
-        count(instants.len(), "instant fault"),
-        count(violations.len(), "violation"),
-        duration(t_end - t0)
-    )?;
-    for (i, (text, tooltip)) in notes.iter().enumerate() {
-        write!(
-            s,
-            r##"<text class="note" x="10" y="{}" font-size="11" fill="#a0522d">{}"##,
-            P(notes_top + 14.0 * i as f64),
-            Esc(text)
-        )?;
-        if let Some(t) = tooltip {
-            write!(s, "<title>{}</title>", Esc(t))?;
-        }
-        writeln!(s, "</text>")?;
-    }
-
-    // Lanes: the violations lane, then one per process and task, striped.
-    writeln!(
-        s,
-        r##"<rect class="violations-lane" x="{}" y="{}" width="{}" height="{}" fill="#fdecec"/>"##,
-        P(LEFT),
-        P(viol_top),
-        P(PLOT_W),
-        P(LANE_H)
-    )?;
-    writeln!(
-        s,
-        r##"<text class="lane-label" x="{}" y="{}" text-anchor="end" fill="{RED}">violations</text>"##,
-        P(LEFT - 6.0),
-        P(viol_top + LANE_H / 2.0 + 3.5)
-    )?;
-    for (i, lane) in lane_bars.iter().enumerate() {
-        let y = lanes_top + LANE_H * i as f64;
-        if i % 2 == 0 {
-            writeln!(
-                s,
-                r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#f3f3f3"/>"##,
-                P(LEFT),
-                P(y),
-                P(PLOT_W),
-                P(LANE_H)
-            )?;
-        }
-        writeln!(
-            s,
-            r#"<text class="lane-label" x="{}" y="{}" text-anchor="end">{}</text>"#,
-            P(LEFT - 6.0),
-            P(y + LANE_H / 2.0 + 3.5),
-            Esc(&lane.label)
-        )?;
-    }
-
-    // The time axis and its grid.
-    let span_s = span_us / 1e6;
-    let step = grid_step(span_s);
-    let decimals = (-step.log10().floor()).max(0.0) as usize;
-    writeln!(s, r##"<g class="grid" stroke="#dddddd" stroke-width="1">"##)?;
-    let mut ticks_s = Vec::new();
+/// The times of the grid lines: the multiples of `step` up to `span_s`.
+fn grid_times(span_s: f64, step: f64) -> Vec<f64> {
+    let mut times = Vec::new();
     let mut k = 0u32;
     loop {
         let t = step * k as f64;
         if t > span_s * (1.0 + 1e-9) {
             break;
         }
-        ticks_s.push(t);
+        times.push(t);
         k += 1;
     }
-    for t in &ticks_s {
-        let x = LEFT + t / span_s * PLOT_W;
-        writeln!(
-            s,
-            r#"<line x1="{x}" y1="{}" x2="{x}" y2="{}"/>"#,
-            P(viol_top),
-            P(lanes_bottom + 4.0),
-            x = P(x)
-        )?;
-    }
-    writeln!(s, "</g>")?;
-    writeln!(
-        s,
-        r##"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="#888888"/>"##,
-        P(LEFT),
-        P(LEFT + PLOT_W),
-        y = P(lanes_bottom)
-    )?;
-    writeln!(s, r##"<g class="axis" text-anchor="middle" fill="#444">"##)?;
-    for t in &ticks_s {
-        writeln!(
-            s,
-            r#"<text x="{}" y="{}">{:.*}s</text>"#,
-            P(LEFT + t / span_s * PLOT_W),
-            P(lanes_bottom + 15.0),
-            decimals,
-            t
-        )?;
-    }
-    writeln!(
-        s,
-        r#"<text x="{}" y="{}" font-size="11">seconds since the first event</text>"#,
-        P(LEFT + PLOT_W / 2.0),
-        P(lanes_bottom + 30.0)
-    )?;
-    writeln!(s, "</g>")?;
+    times
+}
 
-    // Faults: their tooltips, a strip above the violations lane (hoverable) and labels above
-    // that; the translucent spans across the lanes are drawn over the holds, further down.
-    let fault_marks: Vec<(f64, f64, &str, &str, String)> = spans
-        .iter()
-        .map(|f| {
-            let (x0, x1) = (scale.x(f.start), scale.x(f.end));
-            let mut tooltip = format!("fault: {} · {}", f.label, scale.range(f.start, f.end));
-            match (f.healed, &f.closing) {
-                (Healed::Yes, Some(c)) => {
-                    let _ = write!(tooltip, " · healed: {c}");
-                }
-                (Healed::Yes, None) => {}
-                (Healed::Failed, c) => {
-                    let _ = write!(
-                        tooltip,
-                        " · NOT INJECTED: {}",
-                        c.as_deref().unwrap_or("failed")
-                    );
-                }
-                (Healed::Never, _) => tooltip.push_str(" · not healed by the end of the run"),
-            }
-            let (class, fill) = match f.healed {
-                Healed::Failed => ("failed", FAULT_FAILED),
-                Healed::Yes => ("healed", FAULT),
-                Healed::Never => ("open", FAULT),
-            };
-            (x0, (x1 - x0).max(1.0), class, fill, tooltip)
-        })
-        .collect();
-    writeln!(s, r#"<g class="fault-caps">"#)?;
-    for (x, w, class, fill, tooltip) in &fault_marks {
-        writeln!(
-            s,
-            r#"<rect class="fault-cap {class}" x="{}" y="{}" width="{}" height="3" fill="{fill}"><title>{}</title></rect>"#,
-            P(*x),
-            P(viol_top - 5.0),
-            P(*w),
-            Esc(tooltip)
-        )?;
-    }
-    writeln!(s, "</g>")?;
-
-    // Instant faults (merged per pixel), and the labels of spans and instants by position,
-    // each in the first of the rows where it does not overlap the one before.
-    let instant_marks = merge_marks(
-        instants
-            .iter()
-            .map(|i| {
-                let x = scale.x(i.t);
-                (x, x, format!("{} at {}", i.text, scale.secs(i.t)))
-            })
-            .collect(),
-    );
-    let mut labels: Vec<(f64, &str, &str, String)> = spans
-        .iter()
-        .zip(&fault_marks)
-        .map(|(f, m)| (m.0, f.label.as_str(), "fault-label", m.4.clone()))
-        .chain(instants.iter().map(|i| {
-            (
-                scale.x(i.t),
-                i.text.as_str(),
-                "fault-label instant",
-                format!("instant fault: {} at {}", i.text, scale.secs(i.t)),
-            )
-        }))
-        .collect();
-    labels.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut label_ends = [f64::NEG_INFINITY; LABEL_ROWS];
-    writeln!(s, r##"<g class="fault-labels" fill="#8a4b08">"##)?;
-    for (x, text, class, tooltip) in labels {
-        let text = clip(text, LABEL_CHARS);
-        let Some(row) = label_ends.iter().position(|end| *end + 4.0 <= x) else {
-            continue;
-        };
-        label_ends[row] = x + text.chars().count() as f64 * CHAR_W;
-        writeln!(
-            s,
-            r#"<text class="{class}" x="{}" y="{}">{}<title>{}</title></text>"#,
-            P(x + 1.0),
-            P(band_top + LABEL_ROW_H * (row + 1) as f64 - 2.5),
-            Esc(&text),
-            Esc(&tooltip)
-        )?;
-    }
-    writeln!(s, "</g>")?;
-
-    // Violations, merged per pixel.
-    let mut timed_sorted = timed.clone();
-    timed_sorted.sort_by_key(|v| v.t_us);
-    let violation_marks = merge_marks(
-        timed_sorted
-            .iter()
-            .map(|v| {
-                let x0 = scale.x(v.t_us);
-                let x1 = scale.x(v.until_us.max(v.t_us)).max(x0 + VIOLATION_MIN_W);
-                let text = format!(
-                    "{:?}: {} ({})",
-                    v.property,
-                    v.detail,
-                    if v.until_us > v.t_us {
-                        scale.range(v.t_us, v.until_us)
-                    } else {
-                        format!("at {}", scale.secs(v.t_us))
-                    }
-                );
-                (x0, x1, text)
-            })
-            .collect(),
-    );
-
-    // Holds, one group per lane (its translation gives the y), by mode; lost ones on top
-    // with a red outline and a ✕ at the end.
-    let bar_y = |i: usize| lanes_top + LANE_H * i as f64 + (LANE_H - BAR_H) / 2.0;
-    let style = |mode: Mode| match mode {
+/// The name and colour of a hold's mode.
+fn mode_style(mode: Mode) -> (&'static str, &'static str) {
+    match mode {
         Mode::Exclusive => ("exclusive", EXCLUSIVE),
         Mode::Shared => ("shared", SHARED),
-    };
-    for (i, lane) in lane_bars.iter().enumerate() {
+    }
+}
+
+/// A note: its text, and a tooltip when the text says less than there is.
+type Note = (String, Option<String>);
+
+/// Marks merged per pixel: `(x0, x1, texts)`.
+type Marks = Vec<(f64, f64, Vec<String>)>;
+
+/// The SVG text of the timeline.
+fn render(title: &str, events: &[Event], violations: &[Violation]) -> Result<String, fmt::Error> {
+    let timeline = Timeline::read(events, violations);
+    let lane_bars = timeline.lane_bars();
+    let notes = timeline.notes(&lane_bars);
+    let fault_marks = timeline.fault_marks();
+    let instant_marks = timeline.instant_marks();
+    let violation_marks = timeline.violation_marks();
+    let n_bars = lane_bars.iter().map(LaneBars::n_bars).sum();
+    let layout = Layout::new(notes.len(), lane_bars.len());
+    let mut canvas = Canvas::new(&timeline.scale, layout, n_bars);
+    canvas.header(title, &timeline)?;
+    canvas.notes(&notes)?;
+    canvas.lanes(&lane_bars)?;
+    canvas.axis()?;
+    canvas.fault_caps(&fault_marks)?;
+    canvas.fault_labels(&timeline, &fault_marks)?;
+    canvas.holds(&lane_bars)?;
+    canvas.acquire_ticks(&lane_bars)?;
+    canvas.fault_spans(&fault_marks)?;
+    canvas.violation_bands(&violation_marks)?;
+    canvas.instant_faults(&instant_marks)?;
+    canvas.violations(&violation_marks)?;
+    canvas.legend()?;
+    canvas.finish()
+}
+
+/// What the timeline shows, read from the history: the scale, the lanes, the faults and the
+/// violations.
+struct Timeline<'a> {
+    scale: Scale,
+    t_end: u64,
+    lanes: BTreeMap<Lane, LaneData>,
+    spans: Vec<FaultSpan>,
+    instants: Vec<Instant>,
+    timed: Vec<&'a Violation>,
+    untimed: Vec<&'a Violation>,
+    n_events: usize,
+    n_violations: usize,
+    n_holds: usize,
+}
+
+impl<'a> Timeline<'a> {
+    /// The events in time order, matched into lanes and faults, and the scale of the run.
+    fn read(events: &[Event], violations: &'a [Violation]) -> Timeline<'a> {
+        let mut order: Vec<&Event> = events.iter().collect();
+        order.sort_by_key(|e| e.t_us);
+        let (timed, untimed): (Vec<&Violation>, Vec<&Violation>) =
+            violations.iter().partition(|v| v.t_us != 0);
+        let t0 = order
+            .first()
+            .map(|e| e.t_us)
+            .or_else(|| timed.iter().map(|v| v.t_us).min())
+            .unwrap_or(0);
+        let t_end = order
+            .iter()
+            .map(|e| e.t_us)
+            .chain(timed.iter().map(|v| v.until_us.max(v.t_us)))
+            .max()
+            .unwrap_or(t0)
+            .max(t0);
+        let span_us = ((t_end - t0) as f64).max(1_000.0);
+        let scale = Scale {
+            t0,
+            span_us,
+            decimals: if span_us >= 10e6 { 3 } else { 6 },
+        };
+        let all_lanes = lanes(&order, t_end);
+        let (spans, instants) = faults(&order, t_end);
+        let n_holds = all_lanes.values().map(|d| d.holds.len()).sum();
+        Timeline {
+            scale,
+            t_end,
+            lanes: all_lanes,
+            spans,
+            instants,
+            timed,
+            untimed,
+            n_events: events.len(),
+            n_violations: violations.len(),
+            n_holds,
+        }
+    }
+
+    /// The bars of each shown lane (the first [`MAX_LANES`]).
+    fn lane_bars(&self) -> Vec<LaneBars<'_>> {
+        self.lanes
+            .iter()
+            .take(MAX_LANES)
+            .map(|(lane, data)| LaneBars::new(lane, data, &self.scale))
+            .collect()
+    }
+
+    /// The notes: lanes left out, holds merged, violations without a time, nothing held.
+    fn notes(&self, lane_bars: &[LaneBars]) -> Vec<Note> {
+        let shown = lane_bars.len();
+        let shown_holds: usize = lane_bars.iter().map(|l| l.n_holds).sum();
+        let n_bars: usize = lane_bars.iter().map(LaneBars::n_bars).sum();
+        let mut notes: Vec<Note> = Vec::new();
+        if self.lanes.len() > shown {
+            notes.push((
+                format!(
+                    "Only the first {} of {} lanes are drawn: {} holds on the other {} lanes are not shown.",
+                    shown,
+                    self.lanes.len(),
+                    self.n_holds - shown_holds,
+                    self.lanes.len() - shown
+                ),
+                None,
+            ));
+        }
+        if n_bars < shown_holds {
+            notes.push((
+                format!(
+                    "{shown_holds} holds drawn as {n_bars} bars: holds less than a pixel apart are merged (the tooltip gives the count)."
+                ),
+                None,
+            ));
+        }
+        if !self.untimed.is_empty() {
+            let texts: Vec<String> = self
+                .untimed
+                .iter()
+                .map(|v| format!("{:?}: {}", v.property, v.detail))
+                .collect();
+            notes.push((
+                clip(
+                    &format!(
+                        "{} without a time: {}",
+                        count(self.untimed.len(), "violation"),
+                        texts.join("; ")
+                    ),
+                    180,
+                ),
+                Some(merged_tooltip("violations without a time", &texts)),
+            ));
+        }
+        if self.lanes.is_empty() {
+            notes.push(("No process held anything.".to_owned(), None));
+        }
+        notes
+    }
+
+    /// The fault spans as drawn: their extent, class, colour and tooltip.
+    fn fault_marks(&self) -> Vec<FaultMark> {
+        let scale = &self.scale;
+        self.spans
+            .iter()
+            .map(|f| {
+                let (x0, x1) = (scale.x(f.start), scale.x(f.end));
+                let mut tooltip = format!("fault: {} · {}", f.label, scale.range(f.start, f.end));
+                match (f.healed, &f.closing) {
+                    (Healed::Yes, Some(c)) => {
+                        let _ = write!(tooltip, " · healed: {c}");
+                    }
+                    (Healed::Yes, None) => {}
+                    (Healed::Failed, c) => {
+                        let _ = write!(
+                            tooltip,
+                            " · NOT INJECTED: {}",
+                            c.as_deref().unwrap_or("failed")
+                        );
+                    }
+                    (Healed::Never, _) => tooltip.push_str(" · not healed by the end of the run"),
+                }
+                let (class, fill) = match f.healed {
+                    Healed::Failed => ("failed", FAULT_FAILED),
+                    Healed::Yes => ("healed", FAULT),
+                    Healed::Never => ("open", FAULT),
+                };
+                FaultMark {
+                    x: x0,
+                    w: (x1 - x0).max(1.0),
+                    class,
+                    fill,
+                    tooltip,
+                }
+            })
+            .collect()
+    }
+
+    /// The instant faults, merged per pixel.
+    fn instant_marks(&self) -> Marks {
+        merge_marks(
+            self.instants
+                .iter()
+                .map(|i| {
+                    let x = self.scale.x(i.t);
+                    (x, x, format!("{} at {}", i.text, self.scale.secs(i.t)))
+                })
+                .collect(),
+        )
+    }
+
+    /// The violations with a time, merged per pixel.
+    fn violation_marks(&self) -> Marks {
+        let scale = &self.scale;
+        let mut timed_sorted = self.timed.clone();
+        timed_sorted.sort_by_key(|v| v.t_us);
+        merge_marks(
+            timed_sorted
+                .iter()
+                .map(|v| {
+                    let x0 = scale.x(v.t_us);
+                    let x1 = scale.x(v.until_us.max(v.t_us)).max(x0 + VIOLATION_MIN_W);
+                    let text = format!(
+                        "{:?}: {} ({})",
+                        v.property,
+                        v.detail,
+                        if v.until_us > v.t_us {
+                            scale.range(v.t_us, v.until_us)
+                        } else {
+                            format!("at {}", scale.secs(v.t_us))
+                        }
+                    );
+                    (x0, x1, text)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The bars of the holds of one mode on a lane.
+struct ModeBars<'a> {
+    mode: Mode,
+    holds: Vec<&'a Hold>,
+    bars: Vec<Bar>,
+}
+
+/// A shown lane: its bars by mode, its lost holds apart, and its ticks.
+struct LaneBars<'a> {
+    label: String,
+    modes: Vec<ModeBars<'a>>,
+    lost: Vec<&'a Hold>,
+    ticks: &'a [Tick],
+    n_holds: usize,
+}
+
+impl<'a> LaneBars<'a> {
+    /// The bars of `lane`, by mode; lost holds apart.
+    fn new(lane: &Lane, data: &'a LaneData, scale: &Scale) -> LaneBars<'a> {
+        let modes = [Mode::Exclusive, Mode::Shared]
+            .into_iter()
+            .map(|mode| {
+                let holds: Vec<&Hold> = data
+                    .holds
+                    .iter()
+                    .filter(|h| h.mode == mode && h.how != End::Lost)
+                    .collect();
+                let bars = bars(&holds, scale);
+                ModeBars { mode, holds, bars }
+            })
+            .collect();
+        LaneBars {
+            label: lane.label(),
+            modes,
+            lost: data.holds.iter().filter(|h| h.how == End::Lost).collect(),
+            ticks: &data.ticks,
+            n_holds: data.holds.len(),
+        }
+    }
+
+    /// The bars drawn for the lane, lost holds included.
+    fn n_bars(&self) -> usize {
+        self.modes.iter().map(|m| m.bars.len()).sum::<usize>() + self.lost.len()
+    }
+}
+
+/// A fault span as drawn: a strip above the violations lane and a span across the lanes.
+struct FaultMark {
+    x: f64,
+    w: f64,
+    class: &'static str,
+    fill: &'static str,
+    tooltip: String,
+}
+
+/// The vertical layout: where each band of the picture starts.
+struct Layout {
+    notes_top: f64,
+    band_top: f64,
+    viol_top: f64,
+    lanes_top: f64,
+    lanes_bottom: f64,
+    height: f64,
+}
+
+impl Layout {
+    /// The layout for `n_notes` notes and `n_lanes` lanes.
+    fn new(n_notes: usize, n_lanes: usize) -> Layout {
+        let notes_top = 58.0;
+        let band_top = notes_top + 14.0 * n_notes as f64;
+        let viol_top = band_top + LABEL_ROWS as f64 * LABEL_ROW_H + 6.0;
+        let lanes_top = viol_top + LANE_H + 4.0;
+        let lanes_bottom = lanes_top + LANE_H * n_lanes.max(1) as f64;
+        Layout {
+            notes_top,
+            band_top,
+            viol_top,
+            lanes_top,
+            lanes_bottom,
+            height: lanes_bottom + 62.0,
+        }
+    }
+
+    /// The top of the `i`th lane.
+    fn lane_y(&self, i: usize) -> f64 {
+        self.lanes_top + LANE_H * i as f64
+    }
+}
+
+/// The SVG being written, with the scale and the layout every section draws by.
+struct Canvas<'a> {
+    svg: String,
+    scale: &'a Scale,
+    layout: Layout,
+}
+
+impl<'a> Canvas<'a> {
+    fn new(scale: &'a Scale, layout: Layout, n_bars: usize) -> Canvas<'a> {
+        Canvas {
+            svg: String::with_capacity(64 * 1024 + 200 * n_bars),
+            scale,
+            layout,
+        }
+    }
+
+    /// The `<svg>` element, its background, the title and the line of counts.
+    fn header(&mut self, title: &str, t: &Timeline) -> fmt::Result {
+        let s = &mut self.svg;
+        let height = self.layout.height;
         writeln!(
             s,
-            r#"<g class="lane" data-lane="{}" transform="translate(0,{})">"#,
-            Esc(&lane.label),
-            P(bar_y(i))
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="10">"#,
+            w = P(WIDTH),
+            h = P(height)
         )?;
-        for (mode, holds, bars) in &lane.merged {
-            if bars.is_empty() {
-                continue;
+        writeln!(s, "<title>{}</title>", Esc(title))?;
+        writeln!(
+            s,
+            r#"<rect width="{}" height="{}" fill="white"/>"#,
+            P(WIDTH),
+            P(height)
+        )?;
+        writeln!(
+            s,
+            r#"<text class="title" x="10" y="22" font-size="16" font-weight="bold">{}</text>"#,
+            Esc(title)
+        )?;
+        writeln!(
+            s,
+            r##"<text class="counts" x="10" y="40" font-size="11" fill="#444">{} · {} on {} · {} · {} · {} · {} long</text>"##,
+            count(t.n_events, "event"),
+            count(t.n_holds, "hold"),
+            count(t.lanes.len(), "lane"),
+            count(t.spans.len(), "fault"),
+            count(t.instants.len(), "instant fault"),
+            count(t.n_violations, "violation"),
+            duration(t.t_end - t.scale.t0)
+        )
+    }
+
+    /// The notes, one line each under the counts.
+    fn notes(&mut self, notes: &[Note]) -> fmt::Result {
+        for (i, (text, tooltip)) in notes.iter().enumerate() {
+            write!(
+                self.svg,
+                r##"<text class="note" x="10" y="{}" font-size="11" fill="#a0522d">{}"##,
+                P(self.layout.notes_top + 14.0 * i as f64),
+                Esc(text)
+            )?;
+            if let Some(t) = tooltip {
+                write!(self.svg, "<title>{}</title>", Esc(t))?;
             }
-            let (name, fill) = style(*mode);
-            writeln!(s, r#"<g class="{name}" fill="{fill}">"#)?;
-            for bar in bars {
-                let n = bar.last - bar.first + 1;
-                let (x, w) = (P(bar.x0), P(bar.x1_drawn - bar.x0));
-                if n == 1 {
-                    let h = holds[bar.first];
-                    let class = if h.how == End::Open {
-                        "hold open"
-                    } else {
-                        "hold"
-                    };
+            writeln!(self.svg, "</text>")?;
+        }
+        Ok(())
+    }
+
+    /// Lanes: the violations lane, then one per process and task, striped.
+    fn lanes(&mut self, lane_bars: &[LaneBars]) -> fmt::Result {
+        let viol_top = self.layout.viol_top;
+        writeln!(
+            self.svg,
+            r##"<rect class="violations-lane" x="{}" y="{}" width="{}" height="{}" fill="#fdecec"/>"##,
+            P(LEFT),
+            P(viol_top),
+            P(PLOT_W),
+            P(LANE_H)
+        )?;
+        writeln!(
+            self.svg,
+            r##"<text class="lane-label" x="{}" y="{}" text-anchor="end" fill="{RED}">violations</text>"##,
+            P(LEFT - 6.0),
+            P(viol_top + LANE_H / 2.0 + 3.5)
+        )?;
+        for (i, lane) in lane_bars.iter().enumerate() {
+            let y = self.layout.lane_y(i);
+            if i % 2 == 0 {
+                writeln!(
+                    self.svg,
+                    r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#f3f3f3"/>"##,
+                    P(LEFT),
+                    P(y),
+                    P(PLOT_W),
+                    P(LANE_H)
+                )?;
+            }
+            writeln!(
+                self.svg,
+                r#"<text class="lane-label" x="{}" y="{}" text-anchor="end">{}</text>"#,
+                P(LEFT - 6.0),
+                P(y + LANE_H / 2.0 + 3.5),
+                Esc(&lane.label)
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The time axis and its grid.
+    fn axis(&mut self) -> fmt::Result {
+        let span_s = self.scale.span_us / 1e6;
+        let step = grid_step(span_s);
+        let decimals = (-step.log10().floor()).max(0.0) as usize;
+        let times = grid_times(span_s, step);
+        self.grid(&times, span_s)?;
+        let s = &mut self.svg;
+        let lanes_bottom = self.layout.lanes_bottom;
+        writeln!(
+            s,
+            r##"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="#888888"/>"##,
+            P(LEFT),
+            P(LEFT + PLOT_W),
+            y = P(lanes_bottom)
+        )?;
+        writeln!(s, r##"<g class="axis" text-anchor="middle" fill="#444">"##)?;
+        for t in &times {
+            writeln!(
+                s,
+                r#"<text x="{}" y="{}">{:.*}s</text>"#,
+                P(LEFT + t / span_s * PLOT_W),
+                P(lanes_bottom + 15.0),
+                decimals,
+                t
+            )?;
+        }
+        writeln!(
+            s,
+            r#"<text x="{}" y="{}" font-size="11">seconds since the first event</text>"#,
+            P(LEFT + PLOT_W / 2.0),
+            P(lanes_bottom + 30.0)
+        )?;
+        writeln!(s, "</g>")
+    }
+
+    /// The grid: a vertical line at each of `times` (seconds), across the lanes.
+    fn grid(&mut self, times: &[f64], span_s: f64) -> fmt::Result {
+        writeln!(
+            self.svg,
+            r##"<g class="grid" stroke="#dddddd" stroke-width="1">"##
+        )?;
+        for t in times {
+            let x = LEFT + t / span_s * PLOT_W;
+            writeln!(
+                self.svg,
+                r#"<line x1="{x}" y1="{}" x2="{x}" y2="{}"/>"#,
+                P(self.layout.viol_top),
+                P(self.layout.lanes_bottom + 4.0),
+                x = P(x)
+            )?;
+        }
+        writeln!(self.svg, "</g>")
+    }
+
+    /// Faults: a strip above the violations lane carrying each one's tooltip (the
+    /// translucent spans across the lanes are drawn over the holds, by [`Canvas::fault_spans`]).
+    fn fault_caps(&mut self, marks: &[FaultMark]) -> fmt::Result {
+        writeln!(self.svg, r#"<g class="fault-caps">"#)?;
+        for m in marks {
+            writeln!(
+                self.svg,
+                r#"<rect class="fault-cap {}" x="{}" y="{}" width="{}" height="3" fill="{}"><title>{}</title></rect>"#,
+                m.class,
+                P(m.x),
+                P(self.layout.viol_top - 5.0),
+                P(m.w),
+                m.fill,
+                Esc(&m.tooltip)
+            )?;
+        }
+        writeln!(self.svg, "</g>")
+    }
+
+    /// The labels of fault spans and instant faults by position, each in the first of the
+    /// rows where it does not overlap the one before (those that fit in none are left out).
+    fn fault_labels(&mut self, t: &Timeline, marks: &[FaultMark]) -> fmt::Result {
+        let scale = self.scale;
+        let mut labels: Vec<(f64, &str, &str, String)> = t
+            .spans
+            .iter()
+            .zip(marks)
+            .map(|(f, m)| (m.x, f.label.as_str(), "fault-label", m.tooltip.clone()))
+            .chain(t.instants.iter().map(|i| {
+                (
+                    scale.x(i.t),
+                    i.text.as_str(),
+                    "fault-label instant",
+                    format!("instant fault: {} at {}", i.text, scale.secs(i.t)),
+                )
+            }))
+            .collect();
+        labels.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut label_ends = [f64::NEG_INFINITY; LABEL_ROWS];
+        writeln!(self.svg, r##"<g class="fault-labels" fill="#8a4b08">"##)?;
+        for (x, text, class, tooltip) in labels {
+            let text = clip(text, LABEL_CHARS);
+            let Some(row) = label_ends.iter().position(|end| *end + 4.0 <= x) else {
+                continue;
+            };
+            label_ends[row] = x + text.chars().count() as f64 * CHAR_W;
+            writeln!(
+                self.svg,
+                r#"<text class="{class}" x="{}" y="{}">{}<title>{}</title></text>"#,
+                P(x + 1.0),
+                P(self.layout.band_top + LABEL_ROW_H * (row + 1) as f64 - 2.5),
+                Esc(&text),
+                Esc(&tooltip)
+            )?;
+        }
+        writeln!(self.svg, "</g>")
+    }
+
+    /// Holds, one group per lane (its translation gives the y), by mode; lost ones on top
+    /// with a red outline and a ✕ at the end.
+    fn holds(&mut self, lane_bars: &[LaneBars]) -> fmt::Result {
+        for (i, lane) in lane_bars.iter().enumerate() {
+            writeln!(
+                self.svg,
+                r#"<g class="lane" data-lane="{}" transform="translate(0,{})">"#,
+                Esc(&lane.label),
+                P(self.layout.lane_y(i) + (LANE_H - BAR_H) / 2.0)
+            )?;
+            for mode in &lane.modes {
+                self.mode_bars(&lane.label, mode)?;
+            }
+            self.lost_holds(lane)?;
+            writeln!(self.svg, "</g>")?;
+        }
+        Ok(())
+    }
+
+    /// The bars of the holds of one mode on a lane, in that mode's colour.
+    fn mode_bars(&mut self, lane: &str, mode: &ModeBars) -> fmt::Result {
+        if mode.bars.is_empty() {
+            return Ok(());
+        }
+        let (name, fill) = mode_style(mode.mode);
+        writeln!(self.svg, r#"<g class="{name}" fill="{fill}">"#)?;
+        for bar in &mode.bars {
+            self.hold_bar(lane, name, &mode.holds, bar)?;
+        }
+        writeln!(self.svg, "</g>")
+    }
+
+    /// One bar: a hold, or holds less than a pixel apart (the tooltip gives the count).
+    fn hold_bar(&mut self, lane: &str, name: &str, holds: &[&Hold], bar: &Bar) -> fmt::Result {
+        let n = bar.last - bar.first + 1;
+        let (x, w) = (P(bar.x0), P(bar.x1_drawn - bar.x0));
+        if n == 1 {
+            let h = holds[bar.first];
+            let class = if h.how == End::Open {
+                "hold open"
+            } else {
+                "hold"
+            };
+            writeln!(
+                self.svg,
+                r#"<rect class="{class}" x="{x}" width="{w}" height="{}"><title>{}</title></rect>"#,
+                P(BAR_H),
+                Esc(&hold_tooltip(lane, h, self.scale))
+            )
+        } else {
+            let first = holds[bar.first];
+            let end = holds[bar.first..=bar.last]
+                .iter()
+                .map(|h| h.end)
+                .max()
+                .unwrap_or(first.end);
+            writeln!(
+                self.svg,
+                r#"<rect class="hold merged" data-holds="{n}" x="{x}" width="{w}" height="{}"><title>{} · {n} {name} holds less than a pixel apart · {}</title></rect>"#,
+                P(BAR_H),
+                Esc(lane),
+                self.scale.range(first.start, end)
+            )
+        }
+    }
+
+    /// The lost holds of a lane: a red outline and a red ✕ at the end.
+    fn lost_holds(&mut self, lane: &LaneBars) -> fmt::Result {
+        if lane.lost.is_empty() {
+            return Ok(());
+        }
+        let s = &mut self.svg;
+        writeln!(s, r#"<g class="lost" stroke="{RED}" stroke-width="1.5">"#)?;
+        for h in &lane.lost {
+            let (x0, x1) = (self.scale.x(h.start), self.scale.x(h.end));
+            let (name, fill) = mode_style(h.mode);
+            let tooltip = hold_tooltip(&lane.label, h, self.scale);
+            writeln!(
+                s,
+                r#"<rect class="hold {name} lost" x="{}" width="{}" height="{}" fill="{fill}"><title>{}</title></rect>"#,
+                P(x0),
+                P((x1 - x0).max(1.0)),
+                P(BAR_H),
+                Esc(&tooltip)
+            )?;
+            let (cx, cy, r) = (x1.max(x0 + 1.0), BAR_H / 2.0, 4.0);
+            writeln!(
+                s,
+                r#"<path class="lost-mark" d="M{} {}L{} {}M{} {}L{} {}" stroke-width="2"><title>{}</title></path>"#,
+                P(cx - r),
+                P(cy - r),
+                P(cx + r),
+                P(cy + r),
+                P(cx - r),
+                P(cy + r),
+                P(cx + r),
+                P(cy - r),
+                Esc(&tooltip)
+            )?;
+        }
+        writeln!(s, "</g>")
+    }
+
+    /// Failed and unknown acquires: ticks, merged per pixel.
+    fn acquire_ticks(&mut self, lane_bars: &[LaneBars]) -> fmt::Result {
+        writeln!(self.svg, r#"<g class="acquire-ticks">"#)?;
+        for (i, lane) in lane_bars.iter().enumerate() {
+            for (unknown, colour, class, what) in [
+                (false, FAIL_TICK, "acquire-fail", "failed acquires"),
+                (
+                    true,
+                    INFO_TICK,
+                    "acquire-info",
+                    "acquires of unknown outcome",
+                ),
+            ] {
+                let marks = tick_marks(&lane.label, lane.ticks, unknown, self.scale);
+                let y = self.layout.lane_y(i) + if unknown { LANE_H - TICK_H - 1.0 } else { 1.0 };
+                for (x0, x1, texts) in marks {
                     writeln!(
-                        s,
-                        r#"<rect class="{class}" x="{x}" width="{w}" height="{}"><title>{}</title></rect>"#,
-                        P(BAR_H),
-                        Esc(&hold_tooltip(&lane.label, h, &scale))
-                    )?;
-                } else {
-                    let first = holds[bar.first];
-                    let end = holds[bar.first..=bar.last]
-                        .iter()
-                        .map(|h| h.end)
-                        .max()
-                        .unwrap_or(first.end);
-                    writeln!(
-                        s,
-                        r#"<rect class="hold merged" data-holds="{n}" x="{x}" width="{w}" height="{}"><title>{} · {n} {name} holds less than a pixel apart · {}</title></rect>"#,
-                        P(BAR_H),
-                        Esc(&lane.label),
-                        scale.range(first.start, end)
+                        self.svg,
+                        r#"<rect class="{class}" x="{}" y="{}" width="{}" height="{}" fill="{colour}"><title>{}</title></rect>"#,
+                        P(x0),
+                        P(y),
+                        P((x1 - x0).max(1.5)),
+                        P(TICK_H),
+                        Esc(&merged_tooltip(what, &texts))
                     )?;
                 }
             }
-            writeln!(s, "</g>")?;
         }
-        if !lane.lost.is_empty() {
-            writeln!(s, r#"<g class="lost" stroke="{RED}" stroke-width="1.5">"#)?;
-            for h in &lane.lost {
-                let (x0, x1) = (scale.x(h.start), scale.x(h.end));
-                let (name, fill) = style(h.mode);
-                let tooltip = hold_tooltip(&lane.label, h, &scale);
-                writeln!(
-                    s,
-                    r#"<rect class="hold {name} lost" x="{}" width="{}" height="{}" fill="{fill}"><title>{}</title></rect>"#,
-                    P(x0),
-                    P((x1 - x0).max(1.0)),
-                    P(BAR_H),
-                    Esc(&tooltip)
-                )?;
-                let (cx, cy, r) = (x1.max(x0 + 1.0), BAR_H / 2.0, 4.0);
-                writeln!(
-                    s,
-                    r#"<path class="lost-mark" d="M{} {}L{} {}M{} {}L{} {}" stroke-width="2"><title>{}</title></path>"#,
-                    P(cx - r),
-                    P(cy - r),
-                    P(cx + r),
-                    P(cy + r),
-                    P(cx - r),
-                    P(cy + r),
-                    P(cx + r),
-                    P(cy - r),
-                    Esc(&tooltip)
-                )?;
-            }
-            writeln!(s, "</g>")?;
-        }
-        writeln!(s, "</g>")?;
+        writeln!(self.svg, "</g>")
     }
 
-    // Failed and unknown acquires: ticks, merged per pixel.
-    writeln!(s, r#"<g class="acquire-ticks">"#)?;
-    for (i, (_, data)) in shown.iter().enumerate() {
-        let lane = &lane_bars[i].label;
-        for (unknown, colour, class, what) in [
-            (false, FAIL_TICK, "acquire-fail", "failed acquires"),
+    /// Over the holds, letting the pointer through to them: the faults, translucent, across
+    /// the lanes.
+    fn fault_spans(&mut self, marks: &[FaultMark]) -> fmt::Result {
+        writeln!(
+            self.svg,
+            r#"<g class="faults" fill-opacity="0.18" pointer-events="none">"#
+        )?;
+        for m in marks {
+            writeln!(
+                self.svg,
+                r#"<rect class="fault {}" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}</title></rect>"#,
+                m.class,
+                P(m.x),
+                P(self.layout.viol_top),
+                P(m.w),
+                P(self.layout.lanes_bottom - self.layout.viol_top),
+                m.fill,
+                Esc(&m.tooltip)
+            )?;
+        }
+        writeln!(self.svg, "</g>")
+    }
+
+    /// Over the holds, letting the pointer through to them: a faint band under each violation.
+    fn violation_bands(&mut self, marks: &Marks) -> fmt::Result {
+        writeln!(
+            self.svg,
+            r#"<g class="violation-bands" fill="{RED}" fill-opacity="0.12" pointer-events="none">"#
+        )?;
+        for (x0, x1, _) in marks {
+            writeln!(
+                self.svg,
+                r#"<rect x="{}" y="{}" width="{}" height="{}"/>"#,
+                P(*x0),
+                P(self.layout.lanes_top),
+                P(x1 - x0),
+                P(self.layout.lanes_bottom - self.layout.lanes_top)
+            )?;
+        }
+        writeln!(self.svg, "</g>")
+    }
+
+    /// Instant faults: thin lines across every lane.
+    fn instant_faults(&mut self, marks: &Marks) -> fmt::Result {
+        writeln!(
+            self.svg,
+            r#"<g class="instant-faults" stroke="{INSTANT}" stroke-width="1.2">"#
+        )?;
+        for (x0, x1, texts) in marks {
+            let x = (x0 + x1) / 2.0;
+            writeln!(
+                self.svg,
+                r#"<line class="fault-instant" x1="{x}" y1="{}" x2="{x}" y2="{}"><title>{}</title></line>"#,
+                P(self.layout.band_top),
+                P(self.layout.lanes_bottom),
+                Esc(&merged_tooltip("instant faults", texts)),
+                x = P(x)
+            )?;
+        }
+        writeln!(self.svg, "</g>")
+    }
+
+    /// Violation marks on their lane.
+    fn violations(&mut self, marks: &Marks) -> fmt::Result {
+        writeln!(self.svg, r#"<g class="violations" fill="{RED}">"#)?;
+        for (x0, x1, texts) in marks {
+            writeln!(
+                self.svg,
+                r#"<rect class="violation" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>"#,
+                P(*x0),
+                P(self.layout.viol_top + 2.0),
+                P(x1 - x0),
+                P(LANE_H - 4.0),
+                Esc(&merged_tooltip("violations", texts))
+            )?;
+        }
+        writeln!(self.svg, "</g>")
+    }
+
+    /// The legend: a swatch and a name for each kind of mark.
+    fn legend(&mut self) -> fmt::Result {
+        let s = &mut self.svg;
+        let legend_y = self.layout.lanes_bottom + 46.0;
+        let mut x = LEFT;
+        writeln!(s, r#"<g class="legend" font-size="11">"#)?;
+        for (swatch, text) in [
+            (format!(r#"fill="{EXCLUSIVE}""#), "exclusive hold"),
+            (format!(r#"fill="{SHARED}""#), "shared hold"),
             (
-                true,
-                INFO_TICK,
-                "acquire-info",
-                "acquires of unknown outcome",
+                format!(r#"fill="{EXCLUSIVE}" stroke="{RED}" stroke-width="1.5""#),
+                "lost lease",
             ),
+            (format!(r#"fill="{FAIL_TICK}""#), "acquire failed"),
+            (format!(r#"fill="{INFO_TICK}""#), "acquire unknown"),
+            (format!(r#"fill="{FAULT}" fill-opacity="0.25""#), "fault"),
+            (format!(r#"fill="{INSTANT}""#), "instant fault"),
+            (format!(r#"fill="{RED}""#), "violation"),
         ] {
-            let marks = merge_marks(
-                data.ticks
-                    .iter()
-                    .filter(|t| t.unknown == unknown)
-                    .map(|t| {
-                        let x = scale.x(t.t);
-                        let mut text = format!(
-                            "{lane} · {} · at {}",
-                            if unknown {
-                                "acquire: unknown outcome"
-                            } else {
-                                "acquire failed"
-                            },
-                            scale.secs(t.t)
-                        );
-                        if let Some(key) = &t.key {
-                            let _ = write!(text, " · {key}");
-                        }
-                        if let Some(detail) = &t.detail {
-                            let _ = write!(text, " · {detail}");
-                        }
-                        (x, x, text)
-                    })
-                    .collect(),
-            );
-            let y =
-                lanes_top + LANE_H * i as f64 + if unknown { LANE_H - TICK_H - 1.0 } else { 1.0 };
-            for (x0, x1, texts) in marks {
-                writeln!(
-                    s,
-                    r#"<rect class="{class}" x="{}" y="{}" width="{}" height="{}" fill="{colour}"><title>{}</title></rect>"#,
-                    P(x0),
-                    P(y),
-                    P((x1 - x0).max(1.5)),
-                    P(TICK_H),
-                    Esc(&merged_tooltip(what, &texts))
-                )?;
-            }
-        }
-    }
-    writeln!(s, "</g>")?;
-
-    // Over the holds, letting the pointer through to them: the faults, translucent, across
-    // the lanes, and a faint band under each violation.
-    writeln!(
-        s,
-        r#"<g class="faults" fill-opacity="0.18" pointer-events="none">"#
-    )?;
-    for (x, w, class, fill, tooltip) in &fault_marks {
-        writeln!(
-            s,
-            r#"<rect class="fault {class}" x="{}" y="{}" width="{}" height="{}" fill="{fill}"><title>{}</title></rect>"#,
-            P(*x),
-            P(viol_top),
-            P(*w),
-            P(lanes_bottom - viol_top),
-            Esc(tooltip)
-        )?;
-    }
-    writeln!(s, "</g>")?;
-    writeln!(
-        s,
-        r#"<g class="violation-bands" fill="{RED}" fill-opacity="0.12" pointer-events="none">"#
-    )?;
-    for (x0, x1, _) in &violation_marks {
-        writeln!(
-            s,
-            r#"<rect x="{}" y="{}" width="{}" height="{}"/>"#,
-            P(*x0),
-            P(lanes_top),
-            P(x1 - x0),
-            P(lanes_bottom - lanes_top)
-        )?;
-    }
-    writeln!(s, "</g>")?;
-
-    // Instant faults: thin lines across every lane.
-    writeln!(
-        s,
-        r#"<g class="instant-faults" stroke="{INSTANT}" stroke-width="1.2">"#
-    )?;
-    for (x0, x1, texts) in &instant_marks {
-        let x = (x0 + x1) / 2.0;
-        writeln!(
-            s,
-            r#"<line class="fault-instant" x1="{x}" y1="{}" x2="{x}" y2="{}"><title>{}</title></line>"#,
-            P(band_top),
-            P(lanes_bottom),
-            Esc(&merged_tooltip("instant faults", texts)),
-            x = P(x)
-        )?;
-    }
-    writeln!(s, "</g>")?;
-
-    // Violation marks on their lane.
-    writeln!(s, r#"<g class="violations" fill="{RED}">"#)?;
-    for (x0, x1, texts) in &violation_marks {
-        writeln!(
-            s,
-            r#"<rect class="violation" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>"#,
-            P(*x0),
-            P(viol_top + 2.0),
-            P(x1 - x0),
-            P(LANE_H - 4.0),
-            Esc(&merged_tooltip("violations", texts))
-        )?;
-    }
-    writeln!(s, "</g>")?;
-
-    // The legend.
-    let legend_y = lanes_bottom + 46.0;
-    let mut x = LEFT;
-    writeln!(s, r#"<g class="legend" font-size="11">"#)?;
-    for (swatch, text) in [
-        (format!(r#"fill="{EXCLUSIVE}""#), "exclusive hold"),
-        (format!(r#"fill="{SHARED}""#), "shared hold"),
-        (
-            format!(r#"fill="{EXCLUSIVE}" stroke="{RED}" stroke-width="1.5""#),
-            "lost lease",
-        ),
-        (format!(r#"fill="{FAIL_TICK}""#), "acquire failed"),
-        (format!(r#"fill="{INFO_TICK}""#), "acquire unknown"),
-        (format!(r#"fill="{FAULT}" fill-opacity="0.25""#), "fault"),
-        (format!(r#"fill="{INSTANT}""#), "instant fault"),
-        (format!(r#"fill="{RED}""#), "violation"),
-    ] {
-        let w = if text == "instant fault" { 2.0 } else { 14.0 };
-        writeln!(
-            s,
-            r#"<rect x="{}" y="{}" width="{}" height="10" {swatch}/>"#,
-            P(x),
-            P(legend_y - 9.0),
-            P(w),
-        )?;
-        // The lost lease's swatch ends in its ✕.
-        let w = if text == "lost lease" {
+            let w = if text == "instant fault" { 2.0 } else { 14.0 };
             writeln!(
                 s,
-                r#"<path d="M{} {}l8 8m0 -8l-8 8" stroke="{RED}" stroke-width="2"/>"#,
-                P(x + w - 4.0),
-                P(legend_y - 8.0)
+                r#"<rect x="{}" y="{}" width="{}" height="10" {swatch}/>"#,
+                P(x),
+                P(legend_y - 9.0),
+                P(w),
             )?;
-            w + 4.0
-        } else {
-            w
-        };
-        writeln!(
-            s,
-            r#"<text x="{}" y="{}">{}</text>"#,
-            P(x + w + 4.0),
-            P(legend_y),
-            Esc(text)
-        )?;
-        x += w + 4.0 + text.chars().count() as f64 * 6.2 + 16.0;
+            // The lost lease's swatch ends in its ✕.
+            let w = if text == "lost lease" {
+                writeln!(
+                    s,
+                    r#"<path d="M{} {}l8 8m0 -8l-8 8" stroke="{RED}" stroke-width="2"/>"#,
+                    P(x + w - 4.0),
+                    P(legend_y - 8.0)
+                )?;
+                w + 4.0
+            } else {
+                w
+            };
+            writeln!(
+                s,
+                r#"<text x="{}" y="{}">{}</text>"#,
+                P(x + w + 4.0),
+                P(legend_y),
+                Esc(text)
+            )?;
+            x += w + 4.0 + text.chars().count() as f64 * 6.2 + 16.0;
+        }
+        writeln!(s, "</g>")
     }
-    writeln!(s, "</g>")?;
-    writeln!(s, "</svg>")?;
-    Ok(s)
+
+    /// The closing `</svg>`: the finished picture.
+    fn finish(mut self) -> Result<String, fmt::Error> {
+        writeln!(self.svg, "</svg>")?;
+        Ok(self.svg)
+    }
+}
+
+/// The ticks of a lane's failed (or, with `unknown`, unknown) acquires, merged per pixel.
+fn tick_marks(lane: &str, ticks: &[Tick], unknown: bool, scale: &Scale) -> Marks {
+    merge_marks(
+        ticks
+            .iter()
+            .filter(|t| t.unknown == unknown)
+            .map(|t| {
+                let x = scale.x(t.t);
+                let mut text = format!(
+                    "{lane} · {} · at {}",
+                    if unknown {
+                        "acquire: unknown outcome"
+                    } else {
+                        "acquire failed"
+                    },
+                    scale.secs(t.t)
+                );
+                if let Some(key) = &t.key {
+                    let _ = write!(text, " · {key}");
+                }
+                if let Some(detail) = &t.detail {
+                    let _ = write!(text, " · {detail}");
+                }
+                (x, x, text)
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
