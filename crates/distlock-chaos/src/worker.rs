@@ -105,7 +105,7 @@ async fn run(spec: Spec) -> anyhow::Result<()> {
         .context("the worker cannot connect")?;
     let redlock = if spec.workload == Workload::RedLock {
         Some(Arc::new(
-            distlock::RedLock::builder_from_urls(spec.redlock_urls.clone())
+            distlock::RedLockNodes::builder_from_urls(spec.redlock_urls.clone())
                 .ttl(Duration::from_millis(spec.lease_ms))
                 .node_timeout(Duration::from_millis(100))
                 .build()
@@ -156,7 +156,7 @@ struct Task {
     spec: Arc<Spec>,
     rec: Recorder,
     client: distlock::Client,
-    redlock: Option<Arc<distlock::RedLock>>,
+    redlock: Option<Arc<distlock::RedLockNodes>>,
     resource: Resource,
     task: u32,
     deadline: Instant,
@@ -215,9 +215,11 @@ impl Task {
                 Workload::Job => self.job().await,
                 Workload::RedLock => {
                     let redlock = self.redlock.clone().expect("built for this workload");
-                    self.cycle(Mode::Exclusive, redlock.try_acquire_for(&key, wait), |g| {
-                        (0, g.owner().as_str().to_owned())
-                    })
+                    self.cycle(
+                        Mode::Exclusive,
+                        redlock.lock(key.as_str()).try_acquire_for(wait),
+                        |g| (0, g.owner().as_str().to_owned()),
+                    )
                     .await;
                 }
             }
@@ -401,7 +403,7 @@ impl Task {
         let sem = self.client.leased_semaphore(self.spec.key.as_str());
         let lease = Duration::from_millis(self.spec.lease_ms);
         let Some(permit) = self
-            .attempt(sem.try_acquire_for(lease, wait), "timed out")
+            .attempt(sem.lease(lease).try_acquire_for(wait), "timed out")
             .await
         else {
             return;

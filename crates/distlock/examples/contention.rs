@@ -54,7 +54,7 @@ async fn turns(target: Target, lease: Duration) -> Result<Vec<Duration>, distloc
         let asked = Instant::now();
         match &target {
             Target::Semaphore(sem) => {
-                let permit = sem.acquire(lease).await?;
+                let permit = sem.lease(lease).acquire().await?;
                 waits.push(asked.elapsed());
                 tokio::time::sleep(Duration::from_micros(200)).await;
                 permit.release().await?;

@@ -40,7 +40,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     client.semaphore("cost").acquire().await?.release().await?;
                 }
                 "leased" => {
-                    let permit = client.leased_semaphore("cost").acquire(lease).await?;
+                    let permit = client
+                        .leased_semaphore("cost")
+                        .lease(lease)
+                        .acquire()
+                        .await?;
                     permit.release().await?;
                 }
                 "latch" => {

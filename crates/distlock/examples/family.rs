@@ -44,7 +44,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             guard.release().await?;
         }
         "leased-hold" => {
-            let permit = client.leased_semaphore(name.as_str()).acquire(ms()).await?;
+            let permit = client
+                .leased_semaphore(name.as_str())
+                .lease(ms())
+                .acquire()
+                .await?;
             println!("held {}", permit.id());
             std::future::pending::<()>().await;
         }
@@ -53,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let sem = client
                 .leased_semaphore(name.as_str())
                 .liveness_timeout(ms());
-            let permit = sem.acquire(Duration::from_secs(30)).await?;
+            let permit = sem.lease(Duration::from_secs(30)).acquire().await?;
             println!("held {}", permit.id());
             permit.release().await?;
         }

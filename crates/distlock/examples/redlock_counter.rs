@@ -19,7 +19,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(2);
     };
     let n: u64 = n.parse()?;
-    let redlock = distlock::RedLock::builder_from_urls(nodes.split(','))
+    let redlock = distlock::RedLockNodes::builder_from_urls(nodes.split(','))
         .ttl(Duration::from_secs(5))
         .node_timeout(Duration::from_millis(500))
         .retry_delay(Duration::from_millis(1), Duration::from_millis(20))
@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .get_multiplexed_async_connection()
         .await?;
     for _ in 0..n {
-        let guard = redlock.acquire("redlock-counter").await?;
+        let guard = redlock.lock("redlock-counter").acquire().await?;
         let v: Option<u64> = con.get(counter).await?;
         let _: () = con.set(counter, v.unwrap_or(0) + 1).await?;
         guard.release().await?;

@@ -36,13 +36,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 g.release().await?;
             }
         } else {
-            let redlock = distlock::RedLock::builder(clients.clone())
+            let redlock = distlock::RedLockNodes::builder(clients.clone())
                 .ttl(Duration::from_secs(10))
                 .build()
                 .await?;
             for i in 0..PAIRS + 100 {
                 let t = Instant::now();
-                let g = redlock.acquire("latency").await?;
+                let g = redlock.lock("latency").acquire().await?;
                 if i >= 100 {
                     samples.push(t.elapsed());
                 }

@@ -39,7 +39,7 @@ async fn hold_and_return(url: &str, name: &str) -> Result<(), Box<dyn std::error
     let _permit = sem.acquire().await?;
     let leased = client.leased_semaphore(format!("{name}:leased"));
     leased.try_set_permits(100).await?;
-    let _leased = leased.acquire(Duration::from_secs(60)).await?;
+    let _leased = leased.lease(Duration::from_secs(60)).acquire().await?;
     let _job = client
         .job_lock(format!("{name}:job"))
         .at_most_for(Duration::from_secs(60))

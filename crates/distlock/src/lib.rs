@@ -107,9 +107,9 @@ pub use job::{
 };
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
-pub use lock::{FencingToken, Handoff, HolderInfo, Lock, LockGuard, LockStatus, Owner};
+pub use lock::{FencingToken, Handoff, HolderInfo, Lock, LockGuard, LockMode, LockStatus, Owner};
 pub use multi::{MultiLock, MultiLockGuard};
-pub use redlock::{RedLock, RedLockBuilder, RedLockGuard};
+pub use redlock::{RedLock, RedLockBuilder, RedLockGuard, RedLockNodes};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
 pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 

@@ -543,14 +543,14 @@ async fn read_hash(
     if !is_lock {
         return Ok(None);
     }
-    let mode = s.mode.clone();
+    let mode = s.mode;
     let queue = s.queue.clone();
     let mut e = lock_entry(s, name, now);
     if let Some(mode) = mode {
         // Its waiters listen on the read-write lock's channel, not the plain lock's.
         let rw = client.rw_lock(name).status().await?;
         e.kind = Kind::Rwlock;
-        e.mode = Some(mode);
+        e.mode = Some(mode.to_string());
         e.waiting = rw.subscribers;
         e.waiting_writers = Some(rw.waiting_writers);
         return Ok(Some(e));

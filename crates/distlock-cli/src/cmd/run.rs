@@ -237,14 +237,15 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
         for url in &args.redlock {
             crate::connect::check_url(url)?;
         }
-        let redlock = distlock::RedLock::builder_from_urls(args.redlock.iter().cloned())
+        let nodes = distlock::RedLockNodes::builder_from_urls(args.redlock.iter().cloned())
             .ttl(ttl)
             .build()
             .await
             .context("RedLock nodes")?;
+        let redlock = nodes.lock(args.name.as_str());
         // No quorum, by contention or because nodes failed: exit 75 either way, naming each
         // failing node in the latter case.
-        let (guard, why) = match redlock.try_acquire_for(&args.name, args.wait).await {
+        let (guard, why) = match redlock.try_acquire_for(args.wait).await {
             Ok(guard) => (guard, String::new()),
             Err(e) if e.kind() == distlock::ErrorKind::QuorumNotReached => {
                 (None, format!(": {e:#}"))
@@ -255,7 +256,7 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             errln!(
                 "distlock: RedLock {:?} got no quorum of {} nodes within {}{why}",
                 args.name,
-                redlock.node_count(),
+                nodes.node_count(),
                 humantime::format_duration(args.wait)
             );
         }
@@ -298,7 +299,8 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             }
         }
         let permit = sem
-            .try_acquire_for(lease, args.wait)
+            .lease(lease)
+            .try_acquire_for(args.wait)
             .await
             .with_context(|| format!("semaphore {:?}", args.name))?;
         if permit.is_none() {

@@ -263,14 +263,15 @@ async fn redlock_status(args: StatusArgs) -> Result<u8> {
     for url in &args.redlock {
         crate::connect::check_url(url)?;
     }
-    let redlock = distlock::RedLock::builder_from_urls(args.redlock.iter().cloned())
+    let nodes = distlock::RedLockNodes::builder_from_urls(args.redlock.iter().cloned())
         .build()
         .await
         .context("RedLock nodes")?;
     let mut items = Vec::new();
     for name in &args.names {
-        let views = redlock
-            .status(name)
+        let views = nodes
+            .lock(name.as_str())
+            .status()
             .await
             .with_context(|| format!("status of {name:?}"))?;
         let nodes = views

@@ -140,24 +140,24 @@ impl MultiLockGuard {
     }
 }
 
-/// A lock over independent masters (redis.io's Redlock), blocking form of
-/// [`crate::RedLock`]. Configure a [`crate::RedLockBuilder`] (its setters do no I/O) and
-/// [`build`](RedLock::build) it here.
+/// The independent masters of blocking [`RedLock`]s, blocking form of
+/// [`crate::RedLockNodes`]. Configure a [`crate::RedLockBuilder`] (its setters do no I/O) and
+/// [`build`](RedLockNodes::build) it here; [`RedLockNodes::lock`] names a lock.
 #[derive(Clone)]
-pub struct RedLock {
-    inner: crate::RedLock,
+pub struct RedLockNodes {
+    inner: crate::RedLockNodes,
     rt: Rt,
 }
 
-impl fmt::Debug for RedLock {
+impl fmt::Debug for RedLockNodes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("blocking::RedLock")
+        f.debug_tuple("blocking::RedLockNodes")
             .field(&self.inner)
             .finish()
     }
 }
 
-impl RedLock {
+impl RedLockNodes {
     /// Connect the nodes of `builder` on a runtime of its own
     /// ([`DEFAULT_WORKER_THREADS`] workers) and check its settings.
     ///
@@ -170,28 +170,32 @@ impl RedLock {
     /// # Examples
     /// ```no_run
     /// use std::time::Duration;
-    /// use distlock::blocking::RedLock;
+    /// use distlock::blocking::RedLockNodes;
     ///
-    /// let redlock = RedLock::build(
-    ///     distlock::RedLock::builder_from_urls([
+    /// let nodes = RedLockNodes::build(
+    ///     distlock::RedLockNodes::builder_from_urls([
     ///         "redis://10.0.0.1/", "redis://10.0.0.2/", "redis://10.0.0.3/",
     ///     ])
     ///     .ttl(Duration::from_secs(10)),
     /// )?;
-    /// let guard = redlock.acquire("payments")?;
+    /// let guard = nodes.lock("payments").acquire()?;
     /// // ... work shorter than the validity ...
     /// guard.release()?;
     /// # Ok::<(), distlock::Error>(())
     /// ```
-    pub fn build(builder: crate::RedLockBuilder) -> Result<RedLock> {
+    pub fn build(builder: crate::RedLockBuilder) -> Result<RedLockNodes> {
         let (inner, rt) = Rt::start(DEFAULT_WORKER_THREADS, builder.build(), |_| {
             crate::DEFAULT_COMMAND_TIMEOUT * 2
         })?;
-        Ok(RedLock { inner, rt })
+        Ok(RedLockNodes { inner, rt })
     }
 
-    fn guard(&self, guard: crate::RedLockGuard) -> RedLockGuard {
-        RedLockGuard(Held::new(guard, self.rt.clone()))
+    /// The RedLock called `name` on these nodes, as [`crate::RedLockNodes::lock`]. No I/O.
+    pub fn lock(&self, name: impl Into<String>) -> RedLock {
+        RedLock {
+            inner: self.inner.lock(name),
+            rt: self.rt.clone(),
+        }
     }
 
     /// The number of nodes.
@@ -208,6 +212,33 @@ impl RedLock {
     pub fn ttl(&self) -> Duration {
         self.inner.ttl()
     }
+}
+
+/// A lock over independent masters (redis.io's Redlock), blocking form of
+/// [`crate::RedLock`]. Made by [`RedLockNodes::lock`]. Cheap to clone.
+#[derive(Clone)]
+pub struct RedLock {
+    inner: crate::RedLock,
+    rt: Rt,
+}
+
+impl fmt::Debug for RedLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::RedLock")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl RedLock {
+    fn guard(&self, guard: crate::RedLockGuard) -> RedLockGuard {
+        RedLockGuard(Held::new(guard, self.rt.clone()))
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
 
     /// One round of grants, as [`crate::RedLock::try_acquire`].
     ///
@@ -216,10 +247,10 @@ impl RedLock {
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire(&self, name: &str) -> Result<Option<RedLockGuard>> {
+    pub fn try_acquire(&self) -> Result<Option<RedLockGuard>> {
         Ok(self
             .rt
-            .block_on(self.inner.try_acquire(name))?
+            .block_on(self.inner.try_acquire())?
             .map(|g| self.guard(g)))
     }
 
@@ -230,10 +261,10 @@ impl RedLock {
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire_for(&self, name: &str, wait: Duration) -> Result<Option<RedLockGuard>> {
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<RedLockGuard>> {
         Ok(self
             .rt
-            .block_on(self.inner.try_acquire_for(name, wait))?
+            .block_on(self.inner.try_acquire_for(wait))?
             .map(|g| self.guard(g)))
     }
 
@@ -244,9 +275,9 @@ impl RedLock {
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn acquire(&self, name: &str) -> Result<RedLockGuard> {
+    pub fn acquire(&self) -> Result<RedLockGuard> {
         self.rt
-            .block_on(self.inner.acquire(name))
+            .block_on(self.inner.acquire())
             .map(|g| self.guard(g))
     }
 
@@ -257,8 +288,8 @@ impl RedLock {
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn status(&self, name: &str) -> Result<Vec<(String, Result<LockStatus>)>> {
-        self.rt.block_on(self.inner.status(name))
+    pub fn status(&self) -> Result<Vec<(String, Result<LockStatus>)>> {
+        self.rt.block_on(self.inner.status())
     }
 }
 

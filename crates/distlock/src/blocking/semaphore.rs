@@ -72,17 +72,6 @@ impl Semaphore {
         self.rt.block_on(self.inner.add_permits(permits))
     }
 
-    /// Give back permits taken without a guard, as [`crate::Semaphore::release`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::release`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn release(&self, permits: u64) -> Result<u64> {
-        self.rt.block_on(self.inner.release(permits))
-    }
-
     /// Take every free permit, as [`crate::Semaphore::drain_permits`].
     ///
     /// # Errors
@@ -284,7 +273,16 @@ impl LeasedSemaphore {
         self.rt.block_on(self.inner.available_permits_signed())
     }
 
-    /// A permit leased for `lease`, waiting up to the client's default wait, as
+    /// This semaphore taking permits with `lease`, as [`crate::LeasedSemaphore::lease`].
+    /// No I/O.
+    pub fn lease(&self, lease: Duration) -> LeasedSemaphore {
+        LeasedSemaphore {
+            inner: self.inner.lease(lease),
+            rt: self.rt.clone(),
+        }
+    }
+
+    /// A permit, waiting up to the client's default wait, as
     /// [`crate::LeasedSemaphore::acquire`].
     ///
     /// # Errors
@@ -292,37 +290,35 @@ impl LeasedSemaphore {
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn acquire(&self, lease: Duration) -> Result<LeasedPermit> {
+    pub fn acquire(&self) -> Result<LeasedPermit> {
         self.rt
-            .block_on(self.inner.acquire(lease))
+            .block_on(self.inner.acquire())
             .map(|p| self.permit(p))
     }
 
-    /// A permit leased for `lease` if one is free now, as
-    /// [`crate::LeasedSemaphore::try_acquire`].
+    /// A permit if one is free now, as [`crate::LeasedSemaphore::try_acquire`].
     ///
     /// # Errors
     /// As [`crate::LeasedSemaphore::try_acquire`].
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire(&self, lease: Duration) -> Result<Option<LeasedPermit>> {
+    pub fn try_acquire(&self) -> Result<Option<LeasedPermit>> {
         Ok(self
             .rt
-            .block_on(self.inner.try_acquire(lease))?
+            .block_on(self.inner.try_acquire())?
             .map(|p| self.permit(p)))
     }
 
-    /// A permit leased for `lease`, waiting at most `wait`, as
-    /// [`crate::LeasedSemaphore::try_acquire_for`].
+    /// A permit, waiting at most `wait`, as [`crate::LeasedSemaphore::try_acquire_for`].
     ///
     /// # Errors
     /// As [`crate::LeasedSemaphore::try_acquire_for`].
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn try_acquire_for(&self, lease: Duration, wait: Duration) -> Result<Option<LeasedPermit>> {
-        let p = self.rt.block_on(self.inner.try_acquire_for(lease, wait))?;
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<LeasedPermit>> {
+        let p = self.rt.block_on(self.inner.try_acquire_for(wait))?;
         Ok(p.map(|p| self.permit(p)))
     }
 }

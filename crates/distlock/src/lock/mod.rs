@@ -18,7 +18,7 @@ use raw::{Names, Queue, RawLock};
 
 pub use guard::LockGuard;
 pub(crate) use raw::{Attempt, Mode};
-pub use types::{FencingToken, Handoff, HolderInfo, LockStatus, Owner};
+pub use types::{FencingToken, Handoff, HolderInfo, LockMode, LockStatus, Owner};
 
 /// A reentrant distributed lock named by a string.
 ///
@@ -570,7 +570,7 @@ impl Lock {
                     } else if field == HOLDER_FIELD {
                         holder = Some(value);
                     } else if field == "mode" {
-                        status.mode = Some(value);
+                        status.mode = LockMode::parse(&value);
                     } else if let Ok(holds) = value.parse() {
                         status.holders.push((field, holds));
                     }

@@ -260,6 +260,41 @@ impl HolderInfo {
     }
 }
 
+/// Who holds a read-write lock: readers or a writer (the hash's `mode` field, `read` or
+/// `write`, as Redisson's `RReadWriteLock` writes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockMode {
+    /// One or more readers.
+    Read,
+    /// One writer (which may hold read locks too).
+    Write,
+}
+
+impl LockMode {
+    /// `read` or `write`: the `mode` field's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockMode::Read => "read",
+            LockMode::Write => "write",
+        }
+    }
+
+    /// The mode a `mode` field's value names; `None` for another value.
+    pub(crate) fn parse(value: &str) -> Option<LockMode> {
+        match value {
+            "read" => Some(LockMode::Read),
+            "write" => Some(LockMode::Write),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for LockMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What [`Lock::status`] reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -284,8 +319,9 @@ pub struct LockStatus {
     /// SHARDNUMSUB` where waiters use sharded pub/sub: a Redis 7 Cluster): one per waiting client
     /// (per waiter for a fair lock, whose waiters have channels of their own).
     pub subscribers: u64,
-    /// Read-write locks: `"read"` or `"write"` while held.
-    pub mode: Option<String>,
+    /// Read-write locks: whether readers or a writer hold it; `None` when free and for the
+    /// other kinds.
+    pub mode: Option<LockMode>,
     /// Fair locks: the waiting owners, first in line first.
     pub queue: Vec<String>,
     /// Read-write locks: writers waiting (new readers hold back while there are any).

@@ -104,7 +104,7 @@ impl RedLockBuilder {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn build(self) -> Result<RedLock> {
+    pub async fn build(self) -> Result<RedLockNodes> {
         let n = self.nodes.len();
         if n == 0 {
             return Err(Error::config("a RedLock needs at least one node"));
@@ -128,7 +128,7 @@ impl RedLockBuilder {
                 "node timeout must be above zero and below the TTL",
             ));
         }
-        let redlock = RedLock {
+        let redlock = RedLockNodes {
             inner: Arc::new(Inner {
                 nodes: self.nodes,
                 ttl: self.ttl,

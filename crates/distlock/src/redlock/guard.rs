@@ -88,7 +88,7 @@ impl RedLockGuard {
     /// ```no_run
     /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
     /// use std::time::Duration;
-    /// let guard = redlock.acquire("payments").await?;
+    /// let guard = redlock.acquire().await?;
     /// // more work than one TTL: extend before the validity ends
     /// guard.extend(Duration::from_secs(30)).await?;
     /// guard.release().await?;
@@ -117,7 +117,7 @@ impl RedLockGuard {
     /// timeout (as [`RedLockGuard::extend`]).
     pub fn keep_alive(&mut self, lease: Duration) -> Result<()> {
         keys::lease_ms("extension", lease)?;
-        let inner = &self.redlock.inner;
+        let inner = &self.redlock.nodes.inner;
         if lease <= inner.node_timeout {
             return Err(Error::invalid(format!(
                 "RedLock {:?}: a keep-alive lease of {lease:?} is not above the node timeout {:?}",
@@ -178,7 +178,7 @@ impl RedLockGuard {
     /// # Examples
     /// ```no_run
     /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
-    /// if let Some(guard) = redlock.try_acquire("payments").await? {
+    /// if let Some(guard) = redlock.try_acquire().await? {
     ///     // the work
     ///     if let Err(e) = guard.release().await {
     ///         eprintln!("the lock had expired before the release: {e}");
@@ -190,7 +190,7 @@ impl RedLockGuard {
         self.released = true;
         self.keep_alive.take();
         let released = release_everywhere(&self.redlock, &self.name, &self.owner).await;
-        if released >= self.redlock.inner.quorum {
+        if released >= self.redlock.nodes.inner.quorum {
             Ok(())
         } else {
             Err(Error::not_held(&self.name, NotHeldReason::Gone))
@@ -199,7 +199,7 @@ impl RedLockGuard {
 }
 
 async fn release_everywhere(redlock: &RedLock, name: &str, owner: &Owner) -> usize {
-    let inner = &redlock.inner;
+    let inner = &redlock.nodes.inner;
     let results = futures_util::future::join_all(inner.nodes.iter().map(|node| async {
         let c = node.client.lock().unwrap().clone()?;
         let lock = c.lock(name);
@@ -242,7 +242,7 @@ async fn extend_quorum(
     extensions: &AtomicU32,
     lease: Duration,
 ) -> Result<()> {
-    let inner = &redlock.inner;
+    let inner = &redlock.nodes.inner;
     let lease_ms = keys::lease_ms("extension", lease)?;
     if lease <= inner.node_timeout {
         return Err(Error::invalid(format!(

@@ -104,13 +104,14 @@ struct Inner {
 /// ```no_run
 /// # async fn f() -> distlock::Result<()> {
 /// use std::time::Duration;
-/// let redlock = distlock::RedLock::builder_from_urls([
+/// let nodes = distlock::RedLockNodes::builder_from_urls([
 ///     "redis://10.0.0.1/", "redis://10.0.0.2/", "redis://10.0.0.3/",
 /// ])
 /// .ttl(Duration::from_secs(10))
 /// .build()
 /// .await?;
-/// if let Some(guard) = redlock.try_acquire("payments").await? {
+/// let redlock = nodes.lock("payments");
+/// if let Some(guard) = redlock.try_acquire().await? {
 ///     // work within guard.valid_until()
 ///     guard.release().await?;
 /// }
@@ -118,12 +119,32 @@ struct Inner {
 /// ```
 #[derive(Clone)]
 pub struct RedLock {
+    nodes: RedLockNodes,
+    name: Arc<str>,
+}
+
+/// The independent masters a [`RedLock`] runs on, with its settings (quorum, TTL, node
+/// timeout, default wait): built once by [`RedLockNodes::builder`] or
+/// [`RedLockNodes::builder_from_urls`], then [`RedLockNodes::lock`] names a lock, as
+/// [`Client::lock`] does on one deployment (go-redsync's `Redsync` and `NewMutex`). Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct RedLockNodes {
     inner: Arc<Inner>,
 }
 
 impl fmt::Debug for RedLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedLock")
+            .field("name", &self.name)
+            .field("nodes", &self.nodes)
+            .finish()
+    }
+}
+
+impl fmt::Debug for RedLockNodes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedLockNodes")
             .field(
                 "nodes",
                 &self
@@ -141,7 +162,7 @@ impl fmt::Debug for RedLock {
     }
 }
 
-impl RedLock {
+impl RedLockNodes {
     /// A builder over connected clients, one per independent master.
     pub fn builder(nodes: impl IntoIterator<Item = Client>) -> RedLockBuilder {
         RedLockBuilder::new(
@@ -174,6 +195,14 @@ impl RedLock {
         )
     }
 
+    /// The RedLock called `name` on these nodes. No I/O.
+    pub fn lock(&self, name: impl Into<String>) -> RedLock {
+        RedLock {
+            nodes: self.clone(),
+            name: name.into().into(),
+        }
+    }
+
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
         self.inner.nodes.len()
@@ -187,6 +216,18 @@ impl RedLock {
     /// The TTL set on every node.
     pub fn ttl(&self) -> Duration {
         self.inner.ttl
+    }
+}
+
+impl RedLock {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The nodes it runs on, with their settings (quorum, TTL).
+    pub fn nodes(&self) -> &RedLockNodes {
+        &self.nodes
     }
 
     /// One round: `Ok(None)` when other owners hold the lock on too many nodes for a quorum
@@ -205,7 +246,8 @@ impl RedLock {
     /// # Cancel safety
     /// Cancel safe: node requests run in their own tasks and release what they were granted
     /// once they learn the round was abandoned.
-    pub async fn try_acquire(&self, name: &str) -> Result<Option<RedLockGuard>> {
+    pub async fn try_acquire(&self) -> Result<Option<RedLockGuard>> {
+        let name = &*self.name;
         keys::check_name(name)?;
         match self.round(name).await? {
             Round::Won(g) => Ok(Some(g)),
@@ -233,7 +275,7 @@ impl RedLock {
     /// ```no_run
     /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
     /// use std::time::Duration;
-    /// match redlock.try_acquire_for("payments", Duration::from_secs(2)).await? {
+    /// match redlock.try_acquire_for(Duration::from_secs(2)).await? {
     ///     Some(guard) => {
     ///         // work until guard.valid_until(), then:
     ///         guard.release().await?;
@@ -242,12 +284,8 @@ impl RedLock {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn try_acquire_for(
-        &self,
-        name: &str,
-        wait: Duration,
-    ) -> Result<Option<RedLockGuard>> {
-        match self.rounds(name, wait).await? {
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<RedLockGuard>> {
+        match self.rounds(&self.name, wait).await? {
             Round::Won(g) => Ok(Some(g)),
             Round::Contended(_) => Ok(None),
             Round::Failed(e) => Err(e),
@@ -264,8 +302,9 @@ impl RedLock {
     ///
     /// # Cancel safety
     /// As [`RedLock::try_acquire`].
-    pub async fn acquire(&self, name: &str) -> Result<RedLockGuard> {
-        let wait = self.inner.default_wait;
+    pub async fn acquire(&self) -> Result<RedLockGuard> {
+        let name = &*self.name;
+        let wait = self.nodes.inner.default_wait;
         match self.rounds(name, wait).await? {
             Round::Won(g) => Ok(g),
             Round::Contended(e) => {
@@ -300,26 +339,28 @@ impl RedLock {
     ///
     /// # Cancel safety
     /// Cancel safe: read-only.
-    pub async fn status(&self, name: &str) -> Result<Vec<(String, Result<LockStatus>)>> {
+    pub async fn status(&self) -> Result<Vec<(String, Result<LockStatus>)>> {
+        let name = &*self.name;
         keys::check_name(name)?;
-        let timeout = self.inner.node_timeout.max(Duration::from_secs(1));
-        let views = futures_util::future::join_all(self.inner.nodes.iter().map(|n| async move {
-            let view = async {
-                let c = n.client(timeout).await?;
-                c.lock(name).status().await
-            };
-            let r = match tokio::time::timeout(timeout, view).await {
-                Ok(r) => r,
-                Err(_) => Err(Error::new(ErrorKind::Connection, "timed out")),
-            };
-            (n.redacted.clone(), r)
-        }))
-        .await;
+        let timeout = self.nodes.inner.node_timeout.max(Duration::from_secs(1));
+        let views =
+            futures_util::future::join_all(self.nodes.inner.nodes.iter().map(|n| async move {
+                let view = async {
+                    let c = n.client(timeout).await?;
+                    c.lock(name).status().await
+                };
+                let r = match tokio::time::timeout(timeout, view).await {
+                    Ok(r) => r,
+                    Err(_) => Err(Error::new(ErrorKind::Connection, "timed out")),
+                };
+                (n.redacted.clone(), r)
+            }))
+            .await;
         Ok(views)
     }
 
     fn pause(&self) -> Duration {
-        let (lo, hi) = self.inner.retry_delay;
+        let (lo, hi) = self.nodes.inner.retry_delay;
         if hi <= lo {
             return lo;
         }
@@ -328,11 +369,11 @@ impl RedLock {
 
     /// The clock-drift allowance for a lease: lease × drift factor + 2 ms.
     fn drift(&self, lease: Duration) -> Duration {
-        lease.mul_f64(self.inner.drift_factor) + Duration::from_millis(2)
+        lease.mul_f64(self.nodes.inner.drift_factor) + Duration::from_millis(2)
     }
 
     async fn round(&self, name: &str) -> Result<Round> {
-        let inner = &self.inner;
+        let inner = &self.nodes.inner;
         let n = inner.nodes.len();
         let ttl_ms = inner.ttl.as_millis() as u64;
         let start = Instant::now();
@@ -355,9 +396,9 @@ impl RedLock {
             let result_tx = result_tx.clone();
             let mut decision_rx = decision_rx.clone();
             tasks.push(tokio::spawn(async move {
-                let node = &me.inner.nodes[i];
+                let node = &me.nodes.inner.nodes[i];
                 let outcome = async {
-                    let c = node.client(me.inner.node_timeout).await?;
+                    let c = node.client(me.nodes.inner.node_timeout).await?;
                     let lock = c.lock(name.as_str());
                     lock.attempt(&owner, Mode::New, ttl_ms, &c.request_id(), 0)
                         .await
@@ -376,7 +417,7 @@ impl RedLock {
                     if let Some(c) = client {
                         let _ = c
                             .lock(name.as_str())
-                            .release_hold(&owner, me.inner.ttl)
+                            .release_hold(&owner, me.nodes.inner.ttl)
                             .await;
                     }
                 }

@@ -40,6 +40,8 @@ pub struct LeasedSemaphore {
     handoff: bool,
     /// How long a queued waiter keeps its place without an attempt.
     liveness: Duration,
+    /// The lease of the permits this handle takes (`None`: the client's watchdog lease).
+    lease: Option<Duration>,
 }
 
 impl Client {
@@ -50,6 +52,7 @@ impl Client {
             names: Names::new(self, name.into()),
             handoff: true,
             liveness: DEFAULT_FAIR_LIVENESS,
+            lease: None,
         }
     }
 }
@@ -77,6 +80,28 @@ impl LeasedSemaphore {
     /// The semaphore's name.
     pub fn name(&self) -> &str {
         &self.names.name
+    }
+
+    /// The same semaphore taking permits with a `lease` (a [`Duration`] in whole
+    /// milliseconds, checked when a permit is taken: at least 1 ms, at most 365 days), as
+    /// [`Lock::lease`](crate::Lock::lease) gives a lock its lease. No I/O.
+    ///
+    /// A permit's lease ends it on the server unless extended ([`LeasedPermit::extend`],
+    /// [`LeasedPermit::keep_alive`]); Redisson's `tryAcquire(waitTime, leaseTime)` takes it
+    /// per call. Without this setting permits get the client's watchdog lease
+    /// ([`ClientBuilder::watchdog_lease`](crate::ClientBuilder::watchdog_lease), 30 seconds
+    /// by default), which nothing renews unless the permit is kept alive.
+    pub fn lease(&self, lease: Duration) -> LeasedSemaphore {
+        LeasedSemaphore {
+            lease: Some(lease),
+            ..self.clone()
+        }
+    }
+
+    /// The lease this handle's permits get: the one set with [`LeasedSemaphore::lease`], else
+    /// the client's watchdog lease.
+    fn permit_lease(&self) -> Duration {
+        self.lease.unwrap_or(self.names.client.inner.watchdog_lease)
     }
 
     /// The same semaphore with direct hand-off on (`true`, the default: waiters queue, and a
@@ -258,7 +283,9 @@ impl LeasedSemaphore {
         Ok(self.raw_permits().await?.0)
     }
 
-    /// Take one permit with a `lease`, waiting at most the client's default wait.
+    /// Takes one permit, waiting at most the client's default wait.
+    ///
+    /// The permit has this handle's lease ([`LeasedSemaphore::lease`]).
     ///
     /// # Errors
     /// [`ErrorKind::NotAcquired`] when the wait elapsed; as
@@ -266,9 +293,9 @@ impl LeasedSemaphore {
     ///
     /// # Cancel safety
     /// Cancel safe: a permit granted to a dropped call is given back.
-    pub async fn acquire(&self, lease: Duration) -> Result<LeasedPermit> {
+    pub async fn acquire(&self) -> Result<LeasedPermit> {
         let wait = self.names.client.default_wait();
-        self.try_acquire_for(lease, wait).await?.ok_or_else(|| {
+        self.try_acquire_for(wait).await?.ok_or_else(|| {
             not_acquired(
                 format_args!("a permit of leased semaphore {:?}", self.names.name),
                 wait,
@@ -283,13 +310,15 @@ impl LeasedSemaphore {
     ///
     /// # Cancel safety
     /// As [`LeasedSemaphore::acquire`].
-    pub async fn try_acquire(&self, lease: Duration) -> Result<Option<LeasedPermit>> {
-        self.try_acquire_for(lease, Duration::ZERO).await
+    pub async fn try_acquire(&self) -> Result<Option<LeasedPermit>> {
+        self.try_acquire_for(Duration::ZERO).await
     }
 
-    /// Take one permit with a `lease`, waiting at most `wait`: `Ok(None)` when it elapsed.
-    /// Waits are also bounded by the earliest running lease, so a crashed holder's permit is
-    /// picked up when its lease ends even if no message arrives.
+    /// Takes one permit, waiting at most `wait`: `Ok(None)` when it elapsed.
+    ///
+    /// The permit has this handle's lease ([`LeasedSemaphore::lease`]). Waits are also
+    /// bounded by the earliest running lease, so a crashed holder's permit is picked up when
+    /// its lease ends even if no message arrives.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a zero or overflowing lease or wait, or a bad name;
@@ -297,13 +326,10 @@ impl LeasedSemaphore {
     ///
     /// # Cancel safety
     /// As [`LeasedSemaphore::acquire`].
-    pub async fn try_acquire_for(
-        &self,
-        lease: Duration,
-        wait: Duration,
-    ) -> Result<Option<LeasedPermit>> {
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LeasedPermit>> {
         let n = &self.names;
         keys::check_name(&n.name)?;
+        let lease = self.permit_lease();
         let lease_ms = keys::lease_ms("lease", lease)?;
         let id = new_permit_id();
         let hands_off = self.hands_off();

@@ -213,10 +213,12 @@ impl Semaphore {
         self.names.available().await
     }
 
-    /// Add `permits` permits (also: give back permits taken by a holder that is gone) and
-    /// wake waiters. Returns the permits available afterwards. Zero adds nothing and wakes
-    /// nobody (as Redisson's `release(0)` and tokio's `add_permits(0)`): it only reads the
-    /// count.
+    /// Adds `permits` permits and wakes waiters; returns the permits available afterwards.
+    ///
+    /// Also how permits taken without a [`SemaphorePermit`] are given back (Redisson's
+    /// `release(n)`, e.g. for permits a process that is gone took). Zero adds nothing and
+    /// wakes nobody (as Redisson's `release(0)` and tokio's `add_permits(0)`): it only reads
+    /// the count.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for more than 2^53 permits or a bad name;
@@ -231,18 +233,6 @@ impl Semaphore {
             return self.names.available().await;
         }
         self.names.add(permits, None).await
-    }
-
-    /// Give back `permits` permits without a [`SemaphorePermit`] (Redisson's `release(n)`,
-    /// e.g. for permits another process took). Same as [`Semaphore::add_permits`].
-    ///
-    /// # Errors
-    /// As [`Semaphore::add_permits`].
-    ///
-    /// # Cancel safety
-    /// As [`Semaphore::add_permits`].
-    pub async fn release(&self, permits: u64) -> Result<u64> {
-        self.add_permits(permits).await
     }
 
     /// Take every available permit; returns how many.

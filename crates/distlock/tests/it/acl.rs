@@ -338,9 +338,10 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                 );
                 assert!(sa.try_set_permits(1).await.unwrap());
                 let lease = Duration::from_secs(20);
-                let p = sa.acquire(lease).await.expect(&released("acquire"));
+                let p = sa.lease(lease).acquire().await.expect(&released("acquire"));
                 p.extend(lease).await.expect(&released("extend"));
-                let waiter = tokio::spawn(async move { sb.try_acquire_for(lease, wait).await });
+                let waiter =
+                    tokio::spawn(async move { sb.lease(lease).try_acquire_for(wait).await });
                 permit_handoff!(
                     p,
                     waiter,

@@ -238,7 +238,8 @@ async fn names_whose_braces_are_no_hash_tag_are_refused() {
             client.semaphore(name).try_acquire().await.err(),
             client
                 .leased_semaphore(name)
-                .try_acquire(Duration::from_secs(1))
+                .lease(Duration::from_secs(1))
+                .try_acquire()
                 .await
                 .err(),
             client.count_down_latch(name).count_down().await.err(),

@@ -293,13 +293,14 @@ fn every_primitive() {
     // Leased semaphore: a kept-alive permit outlives its lease.
     let ls = client.leased_semaphore("conns");
     assert!(ls.try_set_permits(1).unwrap());
-    let mut p = ls.acquire(Duration::from_millis(300)).unwrap();
+    let mut p = ls.lease(Duration::from_millis(300)).acquire().unwrap();
     p.keep_alive(Duration::from_millis(300)).unwrap();
     thread::sleep(Duration::from_millis(900));
     assert!(!p.is_lost());
     assert!(other
         .leased_semaphore("conns")
-        .try_acquire(Duration::from_secs(1))
+        .lease(Duration::from_secs(1))
+        .try_acquire()
         .unwrap()
         .is_none());
     p.release().unwrap();
@@ -369,14 +370,17 @@ fn a_multilock_keeps_every_members_client_alive() {
 #[test]
 fn redlock_over_three_servers() {
     let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
-    let redlock = blocking::RedLock::build(
-        distlock::RedLock::builder_from_urls(servers.iter().map(|s| s.url()))
+    let nodes = blocking::RedLockNodes::build(
+        distlock::RedLockNodes::builder_from_urls(servers.iter().map(|s| s.url()))
             .ttl(Duration::from_secs(5)),
     )
     .unwrap();
-    let g = redlock.acquire("payments").unwrap();
+    assert_eq!(nodes.quorum(), 2);
+    let redlock = nodes.lock("payments");
+    assert_eq!(redlock.name(), "payments");
+    let g = redlock.acquire().unwrap();
     assert_eq!(g.granted_nodes(), 3);
-    assert!(redlock.try_acquire("payments").unwrap().is_none());
+    assert!(redlock.try_acquire().unwrap().is_none());
     drop(g); // synchronous release on every node
     for s in &servers {
         assert_eq!(cmd::<i64>(s, &["EXISTS", "payments"]), 0);

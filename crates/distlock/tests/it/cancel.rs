@@ -90,7 +90,7 @@ async fn grants_that_raced_a_dropped_acquire_are_given_back_for_every_kind() {
     assert!(tokio::time::timeout(cut, job.try_acquire()).await.is_err());
     assert!(tokio::time::timeout(cut, sem.try_acquire()).await.is_err());
     let lease = Duration::from_secs(60);
-    assert!(tokio::time::timeout(cut, leased.try_acquire(lease))
+    assert!(tokio::time::timeout(cut, leased.lease(lease).try_acquire())
         .await
         .is_err());
 

@@ -418,7 +418,11 @@ async fn acquire_scripts_touch_one_slot_on_a_cluster_node() {
 
             let leased = client.leased_semaphore(format!("{name}:sem"));
             leased.try_set_permits(1).await.unwrap();
-            let p = leased.acquire(Duration::from_secs(5)).await.unwrap();
+            let p = leased
+                .lease(Duration::from_secs(5))
+                .acquire()
+                .await
+                .unwrap();
             p.extend(Duration::from_secs(5)).await.unwrap();
             assert_eq!(leased.permits().await.unwrap(), (0, 1));
             p.release().await.unwrap();

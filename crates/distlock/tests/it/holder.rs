@@ -219,12 +219,17 @@ async fn read_write_locks_record_no_holder() {
     assert_eq!(holder_field(&server, "rw-who"), None);
     let fields: i64 = cmd(&server, &["HLEN", "rw-who"]);
     assert_eq!(fields, 2, "mode + the writer's field");
-    assert_eq!(rw.status().await.unwrap().holder, None);
+    let status = rw.status().await.unwrap();
+    assert_eq!(status.holder, None);
+    assert_eq!(status.mode, Some(distlock::LockMode::Write));
     w.release().await.unwrap();
     let r = rw.read().await.unwrap();
     assert_eq!(holder_field(&server, "rw-who"), None);
-    assert_eq!(rw.status().await.unwrap().holder, None);
+    let status = rw.status().await.unwrap();
+    assert_eq!(status.holder, None);
+    assert_eq!(status.mode, Some(distlock::LockMode::Read));
     r.release().await.unwrap();
+    assert_eq!(rw.status().await.unwrap().mode, None, "free");
 }
 
 /// `force_unlock` takes a hash with a holder field for a lock (it refuses hashes with

@@ -170,7 +170,7 @@ async fn hold(server: &RedisServer, client: &Client, h: Held, name: &str) -> Hol
         Held::Leased => {
             let s = client.leased_semaphore(name);
             assert!(s.try_set_permits(3).await.unwrap());
-            Holding::Leased(s.acquire(lease).await.unwrap())
+            Holding::Leased(s.lease(lease).acquire().await.unwrap())
         }
         Held::Latch => {
             assert!(client
@@ -215,7 +215,8 @@ async fn attempt(client: &Client, t: Tried, name: &str) -> distlock::Result<bool
         Tried::Semaphore => client.semaphore(name).try_acquire().await?.is_some(),
         Tried::Leased => client
             .leased_semaphore(name)
-            .try_acquire(lease)
+            .lease(lease)
+            .try_acquire()
             .await?
             .is_some(),
         Tried::Latch => {

@@ -27,13 +27,13 @@ fn leases(name: &str) -> String {
 /// Give `sem` one permit and take it with `lease`.
 async fn hold_the_only_permit(sem: &LeasedSemaphore, lease: Duration) -> LeasedPermit {
     assert!(sem.try_set_permits(1).await.unwrap());
-    sem.acquire(lease).await.unwrap()
+    sem.lease(lease).acquire().await.unwrap()
 }
 
 /// A task that takes a permit of `sem` with a 20 s lease, waiting the default wait.
 fn spawn_acquire(sem: &LeasedSemaphore) -> tokio::task::JoinHandle<LeasedPermit> {
     let sem = sem.clone();
-    tokio::spawn(async move { sem.acquire(Duration::from_secs(20)).await.unwrap() })
+    tokio::spawn(async move { sem.lease(Duration::from_secs(20)).acquire().await.unwrap() })
 }
 
 /// The release grants the permit to the waiter: the waiter's acquire returns on the grant
@@ -90,7 +90,7 @@ async fn permits_go_to_waiters_in_arrival_order() {
     for i in 0..3u64 {
         let (sem, tx) = (sem.clone(), tx.clone());
         tokio::spawn(async move {
-            let permit = sem.acquire(Duration::from_secs(20)).await.unwrap();
+            let permit = sem.lease(Duration::from_secs(20)).acquire().await.unwrap();
             tx.send((i, permit)).unwrap();
         });
         assert!(queued_within(&server, "order", i + 1, Duration::from_secs(2)).await);
@@ -98,7 +98,8 @@ async fn permits_go_to_waiters_in_arrival_order() {
     // A permit added while all three wait: the head gets it, not a later single attempt.
     sem.add_permits(1).await.unwrap();
     assert!(
-        sem.try_acquire(Duration::from_secs(20))
+        sem.lease(Duration::from_secs(20))
+            .try_acquire()
             .await
             .unwrap()
             .is_none(),
@@ -260,7 +261,7 @@ async fn a_cancelled_waiter_leaves_no_permit() {
     let sem = client.leased_semaphore("cancel");
     assert!(sem.try_set_permits(1).await.unwrap());
     for round in 0..100u64 {
-        let held = sem.acquire(Duration::from_secs(20)).await.unwrap();
+        let held = sem.lease(Duration::from_secs(20)).acquire().await.unwrap();
         let waiter = spawn_acquire(&sem);
         assert!(
             queued_within(&server, "cancel", 1, Duration::from_secs(2)).await,
@@ -295,12 +296,13 @@ async fn a_timed_out_waiter_takes_or_gives_back_a_racing_hand_off() {
     assert!(sem.try_set_permits(1).await.unwrap());
     let mut taken = 0;
     for round in 0..60u64 {
-        let held = sem.acquire(Duration::from_secs(20)).await.unwrap();
+        let held = sem.lease(Duration::from_secs(20)).acquire().await.unwrap();
         let wait = Duration::from_millis(150);
         let waiter = {
             let sem = sem.clone();
             tokio::spawn(async move {
-                sem.try_acquire_for(Duration::from_secs(20), wait)
+                sem.lease(Duration::from_secs(20))
+                    .try_acquire_for(wait)
                     .await
                     .unwrap()
             })

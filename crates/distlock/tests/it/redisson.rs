@@ -639,7 +639,8 @@ async fn leased_permits_are_counted_alike_by_both_sides() {
     let jsem = java.semaphore("sem-count");
     assert!(sem.try_set_permits(2).await.unwrap());
     let permit = sem
-        .try_acquire(Duration::from_secs(30))
+        .lease(Duration::from_secs(30))
+        .try_acquire()
         .await
         .unwrap()
         .expect("distlock takes one of two free permits");
@@ -677,7 +678,8 @@ async fn leased_permits_are_counted_alike_by_both_sides() {
         "distlock's (available, leased) with one lease on each side"
     );
     assert!(
-        sem.try_acquire(Duration::from_secs(30))
+        sem.lease(Duration::from_secs(30))
+            .try_acquire()
             .await
             .unwrap()
             .is_none(),
@@ -701,7 +703,8 @@ async fn redisson_set_permits_counts_distlock_leases() {
     let jsem = java.semaphore("sem-set");
     assert!(sem.try_set_permits(2).await.unwrap());
     let permit = sem
-        .try_acquire(Duration::from_secs(30))
+        .lease(Duration::from_secs(30))
+        .try_acquire()
         .await
         .unwrap()
         .expect("distlock takes a permit");
@@ -715,7 +718,8 @@ async fn redisson_set_permits_counts_distlock_leases() {
         "setPermits(2) with both permits leased left permits available"
     );
     assert!(
-        sem.try_acquire(Duration::from_secs(30))
+        sem.lease(Duration::from_secs(30))
+            .try_acquire()
             .await
             .unwrap()
             .is_none(),
@@ -749,7 +753,8 @@ async fn distlock_waiter_reclaims_a_crashed_redisson_permit() {
 
     let start = Instant::now();
     let got = sem
-        .try_acquire_for(Duration::from_secs(30), Duration::from_secs(3))
+        .lease(Duration::from_secs(30))
+        .try_acquire_for(Duration::from_secs(3))
         .await
         .unwrap();
     let waited = start.elapsed();
@@ -1494,7 +1499,7 @@ async fn distlock_hand_off_and_redisson_share_a_leased_semaphore() {
     };
     let spawn_waiter = || {
         let sem = sem.clone();
-        tokio::spawn(async move { sem.acquire(Duration::from_secs(20)).await.unwrap() })
+        tokio::spawn(async move { sem.lease(Duration::from_secs(20)).acquire().await.unwrap() })
     };
     let first = spawn_waiter();
     assert!(eventually(Duration::from_secs(2), || queued() == 1).await);

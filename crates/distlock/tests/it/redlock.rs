@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use distlock::{ErrorKind, RedLock};
+use distlock::{ErrorKind, RedLockNodes};
 
 use crate::util::*;
 
@@ -19,7 +19,7 @@ async fn nodes(n: usize) -> (Vec<RedisServer>, Vec<distlock::Client>) {
 /// free nodes form a quorum, and after a failure no node keeps our hold.
 async fn quorum_masks(n: usize) {
     let (servers, clients) = nodes(n).await;
-    let redlock = RedLock::builder(clients.clone())
+    let redlock = RedLockNodes::builder(clients.clone())
         .ttl(Duration::from_secs(10))
         .node_timeout(Duration::from_millis(200))
         .build()
@@ -36,7 +36,7 @@ async fn quorum_masks(n: usize) {
             }
         }
         let free = n - mask.count_ones() as usize;
-        let got = redlock.try_acquire(&name).await.unwrap();
+        let got = redlock.lock(&name).try_acquire().await.unwrap();
         assert_eq!(got.is_some(), free >= quorum, "mask {mask:0n$b}");
         if let Some(g) = got {
             assert_eq!(g.granted_nodes(), free);
@@ -72,7 +72,7 @@ async fn quorum_masks_5_nodes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn minority_killed_still_locks_majority_killed_fails_fast() {
     let (mut servers, clients) = nodes(5).await;
-    let redlock = RedLock::builder(clients)
+    let redlock = RedLockNodes::builder(clients)
         .ttl(Duration::from_secs(10))
         .node_timeout(Duration::from_millis(100))
         .build()
@@ -80,12 +80,12 @@ async fn minority_killed_still_locks_majority_killed_fails_fast() {
         .unwrap();
     servers[0].kill();
     servers[1].kill();
-    let g = redlock.acquire("k").await.expect("3 of 5 alive");
+    let g = redlock.lock("k").acquire().await.expect("3 of 5 alive");
     assert_eq!(g.granted_nodes(), 3);
     g.release().await.unwrap();
     servers[2].kill();
     let start = tokio::time::Instant::now();
-    let err = redlock.try_acquire("k").await.unwrap_err();
+    let err = redlock.lock("k").try_acquire().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
     assert!(
         start.elapsed() < Duration::from_millis(400),
@@ -108,7 +108,7 @@ async fn minority_killed_still_locks_majority_killed_fails_fast() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_node_is_skipped_and_its_late_grant_released() {
     let (servers, clients) = nodes(3).await;
-    let redlock = RedLock::builder(clients)
+    let redlock = RedLockNodes::builder(clients)
         .ttl(Duration::from_secs(30))
         .node_timeout(Duration::from_millis(100))
         .build()
@@ -117,7 +117,8 @@ async fn paused_node_is_skipped_and_its_late_grant_released() {
     servers[2].pause();
     let start = tokio::time::Instant::now();
     let g = redlock
-        .try_acquire("hung")
+        .lock("hung")
+        .try_acquire()
         .await
         .unwrap()
         .expect("2 of 3 answer");
@@ -151,7 +152,7 @@ async fn paused_node_is_skipped_and_its_late_grant_released() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_slower_than_ttl_fails_and_releases() {
     let (servers, clients) = nodes(3).await;
-    let redlock = RedLock::builder(clients)
+    let redlock = RedLockNodes::builder(clients)
         .ttl(Duration::from_secs(1))
         .node_timeout(Duration::from_millis(990))
         // drift = 502 ms: grants arriving after ~500 ms leave no validity.
@@ -188,7 +189,7 @@ async fn acquire_slower_than_ttl_fails_and_releases() {
             i + 1
         );
     }
-    let err = redlock.try_acquire("slow").await.unwrap_err();
+    let err = redlock.lock("slow").try_acquire().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
     for s in sleepers {
         s.join().unwrap();
@@ -202,14 +203,14 @@ async fn acquire_slower_than_ttl_fails_and_releases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extend_needs_a_quorum_and_respects_the_limit() {
     let (servers, clients) = nodes(3).await;
-    let redlock = RedLock::builder(clients)
+    let redlock = RedLockNodes::builder(clients)
         .ttl(Duration::from_millis(800))
         .max_extensions(2)
         .build()
         .await
         .unwrap();
     let lease = Duration::from_millis(800);
-    let g = redlock.acquire("ext").await.unwrap();
+    let g = redlock.lock("ext").acquire().await.unwrap();
     let before = g.valid_until();
     // The scenario: some time passes, so the extension visibly moves the deadline.
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -224,7 +225,7 @@ async fn extend_needs_a_quorum_and_respects_the_limit() {
         g.extend(lease).await.unwrap_err().kind(),
         ErrorKind::NotHeld
     );
-    let g2 = redlock.acquire("ext2").await.unwrap();
+    let g2 = redlock.lock("ext2").acquire().await.unwrap();
     g2.extend(lease).await.unwrap();
     g2.extend(lease).await.unwrap();
     assert_eq!(
@@ -240,13 +241,13 @@ async fn extend_needs_a_quorum_and_respects_the_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extend_takes_a_lease_and_redoes_the_validity_with_it() {
     let (servers, clients) = nodes(3).await;
-    let redlock = RedLock::builder(clients)
+    let redlock = RedLockNodes::builder(clients)
         .ttl(Duration::from_secs(2))
         .node_timeout(Duration::from_millis(100))
         .build()
         .await
         .unwrap();
-    let g = redlock.acquire("lease").await.unwrap();
+    let g = redlock.lock("lease").acquire().await.unwrap();
     // Longer than the TTL.
     let start = std::time::Instant::now();
     g.extend(Duration::from_secs(20)).await.unwrap();
@@ -292,7 +293,7 @@ async fn extend_takes_a_lease_and_redoes_the_validity_with_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_waits_up_to_the_default_wait() {
     let (mut servers, clients) = nodes(3).await;
-    let redlock = RedLock::builder(clients)
+    let redlock = RedLockNodes::builder(clients)
         .ttl(Duration::from_secs(10))
         .node_timeout(Duration::from_millis(100))
         .default_wait(Duration::from_millis(600))
@@ -300,10 +301,10 @@ async fn acquire_waits_up_to_the_default_wait() {
         .build()
         .await
         .unwrap();
-    let holder = redlock.acquire("w").await.unwrap();
+    let holder = redlock.lock("w").acquire().await.unwrap();
 
     let start = tokio::time::Instant::now();
-    let err = redlock.acquire("w").await.unwrap_err();
+    let err = redlock.lock("w").acquire().await.unwrap_err();
     let took = start.elapsed();
     assert_eq!(err.kind(), ErrorKind::NotAcquired, "{err}");
     assert!(
@@ -315,7 +316,8 @@ async fn acquire_waits_up_to_the_default_wait() {
 
     let start = tokio::time::Instant::now();
     let none = redlock
-        .try_acquire_for("w", Duration::from_millis(300))
+        .lock("w")
+        .try_acquire_for(Duration::from_millis(300))
         .await
         .unwrap();
     assert!(none.is_none());
@@ -328,7 +330,7 @@ async fn acquire_waits_up_to_the_default_wait() {
     // Released while a waiter rounds: the waiter gets it.
     let waiter = {
         let redlock = redlock.clone();
-        tokio::spawn(async move { redlock.acquire("w").await })
+        tokio::spawn(async move { redlock.lock("w").acquire().await })
     };
     // The scenario: the waiter fails a few rounds first.
     tokio::time::sleep(Duration::from_millis(150)).await;
@@ -348,11 +350,12 @@ async fn acquire_waits_up_to_the_default_wait() {
     servers[0].kill();
     servers[1].kill();
     let err = redlock
-        .try_acquire_for("w", Duration::from_millis(200))
+        .lock("w")
+        .try_acquire_for(Duration::from_millis(200))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
-    let err = redlock.acquire("w").await.unwrap_err();
+    let err = redlock.lock("w").acquire().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
     assert_eq!(err.node_failures().len(), 2, "{err}");
 }
@@ -363,7 +366,7 @@ async fn acquire_waits_up_to_the_default_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contention_and_timeouts_are_told_apart() {
     let (servers, clients) = nodes(3).await;
-    let redlock = RedLock::builder(clients.clone())
+    let redlock = RedLockNodes::builder(clients.clone())
         .ttl(Duration::from_secs(10))
         .node_timeout(Duration::from_millis(100))
         .build()
@@ -374,9 +377,10 @@ async fn contention_and_timeouts_are_told_apart() {
         clients[1].lock("c").acquire().await.unwrap(),
     ];
     servers[2].pause();
-    assert!(redlock.try_acquire("c").await.unwrap().is_none());
+    assert!(redlock.lock("c").try_acquire().await.unwrap().is_none());
     assert!(redlock
-        .try_acquire_for("c", Duration::from_millis(200))
+        .lock("c")
+        .try_acquire_for(Duration::from_millis(200))
         .await
         .unwrap()
         .is_none());
@@ -387,7 +391,7 @@ async fn contention_and_timeouts_are_told_apart() {
 
     servers[1].pause();
     servers[2].pause();
-    let err = redlock.try_acquire("t").await.unwrap_err();
+    let err = redlock.lock("t").try_acquire().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::QuorumNotReached, "{err}");
     let timeouts = err
         .node_failures()
@@ -412,27 +416,30 @@ async fn bad_redlock_settings_are_config_errors() {
     for (what, b) in [
         (
             "quorum of half",
-            RedLock::builder(clients.clone()).quorum(1),
+            RedLockNodes::builder(clients.clone()).quorum(1),
         ),
-        ("quorum over n", RedLock::builder(clients.clone()).quorum(4)),
+        (
+            "quorum over n",
+            RedLockNodes::builder(clients.clone()).quorum(4),
+        ),
         (
             "zero ttl",
-            RedLock::builder(clients.clone()).ttl(Duration::ZERO),
+            RedLockNodes::builder(clients.clone()).ttl(Duration::ZERO),
         ),
         (
             "node timeout >= ttl",
-            RedLock::builder(clients.clone())
+            RedLockNodes::builder(clients.clone())
                 .ttl(Duration::from_secs(1))
                 .node_timeout(Duration::from_secs(1)),
         ),
         (
             "drift factor",
-            RedLock::builder(clients.clone()).drift_factor(1.5),
+            RedLockNodes::builder(clients.clone()).drift_factor(1.5),
         ),
-        ("no nodes", RedLock::builder(Vec::new())),
+        ("no nodes", RedLockNodes::builder(Vec::new())),
         (
             "overflowing default wait",
-            RedLock::builder(clients.clone()).default_wait(Duration::MAX),
+            RedLockNodes::builder(clients.clone()).default_wait(Duration::MAX),
         ),
     ] {
         let err = b.build().await.unwrap_err();
@@ -463,13 +470,13 @@ async fn counter_fuzz_three_processes_over_five_nodes() {
 async fn keep_alive_extends_a_redlock_until_release() {
     let (servers, clients) = nodes(3).await;
     let ttl = Duration::from_millis(600);
-    let redlock = RedLock::builder(clients)
+    let redlock = RedLockNodes::builder(clients)
         .ttl(ttl)
         .node_timeout(Duration::from_millis(100))
         .build()
         .await
         .unwrap();
-    let mut g = redlock.acquire("kept").await.unwrap();
+    let mut g = redlock.lock("kept").acquire().await.unwrap();
     assert_eq!(
         g.keep_alive(Duration::from_millis(100)).unwrap_err().kind(),
         ErrorKind::InvalidInput

@@ -30,6 +30,7 @@ fn types() {
     send_sync::<JobLock>();
     send_sync::<MultiLock>();
     send_sync::<RedLock>();
+    send_sync::<distlock::RedLockNodes>();
     send_sync::<LockGuard>();
     send_sync::<RwLockReadGuard>();
     send_sync::<RwLockWriteGuard>();
@@ -116,8 +117,8 @@ fn semaphore_futures(
     send(&leased.permits());
     send(&leased.available_permits());
     send(&leased.available_permits_signed());
-    send(&leased.acquire(d));
-    send(&leased.try_acquire(d));
+    send(&leased.lease(d).acquire());
+    send(&leased.lease(d).try_acquire());
     send(&leased_permit.lost());
     send(&leased_permit.extend(d));
     send(&permit.release());
@@ -159,9 +160,10 @@ fn multi_and_redlock_futures(
     send(&guard.reenter());
     send(&guard.extend(d));
     send(&guard.lost());
-    send(&redlock.try_acquire("name"));
-    send(&redlock.acquire("name"));
-    send(&redlock.status("name"));
+    send(&redlock.try_acquire());
+    send(&redlock.try_acquire_for(d));
+    send(&redlock.acquire());
+    send(&redlock.status());
     send(&red_guard.lost());
     send(&red_guard.extend(d));
     send(&guard.release());

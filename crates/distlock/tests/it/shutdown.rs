@@ -64,7 +64,11 @@ async fn shutdown_releases_every_live_hold_and_refuses_new_grants() {
     let permit = sem.acquire_many(3).await.unwrap();
     let leased = client.leased_semaphore("sd:leased");
     leased.try_set_permits(100).await.unwrap();
-    let lp = leased.acquire(Duration::from_secs(60)).await.unwrap();
+    let lp = leased
+        .lease(Duration::from_secs(60))
+        .acquire()
+        .await
+        .unwrap();
     let job = client
         .job_lock("sd:job")
         .at_most_for(Duration::from_secs(60))

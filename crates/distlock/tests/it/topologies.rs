@@ -130,7 +130,11 @@ async fn the_family_works() {
         assert_eq!(sem.available_permits().await.unwrap(), 1);
         let leased = client.leased_semaphore("ls");
         assert!(leased.try_set_permits(1).await.unwrap());
-        let lp = leased.acquire(Duration::from_secs(10)).await.unwrap();
+        let lp = leased
+            .lease(Duration::from_secs(10))
+            .acquire()
+            .await
+            .unwrap();
         assert_eq!(
             other.leased_semaphore("ls").permits().await.unwrap(),
             (0, 1)
@@ -216,7 +220,7 @@ async fn permits_and_job_locks_wait_for_a_replica() {
             r.pause();
         }
         let permit = sem.try_acquire().await;
-        let lease = leased.try_acquire(Duration::from_secs(30)).await;
+        let lease = leased.lease(Duration::from_secs(30)).try_acquire().await;
         let job_guard = job.try_acquire().await;
         for r in &replicas {
             r.resume();
