@@ -35,6 +35,7 @@ use crate::connect::Options;
 use crate::embedded::{url_or_embedded, Topology};
 use crate::exit;
 use crate::out::outln;
+use distlock::Release;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {

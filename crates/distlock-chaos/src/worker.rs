@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::{Event, Mode, Op, Recorder, Type};
 use crate::resource::Resource;
+use distlock::Release;
 
 /// What the tasks do with each grant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -287,7 +288,7 @@ impl Task {
     }
 
     /// One acquire, and with a grant the workload's work and the release.
-    async fn cycle<G: Hold>(
+    async fn cycle<G: distlock::Lease<Released = ()>>(
         &self,
         mode: Mode,
         acquire: impl Future<Output = distlock::Result<Option<G>>>,
@@ -444,46 +445,5 @@ impl Task {
             .record(&self.ev(Type::Ok, Op::Acquire).value(tick as i64));
         tokio::time::sleep(interval / 4).await;
         self.release(guard.release(), false).await;
-    }
-}
-
-/// What [`Task::cycle`] needs of a guard.
-trait Hold {
-    fn lost(&self) -> impl Future<Output = ()> + Send + '_;
-    fn is_lost(&self) -> bool;
-    fn release(self) -> impl Future<Output = distlock::Result<()>>;
-}
-
-macro_rules! hold {
-    ($($t:ty),*) => {$(
-        impl Hold for $t {
-            fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
-                <$t>::lost(self)
-            }
-            fn is_lost(&self) -> bool {
-                <$t>::is_lost(self)
-            }
-            fn release(self) -> impl Future<Output = distlock::Result<()>> {
-                <$t>::release(self)
-            }
-        }
-    )*};
-}
-
-hold!(
-    distlock::LockGuard,
-    distlock::RwLockReadGuard,
-    distlock::RwLockWriteGuard
-);
-
-impl Hold for distlock::RedLockGuard {
-    fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
-        distlock::RedLockGuard::lost(self)
-    }
-    fn is_lost(&self) -> bool {
-        std::time::Instant::now() >= self.valid_until()
-    }
-    fn release(self) -> impl Future<Output = distlock::Result<()>> {
-        distlock::RedLockGuard::release(self)
     }
 }

@@ -15,6 +15,7 @@
 
 use std::time::{Duration, Instant};
 
+use distlock::Release;
 use distlock_test::RedisServer;
 
 const TASKS: usize = 16;

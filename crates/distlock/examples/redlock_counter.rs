@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use distlock::Release;
 use redis::AsyncCommands;
 
 #[tokio::main]

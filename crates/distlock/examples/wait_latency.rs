@@ -10,6 +10,7 @@
 
 use std::time::{Duration, Instant};
 
+use distlock::Release;
 use distlock_test::{ClusterSet, RedisServer, SentinelSet};
 
 const PAIRS: usize = 3000;

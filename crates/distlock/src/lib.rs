@@ -12,11 +12,14 @@
 //! - [`JobLock`]: scheduled work once per cluster, ShedLock's format, safe release.
 //! - [`MultiLock`]: several locks (on one or several servers) taken all or nothing;
 //!   [`RedLock`]: the Redlock algorithm over independent masters.
+//! - [`Release`] and [`Lease`]: the verbs every guard shares (`release`; `lost`, `is_lost`,
+//!   `valid_until`, `extend`), one vocabulary for every kind, and generic code over guards.
 //! - [`Client`]: one multiplexed command connection, one shared subscription connection and
 //!   one watchdog task per client.
 //!
 //! ```no_run
 //! use std::time::Duration;
+//! use distlock::{Lease, Release}; // the guards' verbs: lost, extend, release, …
 //!
 //! # async fn f() -> distlock::Result<()> {
 //! let client = distlock::Client::connect("redis://127.0.0.1:6379/").await?;
@@ -81,6 +84,7 @@ mod holds;
 mod job;
 mod keys;
 mod latch;
+mod lease;
 mod lock;
 mod metrics;
 mod multi;
@@ -107,6 +111,7 @@ pub use job::{
 };
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
+pub use lease::{Lease, Release};
 pub use lock::{FencingToken, Handoff, HolderInfo, Lock, LockGuard, LockMode, LockStatus, Owner};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use redlock::{RedLock, RedLockBuilder, RedLockGuard, RedLockNodes};

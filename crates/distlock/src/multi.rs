@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{FencingToken, Lock, LockGuard};
+use crate::Release;
 
 /// Several locks taken as one.
 ///
@@ -19,6 +20,7 @@ use crate::lock::{FencingToken, Lock, LockGuard};
 ///
 /// # Examples
 /// ```no_run
+/// use distlock::Release;
 /// # async fn f(a: distlock::Client, b: distlock::Client) -> distlock::Result<()> {
 /// let multi = distlock::MultiLock::new([a.lock("order:7"), b.lock("order:7")])?;
 /// let guard = multi.acquire().await?;
@@ -99,6 +101,7 @@ impl MultiLock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// // Move stock between two warehouses: both or neither.
     /// let multi = distlock::MultiLock::new([
@@ -201,15 +204,6 @@ impl MultiLockGuard {
         self.guards.iter().map(|g| g.hold_count()).collect()
     }
 
-    /// The earliest local validity deadline of the members.
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.guards
-            .iter()
-            .map(|g| g.valid_until())
-            .min()
-            .expect("a MultiLock has members")
-    }
-
     /// Re-enters every member with its owner (hold count + 1 on every node), as
     /// [`LockGuard::reenter`] over a MultiLock: for a function that holds the MultiLock and
     /// calls another that takes it too.
@@ -232,34 +226,12 @@ impl MultiLockGuard {
         }
         Ok(MultiLockGuard { guards })
     }
+}
 
-    /// Sets every member's TTL to `lease` (a [`Duration`], at least 1 ms) from now, as
-    /// [`LockGuard::extend`].
-    ///
-    /// # Errors
-    /// The first member's error ([`ErrorKind::NotHeld`] when one was lost); the others are
-    /// still extended.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: PEXPIRE is idempotent.
-    pub async fn extend(&self, lease: Duration) -> Result<()> {
-        let results = join_all(self.guards.iter().map(|g| g.extend(lease))).await;
-        results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
-    }
+impl crate::lease::Sealed for MultiLockGuard {}
 
-    /// Resolves when any member's lease is lost.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes.
-    pub async fn lost(&self) {
-        let futures: Vec<_> = self.guards.iter().map(|g| Box::pin(g.lost())).collect();
-        select_all(futures).await;
-    }
-
-    /// Whether any member's lease is known lost (no I/O).
-    pub fn is_lost(&self) -> bool {
-        self.guards.iter().any(|g| g.is_lost())
-    }
+impl crate::Release for MultiLockGuard {
+    type Released = ();
 
     /// Releases every member (one hold each), concurrently.
     ///
@@ -269,8 +241,47 @@ impl MultiLockGuard {
     ///
     /// # Cancel safety
     /// As [`LockGuard::release`].
-    pub async fn release(self) -> Result<()> {
+    async fn release(self) -> Result<()> {
         let results = join_all(self.guards.into_iter().map(|g| g.release())).await;
+        results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
+    }
+}
+
+impl crate::Lease for MultiLockGuard {
+    /// Whether any member's lease is known lost (no I/O).
+    fn is_lost(&self) -> bool {
+        self.guards.iter().any(|g| g.is_lost())
+    }
+
+    /// Resolves when any member's lease is lost.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    async fn lost(&self) {
+        let futures: Vec<_> = self.guards.iter().map(|g| Box::pin(g.lost())).collect();
+        select_all(futures).await;
+    }
+
+    /// The earliest local validity deadline of the members.
+    fn valid_until(&self) -> std::time::Instant {
+        self.guards
+            .iter()
+            .map(|g| g.valid_until())
+            .min()
+            .expect("a MultiLock has members")
+    }
+
+    /// Sets every member's TTL to `lease` (a [`Duration`], at least 1 ms) from now, as
+    /// [`LockGuard::extend`](crate::Lease::extend).
+    ///
+    /// # Errors
+    /// The first member's error ([`ErrorKind::NotHeld`] when one was lost); the others are
+    /// still extended.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: PEXPIRE is idempotent.
+    async fn extend(&self, lease: Duration) -> Result<()> {
+        let results = join_all(self.guards.iter().map(|g| g.extend(lease))).await;
         results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
     }
 }

@@ -47,6 +47,7 @@ pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
 ///
 /// # Examples
 /// ```no_run
+/// use distlock::Release;
 /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
 /// let rw = client.rw_lock("catalog");
 /// let r = rw.read().await?;        // many readers at once
@@ -103,7 +104,8 @@ pub struct RwLockReadGuard(LockGuard);
 #[derive(Debug)]
 pub struct RwLockWriteGuard(LockGuard);
 
-/// The accessors both guards share with [`LockGuard`], delegated (no `Deref`: a read or write
+/// The accessors and the [`Release`](crate::Release) and [`Lease`](crate::Lease) verbs both
+/// guards share with [`LockGuard`], delegated (no `Deref`: a read or write
 /// guard is not a plain lock guard, and its `reenter` stays typed).
 macro_rules! guard_accessors {
     ($guard:ident) => {
@@ -128,24 +130,6 @@ macro_rules! guard_accessors {
                 self.0.lease()
             }
 
-            /// As [`LockGuard::valid_until`].
-            pub fn valid_until(&self) -> std::time::Instant {
-                self.0.valid_until()
-            }
-
-            /// As [`LockGuard::is_lost`].
-            pub fn is_lost(&self) -> bool {
-                self.0.is_lost()
-            }
-
-            /// As [`LockGuard::lost`].
-            ///
-            /// # Cancel safety
-            /// Cancel safe: it only observes.
-            pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
-                self.0.lost()
-            }
-
             /// As [`LockGuard::is_held`].
             ///
             /// # Errors
@@ -156,15 +140,37 @@ macro_rules! guard_accessors {
             pub async fn is_held(&self) -> Result<bool> {
                 self.0.is_held().await
             }
+        }
 
-            /// As [`LockGuard::extend`].
-            ///
-            /// # Errors
-            /// As [`LockGuard::extend`].
-            ///
-            /// # Cancel safety
-            /// Cancel safe: PEXPIRE is idempotent.
-            pub async fn extend(&self, lease: Duration) -> Result<()> {
+        impl crate::lease::Sealed for $guard {}
+
+        impl crate::Release for $guard {
+            type Released = ();
+
+            /// As [`LockGuard`]'s release.
+            async fn release(self) -> Result<()> {
+                self.0.release().await
+            }
+        }
+
+        impl crate::Lease for $guard {
+            /// As [`LockGuard`]'s.
+            fn is_lost(&self) -> bool {
+                self.0.is_lost()
+            }
+
+            /// As [`LockGuard`]'s.
+            fn lost(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+                self.0.lost()
+            }
+
+            /// As [`LockGuard`]'s.
+            fn valid_until(&self) -> std::time::Instant {
+                self.0.valid_until()
+            }
+
+            /// As [`LockGuard`]'s extend.
+            async fn extend(&self, lease: Duration) -> Result<()> {
                 self.0.extend(lease).await
             }
         }
@@ -225,6 +231,7 @@ impl RwLock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let rw = client.rw_lock("catalog");
     /// let r = rw.read().await?;        // other readers may hold it too
@@ -277,6 +284,7 @@ impl RwLock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let rw = client.rw_lock("catalog");
     /// let w = rw.write().await?;       // no reader and no other writer now
@@ -314,6 +322,7 @@ impl RwLock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// use std::time::Duration;
     ///
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
@@ -369,17 +378,6 @@ impl RwLockReadGuard {
         self.0.reenter().await.map(RwLockReadGuard)
     }
 
-    /// Release this read hold.
-    ///
-    /// # Errors
-    /// As [`LockGuard::release`].
-    ///
-    /// # Cancel safety
-    /// As [`LockGuard::release`].
-    pub async fn release(self) -> Result<()> {
-        self.0.release().await
-    }
-
     /// The inner guard.
     pub fn into_inner(self) -> LockGuard {
         self.0
@@ -416,6 +414,7 @@ impl RwLockWriteGuard {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let rw = client.rw_lock("catalog");
     /// let w = rw.write().await?;
@@ -431,17 +430,6 @@ impl RwLockWriteGuard {
         read.nest_as(self.0.owner(), self.0.lease())
             .await
             .map(RwLockReadGuard)
-    }
-
-    /// Release this write hold.
-    ///
-    /// # Errors
-    /// As [`LockGuard::release`].
-    ///
-    /// # Cancel safety
-    /// As [`LockGuard::release`].
-    pub async fn release(self) -> Result<()> {
-        self.0.release().await
     }
 
     /// The inner guard.

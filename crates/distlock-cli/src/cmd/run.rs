@@ -48,6 +48,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use crate::connect::Options;
 use crate::exit;
 use crate::out::errln;
+use distlock::Lease;
 
 /// The sections of `distlock run --help` after the options: CMD's environment, exit status.
 pub const AFTER_HELP: &str = "\
@@ -203,36 +204,10 @@ fn send_signal(pid: Option<u32>, sig: nix::sys::signal::Signal) {
     }
 }
 
-/// What `run` holds while CMD runs.
-enum Held {
-    Lock(distlock::LockGuard),
-    Job(distlock::JobGuard),
-    RedLock(distlock::RedLockGuard),
-    Permit(distlock::LeasedPermit),
-}
-
-impl Held {
-    async fn lost(&self) {
-        match self {
-            Held::Lock(g) => g.lost().await,
-            Held::Job(g) => g.lost().await,
-            Held::RedLock(g) => g.lost().await,
-            Held::Permit(p) => p.lost().await,
-        }
-    }
-
-    async fn release(self) -> distlock::Result<()> {
-        match self {
-            Held::Lock(g) => g.release().await,
-            Held::Job(g) => g.release().await,
-            Held::RedLock(g) => g.release().await,
-            Held::Permit(p) => p.release().await,
-        }
-    }
-}
-
-async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
-    if !args.redlock.is_empty() {
+/// `--redlock`: the RedLock over the given nodes, kept alive while CMD runs; `None` without a
+/// quorum within `--wait` (said on stderr).
+async fn take_redlock(args: &RunArgs) -> Result<Option<distlock::RedLockGuard>> {
+    {
         let ttl = args.lease.unwrap_or(Duration::from_secs(30));
         for url in &args.redlock {
             crate::connect::check_url(url)?;
@@ -267,14 +242,18 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
         guard
             .keep_alive(ttl)
             .with_context(|| format!("RedLock {:?}", args.name))?;
-        return Ok(Some(Held::RedLock(guard)));
+        Ok(Some(guard))
     }
-    // Connecting counts against --wait too: a Sentinel deployment in the middle of a
-    // failover is followed until its new master is named, for up to the longer of the two.
-    let mut opts = opts.clone();
-    opts.connect_timeout = opts.connect_timeout.max(args.wait);
-    let client = opts.client().await?;
-    if let Some(permits) = args.semaphore {
+}
+
+/// `--semaphore N`: a permit of the leased semaphore, kept alive while CMD runs; `None`
+/// when none came within `--wait` (said on stderr).
+async fn take_permit(
+    client: &distlock::Client,
+    args: &RunArgs,
+    permits: u64,
+) -> Result<Option<distlock::LeasedPermit>> {
+    {
         let lease = args.lease.unwrap_or(Duration::from_secs(30));
         let sem = client.leased_semaphore(args.name.as_str());
         let what = || format!("semaphore {:?}", args.name);
@@ -317,9 +296,17 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
         permit
             .keep_alive(lease)
             .with_context(|| format!("semaphore {:?}", args.name))?;
-        return Ok(Some(Held::Permit(permit)));
+        Ok(Some(permit))
     }
-    if let Some(at_most) = args.at_most {
+}
+
+/// `--at-most`: the job lock, or `None` when another host runs the job (said on stderr).
+async fn take_job(
+    client: &distlock::Client,
+    args: &RunArgs,
+    at_most: Duration,
+) -> Result<Option<distlock::JobGuard>> {
+    {
         let mut job = client
             .job_lock(args.name.as_str())
             .environment(args.env.as_str())
@@ -339,8 +326,16 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
                 args.env
             );
         }
-        return Ok(guard.map(Held::Job));
+        Ok(guard)
     }
+}
+
+/// A plain, fair, read or write lock (all give a `LockGuard`), or `None` when it was not
+/// acquired within `--wait` (said on stderr).
+async fn take_lock(
+    client: &distlock::Client,
+    args: &RunArgs,
+) -> Result<Option<distlock::LockGuard>> {
     // A plain, fair, read or write lock: all give a LockGuard.
     let name = args.name.as_str();
     let guard = if args.fair {
@@ -377,7 +372,7 @@ async fn take(opts: &Options, args: &RunArgs) -> Result<Option<Held>> {
             humantime::format_duration(args.wait)
         );
     }
-    Ok(guard.map(Held::Lock))
+    Ok(guard)
 }
 
 /// How long CMD may outlive the SIGTERM of a lost lease before SIGKILL, by default.
@@ -408,26 +403,67 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    let Some(held) = take(opts, &args).await? else {
+    let signals = (&mut sigint, &mut sigterm, &mut sighup);
+    if !args.redlock.is_empty() {
+        let held = take_redlock(&args).await?;
+        return under(&args, held, None, on_lost, kill_after, signals).await;
+    }
+    // Connecting counts against --wait too: a Sentinel deployment in the middle of a
+    // failover is followed until its new master is named, for up to the longer of the two.
+    let mut opts = opts.clone();
+    opts.connect_timeout = opts.connect_timeout.max(args.wait);
+    let client = opts.client().await?;
+    if let Some(permits) = args.semaphore {
+        let held = take_permit(&client, &args, permits).await?;
+        return under(&args, held, None, on_lost, kill_after, signals).await;
+    }
+    if let Some(at_most) = args.at_most {
+        let held = take_job(&client, &args, at_most).await?;
+        return under(&args, held, None, on_lost, kill_after, signals).await;
+    }
+    let held = take_lock(&client, &args).await?;
+    let token = held.as_ref().map(|g| g.fencing_token());
+    under(&args, held, token, on_lost, kill_after, signals).await
+}
+
+/// The signals `run` forwards to CMD: SIGINT, SIGTERM, SIGHUP.
+type Signals<'a> = (
+    &'a mut tokio::signal::unix::Signal,
+    &'a mut tokio::signal::unix::Signal,
+    &'a mut tokio::signal::unix::Signal,
+);
+
+/// Run CMD under `held` (any [`distlock::Lease`]; `None`: not acquired, exit with the
+/// conflict code), with the lock's fencing `token` where its kind has one (see the module
+/// docs), or hold it until signalled when there is no command.
+async fn under<L: Lease<Released = ()>>(
+    args: &RunArgs,
+    held: Option<L>,
+    token: Option<distlock::FencingToken>,
+    on_lost: OnLost,
+    kill_after: Duration,
+    (sigint, sigterm, sighup): Signals<'_>,
+) -> Result<u8> {
+    let Some(held) = held else {
         return Ok(args.conflict_exit_code);
     };
     if args.command.is_empty() {
-        return hold(&args.name, held, (&mut sigint, &mut sigterm, &mut sighup)).await;
+        return hold(&args.name, held, token, (sigint, sigterm, sighup)).await;
     }
     let mut command = tokio::process::Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
         .env("DISTLOCK_LOCK", &args.name);
-    match &held {
-        Held::Lock(g) => {
-            command.env("DISTLOCK_FENCING_TOKEN", g.fencing_token().to_string());
-            match g.fencing_token().as_i64() {
+    match token {
+        Some(token) => {
+            command.env("DISTLOCK_FENCING_TOKEN", token.to_string());
+            match token.as_i64() {
                 Some(t) => command.env("DISTLOCK_FENCING_TOKEN_I64", t.to_string()),
                 None => command.env_remove("DISTLOCK_FENCING_TOKEN_I64"),
             };
         }
         // No token (see the module docs): none inherited either.
-        Held::Job(_) | Held::RedLock(_) | Held::Permit(_) => {
+        None => {
             command.env_remove("DISTLOCK_FENCING_TOKEN");
             command.env_remove("DISTLOCK_FENCING_TOKEN_I64");
         }
@@ -492,18 +528,15 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
 /// Without a command: print `<name> <token>` (`<name>` where the kind has no token), then
 /// hold the lock until SIGINT, SIGTERM or SIGHUP (release, exit 0) or until it is lost (exit
 /// 125, as distlock could not keep it).
-async fn hold(
+async fn hold<L: Lease<Released = ()>>(
     name: &str,
-    held: Held,
-    (sigint, sigterm, sighup): (
-        &mut tokio::signal::unix::Signal,
-        &mut tokio::signal::unix::Signal,
-        &mut tokio::signal::unix::Signal,
-    ),
+    held: L,
+    token: Option<distlock::FencingToken>,
+    (sigint, sigterm, sighup): Signals<'_>,
 ) -> Result<u8> {
-    match &held {
-        Held::Lock(g) => crate::out::outln!("{name} {}", g.fencing_token())?,
-        Held::Job(_) | Held::RedLock(_) | Held::Permit(_) => crate::out::outln!("{name}")?,
+    match token {
+        Some(token) => crate::out::outln!("{name} {token}")?,
+        None => crate::out::outln!("{name}")?,
     }
     let lost = tokio::select! {
         _ = sigint.recv() => false,

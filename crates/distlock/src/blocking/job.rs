@@ -157,26 +157,26 @@ impl JobGuard {
 
     /// Until when the lock is surely ours by the local monotonic clock.
     pub fn valid_until(&self) -> std::time::Instant {
-        self.0.get().valid_until()
+        crate::Lease::valid_until(self.0.get())
     }
 
     lost_verbs!();
 
-    /// Set the lock's TTL to `lease` from now if still ours, as [`crate::JobGuard::extend`].
+    /// Set the lock's TTL to `lease` from now if still ours, as [`crate::JobGuard::extend`](crate::Lease::extend).
     ///
     /// # Errors
-    /// As [`crate::JobGuard::extend`].
+    /// As [`crate::JobGuard::extend`](crate::Lease::extend).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.block_on(self.0.get().extend(lease))
+        self.0.block_on(crate::Lease::extend(self.0.get(), lease))
     }
 
-    /// Release (kept until `at_least_for` passed), as [`crate::JobGuard::release`].
+    /// Release (kept until `at_least_for` passed), as [`crate::JobGuard::release`](crate::Release::release).
     ///
     /// # Errors
-    /// As [`crate::JobGuard::release`].
+    /// As [`crate::JobGuard::release`](crate::Release::release).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).

@@ -167,15 +167,15 @@ macro_rules! guard_accessors {
             }
 
             /// Until when the hold is surely ours by the local monotonic clock, as
-            /// [`crate::LockGuard::valid_until`].
+            /// [`crate::LockGuard::valid_until`](crate::Lease::valid_until).
             pub fn valid_until(&self) -> std::time::Instant {
-                self.0.get().valid_until()
+                crate::Lease::valid_until(self.0.get())
             }
 
             /// Whether the lease is known lost, without I/O, as
-            /// [`crate::LockGuard::is_lost`].
+            /// [`crate::LockGuard::is_lost`](crate::Lease::is_lost).
             pub fn is_lost(&self) -> bool {
-                self.0.get().is_lost()
+                crate::Lease::is_lost(self.0.get())
             }
 
             lost_verbs!();
@@ -193,15 +193,15 @@ macro_rules! guard_accessors {
             }
 
             /// Set the TTL to `lease` from now if still held, as
-            /// [`crate::LockGuard::extend`].
+            /// [`crate::LockGuard::extend`](crate::Lease::extend).
             ///
             /// # Errors
-            /// As [`crate::LockGuard::extend`].
+            /// As [`crate::LockGuard::extend`](crate::Lease::extend).
             ///
             /// # Panics
             /// Inside an async runtime (see the [module docs](super#panics)).
             pub fn extend(&self, lease: Duration) -> Result<()> {
-                self.0.block_on(self.0.get().extend(lease))
+                self.0.block_on(crate::Lease::extend(self.0.get(), lease))
             }
 
             /// Release this hold and wait for the server's answer, as the async guard's
@@ -209,7 +209,7 @@ macro_rules! guard_accessors {
             /// only logged).
             ///
             /// # Errors
-            /// As [`crate::LockGuard::release`]: [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld)
+            /// As [`crate::LockGuard::release`](crate::Release::release): [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld)
             /// when the lease had ended or another owner holds the lock; server failures.
             ///
             /// # Panics

@@ -94,7 +94,7 @@ macro_rules! lost_verbs {
         /// # Panics
         /// Inside an async runtime (see the [module docs](super#panics)).
         pub fn lost(&self) {
-            self.0.block_on(self.0.get().lost())
+            self.0.block_on(crate::Lease::lost(self.0.get()))
         }
 
         /// Block until the lease is lost or `timeout` passed: `true` when it was lost.
@@ -103,7 +103,7 @@ macro_rules! lost_verbs {
         /// Inside an async runtime (see the [module docs](super#panics)).
         pub fn lost_timeout(&self, timeout: Duration) -> bool {
             self.0.block_on(async {
-                tokio::time::timeout(timeout, self.0.get().lost())
+                tokio::time::timeout(timeout, crate::Lease::lost(self.0.get()))
                     .await
                     .is_ok()
             })
@@ -243,43 +243,13 @@ impl Drop for RtInner {
     }
 }
 
-/// An async guard a blocking guard wraps: how it is released.
-trait AsyncGuard: fmt::Debug + Send + Sized + 'static {
-    /// What a release answers (a plain semaphore: the permits available after it).
-    type Released;
-    fn give_back(self) -> impl Future<Output = Result<Self::Released>> + Send;
-}
-
-/// Implements [`AsyncGuard`] by the guard's own `release`.
-macro_rules! async_guard {
-    ($($guard:ty => $released:ty),* $(,)?) => {$(
-        impl AsyncGuard for $guard {
-            type Released = $released;
-            fn give_back(self) -> impl Future<Output = Result<$released>> + Send {
-                <$guard>::release(self)
-            }
-        }
-    )*};
-}
-
-async_guard! {
-    crate::LockGuard => (),
-    crate::RwLockReadGuard => (),
-    crate::RwLockWriteGuard => (),
-    crate::SemaphorePermit => u64,
-    crate::LeasedPermit => (),
-    crate::JobGuard => (),
-    crate::MultiLockGuard => (),
-    crate::RedLockGuard => (),
-}
-
 /// An async guard with the runtime it runs on; releases it synchronously when dropped.
-struct Held<G: AsyncGuard> {
+struct Held<G: crate::Release> {
     guard: Option<G>,
     rt: Rt,
 }
 
-impl<G: AsyncGuard> Held<G> {
+impl<G: crate::Release> Held<G> {
     fn new(guard: G, rt: Rt) -> Held<G> {
         Held {
             guard: Some(guard),
@@ -288,7 +258,7 @@ impl<G: AsyncGuard> Held<G> {
     }
 
     /// Another guard on the same runtime (a re-entry, a downgrade).
-    fn wrap<H: AsyncGuard>(&self, guard: H) -> Held<H> {
+    fn wrap<H: crate::Release>(&self, guard: H) -> Held<H> {
         Held::new(guard, self.rt.clone())
     }
 
@@ -306,7 +276,7 @@ impl<G: AsyncGuard> Held<G> {
 
     fn release(mut self) -> Result<G::Released> {
         let guard = self.guard.take().expect("guard present until released");
-        self.rt.block_on(guard.give_back())
+        self.rt.block_on(guard.release())
     }
 
     fn into_inner(mut self) -> G {
@@ -314,7 +284,7 @@ impl<G: AsyncGuard> Held<G> {
     }
 }
 
-impl<G: AsyncGuard> fmt::Debug for Held<G> {
+impl<G: crate::Release> fmt::Debug for Held<G> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.guard {
             Some(g) => g.fmt(f),
@@ -323,11 +293,12 @@ impl<G: AsyncGuard> fmt::Debug for Held<G> {
     }
 }
 
-impl<G: AsyncGuard> Drop for Held<G> {
+impl<G: crate::Release> Drop for Held<G> {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
             let what = format!("{guard:?}");
-            self.rt.release_on_drop(&what, guard, G::give_back);
+            self.rt
+                .release_on_drop(&what, guard, crate::Release::release);
         }
     }
 }

@@ -95,12 +95,12 @@ impl MultiLockGuard {
 
     /// The earliest local validity deadline of the members.
     pub fn valid_until(&self) -> std::time::Instant {
-        self.0.get().valid_until()
+        crate::Lease::valid_until(self.0.get())
     }
 
     /// Whether a member's lease is known lost, without I/O.
     pub fn is_lost(&self) -> bool {
-        self.0.get().is_lost()
+        crate::Lease::is_lost(self.0.get())
     }
 
     lost_verbs!();
@@ -117,21 +117,21 @@ impl MultiLockGuard {
         Ok(MultiLockGuard(self.0.wrap(g), self.1.clone()))
     }
 
-    /// Set every member's TTL to `lease` from now, as [`crate::MultiLockGuard::extend`].
+    /// Set every member's TTL to `lease` from now, as [`crate::MultiLockGuard::extend`](crate::Lease::extend).
     ///
     /// # Errors
-    /// As [`crate::MultiLockGuard::extend`].
+    /// As [`crate::MultiLockGuard::extend`](crate::Lease::extend).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.block_on(self.0.get().extend(lease))
+        self.0.block_on(crate::Lease::extend(self.0.get(), lease))
     }
 
-    /// Release every member, as [`crate::MultiLockGuard::release`].
+    /// Release every member, as [`crate::MultiLockGuard::release`](crate::Release::release).
     ///
     /// # Errors
-    /// As [`crate::MultiLockGuard::release`].
+    /// As [`crate::MultiLockGuard::release`](crate::Release::release).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
@@ -319,20 +319,20 @@ impl RedLockGuard {
 
     /// End of the validity by the local monotonic clock.
     pub fn valid_until(&self) -> std::time::Instant {
-        self.0.get().valid_until()
+        crate::Lease::valid_until(self.0.get())
     }
 
     lost_verbs!();
 
-    /// Extend on a quorum, as [`crate::RedLockGuard::extend`].
+    /// Extend on a quorum, as [`crate::RedLockGuard::extend`](crate::Lease::extend).
     ///
     /// # Errors
-    /// As [`crate::RedLockGuard::extend`].
+    /// As [`crate::RedLockGuard::extend`](crate::Lease::extend).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.block_on(self.0.get().extend(lease))
+        self.0.block_on(crate::Lease::extend(self.0.get(), lease))
     }
 
     /// Have a watchdog extend the lock while the guard lives, as
@@ -345,10 +345,10 @@ impl RedLockGuard {
         self.0.get_mut().keep_alive(lease)
     }
 
-    /// Release on every node, as [`crate::RedLockGuard::release`].
+    /// Release on every node, as [`crate::RedLockGuard::release`](crate::Release::release).
     ///
     /// # Errors
-    /// As [`crate::RedLockGuard::release`].
+    /// As [`crate::RedLockGuard::release`](crate::Release::release).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).

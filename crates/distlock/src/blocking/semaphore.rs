@@ -131,11 +131,11 @@ impl SemaphorePermit {
         self.0.get().permits()
     }
 
-    /// Give the permits back, as [`crate::SemaphorePermit::release`]: the permits
+    /// Give the permits back, as [`crate::SemaphorePermit::release`](crate::Release::release): the permits
     /// available after it.
     ///
     /// # Errors
-    /// As [`crate::SemaphorePermit::release`].
+    /// As [`crate::SemaphorePermit::release`](crate::Release::release).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
@@ -337,27 +337,27 @@ impl LeasedPermit {
         self.0.get().id()
     }
 
-    /// Whether the lease is known lost, without I/O, as [`crate::LeasedPermit::is_lost`].
+    /// Whether the lease is known lost, without I/O, as [`crate::LeasedPermit::is_lost`](crate::Lease::is_lost).
     pub fn is_lost(&self) -> bool {
-        self.0.get().is_lost()
+        crate::Lease::is_lost(self.0.get())
     }
 
     /// Until when the permit is surely ours by the local monotonic clock.
     pub fn valid_until(&self) -> std::time::Instant {
-        self.0.get().valid_until()
+        crate::Lease::valid_until(self.0.get())
     }
 
     lost_verbs!();
 
-    /// Set the permit's lease to `lease` from now, as [`crate::LeasedPermit::extend`].
+    /// Set the permit's lease to `lease` from now, as [`crate::LeasedPermit::extend`](crate::Lease::extend).
     ///
     /// # Errors
-    /// As [`crate::LeasedPermit::extend`].
+    /// As [`crate::LeasedPermit::extend`](crate::Lease::extend).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.block_on(self.0.get().extend(lease))
+        self.0.block_on(crate::Lease::extend(self.0.get(), lease))
     }
 
     /// Have the client's watchdog extend the permit while it is held, as
@@ -370,10 +370,10 @@ impl LeasedPermit {
         self.0.get_mut().keep_alive(lease)
     }
 
-    /// Give the permit back, as [`crate::LeasedPermit::release`].
+    /// Give the permit back, as [`crate::LeasedPermit::release`](crate::Release::release).
     ///
     /// # Errors
-    /// As [`crate::LeasedPermit::release`].
+    /// As [`crate::LeasedPermit::release`](crate::Release::release).
     ///
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// A held job lock. Release it with [`JobGuard::release`]; dropping it releases in the
+/// A held job lock. Release it with [`JobGuard::release`](crate::Release::release); dropping it releases in the
 /// background.
 #[must_use = "dropping the guard releases the job lock at once"]
 #[clippy::has_significant_drop]
@@ -147,17 +147,17 @@ impl JobLease {
         &self.inner.value
     }
 
-    /// As [`JobGuard::valid_until`].
+    /// As [`JobGuard::valid_until`](crate::Lease::valid_until).
     pub fn valid_until(&self) -> std::time::Instant {
         self.inner.lease.valid_until().into_std()
     }
 
-    /// Whether the lock is known lost (no I/O): as [`JobGuard::lost`] has resolved.
+    /// Whether the lock is known lost (no I/O): as [`JobGuard::lost`](crate::Lease::lost) has resolved.
     pub fn is_lost(&self) -> bool {
         self.inner.lease.is_lost()
     }
 
-    /// As [`JobGuard::lost`].
+    /// As [`JobGuard::lost`](crate::Lease::lost).
     ///
     /// # Cancel safety
     /// Cancel safe: it only observes.
@@ -165,13 +165,13 @@ impl JobLease {
         self.inner.lease.lost()
     }
 
-    /// As [`JobGuard::extend`] (ShedLock's `LockExtender.extendActiveLock`).
+    /// As [`JobGuard::extend`](crate::Lease::extend) (ShedLock's `LockExtender.extendActiveLock`).
     ///
     /// # Errors
-    /// As [`JobGuard::extend`].
+    /// As [`JobGuard::extend`](crate::Lease::extend).
     ///
     /// # Cancel safety
-    /// As [`JobGuard::extend`].
+    /// As [`JobGuard::extend`](crate::Lease::extend).
     pub async fn extend(&self, lease: Duration) -> Result<()> {
         keys::lease_ms("extension", lease)?;
         self.inner.extend(lease).await
@@ -231,39 +231,23 @@ impl JobGuard {
     pub fn environment(&self) -> &str {
         &self.inner().env
     }
+}
 
-    /// Until when the lock is surely ours by the local monotonic clock (start + at_most_for,
-    /// or the last extension, minus drift).
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.inner().lease.valid_until().into_std()
+impl Drop for JobGuard {
+    fn drop(&mut self) {
+        let Some(g) = self.inner.take() else { return };
+        self.keep_alive.take();
+        let client = &g.client.inner;
+        client
+            .holds
+            .release_dropped(&client.backend, &self.hold, || g.release_request());
     }
+}
 
-    /// Resolves when the lock is lost: `at_most_for` (or the last extension) passed, an
-    /// extension found another holder, or a force unlock ([`JobLock::force_unlock`](crate::JobLock::force_unlock),
-    /// `distlock unlock --force`) deleted it (told on the job's notice channel within a round
-    /// trip or two).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
-        self.inner().lease.lost()
-    }
+impl crate::lease::Sealed for JobGuard {}
 
-    /// Set the lock's TTL to `lease` from now, if it is still ours (shorter or longer than
-    /// what was left). [`valid_until`](JobGuard::valid_until) moves to now + `lease` − drift.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a zero or
-    /// overflowing `lease`; [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock
-    /// expired or another instance holds it (nothing changed then; [`lost`](JobGuard::lost)
-    /// fires). Server failures.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: PEXPIRE is idempotent.
-    pub async fn extend(&self, lease: Duration) -> Result<()> {
-        keys::lease_ms("extension", lease)?;
-        self.inner().extend(lease).await
-    }
+impl crate::Release for JobGuard {
+    type Released = ();
 
     /// Release: delete the lock if it is ours, or, while `at_least_for` has not passed since
     /// the start, shorten its TTL to what remains of it. Never touches another holder's lock.
@@ -274,7 +258,7 @@ impl JobGuard {
     ///
     /// # Cancel safety
     /// A dropped release may or may not have happened; `at_most_for` ends it anyway.
-    pub async fn release(mut self) -> Result<()> {
+    async fn release(mut self) -> Result<()> {
         let g = self.inner.take().expect("released twice");
         self.keep_alive.take();
         g.client.inner.holds.take_for_release(&self.hold, &g.name)?;
@@ -290,13 +274,42 @@ impl JobGuard {
     }
 }
 
-impl Drop for JobGuard {
-    fn drop(&mut self) {
-        let Some(g) = self.inner.take() else { return };
-        self.keep_alive.take();
-        let client = &g.client.inner;
-        client
-            .holds
-            .release_dropped(&client.backend, &self.hold, || g.release_request());
+impl crate::Lease for JobGuard {
+    /// Whether the lock is known lost. No I/O.
+    fn is_lost(&self) -> bool {
+        self.inner().lease.is_lost()
+    }
+
+    /// Resolves when the lock is lost: `at_most_for` (or the last extension) passed, an
+    /// extension found another holder, or a force unlock ([`JobLock::force_unlock`](crate::JobLock::force_unlock),
+    /// `distlock unlock --force`) deleted it (told on the job's notice channel within a round
+    /// trip or two).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.inner().lease.lost()
+    }
+
+    /// Until when the lock is surely ours by the local monotonic clock (start + at_most_for,
+    /// or the last extension, minus drift).
+    fn valid_until(&self) -> std::time::Instant {
+        self.inner().lease.valid_until().into_std()
+    }
+
+    /// Set the lock's TTL to `lease` from now, if it is still ours (shorter or longer than
+    /// what was left). [`valid_until`](crate::Lease::valid_until) moves to now + `lease` − drift.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a zero or
+    /// overflowing `lease`; [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock
+    /// expired or another instance holds it (nothing changed then; [`lost`](crate::Lease::lost)
+    /// fires). Server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: PEXPIRE is idempotent.
+    async fn extend(&self, lease: Duration) -> Result<()> {
+        keys::lease_ms("extension", lease)?;
+        self.inner().extend(lease).await
     }
 }

@@ -24,6 +24,7 @@ use crate::holds::ReleaseRequest;
 use crate::keys;
 use crate::scripts;
 use crate::watchdog::LeaseState;
+use crate::Release;
 
 tokio::task_local! {
     /// Jobs (client id, env, name, lease) the current task runs under.
@@ -254,6 +255,7 @@ impl JobLock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// use std::time::Duration;
     /// let lock = client.job_lock("reindex").at_most_for(Duration::from_secs(300));
@@ -339,6 +341,7 @@ impl JobLock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// use std::time::Duration;
     /// let lock = client.job_lock("migrate").at_most_for(Duration::from_secs(600));
@@ -515,7 +518,7 @@ impl JobLock {
     /// ShedLock's key by hand; `distlock unlock --force NAME --env ENV`). Returns whether it
     /// was held. A distlock holder's guard hears of it on the job's notice channel
     /// ([`layout::job_notice_channel`](crate::layout::job_notice_channel)) within a round trip
-    /// or two: its [`lost`](JobGuard::lost) signal fires, and its release answers
+    /// or two: its [`lost`](crate::Lease::lost) signal fires, and its release answers
     /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld). A ShedLock holder is not told.
     ///
     /// # Errors

@@ -13,11 +13,11 @@ use crate::holds::HoldId;
 use crate::keys;
 use crate::watchdog::Registration;
 
-/// One hold of a [`Lock`]. Release it with [`LockGuard::release`]; dropping it releases in
+/// One hold of a [`Lock`]. Release it with [`LockGuard::release`](crate::Release::release); dropping it releases in
 /// the background (never blocking the runtime) and stops its renewal.
 ///
 /// Local accessors ([`fencing_token`](LockGuard::fencing_token), [`owner`](LockGuard::owner),
-/// [`valid_until`](LockGuard::valid_until), [`hold_count`](LockGuard::hold_count)) do no
+/// [`valid_until`](crate::Lease::valid_until), [`hold_count`](LockGuard::hold_count)) do no
 /// I/O. The guard is `Send` and `Sync`: it can be released from any task.
 #[must_use = "dropping the guard releases the lock at once; bind it to a variable"]
 #[clippy::has_significant_drop]
@@ -129,60 +129,6 @@ impl LockGuard {
         self.state().lease
     }
 
-    /// Until when the lock is surely ours by the local monotonic clock: the start of the
-    /// latest successful grant, renewal or extension, plus its lease, minus drift (1 % of
-    /// the lease + 2 ms). No I/O.
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.state().registration.lease().valid_until().into_std()
-    }
-
-    /// Whether the lease is known lost (by a renewal, or its local deadline passed). No I/O;
-    /// use [`LockGuard::is_held`] to ask the server.
-    pub fn is_lost(&self) -> bool {
-        self.state().registration.lease().is_lost()
-    }
-
-    /// Resolves when the lease is lost. Never resolves while the lease is kept.
-    ///
-    /// The lease is lost when the watchdog finds the lock gone or held by another owner,
-    /// when the local deadline ([`valid_until`](LockGuard::valid_until)) passes before a
-    /// renewal succeeded (the server unreachable), or, with an explicit lease, when the lease
-    /// ends without an [`extend`](LockGuard::extend). After a reconnect of the subscription
-    /// connection (e.g. a server restart) every lease is checked at once. A force unlock by
-    /// any distlock client ([`Lock::force_unlock`], `distlock unlock --force`) fires it within
-    /// a round trip or two, by a notice on this client's channel (p50 about 0.25 ms on one
-    /// idle server in `distlock-bench bench --workloads lost`); a key deleted by hand or a
-    /// Redisson client's `forceUnlock` is found at the next renewal. Resolves at once
-    /// when the lease is already known lost ([`is_lost`](LockGuard::is_lost)). No I/O of its
-    /// own; all guards of one owner share the signal.
-    ///
-    /// Stop writing to the protected resource when it resolves: another owner may hold the
-    /// lock by then. A resource that checks [fencing tokens](LockGuard::fencing_token) refuses
-    /// the late writes it could not stop.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes; a new call resolves as the dropped one would have.
-    ///
-    /// # Examples
-    /// Stop the work when the lease is lost:
-    /// ```no_run
-    /// # async fn do_work(_token: distlock::FencingToken) -> distlock::Result<()> { Ok(()) }
-    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
-    /// let guard = client.lock("ledger:close").acquire().await?;
-    /// tokio::select! {
-    ///     _ = guard.lost() => {
-    ///         eprintln!("lease lost: the work was stopped; another owner may hold the lock");
-    ///         return Ok(()); // dropping the guard stops its renewal
-    ///     }
-    ///     r = do_work(guard.fencing_token()) => r?,
-    /// }
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
-        self.state().registration.lease().lost()
-    }
-
     /// Takes one more hold with the same owner and returns its guard.
     ///
     /// The hold count goes up by one and the lease is reset; the new guard has the same
@@ -204,6 +150,7 @@ impl LockGuard {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// use distlock::LockGuard;
     ///
     /// async fn outer(guard: &LockGuard) -> distlock::Result<()> {
@@ -264,59 +211,31 @@ impl LockGuard {
         Ok(Duration::from_millis(pttl.max(0) as u64))
     }
 
-    /// Sets the lock's TTL to `lease` from now, if this owner still holds it.
-    ///
-    /// `lease` is a [`Duration`] in whole milliseconds (at least 1 ms, at most 365 days). It
-    /// replaces the remaining TTL, so it may also shorten it, and it moves the local deadline
-    /// ([`valid_until`](LockGuard::valid_until)) to `lease` minus drift from the start of
-    /// the call. Under the watchdog, its next renewal sets the TTL back to the watchdog
-    /// lease; with an explicit lease, call it before the lease ends to keep the lock.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a `lease` that is zero,
-    /// under 1 ms or over 365 days (nothing is sent);
-    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock was lost (the lost
-    /// signal fires too); server failures.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: `PEXPIRE` is idempotent; a dropped call may or may not have extended.
-    ///
-    /// # Examples
-    /// ```no_run
-    /// use std::time::Duration;
-    ///
-    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
-    /// // An explicit 10 s lease, no watchdog: extend it while the work goes on.
-    /// let guard = client.lock("import").lease(Duration::from_secs(10)).acquire().await?;
-    /// for batch in 0..3 {
-    ///     // ... import batch `batch` (well under 10 s) ...
-    ///     # let _ = batch;
-    ///     guard.extend(Duration::from_secs(10)).await?;  // Err(NotHeld) if it was lost
-    /// }
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn extend(&self, lease: Duration) -> Result<()> {
-        let lease_ms = keys::lease_ms("extension", lease)?;
-        let s = self.state();
-        let started = Instant::now();
-        match s.lock.renew_one(&s.owner, lease_ms).await? {
-            1 => {
-                // Exactly, not at least: the extension may have shortened the TTL.
-                s.registration
-                    .lease()
-                    .set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
-                Ok(())
-            }
-            code => {
-                s.registration.lease().mark_lost();
-                Err(Error::not_held(
-                    &s.lock.inner.names.name,
-                    not_held_reason(code).unwrap_or(NotHeldReason::Gone),
-                ))
-            }
+    /// Stop tracking this hold without releasing it: no renewal, no release on drop. The
+    /// lock stays until its lease ends, or until the returned owner is
+    /// [adopted](Lock::adopt) (e.g. by another process) and released.
+    pub fn forget(mut self) -> Owner {
+        let s = self.state.take().expect("guard released twice");
+        s.lock.inner.client.inner.holds.take(&s.hold);
+        s.owner
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some(Ok((lock, owner, lease))) = self.take_hold() {
+            let client = &lock.inner.client.inner;
+            client
+                .holds
+                .release_in_background(&client.backend, lock.release_request(&owner, lease));
         }
     }
+}
+
+impl crate::lease::Sealed for LockGuard {}
+
+impl crate::Release for LockGuard {
+    type Released = ();
 
     /// Releases this guard's hold.
     ///
@@ -345,6 +264,7 @@ impl LockGuard {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// use distlock::{ErrorKind, NotHeldReason};
     ///
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
@@ -361,7 +281,7 @@ impl LockGuard {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn release(mut self) -> Result<()> {
+    async fn release(mut self) -> Result<()> {
         // Kept until the answer: a release that finds the hold gone reports the lease lost.
         let state = self.state().registration.lease().clone();
         match self.take_hold().expect("guard released twice") {
@@ -379,24 +299,116 @@ impl LockGuard {
             Err(lock) => Err(Error::not_held(&lock.inner.names.name, NotHeldReason::Gone)),
         }
     }
-
-    /// Stop tracking this hold without releasing it: no renewal, no release on drop. The
-    /// lock stays until its lease ends, or until the returned owner is
-    /// [adopted](Lock::adopt) (e.g. by another process) and released.
-    pub fn forget(mut self) -> Owner {
-        let s = self.state.take().expect("guard released twice");
-        s.lock.inner.client.inner.holds.take(&s.hold);
-        s.owner
-    }
 }
 
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if let Some(Ok((lock, owner, lease))) = self.take_hold() {
-            let client = &lock.inner.client.inner;
-            client
-                .holds
-                .release_in_background(&client.backend, lock.release_request(&owner, lease));
+impl crate::Lease for LockGuard {
+    /// Whether the lease is known lost (by a renewal, or its local deadline passed). No I/O;
+    /// use [`LockGuard::is_held`] to ask the server.
+    fn is_lost(&self) -> bool {
+        self.state().registration.lease().is_lost()
+    }
+
+    /// Resolves when the lease is lost. Never resolves while the lease is kept.
+    ///
+    /// The lease is lost when the watchdog finds the lock gone or held by another owner,
+    /// when the local deadline ([`valid_until`](crate::Lease::valid_until)) passes before a
+    /// renewal succeeded (the server unreachable), or, with an explicit lease, when the lease
+    /// ends without an [`extend`](crate::Lease::extend). After a reconnect of the subscription
+    /// connection (e.g. a server restart) every lease is checked at once. A force unlock by
+    /// any distlock client ([`Lock::force_unlock`], `distlock unlock --force`) fires it within
+    /// a round trip or two, by a notice on this client's channel (p50 about 0.25 ms on one
+    /// idle server in `distlock-bench bench --workloads lost`); a key deleted by hand or a
+    /// Redisson client's `forceUnlock` is found at the next renewal. Resolves at once
+    /// when the lease is already known lost ([`is_lost`](crate::Lease::is_lost)). No I/O of its
+    /// own; all guards of one owner share the signal.
+    ///
+    /// Stop writing to the protected resource when it resolves: another owner may hold the
+    /// lock by then. A resource that checks [fencing tokens](LockGuard::fencing_token) refuses
+    /// the late writes it could not stop.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes; a new call resolves as the dropped one would have.
+    ///
+    /// # Examples
+    /// Stop the work when the lease is lost:
+    /// ```no_run
+    /// use distlock::{Lease, Release};
+    /// # async fn do_work(_token: distlock::FencingToken) -> distlock::Result<()> { Ok(()) }
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// let guard = client.lock("ledger:close").acquire().await?;
+    /// tokio::select! {
+    ///     _ = guard.lost() => {
+    ///         eprintln!("lease lost: the work was stopped; another owner may hold the lock");
+    ///         return Ok(()); // dropping the guard stops its renewal
+    ///     }
+    ///     r = do_work(guard.fencing_token()) => r?,
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.state().registration.lease().lost()
+    }
+
+    /// Until when the lock is surely ours by the local monotonic clock: the start of the
+    /// latest successful grant, renewal or extension, plus its lease, minus drift (1 % of
+    /// the lease + 2 ms). No I/O.
+    fn valid_until(&self) -> std::time::Instant {
+        self.state().registration.lease().valid_until().into_std()
+    }
+
+    /// Sets the lock's TTL to `lease` from now, if this owner still holds it.
+    ///
+    /// `lease` is a [`Duration`] in whole milliseconds (at least 1 ms, at most 365 days). It
+    /// replaces the remaining TTL, so it may also shorten it, and it moves the local deadline
+    /// ([`valid_until`](crate::Lease::valid_until)) to `lease` minus drift from the start of
+    /// the call. Under the watchdog, its next renewal sets the TTL back to the watchdog
+    /// lease; with an explicit lease, call it before the lease ends to keep the lock.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a `lease` that is zero,
+    /// under 1 ms or over 365 days (nothing is sent);
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock was lost (the lost
+    /// signal fires too); server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: `PEXPIRE` is idempotent; a dropped call may or may not have extended.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use distlock::{Lease, Release};
+    /// use std::time::Duration;
+    ///
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// // An explicit 10 s lease, no watchdog: extend it while the work goes on.
+    /// let guard = client.lock("import").lease(Duration::from_secs(10)).acquire().await?;
+    /// for batch in 0..3 {
+    ///     // ... import batch `batch` (well under 10 s) ...
+    ///     # let _ = batch;
+    ///     guard.extend(Duration::from_secs(10)).await?;  // Err(NotHeld) if it was lost
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    async fn extend(&self, lease: Duration) -> Result<()> {
+        let lease_ms = keys::lease_ms("extension", lease)?;
+        let s = self.state();
+        let started = Instant::now();
+        match s.lock.renew_one(&s.owner, lease_ms).await? {
+            1 => {
+                // Exactly, not at least: the extension may have shortened the TTL.
+                s.registration
+                    .lease()
+                    .set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
+                Ok(())
+            }
+            code => {
+                s.registration.lease().mark_lost();
+                Err(Error::not_held(
+                    &s.lock.inner.names.name,
+                    not_held_reason(code).unwrap_or(NotHeldReason::Gone),
+                ))
+            }
         }
     }
 }

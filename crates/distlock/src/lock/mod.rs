@@ -50,6 +50,7 @@ pub use types::{FencingToken, Handoff, HolderInfo, LockMode, LockStatus, Owner};
 ///
 /// # Examples
 /// ```no_run
+/// use distlock::Release;
 /// # async fn f() -> distlock::Result<()> {
 /// let client = distlock::Client::connect("redis://127.0.0.1/").await?;
 /// let lock = client.lock("order:user:42");
@@ -217,7 +218,7 @@ impl Lock {
     /// Without an explicit [lease](Lock::lease) the lock gets the watchdog lease
     /// ([`ClientBuilder::watchdog_lease`](crate::ClientBuilder::watchdog_lease), 30 seconds
     /// unless set) and the watchdog renews it every third of it while the guard lives; with
-    /// one, the lock expires after the lease unless [extended](LockGuard::extend).
+    /// one, the lock expires after the lease unless [extended](crate::Lease::extend).
     ///
     /// While another owner holds the lock, the call waits for the release message on the
     /// lock's wake channel, re-attempting at the latest when the holder's lease would end
@@ -244,6 +245,7 @@ impl Lock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let lock = client.lock("report:daily");
     /// let guard = lock.acquire().await?;   // Err(NotAcquired) after the default wait
@@ -271,6 +273,7 @@ impl Lock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// match client.lock("cache:rebuild").try_acquire().await? {
     ///     Some(guard) => {
@@ -300,6 +303,7 @@ impl Lock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// use std::time::Duration;
     ///
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
@@ -338,6 +342,7 @@ impl Lock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::Release;
     /// use distlock::{Lock, Owner};
     ///
     /// async fn method1(lock: &Lock) -> distlock::Result<()> {
@@ -433,7 +438,7 @@ impl Lock {
 
     /// Delete the lock whoever holds it and wake its waiters (Redisson's `forceUnlock`).
     /// Returns whether it was held. The holder's guard then reports [`ErrorKind::NotHeld`],
-    /// and its lost signal ([`LockGuard::lost`]) fires within a round trip or two: this call
+    /// and its lost signal ([`LockGuard::lost`](crate::Lease::lost)) fires within a round trip or two: this call
     /// publishes a notice on each holder client's channel
     /// ([`layout::client_notice_channel`](crate::layout::client_notice_channel)) after the
     /// delete. A holder that misses the notice (its subscription connection down at that

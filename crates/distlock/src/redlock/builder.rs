@@ -88,7 +88,7 @@ impl RedLockBuilder {
         self
     }
 
-    /// Bound the number of [`RedLockGuard::extend`] calls (default: unbounded).
+    /// Bound the number of [`RedLockGuard::extend`](crate::Lease::extend) calls (default: unbounded).
     pub fn max_extensions(mut self, n: u32) -> Self {
         self.max_extensions = Some(n);
         self

@@ -46,75 +46,15 @@ impl RedLockGuard {
         self.tokens.iter().filter(|t| t.is_some()).count()
     }
 
-    /// End of the validity by the local monotonic clock: start + TTL − elapsed − drift, or,
-    /// after an [extension](RedLockGuard::extend), its start + lease − elapsed − drift.
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.valid_until.lock().unwrap().into_std()
-    }
-
-    /// Resolves when the validity ends (unless extended first).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes.
-    pub async fn lost(&self) {
-        loop {
-            let until = *self.valid_until.lock().unwrap();
-            if Instant::now() >= until {
-                return;
-            }
-            tokio::time::sleep_until(until).await;
-        }
-    }
-
-    /// Set the lock's TTL to `lease` from now on every node (shorter or longer than what was
-    /// left), if it is still ours.
-    ///
-    /// The extension counts only if a quorum of nodes extends within the current validity;
-    /// the new validity is measured from the start of this call, as an acquire's is:
-    /// `lease` − elapsed − drift, drift = `lease` × drift factor (0.01) + 2 ms. Nodes that
-    /// did not extend keep their old TTL.
-    ///
-    /// # Errors
-    /// [`ErrorKind::NotHeld`] when the validity already ended or fewer than a quorum of
-    /// nodes still had our hold (then [`lost`](RedLockGuard::lost) fires at the old
-    /// validity's end); [`ErrorKind::InvalidInput`] for a zero or overflowing `lease`, a
-    /// `lease` not above the node timeout (it would leave no validity), or when the
-    /// configured number of extensions is used up. Nothing is sent to the nodes then.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: PEXPIRE is idempotent; a dropped extension leaves the validity as it was.
-    ///
-    /// # Examples
-    /// ```no_run
-    /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
-    /// use std::time::Duration;
-    /// let guard = redlock.acquire().await?;
-    /// // more work than one TTL: extend before the validity ends
-    /// guard.extend(Duration::from_secs(30)).await?;
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn extend(&self, lease: Duration) -> Result<()> {
-        extend_quorum(
-            &self.redlock,
-            &self.name,
-            &self.owner,
-            &self.valid_until,
-            &self.extensions,
-            lease,
-        )
-        .await
-    }
-
-    /// Have a watchdog [extend](RedLockGuard::extend) the lock to `lease` every third of it
+    /// Have a watchdog [extend](crate::Lease::extend) the lock to `lease` every third of it
     /// while the guard lives (the watchdog of the first node's client: one task, not one per
     /// lock). Each extension needs a quorum, as `extend` does; when one fails the validity is
-    /// left to end and [`lost`](RedLockGuard::lost) fires then. Stops when the guard is
+    /// left to end and [`lost`](crate::Lease::lost) fires then. Stops when the guard is
     /// released or dropped.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a zero or overflowing `lease` or one not above the node
-    /// timeout (as [`RedLockGuard::extend`]).
+    /// timeout (as [`RedLockGuard::extend`](crate::Lease::extend)).
     pub fn keep_alive(&mut self, lease: Duration) -> Result<()> {
         keys::lease_ms("extension", lease)?;
         let inner = &self.redlock.nodes.inner;
@@ -162,39 +102,6 @@ impl RedLockGuard {
             renew,
         ));
         Ok(())
-    }
-
-    /// Release on every node, in parallel, each bounded by the node timeout (at least
-    /// 100 ms). Only this owner's hold is removed: a node where another owner holds the lock
-    /// is left alone.
-    ///
-    /// # Errors
-    /// [`ErrorKind::NotHeld`] when fewer than a quorum of nodes still had our hold (the
-    /// validity had ended); every node is released all the same.
-    ///
-    /// # Cancel safety
-    /// A dropped release may or may not have reached each node; the TTL ends the rest.
-    ///
-    /// # Examples
-    /// ```no_run
-    /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
-    /// if let Some(guard) = redlock.try_acquire().await? {
-    ///     // the work
-    ///     if let Err(e) = guard.release().await {
-    ///         eprintln!("the lock had expired before the release: {e}");
-    ///     }
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn release(mut self) -> Result<()> {
-        self.released = true;
-        self.keep_alive.take();
-        let released = release_everywhere(&self.redlock, &self.name, &self.owner).await;
-        if released >= self.redlock.nodes.inner.quorum {
-            Ok(())
-        } else {
-            Err(Error::not_held(&self.name, NotHeldReason::Gone))
-        }
     }
 }
 
@@ -282,5 +189,113 @@ async fn extend_quorum(
             Ok(())
         }
         _ => Err(Error::not_held(name, NotHeldReason::Gone)),
+    }
+}
+
+impl crate::lease::Sealed for RedLockGuard {}
+
+impl crate::Release for RedLockGuard {
+    type Released = ();
+
+    /// Release on every node, in parallel, each bounded by the node timeout (at least
+    /// 100 ms). Only this owner's hold is removed: a node where another owner holds the lock
+    /// is left alone.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when fewer than a quorum of nodes still had our hold (the
+    /// validity had ended); every node is released all the same.
+    ///
+    /// # Cancel safety
+    /// A dropped release may or may not have reached each node; the TTL ends the rest.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use distlock::Release;
+    /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
+    /// if let Some(guard) = redlock.try_acquire().await? {
+    ///     // the work
+    ///     if let Err(e) = guard.release().await {
+    ///         eprintln!("the lock had expired before the release: {e}");
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    async fn release(mut self) -> Result<()> {
+        self.released = true;
+        self.keep_alive.take();
+        let released = release_everywhere(&self.redlock, &self.name, &self.owner).await;
+        if released >= self.redlock.nodes.inner.quorum {
+            Ok(())
+        } else {
+            Err(Error::not_held(&self.name, NotHeldReason::Gone))
+        }
+    }
+}
+
+impl crate::Lease for RedLockGuard {
+    /// Whether the validity has ended by the local monotonic clock. No I/O.
+    fn is_lost(&self) -> bool {
+        Instant::now() >= *self.valid_until.lock().unwrap()
+    }
+
+    /// Resolves when the validity ends (unless extended first).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    async fn lost(&self) {
+        loop {
+            let until = *self.valid_until.lock().unwrap();
+            if Instant::now() >= until {
+                return;
+            }
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    /// End of the validity by the local monotonic clock: start + TTL − elapsed − drift, or,
+    /// after an [extension](crate::Lease::extend), its start + lease − elapsed − drift.
+    fn valid_until(&self) -> std::time::Instant {
+        self.valid_until.lock().unwrap().into_std()
+    }
+
+    /// Set the lock's TTL to `lease` from now on every node (shorter or longer than what was
+    /// left), if it is still ours.
+    ///
+    /// The extension counts only if a quorum of nodes extends within the current validity;
+    /// the new validity is measured from the start of this call, as an acquire's is:
+    /// `lease` − elapsed − drift, drift = `lease` × drift factor (0.01) + 2 ms. Nodes that
+    /// did not extend keep their old TTL.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when the validity already ended or fewer than a quorum of
+    /// nodes still had our hold (then [`lost`](crate::Lease::lost) fires at the old
+    /// validity's end); [`ErrorKind::InvalidInput`] for a zero or overflowing `lease`, a
+    /// `lease` not above the node timeout (it would leave no validity), or when the
+    /// configured number of extensions is used up. Nothing is sent to the nodes then.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: PEXPIRE is idempotent; a dropped extension leaves the validity as it was.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use distlock::{Lease, Release};
+    /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
+    /// use std::time::Duration;
+    /// let guard = redlock.acquire().await?;
+    /// // more work than one TTL: extend before the validity ends
+    /// guard.extend(Duration::from_secs(30)).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    async fn extend(&self, lease: Duration) -> Result<()> {
+        extend_quorum(
+            &self.redlock,
+            &self.name,
+            &self.owner,
+            &self.valid_until,
+            &self.extensions,
+            lease,
+        )
+        .await
     }
 }

@@ -77,7 +77,7 @@ struct Inner {
 ///    wait has passed: [`RedLock::try_acquire`] makes one round, [`RedLock::try_acquire_for`]
 ///    rounds within a wait, [`RedLock::acquire`] within the default wait (60 s).
 ///
-/// Extensions ([`RedLockGuard::extend`]) count only if a quorum extends within the validity;
+/// Extensions ([`RedLockGuard::extend`](crate::Lease::extend)) count only if a quorum extends within the validity;
 /// their number can be bounded.
 ///
 /// # When to prefer one master with replicas
@@ -102,6 +102,7 @@ struct Inner {
 ///
 /// # Examples
 /// ```no_run
+/// use distlock::{Lease, Release};
 /// # async fn f() -> distlock::Result<()> {
 /// use std::time::Duration;
 /// let nodes = distlock::RedLockNodes::builder_from_urls([
@@ -273,6 +274,7 @@ impl RedLock {
     ///
     /// # Examples
     /// ```no_run
+    /// use distlock::{Lease, Release};
     /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
     /// use std::time::Duration;
     /// match redlock.try_acquire_for(Duration::from_secs(2)).await? {

@@ -86,7 +86,7 @@ impl LeasedSemaphore {
     /// milliseconds, checked when a permit is taken: at least 1 ms, at most 365 days), as
     /// [`Lock::lease`](crate::Lock::lease) gives a lock its lease. No I/O.
     ///
-    /// A permit's lease ends it on the server unless extended ([`LeasedPermit::extend`],
+    /// A permit's lease ends it on the server unless extended ([`LeasedPermit::extend`](crate::Lease::extend),
     /// [`LeasedPermit::keep_alive`]); Redisson's `tryAcquire(waitTime, leaseTime)` takes it
     /// per call. Without this setting permits get the client's watchdog lease
     /// ([`ClientBuilder::watchdog_lease`](crate::ClientBuilder::watchdog_lease), 30 seconds
@@ -580,7 +580,7 @@ fn member(id: &str) -> Vec<u8> {
 }
 
 /// One permit of a [`LeasedSemaphore`], with an id and a lease. Release it with
-/// [`LeasedPermit::release`]; dropping it releases in the background.
+/// [`LeasedPermit::release`](crate::Release::release); dropping it releases in the background.
 #[must_use = "dropping the permit gives it back at once"]
 #[clippy::has_significant_drop]
 pub struct LeasedPermit {
@@ -639,48 +639,15 @@ impl fmt::Debug for LeasedPermit {
 }
 
 impl LeasedPermit {
-    /// Whether the permit's lease is known lost (an extension found it gone, or its local
-    /// deadline passed). No I/O.
-    pub fn is_lost(&self) -> bool {
-        self.lease.is_lost()
-    }
-
     /// The permit's id: 32 lowercase hex characters, Redisson's permit-id format. Its 16
     /// bytes are the permit's member of the leases zset `{<name>}:timeout`.
     pub fn id(&self) -> &str {
         &self.id
     }
 
-    /// Until when the permit is surely ours by the local monotonic clock.
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.lease.valid_until().into_std()
-    }
-
-    /// Resolves when the lease ends without an extension (or an extension found it gone).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes.
-    pub async fn lost(&self) {
-        self.lease.lost().await
-    }
-
-    /// Move the lease's end to `lease` from now.
-    ///
-    /// # Errors
-    /// [`ErrorKind::NotHeld`] when the lease had ended (the permit is reclaimed);
-    /// [`ErrorKind::InvalidInput`] for a zero or overflowing lease; server failures.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: idempotent.
-    pub async fn extend(&self, lease: Duration) -> Result<()> {
-        let lease_ms = keys::lease_ms("lease", lease)?;
-        let sem = self.sem.as_ref().expect("released");
-        extend_permit(sem, &self.id, lease, lease_ms, &self.lease).await
-    }
-
     /// Have the client's watchdog extend this permit to `lease` every third of it while the
     /// permit is held (the way the watchdog keeps locks), so a holder that lives keeps its
-    /// permit and one that dies gives it back within `lease`. The [`lost`](LeasedPermit::lost)
+    /// permit and one that dies gives it back within `lease`. The [`lost`](crate::Lease::lost)
     /// signal fires when an extension finds the permit gone, or renewals keep failing until
     /// the lease ends. Stops when the permit is released or dropped.
     ///
@@ -710,6 +677,24 @@ impl LeasedPermit {
         ));
         Ok(())
     }
+}
+
+impl Drop for LeasedPermit {
+    fn drop(&mut self) {
+        let Some(sem) = self.sem.take() else { return };
+        let client = &sem.names.client.inner;
+        client
+            .holds
+            .release_dropped(&client.backend, &self.hold, || {
+                sem.release_request(&self.id)
+            });
+    }
+}
+
+impl crate::lease::Sealed for LeasedPermit {}
+
+impl crate::Release for LeasedPermit {
+    type Released = ();
 
     /// Give the permit back and wake waiters.
     ///
@@ -719,7 +704,7 @@ impl LeasedPermit {
     ///
     /// # Cancel safety
     /// Cancel safe in effect: giving back twice is refused by the id.
-    pub async fn release(mut self) -> Result<()> {
+    async fn release(mut self) -> Result<()> {
         let sem = self.sem.take().expect("released twice");
         self.keep_alive.take();
         sem.names
@@ -738,14 +723,37 @@ impl LeasedPermit {
     }
 }
 
-impl Drop for LeasedPermit {
-    fn drop(&mut self) {
-        let Some(sem) = self.sem.take() else { return };
-        let client = &sem.names.client.inner;
-        client
-            .holds
-            .release_dropped(&client.backend, &self.hold, || {
-                sem.release_request(&self.id)
-            });
+impl crate::Lease for LeasedPermit {
+    /// Whether the permit's lease is known lost (an extension found it gone, or its local
+    /// deadline passed). No I/O.
+    fn is_lost(&self) -> bool {
+        self.lease.is_lost()
+    }
+
+    /// Resolves when the lease ends without an extension (or an extension found it gone).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    async fn lost(&self) {
+        self.lease.lost().await
+    }
+
+    /// Until when the permit is surely ours by the local monotonic clock.
+    fn valid_until(&self) -> std::time::Instant {
+        self.lease.valid_until().into_std()
+    }
+
+    /// Move the lease's end to `lease` from now.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when the lease had ended (the permit is reclaimed);
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing lease; server failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: idempotent.
+    async fn extend(&self, lease: Duration) -> Result<()> {
+        let lease_ms = keys::lease_ms("lease", lease)?;
+        let sem = self.sem.as_ref().expect("released");
+        extend_permit(sem, &self.id, lease, lease_ms, &self.lease).await
     }
 }

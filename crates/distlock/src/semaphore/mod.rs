@@ -154,6 +154,7 @@ impl Names {
 ///
 /// # Examples
 /// ```no_run
+/// use distlock::Release;
 /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
 /// let sem = client.semaphore("exports");
 /// sem.try_set_permits(3).await?;                 // at most 3 exports at once
@@ -466,7 +467,7 @@ impl Acquire for PermitRequest {
     }
 }
 
-/// Permits taken from a [`Semaphore`]. Release with [`SemaphorePermit::release`]; dropping
+/// Permits taken from a [`Semaphore`]. Release with [`SemaphorePermit::release`](crate::Release::release); dropping
 /// it gives the permits back in the background; [`SemaphorePermit::forget`] keeps them taken.
 #[must_use = "dropping the permit gives it back at once"]
 #[clippy::has_significant_drop]
@@ -494,26 +495,6 @@ impl SemaphorePermit {
         self.permits
     }
 
-    /// Give the permits back and wake waiters. Returns the permits available afterwards.
-    ///
-    /// # Errors
-    /// Server failures. When the server does not answer within the resend window the error
-    /// says the outcome is unknown ([`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)):
-    /// the release was applied at most once (a request latch answers resends), and a send
-    /// still queued on a stalled server applies it when the server resumes.
-    ///
-    /// # Cancel safety
-    /// A dropped release may or may not have happened.
-    pub async fn release(mut self) -> Result<u64> {
-        let n = self.names.take().expect("released twice");
-        let Some(hold) = &self.hold else {
-            // Zero permits: nothing to give back.
-            return n.available().await;
-        };
-        n.client.inner.holds.take_for_release(hold, &n.name)?;
-        n.add(self.permits, Some(&self.grant)).await
-    }
-
     /// Keep the permits taken: nothing is given back (Redisson's semantics of an acquire
     /// without release), not even at [`Client::shutdown`]. Returns how many permits were
     /// held.
@@ -534,5 +515,31 @@ impl Drop for SemaphorePermit {
         client.holds.release_dropped(&client.backend, hold, || {
             n.add_request(self.permits, Some(&self.grant))
         });
+    }
+}
+
+impl crate::lease::Sealed for SemaphorePermit {}
+
+impl crate::Release for SemaphorePermit {
+    type Released = u64;
+
+    /// Give the permits back and wake waiters. Returns the permits available afterwards.
+    ///
+    /// # Errors
+    /// Server failures. When the server does not answer within the resend window the error
+    /// says the outcome is unknown ([`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)):
+    /// the release was applied at most once (a request latch answers resends), and a send
+    /// still queued on a stalled server applies it when the server resumes.
+    ///
+    /// # Cancel safety
+    /// A dropped release may or may not have happened.
+    async fn release(mut self) -> Result<u64> {
+        let n = self.names.take().expect("released twice");
+        let Some(hold) = &self.hold else {
+            // Zero permits: nothing to give back.
+            return n.available().await;
+        };
+        n.client.inner.holds.take_for_release(hold, &n.name)?;
+        n.add(self.permits, Some(&self.grant)).await
     }
 }

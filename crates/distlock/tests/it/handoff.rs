@@ -8,6 +8,7 @@ use distlock::layout::{lock_queue, lock_waiters};
 use distlock::{Handoff, Lock, LockGuard};
 
 use crate::util::*;
+use distlock::{Lease, Release};
 
 fn queued(server: &RedisServer, name: &str) -> Vec<String> {
     cmd(server, &["ZRANGE", &lock_queue(name), "0", "-1"])

@@ -3,6 +3,7 @@
 use distlock::ErrorKind;
 
 use crate::util::*;
+use distlock::Release;
 
 /// `acquire_as` on a fair (or read-write) lock used to hand out a second guard for the same
 /// single hold; it is refused now (re-entry goes through the guard).

@@ -13,6 +13,7 @@ use distlock::{
     LeasedSemaphore, Lock, LockGuard, MultiLock, MultiLockGuard, Owner, RedLock, RedLockGuard,
     RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit,
 };
+use distlock::{Lease, Release};
 
 fn send<T: Send>(_: &T) {}
 fn send_sync<T: Send + Sync>() {}
