@@ -673,12 +673,7 @@ mod tests {
                 .expect("script")
         };
         type Name = fn(&str) -> String;
-        fn fair_queue(key: &str) -> String {
-            crate::keys::prefixed("redisson_lock_queue", key)
-        }
-        fn fair_timeouts(key: &str) -> String {
-            crate::keys::prefixed("redisson_lock_timeout", key)
-        }
+        use crate::keys::{fair_queue, fair_timeouts};
         let names: [(&str, &str, Name); 11] = [
             ("fair_acquire_fast.lua", "redisson_lock_queue", fair_queue),
             (
