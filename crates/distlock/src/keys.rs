@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::layout;
 
 /// Longest lock name accepted, in bytes (64 KiB). Redis allows 512 MB keys; a longer name is
 /// almost surely a bug in the caller, and every script call carries it several times.
@@ -101,7 +102,7 @@ pub fn semaphore_channel(key: &str) -> String {
 /// Lease set of a leased semaphore: `{key}:timeout` (`key:timeout` when the key has a
 /// `{hash tag}`), a zset of permit ids by expiry (Redisson's `RPermitExpirableSemaphore`).
 pub fn semaphore_leases(key: &str) -> String {
-    suffixed(key, "timeout")
+    suffixed(key, layout::SEMAPHORE_LEASES_SUFFIX)
 }
 
 /// Wake channel of a count-down latch: `redisson_countdownlatch__channel__{key}`, with braces
@@ -114,60 +115,119 @@ pub fn latch_channel(key: &str) -> String {
 /// Redisson draws tokens from with `INCR`). distlock never creates it; when it exists, a plain
 /// lock's grant takes a token above it and writes it there.
 pub fn redisson_fenced_token(key: &str) -> String {
-    prefixed("redisson_lock_token", key)
+    prefixed(layout::REDISSON_FENCED_TOKEN_PREFIX, key)
 }
 
 /// Unlock latch of one release request: `redisson_unlock_latch:{key}:<request-id>` (the
 /// key Redisson's `RLock` unlock script uses, so that a resent release answers the first
 /// send's result instead of taking a second hold away).
 pub fn unlock_latch(key: &str, request_id: &str) -> String {
-    prefixed_with("redisson_unlock_latch", key, request_id)
+    prefixed_with(layout::UNLOCK_LATCH_PREFIX, key, request_id)
 }
 
 /// Acquire latch of one re-entrant acquire request: `distlock_acquire_latch:{key}:<id>`.
 /// Makes a resent acquire idempotent (in Redisson, a re-entrant acquire resent after a lost
 /// reply leaves hold count 2).
 pub fn acquire_latch(key: &str, request_id: &str) -> String {
-    prefixed_with("distlock_acquire_latch", key, request_id)
+    prefixed_with(layout::ACQUIRE_LATCH_PREFIX, key, request_id)
 }
 
 /// Direct hand-off queue of a plain lock: `distlock_lock_queue:{key}`, a zset of waiting
 /// owners by arrival (server ms). distlock's own: Redisson's `RLock` has no queue.
 pub fn lock_queue(key: &str) -> String {
-    prefixed("distlock_lock_queue", key)
+    prefixed(layout::LOCK_QUEUE_PREFIX, key)
 }
 
 /// Waiter entries of a plain lock's hand-off queue: `distlock_lock_waiters:{key}`, a hash
 /// owner → `<liveness deadline ms>;<initial lease ms>;<client id>;<app>;<host>;<pid>`.
 pub fn lock_waiters(key: &str) -> String {
-    prefixed("distlock_lock_waiters", key)
+    prefixed(layout::LOCK_WAITERS_PREFIX, key)
 }
 
 /// Direct hand-off queue of a read-write lock's writers: `distlock_rwlock_queue:{key}`, a
 /// zset of waiting writers (owners) by arrival (server ms). distlock's own: Redisson's
 /// `RReadWriteLock` has no queue.
 pub fn rwlock_queue(key: &str) -> String {
-    prefixed("distlock_rwlock_queue", key)
+    prefixed(layout::RWLOCK_QUEUE_PREFIX, key)
 }
 
 /// Writer entries of a read-write lock's hand-off queue: `distlock_rwlock_waiters:{key}`, a
 /// hash owner → `<liveness deadline ms>;<initial lease ms>;<client id>;`.
 pub fn rwlock_waiters(key: &str) -> String {
-    prefixed("distlock_rwlock_waiters", key)
+    prefixed(layout::RWLOCK_WAITERS_PREFIX, key)
 }
 
 /// The waiting writers of a read-write lock: `distlock_rwlock_writers:{key}`, a zset owner →
 /// liveness deadline (server ms). While a live writer is in it, new readers wait
 /// (write-preferring). distlock's own: Redisson's `RReadWriteLock` ignores it.
 pub fn rwlock_writers(key: &str) -> String {
-    prefixed("distlock_rwlock_writers", key)
+    prefixed(layout::RWLOCK_WRITERS_PREFIX, key)
 }
 
 /// Hand-off entries of a fair lock's distlock waiters: `distlock_fair_waiters:{key}`, a hash
 /// owner → `<initial lease ms>;<wait ms>;<client id>;<app>;<host>;<pid>`, beside Redisson's
 /// queue `redisson_lock_queue:{key}`. distlock's own: Redisson's `RFairLock` ignores it.
 pub fn fair_waiters(key: &str) -> String {
-    prefixed("distlock_fair_waiters", key)
+    prefixed(layout::FAIR_WAITERS_PREFIX, key)
+}
+
+/// Redisson `RFairLock`'s queue of a fair lock: `redisson_lock_queue:{key}`, a list of the
+/// waiting owners, first in line first.
+pub fn fair_queue(key: &str) -> String {
+    prefixed(layout::FAIR_QUEUE_PREFIX, key)
+}
+
+/// Redisson `RFairLock`'s waiter timeouts of a fair lock: `redisson_lock_timeout:{key}`, a
+/// zset owner → the time its turn expires (ms).
+pub fn fair_timeouts(key: &str) -> String {
+    prefixed(layout::FAIR_TIMEOUTS_PREFIX, key)
+}
+
+/// The liveness deadlines of a fair lock's distlock waiters: `distlock_fair_liveness:{key}`,
+/// a zset owner → deadline (server ms). distlock's own: Redisson's `RFairLock` ignores it.
+pub fn fair_liveness(key: &str) -> String {
+    prefixed(layout::FAIR_LIVENESS_PREFIX, key)
+}
+
+/// Redisson `RReadWriteLock`'s key of read hold `n` of `owner`:
+/// `{key}:<owner>:rwlock_timeout:<n>` (`key:…` when the key has a `{hash tag}`), with that
+/// hold's lease, so a crashed reader's holds run out on their own.
+pub fn rwlock_read_timeout(key: &str, owner: &str, n: u64) -> String {
+    format!(
+        "{}:{}:{n}",
+        suffixed(key, owner),
+        layout::RWLOCK_READ_TIMEOUT_SUFFIX
+    )
+}
+
+/// The lease set of a leased semaphore as older distlock versions named it:
+/// `redisson__timeout__set:{key}`. No longer written: the scripts move what they find there
+/// into [`semaphore_leases`].
+pub fn legacy_semaphore_leases(key: &str) -> String {
+    prefixed(layout::LEGACY_SEMAPHORE_LEASES_PREFIX, key)
+}
+
+/// Grant latch of one semaphore acquire request: `distlock_semaphore_grant:{key}:<id>`.
+pub fn semaphore_grant_latch(key: &str, request_id: &str) -> String {
+    prefixed_with(layout::SEMAPHORE_GRANT_LATCH_PREFIX, key, request_id)
+}
+
+/// Latch of one semaphore release request: `distlock_semaphore_release:{key}:<id>`, so that
+/// a resent release gives the permits back once.
+pub fn semaphore_release_latch(key: &str, request_id: &str) -> String {
+    prefixed_with(layout::SEMAPHORE_RELEASE_LATCH_PREFIX, key, request_id)
+}
+
+/// Latch of one count-down request of a latch: `distlock_latch_count_down:{key}:<id>`, so
+/// that a resent count-down counts once.
+pub fn latch_count_down_latch(key: &str, request_id: &str) -> String {
+    prefixed_with(layout::LATCH_COUNT_DOWN_LATCH_PREFIX, key, request_id)
+}
+
+/// The key of a job lock (ShedLock's format): `job-lock:<env>:<name>`, without the client's
+/// key prefix.
+pub fn job_lock(env: &str, name: &str) -> String {
+    format!("{}:{env}:{name}", layout::JOB_LOCK_PREFIX)
 }
 
 /// Grant channel of one client's waiters of a plain or fair lock:
@@ -197,13 +257,13 @@ pub fn job_notice_channel(key: &str) -> String {
 /// waiting permit ids (16 raw bytes) by arrival (server ms). distlock's own: Redisson's
 /// `RPermitExpirableSemaphore` has no queue.
 pub fn permit_queue(key: &str) -> String {
-    prefixed("distlock_permit_queue", key)
+    prefixed(layout::PERMIT_QUEUE_PREFIX, key)
 }
 
 /// Waiter entries of a leased semaphore's hand-off queue: `distlock_permit_waiters:{key}`, a
 /// hash permit id → `<liveness deadline ms>;<lease ms>;<client id>;<id as 32 hex characters>`.
 pub fn permit_waiters(key: &str) -> String {
-    prefixed("distlock_permit_waiters", key)
+    prefixed(layout::PERMIT_WAITERS_PREFIX, key)
 }
 
 /// Grant channel of one client's waiters of a leased semaphore:
@@ -315,7 +375,8 @@ pub fn slot_tag(slot: u16) -> &'static str {
 /// `"a{b"`, leaves the counter (and Redisson's helper keys) in other slots than the lock.
 pub fn fencing_counter(key_prefix: &str, lock_key: &str) -> String {
     format!(
-        "{key_prefix}distlock:fencing-counter:{{{}}}",
+        "{key_prefix}{}:{{{}}}",
+        layout::FENCING_COUNTER_PREFIX,
         slot_tag(key_slot(lock_key))
     )
 }
@@ -325,7 +386,7 @@ pub fn fencing_counter(key_prefix: &str, lock_key: &str) -> String {
 /// connect, and a slot counter that does not exist yet starts above it, so tokens keep
 /// rising across the upgrade.
 pub fn legacy_fencing_counter(key_prefix: &str) -> String {
-    format!("{key_prefix}distlock:fencing-counter")
+    format!("{key_prefix}{}", layout::FENCING_COUNTER_PREFIX)
 }
 
 /// Checks the name of a primitive with helper keys (every one but the job lock): as
@@ -418,168 +479,4 @@ pub(crate) fn first_chars(s: &str, n: usize) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn helper_names_put_the_hash_tag_and_the_tail_where_redisson_does() {
-        assert_eq!(
-            unlock_latch("orders", "r1"),
-            "redisson_unlock_latch:{orders}:r1"
-        );
-        assert_eq!(
-            unlock_latch("{user:1}:orders", "r1"),
-            "redisson_unlock_latch:{user:1}:orders:r1"
-        );
-        assert_eq!(acquire_latch("o", ""), "distlock_acquire_latch:{o}:");
-        assert_eq!(lock_grant_channel("o", "c"), "distlock_lock_grant:{o}:c");
-        assert_eq!(client_notice_channel("c"), "distlock_client:{c}");
-        assert_eq!(
-            job_notice_channel("job-lock:prod:x"),
-            "distlock_job:{job-lock:prod:x}"
-        );
-        assert_eq!(
-            permit_grant_channel("o", "c"),
-            "distlock_permit_grant:{o}:c"
-        );
-        assert_eq!(lock_queue("{t}x"), "distlock_lock_queue:{t}x");
-        assert_eq!(lock_channel("o"), "redisson_lock__channel:{o}");
-    }
-
-    #[test]
-    fn names_follow_redisson_prefix_name() {
-        assert_eq!(lock_channel("orders"), "redisson_lock__channel:{orders}");
-        assert_eq!(
-            lock_channel("{u1}:cart"),
-            "redisson_lock__channel:{u1}:cart"
-        );
-        assert_eq!(
-            unlock_latch("orders", "r1"),
-            "redisson_unlock_latch:{orders}:r1"
-        );
-    }
-
-    #[test]
-    fn durations_are_checked() {
-        assert!(lease_ms("lease", Duration::ZERO).is_err());
-        assert!(lease_ms("lease", Duration::from_micros(10)).is_err());
-        assert!(lease_ms("lease", Duration::MAX).is_err());
-        assert_eq!(lease_ms("lease", Duration::from_secs(30)).unwrap(), 30_000);
-        assert!(check_wait(Duration::ZERO).is_ok());
-        assert!(check_wait(Duration::MAX).is_err());
-    }
-
-    #[test]
-    fn names_are_checked() {
-        assert!(check_name("").is_err());
-        assert!(check_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
-        assert!(check_name(&"x".repeat(MAX_NAME_LEN)).is_ok());
-        for bad in ["a{b", "{}x", "x}{y", "x}y", "}"] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
-        }
-        for good in ["{user42}:orders", "a{b}c", "a}b{c}", "{a}{b}", "orders"] {
-            assert!(check_name(good).is_ok(), "{good:?}");
-        }
-    }
-
-    #[test]
-    fn key_slots_follow_the_cluster_spec() {
-        // CRC16/XMODEM's check value: CRC of "123456789" = 0x31C3.
-        assert_eq!(CRC16.checksum(b"123456789"), 0x31C3);
-        // CLUSTER KEYSLOT answers of redis-server 7.0 (tests/it/fencing.rs compares hundreds
-        // more against a live server).
-        assert_eq!(key_slot("somekey"), 11058);
-        assert_eq!(key_slot("foo"), 12182);
-        assert_eq!(key_slot("foo{hash_tag}"), 2515);
-        assert_eq!(key_slot("bar{hash_tag}"), 2515);
-        // Hash tags, as the spec's examples: the first '{' and the first '}' after it.
-        assert_eq!(key_slot("{user1000}.following"), key_slot("user1000"));
-        assert_eq!(key_slot("{user1000}.followers"), key_slot("user1000"));
-        assert_eq!(hash_tag(b"foo{}{bar}"), b"foo{}{bar}");
-        assert_eq!(hash_tag(b"foo{{bar}}zap"), b"{bar");
-        assert_eq!(hash_tag(b"foo{bar}{zap}"), b"bar");
-        assert_eq!(hash_tag(b"{}"), b"{}");
-        assert_eq!(hash_tag(b"no}tag{"), b"no}tag{");
-        assert_eq!(hash_tag(b"{user:1}:orders"), b"user:1");
-    }
-
-    /// Every slot has a tag; the tag hashes to its slot; it is the first string hashing there
-    /// in the documented order (shorter first, then ASCII order over 0-9A-Za-z), checked by
-    /// walking every string of up to 3 characters independently of the table's builder.
-    #[test]
-    fn every_slot_has_the_first_alphanumeric_tag_that_hashes_to_it() {
-        let started = std::time::Instant::now();
-        assert_eq!(slot_tag(0), "06S");
-        eprintln!("slot tag table built in {:?}", started.elapsed());
-        assert_eq!(slot_tag(1), "Qi");
-        assert_eq!(slot_tag(9), "ru");
-        assert_eq!(slot_tag(16383), "6ZJ");
-        let mut seen = vec![false; usize::from(SLOTS)];
-        let alphabet: Vec<char> = ('0'..='9').chain('A'..='Z').chain('a'..='z').collect();
-        let mut strings: Vec<String> = alphabet.iter().map(|c| c.to_string()).collect();
-        let mut all = strings.clone();
-        for _ in 1..3 {
-            strings = strings
-                .iter()
-                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
-                .collect();
-            all.extend(strings.iter().cloned());
-        }
-        for s in &all {
-            let slot = usize::from(key_slot(s));
-            if !seen[slot] {
-                seen[slot] = true;
-                assert_eq!(slot_tag(slot as u16), s, "slot {slot}");
-            }
-        }
-        assert!(seen.iter().all(|&s| s), "a slot without a tag");
-        for slot in 0..SLOTS {
-            let tag = slot_tag(slot);
-            assert!((1..=3).contains(&tag.len()), "{slot}: {tag:?}");
-            assert!(tag.bytes().all(|b| b.is_ascii_alphanumeric()), "{tag:?}");
-            assert_eq!(key_slot(format!("{{{tag}}}")), slot);
-        }
-    }
-
-    #[test]
-    fn the_fencing_counter_hashes_to_the_lock_slot() {
-        assert_eq!(
-            fencing_counter("", "orders"),
-            format!(
-                "distlock:fencing-counter:{{{}}}",
-                slot_tag(key_slot("orders"))
-            )
-        );
-        assert_eq!(
-            legacy_fencing_counter("app:"),
-            "app:distlock:fencing-counter"
-        );
-        let names = [
-            "orders",
-            "{user:1}:orders",
-            "a{b",
-            "{}x",
-            "x}{y}",
-            "",
-            "λ{ü}",
-        ];
-        for prefix in ["", "app:", "{app}:", "a}b:"] {
-            for name in names {
-                let key = format!("{prefix}{name}");
-                let counter = fencing_counter(prefix, &key);
-                assert!(counter.starts_with(&format!("{prefix}distlock:fencing-counter:{{")));
-                assert_eq!(key_slot(&counter), key_slot(&key), "{counter} / {key}");
-            }
-        }
-        // Names of one hash tag share a slot, hence a counter.
-        assert_eq!(
-            fencing_counter("", "{user:1}:orders"),
-            fencing_counter("", "{user:1}:carts")
-        );
-    }
-
-    #[test]
-    fn drift_is_one_percent_plus_two_ms() {
-        assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
-    }
-}
+mod tests;

@@ -121,10 +121,9 @@ impl CountDownLatch {
         let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
         inv.key(&self.key)
             .key(&self.channel)
-            .key(format!(
-                "{}:{}",
-                keys::prefixed("distlock_latch_count_down", &self.key),
-                self.client.request_id()
+            .key(keys::latch_count_down_latch(
+                &self.key,
+                &self.client.request_id(),
             ))
             .arg("0")
             .arg(self.client.latch_ttl_ms());

@@ -81,9 +81,11 @@ mod conn;
 mod error;
 mod fair;
 mod holds;
+mod inspect;
 mod job;
 mod keys;
 mod latch;
+pub mod layout;
 mod lease;
 mod lock;
 mod metrics;
@@ -103,6 +105,7 @@ pub use config::{ClusterServers, Config, SentinelServers, SingleServer};
 pub use conn::redact_url;
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
 pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
+pub use inspect::{InspectedKind, Inspection};
 #[cfg(feature = "cron")]
 pub use job::spawn_cron;
 pub use job::{
@@ -141,20 +144,6 @@ pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 pub const ACQUIRE_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
-
-/// The wire contract: how distlock names its keys and channels in Redis — Redisson's and
-/// ShedLock's names where the layouts are theirs — for tools, operators and interop tests.
-/// Changing any of these is a breaking change of the data layout.
-pub mod layout {
-    pub use crate::keys::{
-        acquire_latch, client_notice_channel, fair_waiters, fencing_counter, hash_tag,
-        job_notice_channel, key_slot, latch_channel, legacy_fencing_counter, lock_channel,
-        lock_grant_channel, lock_queue, lock_waiters, permit_grant_channel, permit_queue,
-        permit_waiters, redisson_fenced_token, rwlock_queue, rwlock_waiters, rwlock_writers,
-        semaphore_channel, semaphore_leases, slot_tag, unlock_latch, HOLDER_FIELD, SLOTS,
-        TOKEN_FIELD,
-    };
-}
 
 /// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests
 /// (e.g. to inspect them or load them into another client): each source is the text as run,

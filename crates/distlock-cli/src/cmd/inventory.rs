@@ -1,51 +1,26 @@
 //! Which locks exist: a bounded `SCAN` of the server (every master of a Cluster) for the keys
 //! of distlock, Redisson and ShedLock — plain, fair and read-write locks, semaphores, latches
-//! and job locks — each read back as one [`Entry`]. Shared by `distlock list` and `distlock
-//! top`.
+//! and job locks — each read back as one [`Entry`]. Shared by `distlock list`, `distlock
+//! top` and `distlock status`.
 //!
-//! Read-only: every key is looked at with `TYPE`, `PTTL`, `OBJECT ENCODING`, `HLEN`, `GET`,
-//! `ZCOUNT`, `PUBSUB NUMSUB` and the library's read-only `status` calls; nothing is written.
-//! What the scan skips: the helper keys of the locks (fair queues, unlock latches, fencing
-//! counters, lease sets — their content is reported on the lock they belong to) and keys of
-//! other shapes (the application's own data), which are only counted.
+//! Read-only: the library says what a key is for by its name
+//! ([`distlock::layout::classify`]) and what it holds by its shape
+//! ([`distlock::Client::inspect`]); nothing is written. What the scan skips: the helper keys
+//! of the locks (fair queues, unlock latches, fencing counters, lease sets — their content
+//! is reported on the lock they belong to) and keys of other shapes (the application's own
+//! data), which are only counted.
 
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
+use distlock::layout::{classify, KeyRole};
+use distlock::{InspectedKind, Inspection};
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
 
 /// How many keys are read at once (each a few round trips): enough to hide latency, few
 /// enough not to crowd the server.
 const CONCURRENCY: usize = 32;
-
-/// A hash with more fields than this is not a lock (a lock has one field per owner, plus
-/// the fencing-token and holder fields), so it is not read whole.
-const MAX_LOCK_FIELDS: u64 = 1_000;
-
-/// Key names (after the key prefix, if any) of the helper keys that belong to a lock, a
-/// semaphore or a latch: not listed themselves.
-const HELPER_PREFIXES: &[&str] = &[
-    "redisson_lock_queue:",
-    "redisson_lock_timeout:",
-    "redisson_lock_token:",
-    "redisson_unlock_latch:",
-    "redisson__timeout__set:",
-    "distlock_fair_liveness:",
-    "distlock_fair_waiters:",
-    "distlock_lock_queue:",
-    "distlock_lock_waiters:",
-    "distlock_permit_queue:",
-    "distlock_permit_waiters:",
-    "distlock_rwlock_writers:",
-    "distlock_rwlock_queue:",
-    "distlock_rwlock_waiters:",
-    "distlock_acquire_latch:",
-    "distlock_semaphore_grant:",
-    "distlock_semaphore_release:",
-    "distlock_latch_count_down:",
-    "distlock:fencing-counter",
-];
 
 /// What a listed key is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -408,7 +383,8 @@ pub async fn scan(client: &distlock::Client, query: &Query) -> Result<Inventory>
         .into_iter()
         .filter_map(|key| {
             let name = key.strip_prefix(&query.key_prefix)?.to_string();
-            (!is_helper(&name)).then_some((key, name))
+            let helper = matches!(classify(&name), KeyRole::Helper { .. });
+            (!helper).then_some((key, name))
         })
         .collect();
     let now = SystemTime::now();
@@ -424,7 +400,7 @@ pub async fn scan(client: &distlock::Client, query: &Query) -> Result<Inventory>
             break;
         }
         let results: Vec<(&String, Result<Option<Entry>>)> = stream::iter(chunk)
-            .map(|(key, name)| async move { (key, read_key(client, key, name, now).await) })
+            .map(|(key, name)| async move { (key, read_key(client, name, now).await) })
             .buffered(CONCURRENCY)
             .collect()
             .await;
@@ -461,14 +437,6 @@ pub async fn scan(client: &distlock::Client, query: &Query) -> Result<Inventory>
     })
 }
 
-/// Whether `name` (a key without the key prefix) is a helper key of a lock, semaphore or
-/// latch rather than one itself.
-fn is_helper(name: &str) -> bool {
-    HELPER_PREFIXES.iter().any(|p| name.starts_with(p))
-        || name.contains(":rwlock_timeout:")
-        || name.ends_with("}:timeout")
-}
-
 /// `s` with the glob characters of `SCAN MATCH` escaped.
 pub fn glob_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -482,88 +450,100 @@ pub fn glob_escape(s: &str) -> String {
 }
 
 /// One key as an [`Entry`], or `None` when it is not of the lock family (or vanished).
-async fn read_key(
-    client: &distlock::Client,
-    key: &str,
-    name: &str,
-    now: SystemTime,
-) -> Result<Option<Entry>> {
-    let kind = key_type(client, key).await?;
-    read_typed(client, key, &kind, name, now).await
-}
-
-/// `TYPE key`.
-async fn key_type(client: &distlock::Client, key: &str) -> Result<String> {
-    let mut con = client.redis_connection();
-    Ok(redis::cmd("TYPE").arg(key).query_async(&mut con).await?)
-}
-
-/// A key of the type `kind` as an [`Entry`], as [`read_key`].
-async fn read_typed(
-    client: &distlock::Client,
-    key: &str,
-    kind: &str,
-    name: &str,
-    now: SystemTime,
-) -> Result<Option<Entry>> {
-    match kind {
-        "hash" => read_hash(client, key, name, now).await,
-        "string" => read_string(client, key, name, now).await,
-        _ => Ok(None),
+async fn read_key(client: &distlock::Client, name: &str, now: SystemTime) -> Result<Option<Entry>> {
+    match client.inspect(name).await {
+        // Gone since the scan found it.
+        Ok(i) if matches!(i.kind, InspectedKind::Free(_)) => Ok(None),
+        Ok(i) if matches!(i.kind, InspectedKind::Job { holder: None, .. }) => Ok(None),
+        Ok(i) => entry(i, now).map(Some),
+        // Of another shape: the application's data.
+        Err(e) if e.kind() == distlock::ErrorKind::WrongType => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 
-async fn read_hash(
-    client: &distlock::Client,
-    key: &str,
-    name: &str,
-    now: SystemTime,
-) -> Result<Option<Entry>> {
-    let mut con = client.redis_connection();
-    let fields: u64 = redis::cmd("HLEN").arg(key).query_async(&mut con).await?;
-    if fields == 0 || fields > MAX_LOCK_FIELDS {
-        return Ok(None);
-    }
-    // A fair lock's status is a plain lock's plus its queue: one call reads either.
-    let s = match client.fair_lock(name).status().await {
-        Ok(s) => s,
-        // Changed type since TYPE: not a lock now.
-        Err(e) if e.kind() == distlock::ErrorKind::WrongType => return Ok(None),
-        Err(e) => return Err(e.into()),
+/// The library's inspection of a name as the entry `list`, `top` and `status` print.
+///
+/// # Errors
+/// A kind of key the library knows and this CLI does not.
+pub fn entry(i: Inspection, now: SystemTime) -> Result<Entry> {
+    let waiting = i.waiters;
+    let mut e = match i.kind {
+        InspectedKind::Free(s) => {
+            let mut e = Entry::new(Kind::Lock, &i.name, &i.key);
+            e.fencing_counter = Some(s.fencing_counter);
+            e.waiting = s.subscribers;
+            return Ok(e);
+        }
+        InspectedKind::Lock(s) => lock_entry(s, &i.name, now),
+        InspectedKind::FairLock(s) => {
+            let queue = s.queue.clone();
+            let mut e = lock_entry(s, &i.name, now);
+            e.kind = Kind::Fair;
+            e.queue = Some(queue.len() as u64);
+            e.queue_owners = queue;
+            e
+        }
+        InspectedKind::RwLock(s) => {
+            let (mode, writers) = (s.mode, s.waiting_writers);
+            let mut e = lock_entry(s, &i.name, now);
+            e.kind = Kind::Rwlock;
+            e.mode = mode.map(|m| m.to_string());
+            e.waiting_writers = Some(writers);
+            e
+        }
+        InspectedKind::Semaphore { permits } => {
+            let mut e = Entry::new(Kind::Semaphore, &i.name, &i.key);
+            e.value = Some(permits);
+            e
+        }
+        InspectedKind::LeasedSemaphore { permits, leased } => {
+            let mut e = Entry::new(Kind::LeasedSemaphore, &i.name, &i.key);
+            e.value = Some(permits);
+            e.leased = Some(leased);
+            e.held = leased > 0;
+            e
+        }
+        InspectedKind::Latch { count } => {
+            let mut e = Entry::new(Kind::Latch, &i.name, &i.key);
+            e.value = Some(count);
+            e
+        }
+        InspectedKind::SemaphoreOrLatch { value } => {
+            let mut e = Entry::new(Kind::SemaphoreOrLatch, &i.name, &i.key);
+            e.value = Some(value);
+            e
+        }
+        InspectedKind::Job { env, name, holder } => {
+            let mut e = Entry::new(Kind::Job, &name, &i.key);
+            e.env = Some(env);
+            if let Some(h) = holder {
+                e.held = true;
+                e.ttl_ms = h.ttl.map(|t| t.as_millis() as u64);
+                e.holder = Some(job_holder(h, now));
+            }
+            return Ok(e);
+        }
+        other => anyhow::bail!("{:?} holds a kind this CLI does not know: {other:?}", i.key),
     };
-    // A lock's owner fields are `<client-uuid>:<owner-id>` (Redisson's and distlock's).
-    let is_lock = s.mode.is_some()
-        || s.fencing_token.is_some()
-        || s.holder.is_some()
-        || s.holders.iter().any(|(owner, _)| {
-            owner
-                .get(..36)
-                .is_some_and(|id| uuid::Uuid::parse_str(id).is_ok())
-        });
-    if !is_lock {
-        return Ok(None);
+    e.waiting = waiting;
+    Ok(e)
+}
+
+/// A job lock's holder as an entry's.
+fn job_holder(h: distlock::JobHolder, now: SystemTime) -> Holder {
+    let since = humantime::parse_rfc3339_weak(h.locked_at.trim_end_matches('Z')).ok();
+    Holder {
+        app: None,
+        host: h.host,
+        pid: None,
+        since_ms: since
+            .and_then(|s| s.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64),
+        held_for_ms: since
+            .and_then(|s| now.duration_since(s).ok())
+            .map_or(0, |d| d.as_millis() as u64),
     }
-    let mode = s.mode;
-    let queue = s.queue.clone();
-    let mut e = lock_entry(s, name, now);
-    if let Some(mode) = mode {
-        // Its waiters listen on the read-write lock's channel, not the plain lock's.
-        let rw = client.rw_lock(name).status().await?;
-        e.kind = Kind::Rwlock;
-        e.mode = Some(mode.to_string());
-        e.waiting = rw.subscribers;
-        e.waiting_writers = Some(rw.waiting_writers);
-        return Ok(Some(e));
-    }
-    // A fair lock shows by its queue: without waiters it is laid out as a plain lock (an
-    // idle fair lock is a `lock` to every command).
-    if !queue.is_empty() {
-        e.kind = Kind::Fair;
-        e.queue = Some(queue.len() as u64);
-        e.waiting = e.waiting.max(queue.len() as u64);
-        e.queue_owners = queue;
-    }
-    Ok(Some(e))
 }
 
 /// A lock's status as an entry of kind `lock` (the caller sets a fair or read-write lock's
@@ -604,21 +584,7 @@ pub fn lock_entry(s: distlock::LockStatus, name: &str, now: SystemTime) -> Entry
 /// # Errors
 /// A key of another type or shape ("the key holds …"); server failures.
 pub async fn read_name(client: &distlock::Client, name: &str, now: SystemTime) -> Result<Entry> {
-    let lock = client.lock(name);
-    let key = lock.key().to_string();
-    // One TYPE for both questions: what to read, and what a key of no lock's shape holds.
-    let kind = key_type(client, &key).await?;
-    if let Some(e) = read_typed(client, &key, &kind, name, now).await? {
-        return Ok(e);
-    }
-    if kind != "none" {
-        anyhow::bail!("the key holds a {kind} that is not a lock, a semaphore or a latch");
-    }
-    let s = lock.status().await?;
-    let mut e = Entry::new(Kind::Lock, name, &key);
-    e.fencing_counter = Some(s.fencing_counter);
-    e.waiting = s.subscribers;
-    Ok(e)
+    entry(client.inspect(name).await?, now)
 }
 
 /// The entry of the job lock `job` of `env`, free or held.
@@ -631,138 +597,7 @@ pub async fn read_job(
     job: &str,
     now: SystemTime,
 ) -> Result<Entry> {
-    let key = client.job_lock(job).environment(env).key();
-    let unprefixed = format!("job-lock:{env}:{job}");
-    if let Some(e) = read_string(client, &key, &unprefixed, now).await? {
-        return Ok(e);
-    }
-    let mut e = Entry::new(Kind::Job, job, &key);
-    e.env = Some(env.to_string());
-    Ok(e)
-}
-
-async fn read_string(
-    client: &distlock::Client,
-    key: &str,
-    name: &str,
-    now: SystemTime,
-) -> Result<Option<Entry>> {
-    if let Some((env, job)) = name
-        .strip_prefix("job-lock:")
-        .and_then(|rest| rest.split_once(':'))
-    {
-        let lock = client.job_lock(job).environment(env);
-        let Some(h) = lock.status().await? else {
-            return Ok(None);
-        };
-        let mut e = Entry::new(Kind::Job, job, key);
-        e.env = Some(env.to_string());
-        e.held = true;
-        e.ttl_ms = h.ttl.map(|t| t.as_millis() as u64);
-        let since = humantime::parse_rfc3339_weak(h.locked_at.trim_end_matches('Z')).ok();
-        e.holder = Some(Holder {
-            app: None,
-            host: h.host,
-            pid: None,
-            since_ms: since
-                .and_then(|s| s.duration_since(SystemTime::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_millis() as u64),
-            held_for_ms: since
-                .and_then(|s| now.duration_since(s).ok())
-                .map_or(0, |d| d.as_millis() as u64),
-        });
-        return Ok(Some(e));
-    }
-    // Semaphores and latches are integer strings (Redis stores them with the `int`
-    // encoding); anything else is the application's data, not read.
-    let mut con = client.redis_connection();
-    let encoding: Option<String> = redis::cmd("OBJECT")
-        .arg("ENCODING")
-        .arg(key)
-        .query_async(&mut con)
-        .await?;
-    if encoding.as_deref() != Some("int") {
-        return Ok(None);
-    }
-    let leases_key = distlock::layout::semaphore_leases(key);
-    let now_ms = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64;
-    // One round trip: the key and its lease set share a hash slot.
-    let (value, has_leases, leased): (Option<i64>, bool, u64) = redis::pipe()
-        .cmd("GET")
-        .arg(key)
-        .cmd("EXISTS")
-        .arg(&leases_key)
-        .cmd("ZCOUNT")
-        .arg(&leases_key)
-        .arg(now_ms)
-        .arg("+inf")
-        .query_async(&mut con)
-        .await?;
-    let Some(Ok(value)) = value.map(u64::try_from) else {
-        return Ok(None);
-    };
-    let channels = [
-        distlock::layout::semaphore_channel(key),
-        distlock::layout::latch_channel(key),
-    ];
-    let [sem_waiting, latch_waiting] = numsub(client, &channels).await?;
-    let mut e = Entry::new(Kind::SemaphoreOrLatch, name, key);
-    e.value = Some(value);
-    if has_leases {
-        e.kind = Kind::LeasedSemaphore;
-        e.leased = Some(leased);
-        e.held = leased > 0;
-        e.waiting = sem_waiting;
-    } else if latch_waiting > 0 {
-        e.kind = Kind::Latch;
-        e.waiting = latch_waiting;
-    } else if sem_waiting > 0 {
-        e.kind = Kind::Semaphore;
-        e.waiting = sem_waiting;
-    }
-    Ok(Some(e))
-}
-
-/// Subscribers of each of `channels`: `PUBSUB NUMSUB`, plus `PUBSUB SHARDNUMSUB` (sharded
-/// pub/sub, Redis 7; the waiters of a Cluster use it) where the server knows it, asked once per
-/// hash slot among the channels (one call for a key without a `{hash tag}`: both channels carry
-/// `{key}`).
-async fn numsub<const N: usize>(
-    client: &distlock::Client,
-    channels: &[String; N],
-) -> Result<[u64; N]> {
-    let mut con = client.redis_connection();
-    let mut counts: Vec<(String, u64)> = redis::cmd("PUBSUB")
-        .arg("NUMSUB")
-        .arg(channels)
-        .query_async(&mut con)
-        .await?;
-    let mut slots: Vec<u16> = channels.iter().map(distlock::layout::key_slot).collect();
-    slots.sort_unstable();
-    slots.dedup();
-    for slot in slots {
-        let in_slot: Vec<&String> = channels
-            .iter()
-            .filter(|c| distlock::layout::key_slot(c) == slot)
-            .collect();
-        let sharded: Vec<(String, u64)> = redis::cmd("PUBSUB")
-            .arg("SHARDNUMSUB")
-            .arg(in_slot)
-            .query_async(&mut con)
-            .await
-            .unwrap_or_default();
-        counts.extend(sharded);
-    }
-    Ok(std::array::from_fn(|i| {
-        counts
-            .iter()
-            .filter(|(c, _)| *c == channels[i])
-            .map(|(_, n)| n)
-            .sum()
-    }))
+    entry(client.inspect_job(env, job).await?, now)
 }
 
 /// A duration as people read it, to the second (`1h 2m 3s`, `850ms` below a second).
@@ -783,31 +618,6 @@ pub fn human_secs(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn helper_keys_are_told_apart_from_locks() {
-        for helper in [
-            "redisson_lock_queue:{orders}",
-            "redisson_lock_timeout:{orders}",
-            "distlock:fencing-counter:{a}",
-            "distlock:fencing-counter",
-            "{rw}:abc:1:rwlock_timeout:1",
-            "{sem}:timeout",
-            "redisson_unlock_latch:{orders}:3f2",
-            "distlock_lock_queue:{orders}",
-            "distlock_lock_waiters:{orders}",
-            "distlock_fair_waiters:{orders}",
-            "distlock_permit_queue:{exports}",
-            "distlock_permit_waiters:{exports}",
-            "distlock_rwlock_queue:{docs}",
-            "distlock_rwlock_waiters:{docs}",
-        ] {
-            assert!(is_helper(helper), "{helper}");
-        }
-        for lock in ["orders", "job-lock:prod:report", "timeout", "a:b:c"] {
-            assert!(!is_helper(lock), "{lock}");
-        }
-    }
 
     #[test]
     fn owners_are_shortened_to_the_client_id_prefix() {

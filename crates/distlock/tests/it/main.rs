@@ -14,6 +14,7 @@ mod faults;
 mod fencing;
 mod handoff;
 mod holder;
+mod inspect;
 mod job;
 mod kinds;
 mod latch;

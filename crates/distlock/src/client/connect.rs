@@ -1,0 +1,345 @@
+//! [`ClientBuilder::build`]: connect, check the server, read the fencing floor, start the
+//! background tasks.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::builder::{
+    check_app_name, check_ca, credentials_hint, default_app_name, with_credentials,
+};
+use super::{Client, ClientBuilder, ClientInner};
+use crate::conn::pubsub::Hub;
+use crate::conn::{naming, redact_url, Backend, ConnectSettings, Target};
+use crate::error::{Error, Result};
+use crate::holds::{Fallback, Holds};
+use crate::keys;
+use crate::watchdog::Leases;
+
+impl ClientBuilder {
+    /// Connect, authenticate and start the background tasks on the current tokio runtime.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::Config`](crate::ErrorKind::Config): no URL, an unparsable URL, a
+    ///   duration out of range, an [app name](ClientBuilder::app_name) that is empty, longer
+    ///   than 64 characters or has a character outside `[A-Za-z0-9._-]` (nothing is
+    ///   connected then);
+    /// - [`ErrorKind::Connection`](crate::ErrorKind::Connection): the server cannot be
+    ///   reached within the connect timeout;
+    /// - [`ErrorKind::Auth`](crate::ErrorKind::Auth): the server refused the credentials;
+    /// - [`ErrorKind::Config`](crate::ErrorKind::Config) also when
+    ///   [`require_noeviction`](ClientBuilder::require_noeviction) is set and the server's
+    ///   `maxmemory-policy` is not `noeviction` or cannot be read.
+    ///
+    /// Messages show the URL with its password masked.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    ///
+    /// # Panics
+    /// Panics when called outside a tokio runtime.
+    pub async fn build(self) -> Result<Client> {
+        let connect_started = tokio::time::Instant::now();
+        let given = self.redis_client.clone();
+        let url = match (&self.url, &given) {
+            (Some(url), None) => url.clone(),
+            // The server as its connection info names it (no credentials).
+            (None, Some(client)) => {
+                let info = client.get_connection_info();
+                format!("redis://{}/{}", info.addr(), info.redis_settings().db())
+            }
+            (None, None) => {
+                return Err(Error::config(
+                    "no server given (ClientBuilder::url or ClientBuilder::redis_client)",
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::config(
+                    "a URL and a redis::Client were both given: give one (ClientBuilder::url \
+                     or ClientBuilder::redis_client)",
+                ))
+            }
+        };
+        let redacted = redact_url(&url);
+        for (what, d) in [
+            ("watchdog lease", self.watchdog_lease),
+            ("command timeout", self.command_timeout),
+            ("connect timeout", self.connect_timeout),
+            ("replica ack timeout", self.replica_ack_timeout),
+        ] {
+            keys::lease_ms(what, d).map_err(|e| Error::config(e.to_string()))?;
+        }
+        if self.watchdog_lease < Duration::from_millis(3) {
+            return Err(Error::config("watchdog lease must be at least 3 ms"));
+        }
+        keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))?;
+        if let Some(ca) = &self.tls_ca {
+            check_ca(ca)?;
+        }
+        let app_name = match self.app_name.clone() {
+            Some(name) => check_app_name(&name).map(|()| name)?,
+            None => default_app_name(),
+        };
+        let host = naming::host_name();
+        let pid = std::process::id();
+        let connection_name: Arc<str> = naming::connection_name(&app_name, &host, pid).into();
+        let url = if self.username.is_some() || self.password.is_some() {
+            with_credentials(&url, self.username.as_deref(), self.password.as_deref())
+        } else {
+            url
+        };
+        let target = match given {
+            Some(client) => Target::Standalone(client),
+            None => Target::parse(&url, self.sentinel_auth.as_deref(), self.tls_ca.as_deref())
+                .map_err(|e| credentials_hint(e, &url))?,
+        };
+        let standalone = match &target {
+            Target::Standalone(client) => Some(client.clone()),
+            Target::Sentinel(_) | Target::Cluster(_) => None,
+        };
+        let settings = ConnectSettings {
+            connect_timeout: self.connect_timeout,
+            command_timeout: self.command_timeout,
+            replica_acks: self.replica_acks,
+            replica_ack_timeout: self.replica_ack_timeout,
+            pubsub: self.pubsub,
+            client_name: connection_name.clone(),
+            tls_ca: self.tls_ca.clone(),
+        };
+        let (backend, subscriber) = Backend::connect(target, &settings, &redacted)
+            .await
+            .map_err(|e| credentials_hint(e, &url))?;
+        // One round trip for all three: the requests share the multiplexed connection.
+        let legacy_counter = keys::legacy_fencing_counter(&self.key_prefix);
+        let (eviction_policy, fencing_floor, ()) = tokio::join!(
+            check_eviction_policy(&backend, self.require_noeviction),
+            read_fencing_floor(
+                &backend,
+                &legacy_counter,
+                connect_started + self.connect_timeout
+            ),
+            preload_scripts(&backend),
+        );
+        let (eviction_policy, fencing_floor) = (eviction_policy?, fencing_floor?);
+        let id = uuid::Uuid::new_v4();
+        // Signalled by the subscription hub when it reconnects: the watchdog then checks
+        // every held lease at once.
+        let reconnected = Arc::new(tokio::sync::Notify::new());
+        let hub = Hub::start(subscriber, self.connect_timeout, reconnected.clone());
+        let leases = Leases::start(backend.clone(), self.watchdog_lease, reconnected);
+        let notices = hub.listen(
+            &keys::client_notice_channel(&id.to_string()),
+            leases.notice_handler(),
+        );
+        let inner = ClientInner {
+            id,
+            id_str: id.to_string(),
+            holds: Holds::new(
+                Fallback {
+                    client: standalone,
+                    backend: backend.clone(),
+                    connect_timeout: self.connect_timeout,
+                    command_timeout: self.command_timeout,
+                    deadline: Default::default(),
+                },
+                tokio::runtime::Handle::current(),
+            ),
+            hub,
+            leases,
+            _notices: notices,
+            backend,
+            fencing_floor,
+            key_prefix: self.key_prefix,
+            watchdog_lease: self.watchdog_lease,
+            default_wait: self.default_wait,
+            command_timeout: self.command_timeout,
+            metrics_lock_names: self.metrics_lock_names,
+            runtime: tokio::runtime::Handle::current(),
+            seq: AtomicU64::new(0),
+            redacted_url: redacted,
+            eviction_policy,
+            holder_meta: format!(
+                "{};{};{pid}",
+                keys::first_chars(&app_name, 16),
+                keys::first_chars(&host, 24)
+            ),
+            app_name,
+            connection_name,
+        };
+        Ok(Client {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+/// The text of an `INFO` reply: one server's, or each node's (a cluster answers per node).
+fn info_texts(v: redis::Value) -> Vec<String> {
+    match v {
+        redis::Value::BulkString(b) => vec![String::from_utf8_lossy(&b).into_owned()],
+        redis::Value::VerbatimString { text, .. } => vec![text],
+        redis::Value::SimpleString(s) => vec![s],
+        redis::Value::Map(pairs) => pairs.into_iter().flat_map(|(_, v)| info_texts(v)).collect(),
+        redis::Value::Array(items) => items.into_iter().flat_map(info_texts).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Read the server's `maxmemory-policy` (`INFO memory`); warn about policies that may evict
+/// lock keys, or refuse them when `require_noeviction`.
+async fn check_eviction_policy(
+    backend: &Backend,
+    require_noeviction: bool,
+) -> Result<Option<String>> {
+    let info: Result<redis::Value> = backend
+        .query("read maxmemory-policy", redis::cmd("INFO").arg("memory"))
+        .await;
+    let (policy, limited) = match info {
+        Ok(info) => {
+            // One server's text, or (Redis Cluster) one per node: judge by the first node
+            // whose policy may evict, else by any.
+            let texts = info_texts(info);
+            let field = |info: &str, name: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim().to_string())
+            };
+            let info = texts
+                .iter()
+                .find(|t| field(t, "maxmemory_policy:").as_deref() != Some("noeviction"))
+                .or(texts.first())
+                .cloned()
+                .unwrap_or_default();
+            // Without a maxmemory limit nothing is evicted (until an operator sets one).
+            let limited = field(&info, "maxmemory:").is_none_or(|m| m != "0");
+            (field(&info, "maxmemory_policy:"), limited)
+        }
+        Err(e) if e.kind() == crate::error::ErrorKind::NoPermission => (None, true),
+        Err(e) => return Err(e),
+    };
+    match policy.as_deref() {
+        Some("noeviction") => {}
+        Some(p) if !limited && !require_noeviction => {
+            tracing::debug!(policy = p, "no maxmemory limit: nothing is evicted for now");
+        }
+        Some(p) if require_noeviction => {
+            return Err(Error::config(format!(
+                "the server's maxmemory-policy is {p}: it may evict held lock keys (set it to \
+                 noeviction, or do not require it)"
+            )));
+        }
+        None if require_noeviction => {
+            return Err(Error::config(
+                "cannot read the server's maxmemory-policy (INFO memory); noeviction was required",
+            ));
+        }
+        Some(p) if p.starts_with("allkeys-") => {
+            tracing::warn!(
+                policy = p,
+                "the server's maxmemory-policy evicts ANY key under memory pressure, held locks \
+                 included: another client can then acquire a lock that is still held; use \
+                 noeviction on lock servers"
+            );
+        }
+        Some(p) => {
+            tracing::warn!(
+                policy = p,
+                "the server's maxmemory-policy evicts keys with a TTL under memory pressure, and \
+                 every lock key has one: held locks may be evicted; use noeviction on lock servers"
+            );
+        }
+        None => {
+            tracing::debug!("maxmemory-policy unknown (INFO denied); eviction not checked");
+        }
+    }
+    Ok(policy)
+}
+
+/// Read the legacy server-wide fencing counter (`GET`), the floor of every per-slot counter
+/// created by this client: tokens keep rising for a deployment upgraded from one counter per
+/// server. Absent (or unreadable: an ACL without rights on it, another type) → `"0"`; a value
+/// that is not a decimal integer is ignored with a warning (no token could be issued from it,
+/// so none lies above it); a decimal beyond 2^63 - 1 is kept, and grants in new slots then
+/// fail as the old counter's did. The key's node not serving it yet (a Cluster whose slot
+/// owner is down until its replica is promoted: `CLUSTERDOWN`, a stale `MOVED`) is asked
+/// again every 200 ms until `deadline` (the connect timeout).
+async fn read_fencing_floor(
+    backend: &Backend,
+    legacy_counter: &str,
+    deadline: tokio::time::Instant,
+) -> Result<String> {
+    let value: Result<Option<Vec<u8>>> = loop {
+        let read = backend
+            .query(
+                "read the legacy fencing counter",
+                redis::cmd("GET").arg(legacy_counter),
+            )
+            .await;
+        let retry = Duration::from_millis(200);
+        match read {
+            Err(e)
+                if e.kind() == crate::error::ErrorKind::Connection
+                    && tokio::time::Instant::now() + retry < deadline =>
+            {
+                tokio::time::sleep(retry).await;
+            }
+            read => break read,
+        }
+    };
+    let value = match value {
+        Ok(v) => v,
+        Err(e)
+            if matches!(
+                e.kind(),
+                crate::error::ErrorKind::NoPermission | crate::error::ErrorKind::WrongType
+            ) =>
+        {
+            tracing::debug!(
+                key = legacy_counter,
+                error = format_args!("{e:#}"),
+                "legacy fencing counter not read"
+            );
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(match value {
+        None => "0".to_string(),
+        Some(v) if !v.is_empty() && v.iter().all(u8::is_ascii_digit) => {
+            let digits = String::from_utf8_lossy(&v);
+            let digits = digits.trim_start_matches('0');
+            if digits.is_empty() {
+                "0".to_string()
+            } else {
+                digits.to_string()
+            }
+        }
+        Some(v) => {
+            tracing::warn!(
+                key = legacy_counter,
+                value = %String::from_utf8_lossy(&v[..v.len().min(40)]),
+                "the legacy fencing counter is not a decimal integer; ignored as a token floor"
+            );
+            "0".to_string()
+        }
+    })
+}
+
+/// Load every script into the server's script cache (one pipelined round trip), so that no
+/// first use of a script needs a `NOSCRIPT` round trip — in particular none whose send is
+/// queued on a stalled server, where a `NOSCRIPT` answer would come back to nobody and the
+/// request would silently not run. Failures are left to the per-call fallback.
+async fn preload_scripts(backend: &Backend) {
+    let mut pipe = redis::pipe();
+    for script in crate::scripts::ALL {
+        pipe.cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(script.text(backend.publish()))
+            .ignore();
+    }
+    if let Err(e) = backend.pipeline::<()>("load scripts", &pipe).await {
+        tracing::debug!(
+            error = format_args!("{e:#}"),
+            "preloading scripts failed; each loads on first use"
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! Unit tests of the key names, slots and input checks.
+
+use super::*;
+
+#[test]
+fn helper_names_put_the_hash_tag_and_the_tail_where_redisson_does() {
+    assert_eq!(
+        unlock_latch("orders", "r1"),
+        "redisson_unlock_latch:{orders}:r1"
+    );
+    assert_eq!(
+        unlock_latch("{user:1}:orders", "r1"),
+        "redisson_unlock_latch:{user:1}:orders:r1"
+    );
+    assert_eq!(acquire_latch("o", ""), "distlock_acquire_latch:{o}:");
+    assert_eq!(lock_grant_channel("o", "c"), "distlock_lock_grant:{o}:c");
+    assert_eq!(client_notice_channel("c"), "distlock_client:{c}");
+    assert_eq!(
+        job_notice_channel("job-lock:prod:x"),
+        "distlock_job:{job-lock:prod:x}"
+    );
+    assert_eq!(
+        permit_grant_channel("o", "c"),
+        "distlock_permit_grant:{o}:c"
+    );
+    assert_eq!(lock_queue("{t}x"), "distlock_lock_queue:{t}x");
+    assert_eq!(lock_channel("o"), "redisson_lock__channel:{o}");
+}
+
+#[test]
+fn names_follow_redisson_prefix_name() {
+    assert_eq!(lock_channel("orders"), "redisson_lock__channel:{orders}");
+    assert_eq!(
+        lock_channel("{u1}:cart"),
+        "redisson_lock__channel:{u1}:cart"
+    );
+    assert_eq!(
+        unlock_latch("orders", "r1"),
+        "redisson_unlock_latch:{orders}:r1"
+    );
+}
+
+#[test]
+fn durations_are_checked() {
+    assert!(lease_ms("lease", Duration::ZERO).is_err());
+    assert!(lease_ms("lease", Duration::from_micros(10)).is_err());
+    assert!(lease_ms("lease", Duration::MAX).is_err());
+    assert_eq!(lease_ms("lease", Duration::from_secs(30)).unwrap(), 30_000);
+    assert!(check_wait(Duration::ZERO).is_ok());
+    assert!(check_wait(Duration::MAX).is_err());
+}
+
+#[test]
+fn names_are_checked() {
+    assert!(check_name("").is_err());
+    assert!(check_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
+    assert!(check_name(&"x".repeat(MAX_NAME_LEN)).is_ok());
+    for bad in ["a{b", "{}x", "x}{y", "x}y", "}"] {
+        assert!(check_name(bad).is_err(), "{bad:?}");
+    }
+    for good in ["{user42}:orders", "a{b}c", "a}b{c}", "{a}{b}", "orders"] {
+        assert!(check_name(good).is_ok(), "{good:?}");
+    }
+}
+
+#[test]
+fn key_slots_follow_the_cluster_spec() {
+    // CRC16/XMODEM's check value: CRC of "123456789" = 0x31C3.
+    assert_eq!(CRC16.checksum(b"123456789"), 0x31C3);
+    // CLUSTER KEYSLOT answers of redis-server 7.0 (tests/it/fencing.rs compares hundreds
+    // more against a live server).
+    assert_eq!(key_slot("somekey"), 11058);
+    assert_eq!(key_slot("foo"), 12182);
+    assert_eq!(key_slot("foo{hash_tag}"), 2515);
+    assert_eq!(key_slot("bar{hash_tag}"), 2515);
+    // Hash tags, as the spec's examples: the first '{' and the first '}' after it.
+    assert_eq!(key_slot("{user1000}.following"), key_slot("user1000"));
+    assert_eq!(key_slot("{user1000}.followers"), key_slot("user1000"));
+    assert_eq!(hash_tag(b"foo{}{bar}"), b"foo{}{bar}");
+    assert_eq!(hash_tag(b"foo{{bar}}zap"), b"{bar");
+    assert_eq!(hash_tag(b"foo{bar}{zap}"), b"bar");
+    assert_eq!(hash_tag(b"{}"), b"{}");
+    assert_eq!(hash_tag(b"no}tag{"), b"no}tag{");
+    assert_eq!(hash_tag(b"{user:1}:orders"), b"user:1");
+}
+
+/// Every slot has a tag; the tag hashes to its slot; it is the first string hashing there
+/// in the documented order (shorter first, then ASCII order over 0-9A-Za-z), checked by
+/// walking every string of up to 3 characters independently of the table's builder.
+#[test]
+fn every_slot_has_the_first_alphanumeric_tag_that_hashes_to_it() {
+    let started = std::time::Instant::now();
+    assert_eq!(slot_tag(0), "06S");
+    eprintln!("slot tag table built in {:?}", started.elapsed());
+    assert_eq!(slot_tag(1), "Qi");
+    assert_eq!(slot_tag(9), "ru");
+    assert_eq!(slot_tag(16383), "6ZJ");
+    let mut seen = vec![false; usize::from(SLOTS)];
+    let alphabet: Vec<char> = ('0'..='9').chain('A'..='Z').chain('a'..='z').collect();
+    let mut strings: Vec<String> = alphabet.iter().map(|c| c.to_string()).collect();
+    let mut all = strings.clone();
+    for _ in 1..3 {
+        strings = strings
+            .iter()
+            .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+            .collect();
+        all.extend(strings.iter().cloned());
+    }
+    for s in &all {
+        let slot = usize::from(key_slot(s));
+        if !seen[slot] {
+            seen[slot] = true;
+            assert_eq!(slot_tag(slot as u16), s, "slot {slot}");
+        }
+    }
+    assert!(seen.iter().all(|&s| s), "a slot without a tag");
+    for slot in 0..SLOTS {
+        let tag = slot_tag(slot);
+        assert!((1..=3).contains(&tag.len()), "{slot}: {tag:?}");
+        assert!(tag.bytes().all(|b| b.is_ascii_alphanumeric()), "{tag:?}");
+        assert_eq!(key_slot(format!("{{{tag}}}")), slot);
+    }
+}
+
+#[test]
+fn the_fencing_counter_hashes_to_the_lock_slot() {
+    assert_eq!(
+        fencing_counter("", "orders"),
+        format!(
+            "distlock:fencing-counter:{{{}}}",
+            slot_tag(key_slot("orders"))
+        )
+    );
+    assert_eq!(
+        legacy_fencing_counter("app:"),
+        "app:distlock:fencing-counter"
+    );
+    let names = [
+        "orders",
+        "{user:1}:orders",
+        "a{b",
+        "{}x",
+        "x}{y}",
+        "",
+        "λ{ü}",
+    ];
+    for prefix in ["", "app:", "{app}:", "a}b:"] {
+        for name in names {
+            let key = format!("{prefix}{name}");
+            let counter = fencing_counter(prefix, &key);
+            assert!(counter.starts_with(&format!("{prefix}distlock:fencing-counter:{{")));
+            assert_eq!(key_slot(&counter), key_slot(&key), "{counter} / {key}");
+        }
+    }
+    // Names of one hash tag share a slot, hence a counter.
+    assert_eq!(
+        fencing_counter("", "{user:1}:orders"),
+        fencing_counter("", "{user:1}:carts")
+    );
+}
+
+#[test]
+fn drift_is_one_percent_plus_two_ms() {
+    assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
+}

@@ -1,0 +1,342 @@
+//! Unit tests of the scripts: their headers, the prelude, the names they build, the
+//! publish variants.
+
+use super::{
+    Publish, ALL, FAIR, FAST, HANDOFF, KINDS, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE,
+    RW_HANDOFF, SOURCES,
+};
+
+/// Every negative reply a script returns is cited by its name ([`super::reply`]) in that
+/// script's header, so the Rust side and the Lua side name each code alike.
+#[test]
+fn every_negative_reply_is_named_in_its_scripts_header() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/scripts");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("lua") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let header: String = text
+            .lines()
+            .take_while(|l| l.starts_with("--") || l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let code: Vec<&str> = text
+            .lines()
+            .skip_while(|l| l.starts_with("--") || l.trim().is_empty())
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect();
+        for (name, value) in super::reply::ALL {
+            let returned = code.iter().any(|l| {
+                let l = l.replace(' ', "");
+                l.contains(&format!("return{value}")) || l.contains(&format!("return{{{value}"))
+            });
+            if returned {
+                checked += 1;
+                assert!(
+                    header.contains(name),
+                    "{} returns {value} without naming it {name} in its header",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} negative replies found");
+}
+
+#[test]
+fn every_script_has_a_header_with_keys_argv_and_returns() {
+    assert_eq!(SOURCES.len(), 39);
+    for (file, src) in SOURCES {
+        let header: String = src
+            .lines()
+            .take_while(|l| l.starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(header.contains("KEYS[1]"), "{file}: no KEYS in header");
+        assert!(header.contains("Returns"), "{file}: no Returns in header");
+    }
+}
+
+#[test]
+fn the_prelude_has_a_header_and_comes_first_in_every_script_that_uses_it() {
+    let header: Vec<&str> = PRELUDE
+        .lines()
+        .take_while(|l| l.starts_with("--"))
+        .collect();
+    assert!(header[0].starts_with("-- prelude.lua:"), "{}", header[0]);
+    for name in [
+        "now_ms()",
+        "next_token(counter_key, floor[, fenced_key])",
+        "held_token(",
+        "expire_or_undo(",
+        "error_reply(",
+        "Errors",
+    ] {
+        assert!(
+            header.iter().any(|l| l.contains(name)),
+            "prelude header: no {name}"
+        );
+    }
+    assert_eq!(SOURCES.len(), RUNNABLE.len());
+    for ((file, own), (run_file, run)) in SOURCES.iter().zip(RUNNABLE) {
+        assert_eq!(file, run_file);
+        // A helper call, not `redis.error_reply(`.
+        let uses = [
+            "now_ms(",
+            "next_token(",
+            "held_token(",
+            "expire_or_undo(",
+            " error_reply(",
+        ]
+        .iter()
+        .any(|f| own.contains(f));
+        // Every script reads server time through a helper (one TIME per run): the
+        // prelude, or the fast paths' fast.lua.
+        assert!(
+            !own.contains("redis.call('time')"),
+            "{file}: calls TIME itself instead of now_ms()"
+        );
+        let uses_leases = ["migrate_leases(", "reclaim_leases(", "earliest_lease_end("]
+            .iter()
+            .any(|f| own.contains(f));
+        let uses_fair = [
+            "drop_stale_heads(",
+            "queue_score(",
+            "shift_scores(",
+            "leave_queue(",
+            "serve_head(",
+        ]
+        .iter()
+        .any(|f| own.contains(f));
+        let uses_permit_queue = own.contains("permit_queue()");
+        let uses_rw_handoff = [
+            "rw_queue_head(",
+            "rw_grant(",
+            "rw_hand_off(",
+            "rw_write_gone(",
+        ]
+        .iter()
+        .any(|f| own.contains(f));
+        // The fair and read-write helpers hand off through the hand-off helpers
+        // (announce, the queue's).
+        let uses_handoff = !uses_permit_queue
+            && ["first_live_waiter(", "enqueue(", "dequeue(", "hand_off("]
+                .iter()
+                .any(|f| own.contains(f))
+            || uses_fair
+            || uses_rw_handoff;
+        let uses_kinds = own.contains("wrong_kind(");
+        let mut expected = PUBLISH.to_string();
+        if file.ends_with("_fast.lua") {
+            assert!(
+                !uses && !uses_kinds && !uses_leases && !uses_handoff,
+                "{file}"
+            );
+            if own.contains("fast_token(") {
+                expected.push_str(FAST);
+            }
+        }
+        if uses || uses_leases || uses_handoff {
+            expected.push_str(PRELUDE);
+        }
+        if uses_kinds {
+            expected.push_str(KINDS);
+        }
+        if uses_leases || uses_permit_queue {
+            expected.push_str(LEASES);
+        }
+        if uses_permit_queue {
+            expected.push_str(PERMIT_QUEUE);
+        }
+        if uses_handoff {
+            expected.push_str(HANDOFF);
+        }
+        if uses_fair {
+            expected.push_str(FAIR);
+        }
+        if uses_rw_handoff {
+            expected.push_str(RW_HANDOFF);
+        }
+        expected.push_str(own);
+        assert_eq!(*run, expected, "{file}: helpers not joined as used");
+    }
+}
+
+#[test]
+fn the_hand_off_helpers_write_the_clients_field_names() {
+    let line = format!(
+        "local TOKEN_FIELD, HOLDER_FIELD = '{}', '{}'",
+        crate::keys::TOKEN_FIELD,
+        crate::keys::HOLDER_FIELD
+    );
+    assert!(HANDOFF.contains(&line), "handoff.lua: no {line}");
+    // The grant channel the scripts build is the one the client subscribes to.
+    for key in ["orders", "{user}:orders"] {
+        let channel = crate::keys::lock_grant_channel(key, "c");
+        let built = if key.contains('{') {
+            format!("distlock_lock_grant:{key}:c")
+        } else {
+            format!("distlock_lock_grant:{{{key}}}:c")
+        };
+        assert_eq!(channel, built);
+    }
+    assert!(HANDOFF.contains("'distlock_lock_grant:{' .. lock .. '}:'"));
+    assert!(HANDOFF.contains("'distlock_lock_grant:' .. lock .. ':'"));
+    for key in ["exports", "{user}:exports"] {
+        let channel = crate::keys::permit_grant_channel(key, "c");
+        let built = if key.contains('{') {
+            format!("distlock_permit_grant:{key}:c")
+        } else {
+            format!("distlock_permit_grant:{{{key}}}:c")
+        };
+        assert_eq!(channel, built);
+    }
+    assert!(PERMIT_QUEUE.contains("'distlock_permit_grant:{' .. sem .. '}:'"));
+    assert!(PERMIT_QUEUE.contains("'distlock_permit_grant:' .. sem .. ':'"));
+}
+
+/// The fast paths build the helper key and channel names from the lock key as the client
+/// names them (`keys.rs`), and write the client's field names.
+#[test]
+fn the_fast_paths_name_keys_as_the_client_does() {
+    let fast = |file: &str| {
+        super::SOURCES
+            .iter()
+            .find(|(f, _)| *f == file)
+            .map(|(_, s)| *s)
+            .expect("script")
+    };
+    type Name = fn(&str) -> String;
+    use crate::keys::{fair_queue, fair_timeouts};
+    let names: [(&str, &str, Name); 11] = [
+        ("fair_acquire_fast.lua", "redisson_lock_queue", fair_queue),
+        (
+            "fair_acquire_fast.lua",
+            "redisson_lock_timeout",
+            fair_timeouts,
+        ),
+        (
+            "lock_acquire_fast.lua",
+            "distlock_lock_queue",
+            crate::keys::lock_queue,
+        ),
+        (
+            "lock_acquire_fast.lua",
+            "redisson_lock_token",
+            crate::keys::redisson_fenced_token,
+        ),
+        (
+            "lock_release_fast.lua",
+            "redisson_lock__channel",
+            crate::keys::lock_channel,
+        ),
+        (
+            "rw_write_acquire_fast.lua",
+            "distlock_rwlock_writers",
+            crate::keys::rwlock_writers,
+        ),
+        (
+            "rw_write_acquire_fast.lua",
+            "distlock_rwlock_queue",
+            crate::keys::rwlock_queue,
+        ),
+        (
+            "rw_write_release_fast.lua",
+            "distlock_rwlock_queue",
+            crate::keys::rwlock_queue,
+        ),
+        (
+            "rw_read_acquire_fast.lua",
+            "distlock_rwlock_writers",
+            crate::keys::rwlock_writers,
+        ),
+        (
+            "rw_read_acquire_fast.lua",
+            "distlock_rwlock_queue",
+            crate::keys::rwlock_queue,
+        ),
+        (
+            "rw_read_release_fast.lua",
+            "distlock_rwlock_queue",
+            crate::keys::rwlock_queue,
+        ),
+    ];
+    for (file, prefix, name) in names {
+        let src = fast(file);
+        assert!(
+            src.contains(&format!("'{prefix}:' .. tag")),
+            "{file}: {prefix}"
+        );
+        // tag: the key itself when it has a `{`, else the key in braces.
+        assert!(
+            src.contains("local tag = key\nif not string.find(key, '{', 1, true) then\n  tag = '{' .. key .. '}'"),
+            "{file}"
+        );
+        for key in ["orders", "app:{user:42}:orders"] {
+            let tag = crate::keys::hash_tagged(key);
+            assert_eq!(name(key), format!("{prefix}:{tag}"), "{file}");
+        }
+    }
+    for file in ["lock_acquire_fast.lua", "fair_acquire_fast.lua"] {
+        let acquire = fast(file);
+        assert!(acquire.contains(&format!("'{}', token", crate::keys::TOKEN_FIELD)));
+        assert!(acquire.contains(&format!("'{}',", crate::keys::HOLDER_FIELD)));
+    }
+    assert!(fast("rw_write_release_fast.lua").contains("'redisson_rwlock:' .. tag, '1'"));
+    assert!(fast("rw_read_release_fast.lua").contains("'redisson_rwlock:' .. tag, '0'"));
+    // The read hold's timeout key, as read_prefix (rw.rs) names it, with hold 1.
+    for file in ["rw_read_acquire_fast.lua", "rw_read_release_fast.lua"] {
+        assert!(
+            fast(file).contains("tag .. ':' .. ARGV[")
+                && fast(file).contains(" .. ':rwlock_timeout:1'"),
+            "{file}"
+        );
+    }
+    assert_eq!(
+        crate::keys::suffixed("orders", "c:1"),
+        "{orders}:c:1",
+        "the timeout key's prefix is the tag, ':' and the owner"
+    );
+    assert!(fast("fair_release_fast.lua").contains("'redisson_lock_queue:' .. tag"));
+}
+
+/// Only a request's first send tries its fast path, whichever clone of the invocation
+/// sends it (a resend goes to the full script, which recognises it); a request built
+/// anew has its own first send.
+#[test]
+fn a_request_tries_its_fast_path_on_its_first_send_only() {
+    let request = || {
+        let mut fast = super::LOCK_RELEASE_FAST.prepare_invoke();
+        fast.key("k").arg("c:1");
+        let mut inv = super::LOCK_RELEASE.prepare_invoke();
+        inv.key("k")
+            .fast_path(Some(super::FastPath::new(fast, |v| v)));
+        inv
+    };
+    let inv = request();
+    let resend = inv.clone();
+    assert!(inv.fast_first().is_some(), "first send");
+    assert!(resend.fast_first().is_none(), "a resend through a clone");
+    assert!(inv.fast_first().is_none(), "a resend");
+    assert!(request().fast_first().is_some(), "another request");
+    assert!(super::LOCK_RELEASE.prepare_invoke().fast_first().is_none());
+}
+
+#[test]
+fn each_publish_mode_runs_its_own_variant() {
+    assert_eq!(ALL.len(), RUNNABLE.len());
+    for script in ALL {
+        let classic = script.text(Publish::Classic);
+        let sharded = script.text(Publish::Sharded);
+        let both = script.text(Publish::Both);
+        assert!(RUNNABLE.iter().any(|(_, s)| *s == classic));
+        assert!(!sharded.contains("pcall('publish'"), "{sharded}");
+        assert!(sharded.contains("pcall('spublish', channel, message)"));
+        assert!(both.contains("pcall('publish'") && both.contains("pcall('spublish'"));
+        // Only the helper's body differs.
+        assert_eq!(classic.lines().count() + 1, both.lines().count());
+    }
+}
