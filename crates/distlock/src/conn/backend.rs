@@ -1,5 +1,4 @@
-//! [`Backend`]: the command side of a client, and the resend rules: what may be sent again
-//! after a broken connection or a timeout, and for how long.
+//! [`Backend`]: the command side of a client, and the resend rules (what is sent again, how long).
 
 use std::fmt;
 use std::time::Duration;

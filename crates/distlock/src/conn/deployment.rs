@@ -1,5 +1,4 @@
-//! [`Deployment`]: which deployment a client talks to, with one method per question whose
-//! answer differs between them; [`Route`]: how one request travels; [`Connection`]: both.
+//! [`Deployment`] answers what differs between deployments; [`Route`]: how one request travels.
 
 use std::borrow::Cow;
 use std::sync::Arc;

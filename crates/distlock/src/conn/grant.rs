@@ -1,6 +1,4 @@
-//! Grants: the connection one grant is sent on ([`GrantChannel`], [`Backend::for_grant`]),
-//! its confirmation by replicas (`WAIT`), and writes resent until replicas confirm them
-//! ([`Backend::eval_confirmed`]).
+//! Grants: [`GrantChannel`], their `WAIT` confirmation, and writes resent until confirmed.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -1,5 +1,4 @@
-//! Connections set aside for grants confirmed by `WAIT` (which blocks its connection): a few
-//! per master, opened on first use, each held by one grant at a time.
+//! Connections set aside per master for grants confirmed by `WAIT` (which blocks its connection).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,10 +1,9 @@
-//! [`Target`]: where a client connects, parsed from its URL; and connecting there
-//! ([`Backend::connect`]): the command side and where the subscription hub connects.
+//! [`Target`]: where a client connects, parsed from its URL; [`Backend::connect`] connects.
 
 use super::backend::Backend;
 use super::deployment::{Connection, Deployment, Route};
 use super::naming;
-use super::pubsub::Subscriber;
+use super::pubsub::subscriber::Subscriber;
 use super::redact::redact_url;
 use super::settings::ConnectSettings;
 use super::standalone::Server;

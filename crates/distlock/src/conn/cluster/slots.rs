@@ -1,5 +1,4 @@
-//! Redis Cluster's slot map (`CLUSTER SLOTS` with `CLUSTER NODES`), read by the command side
-//! (grants confirmed by `WAIT`) and by the sharded subscriptions, and clients for its nodes.
+//! Redis Cluster's slot map (`CLUSTER SLOTS` with `CLUSTER NODES`), and clients for its nodes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -197,7 +196,7 @@ pub(crate) fn node_client(
     let seed = seeds
         .first()
         .ok_or_else(|| io_error("no seed node".into()))?;
-    super::naming::client(node_info(seed.get_connection_info(), addr, protocol)?)
+    crate::conn::naming::client(node_info(seed.get_connection_info(), addr, protocol)?)
 }
 
 /// `seed`'s connection settings (auth, TLS) with the address `addr` (`host:port`) and

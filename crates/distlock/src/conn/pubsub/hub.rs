@@ -529,7 +529,10 @@ mod tests {
     use distlock_test::RedisServer;
 
     use super::{Hub, Wake};
-    use crate::conn::{Backend, ConnectSettings, PubSubMode, Target};
+    use crate::conn::backend::Backend;
+    use crate::conn::pubsub_mode::PubSubMode;
+    use crate::conn::settings::ConnectSettings;
+    use crate::conn::target::Target;
 
     /// A second local subscriber that subscribes while the first's `SUBSCRIBE` is still in
     /// flight is not ready before the server is subscribed: a message published to it then

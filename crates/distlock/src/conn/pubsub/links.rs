@@ -1,5 +1,4 @@
-//! The subscription hub's connections ("links"): the classic (`SUBSCRIBE`) link, the
-//! sharded links of a Cluster (`shards.rs`), and both together as the hub drives them.
+//! The hub's connections: the classic link, a Cluster's sharded links, both as the hub drives them.
 
 use std::collections::HashSet;
 use std::sync::Arc;

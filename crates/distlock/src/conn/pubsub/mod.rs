@@ -1,13 +1,10 @@
-//! Pub/sub: one subscription hub per client (`hub.rs`), the wake-up message format
-//! (`wake.rs`), where the hub connects (`subscriber.rs`) and its connections (`links.rs`:
-//! classic; `shards.rs`: sharded, on a Cluster).
+//! Pub/sub: the subscription hub, the wake-up message format, and the hub's connections.
 
 mod hub;
 pub(crate) mod links;
 mod shards;
-mod subscriber;
+pub(crate) mod subscriber;
 mod wake;
 
 pub(crate) use hub::{Hub, Subscription};
-pub(crate) use subscriber::Subscriber;
 pub(crate) use wake::{HandedOff, Handler, Wake};

@@ -1,5 +1,4 @@
-//! [`Subscriber`]: where the subscription hub connects (the client's deployment), and the
-//! command connection it names again after a reconnection.
+//! [`Subscriber`]: where the subscription hub connects, and the command connection it renames.
 
 use std::sync::Arc;
 use std::time::Duration;

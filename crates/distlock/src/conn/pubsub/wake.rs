@@ -1,5 +1,4 @@
-//! The wake-up message format: how a channel's messages wake its waiters ([`Wake`]), what a
-//! notice channel runs ([`Handler`]), and the direct hand-off message ([`HandedOff`]).
+//! The wake-up message format: how messages wake waiters ([`Wake`]), and direct hand-offs.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,4 @@
-//! Asking the sentinels which server is the master (`SENTINEL MASTER`, `SENTINEL REPLICAS`),
-//! and why that failed.
+//! Asking the sentinels which server is the master, and why that failed.
 
 use super::config::Config;
 use crate::conn::naming;
