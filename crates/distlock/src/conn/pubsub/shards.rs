@@ -24,7 +24,10 @@ use redis::aio::MultiplexedConnection;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
-use super::cluster::{fetch_slots, io_error, node_client, Addr, SlotMap, REFRESH_EVERY};
+use crate::conn::cluster::slots::{
+    fetch_slots, io_error, node_client, Addr, SlotMap, REFRESH_EVERY,
+};
+use crate::conn::naming;
 use crate::keys::key_slot;
 
 /// How often channels whose subscription failed are tried again.
@@ -318,7 +321,7 @@ impl Shards {
         let mut conn = node_client(&self.seeds, addr, redis::ProtocolVersion::RESP3)?
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
-        super::naming::set_name(&mut conn, &self.name).await;
+        naming::set_name(&mut conn, &self.name).await;
         Ok(conn)
     }
 

@@ -18,86 +18,16 @@
 //! the problem is logged once per client, and the connection is not torn down (which would
 //! only loop).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::sync::{mpsc, watch, Notify};
 
-use super::shards::{ShardEvent, Shards};
-use super::Subscriber;
-
-/// How a channel's messages wake its local waiters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wake {
-    /// Locks (Redisson's `LockPubSub`): `0` wakes one waiter, anything else wakes all.
-    OneOnZero,
-    /// Latches and semaphores: every message wakes every waiter.
-    All,
-    /// A plain or fair lock's grant channel: `h;<token>;<initial lease ms>;<owner>` is a direct
-    /// hand-off to the waiter of that owner, delivered to its [`GrantWatch`] only. A leased
-    /// semaphore's is the same with the permit's expiry for the token and its id for the
-    /// owner.
-    Grant,
-    /// The client's own notice channel: every message goes to the channel's handler
-    /// ([`Hub::listen`]), no waiter is woken.
-    Notice,
-}
-
-/// A function of a message's payload.
-type OnMessage = dyn Fn(&[u8]) + Send + Sync;
-
-/// What a [`Wake::Notice`] channel runs for each message (the payload).
-#[derive(Clone)]
-pub(crate) struct Handler(pub(crate) Arc<OnMessage>);
-
-impl std::fmt::Debug for Handler {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Handler")
-    }
-}
-
-/// A direct hand-off announced to one waiter: a release granted it the lock, which it holds
-/// already.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HandedOff {
-    /// The fencing token, as the scripts write it.
-    pub(crate) token: String,
-    /// The initial lease the release set.
-    pub(crate) initial: Duration,
-}
-
-impl HandedOff {
-    /// Parse `h;<token>;<initial lease ms>;<owner>` into the owner and the hand-off.
-    fn parse(payload: &[u8]) -> Option<(&str, HandedOff)> {
-        let text = std::str::from_utf8(payload).ok()?;
-        let mut parts = text.splitn(4, ';');
-        if parts.next()? != "h" {
-            return None;
-        }
-        let token = parts.next()?.to_string();
-        let initial = Duration::from_millis(parts.next()?.parse().ok()?);
-        let owner = parts.next()?;
-        Some((owner, HandedOff { token, initial }))
-    }
-
-    /// Whether the message was read too late to trust: less than a third of its initial lease
-    /// (less drift) is left, counted from `held_since` (the start of the waiter's last attempt
-    /// that found the lock or permit taken; the hand-off came after it). A queued waiter
-    /// attempts at least every third of its initial lease, so a message read on time leaves
-    /// two thirds of it; less means the process was paused or starved, the hand-off may have
-    /// run out and gone on, and an attempt must say whether it is still the waiter's.
-    pub(crate) fn read_late(&self, held_since: tokio::time::Instant) -> bool {
-        let left = (held_since
-            + self
-                .initial
-                .saturating_sub(crate::keys::drift(self.initial)))
-        .saturating_duration_since(tokio::time::Instant::now());
-        left < self.initial / 3
-    }
-}
+use super::links::{Conn, Event};
+use super::subscriber::Subscriber;
+use super::wake::{HandedOff, Handler, Wake};
 
 /// Where one waiter's hand-off is delivered.
 #[derive(Debug, Default)]
@@ -383,228 +313,9 @@ impl Hub {
     }
 }
 
-/// The hub's live subscription connections.
-struct Conn {
-    /// Classic pub/sub (`SUBSCRIBE`), split so that messages are read while commands go out.
-    classic: Option<Classic>,
-    /// Sharded pub/sub (`SSUBSCRIBE`, Cluster): one connection per master.
-    sharded: Option<Shards>,
-}
-
-struct Classic {
-    link: ClassicLink,
-    /// Channels the server has us subscribed to.
-    server: HashSet<String>,
-}
-
-/// The classic (`SUBSCRIBE`) subscription connection of the hub.
-///
-/// Over RESP3 where the server speaks it (Redis 6 and later): a multiplexed connection whose
-/// push messages carry the publications, and which can send `CLIENT SETNAME` like any other.
-/// redis-rs's RESP2 pub/sub connection sends nothing but (un)subscriptions and `PING`, so it
-/// cannot be named: it is only the fallback for a server (or proxy) that refuses `HELLO 3`.
-pub(crate) enum ClassicLink {
-    /// A named RESP3 connection and the pushes it receives.
-    Resp3 {
-        conn: redis::aio::MultiplexedConnection,
-        pushes: mpsc::UnboundedReceiver<redis::PushInfo>,
-    },
-    /// redis-rs's RESP2 pub/sub connection, split so that messages are read while
-    /// commands go out. Unnamed.
-    Resp2 {
-        sink: redis::aio::PubSubSink,
-        stream: redis::aio::PubSubStream,
-    },
-}
-
-impl ClassicLink {
-    /// Open a subscription connection to the server of `client` and name it `name`
-    /// (`CLIENT SETNAME`; failures are logged and ignored): over RESP3, or over RESP2 when
-    /// the server refuses RESP3 (then unnamed). `timeout` bounds the connect.
-    pub(crate) async fn open(
-        client: &redis::Client,
-        name: &str,
-        timeout: Duration,
-    ) -> redis::RedisResult<ClassicLink> {
-        let info = client.get_connection_info().clone();
-        let resp3 = info
-            .redis_settings()
-            .clone()
-            .set_protocol(redis::ProtocolVersion::RESP3);
-        let resp3_client = redis::Client::open(info.set_redis_settings(resp3))?;
-        let (tx, pushes) = mpsc::unbounded_channel();
-        let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(timeout))
-            // A subscription waits for its confirmation as long as the connection lives, as
-            // over RESP2 (the hub reconnects when the connection closes).
-            .set_response_timeout(None)
-            .set_push_sender(tx);
-        match resp3_client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-        {
-            Ok(mut conn) => {
-                super::naming::set_name(&mut conn, name).await;
-                Ok(ClassicLink::Resp3 { conn, pushes })
-            }
-            // The server answered, but not to HELLO 3: an older server or a proxy.
-            Err(e) if e.kind() == redis::ErrorKind::RESP3NotSupported || e.code().is_some() => {
-                tracing::debug!(
-                    error = format_args!("{e:#}"),
-                    "RESP3 refused: subscribing over RESP2 (the connection cannot be named)"
-                );
-                let (sink, stream) = client.get_async_pubsub().await?.split();
-                Ok(ClassicLink::Resp2 { sink, stream })
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn subscribe(&mut self, name: &str) -> redis::RedisResult<()> {
-        match self {
-            ClassicLink::Resp3 { conn, .. } => conn.subscribe(name).await,
-            ClassicLink::Resp2 { sink, .. } => sink.subscribe(name).await,
-        }
-    }
-
-    async fn unsubscribe(&mut self, name: &str) -> redis::RedisResult<()> {
-        match self {
-            ClassicLink::Resp3 { conn, .. } => conn.unsubscribe(name).await,
-            ClassicLink::Resp2 { sink, .. } => sink.unsubscribe(name).await,
-        }
-    }
-
-    /// The next message as (channel, payload); `None` once the connection closed. Cancel
-    /// safe.
-    async fn next(&mut self) -> Option<(String, Vec<u8>)> {
-        match self {
-            ClassicLink::Resp3 { pushes, .. } => loop {
-                let push = pushes.recv().await?;
-                match push.kind {
-                    redis::PushKind::Message => {
-                        let mut data = push.data.into_iter();
-                        let (Some(channel), Some(payload)) = (data.next(), data.next()) else {
-                            continue;
-                        };
-                        if let (Some(channel), Some(payload)) = (bytes(&channel), bytes(&payload)) {
-                            return Some((
-                                String::from_utf8_lossy(channel).into_owned(),
-                                payload.to_vec(),
-                            ));
-                        }
-                    }
-                    redis::PushKind::Disconnection => return None,
-                    // Subscription confirmations (answered to the requests as well) and
-                    // anything else.
-                    _ => {}
-                }
-            },
-            ClassicLink::Resp2 { stream, .. } => stream.next().await.map(|msg| {
-                (
-                    msg.get_channel_name().to_string(),
-                    msg.get_payload_bytes().to_vec(),
-                )
-            }),
-        }
-    }
-}
-
-fn bytes(v: &redis::Value) -> Option<&[u8]> {
-    match v {
-        redis::Value::BulkString(b) => Some(b),
-        redis::Value::SimpleString(s) => Some(s.as_bytes()),
-        _ => None,
-    }
-}
-
-/// What the connections delivered.
-enum Event {
-    Message(String, Vec<u8>),
-    /// Channels whose subscription was lost (or moved): subscribe again, wake their waiters.
-    Resync(Vec<String>),
-    /// The classic connection closed.
-    Closed,
-}
-
-impl Conn {
-    /// Whether the server has `name` subscribed on every kind of connection in use.
-    fn has(&self, name: &str) -> bool {
-        self.classic
-            .as_ref()
-            .is_none_or(|c| c.server.contains(name))
-            && self.sharded.as_ref().is_none_or(|s| s.has(name))
-    }
-
-    /// Whether the server has `name` subscribed on any connection.
-    fn has_any(&self, name: &str) -> bool {
-        self.classic
-            .as_ref()
-            .is_some_and(|c| c.server.contains(name))
-            || self.sharded.as_ref().is_some_and(|s| s.has(name))
-    }
-
-    async fn subscribe(&mut self, name: &str) -> redis::RedisResult<()> {
-        if let Some(c) = self.classic.as_mut() {
-            if !c.server.contains(name) {
-                c.link.subscribe(name).await?;
-                c.server.insert(name.to_string());
-            }
-        }
-        if let Some(s) = self.sharded.as_mut() {
-            if !s.has(name) {
-                s.subscribe(name).await?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn unsubscribe(&mut self, name: &str) -> redis::RedisResult<()> {
-        if let Some(c) = self.classic.as_mut() {
-            if c.server.remove(name) {
-                c.link.unsubscribe(name).await?;
-            }
-        }
-        if let Some(s) = self.sharded.as_mut() {
-            s.unsubscribe(name).await?;
-        }
-        Ok(())
-    }
-
-    async fn next(&mut self) -> Event {
-        let classic = async {
-            match self.classic.as_mut() {
-                Some(c) => match c.link.next().await {
-                    Some((channel, payload)) => Event::Message(channel, payload),
-                    None => Event::Closed,
-                },
-                None => std::future::pending().await,
-            }
-        };
-        let sharded = async {
-            match self.sharded.as_mut() {
-                Some(s) => match s.next().await {
-                    ShardEvent::Message(c, p) => Event::Message(c, p),
-                    ShardEvent::Resync(names) => Event::Resync(names),
-                },
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            e = classic => e,
-            e = sharded => e,
-        }
-    }
-}
-
 async fn connect(subscriber: &Subscriber, timeout: Duration) -> Option<Conn> {
     match tokio::time::timeout(timeout, subscriber.connect(timeout)).await {
-        Ok(Ok(links)) => Some(Conn {
-            classic: links.classic.map(|link| Classic {
-                link,
-                server: HashSet::new(),
-            }),
-            sharded: links.sharded,
-        }),
+        Ok(Ok(links)) => Some(Conn::new(links)),
         Ok(Err(e)) => {
             tracing::debug!(
                 error = format_args!("{e:#}"),
@@ -812,12 +523,16 @@ async fn run(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::time::Duration;
 
     use distlock_test::RedisServer;
 
-    use super::Wake;
-    use crate::Client;
+    use super::{Hub, Wake};
+    use crate::conn::backend::Backend;
+    use crate::conn::pubsub_mode::PubSubMode;
+    use crate::conn::settings::ConnectSettings;
+    use crate::conn::target::Target;
 
     /// A second local subscriber that subscribes while the first's `SUBSCRIBE` is still in
     /// flight is not ready before the server is subscribed: a message published to it then
@@ -825,12 +540,23 @@ mod tests {
     #[tokio::test]
     async fn every_local_subscriber_waits_for_the_servers_confirmation() {
         let server = RedisServer::start();
-        let client = Client::builder().url(server.url()).build().await.unwrap();
+        let settings = ConnectSettings {
+            connect_timeout: Duration::from_secs(5),
+            command_timeout: Duration::from_secs(3),
+            replica_acks: 0,
+            replica_ack_timeout: Duration::from_secs(1),
+            pubsub: PubSubMode::Auto,
+            client_name: "distlock:test".into(),
+            tls_ca: None,
+        };
+        let target = Target::parse(&server.url(), None, None).unwrap();
+        let (_backend, subscriber) = Backend::connect(target, &settings, "test").await.unwrap();
+        let hub = Hub::start(subscriber, settings.connect_timeout, Arc::default());
         let mut conn = server.connection();
         for i in 0..20 {
             let name = format!("ready:{i}");
-            let first = client.inner.hub.subscribe(&name, Wake::Grant);
-            let second = client.inner.hub.subscribe(&name, Wake::Grant);
+            let first = hub.subscribe(&name, Wake::Grant);
+            let second = hub.subscribe(&name, Wake::Grant);
             assert!(second.ready(Duration::from_secs(5)).await);
             let (_, subscribers): (String, i64) = redis::cmd("PUBSUB")
                 .arg("NUMSUB")

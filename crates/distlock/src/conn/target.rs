@@ -1,0 +1,126 @@
+//! [`Target`]: where a client connects, parsed from its URL; [`Backend::connect`] connects.
+
+use super::backend::Backend;
+use super::deployment::{Connection, Deployment, Route};
+use super::naming;
+use super::pubsub::subscriber::Subscriber;
+use super::redact::redact_url;
+use super::settings::ConnectSettings;
+use super::standalone::Server;
+use super::url::insecure_as_fragment;
+use super::{cluster, sentinel};
+use crate::error::{Error, ErrorKind, Result};
+use crate::scripts::Publish;
+
+/// Where a client connects: a standalone server, or a master behind Redis Sentinel.
+#[derive(Debug)]
+pub(crate) enum Target {
+    /// `redis://`, `rediss://`, `unix://`.
+    Standalone(redis::Client),
+    /// `redis-sentinel://`, `rediss-sentinel://`.
+    Sentinel(sentinel::Config),
+    /// `redis-cluster://`, `rediss-cluster://`.
+    Cluster(cluster::Config),
+}
+
+impl Target {
+    /// Parse a server URL; `sentinel_auth` (`user:password` or `:password`) is for the
+    /// sentinels of a Sentinel URL. Errors never quote the URL (it may hold a password).
+    pub(crate) fn parse(
+        url: &str,
+        sentinel_auth: Option<&str>,
+        tls_ca: Option<&[u8]>,
+    ) -> Result<Target> {
+        let redacted = redact_url(url);
+        if cluster::is_cluster_url(url) {
+            return cluster::Config::parse(url)
+                .map(Target::Cluster)
+                .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
+        }
+        if sentinel::is_sentinel_url(url) {
+            return sentinel::Config::parse(url, sentinel_auth)
+                .map(Target::Sentinel)
+                .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
+        }
+        naming::client_with_ca(insecure_as_fragment(url).as_ref(), tls_ca)
+            .map(Target::Standalone)
+            .map_err(|e| {
+                // The driver's message may quote the URL: report only its category.
+                Error::config(format!(
+                    "cannot use server URL {redacted}: {}",
+                    e.category()
+                ))
+            })
+    }
+}
+
+impl Backend {
+    /// Connect and authenticate; fails fast on an unreachable server or a refused password.
+    /// Returns the backend and where the subscription hub connects.
+    pub(crate) async fn connect(
+        target: Target,
+        settings: &ConnectSettings,
+        redacted_url: &str,
+    ) -> Result<(Backend, Subscriber)> {
+        // One budget for the whole connect (TCP, TLS, AUTH, the first PING): redis-rs's
+        // manager retries a failed first connection on its own, which must not stretch it.
+        let context = format!("connect to {redacted_url}");
+        let connect = async {
+            let (deployment, publish) = match target {
+                Target::Standalone(client) => {
+                    let server = Server::connect(client, settings)
+                        .await
+                        .map_err(|e| Error::from_redis(&context, e))?;
+                    (Deployment::Standalone(server), Publish::Classic)
+                }
+                Target::Sentinel(config) => {
+                    let master = sentinel::Master::connect(config, settings).await.map_err(
+                        |(failure, e)| {
+                            let kind = match failure {
+                                sentinel::Failure::Unavailable => ErrorKind::Connection,
+                                sentinel::Failure::Auth => ErrorKind::Auth,
+                                sentinel::Failure::UnknownMaster => ErrorKind::Config,
+                            };
+                            Error::new(kind, format!("{context}: {e}"))
+                        },
+                    )?;
+                    (Deployment::Sentinel(master), Publish::Classic)
+                }
+                Target::Cluster(config) => {
+                    let (mut conn, nodes) = cluster::open(&config, settings)
+                        .await
+                        .map_err(|e| Error::from_redis(&context, e))?;
+                    let publish = cluster::publish_mode(&mut conn, settings.pubsub)
+                        .await
+                        .map_err(|e| Error::from_redis(&context, e))?
+                        .map_err(|why| {
+                            Error::new(ErrorKind::Config, format!("{context}: {why}"))
+                        })?;
+                    (Deployment::Cluster { conn, nodes }, publish)
+                }
+            };
+            let backend = Backend {
+                conn: Connection {
+                    deployment,
+                    route: Route::Shared,
+                },
+                publish,
+            };
+            backend
+                .query::<String>(&context, &redis::cmd("PING"))
+                .await?;
+            let subscriber = Subscriber::new(backend.clone(), settings.client_name.clone());
+            Ok::<_, Error>((backend, subscriber))
+        };
+        match tokio::time::timeout(settings.connect_timeout, connect).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::new(
+                ErrorKind::Connection,
+                format!(
+                    "{context}: no answer within the connect timeout ({:?})",
+                    settings.connect_timeout
+                ),
+            )),
+        }
+    }
+}
