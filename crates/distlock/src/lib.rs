@@ -79,7 +79,6 @@ mod client;
 mod config;
 mod conn;
 mod error;
-mod fair;
 mod holds;
 mod inspect;
 mod job;
@@ -89,10 +88,8 @@ pub mod layout;
 mod lease;
 mod lock;
 mod metrics;
-mod multi;
 mod notice;
 mod redlock;
-mod rwlock;
 mod scripts;
 mod semaphore;
 mod watchdog;
@@ -104,7 +101,6 @@ pub use client::{
 pub use config::{ClusterServers, Config, SentinelServers, SingleServer};
 pub use conn::redact_url;
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
-pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
 pub use inspect::{InspectedKind, Inspection};
 #[cfg(feature = "cron")]
 pub use job::spawn_cron;
@@ -115,10 +111,11 @@ pub use job::{
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
 pub use lease::{Lease, Release};
+pub use lock::{FairLock, FairLockGuard, DEFAULT_FAIR_LIVENESS};
 pub use lock::{FencingToken, Handoff, HolderInfo, Lock, LockGuard, LockMode, LockStatus, Owner};
-pub use multi::{MultiLock, MultiLockGuard};
+pub use lock::{MultiLock, MultiLockGuard};
+pub use lock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
 pub use redlock::{RedLock, RedLockBuilder, RedLockGuard, RedLockNodes};
-pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
 pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 
 /// Histogram buckets, in seconds, for distlock's latency histograms

@@ -330,42 +330,11 @@ async fn take_job(
     }
 }
 
-/// A plain, fair, read or write lock (all give a `LockGuard`), or `None` when it was not
-/// acquired within `--wait` (said on stderr).
-async fn take_lock(
-    client: &distlock::Client,
-    args: &RunArgs,
-) -> Result<Option<distlock::LockGuard>> {
-    // A plain, fair, read or write lock: all give a LockGuard.
+/// A plain, fair, read or write lock's attempt within `--wait`: the guard, or `None` when it
+/// was not acquired (said on stderr).
+fn acquired<G>(attempt: distlock::Result<Option<G>>, args: &RunArgs) -> Result<Option<G>> {
     let name = args.name.as_str();
-    let guard = if args.fair {
-        let mut lock = client.fair_lock(name);
-        if let Some(lease) = args.lease {
-            lock = lock.lease(lease);
-        }
-        lock.try_acquire_for(args.wait).await
-    } else if args.read || args.write {
-        let mut rw = client.rw_lock(name);
-        if let Some(lease) = args.lease {
-            rw = rw.lease(lease);
-        }
-        if args.read {
-            rw.try_read_for(args.wait)
-                .await
-                .map(|g| g.map(|g| g.into_inner()))
-        } else {
-            rw.try_write_for(args.wait)
-                .await
-                .map(|g| g.map(|g| g.into_inner()))
-        }
-    } else {
-        let mut lock = client.lock(name);
-        if let Some(lease) = args.lease {
-            lock = lock.lease(lease);
-        }
-        lock.try_acquire_for(args.wait).await
-    }
-    .with_context(|| format!("lock {name:?}"))?;
+    let guard = attempt.with_context(|| format!("lock {name:?}"))?;
     if guard.is_none() {
         errln!(
             "distlock: lock {name:?} not acquired within {}",
@@ -421,7 +390,36 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         let held = take_job(&client, &args, at_most).await?;
         return under(&args, held, None, on_lost, kill_after, signals).await;
     }
-    let held = take_lock(&client, &args).await?;
+    // A plain, fair, read or write lock, each with its own guard and fencing token.
+    let name = args.name.as_str();
+    if args.fair {
+        let mut lock = client.fair_lock(name);
+        if let Some(lease) = args.lease {
+            lock = lock.lease(lease);
+        }
+        let held = acquired(lock.try_acquire_for(args.wait).await, &args)?;
+        let token = held.as_ref().map(|g| g.fencing_token());
+        return under(&args, held, token, on_lost, kill_after, signals).await;
+    }
+    if args.read || args.write {
+        let mut rw = client.rw_lock(name);
+        if let Some(lease) = args.lease {
+            rw = rw.lease(lease);
+        }
+        if args.read {
+            let held = acquired(rw.try_read_for(args.wait).await, &args)?;
+            let token = held.as_ref().map(|g| g.fencing_token());
+            return under(&args, held, token, on_lost, kill_after, signals).await;
+        }
+        let held = acquired(rw.try_write_for(args.wait).await, &args)?;
+        let token = held.as_ref().map(|g| g.fencing_token());
+        return under(&args, held, token, on_lost, kill_after, signals).await;
+    }
+    let mut lock = client.lock(name);
+    if let Some(lease) = args.lease {
+        lock = lock.lease(lease);
+    }
+    let held = acquired(lock.try_acquire_for(args.wait).await, &args)?;
     let token = held.as_ref().map(|g| g.fencing_token());
     under(&args, held, token, on_lost, kill_after, signals).await
 }

@@ -268,6 +268,36 @@ impl LockGuard {
     }
 }
 
+/// One hold of a fair lock, blocking form of [`crate::FairLockGuard`]: released by
+/// [`release`](FairLockGuard::release), or when dropped: synchronously, bounded by twice the
+/// command timeout (see the [module docs](super)).
+#[must_use = "dropping the guard releases the lock at once; bind it to a variable"]
+#[clippy::has_significant_drop]
+#[derive(Debug)]
+pub struct FairLockGuard(Held<crate::FairLockGuard>);
+
+guard_accessors!(FairLockGuard);
+
+impl FairLockGuard {
+    /// One more hold with the same owner, as [`crate::FairLockGuard::reenter`].
+    ///
+    /// # Errors
+    /// As [`crate::FairLockGuard::reenter`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn reenter(&self) -> Result<FairLockGuard> {
+        let g = self.0.block_on(self.0.get().reenter())?;
+        Ok(FairLockGuard(self.0.wrap(g)))
+    }
+
+    /// The async guard underneath (its drop then releases in the background), as
+    /// [`LockGuard::into_async`].
+    pub fn into_async(self) -> crate::FairLockGuard {
+        self.0.into_inner()
+    }
+}
+
 /// A fair (FIFO) lock, blocking form of [`crate::FairLock`]. Cheap to clone. Made by
 /// [`Client::fair_lock`](super::Client::fair_lock).
 #[derive(Clone)]
@@ -289,11 +319,11 @@ impl FairLock {
         FairLock { inner, rt }
     }
 
-    fn guard(&self, guard: crate::LockGuard) -> LockGuard {
-        LockGuard(Held::new(guard, self.rt.clone()))
+    fn guard(&self, guard: crate::FairLockGuard) -> FairLockGuard {
+        FairLockGuard(Held::new(guard, self.rt.clone()))
     }
 
-    acquire_verbs!("FairLock" => LockGuard);
+    acquire_verbs!("FairLock" => FairLockGuard);
 
     /// This lock with an explicit lease, as [`crate::FairLock::lease`].
     pub fn lease(&self, lease: Duration) -> FairLock {

@@ -124,7 +124,9 @@ use std::time::Duration;
 
 pub use job::{JobGuard, JobLock};
 pub use latch::CountDownLatch;
-pub use lock::{FairLock, Lock, LockGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use lock::{
+    FairLock, FairLockGuard, Lock, LockGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 pub use multi::{MultiLock, MultiLockGuard, RedLock, RedLockGuard, RedLockNodes};
 pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 

@@ -13,7 +13,7 @@ use super::raw::{
     not_held_reason, parse_attempt, parse_token, AcquireCall, Attempt, Mode, ReleaseCall, Renewal,
     Resend, NO_TTL_RECHECK,
 };
-use super::{FencingToken, Lock, LockGuard, Owner};
+use super::{FencingToken, Hold, LockCore, Owner};
 use crate::acquire::{acquire, confirm_grant, Acquire, Step};
 use crate::conn::pubsub::{HandedOff, Wake};
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
@@ -21,7 +21,7 @@ use crate::holds::ReleaseRequest;
 use crate::keys::{self, TOKEN_FIELD};
 use crate::scripts::{self, reply};
 
-impl Lock {
+impl LockCore {
     /// Take a timed-out or cancelled waiter out of the kind's queue (fair lock, waiting
     /// writers, a plain lock's hand-off queue); nothing for kinds without one. `give_back`:
     /// the owner was minted for the wait, so a hold a direct hand-off gave it goes back too.
@@ -229,7 +229,7 @@ impl Lock {
         owner: Option<Owner>,
         mode: Mode,
         wait: Duration,
-    ) -> Result<Option<LockGuard>> {
+    ) -> Result<Option<Hold>> {
         self.check()?;
         if mode == Mode::As && !self.inner.raw.acquire_as_allowed() {
             // Reachable only through a fair or read-write guard's `lock()`.
@@ -285,7 +285,7 @@ impl Lock {
     /// then (most hand-offs under contention) costs no extension at all. A failure leaves
     /// the initial lease, which the watchdog renews or which runs out, as for any renewal
     /// that did not reach the server.
-    fn take_over(&self, guard: &LockGuard, initial: Duration, lease: Duration) {
+    fn take_over(&self, guard: &Hold, initial: Duration, lease: Duration) {
         let lock = self.clone();
         let owner = guard.owner().clone();
         let state = Arc::downgrade(guard.lease_state());
@@ -316,7 +316,7 @@ impl Lock {
         token: u128,
         lease: Duration,
         started: Instant,
-    ) -> LockGuard {
+    ) -> Hold {
         let valid_until = started + lease.saturating_sub(keys::drift(lease));
         self.guard(owner, hold_count, token, lease, valid_until)
     }
@@ -328,7 +328,7 @@ impl Lock {
         token: u128,
         lease: Duration,
         valid_until: Instant,
-    ) -> LockGuard {
+    ) -> Hold {
         let renewal = self
             .inner
             .lease
@@ -348,7 +348,7 @@ impl Lock {
                 Arc::new(move || lock.release_request(&owner, lease)),
             )
         };
-        LockGuard::new(
+        Hold::new(
             self.clone(),
             owner,
             FencingToken(token),
@@ -361,7 +361,7 @@ impl Lock {
 
     /// One more hold for `owner`, which must hold this lock (or, for a read lock, the write
     /// side of it): re-entry and downgrade.
-    pub(crate) async fn nest_as(&self, owner: &Owner, lease: Duration) -> Result<LockGuard> {
+    pub(crate) async fn nest_as(&self, owner: &Owner, lease: Duration) -> Result<Hold> {
         let request_id = self.inner.client.request_id();
         let started = Instant::now();
         let lease_ms = lease.as_millis() as u64;
@@ -670,7 +670,7 @@ impl Drop for Waiter {
 
 /// One acquire of a lock-family hold, for the crate's acquire driver.
 struct LockRequest {
-    lock: Lock,
+    lock: LockCore,
     owner: Owner,
     mode: Mode,
     /// The re-entrant modes' request id (their acquire latch); a new one after a grant that
@@ -709,7 +709,7 @@ pub(super) struct Granted {
 /// thread that holds it; here every acquire is a new owner, and re-entry is explicit.
 const SELF_HELD_HINT: &str = "this client already holds it: every acquire is a new owner \
      and waits for the holder's release, even in the task that holds it (Redisson's lock() \
-     re-enters per thread; here re-entry is explicit: LockGuard::reenter, or acquire_as \
+     re-enters per thread; here re-entry is explicit: Hold::reenter, or acquire_as \
      with the guard's owner)";
 
 impl Acquire for LockRequest {

@@ -1,8 +1,13 @@
 //! [`Lock`], its guard and value types, the lock family's engine and its raw kinds.
 
 mod engine;
+mod fair;
 mod guard;
+mod hold;
+mod multi;
 pub(crate) mod raw;
+mod rwlock;
+mod status;
 mod types;
 
 use std::fmt;
@@ -16,9 +21,241 @@ use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD};
 use raw::{Names, Queue, RawLock};
 
-pub use guard::LockGuard;
+pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
+pub use guard::{FairLockGuard, LockGuard};
+pub(crate) use hold::Hold;
+pub use multi::{MultiLock, MultiLockGuard};
 pub(crate) use raw::{Attempt, Mode};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
 pub use types::{FencingToken, Handoff, HolderInfo, LockMode, LockStatus, Owner};
+
+/// The engine under every lock-family front ([`Lock`], [`FairLock`], [`RwLock`]): one kind
+/// of raw lock (plain, fair, read or write side) on one name.
+#[derive(Clone)]
+pub(crate) struct LockCore {
+    pub(crate) inner: Arc<LockInner>,
+}
+
+pub(crate) struct LockInner {
+    pub(crate) client: Client,
+    pub(crate) names: Names,
+    pub(crate) lease: Option<Duration>,
+    /// What this kind of lock runs (plain, fair, read or write).
+    pub(crate) raw: Arc<dyn RawLock>,
+    /// When this handle last met another holder or a waiter (its fast paths are skipped
+    /// for a while after).
+    pub(crate) contention: engine::Contention,
+}
+
+impl fmt::Debug for LockCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lock")
+            .field("key", &self.inner.names.key)
+            .field("lease", &self.inner.lease)
+            .finish()
+    }
+}
+
+impl LockCore {
+    pub(crate) fn new(client: Client, name: String) -> LockCore {
+        LockCore::with_raw(client, name, Arc::new(raw::Plain::default()))
+    }
+
+    /// A lock of the kind `raw` (plain, fair, read or write side).
+    pub(crate) fn with_raw(client: Client, name: String, raw: Arc<dyn RawLock>) -> LockCore {
+        let key = format!("{}{}", client.inner.key_prefix, name);
+        let names = Names {
+            channel: raw.channel(&key),
+            counter: keys::fencing_counter(&client.inner.key_prefix, &key),
+            name,
+            key,
+        };
+        LockCore {
+            inner: Arc::new(LockInner {
+                client,
+                names,
+                lease: None,
+                raw,
+                contention: Default::default(),
+            }),
+        }
+    }
+
+    /// The same lock with another kind (the other side of a read-write lock, a fair lock's
+    /// liveness), keeping the lease setting.
+    pub(crate) fn rekind(&self, raw: Arc<dyn RawLock>) -> LockCore {
+        let mut l = LockCore::with_raw(
+            self.inner.client.clone(),
+            self.inner.names.name.clone(),
+            raw,
+        );
+        Arc::get_mut(&mut l.inner).expect("fresh").lease = self.inner.lease;
+        l
+    }
+
+    /// As [`Lock::lease`].
+    pub(crate) fn lease(&self, lease: Duration) -> LockCore {
+        LockCore {
+            inner: Arc::new(LockInner {
+                client: self.inner.client.clone(),
+                names: self.inner.names.clone(),
+                lease: Some(lease),
+                raw: self.inner.raw.clone(),
+                contention: Default::default(),
+            }),
+        }
+    }
+
+    /// As [`Lock::handoff`].
+    pub(crate) fn handoff(&self, handoff: Handoff) -> LockCore {
+        let handoff = match handoff {
+            Handoff::Retakes(0) => Handoff::Fifo,
+            h => h,
+        };
+        if self.inner.raw.plain().is_some_and(|p| p.handoff == handoff) {
+            return self.clone();
+        }
+        let mut plain = self.inner.raw.plain().unwrap_or_default();
+        plain.handoff = handoff;
+        self.rekind(Arc::new(plain))
+    }
+
+    /// As [`Lock::liveness_timeout`].
+    pub(crate) fn liveness_timeout(&self, liveness: Duration) -> LockCore {
+        let mut plain = self.inner.raw.plain().unwrap_or_default();
+        plain.liveness = liveness.max(Duration::from_millis(3));
+        self.rekind(Arc::new(plain))
+    }
+
+    /// As [`Lock::handoff_setting`].
+    pub(crate) fn handoff_setting(&self) -> Handoff {
+        self.inner.raw.plain().unwrap_or_default().handoff
+    }
+
+    /// As [`Lock::name`].
+    pub(crate) fn name(&self) -> &str {
+        &self.inner.names.name
+    }
+
+    /// As [`Lock::key`].
+    pub(crate) fn key(&self) -> &str {
+        &self.inner.names.key
+    }
+
+    /// As [`Lock::channel`].
+    pub(crate) fn channel(&self) -> &str {
+        &self.inner.names.channel
+    }
+
+    /// As [`Lock::fencing_counter_key`].
+    pub(crate) fn fencing_counter_key(&self) -> String {
+        self.inner.names.counter.clone()
+    }
+
+    /// As [`Lock::client`].
+    pub(crate) fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// As [`Lock::lease_setting`].
+    pub(crate) fn lease_setting(&self) -> Option<Duration> {
+        self.inner.lease
+    }
+
+    /// As [`Lock::acquire`].
+    pub(crate) async fn acquire(&self) -> Result<Hold> {
+        let wait = self.inner.client.inner.default_wait;
+        self.try_acquire_for(wait)
+            .await?
+            .ok_or_else(|| self.not_acquired(wait))
+    }
+
+    /// As [`Lock::try_acquire`].
+    pub(crate) async fn try_acquire(&self) -> Result<Option<Hold>> {
+        self.acquire_inner(None, Mode::New, Duration::ZERO).await
+    }
+
+    /// As [`Lock::try_acquire_for`].
+    pub(crate) async fn try_acquire_for(&self, wait: Duration) -> Result<Option<Hold>> {
+        self.acquire_inner(None, Mode::New, wait).await
+    }
+
+    /// As [`Lock::acquire_as`].
+    pub(crate) async fn acquire_as(&self, owner: &Owner) -> Result<Hold> {
+        let wait = self.inner.client.inner.default_wait;
+        self.try_acquire_as(owner, wait)
+            .await?
+            .ok_or_else(|| self.not_acquired(wait))
+    }
+
+    /// As [`Lock::try_acquire_as`].
+    pub(crate) async fn try_acquire_as(
+        &self,
+        owner: &Owner,
+        wait: Duration,
+    ) -> Result<Option<Hold>> {
+        self.acquire_inner(Some(owner.clone()), Mode::As, wait)
+            .await
+    }
+
+    /// As [`Lock::adopt`].
+    pub(crate) async fn adopt(&self, owner: Owner) -> Result<Hold> {
+        self.check()?;
+        let started = Instant::now();
+        let (count, token, pttl) = self.inspect(&owner).await?;
+        if count == 0 {
+            return Err(Error::not_held(&self.inner.names.name, NotHeldReason::Gone));
+        }
+        let lease = self.effective_lease()?;
+        let pttl = Duration::from_millis(pttl.max(0) as u64);
+        let valid_until = started + pttl.saturating_sub(keys::drift(lease));
+        Ok(self.guard(owner, count, token, lease, valid_until))
+    }
+
+    /// As [`Lock::is_locked`].
+    pub(crate) async fn is_locked(&self) -> Result<bool> {
+        self.check()?;
+        self.backend()
+            .query(
+                &self.context("is_locked"),
+                redis::cmd("EXISTS").arg(&self.inner.names.key),
+            )
+            .await
+    }
+
+    /// As [`Lock::remaining`].
+    pub(crate) async fn remaining(&self) -> Result<Option<Duration>> {
+        self.check()?;
+        let pttl: i64 = self
+            .backend()
+            .query(
+                &self.context("remaining"),
+                redis::cmd("PTTL").arg(&self.inner.names.key),
+            )
+            .await?;
+        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
+    }
+
+    /// As [`Lock::force_unlock`].
+    pub(crate) async fn force_unlock(&self) -> Result<bool> {
+        self.check()?;
+        let floor = self
+            .backend()
+            .grant_floor(&self.inner.client.inner.fencing_floor);
+        let inv = self.inner.raw.force_unlock(&self.inner.names, &floor);
+        // {1, <owner field>...} when deleted, {0} when there was no lock.
+        let mut reply: Vec<String> = self
+            .backend()
+            .eval(&self.context("force_unlock"), &inv)
+            .await?;
+        if reply.first().map(String::as_str) != Some("1") {
+            return Ok(false);
+        }
+        reply.remove(0);
+        crate::notice::tell_holders(self.backend(), &self.inner.names.key, &reply).await;
+        Ok(true)
+    }
+}
 
 /// A reentrant distributed lock named by a string.
 ///
@@ -63,79 +300,23 @@ pub use types::{FencingToken, Handoff, HolderInfo, LockMode, LockStatus, Owner};
 /// ```
 #[derive(Clone)]
 pub struct Lock {
-    pub(crate) inner: Arc<LockInner>,
-}
-
-pub(crate) struct LockInner {
-    pub(crate) client: Client,
-    pub(crate) names: Names,
-    pub(crate) lease: Option<Duration>,
-    /// What this kind of lock runs (plain, fair, read or write).
-    pub(crate) raw: Arc<dyn RawLock>,
-    /// When this handle last met another holder or a waiter (its fast paths are skipped
-    /// for a while after).
-    pub(crate) contention: engine::Contention,
+    pub(crate) core: LockCore,
 }
 
 impl fmt::Debug for Lock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lock")
-            .field("key", &self.inner.names.key)
-            .field("lease", &self.inner.lease)
-            .finish()
+        self.core.fmt(f)
     }
 }
 
 impl Lock {
-    pub(crate) fn new(client: Client, name: String) -> Lock {
-        Lock::with_raw(client, name, Arc::new(raw::Plain::default()))
-    }
-
-    /// A lock of the kind `raw` (plain, fair, read or write side).
-    pub(crate) fn with_raw(client: Client, name: String, raw: Arc<dyn RawLock>) -> Lock {
-        let key = format!("{}{}", client.inner.key_prefix, name);
-        let names = Names {
-            channel: raw.channel(&key),
-            counter: keys::fencing_counter(&client.inner.key_prefix, &key),
-            name,
-            key,
-        };
-        Lock {
-            inner: Arc::new(LockInner {
-                client,
-                names,
-                lease: None,
-                raw,
-                contention: Default::default(),
-            }),
-        }
-    }
-
-    /// The same lock with another kind (the other side of a read-write lock, a fair lock's
-    /// liveness), keeping the lease setting.
-    pub(crate) fn rekind(&self, raw: Arc<dyn RawLock>) -> Lock {
-        let mut l = Lock::with_raw(
-            self.inner.client.clone(),
-            self.inner.names.name.clone(),
-            raw,
-        );
-        Arc::get_mut(&mut l.inner).expect("fresh").lease = self.inner.lease;
-        l
-    }
-
     /// The same lock with an explicit lease: guards it grants expire after `lease` unless
     /// extended, and no watchdog renews them (Redisson's `lock(leaseTime, unit)`). The lease
     /// is a [`Duration`] in whole milliseconds, checked (at least 1 ms, at most 365 days)
     /// when the lock is acquired. No I/O.
     pub fn lease(&self, lease: Duration) -> Lock {
         Lock {
-            inner: Arc::new(LockInner {
-                client: self.inner.client.clone(),
-                names: self.inner.names.clone(),
-                lease: Some(lease),
-                raw: self.inner.raw.clone(),
-                contention: Default::default(),
-            }),
+            core: self.core.lease(lease),
         }
     }
 
@@ -147,16 +328,9 @@ impl Lock {
     /// setting per lock name across a fleet: a handle with hand-off off neither queues nor
     /// respects the queue. `Retakes(0)` is stored as `Fifo`. No I/O.
     pub fn handoff(&self, handoff: Handoff) -> Lock {
-        let handoff = match handoff {
-            Handoff::Retakes(0) => Handoff::Fifo,
-            h => h,
-        };
-        if self.inner.raw.plain().is_some_and(|p| p.handoff == handoff) {
-            return self.clone();
+        Lock {
+            core: self.core.handoff(handoff),
         }
-        let mut plain = self.inner.raw.plain().unwrap_or_default();
-        plain.handoff = handoff;
-        self.rekind(Arc::new(plain))
     }
 
     /// The same lock with another liveness timeout for its queued waiters (a [`Duration`],
@@ -166,46 +340,46 @@ impl Lock {
     /// after its last attempt blocks the lock no longer than it would have kept its place).
     /// Each waiter attempts once per third of it. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
-        let mut plain = self.inner.raw.plain().unwrap_or_default();
-        plain.liveness = liveness.max(Duration::from_millis(3));
-        self.rekind(Arc::new(plain))
+        Lock {
+            core: self.core.liveness_timeout(liveness),
+        }
     }
 
     /// The hand-off policy set with [`Lock::handoff`].
     pub fn handoff_setting(&self) -> Handoff {
-        self.inner.raw.plain().unwrap_or_default().handoff
+        self.core.handoff_setting()
     }
 
     /// The name given to [`Client::lock`].
     pub fn name(&self) -> &str {
-        &self.inner.names.name
+        self.core.name()
     }
 
     /// The Redis key: key prefix + name.
     pub fn key(&self) -> &str {
-        &self.inner.names.key
+        self.core.key()
     }
 
     /// The wake channel: `redisson_lock__channel:{key}`.
     pub fn channel(&self) -> &str {
-        &self.inner.names.channel
+        self.core.channel()
     }
 
     /// The key of the fencing counter this lock draws its tokens from: the counter of the
     /// lock key's cluster hash slot, `<key prefix>distlock:fencing-counter:{<slot tag>}`
     /// ([`keys::fencing_counter`]), shared with the other names in that slot.
     pub fn fencing_counter_key(&self) -> String {
-        self.inner.names.counter.clone()
+        self.core.fencing_counter_key()
     }
 
     /// The client this lock belongs to.
     pub fn client(&self) -> &Client {
-        &self.inner.client
+        self.core.client()
     }
 
     /// The explicit lease, if one was set with [`Lock::lease`].
     pub fn lease_setting(&self) -> Option<Duration> {
-        self.inner.lease
+        self.core.lease_setting()
     }
 
     /// Acquires the lock for a fresh owner, waiting at most the client's default wait.
@@ -254,10 +428,10 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn acquire(&self) -> Result<LockGuard> {
-        let wait = self.inner.client.inner.default_wait;
-        self.try_acquire_for(wait)
-            .await?
-            .ok_or_else(|| self.not_acquired(wait))
+        self.core
+            .acquire()
+            .await
+            .map(|hold| LockGuard::new(hold, self.clone()))
     }
 
     /// Makes one attempt for a fresh owner: `Ok(None)` when another owner holds the lock.
@@ -285,7 +459,10 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.acquire_inner(None, Mode::New, Duration::ZERO).await
+        self.core
+            .try_acquire()
+            .await
+            .map(|hold| hold.map(|hold| LockGuard::new(hold, self.clone())))
     }
 
     /// Acquires the lock for a fresh owner, waiting at most `wait`: `Ok(None)` when the wait
@@ -317,7 +494,10 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.acquire_inner(None, Mode::New, wait).await
+        self.core
+            .try_acquire_for(wait)
+            .await
+            .map(|hold| hold.map(|hold| LockGuard::new(hold, self.clone())))
     }
 
     /// Acquires the lock as `owner`, waiting at most the client's default wait: grants it if
@@ -358,10 +538,10 @@ impl Lock {
     /// }
     /// ```
     pub async fn acquire_as(&self, owner: &Owner) -> Result<LockGuard> {
-        let wait = self.inner.client.inner.default_wait;
-        self.try_acquire_as(owner, wait)
-            .await?
-            .ok_or_else(|| self.not_acquired(wait))
+        self.core
+            .acquire_as(owner)
+            .await
+            .map(|hold| LockGuard::new(hold, self.clone()))
     }
 
     /// Acquires the lock as `owner` like [`Lock::acquire_as`], but waits at most `wait` (a
@@ -373,8 +553,10 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
     pub async fn try_acquire_as(&self, owner: &Owner, wait: Duration) -> Result<Option<LockGuard>> {
-        self.acquire_inner(Some(owner.clone()), Mode::As, wait)
+        self.core
+            .try_acquire_as(owner, wait)
             .await
+            .map(|hold| hold.map(|hold| LockGuard::new(hold, self.clone())))
     }
 
     /// Take over a hold that `owner` has now (e.g. an owner handed over from another
@@ -388,16 +570,10 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn adopt(&self, owner: Owner) -> Result<LockGuard> {
-        self.check()?;
-        let started = Instant::now();
-        let (count, token, pttl) = self.inspect(&owner).await?;
-        if count == 0 {
-            return Err(Error::not_held(&self.inner.names.name, NotHeldReason::Gone));
-        }
-        let lease = self.effective_lease()?;
-        let pttl = Duration::from_millis(pttl.max(0) as u64);
-        let valid_until = started + pttl.saturating_sub(keys::drift(lease));
-        Ok(self.guard(owner, count, token, lease, valid_until))
+        self.core
+            .adopt(owner)
+            .await
+            .map(|hold| LockGuard::new(hold, self.clone()))
     }
 
     /// Whether anyone holds the lock (the key exists), whoever it is.
@@ -408,13 +584,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn is_locked(&self) -> Result<bool> {
-        self.check()?;
-        self.backend()
-            .query(
-                &self.context("is_locked"),
-                redis::cmd("EXISTS").arg(&self.inner.names.key),
-            )
-            .await
+        self.core.is_locked().await
     }
 
     /// Time left on the lock's lease, whoever holds it: `None` when it is free or has no TTL.
@@ -425,15 +595,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn remaining(&self) -> Result<Option<Duration>> {
-        self.check()?;
-        let pttl: i64 = self
-            .backend()
-            .query(
-                &self.context("remaining"),
-                redis::cmd("PTTL").arg(&self.inner.names.key),
-            )
-            .await?;
-        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
+        self.core.remaining().await
     }
 
     /// Delete the lock whoever holds it and wake its waiters (Redisson's `forceUnlock`).
@@ -451,22 +613,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe: one script, idempotent.
     pub async fn force_unlock(&self) -> Result<bool> {
-        self.check()?;
-        let floor = self
-            .backend()
-            .grant_floor(&self.inner.client.inner.fencing_floor);
-        let inv = self.inner.raw.force_unlock(&self.inner.names, &floor);
-        // {1, <owner field>...} when deleted, {0} when there was no lock.
-        let mut reply: Vec<String> = self
-            .backend()
-            .eval(&self.context("force_unlock"), &inv)
-            .await?;
-        if reply.first().map(String::as_str) != Some("1") {
-            return Ok(false);
-        }
-        reply.remove(0);
-        crate::notice::tell_holders(self.backend(), &self.inner.names.key, &reply).await;
-        Ok(true)
+        self.core.force_unlock().await
     }
 
     /// A snapshot of the lock as the server sees it: holders with hold counts, TTL,
@@ -484,151 +631,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn status(&self) -> Result<LockStatus> {
-        self.check()?;
-        let client = &self.inner.client.inner;
-        let counter_key = self.fencing_counter_key();
-        let mut pipe = redis::pipe();
-        pipe.cmd("TYPE")
-            .arg(&self.inner.names.key)
-            .cmd("PTTL")
-            .arg(&self.inner.names.key)
-            .cmd("GET")
-            .arg(&counter_key)
-            .cmd("PUBSUB")
-            .arg("NUMSUB")
-            .arg(&self.inner.names.channel)
-            .cmd("GET")
-            .arg(keys::redisson_fenced_token(&self.inner.names.key));
-        // Waiters on a Redis 7 Cluster subscribe with SSUBSCRIBE, which NUMSUB does not
-        // count; the pipeline runs on the master of the lock's slot, where the channel is.
-        let sharded = self.backend().publish() != crate::scripts::Publish::Classic;
-        if sharded {
-            pipe.cmd("PUBSUB")
-                .arg("SHARDNUMSUB")
-                .arg(&self.inner.names.channel);
-        }
-        #[allow(clippy::type_complexity)]
-        let (kind, pttl, counter, numsub, fenced, shard_numsub): (
-            String,
-            i64,
-            Option<String>,
-            (String, u64),
-            Option<String>,
-            (String, u64),
-        ) = if sharded {
-            self.backend()
-                .pipeline(&self.context("status"), &pipe)
-                .await?
-        } else {
-            let (kind, pttl, counter, numsub, fenced) = self
-                .backend()
-                .pipeline(&self.context("status"), &pipe)
-                .await?;
-            (kind, pttl, counter, numsub, fenced, (String::new(), 0))
-        };
-        // Before the slot's first grant, its counter will start above the floor (the legacy
-        // server-wide counter read at connect): report that.
-        let (counter, counter_key) = match counter {
-            None => (
-                client.fencing_floor.clone(),
-                keys::legacy_fencing_counter(&client.key_prefix),
-            ),
-            Some(c) => (c, counter_key),
-        };
-        let counter = raw::parse_token(&counter).ok_or_else(|| {
-            Error::new(
-                ErrorKind::UnexpectedReply,
-                format!(
-                    "{}: the fencing counter {counter_key} holds {counter:?}, not a decimal \
-                     integer below 2^64 (no grant can draw a token until it is fixed or deleted)",
-                    self.context("status"),
-                ),
-            )
-        })?;
-        let mut status = LockStatus {
-            name: self.inner.names.name.clone(),
-            key: self.inner.names.key.clone(),
-            holders: Vec::new(),
-            ttl: (pttl >= 0).then(|| Duration::from_millis(pttl as u64)),
-            fencing_token: None,
-            fencing_counter: counter,
-            subscribers: numsub.1 + shard_numsub.1,
-            mode: None,
-            queue: Vec::new(),
-            waiting_writers: 0,
-            holder: None,
-        };
-        match kind.as_str() {
-            "none" => {}
-            "hash" => {
-                let fields: Vec<(String, String)> = self
-                    .backend()
-                    .query(
-                        &self.context("status"),
-                        redis::cmd("HGETALL").arg(&self.inner.names.key),
-                    )
-                    .await?;
-                let mut holder = None;
-                for (field, value) in fields {
-                    if field == TOKEN_FIELD {
-                        status.fencing_token = raw::parse_token(&value).map(FencingToken);
-                    } else if field == HOLDER_FIELD {
-                        holder = Some(value);
-                    } else if field == "mode" {
-                        status.mode = LockMode::parse(&value);
-                    } else if let Ok(holds) = value.parse() {
-                        status.holders.push((field, holds));
-                    }
-                }
-                // Plain and fair locks have one owner; the record is that owner's.
-                if let [(owner, _)] = status.holders.as_slice() {
-                    status.holder = holder.and_then(|v| HolderInfo::parse(owner, &v));
-                }
-                // A Redisson RFencedLock holder stores no token in the hash: its token is the
-                // last one drawn from its counter.
-                if status.fencing_token.is_none() && !status.holders.is_empty() {
-                    status.fencing_token =
-                        fenced.and_then(|t| raw::parse_token(&t)).map(FencingToken);
-                }
-            }
-            other => {
-                return Err(Error::new(
-                    ErrorKind::WrongType,
-                    format!(
-                        "{}: the key holds a {other}, not a lock hash",
-                        self.context("status")
-                    ),
-                ))
-            }
-        }
-        match self.inner.raw.queue(&self.inner.names) {
-            Some(Queue::Waiters(list)) => {
-                status.queue = self
-                    .backend()
-                    .query(
-                        &self.context("status"),
-                        redis::cmd("LRANGE").arg(list).arg(0).arg(-1),
-                    )
-                    .await?;
-            }
-            Some(Queue::HandoffWaiters(zset)) => {
-                status.queue = self
-                    .backend()
-                    .query(
-                        &self.context("status"),
-                        redis::cmd("ZRANGE").arg(zset).arg(0).arg(-1),
-                    )
-                    .await?;
-            }
-            Some(Queue::WaitingWriters(zset)) => {
-                status.waiting_writers = self
-                    .backend()
-                    .query(&self.context("status"), redis::cmd("ZCARD").arg(zset))
-                    .await?;
-            }
-            None => {}
-        }
-        Ok(status)
+        self.core.status().await
     }
 }
 
@@ -636,7 +639,9 @@ impl Client {
     /// The reentrant lock called `name` (the Redis key is the key prefix followed by
     /// `name`). No I/O; the name is checked when the lock is first used.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into())
+        Lock {
+            core: LockCore::new(self.clone(), name.into()),
+        }
     }
 
     /// A fresh owner `<client-uuid>:<n>`, never returned before by this client.

@@ -112,7 +112,7 @@ async fn release_everywhere(redlock: &RedLock, name: &str, owner: &Owner) -> usi
         let lock = c.lock(name);
         match tokio::time::timeout(
             inner.node_timeout.max(Duration::from_millis(100)),
-            lock.release_hold(owner, inner.ttl),
+            lock.core.release_hold(owner, inner.ttl),
         )
         .await
         {
@@ -171,7 +171,7 @@ async fn extend_quorum(
     let results = futures_util::future::join_all(inner.nodes.iter().map(|node| async {
         let c = node.client.lock().unwrap().clone()?;
         let lock = c.lock(name);
-        match tokio::time::timeout(inner.node_timeout, lock.renew_one(owner, lease_ms)).await {
+        match tokio::time::timeout(inner.node_timeout, lock.core.renew_one(owner, lease_ms)).await {
             Ok(Ok(1)) => Some(()),
             _ => None,
         }

@@ -402,7 +402,8 @@ impl RedLock {
                 let outcome = async {
                     let c = node.client(me.nodes.inner.node_timeout).await?;
                     let lock = c.lock(name.as_str());
-                    lock.attempt(&owner, Mode::New, ttl_ms, &c.request_id(), 0)
+                    lock.core
+                        .attempt(&owner, Mode::New, ttl_ms, &c.request_id(), 0)
                         .await
                 }
                 .await;
@@ -419,6 +420,7 @@ impl RedLock {
                     if let Some(c) = client {
                         let _ = c
                             .lock(name.as_str())
+                            .core
                             .release_hold(&owner, me.nodes.inner.ttl)
                             .await;
                     }

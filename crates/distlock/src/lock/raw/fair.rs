@@ -94,10 +94,6 @@ impl RawLock for Fair {
         self.liveness / 3
     }
 
-    fn fair(&self) -> Option<Fair> {
-        Some(*self)
-    }
-
     fn handoff_liveness(&self) -> Option<Duration> {
         self.handoff.then_some(self.liveness)
     }

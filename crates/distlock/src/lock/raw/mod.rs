@@ -228,11 +228,6 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
         None
     }
 
-    /// The fair lock's settings, when this is the fair lock.
-    fn fair(&self) -> Option<Fair> {
-        None
-    }
-
     /// How long a waiter queued for direct hand-off stays live without a new attempt (a
     /// hand-off grants it at most this long an initial lease); `None` when the kind (or its
     /// setting) hands off nothing.

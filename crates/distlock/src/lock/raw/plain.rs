@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::{fast_acquire, fast_release, AcquireCall, Mode, Names, RawLock, ReleaseCall, Resend};
 use crate::conn::pubsub::Wake;
-use crate::fair::DEFAULT_FAIR_LIVENESS;
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, UNLOCK_MESSAGE};
+use crate::lock::DEFAULT_FAIR_LIVENESS;
 use crate::lock::{Handoff, Owner};
 use crate::scripts;
 

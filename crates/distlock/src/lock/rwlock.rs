@@ -6,8 +6,9 @@ use crate::client::Client;
 use crate::error::Result;
 use std::sync::Arc;
 
+use super::guard::hold_front;
+use super::{Hold, LockCore, LockStatus};
 use crate::lock::raw::{Read, Write};
-use crate::lock::{FencingToken, Lock, LockGuard, LockStatus, Owner};
 
 /// Default time a waiting writer holds readers back without renewing: 5 s.
 pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
@@ -60,8 +61,8 @@ pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
 /// ```
 #[derive(Clone, Debug)]
 pub struct RwLock {
-    read: Lock,
-    write: Lock,
+    read: LockCore,
+    write: LockCore,
 }
 
 impl Client {
@@ -69,8 +70,8 @@ impl Client {
     pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
         let name = name.into();
         RwLock {
-            read: Lock::with_raw(self.clone(), name.clone(), Arc::new(Read)),
-            write: Lock::with_raw(
+            read: LockCore::with_raw(self.clone(), name.clone(), Arc::new(Read)),
+            write: LockCore::with_raw(
                 self.clone(),
                 name,
                 Arc::new(Write {
@@ -94,91 +95,22 @@ impl Client {
 /// ```
 #[must_use = "dropping the guard releases the read lock at once"]
 #[clippy::has_significant_drop]
-#[derive(Debug)]
-pub struct RwLockReadGuard(LockGuard);
+pub struct RwLockReadGuard {
+    hold: Hold,
+    lock: RwLock,
+}
 
 /// A write hold of an [`RwLock`]: `LockGuard`'s accessors, typed re-entry, and
 /// [`downgrade`](RwLockWriteGuard::downgrade).
 #[must_use = "dropping the guard releases the write lock at once"]
 #[clippy::has_significant_drop]
-#[derive(Debug)]
-pub struct RwLockWriteGuard(LockGuard);
-
-/// The accessors and the [`Release`](crate::Release) and [`Lease`](crate::Lease) verbs both
-/// guards share with [`LockGuard`], delegated (no `Deref`: a read or write
-/// guard is not a plain lock guard, and its `reenter` stays typed).
-macro_rules! guard_accessors {
-    ($guard:ident) => {
-        impl $guard {
-            /// As [`LockGuard::fencing_token`].
-            pub fn fencing_token(&self) -> FencingToken {
-                self.0.fencing_token()
-            }
-
-            /// As [`LockGuard::owner`].
-            pub fn owner(&self) -> &Owner {
-                self.0.owner()
-            }
-
-            /// As [`LockGuard::hold_count`].
-            pub fn hold_count(&self) -> u32 {
-                self.0.hold_count()
-            }
-
-            /// As [`LockGuard::lease`].
-            pub fn lease(&self) -> Duration {
-                self.0.lease()
-            }
-
-            /// As [`LockGuard::is_held`].
-            ///
-            /// # Errors
-            /// Server failures.
-            ///
-            /// # Cancel safety
-            /// Cancel safe: read-only.
-            pub async fn is_held(&self) -> Result<bool> {
-                self.0.is_held().await
-            }
-        }
-
-        impl crate::lease::Sealed for $guard {}
-
-        impl crate::Release for $guard {
-            type Released = ();
-
-            /// As [`LockGuard`]'s release.
-            async fn release(self) -> Result<()> {
-                self.0.release().await
-            }
-        }
-
-        impl crate::Lease for $guard {
-            /// As [`LockGuard`]'s.
-            fn is_lost(&self) -> bool {
-                self.0.is_lost()
-            }
-
-            /// As [`LockGuard`]'s.
-            fn lost(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
-                self.0.lost()
-            }
-
-            /// As [`LockGuard`]'s.
-            fn valid_until(&self) -> std::time::Instant {
-                self.0.valid_until()
-            }
-
-            /// As [`LockGuard`]'s extend.
-            async fn extend(&self, lease: Duration) -> Result<()> {
-                self.0.extend(lease).await
-            }
-        }
-    };
+pub struct RwLockWriteGuard {
+    hold: Hold,
+    lock: RwLock,
 }
 
-guard_accessors!(RwLockReadGuard);
-guard_accessors!(RwLockWriteGuard);
+hold_front!(RwLockReadGuard, RwLock);
+hold_front!(RwLockWriteGuard, RwLock);
 
 impl RwLock {
     /// The same lock with an explicit lease for its holds (a [`Duration`], no watchdog), as
@@ -240,7 +172,10 @@ impl RwLock {
     /// # Ok(()) }
     /// ```
     pub async fn read(&self) -> Result<RwLockReadGuard> {
-        self.read.acquire().await.map(RwLockReadGuard)
+        self.read
+            .acquire()
+            .await
+            .map(|hold| RwLockReadGuard::new(hold, self.clone()))
     }
 
     /// Makes one attempt at a read hold: `Ok(None)` when a writer holds the lock or waits
@@ -252,7 +187,8 @@ impl RwLock {
     /// # Cancel safety
     /// As [`RwLock::read`].
     pub async fn try_read(&self) -> Result<Option<RwLockReadGuard>> {
-        Ok(self.read.try_acquire().await?.map(RwLockReadGuard))
+        let hold = self.read.try_acquire().await?;
+        Ok(hold.map(|hold| RwLockReadGuard::new(hold, self.clone())))
     }
 
     /// Takes a read hold, waiting at most `wait` (a [`Duration`]; zero: one attempt):
@@ -264,7 +200,8 @@ impl RwLock {
     /// # Cancel safety
     /// As [`RwLock::read`].
     pub async fn try_read_for(&self, wait: Duration) -> Result<Option<RwLockReadGuard>> {
-        Ok(self.read.try_acquire_for(wait).await?.map(RwLockReadGuard))
+        let hold = self.read.try_acquire_for(wait).await?;
+        Ok(hold.map(|hold| RwLockReadGuard::new(hold, self.clone())))
     }
 
     /// Takes the write hold for a fresh owner, waiting at most the client's default wait.
@@ -293,7 +230,10 @@ impl RwLock {
     /// # Ok(()) }
     /// ```
     pub async fn write(&self) -> Result<RwLockWriteGuard> {
-        self.write.acquire().await.map(RwLockWriteGuard)
+        self.write
+            .acquire()
+            .await
+            .map(|hold| RwLockWriteGuard::new(hold, self.clone()))
     }
 
     /// Makes one attempt at the write hold, without registering as a waiting writer:
@@ -305,7 +245,8 @@ impl RwLock {
     /// # Cancel safety
     /// As [`RwLock::write`].
     pub async fn try_write(&self) -> Result<Option<RwLockWriteGuard>> {
-        Ok(self.write.try_acquire().await?.map(RwLockWriteGuard))
+        let hold = self.write.try_acquire().await?;
+        Ok(hold.map(|hold| RwLockWriteGuard::new(hold, self.clone())))
     }
 
     /// Takes the write hold, waiting at most `wait`: `Ok(None)` when it elapsed.
@@ -336,11 +277,8 @@ impl RwLock {
     /// # Ok(()) }
     /// ```
     pub async fn try_write_for(&self, wait: Duration) -> Result<Option<RwLockWriteGuard>> {
-        Ok(self
-            .write
-            .try_acquire_for(wait)
-            .await?
-            .map(RwLockWriteGuard))
+        let hold = self.write.try_acquire_for(wait).await?;
+        Ok(hold.map(|hold| RwLockWriteGuard::new(hold, self.clone())))
     }
 
     /// Mode (`read`/`write`), holders, TTL and waiting writers.
@@ -366,36 +304,7 @@ impl RwLock {
     }
 }
 
-impl RwLockReadGuard {
-    /// Another read hold for the same owner.
-    ///
-    /// # Errors
-    /// As [`LockGuard::reenter`].
-    ///
-    /// # Cancel safety
-    /// As [`LockGuard::reenter`].
-    pub async fn reenter(&self) -> Result<RwLockReadGuard> {
-        self.0.reenter().await.map(RwLockReadGuard)
-    }
-
-    /// The inner guard.
-    pub fn into_inner(self) -> LockGuard {
-        self.0
-    }
-}
-
 impl RwLockWriteGuard {
-    /// Another write hold for the same owner.
-    ///
-    /// # Errors
-    /// As [`LockGuard::reenter`].
-    ///
-    /// # Cancel safety
-    /// As [`LockGuard::reenter`].
-    pub async fn reenter(&self) -> Result<RwLockWriteGuard> {
-        self.0.reenter().await.map(RwLockWriteGuard)
-    }
-
     /// Takes a read hold with this writer's owner: releasing the write hold afterwards
     /// leaves the read hold, a downgrade.
     ///
@@ -426,14 +335,9 @@ impl RwLockWriteGuard {
     /// # Ok(()) }
     /// ```
     pub async fn downgrade(&self) -> Result<RwLockReadGuard> {
-        let read = self.0.lock().rekind(Arc::new(Read));
-        read.nest_as(self.0.owner(), self.0.lease())
+        let read = &self.lock.read;
+        read.nest_as(self.hold.owner(), self.hold.lease())
             .await
-            .map(RwLockReadGuard)
-    }
-
-    /// The inner guard.
-    pub fn into_inner(self) -> LockGuard {
-        self.0
+            .map(|hold| RwLockReadGuard::new(hold, self.lock.clone()))
     }
 }

@@ -6,8 +6,8 @@ use crate::client::Client;
 use crate::error::Result;
 use std::sync::Arc;
 
+use super::{FairLockGuard, LockCore, LockStatus};
 use crate::lock::raw::Fair;
-use crate::lock::{Lock, LockGuard, LockStatus};
 
 /// Default time a queued waiter stays in line without renewing: 5 s. Waiters renew every
 /// third of it while they wait.
@@ -50,21 +50,21 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 /// ```
 #[derive(Clone, Debug)]
 pub struct FairLock {
-    lock: Lock,
+    core: LockCore,
+    /// Its kind's settings (liveness, hand-off), kept here so no raw kind is asked.
+    settings: Fair,
 }
 
 impl Client {
     /// The fair lock called `name`. No I/O.
     pub fn fair_lock(&self, name: impl Into<String>) -> FairLock {
+        let settings = Fair {
+            liveness: DEFAULT_FAIR_LIVENESS,
+            handoff: true,
+        };
         FairLock {
-            lock: Lock::with_raw(
-                self.clone(),
-                name.into(),
-                Arc::new(Fair {
-                    liveness: DEFAULT_FAIR_LIVENESS,
-                    handoff: true,
-                }),
-            ),
+            core: LockCore::with_raw(self.clone(), name.into(), Arc::new(settings)),
+            settings,
         }
     }
 }
@@ -74,23 +74,16 @@ impl FairLock {
     /// [`Lock::lease`]. No I/O.
     pub fn lease(&self, lease: Duration) -> FairLock {
         FairLock {
-            lock: self.lock.lease(lease),
+            core: self.core.lease(lease),
+            settings: self.settings,
         }
-    }
-
-    /// This lock's settings (its [`Fair`] kind).
-    fn settings(&self) -> Fair {
-        self.lock
-            .inner
-            .raw
-            .fair()
-            .expect("a fair lock's kind is Fair")
     }
 
     /// This lock with other settings, under the same lease.
     fn with(&self, fair: Fair) -> FairLock {
         FairLock {
-            lock: self.lock.rekind(Arc::new(fair)),
+            core: self.core.rekind(Arc::new(fair)),
+            settings: fair,
         }
     }
 
@@ -101,7 +94,7 @@ impl FairLock {
     pub fn liveness_timeout(&self, liveness: Duration) -> FairLock {
         self.with(Fair {
             liveness: liveness.max(Duration::from_millis(3)),
-            ..self.settings()
+            ..self.settings
         })
     }
 
@@ -117,18 +110,18 @@ impl FairLock {
     pub fn handoff(&self, on: bool) -> FairLock {
         self.with(Fair {
             handoff: on,
-            ..self.settings()
+            ..self.settings
         })
     }
 
     /// The lock's name.
     pub fn name(&self) -> &str {
-        self.lock.name()
+        self.core.name()
     }
 
     /// The Redis key: key prefix + name.
     pub fn key(&self) -> &str {
-        self.lock.key()
+        self.core.key()
     }
 
     /// Acquires the lock in turn, waiting at most the client's default wait.
@@ -159,8 +152,9 @@ impl FairLock {
     /// guard.release().await?;              // wakes the next in line
     /// # Ok(()) }
     /// ```
-    pub async fn acquire(&self) -> Result<LockGuard> {
-        self.lock.acquire().await
+    pub async fn acquire(&self) -> Result<FairLockGuard> {
+        let hold = self.core.acquire().await?;
+        Ok(FairLockGuard::new(hold, self.clone()))
     }
 
     /// Makes one attempt, without joining the queue: granted only if the lock is free and
@@ -171,8 +165,9 @@ impl FairLock {
     ///
     /// # Cancel safety
     /// As [`FairLock::acquire`].
-    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.lock.try_acquire().await
+    pub async fn try_acquire(&self) -> Result<Option<FairLockGuard>> {
+        let hold = self.core.try_acquire().await?;
+        Ok(hold.map(|hold| FairLockGuard::new(hold, self.clone())))
     }
 
     /// Joins the queue and waits at most `wait` for its turn; on timeout leaves the queue
@@ -203,8 +198,9 @@ impl FairLock {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.lock.try_acquire_for(wait).await
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<FairLockGuard>> {
+        let hold = self.core.try_acquire_for(wait).await?;
+        Ok(hold.map(|hold| FairLockGuard::new(hold, self.clone())))
     }
 
     /// Whether anyone holds the lock.
@@ -215,7 +211,7 @@ impl FairLock {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn is_locked(&self) -> Result<bool> {
-        self.lock.is_locked().await
+        self.core.is_locked().await
     }
 
     /// Delete the lock whoever holds it and wake the head waiter, as Redisson's
@@ -230,7 +226,7 @@ impl FairLock {
     /// # Cancel safety
     /// Cancel safe: idempotent.
     pub async fn force_unlock(&self) -> Result<bool> {
-        self.lock.force_unlock().await
+        self.core.force_unlock().await
     }
 
     /// Holders, TTL, token and the queue of waiting owners ([`LockStatus::queue`]).
@@ -241,6 +237,6 @@ impl FairLock {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn status(&self) -> Result<LockStatus> {
-        self.lock.status().await
+        self.core.status().await
     }
 }

@@ -58,7 +58,7 @@ impl MultiLock {
             return Err(Error::invalid("a MultiLock needs at least one lock"));
         }
         for m in &members {
-            m.check()?;
+            m.core.check()?;
         }
         members.sort_by(|a, b| {
             (a.client().redacted_url(), a.key()).cmp(&(b.client().redacted_url(), b.key()))
