@@ -14,8 +14,8 @@ use crate::lock::raw::Fair;
 pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 
 /// A fair (FIFO) reentrant lock. Made by [`Client::fair_lock`];
-/// cheap to clone. Grants are [`LockGuard`]s: re-entry, lease, watchdog, fencing token and
-/// lost-lease signal work as for [`Lock`].
+/// cheap to clone. Grants are [`FairLockGuard`]s: re-entry, lease, watchdog, fencing token and
+/// lost-lease signal work as for [`Lock`](crate::Lock).
 ///
 /// Layout (Redisson's): the lock hash, a queue list `redisson_lock_queue:{<name>}` and a zset
 /// `redisson_lock_timeout:{<name>}`; each waiter is woken on its own channel
@@ -30,7 +30,7 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 /// arrival order (Redisson rewrites every waiter's timeout on each grant).
 ///
 /// A release that finds a distlock waiter at the head of the queue hands it the lock directly,
-/// as [`Handoff::Fifo`](crate::Handoff::Fifo) does for [`Lock`]: the release script grants it
+/// as [`Handoff::Fifo`](crate::Handoff::Fifo) does for [`Lock`](crate::Lock): the release script grants it
 /// (hold count 1, a fresh fencing token, an initial lease of the waiter's lease, ending at the
 /// latest at its liveness deadline, until the new holder sets its full lease) and announces
 /// it on the waiter's client channel, so the waiter holds the lock when the message arrives:
@@ -46,6 +46,21 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 /// let lock = client.fair_lock("tickets");
 /// let guard = lock.acquire().await?;       // served in the order callers arrived
 /// guard.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// What a fair lock cannot do does not compile: taking it for a given owner
+/// ([`Lock::acquire_as`](crate::Lock::acquire_as)) would bypass the queue, and a fair lock's
+/// guard is no plain [`LockGuard`](crate::LockGuard):
+/// ```compile_fail
+/// # async fn f(client: distlock::Client, owner: distlock::Owner) -> distlock::Result<()> {
+/// let fair = client.fair_lock("tickets");
+/// let guard = fair.acquire_as(&owner).await?; // no such verb on a FairLock
+/// # Ok(()) }
+/// ```
+/// ```compile_fail
+/// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+/// let guard: distlock::LockGuard = client.fair_lock("tickets").acquire().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
@@ -71,7 +86,7 @@ impl Client {
 
 impl FairLock {
     /// The same lock with an explicit lease (a [`Duration`], no watchdog), as
-    /// [`Lock::lease`]. No I/O.
+    /// [`Lock::lease`](crate::Lock::lease). No I/O.
     pub fn lease(&self, lease: Duration) -> FairLock {
         FairLock {
             core: self.core.lease(lease),
@@ -132,10 +147,10 @@ impl FairLock {
     /// queue. While it waits, the caller re-attempts every third of the
     /// [liveness timeout](FairLock::liveness_timeout) (5 seconds unless set), which keeps
     /// its place; a waiter that stops doing so (crashed) is skipped. A caller that gives up
-    /// leaves the queue at once. Fresh owner, lease and watchdog as for [`Lock::acquire`].
+    /// leaves the queue at once. Fresh owner, lease and watchdog as for [`Lock::acquire`](crate::Lock::acquire).
     ///
     /// # Errors
-    /// As [`Lock::acquire`]: [`ErrorKind::NotAcquired`](crate::ErrorKind::NotAcquired) when
+    /// As [`Lock::acquire`](crate::Lock::acquire): [`ErrorKind::NotAcquired`](crate::ErrorKind::NotAcquired) when
     /// the wait elapsed (the caller has left the queue then).
     ///
     /// # Cancel safety
@@ -161,7 +176,7 @@ impl FairLock {
     /// nobody waits before us.
     ///
     /// # Errors
-    /// As [`Lock::try_acquire`].
+    /// As [`Lock::try_acquire`](crate::Lock::try_acquire).
     ///
     /// # Cancel safety
     /// As [`FairLock::acquire`].
@@ -177,7 +192,7 @@ impl FairLock {
     /// the queue, as [`FairLock::try_acquire`]. Queueing as for [`FairLock::acquire`].
     ///
     /// # Errors
-    /// As [`Lock::try_acquire_for`].
+    /// As [`Lock::try_acquire_for`](crate::Lock::try_acquire_for).
     ///
     /// # Cancel safety
     /// As [`FairLock::acquire`].
@@ -206,7 +221,7 @@ impl FairLock {
     /// Whether anyone holds the lock.
     ///
     /// # Errors
-    /// As [`Lock::is_locked`].
+    /// As [`Lock::is_locked`](crate::Lock::is_locked).
     ///
     /// # Cancel safety
     /// Cancel safe: read-only.
@@ -221,7 +236,7 @@ impl FairLock {
     /// Returns whether it was held.
     ///
     /// # Errors
-    /// As [`Lock::force_unlock`].
+    /// As [`Lock::force_unlock`](crate::Lock::force_unlock).
     ///
     /// # Cancel safety
     /// Cancel safe: idempotent.
@@ -232,7 +247,7 @@ impl FairLock {
     /// Holders, TTL, token and the queue of waiting owners ([`LockStatus::queue`]).
     ///
     /// # Errors
-    /// As [`Lock::status`].
+    /// As [`Lock::status`](crate::Lock::status).
     ///
     /// # Cancel safety
     /// Cancel safe: read-only.

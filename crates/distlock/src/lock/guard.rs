@@ -1,8 +1,8 @@
-//! The guard fronts of the lock family: [`LockGuard`], [`FairLockGuard`], and the read-write
+//! The guard fronts of the lock family: [`LockGuard`](crate::LockGuard), [`FairLockGuard`], and the read-write
 //! lock's guards (in `rwlock`), each over one [`Hold`] and the handle it came from.
 
 use super::hold::Hold;
-use super::{FairLock, Lock, Owner};
+use super::{FairLock, Lock};
 
 /// The accessors, `reenter` and the [`Release`](crate::Release) and [`Lease`](crate::Lease)
 /// verbs every guard front of the lock family shares, over its `hold`; `$handle` is the
@@ -90,6 +90,13 @@ macro_rules! hold_front {
             pub async fn remaining(&self) -> $crate::Result<std::time::Duration> {
                 self.hold.remaining().await
             }
+
+            /// Stops tracking this hold without releasing it: no renewal, no release on
+            /// drop. The lock stays until its lease ends (a plain lock's owner can also be
+            /// [adopted](crate::Lock::adopt), e.g. by another process, and released).
+            pub fn forget(self) -> $crate::Owner {
+                self.hold.forget()
+            }
         }
 
         impl std::fmt::Debug for $guard {
@@ -172,7 +179,7 @@ macro_rules! hold_front {
 }
 pub(crate) use hold_front;
 
-/// One hold of a [`Lock`]. Release it with [`Release::release`](crate::Release::release);
+/// One hold of a [`Lock`](crate::Lock). Release it with [`Release::release`](crate::Release::release);
 /// dropping it releases in the background (never blocking the runtime) and stops its
 /// renewal.
 ///
@@ -199,17 +206,7 @@ pub struct LockGuard {
 
 hold_front!(LockGuard, Lock);
 
-impl LockGuard {
-    /// Stops tracking this hold without releasing it: no renewal, no release on drop.
-    ///
-    /// The lock stays until its lease ends, or until the returned owner is
-    /// [adopted](Lock::adopt) (e.g. by another process) and released.
-    pub fn forget(self) -> Owner {
-        self.hold.forget()
-    }
-}
-
-/// One hold of a [`FairLock`]: the verbs of a [`LockGuard`], and its
+/// One hold of a [`FairLock`]: the verbs of a [`LockGuard`](crate::LockGuard), and its
 /// [`lock`](FairLockGuard::lock) is the fair lock. Release it with
 /// [`Release::release`](crate::Release::release); dropping it releases in the background.
 #[must_use = "dropping the guard releases the lock at once; bind it to a variable"]

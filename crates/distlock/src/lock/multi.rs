@@ -90,7 +90,7 @@ impl MultiLock {
     /// (node, then key), each with a fresh owner and waiting at most what is left of the
     /// overall wait; so two MultiLocks over the same members cannot deadlock. When a member
     /// cannot be had in time, or fails, the members taken so far are released before the
-    /// call returns. Each member has its own lease and watchdog, as [`Lock::acquire`].
+    /// call returns. Each member has its own lease and watchdog, as [`Lock::acquire`](crate::Lock::acquire).
     ///
     /// # Errors
     /// [`ErrorKind::NotAcquired`] when the wait elapsed (nothing is held then); a member's
@@ -205,14 +205,14 @@ impl MultiLockGuard {
     }
 
     /// Re-enters every member with its owner (hold count + 1 on every node), as
-    /// [`LockGuard::reenter`] over a MultiLock: for a function that holds the MultiLock and
+    /// [`LockGuard::reenter`](crate::LockGuard::reenter) over a MultiLock: for a function that holds the MultiLock and
     /// calls another that takes it too.
     ///
     /// # Errors
-    /// A member's [`LockGuard::reenter`] error; members re-entered before it are released.
+    /// A member's [`LockGuard::reenter`](crate::LockGuard::reenter) error; members re-entered before it are released.
     ///
     /// # Cancel safety
-    /// As [`LockGuard::reenter`].
+    /// As [`LockGuard::reenter`](crate::LockGuard::reenter).
     pub async fn reenter(&self) -> Result<MultiLockGuard> {
         let mut guards = Vec::with_capacity(self.guards.len());
         for g in &self.guards {
@@ -240,7 +240,7 @@ impl crate::Release for MultiLockGuard {
     /// released all the same.
     ///
     /// # Cancel safety
-    /// As [`LockGuard::release`].
+    /// As [`LockGuard::release`](crate::LockGuard::release).
     async fn release(self) -> Result<()> {
         let results = join_all(self.guards.into_iter().map(|g| g.release())).await;
         results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())

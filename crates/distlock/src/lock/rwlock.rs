@@ -93,6 +93,13 @@ impl Client {
 /// let write = read.upgrade().await?; // does not compile: release the read hold first
 /// # Ok(()) }
 /// ```
+/// Nor does taking the read side as a plain lock for its owner:
+/// ```compile_fail
+/// # async fn f(rw: distlock::RwLock) -> distlock::Result<()> {
+/// let read = rw.read().await?;
+/// let again = read.lock().acquire_as(read.owner()).await?; // an RwLock has no acquire_as
+/// # Ok(()) }
+/// ```
 #[must_use = "dropping the guard releases the read lock at once"]
 #[clippy::has_significant_drop]
 pub struct RwLockReadGuard {
@@ -114,7 +121,7 @@ hold_front!(RwLockWriteGuard, RwLock);
 
 impl RwLock {
     /// The same lock with an explicit lease for its holds (a [`Duration`], no watchdog), as
-    /// [`Lock::lease`]. No I/O.
+    /// [`Lock::lease`](crate::Lock::lease). No I/O.
     pub fn lease(&self, lease: Duration) -> RwLock {
         RwLock {
             read: self.read.lease(lease),
@@ -127,7 +134,7 @@ impl RwLock {
     ///
     /// On: a writer that waits queues beside the lock (`distlock_rwlock_queue:{<name>}`), and
     /// the release that frees the lock grants it to the first live queued writer itself, as
-    /// [`Lock::handoff`] does for the plain lock; readers are never handed the lock. Off:
+    /// [`Lock::handoff`](crate::Lock::handoff) does for the plain lock; readers are never handed the lock. Off:
     /// Redisson's `RReadWriteLock` behaviour for this handle's writers: they do not queue, and
     /// a release wakes them all to attempt again. Writers queued by other handles are still
     /// served first: an attempt that finds the lock free while one of them waits hands it to
@@ -153,10 +160,10 @@ impl RwLock {
     /// seconds unless set). Many readers hold the lock at once; a reader waits while a writer
     /// holds it, and also while a writer waits (write preference: a stream of readers cannot
     /// starve writers). Each read hold has its own lease, so a crashed reader's hold runs out
-    /// on its own. Lease and watchdog as for [`Lock::acquire`].
+    /// on its own. Lease and watchdog as for [`Lock::acquire`](crate::Lock::acquire).
     ///
     /// # Errors
-    /// As [`Lock::acquire`].
+    /// As [`Lock::acquire`](crate::Lock::acquire).
     ///
     /// # Cancel safety
     /// Cancel safe: a grant that raced the drop is released.
@@ -182,7 +189,7 @@ impl RwLock {
     /// for it.
     ///
     /// # Errors
-    /// As [`Lock::try_acquire`].
+    /// As [`Lock::try_acquire`](crate::Lock::try_acquire).
     ///
     /// # Cancel safety
     /// As [`RwLock::read`].
@@ -195,7 +202,7 @@ impl RwLock {
     /// `Ok(None)` when it elapsed.
     ///
     /// # Errors
-    /// As [`Lock::try_acquire_for`].
+    /// As [`Lock::try_acquire_for`](crate::Lock::try_acquire_for).
     ///
     /// # Cancel safety
     /// As [`RwLock::read`].
@@ -210,10 +217,10 @@ impl RwLock {
     /// seconds unless set). One writer and no reader hold the lock at a time. While it waits,
     /// the writer is registered as waiting and new readers hold back; it re-attempts every
     /// third of its liveness timeout (5 seconds), and a crashed writer stops holding readers
-    /// back once that passes. Lease and watchdog as for [`Lock::acquire`].
+    /// back once that passes. Lease and watchdog as for [`Lock::acquire`](crate::Lock::acquire).
     ///
     /// # Errors
-    /// As [`Lock::acquire`].
+    /// As [`Lock::acquire`](crate::Lock::acquire).
     ///
     /// # Cancel safety
     /// Cancel safe: a waiting writer that is dropped stops holding readers back at once, and
@@ -240,7 +247,7 @@ impl RwLock {
     /// `Ok(None)` when the lock is held.
     ///
     /// # Errors
-    /// As [`Lock::try_acquire`].
+    /// As [`Lock::try_acquire`](crate::Lock::try_acquire).
     ///
     /// # Cancel safety
     /// As [`RwLock::write`].
@@ -256,7 +263,7 @@ impl RwLock {
     /// [`RwLock::write`]; on timeout the writer stops holding them back at once.
     ///
     /// # Errors
-    /// As [`Lock::try_acquire_for`].
+    /// As [`Lock::try_acquire_for`](crate::Lock::try_acquire_for).
     ///
     /// # Cancel safety
     /// As [`RwLock::write`].
@@ -284,7 +291,7 @@ impl RwLock {
     /// Mode (`read`/`write`), holders, TTL and waiting writers.
     ///
     /// # Errors
-    /// As [`Lock::status`].
+    /// As [`Lock::status`](crate::Lock::status).
     ///
     /// # Cancel safety
     /// Cancel safe: read-only.
@@ -295,7 +302,7 @@ impl RwLock {
     /// Delete the lock whoever holds it and wake every waiter.
     ///
     /// # Errors
-    /// As [`Lock::force_unlock`].
+    /// As [`Lock::force_unlock`](crate::Lock::force_unlock).
     ///
     /// # Cancel safety
     /// Cancel safe: idempotent.
@@ -319,7 +326,7 @@ impl RwLockWriteGuard {
     /// failures.
     ///
     /// # Cancel safety
-    /// As [`LockGuard::reenter`].
+    /// As [`LockGuard::reenter`](crate::LockGuard::reenter).
     ///
     /// # Examples
     /// ```no_run

@@ -3,7 +3,7 @@
 use super::*;
 
 impl LockCore {
-    /// As [`Lock::status`].
+    /// As [`Lock::status`](crate::Lock::status).
     pub(crate) async fn status(&self) -> Result<LockStatus> {
         self.check()?;
         let client = &self.inner.client.inner;

@@ -4,13 +4,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use distlock::layout::fair_waiters;
-use distlock::{FairLock, LockGuard};
+use distlock::FairLock;
 
 use crate::util::*;
 use distlock::Release;
 
 /// A task that acquires `lock` (waiting the default wait) and returns the guard.
-fn spawn_acquire(lock: &FairLock) -> tokio::task::JoinHandle<LockGuard> {
+fn spawn_acquire(lock: &FairLock) -> tokio::task::JoinHandle<distlock::FairLockGuard> {
     let lock = lock.clone();
     tokio::spawn(async move { lock.acquire().await.unwrap() })
 }

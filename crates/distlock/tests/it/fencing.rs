@@ -543,19 +543,23 @@ async fn tokens_keep_rising_across_the_upgrade_from_one_counter_per_server() {
     let mut last: HashMap<&str, u128> = HashMap::new();
     for round in 0..5 {
         for name in &names {
-            let g = if round % 2 == 0 {
-                client.lock(name).acquire().await.unwrap()
+            let token = if round % 2 == 0 {
+                let g = client.lock(name).acquire().await.unwrap();
+                let token = g.fencing_token().get();
+                g.release().await.unwrap();
+                token
             } else {
-                client.fair_lock(name.as_str()).acquire().await.unwrap()
+                let g = client.fair_lock(name.as_str()).acquire().await.unwrap();
+                let token = g.fencing_token().get();
+                g.release().await.unwrap();
+                token
             };
-            let token = g.fencing_token().get();
             assert!(
                 token > OLD,
                 "{name}: token {token} not above the old counter"
             );
             let prev = last.insert(name, token).unwrap_or(0);
             assert!(token > prev, "{name}: token {token} after {prev}");
-            g.release().await.unwrap();
         }
     }
     for name in &names {

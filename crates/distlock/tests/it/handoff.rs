@@ -78,13 +78,13 @@ async fn release_hands_the_lock_to_the_first_waiter() {
 /// Returns the waiter's guard.
 pub(crate) async fn handed_to_the_first_waiter<L: Queued>(
     server: &RedisServer,
-    held: LockGuard,
+    held: L::Guard,
     waiter_lock: &L,
     queued: impl Fn() -> usize,
     while_queued: &[&str],
     gone_after: &[&str],
     release_scripts: u64,
-) -> LockGuard {
+) -> L::Guard {
     let key = waiter_lock.key().to_string();
     let before = evalsha_calls(server);
     let waiter = {
@@ -100,7 +100,7 @@ pub(crate) async fn handed_to_the_first_waiter<L: Queued>(
     }
     waiter_settled(server, before).await;
     let _: () = cmd(server, &["CONFIG", "RESETSTAT"]);
-    let released_token = held.fencing_token();
+    let released_token = held.token();
     held.release().await.unwrap();
     let got = tokio::time::timeout(Duration::from_secs(2), waiter)
         .await
@@ -111,8 +111,8 @@ pub(crate) async fn handed_to_the_first_waiter<L: Queued>(
         release_scripts,
         "only the release ran scripts: the waiter made no attempt of its own"
     );
-    assert!(got.fencing_token() > released_token);
-    let count: Option<i64> = cmd(server, &["HGET", &key, got.owner().as_str()]);
+    assert!(got.token() > released_token);
+    let count: Option<i64> = cmd(server, &["HGET", &key, got.owner_field()]);
     assert_eq!(count, Some(1));
     let pttl: i64 = cmd(server, &["PTTL", &key]);
     assert!(pttl > 0 && pttl <= 20_000, "initial lease {pttl} ms");
@@ -457,17 +457,48 @@ async fn a_timed_out_waiter_takes_or_gives_back_a_racing_hand_off() {
     .await;
 }
 
-/// What the shared hand-off test bodies need of a plain or a fair lock.
+/// What the shared hand-off test bodies need of a guard: its lease verbs, token and owner.
+pub(crate) trait Granted: distlock::Lease<Released = ()> {
+    fn token(&self) -> distlock::FencingToken;
+    fn owner_field(&self) -> &str;
+    fn held(&self) -> impl std::future::Future<Output = distlock::Result<bool>> + Send;
+}
+
+macro_rules! granted {
+    ($($guard:ty),*) => {$(
+        impl Granted for $guard {
+            fn token(&self) -> distlock::FencingToken {
+                self.fencing_token()
+            }
+            fn owner_field(&self) -> &str {
+                self.owner().as_str()
+            }
+            async fn held(&self) -> distlock::Result<bool> {
+                self.is_held().await
+            }
+        }
+    )*};
+}
+
+granted!(
+    LockGuard,
+    distlock::FairLockGuard,
+    distlock::RwLockWriteGuard
+);
+
+/// What the shared hand-off test bodies need of a plain, fair or read-write lock.
 pub(crate) trait Queued: Clone + Send + Sync + 'static {
+    type Guard: Granted;
     fn key(&self) -> &str;
-    fn take(&self) -> impl std::future::Future<Output = LockGuard> + Send;
+    fn take(&self) -> impl std::future::Future<Output = Self::Guard> + Send;
     fn take_within(
         &self,
         wait: Duration,
-    ) -> impl std::future::Future<Output = Option<LockGuard>> + Send;
+    ) -> impl std::future::Future<Output = Option<Self::Guard>> + Send;
 }
 
 impl Queued for Lock {
+    type Guard = LockGuard;
     fn key(&self) -> &str {
         Lock::key(self)
     }
@@ -480,13 +511,14 @@ impl Queued for Lock {
 }
 
 impl Queued for distlock::FairLock {
+    type Guard = distlock::FairLockGuard;
     fn key(&self) -> &str {
         distlock::FairLock::key(self)
     }
-    async fn take(&self) -> LockGuard {
+    async fn take(&self) -> distlock::FairLockGuard {
         self.acquire().await.unwrap()
     }
-    async fn take_within(&self, wait: Duration) -> Option<LockGuard> {
+    async fn take_within(&self, wait: Duration) -> Option<distlock::FairLockGuard> {
         self.try_acquire_for(wait).await.unwrap()
     }
 }
@@ -554,7 +586,7 @@ pub(crate) async fn timed_out_waiters_leave_no_lock<L: Queued>(
         tokio::time::sleep(Duration::from_millis(100 + (round * 7) % 60)).await;
         holder.release().await.unwrap();
         if let Some(g) = waiter.await.unwrap() {
-            assert!(g.is_held().await.unwrap(), "round {round}");
+            assert!(g.held().await.unwrap(), "round {round}");
             g.release().await.unwrap();
         }
         assert!(
@@ -636,12 +668,12 @@ async fn a_hand_off_read_after_its_lease_ran_out_is_not_a_grant() {
 /// `spawn_next`'s waiter (`queued` counts the queue). The process is stopped and the holder
 /// releases: the lock is handed to the stopped process, runs out and goes to the next
 /// waiter. Once resumed, the process must report a grant newer than that waiter's.
-pub(crate) async fn a_late_hand_off_is_no_grant(
+pub(crate) async fn a_late_hand_off_is_no_grant<G: Granted>(
     server: &RedisServer,
     kind: &str,
     name: &str,
-    holder: LockGuard,
-    spawn_next: impl FnOnce() -> tokio::task::JoinHandle<LockGuard>,
+    holder: G,
+    spawn_next: impl FnOnce() -> tokio::task::JoinHandle<G>,
     queued: impl Fn() -> usize,
 ) {
     let mut victim = family(&[kind, &server.url(), name, "900"]);
@@ -660,7 +692,7 @@ pub(crate) async fn a_late_hand_off_is_no_grant(
     signal("-CONT");
     // The resumed waiter reads its old hand-off; it must not report that grant.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let later = got.fencing_token();
+    let later = got.token();
     got.release().await.unwrap();
     let line = first_line(&mut victim);
     let token: u128 = line

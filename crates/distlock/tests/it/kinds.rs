@@ -135,6 +135,7 @@ fn wanted_words(t: Tried) -> &'static str {
 #[allow(dead_code)]
 enum Holding {
     Lock(distlock::LockGuard),
+    Fair(distlock::FairLockGuard),
     Read(distlock::RwLockReadGuard),
     Write(distlock::RwLockWriteGuard),
     Leased(distlock::LeasedPermit),
@@ -146,7 +147,7 @@ async fn hold(server: &RedisServer, client: &Client, h: Held, name: &str) -> Hol
     let lease = Duration::from_secs(60);
     match h {
         Held::Plain => Holding::Lock(client.lock(name).lease(lease).acquire().await.unwrap()),
-        Held::Fair => Holding::Lock(client.fair_lock(name).lease(lease).acquire().await.unwrap()),
+        Held::Fair => Holding::Fair(client.fair_lock(name).lease(lease).acquire().await.unwrap()),
         Held::Read => Holding::Read(client.rw_lock(name).lease(lease).read().await.unwrap()),
         Held::Write => Holding::Write(client.rw_lock(name).lease(lease).write().await.unwrap()),
         Held::RedissonLock => {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use distlock::layout::{rwlock_queue, rwlock_waiters, rwlock_writers};
-use distlock::{LockGuard, RwLock, RwLockWriteGuard};
+use distlock::{RwLock, RwLockWriteGuard};
 
 use crate::handoff::{cancelled_waiters_leave_no_lock, timed_out_waiters_leave_no_lock, Queued};
 use crate::util::*;
@@ -33,17 +33,15 @@ fn spawn_write(rw: &RwLock) -> tokio::task::JoinHandle<RwLockWriteGuard> {
 }
 
 impl Queued for RwLock {
+    type Guard = RwLockWriteGuard;
     fn key(&self) -> &str {
         self.name()
     }
-    async fn take(&self) -> LockGuard {
-        self.write().await.unwrap().into_inner()
+    async fn take(&self) -> RwLockWriteGuard {
+        self.write().await.unwrap()
     }
-    async fn take_within(&self, wait: Duration) -> Option<LockGuard> {
-        self.try_write_for(wait)
-            .await
-            .unwrap()
-            .map(RwLockWriteGuard::into_inner)
+    async fn take_within(&self, wait: Duration) -> Option<RwLockWriteGuard> {
+        self.try_write_for(wait).await.unwrap()
     }
 }
 

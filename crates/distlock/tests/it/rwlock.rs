@@ -67,7 +67,7 @@ async fn reader_lease_expiry_frees_the_lock_for_a_writer() {
         .await
         .unwrap()
         .unwrap();
-    let _ = r.into_inner().forget();
+    let _ = r.forget();
     let start = tokio::time::Instant::now();
     let w = rw
         .try_write_for(Duration::from_secs(3))
