@@ -176,7 +176,7 @@ pub const JOB_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The job-lock key of `name` in `env`: `<prefix>job-lock:<env>:<name>` (ShedLock's format).
 pub(crate) fn job_key(key_prefix: &str, env: &str, name: &str) -> String {
-    format!("{key_prefix}job-lock:{env}:{name}")
+    format!("{key_prefix}{}", keys::job_lock(env, name))
 }
 
 impl JobLock {

@@ -80,7 +80,7 @@ impl LeasedSemaphore {
     /// The leases key of distlock before it followed Redisson's name; the scripts move what
     /// they find there into [`LeasedSemaphore::leases_key`].
     fn old_leases_key(&self) -> String {
-        keys::prefixed("redisson__timeout__set", &self.names.key)
+        keys::legacy_semaphore_leases(&self.names.key)
     }
 
     /// The semaphore's name.
