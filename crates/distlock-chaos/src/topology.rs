@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use distlock::layout;
 use distlock_test::cluster::ClusterSet;
 use distlock_test::sentinel::SentinelSet;
 use distlock_test::RedisServer;
@@ -200,10 +201,13 @@ impl Deployment {
                 }
             };
             for key in keys {
-                if key.contains("distlock:fencing-counter") {
+                if key.contains(layout::FENCING_COUNTER_PREFIX) {
                     continue;
                 }
-                if REQUEST_RECORDS.iter().any(|p| key.starts_with(p)) {
+                if REQUEST_RECORDS
+                    .iter()
+                    .any(|p| key.strip_prefix(p).is_some_and(|k| k.starts_with(':')))
+                {
                     records += 1;
                     continue;
                 }
@@ -257,14 +261,16 @@ impl Deployment {
     }
 }
 
-/// Key prefixes of the request records the scripts keep for a while (with a TTL) so that a
-/// resent release or acquire is answered as the first one was (Redisson's unlock latch,
-/// distlock's acquire latch and semaphore grant/release records).
+/// Key prefixes (before their `:`) of the request records the scripts keep for a while (with
+/// a TTL) so that a resent release or acquire is answered as the first one was (Redisson's
+/// unlock latch, distlock's acquire latch and semaphore grant/release records). Not every
+/// helper key ([`layout::classify`]): a queue, a waiter entry or a lease set left behind is
+/// an orphan.
 const REQUEST_RECORDS: [&str; 4] = [
-    "redisson_unlock_latch:",
-    "distlock_acquire_latch:",
-    "distlock_semaphore_grant:",
-    "distlock_semaphore_release:",
+    layout::UNLOCK_LATCH_PREFIX,
+    layout::ACQUIRE_LATCH_PREFIX,
+    layout::SEMAPHORE_GRANT_LATCH_PREFIX,
+    layout::SEMAPHORE_RELEASE_LATCH_PREFIX,
 ];
 
 /// A connection with short timeouts: a paused server must not hang the orchestrator.

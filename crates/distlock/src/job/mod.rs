@@ -1,10 +1,14 @@
 //! [`JobLock`]: ShedLock's job lock, with a compare-and-delete release.
 
 mod guard;
+mod request;
 mod schedule;
+#[cfg(test)]
+mod tests;
 
 use guard::GuardInner;
 pub use guard::{JobGuard, JobLease};
+use request::JobRequest;
 #[cfg(feature = "cron")]
 pub use schedule::spawn_cron;
 pub use schedule::{spawn_every, spawn_every_with};
@@ -12,15 +16,13 @@ pub use schedule::{spawn_every, spawn_every_with};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
+use crate::acquire::{acquire, not_acquired};
 use crate::client::Client;
-use crate::conn::pubsub::Wake;
 use crate::error::{Error, ErrorKind, Result};
-use crate::holds::ReleaseRequest;
 use crate::keys;
 use crate::scripts;
 use crate::watchdog::LeaseState;
@@ -174,7 +176,7 @@ pub const JOB_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The job-lock key of `name` in `env`: `<prefix>job-lock:<env>:<name>` (ShedLock's format).
 pub(crate) fn job_key(key_prefix: &str, env: &str, name: &str) -> String {
-    format!("{key_prefix}job-lock:{env}:{name}")
+    format!("{key_prefix}{}", keys::job_lock(env, name))
 }
 
 impl JobLock {
@@ -546,170 +548,5 @@ impl JobLock {
         };
         crate::notice::tell_job_holder(backend, &key, &value).await;
         Ok(true)
-    }
-}
-
-/// One acquire of a job lock, for the crate's acquire driver. A job lock has no wake
-/// channel: the driver polls every [`JOB_POLL_INTERVAL`].
-struct JobRequest {
-    client: Client,
-    key: String,
-    at_most_ms: u64,
-    host: String,
-    /// The value of the latest attempt, and whether the server refused it. A refused value is
-    /// replaced by a fresh one (so the time in it is the time of the grant, as ShedLock's is);
-    /// one whose answer never came is sent again (the script answers 1 when it finds it), so
-    /// a grant whose reply was lost is found, or given back, by its value.
-    value: Mutex<(String, bool)>,
-}
-
-impl JobRequest {
-    /// The script call that deletes the lock if it still holds `value` (a give-back).
-    fn release_request(&self, value: &str) -> ReleaseRequest {
-        ReleaseRequest::new(
-            format!("give back job lock {:?}", self.key),
-            &scripts::JOB_RELEASE,
-        )
-        .key(&self.key)
-        .arg(value)
-        .arg(0)
-    }
-}
-
-impl Acquire for JobRequest {
-    /// The value written and the instant the lease counts from.
-    type Grant = (String, Instant);
-
-    fn describe(&self) -> (&'static str, &str, Option<&str>) {
-        ("job_lock", &self.key, None)
-    }
-
-    fn wake(&self) -> Option<(&str, Wake)> {
-        None
-    }
-
-    fn recheck(&self) -> Duration {
-        JOB_POLL_INTERVAL
-    }
-
-    async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
-        let (value, first) = {
-            let mut last = self.value.lock().unwrap();
-            let first = last.0.is_empty();
-            if first || last.1 {
-                last.0 = format!(
-                    "ADDED:{}@{}:{}",
-                    humantime::format_rfc3339_millis(SystemTime::now()),
-                    self.host,
-                    uuid::Uuid::new_v4()
-                );
-            }
-            last.1 = false;
-            (last.0.clone(), first)
-        };
-        let context = format!("job lock {:?}", self.key);
-        // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
-        let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
-        // A request's first attempt takes a free lock by ShedLock's own `SET NX PX`, no script.
-        // Its refusal (or a resend after a lost reply), and every later attempt (a waiter's
-        // polls: one round trip each), go to job_acquire.lua, which tells our value from
-        // another's and a key of another type.
-        let set_taken = if first {
-            let mut set = redis::cmd("SET");
-            set.arg(&self.key)
-                .arg(&value)
-                .arg("NX")
-                .arg("PX")
-                .arg(self.at_most_ms);
-            grant
-                .backend
-                .query::<Option<String>>(&context, &set)
-                .await
-                .inspect_err(|e| grant.failed(e))?
-                .is_some()
-        } else {
-            false
-        };
-        let taken: i64 = if set_taken {
-            1
-        } else {
-            let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
-            inv.key(&self.key).arg(&value).arg(self.at_most_ms);
-            grant
-                .backend
-                .eval(&context, &inv)
-                .await
-                .inspect_err(|e| grant.failed(e))?
-        };
-        Ok(if taken == 1 {
-            // Not confirmed: deleted if still ours (by value); the next attempt writes a new
-            // value.
-            confirm_grant(grant, &context, || async {
-                self.value.lock().unwrap().1 = true;
-                let request = self.release_request(&value);
-                self.client
-                    .inner
-                    .backend
-                    .eval::<i64>(&request.context, &request.invocation())
-                    .await
-                    .map(|_| ())
-            })
-            .await?;
-            Step::Done((value, started))
-        } else {
-            self.value.lock().unwrap().1 = true;
-            Step::Wait(None)
-        })
-    }
-
-    fn give_back(self) {
-        // Delete the lock if the last attempt took it (compared by value, so another
-        // instance's lock is never touched). A send still queued on a stalled server that
-        // runs after this takes the lock until `at_most_for` ends.
-        let (value, refused) = self
-            .value
-            .lock()
-            .map(|v| v.clone())
-            .unwrap_or_else(|e| e.into_inner().clone());
-        if value.is_empty() || refused {
-            return;
-        }
-        let request = self.release_request(&value);
-        let client = &self.client.inner;
-        client.holds.release_in_background(&client.backend, request);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_shedlock_values() {
-        let h = JobHolder::parse(
-            "ADDED:2021-05-12T13:31:45.006Z@lixin-macbook.local:1b4e28ba-2fa1-11d2-883f-0016d3cca427",
-            None,
-        )
-        .unwrap();
-        assert_eq!(h.locked_at, "2021-05-12T13:31:45.006Z");
-        assert_eq!(h.host, "lixin-macbook.local");
-        assert_eq!(
-            h.id.as_deref(),
-            Some("1b4e28ba-2fa1-11d2-883f-0016d3cca427")
-        );
-        // ShedLock's older format, without the id.
-        let h =
-            JobHolder::parse("ADDED:2021-05-12T13:31:45.006Z@lixin-macbook.local", None).unwrap();
-        assert_eq!(h.host, "lixin-macbook.local");
-        assert_eq!(h.id, None);
-        assert!(JobHolder::parse("something else", None).is_none());
-    }
-
-    #[test]
-    fn key_format_is_shedlocks() {
-        assert_eq!(
-            job_key("", "test", "hello-world"),
-            "job-lock:test:hello-world"
-        );
     }
 }

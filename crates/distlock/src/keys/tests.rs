@@ -40,6 +40,41 @@ fn names_follow_redisson_prefix_name() {
     );
 }
 
+/// The builders that replaced names spelled out at their call sites name the same keys,
+/// byte for byte, as the old spellings (`prefixed(<literal>, key)` and `:<request id>`).
+#[test]
+fn builders_name_what_the_call_sites_spelled_out() {
+    for key in ["orders", "{user:1}:orders", "pre:{t}x"] {
+        let id = "6f1c0e1e:r7";
+        assert_eq!(
+            semaphore_grant_latch(key, id),
+            format!("{}:{id}", prefixed("distlock_semaphore_grant", key))
+        );
+        assert_eq!(
+            semaphore_release_latch(key, id),
+            format!("{}:{id}", prefixed("distlock_semaphore_release", key))
+        );
+        assert_eq!(
+            legacy_semaphore_leases(key),
+            prefixed("redisson__timeout__set", key)
+        );
+    }
+    assert_eq!(
+        semaphore_grant_latch("orders", "c:r1"),
+        "distlock_semaphore_grant:{orders}:c:r1"
+    );
+    assert_eq!(
+        semaphore_release_latch("{u}x", "c:r1"),
+        "distlock_semaphore_release:{u}x:c:r1"
+    );
+    assert_eq!(
+        legacy_semaphore_leases("exports"),
+        "redisson__timeout__set:{exports}"
+    );
+    assert_eq!(job_lock("prod", "report"), "job-lock:prod:report");
+    assert_eq!(job_lock("", "a:b"), "job-lock::a:b");
+}
+
 #[test]
 fn durations_are_checked() {
     assert!(lease_ms("lease", Duration::ZERO).is_err());

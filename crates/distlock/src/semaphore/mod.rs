@@ -104,10 +104,9 @@ impl Names {
         let request = ReleaseRequest::new(self.context("release"), &scripts::SEMAPHORE_RELEASE)
             .key(&self.key)
             .key(&self.channel)
-            .key(format!(
-                "{}:{}",
-                keys::prefixed("distlock_semaphore_release", &self.key),
-                self.client.request_id()
+            .key(keys::semaphore_release_latch(
+                &self.key,
+                &self.client.request_id(),
             ));
         let request = match grant {
             Some(latch) => request.key(latch),
@@ -364,11 +363,7 @@ struct PermitRequest {
 
 /// A fresh grant latch for an acquire of `n`.
 fn grant_latch(n: &Names) -> String {
-    format!(
-        "{}:{}",
-        keys::prefixed("distlock_semaphore_grant", &n.key),
-        n.client.request_id()
-    )
+    keys::semaphore_grant_latch(&n.key, &n.client.request_id())
 }
 
 impl PermitRequest {

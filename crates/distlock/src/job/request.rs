@@ -1,0 +1,146 @@
+//! `JobRequest`: one acquire of a job lock, for the crate's acquire driver.
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
+
+use crate::acquire::{confirm_grant, Acquire, Step};
+use crate::client::Client;
+use crate::conn::pubsub::Wake;
+use crate::error::Result;
+use crate::holds::ReleaseRequest;
+use crate::scripts;
+
+use super::JOB_POLL_INTERVAL;
+
+/// One acquire of a job lock, for the crate's acquire driver. A job lock has no wake
+/// channel: the driver polls every [`JOB_POLL_INTERVAL`].
+pub(super) struct JobRequest {
+    pub(super) client: Client,
+    pub(super) key: String,
+    pub(super) at_most_ms: u64,
+    pub(super) host: String,
+    /// The value of the latest attempt, and whether the server refused it. A refused value is
+    /// replaced by a fresh one (so the time in it is the time of the grant, as ShedLock's is);
+    /// one whose answer never came is sent again (the script answers 1 when it finds it), so
+    /// a grant whose reply was lost is found, or given back, by its value.
+    pub(super) value: Mutex<(String, bool)>,
+}
+
+impl JobRequest {
+    /// The script call that deletes the lock if it still holds `value` (a give-back).
+    fn release_request(&self, value: &str) -> ReleaseRequest {
+        ReleaseRequest::new(
+            format!("give back job lock {:?}", self.key),
+            &scripts::JOB_RELEASE,
+        )
+        .key(&self.key)
+        .arg(value)
+        .arg(0)
+    }
+}
+
+impl Acquire for JobRequest {
+    /// The value written and the instant the lease counts from.
+    type Grant = (String, Instant);
+
+    fn describe(&self) -> (&'static str, &str, Option<&str>) {
+        ("job_lock", &self.key, None)
+    }
+
+    fn wake(&self) -> Option<(&str, Wake)> {
+        None
+    }
+
+    fn recheck(&self) -> Duration {
+        JOB_POLL_INTERVAL
+    }
+
+    async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
+        let (value, first) = {
+            let mut last = self.value.lock().unwrap();
+            let first = last.0.is_empty();
+            if first || last.1 {
+                last.0 = format!(
+                    "ADDED:{}@{}:{}",
+                    humantime::format_rfc3339_millis(SystemTime::now()),
+                    self.host,
+                    uuid::Uuid::new_v4()
+                );
+            }
+            last.1 = false;
+            (last.0.clone(), first)
+        };
+        let context = format!("job lock {:?}", self.key);
+        // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
+        let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
+        // A request's first attempt takes a free lock by ShedLock's own `SET NX PX`, no script.
+        // Its refusal (or a resend after a lost reply), and every later attempt (a waiter's
+        // polls: one round trip each), go to job_acquire.lua, which tells our value from
+        // another's and a key of another type.
+        let set_taken = if first {
+            let mut set = redis::cmd("SET");
+            set.arg(&self.key)
+                .arg(&value)
+                .arg("NX")
+                .arg("PX")
+                .arg(self.at_most_ms);
+            grant
+                .backend
+                .query::<Option<String>>(&context, &set)
+                .await
+                .inspect_err(|e| grant.failed(e))?
+                .is_some()
+        } else {
+            false
+        };
+        let taken: i64 = if set_taken {
+            1
+        } else {
+            let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
+            inv.key(&self.key).arg(&value).arg(self.at_most_ms);
+            grant
+                .backend
+                .eval(&context, &inv)
+                .await
+                .inspect_err(|e| grant.failed(e))?
+        };
+        Ok(if taken == 1 {
+            // Not confirmed: deleted if still ours (by value); the next attempt writes a new
+            // value.
+            confirm_grant(grant, &context, || async {
+                self.value.lock().unwrap().1 = true;
+                let request = self.release_request(&value);
+                self.client
+                    .inner
+                    .backend
+                    .eval::<i64>(&request.context, &request.invocation())
+                    .await
+                    .map(|_| ())
+            })
+            .await?;
+            Step::Done((value, started))
+        } else {
+            self.value.lock().unwrap().1 = true;
+            Step::Wait(None)
+        })
+    }
+
+    fn give_back(self) {
+        // Delete the lock if the last attempt took it (compared by value, so another
+        // instance's lock is never touched). A send still queued on a stalled server that
+        // runs after this takes the lock until `at_most_for` ends.
+        let (value, refused) = self
+            .value
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_else(|e| e.into_inner().clone());
+        if value.is_empty() || refused {
+            return;
+        }
+        let request = self.release_request(&value);
+        let client = &self.client.inner;
+        client.holds.release_in_background(&client.backend, request);
+    }
+}
