@@ -46,23 +46,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
         }
     };
-    {
-        use tracing_subscriber::layer::SubscriberExt;
-        use tracing_subscriber::util::SubscriberInitExt;
-        use tracing_subscriber::Layer;
-        let asked = tracing_subscriber::EnvFilter::try_from_env("DISTLOCK_LOG").ok();
-        // The `lost` workload loses leases on purpose: the library's `distlock.lease_lost`
-        // event is left to those who ask with DISTLOCK_LOG.
-        let quiet = asked.is_none();
-        let fmt = tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_filter(asked.unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn")))
-            .with_filter(tracing_subscriber::filter::filter_fn(move |meta| {
-                !(quiet && meta.name() == "distlock.lease_lost")
-            }));
-        tracing_subscriber::registry().with(fmt).init();
-    }
+    out::init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

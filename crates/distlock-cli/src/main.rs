@@ -145,24 +145,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    {
-        use tracing_subscriber::layer::SubscriberExt;
-        use tracing_subscriber::util::SubscriberInitExt;
-        use tracing_subscriber::Layer;
-        let asked = tracing_subscriber::EnvFilter::try_from_env("DISTLOCK_LOG").ok();
-        // By default one line per lost lease: `run` says it in its own words, so the
-        // library's `distlock.lease_lost` event is left to those who ask with DISTLOCK_LOG.
-        let quiet = asked.is_none();
-        let fmt = tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            // Colours only for a terminal: logs piped to a file or journal stay plain text.
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_filter(asked.unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn")))
-            .with_filter(tracing_subscriber::filter::filter_fn(move |meta| {
-                !(quiet && meta.name() == "distlock.lease_lost")
-            }));
-        tracing_subscriber::registry().with(fmt).init();
-    }
+    out::init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

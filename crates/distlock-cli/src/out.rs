@@ -57,3 +57,24 @@ macro_rules! errln {
 }
 
 pub use crate::{errln, outln};
+
+/// Logs to stderr as `DISTLOCK_LOG` asks (an `EnvFilter`), WARN and above by default; colours
+/// only for a terminal, so logs piped to a file or journal stay plain text.
+///
+/// Without `DISTLOCK_LOG` the library's `distlock.lease_lost` event is left out: `run` says a
+/// lost lease in its own words, and the benchmark's `lost` workload loses leases on purpose.
+pub fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let asked = tracing_subscriber::EnvFilter::try_from_env("DISTLOCK_LOG").ok();
+    let quiet = asked.is_none();
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_filter(asked.unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn")))
+        .with_filter(tracing_subscriber::filter::filter_fn(move |meta| {
+            !(quiet && meta.name() == "distlock.lease_lost")
+        }));
+    tracing_subscriber::registry().with(fmt).init();
+}

@@ -8,7 +8,59 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::layout;
+
+/// Redisson `RFairLock`'s queue of waiting owners, a list: `redisson_lock_queue:{<name>}`.
+pub const FAIR_QUEUE_PREFIX: &str = "redisson_lock_queue";
+/// Redisson `RFairLock`'s waiter timeouts, a zset: `redisson_lock_timeout:{<name>}`.
+pub const FAIR_TIMEOUTS_PREFIX: &str = "redisson_lock_timeout";
+/// distlock's liveness deadlines of a fair lock's waiters: `distlock_fair_liveness:{<name>}`.
+pub const FAIR_LIVENESS_PREFIX: &str = "distlock_fair_liveness";
+/// distlock's hand-off entries of a fair lock's waiters: `distlock_fair_waiters:{<name>}`.
+pub const FAIR_WAITERS_PREFIX: &str = "distlock_fair_waiters";
+/// Redisson `RFencedLock`'s token counter of a lock: `redisson_lock_token:{<name>}`.
+pub const REDISSON_FENCED_TOKEN_PREFIX: &str = "redisson_lock_token";
+/// Redisson `RLock`'s latch of one release request:
+/// `redisson_unlock_latch:{<name>}:<request-id>`.
+pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
+/// distlock's latch of one re-entrant acquire request:
+/// `distlock_acquire_latch:{<name>}:<request-id>`.
+pub const ACQUIRE_LATCH_PREFIX: &str = "distlock_acquire_latch";
+/// distlock's hand-off queue of a plain lock: `distlock_lock_queue:{<name>}`.
+pub const LOCK_QUEUE_PREFIX: &str = "distlock_lock_queue";
+/// distlock's waiter entries of a plain lock's queue: `distlock_lock_waiters:{<name>}`.
+pub const LOCK_WAITERS_PREFIX: &str = "distlock_lock_waiters";
+/// distlock's hand-off queue of a read-write lock's writers: `distlock_rwlock_queue:{<name>}`.
+pub const RWLOCK_QUEUE_PREFIX: &str = "distlock_rwlock_queue";
+/// distlock's writer entries of a read-write lock's queue: `distlock_rwlock_waiters:{<name>}`.
+pub const RWLOCK_WAITERS_PREFIX: &str = "distlock_rwlock_waiters";
+/// distlock's waiting writers of a read-write lock: `distlock_rwlock_writers:{<name>}`.
+pub const RWLOCK_WRITERS_PREFIX: &str = "distlock_rwlock_writers";
+/// distlock's hand-off queue of a leased semaphore: `distlock_permit_queue:{<name>}`.
+pub const PERMIT_QUEUE_PREFIX: &str = "distlock_permit_queue";
+/// distlock's waiter entries of a leased semaphore's queue: `distlock_permit_waiters:{<name>}`.
+pub const PERMIT_WAITERS_PREFIX: &str = "distlock_permit_waiters";
+/// The leases of a leased semaphore as older distlock versions kept them (the scripts move
+/// them to [`semaphore_leases`]): `redisson__timeout__set:{<name>}`.
+pub const LEGACY_SEMAPHORE_LEASES_PREFIX: &str = "redisson__timeout__set";
+/// distlock's latch of one semaphore acquire's grant:
+/// `distlock_semaphore_grant:{<name>}:<request-id>`.
+pub const SEMAPHORE_GRANT_LATCH_PREFIX: &str = "distlock_semaphore_grant";
+/// distlock's latch of one semaphore release request:
+/// `distlock_semaphore_release:{<name>}:<request-id>`.
+pub const SEMAPHORE_RELEASE_LATCH_PREFIX: &str = "distlock_semaphore_release";
+/// distlock's latch of one count-down request of a latch:
+/// `distlock_latch_count_down:{<name>}:<request-id>`.
+pub const LATCH_COUNT_DOWN_LATCH_PREFIX: &str = "distlock_latch_count_down";
+/// distlock's fencing counters: `distlock:fencing-counter:{<slot tag>}`, one per hash slot,
+/// and the server-wide `distlock:fencing-counter` of older versions (after the client's key
+/// prefix, which comes first).
+pub const FENCING_COUNTER_PREFIX: &str = "distlock:fencing-counter";
+/// ShedLock's job locks: `job-lock:<env>:<name>`.
+pub const JOB_LOCK_PREFIX: &str = "job-lock";
+/// Redisson `RPermitExpirableSemaphore`'s lease set: `{<name>}:timeout`.
+pub const SEMAPHORE_LEASES_SUFFIX: &str = "timeout";
+/// Redisson `RReadWriteLock`'s key of one read hold: `{<name>}:<owner>:rwlock_timeout:<n>`.
+pub const RWLOCK_READ_TIMEOUT_SUFFIX: &str = "rwlock_timeout";
 
 /// Longest lock name accepted, in bytes (64 KiB). Redis allows 512 MB keys; a longer name is
 /// almost surely a bug in the caller, and every script call carries it several times.
@@ -102,7 +154,7 @@ pub fn semaphore_channel(key: &str) -> String {
 /// Lease set of a leased semaphore: `{key}:timeout` (`key:timeout` when the key has a
 /// `{hash tag}`), a zset of permit ids by expiry (Redisson's `RPermitExpirableSemaphore`).
 pub fn semaphore_leases(key: &str) -> String {
-    suffixed(key, layout::SEMAPHORE_LEASES_SUFFIX)
+    suffixed(key, SEMAPHORE_LEASES_SUFFIX)
 }
 
 /// Wake channel of a count-down latch: `redisson_countdownlatch__channel__{key}`, with braces
@@ -115,78 +167,78 @@ pub fn latch_channel(key: &str) -> String {
 /// Redisson draws tokens from with `INCR`). distlock never creates it; when it exists, a plain
 /// lock's grant takes a token above it and writes it there.
 pub fn redisson_fenced_token(key: &str) -> String {
-    prefixed(layout::REDISSON_FENCED_TOKEN_PREFIX, key)
+    prefixed(REDISSON_FENCED_TOKEN_PREFIX, key)
 }
 
 /// Unlock latch of one release request: `redisson_unlock_latch:{key}:<request-id>` (the
 /// key Redisson's `RLock` unlock script uses, so that a resent release answers the first
 /// send's result instead of taking a second hold away).
 pub fn unlock_latch(key: &str, request_id: &str) -> String {
-    prefixed_with(layout::UNLOCK_LATCH_PREFIX, key, request_id)
+    prefixed_with(UNLOCK_LATCH_PREFIX, key, request_id)
 }
 
 /// Acquire latch of one re-entrant acquire request: `distlock_acquire_latch:{key}:<id>`.
 /// Makes a resent acquire idempotent (in Redisson, a re-entrant acquire resent after a lost
 /// reply leaves hold count 2).
 pub fn acquire_latch(key: &str, request_id: &str) -> String {
-    prefixed_with(layout::ACQUIRE_LATCH_PREFIX, key, request_id)
+    prefixed_with(ACQUIRE_LATCH_PREFIX, key, request_id)
 }
 
 /// Direct hand-off queue of a plain lock: `distlock_lock_queue:{key}`, a zset of waiting
 /// owners by arrival (server ms). distlock's own: Redisson's `RLock` has no queue.
 pub fn lock_queue(key: &str) -> String {
-    prefixed(layout::LOCK_QUEUE_PREFIX, key)
+    prefixed(LOCK_QUEUE_PREFIX, key)
 }
 
 /// Waiter entries of a plain lock's hand-off queue: `distlock_lock_waiters:{key}`, a hash
 /// owner → `<liveness deadline ms>;<initial lease ms>;<client id>;<app>;<host>;<pid>`.
 pub fn lock_waiters(key: &str) -> String {
-    prefixed(layout::LOCK_WAITERS_PREFIX, key)
+    prefixed(LOCK_WAITERS_PREFIX, key)
 }
 
 /// Direct hand-off queue of a read-write lock's writers: `distlock_rwlock_queue:{key}`, a
 /// zset of waiting writers (owners) by arrival (server ms). distlock's own: Redisson's
 /// `RReadWriteLock` has no queue.
 pub fn rwlock_queue(key: &str) -> String {
-    prefixed(layout::RWLOCK_QUEUE_PREFIX, key)
+    prefixed(RWLOCK_QUEUE_PREFIX, key)
 }
 
 /// Writer entries of a read-write lock's hand-off queue: `distlock_rwlock_waiters:{key}`, a
 /// hash owner → `<liveness deadline ms>;<initial lease ms>;<client id>;`.
 pub fn rwlock_waiters(key: &str) -> String {
-    prefixed(layout::RWLOCK_WAITERS_PREFIX, key)
+    prefixed(RWLOCK_WAITERS_PREFIX, key)
 }
 
 /// The waiting writers of a read-write lock: `distlock_rwlock_writers:{key}`, a zset owner →
 /// liveness deadline (server ms). While a live writer is in it, new readers wait
 /// (write-preferring). distlock's own: Redisson's `RReadWriteLock` ignores it.
 pub fn rwlock_writers(key: &str) -> String {
-    prefixed(layout::RWLOCK_WRITERS_PREFIX, key)
+    prefixed(RWLOCK_WRITERS_PREFIX, key)
 }
 
 /// Hand-off entries of a fair lock's distlock waiters: `distlock_fair_waiters:{key}`, a hash
 /// owner → `<initial lease ms>;<wait ms>;<client id>;<app>;<host>;<pid>`, beside Redisson's
 /// queue `redisson_lock_queue:{key}`. distlock's own: Redisson's `RFairLock` ignores it.
 pub fn fair_waiters(key: &str) -> String {
-    prefixed(layout::FAIR_WAITERS_PREFIX, key)
+    prefixed(FAIR_WAITERS_PREFIX, key)
 }
 
 /// Redisson `RFairLock`'s queue of a fair lock: `redisson_lock_queue:{key}`, a list of the
 /// waiting owners, first in line first.
 pub fn fair_queue(key: &str) -> String {
-    prefixed(layout::FAIR_QUEUE_PREFIX, key)
+    prefixed(FAIR_QUEUE_PREFIX, key)
 }
 
 /// Redisson `RFairLock`'s waiter timeouts of a fair lock: `redisson_lock_timeout:{key}`, a
 /// zset owner → the time its turn expires (ms).
 pub fn fair_timeouts(key: &str) -> String {
-    prefixed(layout::FAIR_TIMEOUTS_PREFIX, key)
+    prefixed(FAIR_TIMEOUTS_PREFIX, key)
 }
 
 /// The liveness deadlines of a fair lock's distlock waiters: `distlock_fair_liveness:{key}`,
 /// a zset owner → deadline (server ms). distlock's own: Redisson's `RFairLock` ignores it.
 pub fn fair_liveness(key: &str) -> String {
-    prefixed(layout::FAIR_LIVENESS_PREFIX, key)
+    prefixed(FAIR_LIVENESS_PREFIX, key)
 }
 
 /// Redisson `RReadWriteLock`'s key of read hold `n` of `owner`:
@@ -196,7 +248,7 @@ pub fn rwlock_read_timeout(key: &str, owner: &str, n: u64) -> String {
     format!(
         "{}:{}:{n}",
         suffixed(key, owner),
-        layout::RWLOCK_READ_TIMEOUT_SUFFIX
+        RWLOCK_READ_TIMEOUT_SUFFIX
     )
 }
 
@@ -204,30 +256,30 @@ pub fn rwlock_read_timeout(key: &str, owner: &str, n: u64) -> String {
 /// `redisson__timeout__set:{key}`. No longer written: the scripts move what they find there
 /// into [`semaphore_leases`].
 pub fn legacy_semaphore_leases(key: &str) -> String {
-    prefixed(layout::LEGACY_SEMAPHORE_LEASES_PREFIX, key)
+    prefixed(LEGACY_SEMAPHORE_LEASES_PREFIX, key)
 }
 
 /// Grant latch of one semaphore acquire request: `distlock_semaphore_grant:{key}:<id>`.
 pub fn semaphore_grant_latch(key: &str, request_id: &str) -> String {
-    prefixed_with(layout::SEMAPHORE_GRANT_LATCH_PREFIX, key, request_id)
+    prefixed_with(SEMAPHORE_GRANT_LATCH_PREFIX, key, request_id)
 }
 
 /// Latch of one semaphore release request: `distlock_semaphore_release:{key}:<id>`, so that
 /// a resent release gives the permits back once.
 pub fn semaphore_release_latch(key: &str, request_id: &str) -> String {
-    prefixed_with(layout::SEMAPHORE_RELEASE_LATCH_PREFIX, key, request_id)
+    prefixed_with(SEMAPHORE_RELEASE_LATCH_PREFIX, key, request_id)
 }
 
 /// Latch of one count-down request of a latch: `distlock_latch_count_down:{key}:<id>`, so
 /// that a resent count-down counts once.
 pub fn latch_count_down_latch(key: &str, request_id: &str) -> String {
-    prefixed_with(layout::LATCH_COUNT_DOWN_LATCH_PREFIX, key, request_id)
+    prefixed_with(LATCH_COUNT_DOWN_LATCH_PREFIX, key, request_id)
 }
 
 /// The key of a job lock (ShedLock's format): `job-lock:<env>:<name>`, without the client's
 /// key prefix.
 pub fn job_lock(env: &str, name: &str) -> String {
-    format!("{}:{env}:{name}", layout::JOB_LOCK_PREFIX)
+    format!("{}:{env}:{name}", JOB_LOCK_PREFIX)
 }
 
 /// Grant channel of one client's waiters of a plain or fair lock:
@@ -257,13 +309,13 @@ pub fn job_notice_channel(key: &str) -> String {
 /// waiting permit ids (16 raw bytes) by arrival (server ms). distlock's own: Redisson's
 /// `RPermitExpirableSemaphore` has no queue.
 pub fn permit_queue(key: &str) -> String {
-    prefixed(layout::PERMIT_QUEUE_PREFIX, key)
+    prefixed(PERMIT_QUEUE_PREFIX, key)
 }
 
 /// Waiter entries of a leased semaphore's hand-off queue: `distlock_permit_waiters:{key}`, a
 /// hash permit id → `<liveness deadline ms>;<lease ms>;<client id>;<id as 32 hex characters>`.
 pub fn permit_waiters(key: &str) -> String {
-    prefixed(layout::PERMIT_WAITERS_PREFIX, key)
+    prefixed(PERMIT_WAITERS_PREFIX, key)
 }
 
 /// Grant channel of one client's waiters of a leased semaphore:
@@ -376,7 +428,7 @@ pub fn slot_tag(slot: u16) -> &'static str {
 pub fn fencing_counter(key_prefix: &str, lock_key: &str) -> String {
     format!(
         "{key_prefix}{}:{{{}}}",
-        layout::FENCING_COUNTER_PREFIX,
+        FENCING_COUNTER_PREFIX,
         slot_tag(key_slot(lock_key))
     )
 }
@@ -386,7 +438,7 @@ pub fn fencing_counter(key_prefix: &str, lock_key: &str) -> String {
 /// connect, and a slot counter that does not exist yet starts above it, so tokens keep
 /// rising across the upgrade.
 pub fn legacy_fencing_counter(key_prefix: &str) -> String {
-    format!("{key_prefix}{}", layout::FENCING_COUNTER_PREFIX)
+    format!("{key_prefix}{}", FENCING_COUNTER_PREFIX)
 }
 
 /// Checks the name of a primitive with helper keys (every one but the job lock): as

@@ -16,59 +16,15 @@ pub use crate::keys::{
     rwlock_writers, semaphore_channel, semaphore_grant_latch, semaphore_leases,
     semaphore_release_latch, slot_tag, unlock_latch, HOLDER_FIELD, SLOTS, TOKEN_FIELD,
 };
-
-/// Redisson `RFairLock`'s queue of waiting owners, a list: `redisson_lock_queue:{<name>}`.
-pub const FAIR_QUEUE_PREFIX: &str = "redisson_lock_queue";
-/// Redisson `RFairLock`'s waiter timeouts, a zset: `redisson_lock_timeout:{<name>}`.
-pub const FAIR_TIMEOUTS_PREFIX: &str = "redisson_lock_timeout";
-/// distlock's liveness deadlines of a fair lock's waiters: `distlock_fair_liveness:{<name>}`.
-pub const FAIR_LIVENESS_PREFIX: &str = "distlock_fair_liveness";
-/// distlock's hand-off entries of a fair lock's waiters: `distlock_fair_waiters:{<name>}`.
-pub const FAIR_WAITERS_PREFIX: &str = "distlock_fair_waiters";
-/// Redisson `RFencedLock`'s token counter of a lock: `redisson_lock_token:{<name>}`.
-pub const REDISSON_FENCED_TOKEN_PREFIX: &str = "redisson_lock_token";
-/// Redisson `RLock`'s latch of one release request:
-/// `redisson_unlock_latch:{<name>}:<request-id>`.
-pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
-/// distlock's latch of one re-entrant acquire request:
-/// `distlock_acquire_latch:{<name>}:<request-id>`.
-pub const ACQUIRE_LATCH_PREFIX: &str = "distlock_acquire_latch";
-/// distlock's hand-off queue of a plain lock: `distlock_lock_queue:{<name>}`.
-pub const LOCK_QUEUE_PREFIX: &str = "distlock_lock_queue";
-/// distlock's waiter entries of a plain lock's queue: `distlock_lock_waiters:{<name>}`.
-pub const LOCK_WAITERS_PREFIX: &str = "distlock_lock_waiters";
-/// distlock's hand-off queue of a read-write lock's writers: `distlock_rwlock_queue:{<name>}`.
-pub const RWLOCK_QUEUE_PREFIX: &str = "distlock_rwlock_queue";
-/// distlock's writer entries of a read-write lock's queue: `distlock_rwlock_waiters:{<name>}`.
-pub const RWLOCK_WAITERS_PREFIX: &str = "distlock_rwlock_waiters";
-/// distlock's waiting writers of a read-write lock: `distlock_rwlock_writers:{<name>}`.
-pub const RWLOCK_WRITERS_PREFIX: &str = "distlock_rwlock_writers";
-/// distlock's hand-off queue of a leased semaphore: `distlock_permit_queue:{<name>}`.
-pub const PERMIT_QUEUE_PREFIX: &str = "distlock_permit_queue";
-/// distlock's waiter entries of a leased semaphore's queue: `distlock_permit_waiters:{<name>}`.
-pub const PERMIT_WAITERS_PREFIX: &str = "distlock_permit_waiters";
-/// The leases of a leased semaphore as older distlock versions kept them (the scripts move
-/// them to [`semaphore_leases`]): `redisson__timeout__set:{<name>}`.
-pub const LEGACY_SEMAPHORE_LEASES_PREFIX: &str = "redisson__timeout__set";
-/// distlock's latch of one semaphore acquire's grant:
-/// `distlock_semaphore_grant:{<name>}:<request-id>`.
-pub const SEMAPHORE_GRANT_LATCH_PREFIX: &str = "distlock_semaphore_grant";
-/// distlock's latch of one semaphore release request:
-/// `distlock_semaphore_release:{<name>}:<request-id>`.
-pub const SEMAPHORE_RELEASE_LATCH_PREFIX: &str = "distlock_semaphore_release";
-/// distlock's latch of one count-down request of a latch:
-/// `distlock_latch_count_down:{<name>}:<request-id>`.
-pub const LATCH_COUNT_DOWN_LATCH_PREFIX: &str = "distlock_latch_count_down";
-/// distlock's fencing counters: `distlock:fencing-counter:{<slot tag>}`, one per hash slot,
-/// and the server-wide `distlock:fencing-counter` of older versions (after the client's key
-/// prefix, which comes first).
-pub const FENCING_COUNTER_PREFIX: &str = "distlock:fencing-counter";
-/// ShedLock's job locks: `job-lock:<env>:<name>`.
-pub const JOB_LOCK_PREFIX: &str = "job-lock";
-/// Redisson `RPermitExpirableSemaphore`'s lease set: `{<name>}:timeout`.
-pub const SEMAPHORE_LEASES_SUFFIX: &str = "timeout";
-/// Redisson `RReadWriteLock`'s key of one read hold: `{<name>}:<owner>:rwlock_timeout:<n>`.
-pub const RWLOCK_READ_TIMEOUT_SUFFIX: &str = "rwlock_timeout";
+pub use crate::keys::{
+    ACQUIRE_LATCH_PREFIX, FAIR_LIVENESS_PREFIX, FAIR_QUEUE_PREFIX, FAIR_TIMEOUTS_PREFIX,
+    FAIR_WAITERS_PREFIX, FENCING_COUNTER_PREFIX, JOB_LOCK_PREFIX, LATCH_COUNT_DOWN_LATCH_PREFIX,
+    LEGACY_SEMAPHORE_LEASES_PREFIX, LOCK_QUEUE_PREFIX, LOCK_WAITERS_PREFIX, PERMIT_QUEUE_PREFIX,
+    PERMIT_WAITERS_PREFIX, REDISSON_FENCED_TOKEN_PREFIX, RWLOCK_QUEUE_PREFIX,
+    RWLOCK_READ_TIMEOUT_SUFFIX, RWLOCK_WAITERS_PREFIX, RWLOCK_WRITERS_PREFIX,
+    SEMAPHORE_GRANT_LATCH_PREFIX, SEMAPHORE_LEASES_SUFFIX, SEMAPHORE_RELEASE_LATCH_PREFIX,
+    UNLOCK_LATCH_PREFIX,
+};
 
 /// Every helper key named `<prefix>:…`, with the primitive it belongs to.
 const PREFIXED: &[(&str, HelperOf)] = &[
