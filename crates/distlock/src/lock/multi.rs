@@ -82,9 +82,11 @@ impl MultiLock {
         &self.members
     }
 
-    /// Acquires every member, waiting at most the first member's client default wait
+    /// Acquires every member, waiting at most the default wait overall.
+    ///
+    /// The wait is the first member's client's
     /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 seconds
-    /// unless set) overall.
+    /// unless set).
     ///
     /// Members are taken one after another in the fixed order of [`MultiLock::members`]
     /// (node, then key), each with a fresh owner and waiting at most what is left of the

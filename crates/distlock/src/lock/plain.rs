@@ -309,9 +309,11 @@ impl Lock {
             .map(|hold| hold.map(|hold| LockGuard::new(hold, self.clone())))
     }
 
-    /// Take over a hold that `owner` has now (e.g. an owner handed over from another
-    /// process): the returned guard stands for one of its holds, without adding one. The
-    /// guard's lease is this lock's lease setting (the watchdog renews it when none is set).
+    /// Takes over a hold that `owner` has now, without adding one.
+    ///
+    /// For an owner handed over from another process (see [`LockGuard::forget`](crate::LockGuard::forget)):
+    /// the returned guard stands for one of its holds. The guard's lease is this lock's lease
+    /// setting (the watchdog renews it when none is set).
     ///
     /// # Errors
     /// [`ErrorKind::NotHeld`] when `owner` does not hold the lock; otherwise as
@@ -366,12 +368,13 @@ impl Lock {
         self.core.force_unlock().await
     }
 
-    /// A snapshot of the lock as the server sees it: holders with hold counts, TTL,
-    /// fencing token, who was granted it ([`LockStatus::holder`]: application, host, process
-    /// id and since when, for plain and fair locks held by a distlock client), and the number
-    /// of connections subscribed to its wake channel (each distlock client subscribes once
-    /// however many local waiters it has). Two round trips, not atomic with respect to each
-    /// other.
+    /// Reads a snapshot of the lock as the server sees it.
+    ///
+    /// Holders with hold counts, TTL, fencing token, who was granted it
+    /// ([`LockStatus::holder`]: application, host, process id and since when, for plain and
+    /// fair locks held by a distlock client), and the number of connections subscribed to its
+    /// wake channel (each distlock client subscribes once however many local waiters it
+    /// has). Two round trips, not atomic with respect to each other.
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key holds something other than a lock hash;
