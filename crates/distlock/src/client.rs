@@ -19,20 +19,24 @@ mod tests;
 
 pub use builder::ClientBuilder;
 
-/// Default lease of a lock acquired without an explicit one, kept alive by the watchdog:
+/// Default lease of a lock acquired without an explicit one, kept alive by the watchdog.
+///
 /// 30 s, as Redisson's `lockWatchdogTimeout`.
 pub const DEFAULT_WATCHDOG_LEASE: Duration = Duration::from_secs(30);
 /// Default bound on how long [`Lock::acquire`](crate::Lock::acquire) waits: 60 s.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
-/// Default timeout of one command (and of the time a retried release stays idempotent): 3 s,
-/// as Redisson's `timeout`.
+/// Default timeout of one command (and of the time a retried release stays idempotent).
+///
+/// 3 s, as Redisson's `timeout`.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
 /// Default timeout for establishing a connection: 5 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A connection to one Redis (or Valkey) server: one multiplexed command connection, one
-/// shared subscription connection, one watchdog task. Cheap to clone (an `Arc`); clones share
-/// everything. Build one per process with [`Client::builder`] and hand out clones.
+/// A connection to one Redis (or Valkey) server.
+///
+/// One multiplexed command connection, one shared subscription connection, one watchdog task. Cheap
+/// to clone (an `Arc`); clones share everything. Build one per process with [`Client::builder`] and
+/// hand out clones.
 ///
 /// The client has a random UUID (v4); lock owners it mints are `<uuid>:<n>`, the shape of
 /// Redisson's `<uuid>:<threadId>` hash fields.
@@ -110,6 +114,8 @@ impl Client {
         self.inner.id
     }
 
+    /// Returns the application name this client reports.
+    ///
     /// The application name this client reports ([`ClientBuilder::app_name`]; by default the
     /// executable's file name): part of its connection name and of the holder metadata of
     /// the plain and fair locks it is granted
@@ -118,6 +124,8 @@ impl Client {
         &self.inner.app_name
     }
 
+    /// Returns the name this client's connections give themselves with `CLIENT SETNAME`.
+    ///
     /// The name this client's connections give themselves with `CLIENT SETNAME`, as
     /// `CLIENT LIST` shows it: `distlock:<app>:<host>:<pid>` — the
     /// [application name](Client::app_name), this machine's host name (characters outside
@@ -213,6 +221,8 @@ impl Client {
         self.inner.default_wait
     }
 
+    /// Returns the server's `maxmemory-policy` as read at connect (`INFO memory`).
+    ///
     /// The server's `maxmemory-policy` as read at connect (`INFO memory`), or `None` when the
     /// server did not say (e.g. an ACL user without `+info`). Anything but `noeviction` may
     /// evict held lock keys under memory pressure; see [`ClientBuilder::require_noeviction`].
@@ -225,6 +235,8 @@ impl Client {
         &self.inner.redacted_url
     }
 
+    /// Returns a redis-rs connection over this client's deployment.
+    ///
     /// A redis-rs connection over this client's deployment, for the application's own
     /// commands next to its locks (the data a lock guards): on Redis Sentinel it goes to the
     /// current master and follows failovers, on Redis Cluster it routes each command by its
@@ -290,9 +302,11 @@ impl Client {
         Ok(())
     }
 
-    /// Find keys matching `pattern` — a glob as `SCAN MATCH` takes it (`*`, `?`, `[…]`,
-    /// `\` escapes); the key prefix is not added — on the server, or on every master of a
-    /// Redis Cluster. For tools (`distlock list`, `distlock status`), not for a hot path.
+    /// Finds keys matching `pattern`.
+    ///
+    /// A glob as `SCAN MATCH` takes it (`*`, `?`, `[…]`, `\` escapes); the key prefix is not added
+    /// — on the server, or on every master of a Redis Cluster. For tools (`distlock list`,
+    /// `distlock status`), not for a hot path.
     ///
     /// Bounded so that it is safe on a production server: `SCAN` in calls of `COUNT 1000`,
     /// looking at about `examine` keys per master (at least one call), so it never blocks the
@@ -335,13 +349,16 @@ impl Client {
 pub struct KeyScan {
     /// The matching keys, sorted, each once.
     pub keys: Vec<String>,
+    /// Whether every master was scanned to the end.
+    ///
     /// Whether every master was scanned to the end (`false`: the `examine` bound stopped it,
     /// and more keys may match).
     pub complete: bool,
 }
 
-/// A redis-rs connection over a [`Client`]'s deployment ([`Client::redis_connection`]):
-/// use it with redis-rs's commands (`redis::AsyncCommands`, `redis::cmd(..).query_async`).
+/// A redis-rs connection over a [`Client`]'s deployment ([`Client::redis_connection`]).
+///
+/// Use it with redis-rs's commands (`redis::AsyncCommands`, `redis::cmd(..).query_async`).
 #[derive(Clone)]
 pub struct RedisConnection(crate::conn::Connection);
 

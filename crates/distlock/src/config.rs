@@ -8,9 +8,10 @@ use std::time::Duration;
 use crate::client::{ClientBuilder, PubSubMode};
 use crate::error::{Error, Result};
 
-/// A client's settings as data. Every field is optional: what is left out keeps
-/// [`ClientBuilder`]'s default. Build a client with [`Config::builder`] (then
-/// [`build`](ClientBuilder::build)).
+/// A client's settings as data.
+///
+/// Every field is optional: what is left out keeps [`ClientBuilder`]'s default. Build a client with
+/// [`Config::builder`] (then [`build`](ClientBuilder::build)).
 ///
 /// | field | environment ([`Config::from_env`]) | builder method | default |
 /// |---|---|---|---|
@@ -106,8 +107,9 @@ pub struct SingleServer {
     pub address: String,
 }
 
-/// A Sentinel deployment: the sentinels (`host[:port]`, port 26379 when left out) and the
-/// master's name.
+/// A Sentinel deployment.
+///
+/// The sentinels (`host[:port]`, port 26379 when left out) and the master's name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -130,8 +132,10 @@ pub struct ClusterServers {
 }
 
 impl Config {
-    /// The settings of the environment variables the `distlock` command reads (the table
-    /// above); unset or empty variables are left out.
+    /// Returns the settings of the environment variables the `distlock` command reads (the table
+    /// above).
+    ///
+    /// Unset or empty variables are left out.
     ///
     /// # Errors
     /// None today: values are checked by [`Config::builder`]. The `Result` leaves room for

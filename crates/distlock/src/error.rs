@@ -19,13 +19,19 @@ use std::fmt;
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
+    /// The lock was not acquired before the wait elapsed.
+    ///
     /// The lock was not acquired before the wait elapsed (`acquire`; `try_acquire_for`
     /// returns `Ok(None)` instead).
     NotAcquired,
+    /// The lock is not held by this owner.
+    ///
     /// The lock is not held by this owner (release, extend or re-enter after the lease was
     /// lost, or by a non-owner). [`Error::not_held_reason`] tells whether the lock is gone
     /// or held by someone else.
     NotHeld,
+    /// Bad input to a call: empty or oversized name, zero or overflowing duration.
+    ///
     /// Bad input to a call: empty or oversized name, zero or overflowing duration, an owner
     /// string of the wrong shape. Nothing was sent to the server.
     InvalidInput,
@@ -35,6 +41,8 @@ pub enum ErrorKind {
     Connection,
     /// The server refused our credentials (wrong password or ACL user).
     Auth,
+    /// The key holds a value of another Redis type (`WRONGTYPE`).
+    ///
     /// The key holds a value of another Redis type (`WRONGTYPE`), or another kind of
     /// primitive's data under the same name — a read-write lock's hash where a plain or fair
     /// lock was asked for, or the other way round; the message names what the key holds and
@@ -42,9 +50,12 @@ pub enum ErrorKind {
     WrongType,
     /// The server answered in a shape the script contract does not allow.
     UnexpectedReply,
-    /// The server's ACL refused a command or channel this operation needs (`NOPERM`); the
-    /// message names what is missing. Nothing was granted.
+    /// The server's ACL refused a command or channel this operation needs (`NOPERM`).
+    ///
+    /// The message names what is missing. Nothing was granted.
     NoPermission,
+    /// The server is at its `maxmemory` limit with the `noeviction` policy and refused the write.
+    ///
     /// The server is at its `maxmemory` limit with the `noeviction` policy and refused the
     /// write (`OOM`); nothing was written.
     OutOfMemory,
@@ -53,12 +64,16 @@ pub enum ErrorKind {
     Closed,
     /// Any other server error (e.g. `READONLY`, `BUSY`).
     Backend,
-    /// The call would deadlock and was refused: a read -> write upgrade of a
-    /// [`RwLock`](crate::RwLock) by an owner holding only a read lock.
+    /// The call would deadlock and was refused.
+    ///
+    /// A read -> write upgrade of a [`RwLock`](crate::RwLock) by an owner holding only a read lock.
     WouldDeadlock,
-    /// A [`RedLock`](crate::RedLock) could not get a quorum of nodes within the lock's
-    /// validity; [`Error::node_failures`] names each failing node and its cause.
+    /// A [`RedLock`](crate::RedLock) could not get a quorum of nodes within the lock's validity.
+    ///
+    /// [`Error::node_failures`] names each failing node and its cause.
     QuorumNotReached,
+    /// A write was made on the master but fewer replicas than asked for confirmed it.
+    ///
     /// A write was made on the master but fewer replicas than asked for confirmed it (`WAIT`)
     /// within the timeout ([`ClientBuilder::replica_acks`](crate::ClientBuilder::replica_acks)).
     /// A grant was given back (waiting acquires retry until their deadline); a release,
@@ -90,6 +105,8 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// Why a lock is not held, where the server can tell.
+///
 /// Why a lock is not held, where the server can tell (as Redisson distinguishes a released
 /// lock from one held by another thread). New reasons may be added in minor releases.
 #[non_exhaustive]
@@ -99,6 +116,8 @@ pub enum NotHeldReason {
     Gone,
     /// Another owner holds the lock now.
     HeldByOther,
+    /// A resent release found the lock gone or held by another owner.
+    ///
     /// A release was resent (its first send got no answer) and the resend found the lock
     /// gone or held by another owner: either an earlier send released it, or the hold had
     /// already been lost (a server restarted without it, a failover to a replica that never
@@ -109,6 +128,7 @@ pub enum NotHeldReason {
 }
 
 /// One node's part in a failed multi-node operation ([`ErrorKind::QuorumNotReached`]).
+///
 /// Read from [`Error::node_failures`]; fields may be added in minor releases.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,6 +196,8 @@ impl Error {
         e
     }
 
+    /// Returns each node that did not grant in the last round, and why.
+    ///
     /// For [`ErrorKind::QuorumNotReached`], and [`ErrorKind::NotAcquired`] from
     /// [`RedLock::acquire`](crate::RedLock::acquire): each node that did not grant in the
     /// last round, and why. Empty for other errors.
@@ -234,11 +256,12 @@ impl Error {
         self
     }
 
-    /// Whether the request may or may not have been applied: the server answered none of
-    /// its sends within the resend window (a stalled or paused server can still run a send
-    /// queued there). Every such request is applied at most once. A grant whose outcome is
-    /// unknown (a re-entry, a semaphore acquire) is cancelled in the background: if it ran,
-    /// it is given back when the server answers. A release or count-down stays as the
+    /// Returns whether the request may or may not have been applied.
+    ///
+    /// The server answered none of its sends within the resend window (a stalled or paused server
+    /// can still run a send queued there). Every such request is applied at most once. A grant
+    /// whose outcome is unknown (a re-entry, a semaphore acquire) is cancelled in the background:
+    /// if it ran, it is given back when the server answers. A release or count-down stays as the
     /// server has it: applied once if any send reached the server.
     pub fn is_outcome_unknown(&self) -> bool {
         self.unknown

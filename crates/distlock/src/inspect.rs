@@ -29,6 +29,8 @@ pub struct Inspection {
     /// Time left on the key: a lock's or a job lock's lease. `None` without a key or
     /// without a TTL.
     pub ttl: Option<Duration>,
+    /// Connections waiting: subscribers of the kind's wake channel.
+    ///
     /// Connections waiting: subscribers of the kind's wake channel (`PUBSUB NUMSUB`, plus
     /// `PUBSUB SHARDNUMSUB` where waiters use sharded pub/sub), one per waiting client; for
     /// a fair lock at least its queue's length (each waiter has a channel of its own). 0
@@ -45,13 +47,16 @@ pub struct Inspection {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InspectedKind {
-    /// No key: a free lock (or an unused semaphore or latch), with the lock's status — the
-    /// fencing counter its grants draw from and the subscribers of its wake channel.
+    /// No key: a free lock (or an unused semaphore or latch), with the lock's status.
+    ///
+    /// The fencing counter its grants draw from and the subscribers of its wake channel.
     Free(LockStatus),
     /// A plain lock (Redisson `RLock`'s hash), or a fair lock without waiters.
     Lock(LockStatus),
     /// A fair lock with waiters in its queue (Redisson `RFairLock`): [`LockStatus::queue`].
     FairLock(LockStatus),
+    /// A read-write lock (Redisson `RReadWriteLock`: a hash with a `mode` field).
+    ///
     /// A read-write lock (Redisson `RReadWriteLock`: a hash with a `mode` field), with its
     /// mode and [`LockStatus::waiting_writers`].
     RwLock(LockStatus),
@@ -73,8 +78,10 @@ pub enum InspectedKind {
         /// The count.
         count: u64,
     },
-    /// A non-negative integer string with no waiter and no lease set: a semaphore or a
-    /// count-down latch (the two share one layout), or the application's own counter.
+    /// A non-negative integer string with no waiter and no lease set.
+    ///
+    /// A semaphore or a count-down latch (the two share one layout), or the application's own
+    /// counter.
     SemaphoreOrLatch {
         /// The value.
         value: u64,
@@ -91,8 +98,9 @@ pub enum InspectedKind {
 }
 
 impl Inspection {
-    /// Whether someone holds it: a lock with an owner, a job lock with a holder, a leased
-    /// semaphore with permits leased.
+    /// Returns whether someone holds it.
+    ///
+    /// A lock with an owner, a job lock with a holder, a leased semaphore with permits leased.
     pub fn is_held(&self) -> bool {
         match &self.kind {
             InspectedKind::Lock(s) | InspectedKind::FairLock(s) | InspectedKind::RwLock(s) => {
@@ -120,10 +128,11 @@ struct Shape {
 }
 
 impl Client {
-    /// What the name `name` holds, read from its key's shape: a lock (plain, fair or
-    /// read-write, with owners and hold counts, who was granted it, the fencing token and
-    /// counter, the fair queue or the waiting writers), a semaphore (plain or leased), a
-    /// latch, a job lock (for a name `job-lock:<env>:<job>`), or nothing ([`Free`]).
+    /// Returns what the name `name` holds, read from its key's shape.
+    ///
+    /// A lock (plain, fair or read-write, with owners and hold counts, who was granted it, the
+    /// fencing token and counter, the fair queue or the waiting writers), a semaphore (plain or
+    /// leased), a latch, a job lock (for a name `job-lock:<env>:<job>`), or nothing ([`Free`]).
     ///
     /// The client's key prefix is added to `name`. Read-only. One pipeline reads the key's
     /// `TYPE`, `PTTL`, `OBJECT ENCODING`, `HLEN` and whether it has a `mode` field; then the
@@ -202,6 +211,8 @@ impl Client {
         }
     }
 
+    /// Returns the job lock `name` of the environment `env` (ShedLock's `job-lock:<env>:<name>`).
+    ///
     /// The job lock `name` of the environment `env` (ShedLock's `job-lock:<env>:<name>`),
     /// free or held, as [`JobLock::status`](crate::JobLock::status) reads it (one round
     /// trip).

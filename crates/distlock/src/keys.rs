@@ -39,21 +39,26 @@ pub const RWLOCK_WRITERS_PREFIX: &str = "distlock_rwlock_writers";
 pub const PERMIT_QUEUE_PREFIX: &str = "distlock_permit_queue";
 /// distlock's waiter entries of a leased semaphore's queue: `distlock_permit_waiters:{<name>}`.
 pub const PERMIT_WAITERS_PREFIX: &str = "distlock_permit_waiters";
+/// The leases of a leased semaphore as older distlock versions kept them.
+///
 /// The leases of a leased semaphore as older distlock versions kept them (the scripts move
 /// them to [`semaphore_leases`]): `redisson__timeout__set:{<name>}`.
 pub const LEGACY_SEMAPHORE_LEASES_PREFIX: &str = "redisson__timeout__set";
 /// distlock's latch of one semaphore acquire's grant:
 /// `distlock_semaphore_grant:{<name>}:<request-id>`.
 pub const SEMAPHORE_GRANT_LATCH_PREFIX: &str = "distlock_semaphore_grant";
-/// distlock's latch of one semaphore release request:
+/// distlock's latch of one semaphore release request.
+///
 /// `distlock_semaphore_release:{<name>}:<request-id>`.
 pub const SEMAPHORE_RELEASE_LATCH_PREFIX: &str = "distlock_semaphore_release";
-/// distlock's latch of one count-down request of a latch:
+/// distlock's latch of one count-down request of a latch.
+///
 /// `distlock_latch_count_down:{<name>}:<request-id>`.
 pub const LATCH_COUNT_DOWN_LATCH_PREFIX: &str = "distlock_latch_count_down";
-/// distlock's fencing counters: `distlock:fencing-counter:{<slot tag>}`, one per hash slot,
-/// and the server-wide `distlock:fencing-counter` of older versions (after the client's key
-/// prefix, which comes first).
+/// distlock's fencing counters.
+///
+/// `distlock:fencing-counter:{<slot tag>}`, one per hash slot, and the server-wide
+/// `distlock:fencing-counter` of older versions (after the client's key prefix, which comes first).
 pub const FENCING_COUNTER_PREFIX: &str = "distlock:fencing-counter";
 /// ShedLock's job locks: `job-lock:<env>:<name>`.
 pub const JOB_LOCK_PREFIX: &str = "job-lock";
@@ -62,22 +67,28 @@ pub const SEMAPHORE_LEASES_SUFFIX: &str = "timeout";
 /// Redisson `RReadWriteLock`'s key of one read hold: `{<name>}:<owner>:rwlock_timeout:<n>`.
 pub const RWLOCK_READ_TIMEOUT_SUFFIX: &str = "rwlock_timeout";
 
-/// Longest lock name accepted, in bytes (64 KiB). Redis allows 512 MB keys; a longer name is
-/// almost surely a bug in the caller, and every script call carries it several times.
+/// Longest lock name accepted, in bytes (64 KiB).
+///
+/// Redis allows 512 MB keys; a longer name is almost surely a bug in the caller, and every script
+/// call carries it several times.
 pub const MAX_NAME_LEN: usize = 64 * 1024;
 
 /// Longest lease, wait or extension accepted: 365 days.
 pub(crate) const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Largest count or number of permits accepted: 2^53, the largest integer a Lua number
-/// (a double) holds exactly.
+/// Largest count or number of permits accepted.
+///
+/// 2^53, the largest integer a Lua number (a double) holds exactly.
 pub const MAX_PERMITS: u64 = 1 << 53;
 
 /// The hash field that stores the current holder's fencing token inside a lock hash.
-/// Redisson's scripts only look at their own `<uuid>:<threadId>` field, so the extra field
-/// does not disturb them; distlock's scripts and `status` skip it when counting owners.
+///
+/// Redisson's scripts only look at their own `<uuid>:<threadId>` field, so the extra field does not
+/// disturb them; distlock's scripts and `status` skip it when counting owners.
 pub const TOKEN_FIELD: &str = "distlock:fencing-token";
 
+/// The hash field that records who was granted a plain or fair lock.
+///
 /// The hash field that records who was granted a plain or fair lock, written with the grant
 /// to a new holder (not on re-entry) and deleted with the key on the last release:
 /// `<app>;<host>;<pid>;<since>` — the application name (at most 16 characters), host name (at
@@ -145,105 +156,130 @@ pub fn lock_channel(key: &str) -> String {
     prefixed("redisson_lock__channel", key)
 }
 
-/// Wake channel of a semaphore, plain or leased: `redisson_sc:{key}` (Redisson's
-/// `RSemaphore` and `RPermitExpirableSemaphore`).
+/// Returns the wake channel of a semaphore, plain or leased.
+///
+/// `redisson_sc:{key}` (Redisson's `RSemaphore` and `RPermitExpirableSemaphore`).
 pub fn semaphore_channel(key: &str) -> String {
     prefixed("redisson_sc", key)
 }
 
-/// Lease set of a leased semaphore: `{key}:timeout` (`key:timeout` when the key has a
-/// `{hash tag}`), a zset of permit ids by expiry (Redisson's `RPermitExpirableSemaphore`).
+/// Returns the lease set of a leased semaphore.
+///
+/// `{key}:timeout` (`key:timeout` when the key has a `{hash tag}`), a zset of permit ids by expiry
+/// (Redisson's `RPermitExpirableSemaphore`).
 pub fn semaphore_leases(key: &str) -> String {
     suffixed(key, SEMAPHORE_LEASES_SUFFIX)
 }
 
-/// Wake channel of a count-down latch: `redisson_countdownlatch__channel__{key}`, with braces
-/// around the whole key even when it has a `{hash tag}` (Redisson's `RCountDownLatch`).
+/// Returns the wake channel of a count-down latch.
+///
+/// `redisson_countdownlatch__channel__{key}`, with braces around the whole key even when it has a
+/// `{hash tag}` (Redisson's `RCountDownLatch`).
 pub fn latch_channel(key: &str) -> String {
     format!("redisson_countdownlatch__channel__{{{key}}}")
 }
 
-/// Redisson `RFencedLock`'s token counter of a lock: `redisson_lock_token:{key}` (a string
-/// Redisson draws tokens from with `INCR`). distlock never creates it; when it exists, a plain
-/// lock's grant takes a token above it and writes it there.
+/// Returns Redisson `RFencedLock`'s token counter of a lock.
+///
+/// `redisson_lock_token:{key}` (a string Redisson draws tokens from with `INCR`). distlock never
+/// creates it; when it exists, a plain lock's grant takes a token above it and writes it there.
 pub fn redisson_fenced_token(key: &str) -> String {
     prefixed(REDISSON_FENCED_TOKEN_PREFIX, key)
 }
 
-/// Unlock latch of one release request: `redisson_unlock_latch:{key}:<request-id>` (the
-/// key Redisson's `RLock` unlock script uses, so that a resent release answers the first
-/// send's result instead of taking a second hold away).
+/// Returns the unlock latch of one release request.
+///
+/// `redisson_unlock_latch:{key}:<request-id>` (the key Redisson's `RLock` unlock script uses, so
+/// that a resent release answers the first send's result instead of taking a second hold away).
 pub fn unlock_latch(key: &str, request_id: &str) -> String {
     prefixed_with(UNLOCK_LATCH_PREFIX, key, request_id)
 }
 
-/// Acquire latch of one re-entrant acquire request: `distlock_acquire_latch:{key}:<id>`.
-/// Makes a resent acquire idempotent (in Redisson, a re-entrant acquire resent after a lost
-/// reply leaves hold count 2).
+/// Returns the acquire latch of one re-entrant acquire request:
+/// `distlock_acquire_latch:{key}:<id>`.
+///
+/// Makes a resent acquire idempotent (in Redisson, a re-entrant acquire resent after a lost reply
+/// leaves hold count 2).
 pub fn acquire_latch(key: &str, request_id: &str) -> String {
     prefixed_with(ACQUIRE_LATCH_PREFIX, key, request_id)
 }
 
-/// Direct hand-off queue of a plain lock: `distlock_lock_queue:{key}`, a zset of waiting
-/// owners by arrival (server ms). distlock's own: Redisson's `RLock` has no queue.
+/// Returns the direct hand-off queue of a plain lock.
+///
+/// `distlock_lock_queue:{key}`, a zset of waiting owners by arrival (server ms). distlock's own:
+/// Redisson's `RLock` has no queue.
 pub fn lock_queue(key: &str) -> String {
     prefixed(LOCK_QUEUE_PREFIX, key)
 }
 
-/// Waiter entries of a plain lock's hand-off queue: `distlock_lock_waiters:{key}`, a hash
-/// owner → `<liveness deadline ms>;<initial lease ms>;<client id>;<app>;<host>;<pid>`.
+/// Returns the waiter entries of a plain lock's hand-off queue.
+///
+/// `distlock_lock_waiters:{key}`, a hash owner →
+/// `<liveness deadline ms>;<initial lease ms>;<client id>;<app>;<host>;<pid>`.
 pub fn lock_waiters(key: &str) -> String {
     prefixed(LOCK_WAITERS_PREFIX, key)
 }
 
-/// Direct hand-off queue of a read-write lock's writers: `distlock_rwlock_queue:{key}`, a
-/// zset of waiting writers (owners) by arrival (server ms). distlock's own: Redisson's
-/// `RReadWriteLock` has no queue.
+/// Returns the direct hand-off queue of a read-write lock's writers.
+///
+/// `distlock_rwlock_queue:{key}`, a zset of waiting writers (owners) by arrival (server ms).
+/// distlock's own: Redisson's `RReadWriteLock` has no queue.
 pub fn rwlock_queue(key: &str) -> String {
     prefixed(RWLOCK_QUEUE_PREFIX, key)
 }
 
-/// Writer entries of a read-write lock's hand-off queue: `distlock_rwlock_waiters:{key}`, a
-/// hash owner → `<liveness deadline ms>;<initial lease ms>;<client id>;`.
+/// Returns the writer entries of a read-write lock's hand-off queue.
+///
+/// `distlock_rwlock_waiters:{key}`, a hash owner →
+/// `<liveness deadline ms>;<initial lease ms>;<client id>;`.
 pub fn rwlock_waiters(key: &str) -> String {
     prefixed(RWLOCK_WAITERS_PREFIX, key)
 }
 
-/// The waiting writers of a read-write lock: `distlock_rwlock_writers:{key}`, a zset owner →
-/// liveness deadline (server ms). While a live writer is in it, new readers wait
-/// (write-preferring). distlock's own: Redisson's `RReadWriteLock` ignores it.
+/// Returns the waiting writers of a read-write lock.
+///
+/// `distlock_rwlock_writers:{key}`, a zset owner → liveness deadline (server ms). While a live
+/// writer is in it, new readers wait (write-preferring). distlock's own: Redisson's
+/// `RReadWriteLock` ignores it.
 pub fn rwlock_writers(key: &str) -> String {
     prefixed(RWLOCK_WRITERS_PREFIX, key)
 }
 
-/// Hand-off entries of a fair lock's distlock waiters: `distlock_fair_waiters:{key}`, a hash
-/// owner → `<initial lease ms>;<wait ms>;<client id>;<app>;<host>;<pid>`, beside Redisson's
-/// queue `redisson_lock_queue:{key}`. distlock's own: Redisson's `RFairLock` ignores it.
+/// Returns the hand-off entries of a fair lock's distlock waiters.
+///
+/// `distlock_fair_waiters:{key}`, a hash owner →
+/// `<initial lease ms>;<wait ms>;<client id>;<app>;<host>;<pid>`, beside Redisson's queue
+/// `redisson_lock_queue:{key}`. distlock's own: Redisson's `RFairLock` ignores it.
 pub fn fair_waiters(key: &str) -> String {
     prefixed(FAIR_WAITERS_PREFIX, key)
 }
 
-/// Redisson `RFairLock`'s queue of a fair lock: `redisson_lock_queue:{key}`, a list of the
-/// waiting owners, first in line first.
+/// Returns Redisson `RFairLock`'s queue of a fair lock.
+///
+/// `redisson_lock_queue:{key}`, a list of the waiting owners, first in line first.
 pub fn fair_queue(key: &str) -> String {
     prefixed(FAIR_QUEUE_PREFIX, key)
 }
 
-/// Redisson `RFairLock`'s waiter timeouts of a fair lock: `redisson_lock_timeout:{key}`, a
-/// zset owner → the time its turn expires (ms).
+/// Returns Redisson `RFairLock`'s waiter timeouts of a fair lock.
+///
+/// `redisson_lock_timeout:{key}`, a zset owner → the time its turn expires (ms).
 pub fn fair_timeouts(key: &str) -> String {
     prefixed(FAIR_TIMEOUTS_PREFIX, key)
 }
 
-/// The liveness deadlines of a fair lock's distlock waiters: `distlock_fair_liveness:{key}`,
-/// a zset owner → deadline (server ms). distlock's own: Redisson's `RFairLock` ignores it.
+/// Returns the liveness deadlines of a fair lock's distlock waiters.
+///
+/// `distlock_fair_liveness:{key}`, a zset owner → deadline (server ms). distlock's own: Redisson's
+/// `RFairLock` ignores it.
 pub fn fair_liveness(key: &str) -> String {
     prefixed(FAIR_LIVENESS_PREFIX, key)
 }
 
-/// Redisson `RReadWriteLock`'s key of read hold `n` of `owner`:
-/// `{key}:<owner>:rwlock_timeout:<n>` (`key:…` when the key has a `{hash tag}`), with that
-/// hold's lease, so a crashed reader's holds run out on their own.
+/// Returns Redisson `RReadWriteLock`'s key of read hold `n` of `owner`.
+///
+/// `{key}:<owner>:rwlock_timeout:<n>` (`key:…` when the key has a `{hash tag}`), with that hold's
+/// lease, so a crashed reader's holds run out on their own.
 pub fn rwlock_read_timeout(key: &str, owner: &str, n: u64) -> String {
     format!(
         "{}:{}:{n}",
@@ -252,9 +288,10 @@ pub fn rwlock_read_timeout(key: &str, owner: &str, n: u64) -> String {
     )
 }
 
-/// The lease set of a leased semaphore as older distlock versions named it:
-/// `redisson__timeout__set:{key}`. No longer written: the scripts move what they find there
-/// into [`semaphore_leases`].
+/// Returns the lease set of a leased semaphore as older distlock versions named it.
+///
+/// `redisson__timeout__set:{key}`. No longer written: the scripts move what they find there into
+/// [`semaphore_leases`].
 pub fn legacy_semaphore_leases(key: &str) -> String {
     prefixed(LEGACY_SEMAPHORE_LEASES_PREFIX, key)
 }
@@ -264,14 +301,16 @@ pub fn semaphore_grant_latch(key: &str, request_id: &str) -> String {
     prefixed_with(SEMAPHORE_GRANT_LATCH_PREFIX, key, request_id)
 }
 
-/// Latch of one semaphore release request: `distlock_semaphore_release:{key}:<id>`, so that
-/// a resent release gives the permits back once.
+/// Returns the latch of one semaphore release request.
+///
+/// `distlock_semaphore_release:{key}:<id>`, so that a resent release gives the permits back once.
 pub fn semaphore_release_latch(key: &str, request_id: &str) -> String {
     prefixed_with(SEMAPHORE_RELEASE_LATCH_PREFIX, key, request_id)
 }
 
-/// Latch of one count-down request of a latch: `distlock_latch_count_down:{key}:<id>`, so
-/// that a resent count-down counts once.
+/// Returns the latch of one count-down request of a latch.
+///
+/// `distlock_latch_count_down:{key}:<id>`, so that a resent count-down counts once.
 pub fn latch_count_down_latch(key: &str, request_id: &str) -> String {
     prefixed_with(LATCH_COUNT_DOWN_LATCH_PREFIX, key, request_id)
 }
@@ -282,43 +321,51 @@ pub fn job_lock(env: &str, name: &str) -> String {
     format!("{}:{env}:{name}", JOB_LOCK_PREFIX)
 }
 
-/// Grant channel of one client's waiters of a plain or fair lock:
-/// `distlock_lock_grant:{key}:<client id>`. A release that hands the lock to a waiter
-/// publishes `h;<fencing token>;<initial lease ms>;<owner>` there (same hash slot as the key,
-/// so a Cluster's sharded pub/sub can carry it).
+/// Returns the grant channel of one client's waiters of a plain or fair lock.
+///
+/// `distlock_lock_grant:{key}:<client id>`. A release that hands the lock to a waiter publishes
+/// `h;<fencing token>;<initial lease ms>;<owner>` there (same hash slot as the key, so a Cluster's
+/// sharded pub/sub can carry it).
 pub fn lock_grant_channel(key: &str, client_id: &str) -> String {
     prefixed_with("distlock_lock_grant", key, client_id)
 }
 
-/// Notice channel of one client: `distlock_client:{<client id>}`. A force unlock publishes
-/// `l;<field length>;<owner field>;<lock key>` there for each hold it deleted of that
-/// client's, which fires the hold's lost signal at once. Hash-tagged by the client id, so a
-/// Cluster's sharded pub/sub carries it on one slot.
+/// Returns the notice channel of one client: `distlock_client:{<client id>}`.
+///
+/// A force unlock publishes `l;<field length>;<owner field>;<lock key>` there for each hold it
+/// deleted of that client's, which fires the hold's lost signal at once. Hash-tagged by the client
+/// id, so a Cluster's sharded pub/sub carries it on one slot.
 pub fn client_notice_channel(client_id: &str) -> String {
     prefixed("distlock_client", client_id)
 }
 
-/// Notice channel of a job lock: `distlock_job:{<key>}`. Its holder's guard listens while it
-/// holds the lock; a force unlock publishes the value it deleted there, which fires the lost
-/// signal of the guard that wrote that value. distlock's own: ShedLock has no channel.
+/// Returns the notice channel of a job lock: `distlock_job:{<key>}`.
+///
+/// Its holder's guard listens while it holds the lock; a force unlock publishes the value it
+/// deleted there, which fires the lost signal of the guard that wrote that value. distlock's own:
+/// ShedLock has no channel.
 pub fn job_notice_channel(key: &str) -> String {
     prefixed("distlock_job", key)
 }
 
-/// Direct hand-off queue of a leased semaphore: `distlock_permit_queue:{key}`, a zset of
-/// waiting permit ids (16 raw bytes) by arrival (server ms). distlock's own: Redisson's
-/// `RPermitExpirableSemaphore` has no queue.
+/// Returns the direct hand-off queue of a leased semaphore.
+///
+/// `distlock_permit_queue:{key}`, a zset of waiting permit ids (16 raw bytes) by arrival (server
+/// ms). distlock's own: Redisson's `RPermitExpirableSemaphore` has no queue.
 pub fn permit_queue(key: &str) -> String {
     prefixed(PERMIT_QUEUE_PREFIX, key)
 }
 
-/// Waiter entries of a leased semaphore's hand-off queue: `distlock_permit_waiters:{key}`, a
-/// hash permit id → `<liveness deadline ms>;<lease ms>;<client id>;<id as 32 hex characters>`.
+/// Returns the waiter entries of a leased semaphore's hand-off queue.
+///
+/// `distlock_permit_waiters:{key}`, a hash permit id →
+/// `<liveness deadline ms>;<lease ms>;<client id>;<id as 32 hex characters>`.
 pub fn permit_waiters(key: &str) -> String {
     prefixed(PERMIT_WAITERS_PREFIX, key)
 }
 
-/// Grant channel of one client's waiters of a leased semaphore:
+/// Returns the grant channel of one client's waiters of a leased semaphore.
+///
 /// `distlock_permit_grant:{key}:<client id>`. A release (or an acquire that finds permits for
 /// queued waiters) that hands a permit to a waiter publishes
 /// `h;<expiry ms since the epoch>;<lease ms>;<permit id>` there, in the key's hash slot.
@@ -333,9 +380,10 @@ pub const SLOTS: u16 = 16384;
 /// with.
 const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
 
-/// The part of `key` Redis Cluster hashes: the text between the first `{` and the first `}`
-/// after it, when that is not empty; otherwise the whole key (redis.io cluster spec, "Hash
-/// tags").
+/// Returns the part of `key` Redis Cluster hashes.
+///
+/// The text between the first `{` and the first `}` after it, when that is not empty; otherwise the
+/// whole key (redis.io cluster spec, "Hash tags").
 pub fn hash_tag(key: &[u8]) -> &[u8] {
     if let Some(open) = key.iter().position(|&b| b == b'{') {
         let rest = &key[open + 1..];
@@ -348,8 +396,10 @@ pub fn hash_tag(key: &[u8]) -> &[u8] {
     key
 }
 
-/// The Redis Cluster hash slot of `key`: CRC16/XMODEM of its [hash tag](hash_tag) (or of the
-/// whole key) mod 16384, as `CLUSTER KEYSLOT` answers.
+/// Returns the Redis Cluster hash slot of `key`.
+///
+/// CRC16/XMODEM of its [hash tag](hash_tag) (or of the whole key) mod 16384, as `CLUSTER KEYSLOT`
+/// answers.
 pub fn key_slot(key: impl AsRef<[u8]>) -> u16 {
     CRC16.checksum(hash_tag(key.as_ref())) % SLOTS
 }
@@ -400,10 +450,12 @@ static SLOT_TAGS: LazyLock<Box<[[u8; TAG_MAX_LEN]]>> = LazyLock::new(|| {
     tags.into_boxed_slice()
 });
 
-/// The slot tag of `slot`: the first alphanumeric string whose CRC16/XMODEM mod 16384 is
-/// `slot`, enumerating shorter strings first and strings of one length in ASCII order
-/// (`0`–`9`, `A`–`Z`, `a`–`z`). So `{<tag>}` in a key puts the key in `slot`. At most 3
-/// characters. Part of the wire contract: the fencing counter key of a slot is named by it.
+/// Returns the slot tag of `slot`.
+///
+/// The first alphanumeric string whose CRC16/XMODEM mod 16384 is `slot`, enumerating shorter
+/// strings first and strings of one length in ASCII order (`0`–`9`, `A`–`Z`, `a`–`z`). So `{<tag>}`
+/// in a key puts the key in `slot`. At most 3 characters. Part of the wire contract: the fencing
+/// counter key of a slot is named by it.
 ///
 /// # Panics
 /// When `slot` is 16384 or more.
@@ -414,13 +466,14 @@ pub fn slot_tag(slot: u16) -> &'static str {
     std::str::from_utf8(&tag[..len]).expect("alphanumeric")
 }
 
-/// The fencing counter a lock draws its tokens from: one per cluster hash slot,
-/// `<key prefix>distlock:fencing-counter:{<tag>}` with `<tag>` the [`slot_tag`] of the slot
-/// of `lock_key`, so that the counter hashes to the lock's slot and every acquire script
-/// touches one slot only (ready for Redis Cluster). Tokens are strictly increasing per lock
-/// name, and across the names of one slot. At most 16384 counters exist per key prefix;
-/// none is created per lock name (Redisson's `RFencedLock` keeps a `redisson_lock_token`
-/// key per lock name that never expires, so they accumulate).
+/// Returns the fencing counter a lock draws its tokens from.
+///
+/// One per cluster hash slot, `<key prefix>distlock:fencing-counter:{<tag>}` with `<tag>` the
+/// [`slot_tag`] of the slot of `lock_key`, so that the counter hashes to the lock's slot and every
+/// acquire script touches one slot only (ready for Redis Cluster). Tokens are strictly increasing
+/// per lock name, and across the names of one slot. At most 16384 counters exist per key prefix;
+/// none is created per lock name (Redisson's `RFencedLock` keeps a `redisson_lock_token` key per
+/// lock name that never expires, so they accumulate).
 ///
 /// When `key_prefix` carries a complete `{hash tag}` itself, every key of the client hashes
 /// to that tag's slot, the counter included. A prefix with an unmatched or empty `{`, e.g.
@@ -433,10 +486,11 @@ pub fn fencing_counter(key_prefix: &str, lock_key: &str) -> String {
     )
 }
 
-/// The server-wide fencing counter of distlock before per-slot counters:
-/// `<key prefix>distlock:fencing-counter`. No longer written; a client reads it once at
-/// connect, and a slot counter that does not exist yet starts above it, so tokens keep
-/// rising across the upgrade.
+/// Returns the server-wide fencing counter of distlock before per-slot counters.
+///
+/// `<key prefix>distlock:fencing-counter`. No longer written; a client reads it once at connect,
+/// and a slot counter that does not exist yet starts above it, so tokens keep rising across the
+/// upgrade.
 pub fn legacy_fencing_counter(key_prefix: &str) -> String {
     format!("{key_prefix}{}", FENCING_COUNTER_PREFIX)
 }

@@ -154,6 +154,8 @@ impl CountDownLatch {
         Ok(v.unwrap_or(0).max(0) as u64)
     }
 
+    /// Waits until the count reaches zero, at most the client's default wait.
+    ///
     /// Waits until the count reaches zero, at most the client's default wait
     /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 seconds
     /// unless set).

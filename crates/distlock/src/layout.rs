@@ -53,6 +53,8 @@ const PREFIXED: &[(&str, HelperOf)] = &[
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum KeyRole {
+    /// A helper key: part of the state of the primitive `of`, kept beside the primitive's own key.
+    ///
     /// A helper key: part of the state of the primitive `of`, kept beside the primitive's
     /// own key (a queue, a latch of one request, a lease set, a fencing counter).
     Helper {
@@ -67,8 +69,8 @@ pub enum KeyRole {
         name: String,
     },
     /// A key by its own name: a lock, a semaphore or a latch, or the application's data.
-    /// Only its Redis shape tells which
-    /// ([`Client::inspect`](crate::Client::inspect) reads it).
+    ///
+    /// Only its Redis shape tells which ([`Client::inspect`](crate::Client::inspect) reads it).
     Named,
 }
 
@@ -76,23 +78,29 @@ pub enum KeyRole {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum HelperOf {
-    /// A lock of the lock family: a plain lock's hand-off queue and waiters, Redisson
-    /// `RFencedLock`'s token counter, and the latches of acquire and release requests (which
-    /// fair and read-write locks take too).
+    /// A lock of the lock family.
+    ///
+    /// A plain lock's hand-off queue and waiters, Redisson `RFencedLock`'s token counter, and the
+    /// latches of acquire and release requests (which fair and read-write locks take too).
     Lock,
-    /// A fair lock (Redisson `RFairLock`): its queue, waiter timeouts, liveness deadlines
-    /// and hand-off entries.
+    /// A fair lock (Redisson `RFairLock`).
+    ///
+    /// Its queue, waiter timeouts, liveness deadlines and hand-off entries.
     FairLock,
-    /// A read-write lock (Redisson `RReadWriteLock`): its read holds' keys, the waiting
-    /// writers and their hand-off queue.
+    /// A read-write lock (Redisson `RReadWriteLock`).
+    ///
+    /// Its read holds' keys, the waiting writers and their hand-off queue.
     RwLock,
     /// A semaphore (Redisson `RSemaphore`): the latches of acquire and release requests.
     Semaphore,
-    /// A leased semaphore (Redisson `RPermitExpirableSemaphore`): its lease set (Redisson's
-    /// name and the one of older distlock versions) and hand-off queue.
+    /// A leased semaphore (Redisson `RPermitExpirableSemaphore`).
+    ///
+    /// Its lease set (Redisson's name and the one of older distlock versions) and hand-off queue.
     LeasedSemaphore,
     /// A count-down latch (Redisson `RCountDownLatch`): the latches of count-down requests.
     Latch,
+    /// A fencing counter (one per hash slot; the server-wide one of older versions).
+    ///
     /// A fencing counter (one per hash slot; the server-wide one of older versions), shared
     /// by the locks of its slot.
     FencingCounter,

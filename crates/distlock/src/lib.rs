@@ -118,6 +118,8 @@ pub use lock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENES
 pub use redlock::{RedLock, RedLockBuilder, RedLockGuard, RedLockNodes};
 pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 
+/// Histogram buckets, in seconds, for distlock's latency histograms.
+///
 /// Histogram buckets, in seconds, for distlock's latency histograms
 /// (`distlock_acquire_duration_seconds`, `distlock_acquire_wait_seconds`; feature `metrics`):
 /// 0.5 ms to 5 s, for acquires from an uncontended grant on a local server (below 1 ms) to
@@ -142,11 +144,15 @@ pub const ACQUIRE_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
 
+/// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests.
+///
 /// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests
 /// (e.g. to inspect them or load them into another client): each source is the text as run,
 /// with the shared `prelude.lua` joined in front where the script uses it.
 pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::RUNNABLE;
 
+/// Returns the SHA-1 of every variant a client may run of the script `file`.
+///
 /// The SHA-1 of every variant a client may run of the script `file` (one of
 /// [`SCRIPT_SOURCES`]: publishing wake-ups by `PUBLISH`, `SPUBLISH` or both), for tests that
 /// look in a server's script cache; `None` for another name. Not part of the API.
@@ -155,8 +161,10 @@ pub fn __script_hashes(file: &str) -> Option<Vec<String>> {
     scripts::variant_hashes(file).map(|h| h.to_vec())
 }
 
-/// Entry points for distlock's criterion benches: the client-side pieces of the hot path,
-/// callable without a server. Not part of the API; may change at any time.
+/// Entry points for distlock's criterion benches.
+///
+/// The client-side pieces of the hot path, callable without a server. Not part of the API; may
+/// change at any time.
 #[doc(hidden)]
 pub mod __bench {
     use crate::lock::raw::{self as lock, Mode};
@@ -171,6 +179,8 @@ pub mod __bench {
         }
     }
 
+    /// Builds the `EVALSHA` of `lock_acquire.lua` a plain acquire sends.
+    ///
     /// Build the `EVALSHA` of `lock_acquire.lua` a plain acquire sends (a fresh owner's single
     /// attempt, through the raw layer, as the engine does).
     pub fn acquire_invocation(key: &str, owner: &str) -> redis::Cmd {
@@ -195,6 +205,8 @@ pub mod __bench {
             .evalsha(crate::scripts::Publish::Classic)
     }
 
+    /// Builds the `EVALSHA` of `lock_release.lua` a plain release sends.
+    ///
     /// Build the `EVALSHA` of `lock_release.lua` a plain release sends (through the raw
     /// layer, as the engine does).
     pub fn release_invocation(key: &str, owner: &str, latch: &str) -> redis::Cmd {

@@ -29,8 +29,9 @@ impl Drop for Running {
     }
 }
 
-/// A lock for scheduled jobs, blocking form of [`crate::JobLock`]. Made by
-/// [`Client::job_lock`](super::Client::job_lock).
+/// A lock for scheduled jobs, blocking form of [`crate::JobLock`].
+///
+/// Made by [`Client::job_lock`](super::Client::job_lock).
 #[derive(Clone)]
 pub struct JobLock {
     inner: crate::JobLock,
@@ -88,11 +89,12 @@ impl JobLock {
         self.inner.key()
     }
 
-    /// Run `task` on this thread if this instance gets the lock: `Ok(Some(output))` when it
-    /// ran, `Ok(None)` when another instance holds the lock (never waits), as
-    /// [`crate::JobLock::run`]. The lock is released afterwards with the ownership-checked
-    /// script, kept until `at_least_for` has passed. Inside a running job of the same name
-    /// and environment on the same client and thread, the inner task runs at once without
+    /// Runs `task` on this thread if this instance gets the lock.
+    ///
+    /// `Ok(Some(output))` when it ran, `Ok(None)` when another instance holds the lock (never
+    /// waits), as [`crate::JobLock::run`]. The lock is released afterwards with the
+    /// ownership-checked script, kept until `at_least_for` has passed. Inside a running job of the
+    /// same name and environment on the same client and thread, the inner task runs at once without
     /// locking again (ShedLock's `alreadyLockedBy`).
     ///
     /// # Errors
@@ -131,8 +133,9 @@ impl JobLock {
     }
 }
 
-/// A held job lock, blocking form of [`crate::JobGuard`]; released by
-/// [`release`](JobGuard::release) or when dropped (synchronously, bounded by twice the
+/// A held job lock, blocking form of [`crate::JobGuard`].
+///
+/// Released by [`release`](JobGuard::release) or when dropped (synchronously, bounded by twice the
 /// command timeout; see the [module docs](super)).
 #[must_use = "dropping the guard releases the job lock at once"]
 #[clippy::has_significant_drop]
@@ -162,6 +165,8 @@ impl JobGuard {
 
     lost_verbs!();
 
+    /// Sets the lock's TTL to `lease` from now if still ours.
+    ///
     /// Set the lock's TTL to `lease` from now if still ours, as [`crate::JobGuard::extend`](crate::Lease::extend).
     ///
     /// # Errors
@@ -173,6 +178,8 @@ impl JobGuard {
         self.0.block_on(crate::Lease::extend(self.0.get(), lease))
     }
 
+    /// Releases the lock, kept until `at_least_for` passed.
+    ///
     /// Release (kept until `at_least_for` passed), as [`crate::JobGuard::release`](crate::Release::release).
     ///
     /// # Errors

@@ -6,8 +6,9 @@ use std::time::Duration;
 use super::Rt;
 use crate::error::Result;
 
-/// A count-down latch, blocking form of [`crate::CountDownLatch`]. Cheap to clone. Made by
-/// [`Client::count_down_latch`](super::Client::count_down_latch).
+/// A count-down latch, blocking form of [`crate::CountDownLatch`].
+///
+/// Cheap to clone. Made by [`Client::count_down_latch`](super::Client::count_down_latch).
 #[derive(Clone)]
 pub struct CountDownLatch {
     inner: crate::CountDownLatch,
@@ -76,8 +77,9 @@ impl CountDownLatch {
         self.rt.block_on(self.inner.wait())
     }
 
-    /// Block until the count reaches zero or `wait` passed: `true` when it reached zero, as
-    /// [`crate::CountDownLatch::wait_for`].
+    /// Blocks until the count reaches zero or `wait` passed.
+    ///
+    /// `true` when it reached zero, as [`crate::CountDownLatch::wait_for`].
     ///
     /// # Errors
     /// As [`crate::CountDownLatch::wait_for`].

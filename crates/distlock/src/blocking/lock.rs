@@ -7,8 +7,9 @@ use super::{Held, Rt};
 use crate::error::Result;
 use crate::{FencingToken, LockStatus, Owner};
 
-/// A reentrant lock, blocking form of [`crate::Lock`] (Redisson's `RLock` layout). Cheap to
-/// clone. Made by [`Client::lock`](super::Client::lock).
+/// A reentrant lock, blocking form of [`crate::Lock`] (Redisson's `RLock` layout).
+///
+/// Cheap to clone. Made by [`Client::lock`](super::Client::lock).
 #[derive(Clone)]
 pub struct Lock {
     inner: crate::Lock,
@@ -43,6 +44,8 @@ impl Lock {
         Lock::new(self.inner.handoff(handoff), self.rt.clone())
     }
 
+    /// Returns this lock with another liveness timeout for its queued waiters.
+    ///
     /// This lock with another liveness timeout for its queued waiters, as
     /// [`crate::Lock::liveness_timeout`]. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
@@ -166,12 +169,17 @@ macro_rules! guard_accessors {
                 self.0.get().lease()
             }
 
+            /// Returns the instant until which the hold is surely ours by the local monotonic
+            /// clock.
+            ///
             /// Until when the hold is surely ours by the local monotonic clock, as
             /// [`crate::LockGuard::valid_until`](crate::Lease::valid_until).
             pub fn valid_until(&self) -> std::time::Instant {
                 crate::Lease::valid_until(self.0.get())
             }
 
+            /// Returns whether the lease is known lost, without I/O.
+            ///
             /// Whether the lease is known lost, without I/O, as
             /// [`crate::LockGuard::is_lost`](crate::Lease::is_lost).
             pub fn is_lost(&self) -> bool {
@@ -192,6 +200,8 @@ macro_rules! guard_accessors {
                 self.0.block_on(self.0.get().is_held())
             }
 
+            /// Sets the TTL to `lease` from now if still held.
+            ///
             /// Set the TTL to `lease` from now if still held, as
             /// [`crate::LockGuard::extend`](crate::Lease::extend).
             ///
@@ -204,9 +214,10 @@ macro_rules! guard_accessors {
                 self.0.block_on(crate::Lease::extend(self.0.get(), lease))
             }
 
-            /// Release this hold and wait for the server's answer, as the async guard's
-            /// `release`. Dropping the guard releases too (synchronously, bounded; errors
-            /// only logged).
+            /// Releases this hold and waits for the server's answer, as the async guard's
+            /// `release`.
+            ///
+            /// Dropping the guard releases too (synchronously, bounded; errors only logged).
             ///
             /// # Errors
             /// As [`crate::LockGuard::release`](crate::Release::release): [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld)
@@ -221,9 +232,10 @@ macro_rules! guard_accessors {
     };
 }
 
-/// One hold of a [`Lock`] or [`FairLock`], blocking form of [`crate::LockGuard`]. Released
-/// by [`release`](LockGuard::release), or when dropped: synchronously, bounded by twice the
-/// command timeout (see the [module docs](super)).
+/// One hold of a [`Lock`] or [`FairLock`], blocking form of [`crate::LockGuard`].
+///
+/// Released by [`release`](LockGuard::release), or when dropped: synchronously, bounded by twice
+/// the command timeout (see the [module docs](super)).
 #[must_use = "dropping the guard releases the lock at once; bind it to a variable"]
 #[clippy::has_significant_drop]
 #[derive(Debug)]
@@ -260,17 +272,19 @@ impl LockGuard {
         self.0.into_inner().forget()
     }
 
-    /// The async guard underneath (its drop then releases in the background). It runs on
-    /// this blocking client's runtime: keep the client (or another of its handles) alive
+    /// Returns the async guard underneath (its drop then releases in the background).
+    ///
+    /// It runs on this blocking client's runtime: keep the client (or another of its handles) alive
     /// while the async guard is in use, or its watchdog and connections stop with it.
     pub fn into_async(self) -> crate::LockGuard {
         self.0.into_inner()
     }
 }
 
-/// One hold of a fair lock, blocking form of [`crate::FairLockGuard`]: released by
-/// [`release`](FairLockGuard::release), or when dropped: synchronously, bounded by twice the
-/// command timeout (see the [module docs](super)).
+/// One hold of a fair lock, blocking form of [`crate::FairLockGuard`].
+///
+/// Released by [`release`](FairLockGuard::release), or when dropped: synchronously, bounded by
+/// twice the command timeout (see the [module docs](super)).
 #[must_use = "dropping the guard releases the lock at once; bind it to a variable"]
 #[clippy::has_significant_drop]
 #[derive(Debug)]
@@ -298,8 +312,9 @@ impl FairLockGuard {
     }
 }
 
-/// A fair (FIFO) lock, blocking form of [`crate::FairLock`]. Cheap to clone. Made by
-/// [`Client::fair_lock`](super::Client::fair_lock).
+/// A fair (FIFO) lock, blocking form of [`crate::FairLock`].
+///
+/// Cheap to clone. Made by [`Client::fair_lock`](super::Client::fair_lock).
 #[derive(Clone)]
 pub struct FairLock {
     inner: crate::FairLock,
@@ -362,6 +377,8 @@ impl FairLock {
         self.rt.block_on(self.inner.is_locked())
     }
 
+    /// Deletes the lock whoever holds it and wakes the head waiter.
+    ///
     /// Delete the lock whoever holds it and wake the head waiter, as
     /// [`crate::FairLock::force_unlock`]: the lock is left free, the queue kept.
     ///
@@ -386,8 +403,9 @@ impl FairLock {
     }
 }
 
-/// A read-write lock, blocking form of [`crate::RwLock`] (Redisson's `RReadWriteLock`
-/// layout). Cheap to clone. Made by [`Client::rw_lock`](super::Client::rw_lock).
+/// A read-write lock, blocking form of [`crate::RwLock`] (Redisson's `RReadWriteLock` layout).
+///
+/// Cheap to clone. Made by [`Client::rw_lock`](super::Client::rw_lock).
 #[derive(Clone)]
 pub struct RwLock {
     inner: crate::RwLock,
@@ -518,8 +536,9 @@ impl RwLock {
     }
 }
 
-/// A read hold of an [`RwLock`], blocking form of [`crate::RwLockReadGuard`]; released
-/// when dropped, as [`LockGuard`].
+/// A read hold of an [`RwLock`], blocking form of [`crate::RwLockReadGuard`].
+///
+/// Released when dropped, as [`LockGuard`].
 #[must_use = "dropping the guard releases the read lock at once"]
 #[clippy::has_significant_drop]
 #[derive(Debug)]
@@ -541,8 +560,9 @@ impl RwLockReadGuard {
     }
 }
 
-/// The write hold of an [`RwLock`], blocking form of [`crate::RwLockWriteGuard`]; released
-/// when dropped, as [`LockGuard`].
+/// The write hold of an [`RwLock`], blocking form of [`crate::RwLockWriteGuard`].
+///
+/// Released when dropped, as [`LockGuard`].
 #[must_use = "dropping the guard releases the write lock at once"]
 #[clippy::has_significant_drop]
 #[derive(Debug)]

@@ -49,7 +49,9 @@
 /// the async `$async` and whose `guard` wraps its async guard in `$guard`.
 macro_rules! acquire_verbs {
     ($async:literal => $guard:ty) => {
-        #[doc = concat!("Acquire, waiting up to the client's default wait, as [`crate::", $async, "::acquire`]. The calling thread sleeps while it waits; a release elsewhere wakes it.")]
+        #[doc = concat!("Acquires, waiting up to the client's default wait, as [`crate::", $async, "::acquire`].")]
+        ///
+        /// The calling thread sleeps while it waits; a release elsewhere wakes it.
         ///
         /// # Errors
         #[doc = concat!("As [`crate::", $async, "::acquire`].")]
@@ -60,7 +62,9 @@ macro_rules! acquire_verbs {
             self.rt.block_on(self.inner.acquire()).map(|g| self.guard(g))
         }
 
-        #[doc = concat!("One attempt, never waits, as [`crate::", $async, "::try_acquire`]: `Ok(None)` when it is taken.")]
+        #[doc = concat!("Makes one attempt, never waits, as [`crate::", $async, "::try_acquire`].")]
+        ///
+        /// `Ok(None)` when it is taken.
         ///
         /// # Errors
         #[doc = concat!("As [`crate::", $async, "::try_acquire`].")]
@@ -71,7 +75,9 @@ macro_rules! acquire_verbs {
             Ok(self.rt.block_on(self.inner.try_acquire())?.map(|g| self.guard(g)))
         }
 
-        #[doc = concat!("Acquire, waiting at most `wait`, as [`crate::", $async, "::try_acquire_for`]: `Ok(None)` when it elapsed.")]
+        #[doc = concat!("Acquires, waiting at most `wait`, as [`crate::", $async, "::try_acquire_for`].")]
+        ///
+        /// `Ok(None)` when it elapsed.
         ///
         /// # Errors
         #[doc = concat!("As [`crate::", $async, "::try_acquire_for`].")]
@@ -88,8 +94,10 @@ macro_rules! acquire_verbs {
 /// has a `lost()` future.
 macro_rules! lost_verbs {
     () => {
-        /// Block until the lease is lost: never returns while it is kept (see
-        /// [`lost_timeout`](Self::lost_timeout) for a bounded wait).
+        /// Blocks until the lease is lost.
+        ///
+        /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
+        /// wait).
         ///
         /// # Panics
         /// Inside an async runtime (see the [module docs](super#panics)).
@@ -305,9 +313,10 @@ impl<G: crate::Release> Drop for Held<G> {
     }
 }
 
-/// A blocking client: the async [`crate::Client`] and the runtime it runs on. Cheap to clone
-/// (clones share both); `Send + Sync`. Build one per process with [`Client::builder`] or
-/// [`Client::connect`].
+/// A blocking client: the async [`crate::Client`] and the runtime it runs on.
+///
+/// Cheap to clone (clones share both); `Send + Sync`. Build one per process with
+/// [`Client::builder`] or [`Client::connect`].
 ///
 /// The runtime lives while the client, or any primitive or guard made from it, lives.
 #[derive(Clone)]
@@ -344,6 +353,8 @@ impl Client {
         Client::builder().url(url).build()
     }
 
+    /// Returns the async client underneath, for code that mixes both.
+    ///
     /// The async client underneath, for code that mixes both (it runs on this client's
     /// runtime; use it from async code only).
     pub fn as_async(&self) -> &crate::Client {
@@ -390,6 +401,8 @@ impl Client {
         self.inner.app_name()
     }
 
+    /// Returns the name of this client's connections (`distlock:<app>:<host>:<pid>`).
+    ///
     /// The name of this client's connections (`distlock:<app>:<host>:<pid>`), as
     /// [`crate::Client::connection_name`].
     pub fn connection_name(&self) -> &str {
@@ -401,8 +414,10 @@ impl Client {
         self.inner.watchdog_locks()
     }
 
-    /// Release everything this client holds and stop its background work, as
-    /// [`crate::Client::shutdown`]. The runtime itself stops when the last handle is dropped.
+    /// Releases everything this client holds and stops its background work, as
+    /// [`crate::Client::shutdown`].
+    ///
+    /// The runtime itself stops when the last handle is dropped.
     ///
     /// # Errors
     /// As [`crate::Client::shutdown`].
@@ -414,8 +429,10 @@ impl Client {
     }
 }
 
-/// Settings of a blocking [`Client`]: those of [`crate::ClientBuilder`] (each method here
-/// sets the one of the same name) and the runtime's worker threads.
+/// Settings of a blocking [`Client`].
+///
+/// Those of [`crate::ClientBuilder`] (each method here sets the one of the same name) and the
+/// runtime's worker threads.
 #[derive(Clone)]
 pub struct ClientBuilder {
     inner: crate::ClientBuilder,
@@ -459,6 +476,8 @@ impl ClientBuilder {
         app_name(name: impl Into<String>);
     }
 
+    /// Sets the number of worker threads of the client's runtime.
+    ///
     /// Worker threads of the client's runtime, which run the watchdog, wake-ups and the
     /// connection I/O while the calling threads block. Default
     /// [`DEFAULT_WORKER_THREADS`] (2); at least 1.

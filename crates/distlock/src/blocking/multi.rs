@@ -27,6 +27,8 @@ impl fmt::Debug for MultiLock {
 }
 
 impl MultiLock {
+    /// Creates a MultiLock over `locks` (in any order; they are sorted by node and key).
+    ///
     /// A MultiLock over `locks` (in any order; they are sorted by node and key), as
     /// [`crate::MultiLock::new`]. The locks may come from different blocking clients; the
     /// MultiLock waits on the first one's runtime and keeps every member's client runtime
@@ -65,9 +67,10 @@ impl MultiLock {
     acquire_verbs!("MultiLock" => MultiLockGuard);
 }
 
-/// Every member of a [`MultiLock`], held; blocking form of [`crate::MultiLockGuard`],
-/// released by [`release`](MultiLockGuard::release) or when dropped (synchronously; see the
-/// [module docs](super)).
+/// Every member of a [`MultiLock`], held.
+///
+/// Blocking form of [`crate::MultiLockGuard`], released by [`release`](MultiLockGuard::release) or
+/// when dropped (synchronously; see the [module docs](super)).
 #[must_use = "dropping the guard releases every member at once"]
 #[clippy::has_significant_drop]
 pub struct MultiLockGuard(
@@ -117,6 +120,8 @@ impl MultiLockGuard {
         Ok(MultiLockGuard(self.0.wrap(g), self.1.clone()))
     }
 
+    /// Sets every member's TTL to `lease` from now.
+    ///
     /// Set every member's TTL to `lease` from now, as [`crate::MultiLockGuard::extend`](crate::Lease::extend).
     ///
     /// # Errors
@@ -140,9 +145,10 @@ impl MultiLockGuard {
     }
 }
 
-/// The independent masters of blocking [`RedLock`]s, blocking form of
-/// [`crate::RedLockNodes`]. Configure a [`crate::RedLockBuilder`] (its setters do no I/O) and
-/// [`build`](RedLockNodes::build) it here; [`RedLockNodes::lock`] names a lock.
+/// The independent masters of blocking [`RedLock`]s, blocking form of [`crate::RedLockNodes`].
+///
+/// Configure a [`crate::RedLockBuilder`] (its setters do no I/O) and [`build`](RedLockNodes::build)
+/// it here; [`RedLockNodes::lock`] names a lock.
 #[derive(Clone)]
 pub struct RedLockNodes {
     inner: crate::RedLockNodes,
@@ -158,6 +164,8 @@ impl fmt::Debug for RedLockNodes {
 }
 
 impl RedLockNodes {
+    /// Connects the nodes of `builder` on a runtime of its own.
+    ///
     /// Connect the nodes of `builder` on a runtime of its own
     /// ([`DEFAULT_WORKER_THREADS`] workers) and check its settings.
     ///
@@ -214,8 +222,9 @@ impl RedLockNodes {
     }
 }
 
-/// A lock over independent masters (redis.io's Redlock), blocking form of
-/// [`crate::RedLock`]. Made by [`RedLockNodes::lock`]. Cheap to clone.
+/// A lock over independent masters (redis.io's Redlock), blocking form of [`crate::RedLock`].
+///
+/// Made by [`RedLockNodes::lock`]. Cheap to clone.
 #[derive(Clone)]
 pub struct RedLock {
     inner: crate::RedLock,
@@ -293,9 +302,10 @@ impl RedLock {
     }
 }
 
-/// A RedLock held by a quorum, blocking form of [`crate::RedLockGuard`]; released by
-/// [`release`](RedLockGuard::release) or when dropped (synchronously; see the
-/// [module docs](super)).
+/// A RedLock held by a quorum, blocking form of [`crate::RedLockGuard`].
+///
+/// Released by [`release`](RedLockGuard::release) or when dropped (synchronously; see the [module
+/// docs](super)).
 #[must_use = "dropping the guard releases the lock at once"]
 #[clippy::has_significant_drop]
 #[derive(Debug)]

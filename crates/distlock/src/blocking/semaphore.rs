@@ -7,8 +7,9 @@ use std::time::Duration;
 use super::{Held, Rt};
 use crate::error::Result;
 
-/// A counting semaphore, blocking form of [`crate::Semaphore`]. Cheap to clone. Made by
-/// [`Client::semaphore`](super::Client::semaphore).
+/// A counting semaphore, blocking form of [`crate::Semaphore`].
+///
+/// Cheap to clone. Made by [`Client::semaphore`](super::Client::semaphore).
 #[derive(Clone)]
 pub struct Semaphore {
     inner: crate::Semaphore,
@@ -83,6 +84,8 @@ impl Semaphore {
         self.rt.block_on(self.inner.drain_permits())
     }
 
+    /// Acquires `permits` permits at once, waiting up to the client's default wait.
+    ///
     /// `permits` permits at once, waiting up to the client's default wait, as
     /// [`crate::Semaphore::acquire_many`].
     ///
@@ -117,8 +120,9 @@ impl Semaphore {
     }
 }
 
-/// Permits taken from a [`Semaphore`], blocking form of [`crate::SemaphorePermit`]; given
-/// back by [`release`](SemaphorePermit::release) or when dropped (synchronously, bounded by
+/// Permits taken from a [`Semaphore`], blocking form of [`crate::SemaphorePermit`].
+///
+/// Given back by [`release`](SemaphorePermit::release) or when dropped (synchronously, bounded by
 /// twice the command timeout; see the [module docs](super)).
 #[must_use = "dropping the permit gives it back at once"]
 #[clippy::has_significant_drop]
@@ -131,8 +135,9 @@ impl SemaphorePermit {
         self.0.get().permits()
     }
 
-    /// Give the permits back, as [`crate::SemaphorePermit::release`](crate::Release::release): the permits
-    /// available after it.
+    /// Gives the permits back, as [`crate::SemaphorePermit::release`](crate::Release::release).
+    ///
+    /// The permits available after it.
     ///
     /// # Errors
     /// As [`crate::SemaphorePermit::release`](crate::Release::release).
@@ -149,9 +154,9 @@ impl SemaphorePermit {
     }
 }
 
-/// A semaphore whose permits have ids and leases, blocking form of
-/// [`crate::LeasedSemaphore`]. Cheap to clone. Made by
-/// [`Client::leased_semaphore`](super::Client::leased_semaphore).
+/// A semaphore whose permits have ids and leases, blocking form of [`crate::LeasedSemaphore`].
+///
+/// Cheap to clone. Made by [`Client::leased_semaphore`](super::Client::leased_semaphore).
 #[derive(Clone)]
 pub struct LeasedSemaphore {
     inner: crate::LeasedSemaphore,
@@ -186,6 +191,8 @@ impl LeasedSemaphore {
         LeasedSemaphore::new(self.inner.handoff(on), self.rt.clone())
     }
 
+    /// Returns the same semaphore with another liveness timeout for its queued waiters.
+    ///
     /// The same semaphore with another liveness timeout for its queued waiters, as
     /// [`crate::LeasedSemaphore::liveness_timeout`]. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> LeasedSemaphore {
@@ -215,8 +222,10 @@ impl LeasedSemaphore {
         self.rt.block_on(self.inner.add_permits(permits))
     }
 
-    /// Set the number of permits, keeping held permits valid, as
-    /// [`crate::LeasedSemaphore::set_permits`]. Returns the number before.
+    /// Sets the number of permits, keeping held permits valid, as
+    /// [`crate::LeasedSemaphore::set_permits`].
+    ///
+    /// Returns the number before.
     ///
     /// # Errors
     /// As [`crate::LeasedSemaphore::set_permits`].
@@ -261,6 +270,8 @@ impl LeasedSemaphore {
         self.rt.block_on(self.inner.available_permits())
     }
 
+    /// Returns the number of permits free now as stored (below zero while a shrink waits).
+    ///
     /// Permits free now as stored (below zero while a shrink waits), as
     /// [`crate::LeasedSemaphore::available_permits_signed`].
     ///
@@ -323,9 +334,10 @@ impl LeasedSemaphore {
     }
 }
 
-/// A permit of a [`LeasedSemaphore`], blocking form of [`crate::LeasedPermit`]; given back
-/// by [`release`](LeasedPermit::release) or when dropped (synchronously, bounded by twice
-/// the command timeout; see the [module docs](super)).
+/// A permit of a [`LeasedSemaphore`], blocking form of [`crate::LeasedPermit`].
+///
+/// Given back by [`release`](LeasedPermit::release) or when dropped (synchronously, bounded by
+/// twice the command timeout; see the [module docs](super)).
 #[must_use = "dropping the permit gives it back at once"]
 #[clippy::has_significant_drop]
 #[derive(Debug)]
@@ -337,6 +349,8 @@ impl LeasedPermit {
         self.0.get().id()
     }
 
+    /// Returns whether the lease is known lost, without I/O.
+    ///
     /// Whether the lease is known lost, without I/O, as [`crate::LeasedPermit::is_lost`](crate::Lease::is_lost).
     pub fn is_lost(&self) -> bool {
         crate::Lease::is_lost(self.0.get())
@@ -349,6 +363,8 @@ impl LeasedPermit {
 
     lost_verbs!();
 
+    /// Sets the permit's lease to `lease` from now.
+    ///
     /// Set the permit's lease to `lease` from now, as [`crate::LeasedPermit::extend`](crate::Lease::extend).
     ///
     /// # Errors
@@ -360,6 +376,8 @@ impl LeasedPermit {
         self.0.block_on(crate::Lease::extend(self.0.get(), lease))
     }
 
+    /// Has the client's watchdog extend the permit while it is held.
+    ///
     /// Have the client's watchdog extend the permit while it is held, as
     /// [`crate::LeasedPermit::keep_alive`].
     ///

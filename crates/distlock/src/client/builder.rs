@@ -200,6 +200,9 @@ impl ClientBuilder {
         self
     }
 
+    /// Sets how many replicas must confirm a grant before it counts, where the deployment has
+    /// replicas.
+    ///
     /// How many replicas must confirm a grant before it counts, where the deployment has
     /// replicas (Redis Sentinel): after the script that grants (an acquire or a re-entry of a
     /// lock of any kind), distlock sends `WAIT <n> <timeout>` on the connection that made the
@@ -219,6 +222,8 @@ impl ClientBuilder {
         self
     }
 
+    /// Sets how long a grant waits for its replicas' confirmations.
+    ///
     /// How long a grant waits for its replicas' confirmations
     /// ([`replica_acks`](ClientBuilder::replica_acks)). Default 1 s. At least 1 ms.
     pub fn replica_ack_timeout(mut self, timeout: Duration) -> Self {
@@ -226,21 +231,23 @@ impl ClientBuilder {
         self
     }
 
-    /// Which pub/sub carries wake-ups on a Redis Cluster: [`PubSubMode::Auto`] (the default:
-    /// sharded on Redis 7, as Redisson 3.22+), classic, sharded, or both. Sharded
-    /// subscriptions are held on one connection per master and follow their slots: when a
-    /// node drops them (failover, slot migration), when its connection closes, and when a
-    /// periodic read of the slot map (every 5 s) finds a slot on another master, the channel
-    /// is subscribed again on its master and its waiters are woken to check at once.
-    /// Ignored on other deployments (classic pub/sub).
+    /// Sets which pub/sub carries wake-ups on a Redis Cluster.
+    ///
+    /// [`PubSubMode::Auto`] (the default: sharded on Redis 7, as Redisson 3.22+), classic, sharded,
+    /// or both. Sharded subscriptions are held on one connection per master and follow their slots:
+    /// when a node drops them (failover, slot migration), when its connection closes, and when a
+    /// periodic read of the slot map (every 5 s) finds a slot on another master, the channel is
+    /// subscribed again on its master and its waiters are woken to check at once. Ignored on other
+    /// deployments (classic pub/sub).
     pub fn pubsub_mode(mut self, mode: PubSubMode) -> Self {
         self.pubsub = mode;
         self
     }
 
-    /// Credentials for the sentinels of a `redis-sentinel://` URL, when they require auth:
-    /// a password, and a user name for an ACL user (Redis Sentinel's `sentinel sentinel-user`
-    /// / `requirepass`). Default: none. Never logged.
+    /// Sets credentials for the sentinels of a `redis-sentinel://` URL, when they require auth.
+    ///
+    /// A password, and a user name for an ACL user (Redis Sentinel's `sentinel sentinel-user` /
+    /// `requirepass`). Default: none. Never logged.
     pub fn sentinel_auth(mut self, user: Option<&str>, password: &str) -> Self {
         self.sentinel_auth = Some(format!(
             "{}:{}",
@@ -250,6 +257,8 @@ impl ClientBuilder {
         self
     }
 
+    /// Sets the server by a `redis::Client` the application already has.
+    ///
     /// One server, by a `redis::Client` the application already has (as rslock and
     /// redis-lock take one), instead of a [`url`](ClientBuilder::url): distlock opens its
     /// own connections from it — the command connection (a connection manager), the
@@ -262,6 +271,8 @@ impl ClientBuilder {
         self
     }
 
+    /// Sets the password of the data servers.
+    ///
     /// The password of the data servers (the standalone server, the Sentinel deployment's
     /// master and replicas, every Cluster node), given apart from the URL as Redisson's
     /// `setPassword`: any characters, no percent-encoding (in a URL, `@ : / ? # %` must be
@@ -273,6 +284,9 @@ impl ClientBuilder {
         self
     }
 
+    /// Sets the ACL user name of the data servers, given apart from the URL as Redisson's
+    /// `setUsername`.
+    ///
     /// The ACL user name of the data servers, given apart from the URL as Redisson's
     /// `setUsername` (any characters). Replaces a user name in the URL. Default: the URL's
     /// (none: Redis's `default` user).
@@ -281,10 +295,11 @@ impl ClientBuilder {
         self
     }
 
-    /// The application name this client reports to the server and records with its grants:
-    /// its connections are named `distlock:<app>:<host>:<pid>` (`CLIENT SETNAME`, see
-    /// [`Client::connection_name`]) and every plain or fair lock it is granted records
-    /// the app name (its first 16 characters) in its holder metadata
+    /// Sets the application name this client reports to the server and records with its grants.
+    ///
+    /// Its connections are named `distlock:<app>:<host>:<pid>` (`CLIENT SETNAME`, see
+    /// [`Client::connection_name`]) and every plain or fair lock it is granted records the app name
+    /// (its first 16 characters) in its holder metadata
     /// ([`LockStatus::holder`](crate::LockStatus::holder)), so that `CLIENT LIST` and
     /// `distlock status` say who holds what.
     ///
@@ -297,20 +312,25 @@ impl ClientBuilder {
         self
     }
 
-    /// A prefix put before every name to form its key (e.g. `"myapp:"`). Default: none, so
-    /// lock `orders` is key `orders`, as in Redisson.
+    /// Sets a prefix put before every name to form its key (e.g. `"myapp:"`).
+    ///
+    /// Default: none, so lock `orders` is key `orders`, as in Redisson.
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.key_prefix = prefix.into();
         self
     }
 
-    /// Lease of locks acquired without an explicit lease; the watchdog renews it every
-    /// third. Default 30 s. At least 3 ms.
+    /// Sets the lease of locks acquired without an explicit lease; the watchdog renews it every
+    /// third.
+    ///
+    /// Default 30 s. At least 3 ms.
     pub fn watchdog_lease(mut self, lease: Duration) -> Self {
         self.watchdog_lease = lease;
         self
     }
 
+    /// Sets how long [`Lock::acquire`](crate::Lock::acquire) waits before failing.
+    ///
     /// How long [`Lock::acquire`](crate::Lock::acquire) waits before failing with
     /// [`ErrorKind::NotAcquired`](crate::ErrorKind::NotAcquired). Default 60 s.
     pub fn default_wait(mut self, wait: Duration) -> Self {
@@ -318,21 +338,26 @@ impl ClientBuilder {
         self
     }
 
-    /// Timeout of one command. A request that fails by timeout or a broken connection is sent
-    /// again up to three times; its latches live 4 × this + 1 s. Default 3 s.
+    /// Sets the timeout of one command.
+    ///
+    /// A request that fails by timeout or a broken connection is sent again up to three times; its
+    /// latches live 4 × this + 1 s. Default 3 s.
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.command_timeout = timeout;
         self
     }
 
-    /// Timeout for establishing a connection. Default 5 s. Through Sentinel it bounds the
-    /// whole connect: a deployment in the middle of a failover is asked again until its
-    /// sentinels name a live master, or this has passed.
+    /// Sets the timeout for establishing a connection.
+    ///
+    /// Default 5 s. Through Sentinel it bounds the whole connect: a deployment in the middle of a
+    /// failover is asked again until its sentinels name a live master, or this has passed.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
+    /// Checks `rediss://` servers against these CA certificates instead of Mozilla's roots.
+    ///
     /// Check `rediss://` servers (and TLS sentinels and cluster nodes) against these CA
     /// certificates instead of Mozilla's roots: a private CA, one or more PEM certificates
     /// (the contents of a `ca.crt`, as `redis-cli --cacert` takes; the server's own
@@ -345,9 +370,11 @@ impl ClientBuilder {
         self
     }
 
-    /// Refuse servers that may evict lock keys: with `true`, [`build`](ClientBuilder::build)
-    /// fails unless the server's `maxmemory-policy` is `noeviction` (and can be read).
-    /// Default `false`: other policies are logged as a warning at connect.
+    /// Refuses servers that may evict lock keys.
+    ///
+    /// With `true`, [`build`](ClientBuilder::build) fails unless the server's `maxmemory-policy` is
+    /// `noeviction` (and can be read). Default `false`: other policies are logged as a warning at
+    /// connect.
     ///
     /// Why: under memory pressure an `allkeys-*` policy evicts any key, a `volatile-*`
     /// policy any key with a TTL — and every lock key has one. An evicted lock is free for
@@ -359,10 +386,11 @@ impl ClientBuilder {
         self
     }
 
-    /// Label the acquire metrics (feature `metrics`) with the lock's name too, not only its
-    /// kind. Default `false`: each distinct name is a new time series, and an unbounded
-    /// label set (e.g. one lock per user) overwhelms Prometheus; turn it on only when the
-    /// names are few and fixed. Without the feature it has no effect.
+    /// Labels the acquire metrics (feature `metrics`) with the lock's name too, not only its kind.
+    ///
+    /// Default `false`: each distinct name is a new time series, and an unbounded label set (e.g.
+    /// one lock per user) overwhelms Prometheus; turn it on only when the names are few and fixed.
+    /// Without the feature it has no effect.
     pub fn metrics_lock_names(mut self, by_name: bool) -> Self {
         self.metrics_lock_names = by_name;
         self

@@ -1,5 +1,7 @@
 //! [`PubSubMode`]: the public setting of which pub/sub carries wake-ups on a Cluster.
 
+/// Which pub/sub carries wake-ups on a Redis Cluster.
+///
 /// Which pub/sub carries wake-ups on a Redis Cluster
 /// ([`ClientBuilder::pubsub_mode`](crate::ClientBuilder::pubsub_mode)).
 ///
@@ -12,14 +14,17 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum PubSubMode {
-    /// Sharded where every node supports it (`PUBSUB SHARDNUMSUB` answers), classic
-    /// otherwise: Redisson's AUTO. The default.
+    /// Sharded where every node supports it (`PUBSUB SHARDNUMSUB` answers), classic otherwise.
+    ///
+    /// Redisson's AUTO. The default.
     #[default]
     Auto,
     /// Classic pub/sub only (Redisson before 3.22, or `shardedSubscriptionMode` OFF).
     Classic,
     /// Sharded pub/sub only; connecting fails on servers without it.
     Sharded,
+    /// Publish both ways and listen on both.
+    ///
     /// Publish both ways and listen on both, for fleets whose Java clients are configured
     /// either way (each release costs a second publish).
     Both,

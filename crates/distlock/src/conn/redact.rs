@@ -1,13 +1,14 @@
 //! `redact_url`: passwords masked out of server URLs, for messages, logs and `Debug`.
 
-/// `redis://user:secret@host/` → `redis://user:***@host/`, for messages and `Debug`; a lone
-/// user name (`redis://secret@host/`, which some clients take for the password) is masked
+/// Redacts a URL's password: `redis://user:secret@host/` → `redis://user:***@host/`.
+///
+/// A lone user name (`redis://secret@host/`, which some clients take for the password) is masked
 /// whole: `redis://***@host/`. The credentials end at the last `@` of the URL, so a password
-/// holding `/`, `?` or `#` (which should be percent-encoded, but may not be) is masked whole
-/// too: such a URL, or one the URL parser refuses (a Sentinel or Cluster URL with several
-/// `host:port`), is masked from `://` to that `@`. A password in the query
-/// (`redis+unix:///run/redis.sock?pass=secret`, redis-rs's form for Unix sockets) is masked
-/// as `pass=***`.
+/// holding `/`, `?` or `#` (which should be percent-encoded, but may not be) is masked whole too:
+/// such a URL, or one the URL parser refuses (a Sentinel or Cluster URL with several `host:port`),
+/// is masked from `://` to that `@`. A password in the query
+/// (`redis+unix:///run/redis.sock?pass=secret`, redis-rs's form for Unix sockets) is masked as
+/// `pass=***`.
 ///
 /// What distlock shows wherever it names a server ([`Client::redacted_url`](crate::Client::redacted_url),
 /// errors, logs); public so that applications and tools mask URLs the same way.

@@ -16,9 +16,12 @@ pub(crate) struct ConnectSettings {
     pub replica_ack_timeout: Duration,
     /// Classic or sharded pub/sub (Cluster only).
     pub pubsub: PubSubMode,
-    /// The name every connection distlock opens gives itself (`CLIENT SETNAME`):
+    /// The name every connection distlock opens gives itself (`CLIENT SETNAME`).
+    ///
     /// `distlock:<app>:<host>:<pid>`.
     pub client_name: Arc<str>,
+    /// The CA certificates (PEM) that `rediss://` servers are checked against.
+    ///
     /// The CA certificates (PEM) that `rediss://` servers are checked against, instead of
     /// Mozilla's roots ([`crate::ClientBuilder::tls_ca_cert`]).
     pub tls_ca: Option<Arc<[u8]>>,

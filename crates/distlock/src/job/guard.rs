@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// A held job lock. Release it with [`JobGuard::release`](crate::Release::release); dropping it releases in the
+/// A held job lock.
+///
+/// Release it with [`JobGuard::release`](crate::Release::release); dropping it releases in the
 /// background.
 #[must_use = "dropping the guard releases the job lock at once"]
 #[clippy::has_significant_drop]
@@ -117,11 +119,12 @@ impl GuardInner {
     }
 }
 
-/// A handle on a held job lock for the job that runs under it (ShedLock's `LockExtender`):
-/// its lost signal and its extension, without the release. Made by [`JobGuard::lease`], and
-/// handed to the job by [`JobLock::run_with`](crate::JobLock::run_with) and
-/// [`spawn_every_with`](crate::spawn_every_with). Cheap to clone; it does not keep the lock
-/// held (the guard does), and after the guard's release its calls answer as for a lost lock.
+/// A handle on a held job lock for the job that runs under it (ShedLock's `LockExtender`).
+///
+/// Its lost signal and its extension, without the release. Made by [`JobGuard::lease`], and handed
+/// to the job by [`JobLock::run_with`](crate::JobLock::run_with) and
+/// [`spawn_every_with`](crate::spawn_every_with). Cheap to clone; it does not keep the lock held
+/// (the guard does), and after the guard's release its calls answer as for a lost lock.
 #[derive(Clone)]
 pub struct JobLease {
     inner: Arc<GuardInner>,
@@ -183,8 +186,10 @@ impl JobGuard {
         self.inner.as_ref().expect("guard used after release")
     }
 
-    /// A handle for the job that runs under this lock: its lost signal and extension
-    /// ([`JobLease`]), to pass into the job while the caller keeps the guard for the release.
+    /// Returns a handle for the job that runs under this lock.
+    ///
+    /// Its lost signal and extension ([`JobLease`]), to pass into the job while the caller keeps
+    /// the guard for the release.
     pub fn lease(&self) -> JobLease {
         JobLease {
             inner: self.inner.clone().expect("guard used after release"),

@@ -33,6 +33,8 @@ tokio::task_local! {
     static RUNNING: Vec<(uuid::Uuid, String, String, JobLease)>;
 }
 
+/// Returns whether the current task runs inside [`JobLock::run`] of a job called `name`.
+///
 /// Whether the current task runs inside [`JobLock::run`] of a job called `name` (any
 /// environment) — ShedLock's `LockAssert.assertLocked`, as a boolean.
 ///
@@ -57,8 +59,10 @@ fn running_under(client: &Client, env: &str, name: &str) -> Option<JobLease> {
         .flatten()
 }
 
-/// A job lock. Made by [`Client::job_lock`]; configure with the
-/// builder methods, then [`run`](JobLock::run) or [`try_acquire`](JobLock::try_acquire).
+/// A job lock.
+///
+/// Made by [`Client::job_lock`]; configure with the builder methods, then [`run`](JobLock::run) or
+/// [`try_acquire`](JobLock::try_acquire).
 ///
 /// A job lock is a string key `<key prefix>job-lock:<env>:<name>` holding
 /// `ADDED:<ISO-8601 UTC>@<hostname>:<uuid>`, set with `SET NX PX <at_most_for>`: the formats of
@@ -156,6 +160,8 @@ impl JobHolder {
 }
 
 impl Client {
+    /// Returns the job lock called `name`, in environment `"default"`, with no `at_most_for` yet.
+    ///
     /// The job lock called `name`, in environment `"default"`, with no `at_most_for` yet
     /// (set it before use). No I/O.
     pub fn job_lock(&self, name: impl Into<String>) -> JobLock {
@@ -170,6 +176,8 @@ impl Client {
     }
 }
 
+/// Interval at which a waiting job lock acquire polls.
+///
 /// How often [`JobLock::try_acquire_for`] and [`JobLock::acquire`] try again while another
 /// instance holds the lock: a job lock has no wake-up channel, so they poll.
 pub const JOB_POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -234,8 +242,9 @@ impl JobLock {
         Ok(at_most)
     }
 
-    /// One attempt to take the lock: `Ok(None)` when another instance holds it (contention is
-    /// not an error).
+    /// Makes one attempt to take the lock.
+    ///
+    /// `Ok(None)` when another instance holds it (contention is not an error).
     ///
     /// The key is set with `SET NX PX at_most_for` to a fresh ShedLock value; the caller runs
     /// the job and then [releases](JobGuard::release) the guard, which keeps the lock until
@@ -324,6 +333,8 @@ impl JobLock {
         guard
     }
 
+    /// Takes the lock, retrying while another instance holds it until `wait` has passed.
+    ///
     /// Take the lock, retrying while another instance holds it until `wait` has passed
     /// (zero: one attempt): `Ok(None)` when the wait elapsed.
     ///
@@ -368,6 +379,8 @@ impl JobLock {
             .map(|(value, started)| self.guard(key, value, started, at_most)))
     }
 
+    /// Takes the lock, waiting at most the client's default wait.
+    ///
     /// Take the lock, waiting at most the client's default wait
     /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 s unless set),
     /// polling as [`JobLock::try_acquire_for`] does.
@@ -388,8 +401,10 @@ impl JobLock {
         })
     }
 
-    /// Run `task` if this instance gets the lock: `Ok(Some(output))` when it ran, `Ok(None)`
-    /// when another instance holds the lock (not an error; it never waits, as in ShedLock).
+    /// Runs `task` if this instance gets the lock.
+    ///
+    /// `Ok(Some(output))` when it ran, `Ok(None)` when another instance holds the lock (not an
+    /// error; it never waits, as in ShedLock).
     ///
     /// After the task, the lock is released with the ownership-checked script (kept until
     /// `at_least_for` has passed). Inside a running job of the same name and environment,
@@ -426,10 +441,11 @@ impl JobLock {
         self.run_with(|_| task).await
     }
 
-    /// As [`JobLock::run`], handing the task a [`JobLease`] on the lock it runs under: the
-    /// job can watch [`lost`](JobLease::lost) (stop when the lock is gone) and
-    /// [`extend`](JobLease::extend) it (ShedLock's `LockExtender`). A nested run (the same
-    /// job, client and task) gets the outer run's lease.
+    /// Runs the task as [`JobLock::run`], handing it a [`JobLease`] on the lock it runs under.
+    ///
+    /// The job can watch [`lost`](JobLease::lost) (stop when the lock is gone) and
+    /// [`extend`](JobLease::extend) it (ShedLock's `LockExtender`). A nested run (the same job,
+    /// client and task) gets the outer run's lease.
     ///
     /// # Errors
     /// As [`JobLock::run`].
@@ -516,6 +532,8 @@ impl JobLock {
             .ok_or_else(|| Error::unexpected(format!("{key:?} does not hold a job-lock value")))
     }
 
+    /// Deletes the job lock whoever holds it.
+    ///
     /// Delete the job lock whoever holds it (an operator clearing a stuck job, as deleting
     /// ShedLock's key by hand; `distlock unlock --force NAME --env ENV`). Returns whether it
     /// was held. A distlock holder's guard hears of it on the job's notice channel

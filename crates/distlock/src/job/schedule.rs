@@ -5,6 +5,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{JobLease, JobLock};
 
+/// Runs `job` every `interval` on this instance.
+///
 /// Run `job` every `interval` on this instance, with `lock` making it run once per interval
 /// across all instances that call this with the same lock.
 ///
@@ -40,6 +42,8 @@ where
     })
 }
 
+/// Runs `job` as [`spawn_every`], handing it the [`JobLease`] of each run's lock.
+///
 /// As [`spawn_every`], for a job that gets the [`JobLease`] of each run's lock (to watch
 /// [`lost`](JobLease::lost) or [`extend`](JobLease::extend) it, as ShedLock's
 /// `LockExtender`) and returns a `Result`: an `Err` is logged as a WARN event
@@ -84,6 +88,8 @@ where
     spawn_schedule(lock, next, job)
 }
 
+/// Runs `job` at the times of the cron `expression` read in the time zone `tz`.
+///
 /// Run `job` at the times of the cron `expression` read in the time zone `tz`, with `lock`
 /// making each run happen once across all instances that call this with the same lock:
 /// ShedLock's `@Scheduled(cron = …)` with `@SchedulerLock` (feature `cron`).

@@ -9,13 +9,15 @@ use std::sync::Arc;
 use super::{FairLockGuard, LockCore, LockStatus};
 use crate::lock::raw::Fair;
 
-/// Default time a queued waiter stays in line without renewing: 5 s. Waiters renew every
-/// third of it while they wait.
+/// Default time a queued waiter stays in line without renewing: 5 s.
+///
+/// Waiters renew every third of it while they wait.
 pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 
-/// A fair (FIFO) reentrant lock. Made by [`Client::fair_lock`];
-/// cheap to clone. Grants are [`FairLockGuard`]s: re-entry, lease, watchdog, fencing token and
-/// lost-lease signal work as for [`Lock`](crate::Lock).
+/// A fair (FIFO) reentrant lock.
+///
+/// Made by [`Client::fair_lock`]; cheap to clone. Grants are [`FairLockGuard`]s: re-entry, lease,
+/// watchdog, fencing token and lost-lease signal work as for [`Lock`](crate::Lock).
 ///
 /// Layout (Redisson's): the lock hash, a queue list `redisson_lock_queue:{<name>}` and a zset
 /// `redisson_lock_timeout:{<name>}`; each waiter is woken on its own channel
@@ -85,6 +87,8 @@ impl Client {
 }
 
 impl FairLock {
+    /// Returns the same lock with an explicit lease (a [`Duration`], no watchdog).
+    ///
     /// The same lock with an explicit lease (a [`Duration`], no watchdog), as
     /// [`Lock::lease`](crate::Lock::lease). No I/O.
     pub fn lease(&self, lease: Duration) -> FairLock {
@@ -102,6 +106,8 @@ impl FairLock {
         }
     }
 
+    /// Returns the same lock with another liveness timeout for queued waiters.
+    ///
     /// The same lock with another liveness timeout for queued waiters (a [`Duration`], at
     /// least 3 ms; 5 seconds by default): a waiter that has not re-attempted within it is
     /// skipped. A shorter one skips crashed waiters sooner, and costs one attempt per third
@@ -172,8 +178,9 @@ impl FairLock {
         Ok(FairLockGuard::new(hold, self.clone()))
     }
 
-    /// Makes one attempt, without joining the queue: granted only if the lock is free and
-    /// nobody waits before us.
+    /// Makes one attempt, without joining the queue.
+    ///
+    /// Granted only if the lock is free and nobody waits before us.
     ///
     /// # Errors
     /// As [`Lock::try_acquire`](crate::Lock::try_acquire).
@@ -185,8 +192,9 @@ impl FairLock {
         Ok(hold.map(|hold| FairLockGuard::new(hold, self.clone())))
     }
 
-    /// Joins the queue and waits at most `wait` for its turn; on timeout leaves the queue
-    /// and returns `Ok(None)`.
+    /// Joins the queue and waits at most `wait` for its turn.
+    ///
+    /// On timeout leaves the queue and returns `Ok(None)`.
     ///
     /// `wait` is a [`Duration`] (at most 365 days); zero makes one attempt without joining
     /// the queue, as [`FairLock::try_acquire`]. Queueing as for [`FairLock::acquire`].
@@ -229,6 +237,8 @@ impl FairLock {
         self.core.is_locked().await
     }
 
+    /// Deletes the lock whoever holds it and wakes the head waiter.
+    ///
     /// Delete the lock whoever holds it and wake the head waiter, as Redisson's
     /// `RFairLock.forceUnlock`: the lock is left free ([`FairLock::is_locked`] is false
     /// afterwards) and the queue kept. The head is woken, not handed the lock, so a head

@@ -19,10 +19,11 @@ macro_rules! hold_front {
                 &self.lock
             }
 
-            /// The fencing token of this grant: a number that grows with every grant of the
-            /// lock's hash slot, across restarts and failovers (see
-            /// [`FencingToken`](crate::FencingToken)); a re-entry returns the holder's current
-            /// token. No I/O.
+            /// Returns the fencing token of this grant.
+            ///
+            /// A number that grows with every grant of the lock's hash slot, across restarts and
+            /// failovers (see [`FencingToken`](crate::FencingToken)); a re-entry returns the
+            /// holder's current token. No I/O.
             pub fn fencing_token(&self) -> $crate::FencingToken {
                 self.hold.fencing_token()
             }
@@ -91,8 +92,9 @@ macro_rules! hold_front {
                 self.hold.remaining().await
             }
 
-            /// Stops tracking this hold without releasing it: no renewal, no release on
-            /// drop. The lock stays until its lease ends (a plain lock's owner can also be
+            /// Stops tracking this hold without releasing it: no renewal, no release on drop.
+            ///
+            /// The lock stays until its lease ends (a plain lock's owner can also be
             /// [adopted](crate::Lock::adopt), e.g. by another process, and released).
             pub fn forget(self) -> $crate::Owner {
                 self.hold.forget()
@@ -179,9 +181,10 @@ macro_rules! hold_front {
 }
 pub(crate) use hold_front;
 
-/// One hold of a [`Lock`](crate::Lock). Release it with [`Release::release`](crate::Release::release);
-/// dropping it releases in the background (never blocking the runtime) and stops its
-/// renewal.
+/// One hold of a [`Lock`](crate::Lock).
+///
+/// Release it with [`Release::release`](crate::Release::release); dropping it releases in the
+/// background (never blocking the runtime) and stops its renewal.
 ///
 /// Local accessors ([`fencing_token`](LockGuard::fencing_token), [`owner`](LockGuard::owner),
 /// [`valid_until`](crate::Lease::valid_until), [`hold_count`](LockGuard::hold_count)) do no
@@ -206,9 +209,11 @@ pub struct LockGuard {
 
 hold_front!(LockGuard, Lock);
 
-/// One hold of a [`FairLock`]: the verbs of a [`LockGuard`](crate::LockGuard), and its
-/// [`lock`](FairLockGuard::lock) is the fair lock. Release it with
-/// [`Release::release`](crate::Release::release); dropping it releases in the background.
+/// One hold of a [`FairLock`].
+///
+/// The verbs of a [`LockGuard`](crate::LockGuard), and its [`lock`](FairLockGuard::lock) is the
+/// fair lock. Release it with [`Release::release`](crate::Release::release); dropping it releases
+/// in the background.
 #[must_use = "dropping the guard releases the lock at once; bind it to a variable"]
 #[clippy::has_significant_drop]
 pub struct FairLockGuard {

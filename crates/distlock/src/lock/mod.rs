@@ -262,8 +262,10 @@ impl LockCore {
 }
 
 impl Client {
-    /// The reentrant lock called `name` (the Redis key is the key prefix followed by
-    /// `name`). No I/O; the name is checked when the lock is first used.
+    /// Returns the reentrant lock called `name` (the Redis key is the key prefix followed by
+    /// `name`).
+    ///
+    /// No I/O; the name is checked when the lock is first used.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock {
             core: LockCore::new(self.clone(), name.into()),

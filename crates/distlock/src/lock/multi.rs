@@ -128,8 +128,9 @@ impl MultiLock {
         })
     }
 
-    /// Makes one attempt at every member: `Ok(None)` when any is held by another owner (the
-    /// members taken before it are released).
+    /// Makes one attempt at every member.
+    ///
+    /// `Ok(None)` when any is held by another owner (the members taken before it are released).
     ///
     /// # Errors
     /// As [`MultiLock::acquire`], except that contention is `Ok(None)`.
@@ -140,8 +141,9 @@ impl MultiLock {
         self.try_acquire_for(Duration::ZERO).await
     }
 
-    /// Acquires every member within `wait` (a [`Duration`]) overall: `Ok(None)` when it
-    /// elapsed (the members taken so far are released).
+    /// Acquires every member within `wait` (a [`Duration`]) overall.
+    ///
+    /// `Ok(None)` when it elapsed (the members taken so far are released).
     ///
     /// # Errors
     /// As [`MultiLock::acquire`], except that an elapsed wait is `Ok(None)`.
@@ -206,6 +208,8 @@ impl MultiLockGuard {
         self.guards.iter().map(|g| g.hold_count()).collect()
     }
 
+    /// Re-enters every member with its owner (hold count + 1 on every node).
+    ///
     /// Re-enters every member with its owner (hold count + 1 on every node), as
     /// [`LockGuard::reenter`](crate::LockGuard::reenter) over a MultiLock: for a function that holds the MultiLock and
     /// calls another that takes it too.

@@ -60,29 +60,33 @@ impl fmt::Debug for Lock {
 }
 
 impl Lock {
-    /// The same lock with an explicit lease: guards it grants expire after `lease` unless
-    /// extended, and no watchdog renews them (Redisson's `lock(leaseTime, unit)`). The lease
-    /// is a [`Duration`] in whole milliseconds, checked (at least 1 ms, at most 365 days)
-    /// when the lock is acquired. No I/O.
+    /// Returns the same lock with an explicit lease.
+    ///
+    /// Guards it grants expire after `lease` unless extended, and no watchdog renews them
+    /// (Redisson's `lock(leaseTime, unit)`). The lease is a [`Duration`] in whole milliseconds,
+    /// checked (at least 1 ms, at most 365 days) when the lock is acquired. No I/O.
     pub fn lease(&self, lease: Duration) -> Lock {
         Lock {
             core: self.core.lease(lease),
         }
     }
 
-    /// The same lock with another hand-off policy for its waiters: [`Handoff::Fifo`] (the
-    /// default: a release grants the lock directly to the first live waiter, in arrival
-    /// order), [`Handoff::Retakes`] (the same, but up to `n` acquisitions in a row may pass
-    /// the queue's head first) or [`Handoff::Off`] (Redisson's `RLock` behaviour: a release
-    /// frees the lock and wakes a waiter, whose attempt may lose to a barging acquire). One
-    /// setting per lock name across a fleet: a handle with hand-off off neither queues nor
-    /// respects the queue. `Retakes(0)` is stored as `Fifo`. No I/O.
+    /// Returns the same lock with another hand-off policy for its waiters.
+    ///
+    /// [`Handoff::Fifo`] (the default: a release grants the lock directly to the first live waiter,
+    /// in arrival order), [`Handoff::Retakes`] (the same, but up to `n` acquisitions in a row may
+    /// pass the queue's head first) or [`Handoff::Off`] (Redisson's `RLock` behaviour: a release
+    /// frees the lock and wakes a waiter, whose attempt may lose to a barging acquire). One setting
+    /// per lock name across a fleet: a handle with hand-off off neither queues nor respects the
+    /// queue. `Retakes(0)` is stored as `Fifo`. No I/O.
     pub fn handoff(&self, handoff: Handoff) -> Lock {
         Lock {
             core: self.core.handoff(handoff),
         }
     }
 
+    /// Returns the same lock with another liveness timeout for its queued waiters.
+    ///
     /// The same lock with another liveness timeout for its queued waiters (a [`Duration`],
     /// at least 3 ms; 5 seconds by default, as the fair lock's): a waiter that has not
     /// re-attempted within it is passed over by a hand-off, and a hand-off's initial lease
@@ -115,9 +119,11 @@ impl Lock {
         self.core.channel()
     }
 
-    /// The key of the fencing counter this lock draws its tokens from: the counter of the
-    /// lock key's cluster hash slot, `<key prefix>distlock:fencing-counter:{<slot tag>}`
-    /// ([`keys::fencing_counter`]), shared with the other names in that slot.
+    /// Returns the key of the fencing counter this lock draws its tokens from.
+    ///
+    /// The counter of the lock key's cluster hash slot,
+    /// `<key prefix>distlock:fencing-counter:{<slot tag>}` ([`keys::fencing_counter`]), shared with
+    /// the other names in that slot.
     pub fn fencing_counter_key(&self) -> String {
         self.core.fencing_counter_key()
     }
@@ -250,9 +256,10 @@ impl Lock {
             .map(|hold| hold.map(|hold| LockGuard::new(hold, self.clone())))
     }
 
-    /// Acquires the lock as `owner`, waiting at most the client's default wait: grants it if
-    /// it is free, adds a hold if `owner` holds it already (re-entry: hold count + 1, lease
-    /// reset).
+    /// Acquires the lock as `owner`, waiting at most the client's default wait.
+    ///
+    /// Grants it if it is free, adds a hold if `owner` holds it already (re-entry: hold count + 1,
+    /// lease reset).
     ///
     /// This is how a function that already holds the lock calls another that takes it too
     /// (Redisson's re-entrant `lock()` in `method1 → method2`): the callee is given the owner
@@ -294,6 +301,8 @@ impl Lock {
             .map(|hold| LockGuard::new(hold, self.clone()))
     }
 
+    /// Acquires the lock as `owner` like [`Lock::acquire_as`](crate::Lock::acquire_as).
+    ///
     /// Acquires the lock as `owner` like [`Lock::acquire_as`](crate::Lock::acquire_as), but waits at most `wait` (a
     /// [`Duration`]; zero: one attempt) and returns `Ok(None)` when it elapsed.
     ///
@@ -350,14 +359,15 @@ impl Lock {
         self.core.remaining().await
     }
 
-    /// Delete the lock whoever holds it and wake its waiters (Redisson's `forceUnlock`).
-    /// Returns whether it was held. The holder's guard then reports [`ErrorKind::NotHeld`],
-    /// and its lost signal ([`LockGuard::lost`](crate::Lease::lost)) fires within a round trip or two: this call
-    /// publishes a notice on each holder client's channel
-    /// ([`layout::client_notice_channel`](crate::layout::client_notice_channel)) after the
-    /// delete. A holder that misses the notice (its subscription connection down at that
-    /// moment) learns at its next renewal, as one whose lock a Redisson client force-unlocked
-    /// or an operator deleted by hand.
+    /// Deletes the lock whoever holds it and wakes its waiters (Redisson's `forceUnlock`).
+    ///
+    /// Returns whether it was held. The holder's guard then reports [`ErrorKind::NotHeld`], and its
+    /// lost signal ([`LockGuard::lost`](crate::Lease::lost)) fires within a round trip or two: this
+    /// call publishes a notice on each holder client's channel
+    /// ([`layout::client_notice_channel`](crate::layout::client_notice_channel)) after the delete.
+    /// A holder that misses the notice (its subscription connection down at that moment) learns at
+    /// its next renewal, as one whose lock a Redisson client force-unlocked or an operator deleted
+    /// by hand.
     ///
     /// # Errors
     /// As [`Lock::is_locked`](crate::Lock::is_locked).

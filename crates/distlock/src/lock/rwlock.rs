@@ -83,9 +83,10 @@ impl Client {
     }
 }
 
-/// A read hold of an [`RwLock`]: `LockGuard`'s accessors, `lost()`, `extend()` and
-/// `is_held()`, typed re-entry, and no upgrade — a reader asking for the write lock would
-/// wait for itself, so there is no such method:
+/// A read hold of an [`RwLock`].
+///
+/// `LockGuard`'s accessors, `lost()`, `extend()` and `is_held()`, typed re-entry, and no upgrade —
+/// a reader asking for the write lock would wait for itself, so there is no such method:
 ///
 /// ```compile_fail
 /// # async fn f(rw: distlock::RwLock) -> distlock::Result<()> {
@@ -107,8 +108,9 @@ pub struct RwLockReadGuard {
     lock: RwLock,
 }
 
-/// A write hold of an [`RwLock`]: `LockGuard`'s accessors, typed re-entry, and
-/// [`downgrade`](RwLockWriteGuard::downgrade).
+/// A write hold of an [`RwLock`].
+///
+/// `LockGuard`'s accessors, typed re-entry, and [`downgrade`](RwLockWriteGuard::downgrade).
 #[must_use = "dropping the guard releases the write lock at once"]
 #[clippy::has_significant_drop]
 pub struct RwLockWriteGuard {
@@ -120,6 +122,8 @@ hold_front!(RwLockReadGuard, RwLock);
 hold_front!(RwLockWriteGuard, RwLock);
 
 impl RwLock {
+    /// Returns the same lock with an explicit lease for its holds (a [`Duration`], no watchdog).
+    ///
     /// The same lock with an explicit lease for its holds (a [`Duration`], no watchdog), as
     /// [`Lock::lease`](crate::Lock::lease). No I/O.
     pub fn lease(&self, lease: Duration) -> RwLock {
@@ -198,7 +202,8 @@ impl RwLock {
         Ok(hold.map(|hold| RwLockReadGuard::new(hold, self.clone())))
     }
 
-    /// Takes a read hold, waiting at most `wait` (a [`Duration`]; zero: one attempt):
+    /// Takes a read hold, waiting at most `wait` (a [`Duration`]; zero: one attempt).
+    ///
     /// `Ok(None)` when it elapsed.
     ///
     /// # Errors
@@ -243,7 +248,8 @@ impl RwLock {
             .map(|hold| RwLockWriteGuard::new(hold, self.clone()))
     }
 
-    /// Makes one attempt at the write hold, without registering as a waiting writer:
+    /// Makes one attempt at the write hold, without registering as a waiting writer.
+    ///
     /// `Ok(None)` when the lock is held.
     ///
     /// # Errors
@@ -312,8 +318,9 @@ impl RwLock {
 }
 
 impl RwLockWriteGuard {
-    /// Takes a read hold with this writer's owner: releasing the write hold afterwards
-    /// leaves the read hold, a downgrade.
+    /// Takes a read hold with this writer's owner.
+    ///
+    /// Releasing the write hold afterwards leaves the read hold, a downgrade.
     ///
     /// A writer may take read holds while it writes; no other reader gets in until the write
     /// hold is released, and no writer gets in between the two (the read hold is taken

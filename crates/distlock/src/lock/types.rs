@@ -63,6 +63,8 @@ impl fmt::Debug for Owner {
     }
 }
 
+/// A fencing token: a number issued with every grant.
+///
 /// A fencing token: a number issued with every grant, strictly increasing per lock name
 /// across releases, expiries, a server restart from an older snapshot and a failover to a
 /// replica that missed the last writes (as long as server clocks agree within the failover
@@ -116,6 +118,8 @@ impl fmt::Debug for Owner {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct FencingToken(pub u128);
 
+/// How a plain [`Lock`](super::Lock) passes from a releasing holder to its waiters.
+///
 /// How a plain [`Lock`](super::Lock) passes from a releasing holder to its waiters
 /// ([`Lock::handoff`](super::Lock::handoff)).
 ///
@@ -144,12 +148,16 @@ pub struct FencingToken(pub u128);
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 #[non_exhaustive]
 pub enum Handoff {
-    /// Strict arrival order (the default): waiters queue, a release hands the lock to the
-    /// first live waiter, and a free lock with a live waiter queued is handed to that waiter
-    /// rather than granted to a newcomer (`try_acquire` then returns `None`). A client that
-    /// releases and acquires again queues behind the waiters already there.
+    /// Strict arrival order (the default).
+    ///
+    /// Waiters queue, a release hands the lock to the first live waiter, and a free lock with a
+    /// live waiter queued is handed to that waiter rather than granted to a newcomer (`try_acquire`
+    /// then returns `None`). A client that releases and acquires again queues behind the waiters
+    /// already there.
     #[default]
     Fifo,
+    /// Bounded barging: waiters queue and are handed the lock as with [`Handoff::Fifo`].
+    ///
     /// Bounded barging: waiters queue and are handed the lock as with [`Handoff::Fifo`], but
     /// up to `n` acquisitions in a row may go to callers outside the queue's head (most
     /// often the client that just released, re-taking it at once) before a release hands
@@ -163,10 +171,11 @@ pub enum Handoff {
     /// lives in the waiters hash (field `distlock:retakes`). `Retakes(0)` is
     /// [`Handoff::Fifo`].
     Retakes(u32),
-    /// Redisson's `RLock` behaviour: this lock's acquires neither queue nor respect the
-    /// queue, and a released lock goes to whichever waiter's attempt comes first (often the
-    /// releasing client's next acquire). Its releases still hand the lock to waiters that
-    /// other handles (with hand-off on) queued.
+    /// Redisson's `RLock` behaviour.
+    ///
+    /// This lock's acquires neither queue nor respect the queue, and a released lock goes to
+    /// whichever waiter's attempt comes first (often the releasing client's next acquire). Its
+    /// releases still hand the lock to waiters that other handles (with hand-off on) queued.
     Off,
 }
 
@@ -176,6 +185,8 @@ impl FencingToken {
         self.0
     }
 
+    /// Returns the generation: the issuing master's config epoch on Sentinel.
+    ///
     /// The generation: the issuing master's config epoch on Sentinel (the sentinels' epoch
     /// for it) and on Cluster (its `cluster_my_epoch`), 0 on one server.
     pub fn generation(self) -> u64 {
@@ -187,10 +198,11 @@ impl FencingToken {
         self.0 as u64
     }
 
-    /// The token as a signed 64-bit integer, for a database column or a JSON number:
-    /// `generation × 2^52 + sequence`, ordered as the tokens are; `None` past its limits
-    /// (a generation above 2047, a sequence of 2^52 or more). See
-    /// [In a 64-bit column](FencingToken#in-a-64-bit-column).
+    /// Returns the token as a signed 64-bit integer, for a database column or a JSON number.
+    ///
+    /// `generation × 2^52 + sequence`, ordered as the tokens are; `None` past its limits (a
+    /// generation above 2047, a sequence of 2^52 or more). See [In a 64-bit
+    /// column](FencingToken#in-a-64-bit-column).
     pub fn as_i64(self) -> Option<i64> {
         let (generation, sequence) = (self.generation(), self.sequence());
         if generation >= 1 << 11 || sequence >= 1 << 52 {
@@ -206,6 +218,8 @@ impl fmt::Display for FencingToken {
     }
 }
 
+/// Who was granted a plain or fair lock.
+///
 /// Who was granted a plain or fair lock, as the grant recorded it in the lock hash's holder
 /// field ([`layout::HOLDER_FIELD`](crate::layout::HOLDER_FIELD), value
 /// `<app>;<host>;<pid>;<since>`). Reported by [`Lock::status`] as [`LockStatus::holder`].
@@ -218,10 +232,14 @@ impl fmt::Display for FencingToken {
 pub struct HolderInfo {
     /// The owner holding the lock: its hash field `<client-uuid>:<owner-id>`.
     pub owner: String,
+    /// The granting client's application name.
+    ///
     /// The granting client's application name
     /// ([`ClientBuilder::app_name`](crate::ClientBuilder::app_name)), its first 16
     /// characters.
     pub app: String,
+    /// The host name of the granting process's machine.
+    ///
     /// The host name of the granting process's machine (characters outside
     /// `[A-Za-z0-9._-]` replaced by `_`), its first 24 characters.
     pub host: String,
@@ -232,10 +250,11 @@ pub struct HolderInfo {
 }
 
 impl HolderInfo {
-    /// Parse a holder field's `value` for the lock's holder `owner` (the hash's one owner
-    /// field): `<app>;<host>;<pid>;<since>`, `since` in whole seconds since the Unix epoch;
-    /// further `;`-separated parts are ignored (a later version may record more). `None` when
-    /// a part is missing, `pid` is not a `u32` or `since` not a whole number.
+    /// Parses a holder field's `value` for the lock's holder `owner` (the hash's one owner field).
+    ///
+    /// `<app>;<host>;<pid>;<since>`, `since` in whole seconds since the Unix epoch; further
+    /// `;`-separated parts are ignored (a later version may record more). `None` when a part is
+    /// missing, `pid` is not a `u32` or `since` not a whole number.
     ///
     /// # Examples
     /// ```
@@ -260,8 +279,10 @@ impl HolderInfo {
     }
 }
 
-/// Who holds a read-write lock: readers or a writer (the hash's `mode` field, `read` or
-/// `write`, as Redisson's `RReadWriteLock` writes it).
+/// Who holds a read-write lock.
+///
+/// Readers or a writer (the hash's `mode` field, `read` or `write`, as Redisson's `RReadWriteLock`
+/// writes it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LockMode {
     /// One or more readers.
@@ -309,12 +330,16 @@ pub struct LockStatus {
     pub ttl: Option<Duration>,
     /// The current holder's fencing token, when the holder is a distlock owner.
     pub fencing_token: Option<FencingToken>,
+    /// The last token issued by the fencing counter this lock draws from.
+    ///
     /// The last token issued by the fencing counter this lock draws from
     /// ([`Lock::fencing_counter_key`]: one per cluster hash slot, shared by the names in that
     /// slot, so an upper bound of this lock's last token). Before the slot's first grant: the
     /// floor its counter will start above (the legacy server-wide counter as read at
     /// connect, 0 when there was none).
     pub fencing_counter: u128,
+    /// Connections subscribed to the wake channel.
+    ///
     /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`, plus `PUBSUB
     /// SHARDNUMSUB` where waiters use sharded pub/sub: a Redis 7 Cluster): one per waiting client
     /// (per waiter for a fair lock, whose waiters have channels of their own).
@@ -326,12 +351,13 @@ pub struct LockStatus {
     pub queue: Vec<String>,
     /// Read-write locks: writers waiting (new readers hold back while there are any).
     pub waiting_writers: u64,
-    /// Plain and fair locks: who was granted the lock — owner, application, host, process
-    /// id and since when — as the grant recorded it. `None` when the lock is free, when its
-    /// holder did not record it (a Redisson client; a distlock client older than this
-    /// field) or the record cannot be parsed, and always for read-write locks: Redisson's
-    /// `RReadWriteLock` unlock scripts decide whether to delete the hash by its number of
-    /// fields (`HLEN`), so distlock adds no field to a read-write lock's hash.
+    /// Plain and fair locks: who was granted the lock.
+    ///
+    /// Owner, application, host, process id and since when — as the grant recorded it. `None` when
+    /// the lock is free, when its holder did not record it (a Redisson client; a distlock client
+    /// older than this field) or the record cannot be parsed, and always for read-write locks:
+    /// Redisson's `RReadWriteLock` unlock scripts decide whether to delete the hash by its number
+    /// of fields (`HLEN`), so distlock adds no field to a read-write lock's hash.
     pub holder: Option<HolderInfo>,
 }
 

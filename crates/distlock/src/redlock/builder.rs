@@ -67,6 +67,8 @@ impl RedLockBuilder {
         self
     }
 
+    /// Sets how long [`RedLock::acquire`] keeps trying.
+    ///
     /// How long [`RedLock::acquire`] keeps trying (default 60 s, as
     /// [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait)).
     pub fn default_wait(mut self, wait: Duration) -> Self {
@@ -74,6 +76,8 @@ impl RedLockBuilder {
         self
     }
 
+    /// Sets the bounds of the random pause between rounds.
+    ///
     /// The bounds of the random pause between rounds of [`RedLock::acquire`] and
     /// [`RedLock::try_acquire_for`] (default 50–250 ms), so that competing clients
     /// desynchronise (redis.io's random retry delay).

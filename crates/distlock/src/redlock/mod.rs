@@ -124,6 +124,8 @@ pub struct RedLock {
     name: Arc<str>,
 }
 
+/// The independent masters a [`RedLock`] runs on, with its settings.
+///
 /// The independent masters a [`RedLock`] runs on, with its settings (quorum, TTL, node
 /// timeout, default wait): built once by [`RedLockNodes::builder`] or
 /// [`RedLockNodes::builder_from_urls`], then [`RedLockNodes::lock`] names a lock, as
@@ -178,9 +180,10 @@ impl RedLockNodes {
         )
     }
 
-    /// A builder over server URLs. [`RedLockBuilder::build`] connects to them; a node that
-    /// cannot be reached then is tried again at every acquire (and counts as failed until it
-    /// answers).
+    /// Returns a builder over server URLs.
+    ///
+    /// [`RedLockBuilder::build`] connects to them; a node that cannot be reached then is tried
+    /// again at every acquire (and counts as failed until it answers).
     pub fn builder_from_urls<S: Into<String>>(urls: impl IntoIterator<Item = S>) -> RedLockBuilder {
         RedLockBuilder::new(
             urls.into_iter()
@@ -231,6 +234,8 @@ impl RedLock {
         &self.nodes
     }
 
+    /// Tries one round: `Ok(None)` when other owners hold the lock on too many nodes for a quorum.
+    ///
     /// One round: `Ok(None)` when other owners hold the lock on too many nodes for a quorum
     /// (contention is not an error).
     ///
@@ -257,8 +262,9 @@ impl RedLock {
         }
     }
 
-    /// Rounds until one wins or `wait` has passed (zero: one round): `Ok(None)` when the wait
-    /// elapsed with the lock held elsewhere.
+    /// Runs rounds until one wins or `wait` has passed (zero: one round).
+    ///
+    /// `Ok(None)` when the wait elapsed with the lock held elsewhere.
     ///
     /// Rounds are separated by a random pause ([`RedLockBuilder::retry_delay`], 50–250 ms by
     /// default), so competing clients desynchronise; no round starts when its pause would end
@@ -294,6 +300,8 @@ impl RedLock {
         }
     }
 
+    /// Runs rounds until one wins or the default wait has passed.
+    ///
     /// Rounds until one wins or the default wait ([`RedLockBuilder::default_wait`], 60 s
     /// unless set) has passed, as [`RedLock::try_acquire_for`].
     ///

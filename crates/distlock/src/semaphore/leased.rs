@@ -23,8 +23,10 @@ use tokio::time::Instant;
 
 use super::{check_permits, check_permits_or_zero, Names, RECHECK};
 
-/// A semaphore whose permits have ids and leases (Redisson's `RPermitExpirableSemaphore`); see
-/// the [semaphore docs](crate::Semaphore). Made by [`Client::leased_semaphore`]; cheap to clone.
+/// A semaphore whose permits have ids and leases (Redisson's `RPermitExpirableSemaphore`).
+///
+/// See the [semaphore docs](crate::Semaphore). Made by [`Client::leased_semaphore`]; cheap to
+/// clone.
 ///
 /// **Direct hand-off** (on by default; [`LeasedSemaphore::handoff`]). A waiter joins a
 /// distlock-only queue in the semaphore's slot (`distlock_permit_queue:{<name>}`, with a
@@ -88,6 +90,8 @@ impl LeasedSemaphore {
         &self.names.name
     }
 
+    /// Returns the same semaphore taking permits with a `lease`.
+    ///
     /// The same semaphore taking permits with a `lease` (a [`Duration`] in whole
     /// milliseconds, checked when a permit is taken: at least 1 ms, at most 365 days), as
     /// [`Lock::lease`](crate::Lock::lease) gives a lock its lease. No I/O.
@@ -110,6 +114,8 @@ impl LeasedSemaphore {
         self.lease.unwrap_or(self.names.client.inner.watchdog_lease)
     }
 
+    /// Returns the same semaphore with direct hand-off on.
+    ///
     /// The same semaphore with direct hand-off on (`true`, the default: waiters queue, and a
     /// release grants its permit to the first live queued waiter; an acquire lets queued
     /// waiters go first) or off (`false`: Redisson's `RPermitExpirableSemaphore` behaviour: a
@@ -123,6 +129,8 @@ impl LeasedSemaphore {
         }
     }
 
+    /// Returns the same semaphore with another liveness timeout for its queued waiters.
+    ///
     /// The same semaphore with another liveness timeout for its queued waiters (a
     /// [`Duration`], at least 3 ms; 5 seconds by default, as the locks'): a waiter that has
     /// not attempted within it is passed over by a hand-off, and a permit handed to a waiter
@@ -161,8 +169,10 @@ impl LeasedSemaphore {
         self.names.try_set_permits(permits).await
     }
 
-    /// Add permits and wake waiters. Returns the permits available afterwards. Zero adds
-    /// nothing and wakes nobody (as Redisson's `addPermits(0)`): it only reads the count.
+    /// Adds permits and wakes waiters.
+    ///
+    /// Returns the permits available afterwards. Zero adds nothing and wakes nobody (as Redisson's
+    /// `addPermits(0)`): it only reads the count.
     ///
     /// # Errors
     /// As [`Semaphore::add_permits`](crate::Semaphore::add_permits).
@@ -178,6 +188,8 @@ impl LeasedSemaphore {
         self.names.add(permits, None).await
     }
 
+    /// Sets the number of permits to `permits` whatever it was, keeping the permits held now valid.
+    ///
     /// Set the number of permits to `permits` whatever it was, keeping the permits held now
     /// valid (Redisson's `RPermitExpirableSemaphore.setPermits`, which sees distlock's leases
     /// as distlock sees Redisson's). Returns the number before: available plus leased permits,
@@ -216,10 +228,12 @@ impl LeasedSemaphore {
         Ok(before.max(0) as u64)
     }
 
-    /// The number of permits: available plus leased (Redisson's `getPermits`), what
-    /// [`set_permits`](LeasedSemaphore::set_permits) sets. While a shrink waits for holders to
-    /// give permits back it is less than the sum of [`permits`](LeasedSemaphore::permits),
-    /// which counts no available permit below zero.
+    /// Returns the number of permits.
+    ///
+    /// Available plus leased (Redisson's `getPermits`), what
+    /// [`set_permits`](LeasedSemaphore::set_permits) sets. While a shrink waits for holders to give
+    /// permits back it is less than the sum of [`permits`](LeasedSemaphore::permits), which counts
+    /// no available permit below zero.
     ///
     /// # Errors
     /// As [`LeasedSemaphore::permits`].
@@ -261,11 +275,12 @@ impl LeasedSemaphore {
         Ok(v)
     }
 
-    /// Permits available now (after reclaiming expired leases). While a
-    /// [shrink](LeasedSemaphore::set_permits) below the leased permits waits for holders to
+    /// Returns the number of permits available now (after reclaiming expired leases).
+    ///
+    /// While a [shrink](LeasedSemaphore::set_permits) below the leased permits waits for holders to
     /// give theirs back this is 0, where Redisson's `availablePermits()` reports the negative
-    /// count: [`available_permits_signed`](LeasedSemaphore::available_permits_signed) gives
-    /// that figure.
+    /// count: [`available_permits_signed`](LeasedSemaphore::available_permits_signed) gives that
+    /// figure.
     ///
     /// # Errors
     /// As [`LeasedSemaphore::permits`].
@@ -276,9 +291,10 @@ impl LeasedSemaphore {
         Ok(self.permits().await?.0)
     }
 
-    /// Permits available now as stored, as Redisson's `availablePermits()`: below zero by
-    /// the permits still to be given back while a [shrink](LeasedSemaphore::set_permits)
-    /// below the leased permits waits for holders.
+    /// Returns the number of permits available now as stored, as Redisson's `availablePermits()`.
+    ///
+    /// Below zero by the permits still to be given back while a
+    /// [shrink](LeasedSemaphore::set_permits) below the leased permits waits for holders.
     ///
     /// # Errors
     /// As [`LeasedSemaphore::permits`].

@@ -267,9 +267,10 @@ impl Semaphore {
         self.acquire_many(1).await
     }
 
-    /// Take `permits` permits at once (all or nothing), waiting at most the client's default
-    /// wait. Zero permits are granted at once without a round trip (an empty
-    /// [`SemaphorePermit`]), as Redisson's `acquire(0)` and tokio's `acquire_many(0)`.
+    /// Takes `permits` permits at once (all or nothing), waiting at most the client's default wait.
+    ///
+    /// Zero permits are granted at once without a round trip (an empty [`SemaphorePermit`]), as
+    /// Redisson's `acquire(0)` and tokio's `acquire_many(0)`.
     ///
     /// # Errors
     /// [`ErrorKind::NotAcquired`] when the wait elapsed; [`ErrorKind::InvalidInput`] for
@@ -462,8 +463,10 @@ impl Acquire for PermitRequest {
     }
 }
 
-/// Permits taken from a [`Semaphore`]. Release with [`SemaphorePermit::release`](crate::Release::release); dropping
-/// it gives the permits back in the background; [`SemaphorePermit::forget`] keeps them taken.
+/// Permits taken from a [`Semaphore`].
+///
+/// Release with [`SemaphorePermit::release`](crate::Release::release); dropping it gives the
+/// permits back in the background; [`SemaphorePermit::forget`] keeps them taken.
 #[must_use = "dropping the permit gives it back at once"]
 #[clippy::has_significant_drop]
 pub struct SemaphorePermit {
@@ -490,9 +493,10 @@ impl SemaphorePermit {
         self.permits
     }
 
-    /// Keep the permits taken: nothing is given back (Redisson's semantics of an acquire
-    /// without release), not even at [`Client::shutdown`]. Returns how many permits were
-    /// held.
+    /// Keeps the permits taken.
+    ///
+    /// Nothing is given back (Redisson's semantics of an acquire without release), not even at
+    /// [`Client::shutdown`]. Returns how many permits were held.
     pub fn forget(mut self) -> u64 {
         if let (Some(n), Some(hold)) = (self.names.take(), &self.hold) {
             n.client.inner.holds.take(hold);

@@ -12,8 +12,10 @@ use tokio::time::Instant;
 
 use super::{member, LeasedSemaphore};
 
-/// One permit of a [`LeasedSemaphore`], with an id and a lease. Release it with
-/// [`LeasedPermit::release`](crate::Release::release); dropping it releases in the background.
+/// One permit of a [`LeasedSemaphore`], with an id and a lease.
+///
+/// Release it with [`LeasedPermit::release`](crate::Release::release); dropping it releases in the
+/// background.
 #[must_use = "dropping the permit gives it back at once"]
 #[clippy::has_significant_drop]
 pub struct LeasedPermit {
@@ -72,12 +74,15 @@ impl fmt::Debug for LeasedPermit {
 }
 
 impl LeasedPermit {
-    /// The permit's id: 32 lowercase hex characters, Redisson's permit-id format. Its 16
-    /// bytes are the permit's member of the leases zset `{<name>}:timeout`.
+    /// Returns the permit's id: 32 lowercase hex characters, Redisson's permit-id format.
+    ///
+    /// Its 16 bytes are the permit's member of the leases zset `{<name>}:timeout`.
     pub fn id(&self) -> &str {
         &self.id
     }
 
+    /// Has the watchdog extend this permit every third of `lease` while it is held.
+    ///
     /// Have the client's watchdog extend this permit to `lease` every third of it while the
     /// permit is held (the way the watchdog keeps locks), so a holder that lives keeps its
     /// permit and one that dies gives it back within `lease`. The [`lost`](crate::Lease::lost)
