@@ -33,6 +33,7 @@ fn types() {
     send_sync::<RedLock>();
     send_sync::<distlock::RedLockNodes>();
     send_sync::<LockGuard>();
+    send_sync::<distlock::FairLockGuard>();
     send_sync::<RwLockReadGuard>();
     send_sync::<RwLockWriteGuard>();
     send_sync::<SemaphorePermit>();
@@ -69,8 +70,18 @@ fn lock_futures(lock: Lock, owner: Owner, guard: LockGuard) {
     send(&guard.release());
 }
 
-fn fair_and_rw_futures(fair: FairLock, rw: RwLock, read: RwLockReadGuard, write: RwLockWriteGuard) {
+fn fair_and_rw_futures(
+    fair: FairLock,
+    fair_guard: distlock::FairLockGuard,
+    rw: RwLock,
+    read: RwLockReadGuard,
+    write: RwLockWriteGuard,
+) {
     let d = Duration::from_secs(1);
+    send(&fair_guard.lost());
+    send(&fair_guard.reenter());
+    send(&fair_guard.extend(d));
+    send(&fair_guard.release());
     send(&fair.acquire());
     send(&fair.try_acquire());
     send(&fair.try_acquire_for(d));
