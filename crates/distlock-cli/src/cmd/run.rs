@@ -390,16 +390,21 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         let held = take_job(&client, &args, at_most).await?;
         return under(&args, held, None, on_lost, kill_after, signals).await;
     }
-    // A plain, fair, read or write lock, each with its own guard and fencing token.
+    // A plain, fair, read or write lock, each with its own guard type and fencing token.
+    macro_rules! locked {
+        ($attempt:expr) => {{
+            let held = acquired($attempt.await, &args)?;
+            let token = held.as_ref().map(|g| g.fencing_token());
+            under(&args, held, token, on_lost, kill_after, signals).await
+        }};
+    }
     let name = args.name.as_str();
     if args.fair {
         let mut lock = client.fair_lock(name);
         if let Some(lease) = args.lease {
             lock = lock.lease(lease);
         }
-        let held = acquired(lock.try_acquire_for(args.wait).await, &args)?;
-        let token = held.as_ref().map(|g| g.fencing_token());
-        return under(&args, held, token, on_lost, kill_after, signals).await;
+        return locked!(lock.try_acquire_for(args.wait));
     }
     if args.read || args.write {
         let mut rw = client.rw_lock(name);
@@ -407,21 +412,15 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
             rw = rw.lease(lease);
         }
         if args.read {
-            let held = acquired(rw.try_read_for(args.wait).await, &args)?;
-            let token = held.as_ref().map(|g| g.fencing_token());
-            return under(&args, held, token, on_lost, kill_after, signals).await;
+            return locked!(rw.try_read_for(args.wait));
         }
-        let held = acquired(rw.try_write_for(args.wait).await, &args)?;
-        let token = held.as_ref().map(|g| g.fencing_token());
-        return under(&args, held, token, on_lost, kill_after, signals).await;
+        return locked!(rw.try_write_for(args.wait));
     }
     let mut lock = client.lock(name);
     if let Some(lease) = args.lease {
         lock = lock.lease(lease);
     }
-    let held = acquired(lock.try_acquire_for(args.wait).await, &args)?;
-    let token = held.as_ref().map(|g| g.fencing_token());
-    under(&args, held, token, on_lost, kill_after, signals).await
+    locked!(lock.try_acquire_for(args.wait))
 }
 
 /// The signals `run` forwards to CMD: SIGINT, SIGTERM, SIGHUP.
