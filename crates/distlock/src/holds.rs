@@ -35,8 +35,9 @@ pub(crate) struct ReleaseRequest {
     pub(crate) keys: Vec<String>,
     pub(crate) args: Vec<Vec<u8>>,
     /// The release's fast path, tried on its first send only (shared by every invocation
-    /// built from this request).
-    fast: Option<crate::scripts::FastPath>,
+    /// built from this request), and what builds the full call when a send needs it
+    /// (`script`, `keys` and `args` are then unused).
+    later: Option<(crate::scripts::FastPath, crate::scripts::Build<'static>)>,
 }
 
 impl ReleaseRequest {
@@ -46,14 +47,24 @@ impl ReleaseRequest {
             script,
             keys: Vec::new(),
             args: Vec::new(),
-            fast: None,
+            later: None,
         }
     }
 
-    /// Try `fast` first, when given (see [`crate::scripts::FastPath`]).
-    pub(crate) fn fast_path(mut self, fast: Option<crate::scripts::FastPath>) -> Self {
-        self.fast = fast;
-        self
+    /// A release that tries `fast` first and builds its full call with `build` only when a
+    /// send needs it (see [`crate::scripts::Invocation::later`]).
+    pub(crate) fn later(
+        context: String,
+        fast: crate::scripts::FastPath,
+        build: crate::scripts::Build<'static>,
+    ) -> ReleaseRequest {
+        ReleaseRequest {
+            context,
+            script: fast.script(),
+            keys: Vec::new(),
+            args: Vec::new(),
+            later: Some((fast, build)),
+        }
     }
 
     pub(crate) fn key(mut self, key: impl Into<String>) -> Self {
@@ -80,6 +91,9 @@ impl ReleaseRequest {
 
     /// The script call (build it anew for every send).
     pub(crate) fn invocation(&self) -> crate::scripts::Invocation<'static> {
+        if let Some((fast, build)) = &self.later {
+            return crate::scripts::Invocation::later(build.clone(), fast.clone());
+        }
         let mut inv = self.script.prepare_invoke();
         for k in &self.keys {
             inv.key(k.as_str());
@@ -87,7 +101,6 @@ impl ReleaseRequest {
         for a in &self.args {
             inv.arg(a.as_slice());
         }
-        inv.fast_path(self.fast.clone());
         inv
     }
 }

@@ -201,7 +201,6 @@ pub mod __bench {
         };
         lock::Plain::default()
             .acquire(&names(key), &call)
-            .0
             .evalsha(crate::scripts::Publish::Classic)
     }
 

@@ -17,7 +17,7 @@ use crate::acquire::{acquire, confirm_grant};
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
 use crate::keys::{self, TOKEN_FIELD};
-use crate::scripts::{self, reply};
+use crate::scripts::{self, reply, Invocation};
 
 use super::contention::*;
 use super::request::*;
@@ -164,7 +164,13 @@ impl LockCore {
             handoff: self.hands_off(),
             fast: self.inner.contention.calm(),
         };
-        let (inv, resend) = self.inner.raw.acquire(&self.inner.names, &call);
+        let (raw, names) = (&*self.inner.raw, &self.inner.names);
+        let resend = raw.resend(mode);
+        // With a fast path, the full script's call is built only if a send needs it.
+        let inv = match raw.acquire_fast(names, &call) {
+            Some(fast) => Invocation::later(Arc::new(|| raw.acquire(names, &call)), fast),
+            None => raw.acquire(names, &call),
+        };
         let sent: Result<Vec<String>> = match resend {
             Resend::Always => grant.backend.eval(&context, &inv).await,
             // The latch answers a resend while it lives: resend until answered within its
@@ -428,17 +434,40 @@ impl LockCore {
         let floor = self
             .backend()
             .grant_floor(&self.inner.client.inner.fencing_floor);
-        self.inner.raw.release(
-            n,
-            &ReleaseCall {
-                owner,
-                lease_ms: lease.as_millis() as u64,
-                latch: &latch,
-                latch_ms: self.inner.client.latch_ttl_ms(),
-                floor: &floor,
-                context: self.context("release").to_string(),
-                fast: self.inner.contention.calm(),
-            },
+        let call = ReleaseCall {
+            owner,
+            lease_ms: lease.as_millis() as u64,
+            latch: &latch,
+            latch_ms: self.inner.client.latch_ttl_ms(),
+            floor: &floor,
+            context: self.context("release").to_string(),
+            fast: self.inner.contention.calm(),
+        };
+        let Some(fast) = self.inner.raw.release_fast(n, &call) else {
+            return self.inner.raw.release(n, &call);
+        };
+        // With a fast path, the full script's call is built only if a send needs it (the
+        // same call each time: the latch and floor are fixed here).
+        let (lock, owner) = (self.clone(), owner.clone());
+        let (lease_ms, latch_ms) = (call.lease_ms, call.latch_ms);
+        ReleaseRequest::later(
+            call.context,
+            fast,
+            Arc::new(move || {
+                let call = ReleaseCall {
+                    owner: &owner,
+                    lease_ms,
+                    latch: &latch,
+                    latch_ms,
+                    floor: &floor,
+                    context: String::new(),
+                    fast: false,
+                };
+                lock.inner
+                    .raw
+                    .release(&lock.inner.names, &call)
+                    .invocation()
+            }),
         )
     }
 

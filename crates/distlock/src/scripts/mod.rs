@@ -121,17 +121,33 @@ impl Script {
             keys: Vec::with_capacity(8),
             args: Vec::with_capacity(8),
             fast: None,
+            later: None,
         }
     }
 }
 
-/// One call of a script: its keys and arguments (the lifetime is the script's).
+/// Builds a request's full call when it is first needed (see [`Invocation::later`]); the
+/// lifetime is that of what it borrows.
+pub(crate) type Build<'a> = Arc<dyn Fn() -> Invocation<'static> + Send + Sync + 'a>;
+
+/// One call of a script: its keys and arguments, or how to build them (`'a`: what the
+/// builder borrows).
 #[derive(Clone)]
 pub(crate) struct Invocation<'a> {
-    script: &'a Script,
+    script: &'static Script,
     keys: Vec<Vec<u8>>,
     args: Vec<Vec<u8>>,
     fast: Option<FastPath>,
+    later: Option<Later<'a>>,
+}
+
+/// A full call built only when a send needs it: when the fast path answered nil, or for a
+/// resend. An uncontended request never builds it (its keys, arguments and their
+/// allocations are most of the client's work per request).
+#[derive(Clone)]
+struct Later<'a> {
+    build: Build<'a>,
+    built: std::sync::OnceLock<Box<Invocation<'static>>>,
 }
 
 /// A short script sent in place of a request's full script on the request's first send only:
@@ -167,6 +183,11 @@ impl FastPath {
         }
     }
 
+    /// The fast script (its call's).
+    pub(crate) fn script(&self) -> &'static Script {
+        self.call.script
+    }
+
     /// The fast script's answer `v` in the full script's shape, or `None` (recorded as
     /// deferred) when it is nil and the full script must run.
     fn answer<T: FromRedisValue>(&self, v: Value) -> Option<redis::RedisResult<T>> {
@@ -179,23 +200,51 @@ impl FastPath {
 }
 
 impl<'a> Invocation<'a> {
+    /// A request that tries `fast` on its first send and builds its full call with `build`
+    /// only when a send needs it (the fast path answered nil, or a resend). Invocations given
+    /// clones of one [`FastPath`] are one request: only the first send of any of them tries
+    /// the fast path. `build` must give the same call every time: each of them builds its
+    /// own.
+    pub(crate) fn later(build: Build<'a>, fast: FastPath) -> Invocation<'a> {
+        Invocation {
+            // Not sent: the built call carries its own script.
+            script: fast.call.script,
+            keys: Vec::new(),
+            args: Vec::new(),
+            fast: Some(fast),
+            later: Some(Later {
+                build,
+                built: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The full call's script, keys and arguments: this call's, or those of the call built
+    /// for it.
+    fn full(&self) -> (&'static Script, &[Vec<u8>], &[Vec<u8>]) {
+        match &self.later {
+            Some(later) => {
+                let built = later.built.get_or_init(|| Box::new((later.build)()));
+                (built.script, &built.keys, &built.args)
+            }
+            None => (self.script, &self.keys, &self.args),
+        }
+    }
+
     /// Add a key (KEYS[n]).
     pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
+        debug_assert!(self.later.is_none(), "a call built later takes no keys");
         key.write_redis_args(&mut self.keys);
         self
     }
 
     /// Add an argument (ARGV[n]).
     pub(crate) fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
+        debug_assert!(
+            self.later.is_none(),
+            "a call built later takes no arguments"
+        );
         arg.write_redis_args(&mut self.args);
-        self
-    }
-
-    /// Send `fast`'s script, when given, on this request's first send, and this invocation
-    /// only when it answers nil or for a resend. Invocations given clones of one [`FastPath`]
-    /// are one request: only the first send of any of them tries the fast path.
-    pub(crate) fn fast_path(&mut self, fast: Option<FastPath>) -> &mut Self {
-        self.fast = fast;
         self
     }
 
@@ -215,36 +264,31 @@ impl<'a> Invocation<'a> {
         })
     }
 
-    fn command(&self, verb: &str, script: &str) -> Cmd {
+    fn command(verb: &str, script: &str, keys: &[Vec<u8>], args: &[Vec<u8>]) -> Cmd {
         // Sized at once: the command is built on every send.
-        let data = verb.len()
-            + script.len()
-            + 4
-            + self
-                .keys
-                .iter()
-                .chain(&self.args)
-                .map(Vec::len)
-                .sum::<usize>();
-        let mut cmd = Cmd::with_capacity(3 + self.keys.len() + self.args.len(), data);
-        cmd.arg(verb).arg(script).arg(self.keys.len());
-        for k in &self.keys {
+        let data =
+            verb.len() + script.len() + 4 + keys.iter().chain(args).map(Vec::len).sum::<usize>();
+        let mut cmd = Cmd::with_capacity(3 + keys.len() + args.len(), data);
+        cmd.arg(verb).arg(script).arg(keys.len());
+        for k in keys {
             cmd.write_arg(k);
         }
-        for a in &self.args {
+        for a in args {
             cmd.write_arg(a);
         }
         cmd
     }
 
-    /// `EVALSHA` of the variant for `mode`.
+    /// `EVALSHA` of the variant for `mode` (of the full call, built now if it is built later).
     pub(crate) fn evalsha(&self, mode: Publish) -> Cmd {
-        self.command("EVALSHA", &self.script.hashes[mode.index()])
+        let (script, keys, args) = self.full();
+        Self::command("EVALSHA", &script.hashes[mode.index()], keys, args)
     }
 
     /// `EVAL` of the variant for `mode` (the full text).
     pub(crate) fn eval(&self, mode: Publish) -> Cmd {
-        self.command("EVAL", self.script.text(mode))
+        let (script, keys, args) = self.full();
+        Self::command("EVAL", script.text(mode), keys, args)
     }
 
     /// Run it: `EVALSHA`, and on `NOSCRIPT` one `EVAL` on the same connection (which also

@@ -311,10 +311,12 @@ fn a_request_tries_its_fast_path_on_its_first_send_only() {
     let request = || {
         let mut fast = super::LOCK_RELEASE_FAST.prepare_invoke();
         fast.key("k").arg("c:1");
-        let mut inv = super::LOCK_RELEASE.prepare_invoke();
-        inv.key("k")
-            .fast_path(Some(super::FastPath::new(fast, |v| v)));
-        inv
+        let full = || {
+            let mut full = super::LOCK_RELEASE.prepare_invoke();
+            full.key("k");
+            full
+        };
+        super::Invocation::later(std::sync::Arc::new(full), super::FastPath::new(fast, |v| v))
     };
     let inv = request();
     let resend = inv.clone();
@@ -323,6 +325,53 @@ fn a_request_tries_its_fast_path_on_its_first_send_only() {
     assert!(inv.fast_first().is_none(), "a resend");
     assert!(request().fast_first().is_some(), "another request");
     assert!(super::LOCK_RELEASE.prepare_invoke().fast_first().is_none());
+}
+
+/// A request with a fast path builds its full call only when a send needs it, once per
+/// invocation, and sends the call it built.
+#[test]
+fn a_full_call_is_built_only_when_a_send_needs_it() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let builds = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = builds.clone();
+    let mut fast = super::LOCK_RELEASE_FAST.prepare_invoke();
+    fast.key("k").arg("c:1");
+    let inv = super::Invocation::later(
+        std::sync::Arc::new(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut full = super::LOCK_RELEASE.prepare_invoke();
+            full.key("k").arg("full-arg");
+            full
+        }),
+        super::FastPath::new(fast, |v| v),
+    );
+    assert!(inv.fast_first().is_some());
+    assert_eq!(
+        builds.load(Ordering::SeqCst),
+        0,
+        "not built for the fast path"
+    );
+    let sent = inv.evalsha(Publish::Classic);
+    let args: Vec<Vec<u8>> = sent
+        .args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => b.to_vec(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let hash = super::LOCK_RELEASE.hashes[0].as_bytes().to_vec();
+    assert_eq!(
+        args,
+        [
+            b"EVALSHA".to_vec(),
+            hash,
+            b"1".to_vec(),
+            b"k".to_vec(),
+            b"full-arg".to_vec()
+        ]
+    );
+    inv.eval(Publish::Sharded);
+    assert_eq!(builds.load(Ordering::SeqCst), 1, "built once");
 }
 
 #[test]

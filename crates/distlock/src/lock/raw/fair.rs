@@ -98,11 +98,7 @@ impl RawLock for Fair {
         self.handoff.then_some(self.liveness)
     }
 
-    fn acquire(
-        &self,
-        n: &Names,
-        c: &AcquireCall<'_>,
-    ) -> (crate::scripts::Invocation<'static>, Resend) {
+    fn acquire(&self, n: &Names, c: &AcquireCall<'_>) -> crate::scripts::Invocation<'static> {
         let entry = c
             .handoff_initial_ms(self.liveness)
             .map(|initial| format!("{initial};{}", c.client_id))
@@ -124,19 +120,16 @@ impl RawLock for Fair {
             .arg(c.wait_ms)
             .arg(c.holder)
             .arg(entry);
-        // The common case first (a free lock, nobody queued): fair_acquire_fast.lua.
-        inv.fast_path(fast_acquire(
-            &scripts::FAIR_ACQUIRE_FAST,
-            n,
-            c,
-            c.owner.as_str(),
-            true,
-        ));
-        (inv, nested_sent_once(c.mode))
+        inv
+    }
+
+    fn acquire_fast(&self, n: &Names, c: &AcquireCall<'_>) -> Option<crate::scripts::FastPath> {
+        // The common case (a free lock, nobody queued): fair_acquire_fast.lua.
+        fast_acquire(&scripts::FAIR_ACQUIRE_FAST, n, c, c.owner.as_str(), true)
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        let request = ReleaseRequest::new(c.context.clone(), &scripts::FAIR_RELEASE)
+        ReleaseRequest::new(c.context.clone(), &scripts::FAIR_RELEASE)
             .key(&n.key)
             .key(queue_key(n))
             .key(timeout_key(n))
@@ -148,14 +141,12 @@ impl RawLock for Fair {
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
             .arg(&n.channel)
-            .arg(c.floor);
-        // The common case first: the last hold, nobody queued (fair_release_fast.lua).
-        request.fast_path(fast_release(
-            &scripts::FAIR_RELEASE_FAST,
-            n,
-            c,
-            c.owner.as_str(),
-        ))
+            .arg(c.floor)
+    }
+
+    fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {
+        // The common case: the last hold, nobody queued (fair_release_fast.lua).
+        fast_release(&scripts::FAIR_RELEASE_FAST, n, c, c.owner.as_str())
     }
 
     fn leave(

@@ -238,15 +238,26 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     /// Longest wait between two attempts of a waiter (liveness heartbeats, re-checks).
     fn recheck(&self) -> Duration;
 
-    /// The acquire script call, and how it may be resent.
-    fn acquire(
-        &self,
-        n: &Names,
-        c: &AcquireCall<'_>,
-    ) -> (crate::scripts::Invocation<'static>, Resend);
+    /// The acquire script call (the full script: [`RawLock::acquire_fast`] is tried first).
+    fn acquire(&self, n: &Names, c: &AcquireCall<'_>) -> crate::scripts::Invocation<'static>;
 
-    /// The script call that releases one hold.
+    /// How an acquire of `mode` may be resent.
+    fn resend(&self, mode: Mode) -> Resend {
+        fair::nested_sent_once(mode)
+    }
+
+    /// The acquire's fast path (its `*_acquire_fast.lua`, through [`fast_acquire`]), `None`
+    /// when the call has none: the engine then builds [`RawLock::acquire`] only when the fast
+    /// path answers nil.
+    fn acquire_fast(&self, n: &Names, c: &AcquireCall<'_>) -> Option<crate::scripts::FastPath>;
+
+    /// The script call that releases one hold (the full script: [`RawLock::release_fast`]
+    /// is tried first).
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest;
+
+    /// The release's fast path (its `*_release_fast.lua`, through [`fast_release`]), `None`
+    /// when the call has none.
+    fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath>;
 
     /// Whether a caller-given owner may acquire (`Lock::acquire_as`): only the plain lock's
     /// script keeps an acquire latch for it; the others re-enter through their guards.

@@ -81,11 +81,7 @@ impl RawLock for Plain {
         keys::MAX_DURATION
     }
 
-    fn acquire(
-        &self,
-        n: &Names,
-        c: &AcquireCall<'_>,
-    ) -> (crate::scripts::Invocation<'static>, Resend) {
+    fn acquire(&self, n: &Names, c: &AcquireCall<'_>) -> crate::scripts::Invocation<'static> {
         // A fresh owner's request needs no latch: pass the lock key in its place (it is
         // never read then, and shares the lock's cluster slot).
         let latch = match c.mode {
@@ -120,26 +116,26 @@ impl RawLock for Plain {
                 "off".into()
             })
             .arg(entry);
-        // The common case first (a free lock nobody queues for): lock_acquire_fast.lua.
-        inv.fast_path(fast_acquire(
-            &scripts::LOCK_ACQUIRE_FAST,
-            n,
-            c,
-            c.owner.as_str(),
-            true,
-        ));
+        inv
+    }
+
+    fn resend(&self, mode: Mode) -> Resend {
         // A fresh owner recognises its own resend by its field, however late; a re-entry's
         // latch answers a resend while it lives.
-        let resend = if c.mode == Mode::New {
+        if mode == Mode::New {
             Resend::Always
         } else {
             Resend::Latched
-        };
-        (inv, resend)
+        }
+    }
+
+    fn acquire_fast(&self, n: &Names, c: &AcquireCall<'_>) -> Option<crate::scripts::FastPath> {
+        // The common case (a free lock nobody queues for): lock_acquire_fast.lua.
+        fast_acquire(&scripts::LOCK_ACQUIRE_FAST, n, c, c.owner.as_str(), true)
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        let request = ReleaseRequest::new(c.context.clone(), &scripts::LOCK_RELEASE)
+        ReleaseRequest::new(c.context.clone(), &scripts::LOCK_RELEASE)
             .key(&n.key)
             .key(&n.channel)
             .key(c.latch)
@@ -151,14 +147,12 @@ impl RawLock for Plain {
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
             .arg(c.floor)
-            .arg(self.retakes());
-        // The common case first: the last hold, nobody queued (lock_release_fast.lua).
-        request.fast_path(fast_release(
-            &scripts::LOCK_RELEASE_FAST,
-            n,
-            c,
-            c.owner.as_str(),
-        ))
+            .arg(self.retakes())
+    }
+
+    fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {
+        // The common case: the last hold, nobody queued (lock_release_fast.lua).
+        fast_release(&scripts::LOCK_RELEASE_FAST, n, c, c.owner.as_str())
     }
 
     fn acquire_as_allowed(&self) -> bool {

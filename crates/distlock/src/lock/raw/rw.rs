@@ -14,9 +14,8 @@
 
 use std::time::Duration;
 
-use super::fair::nested_sent_once;
 use super::{
-    fast_acquire, fast_release, AcquireCall, Names, Queue, RawLock, ReleaseCall, Renewal, Resend,
+    fast_acquire, fast_release, AcquireCall, Names, Queue, RawLock, ReleaseCall, Renewal,
     NO_TTL_RECHECK,
 };
 use crate::conn::pubsub::Wake;
@@ -85,11 +84,7 @@ impl RawLock for Read {
         NO_TTL_RECHECK
     }
 
-    fn acquire(
-        &self,
-        n: &Names,
-        c: &AcquireCall<'_>,
-    ) -> (crate::scripts::Invocation<'static>, Resend) {
+    fn acquire(&self, n: &Names, c: &AcquireCall<'_>) -> crate::scripts::Invocation<'static> {
         let mut inv = scripts::RW_READ_ACQUIRE.prepare_invoke();
         inv.key(&n.key)
             .key(read_prefix(n, c.owner))
@@ -100,20 +95,22 @@ impl RawLock for Read {
             .arg(format!("{}:write", c.owner.as_str()))
             .arg(c.mode.short())
             .arg(c.floor);
-        // The common case first (a free lock, no writer waiting or queued):
-        // rw_read_acquire_fast.lua.
-        inv.fast_path(fast_acquire(
+        inv
+    }
+
+    fn acquire_fast(&self, n: &Names, c: &AcquireCall<'_>) -> Option<crate::scripts::FastPath> {
+        // The common case (a free lock, no writer waiting or queued): rw_read_acquire_fast.lua.
+        fast_acquire(
             &scripts::RW_READ_ACQUIRE_FAST,
             n,
             c,
             c.owner.as_str(),
             false,
-        ));
-        (inv, nested_sent_once(c.mode))
+        )
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        let request = ReleaseRequest::new(c.context.clone(), &scripts::RW_READ_RELEASE)
+        ReleaseRequest::new(c.context.clone(), &scripts::RW_READ_RELEASE)
             .key(&n.key)
             .key(&n.channel)
             .key(read_prefix(n, c.owner))
@@ -123,15 +120,13 @@ impl RawLock for Read {
             .arg(UNLOCK_MESSAGE)
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
-            .arg(c.floor);
-        // The common case first: the only reader's last hold, nobody queued
+            .arg(c.floor)
+    }
+
+    fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {
+        // The common case: the only reader's last hold, nobody queued
         // (rw_read_release_fast.lua).
-        request.fast_path(fast_release(
-            &scripts::RW_READ_RELEASE_FAST,
-            n,
-            c,
-            c.owner.as_str(),
-        ))
+        fast_release(&scripts::RW_READ_RELEASE_FAST, n, c, c.owner.as_str())
     }
 
     fn renewal(&self, n: &Names, owner: &Owner) -> Renewal {
@@ -174,11 +169,7 @@ impl RawLock for Write {
         self.handoff.then_some(self.liveness)
     }
 
-    fn acquire(
-        &self,
-        n: &Names,
-        c: &AcquireCall<'_>,
-    ) -> (crate::scripts::Invocation<'static>, Resend) {
+    fn acquire(&self, n: &Names, c: &AcquireCall<'_>) -> crate::scripts::Invocation<'static> {
         let entry = c
             .handoff_initial_ms(self.liveness)
             .map(|initial| format!("{initial};{}", c.client_id))
@@ -198,21 +189,23 @@ impl RawLock for Write {
             .arg(if c.wait_ms > 0 { "1" } else { "0" })
             .arg(c.floor)
             .arg(entry);
-        // The common case first (a free lock, no writer waiting or queued):
-        // rw_write_acquire_fast.lua.
-        inv.fast_path(fast_acquire(
+        inv
+    }
+
+    fn acquire_fast(&self, n: &Names, c: &AcquireCall<'_>) -> Option<crate::scripts::FastPath> {
+        // The common case (a free lock, no writer waiting or queued): rw_write_acquire_fast.lua.
+        fast_acquire(
             &scripts::RW_WRITE_ACQUIRE_FAST,
             n,
             c,
-            &field,
+            &self.field(c.owner),
             false,
-        ));
-        (inv, nested_sent_once(c.mode))
+        )
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
         let field = self.field(c.owner);
-        let request = ReleaseRequest::new(c.context.clone(), &scripts::RW_WRITE_RELEASE)
+        ReleaseRequest::new(c.context.clone(), &scripts::RW_WRITE_RELEASE)
             .key(&n.key)
             .key(&n.channel)
             .key(c.latch)
@@ -221,9 +214,12 @@ impl RawLock for Write {
             .arg(c.lease_ms)
             .arg(&field)
             .arg(c.latch_ms)
-            .arg(c.floor);
-        // The common case first: the last hold, nobody queued (rw_write_release_fast.lua).
-        request.fast_path(fast_release(&scripts::RW_WRITE_RELEASE_FAST, n, c, &field))
+            .arg(c.floor)
+    }
+
+    fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {
+        // The common case: the last hold, nobody queued (rw_write_release_fast.lua).
+        fast_release(&scripts::RW_WRITE_RELEASE_FAST, n, c, &self.field(c.owner))
     }
 
     fn leave(
