@@ -11,7 +11,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use super::cluster::slots::io_error;
 use super::cluster::Nodes;
 use super::grant_slots::SetAside;
-use super::pubsub::links::{ClassicLink, Links};
+use super::pubsub::links::{ClassicLink, Deliver, Links};
 use super::sentinel::Master;
 use super::standalone::Server;
 use crate::error::{Error, ErrorKind, Result};
@@ -256,16 +256,17 @@ impl Deployment {
         publish: Publish,
         name: &Arc<str>,
         timeout: Duration,
+        deliver: &Deliver,
     ) -> redis::RedisResult<Links> {
         match self {
-            Deployment::Standalone(s) => ClassicLink::open(&s.client, name, timeout)
+            Deployment::Standalone(s) => ClassicLink::open(&s.client, name, timeout, deliver)
                 .await
                 .map(Links::classic),
-            Deployment::Sentinel(m) => ClassicLink::open(&m.client(), name, timeout)
+            Deployment::Sentinel(m) => ClassicLink::open(&m.client(), name, timeout, deliver)
                 .await
                 .map(Links::classic),
             Deployment::Cluster { nodes, .. } => {
-                Links::cluster(nodes.seeds(), publish, name, timeout).await
+                Links::cluster(nodes.seeds(), publish, name, timeout, deliver).await
             }
         }
     }

@@ -11,6 +11,10 @@ use super::shards::{ShardEvent, Shards};
 use crate::conn::naming;
 use crate::scripts::Publish;
 
+/// Delivers a publication (channel, payload) where it is awaited, from the connection's own
+/// reader: over RESP3 a message reaches its waiter without a hop through the hub task.
+pub(crate) type Deliver = Arc<dyn Fn(&[u8], &[u8]) + Send + Sync>;
+
 /// The subscription connection(s) of the hub as opened: classic, sharded, or both.
 pub(crate) struct Links {
     pub(crate) classic: Option<ClassicLink>,
@@ -34,6 +38,7 @@ impl Links {
         publish: Publish,
         name: &Arc<str>,
         timeout: Duration,
+        deliver: &Deliver,
     ) -> redis::RedisResult<Links> {
         let sharded = match publish {
             Publish::Classic => None,
@@ -44,7 +49,7 @@ impl Links {
         let classic = match publish {
             Publish::Sharded => None,
             Publish::Classic | Publish::Both => {
-                Some(ClassicLink::open_any(seeds, timeout, name).await?)
+                Some(ClassicLink::open_any(seeds, timeout, name, deliver).await?)
             }
         };
         Ok(Links { classic, sharded })
@@ -89,11 +94,14 @@ pub(crate) enum ClassicLink {
 impl ClassicLink {
     /// Open a subscription connection to the server of `client` and name it `name`
     /// (`CLIENT SETNAME`; failures are logged and ignored): over RESP3, or over RESP2 when
-    /// the server refuses RESP3 (then unnamed). `timeout` bounds the connect.
+    /// the server refuses RESP3 (then unnamed). `timeout` bounds the connect. Over RESP3
+    /// each message goes to `deliver` as the connection reads it; everything else (and every
+    /// message over RESP2) comes out of [`ClassicLink::next`].
     pub(crate) async fn open(
         client: &redis::Client,
         name: &str,
         timeout: Duration,
+        deliver: &Deliver,
     ) -> redis::RedisResult<ClassicLink> {
         let info = client.get_connection_info().clone();
         let resp3 = info
@@ -102,6 +110,18 @@ impl ClassicLink {
             .set_protocol(redis::ProtocolVersion::RESP3);
         let resp3_client = redis::Client::open(info.set_redis_settings(resp3))?;
         let (tx, pushes) = mpsc::unbounded_channel();
+        let deliver = deliver.clone();
+        let tx = move |push: redis::PushInfo| {
+            if push.kind == redis::PushKind::Message {
+                if let [channel, payload] = &push.data[..] {
+                    if let (Some(channel), Some(payload)) = (bytes(channel), bytes(payload)) {
+                        deliver(channel, payload);
+                        return Ok(());
+                    }
+                }
+            }
+            tx.send(push)
+        };
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             // A subscription waits for its confirmation as long as the connection lives, as
@@ -135,10 +155,13 @@ impl ClassicLink {
         seeds: &[redis::Client],
         timeout: Duration,
         name: &str,
+        deliver: &Deliver,
     ) -> redis::RedisResult<ClassicLink> {
         let mut last = None;
         for client in seeds {
-            match tokio::time::timeout(timeout, ClassicLink::open(client, name, timeout)).await {
+            match tokio::time::timeout(timeout, ClassicLink::open(client, name, timeout, deliver))
+                .await
+            {
                 Ok(Ok(link)) => return Ok(link),
                 Ok(Err(e)) => last = Some(e),
                 Err(_) => {}

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::links::Links;
+use super::links::{Deliver, Links};
 use crate::conn::backend::Backend;
 
 /// Where the subscription hub opens its connections, and how it names them.
@@ -24,11 +24,15 @@ impl Subscriber {
         Subscriber { command, name }
     }
 
-    /// Open the subscription connections (each named).
-    pub(crate) async fn connect(&self, timeout: Duration) -> redis::RedisResult<Links> {
+    /// Open the subscription connections (each named; see [`Deliver`]).
+    pub(crate) async fn connect(
+        &self,
+        timeout: Duration,
+        deliver: &Deliver,
+    ) -> redis::RedisResult<Links> {
         self.command
             .deployment()
-            .subscription_links(self.command.publish(), &self.name, timeout)
+            .subscription_links(self.command.publish(), &self.name, timeout, deliver)
             .await
     }
 
