@@ -6,10 +6,10 @@
 //! through a [`tokio::sync::Notify`] per channel: message `0` (Redisson's unlock message)
 //! wakes one waiter, `1` wakes all. Over RESP3 the connection's reader delivers each message
 //! itself (`Deliver`), one task hop fewer on the way to a handed-off waiter than through the
-//! hub task, which still handles subscriptions, RESP2 and Cluster sharded messages. When the
-//! connection breaks, the hub reconnects with
-//! backoff, subscribes again to every channel that still has waiters, and wakes every waiter
-//! so that each retries at once (a release during the outage published to nobody).
+//! hub task, which still handles subscriptions and RESP2. When the connection breaks, the hub
+//! reconnects with backoff, subscribes again to every channel that still has waiters, and
+//! wakes every waiter so that each retries at once (a release during the outage published to
+//! nobody).
 //!
 //! The hub connects at start and stays connected even with no subscriptions: its connection
 //! is how the client learns at once that the server went away (a restart closes it). Every

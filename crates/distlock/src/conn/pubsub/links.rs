@@ -43,7 +43,7 @@ impl Links {
         let sharded = match publish {
             Publish::Classic => None,
             Publish::Sharded | Publish::Both => {
-                Some(Shards::open(seeds.clone(), timeout, name.clone()).await?)
+                Some(Shards::open(seeds.clone(), timeout, name.clone(), deliver.clone()).await?)
             }
         };
         let classic = match publish {

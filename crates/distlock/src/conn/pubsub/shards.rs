@@ -24,6 +24,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
+use super::links::Deliver;
 use crate::conn::cluster::slots::{
     fetch_slots, io_error, node_client, Addr, SlotMap, REFRESH_EVERY,
 };
@@ -64,16 +65,20 @@ pub(crate) struct Shards {
     stale: bool,
     tx: mpsc::UnboundedSender<(Addr, PushInfo)>,
     rx: mpsc::UnboundedReceiver<(Addr, PushInfo)>,
+    /// Where each node connection's reader delivers the messages it reads.
+    deliver: Deliver,
     refresh: tokio::time::Interval,
 }
 
 impl Shards {
     /// Read the slot map from the first seed (or known node) that answers; no subscription
-    /// yet. Node connections, opened on first use, are named `name`.
+    /// yet. Node connections, opened on first use, are named `name`; their readers deliver
+    /// each message to `deliver`.
     pub(crate) async fn open(
         seeds: Arc<Vec<redis::Client>>,
         timeout: Duration,
         name: Arc<str>,
+        deliver: Deliver,
     ) -> redis::RedisResult<Shards> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut refresh = tokio::time::interval(REFRESH_EVERY);
@@ -90,6 +95,7 @@ impl Shards {
             stale: false,
             tx,
             rx,
+            deliver,
             refresh,
         };
         shards.refresh_map().await?;
@@ -312,12 +318,22 @@ impl Shards {
     }
 
     async fn connect(&self, addr: &Addr) -> redis::RedisResult<MultiplexedConnection> {
-        let tx = self.tx.clone();
+        let (tx, deliver) = (self.tx.clone(), self.deliver.clone());
         let tag = addr.clone();
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout))
-            .set_push_sender(move |push: PushInfo| tx.send((tag.clone(), push)));
+            .set_push_sender(move |push: PushInfo| {
+                if push.kind == PushKind::SMessage {
+                    if let [channel, payload] = &push.data[..] {
+                        if let (Some(channel), Some(payload)) = (bytes(channel), bytes(payload)) {
+                            deliver(channel, payload);
+                            return Ok(());
+                        }
+                    }
+                }
+                tx.send((tag.clone(), push))
+            });
         let mut conn = node_client(&self.seeds, addr, redis::ProtocolVersion::RESP3)?
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
