@@ -36,7 +36,8 @@ pub(crate) struct ReleaseRequest {
     pub(crate) args: Vec<Vec<u8>>,
     /// The release's fast path, tried on its first send only (shared by every invocation
     /// built from this request), and what builds the full call when a send needs it
-    /// (`script`, `keys` and `args` are then unused).
+    /// (`args` are then empty, `keys` holds only the key the request routes by, and `script`
+    /// is the fast path's).
     later: Option<(crate::scripts::FastPath, crate::scripts::Build<'static>)>,
 }
 
@@ -52,16 +53,19 @@ impl ReleaseRequest {
     }
 
     /// A release that tries `fast` first and builds its full call with `build` only when a
-    /// send needs it (see [`crate::scripts::Invocation::later`]).
+    /// send needs it (see [`crate::scripts::Invocation::later`]); `key`, the full call's
+    /// first key, says where it is sent (a Cluster's slot, for the blocking fallback and for
+    /// replica confirmation).
     pub(crate) fn later(
         context: String,
+        key: String,
         fast: crate::scripts::FastPath,
         build: crate::scripts::Build<'static>,
     ) -> ReleaseRequest {
         ReleaseRequest {
             context,
             script: fast.script(),
-            keys: Vec::new(),
+            keys: vec![key],
             args: Vec::new(),
             later: Some((fast, build)),
         }

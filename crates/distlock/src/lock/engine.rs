@@ -447,11 +447,14 @@ impl LockCore {
             return self.inner.raw.release(n, &call);
         };
         // With a fast path, the full script's call is built only if a send needs it (the
-        // same call each time: the latch and floor are fixed here).
-        let (lock, owner) = (self.clone(), owner.clone());
+        // same call each time: the latch and floor are fixed here). It holds the kind and
+        // the names, not the handle: a release in the background keeps no client alive.
+        let (raw, names) = (self.inner.raw.clone(), self.inner.names.clone());
+        let owner = owner.clone();
         let (lease_ms, latch_ms) = (call.lease_ms, call.latch_ms);
         ReleaseRequest::later(
             call.context,
+            n.key.clone(),
             fast,
             Arc::new(move || {
                 let call = ReleaseCall {
@@ -463,10 +466,7 @@ impl LockCore {
                     context: String::new(),
                     fast: false,
                 };
-                lock.inner
-                    .raw
-                    .release(&lock.inner.names, &call)
-                    .invocation()
+                raw.release(&names, &call).invocation()
             }),
         )
     }

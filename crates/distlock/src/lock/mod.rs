@@ -42,7 +42,10 @@ pub(crate) struct LockCore {
 
 pub(crate) struct LockInner {
     pub(crate) client: Client,
-    pub(crate) names: Names,
+    /// Shared with the releases built from this handle ([`ReleaseRequest::later`]).
+    ///
+    /// [`ReleaseRequest::later`]: crate::holds::ReleaseRequest::later
+    pub(crate) names: Arc<Names>,
     pub(crate) lease: Option<Duration>,
     /// What this kind of lock runs (plain, fair, read or write).
     pub(crate) raw: Arc<dyn RawLock>,
@@ -77,7 +80,7 @@ impl LockCore {
         LockCore {
             inner: Arc::new(LockInner {
                 client,
-                names,
+                names: Arc::new(names),
                 lease: None,
                 raw,
                 contention: Default::default(),

@@ -277,17 +277,20 @@ fn leftovers_on(deployment: &Deployment, name: &str) -> Vec<String> {
 
 /// Returning from `main` while holding, on a Sentinel set and a Cluster: the blocking
 /// release at runtime end goes to the current master (Sentinel) or to the master of each
-/// key's slot (Cluster), so nothing is left held — on a current-thread runtime too.
+/// key's slot (Cluster), so nothing is left held — on a current-thread runtime too. The
+/// names' lock and fair-lock keys (`c0:lock` … `c3:fair`) all hash to slots of the second and
+/// third masters, so a release sent to the first (slot 0's: where a request that lost its
+/// key would go) is caught.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn returning_from_main_while_holding_leaves_nothing_on_sentinel_and_cluster() {
     let bin = example_bin("return_while_holding");
     for topology in [Topology::Sentinel, Topology::Cluster] {
         let deployment = Deployment::start(topology);
         let url = deployment.url();
-        run_returning_holders(&bin, &url, 0..4, "t").await;
+        run_returning_holders(&bin, &url, 0..4, "c").await;
         let mut left = Vec::new();
         for run in 0..4 {
-            left.extend(leftovers_on(&deployment, &format!("t{run}:")));
+            left.extend(leftovers_on(&deployment, &format!("c{run}:")));
         }
         assert_eq!(left, Vec::<String>::new(), "{topology:?}");
     }
