@@ -82,27 +82,31 @@ pub fn first_line(child: &mut std::process::Child) -> String {
     line
 }
 
-/// A built example binary of this crate (cargo test builds examples; build it if missing).
+/// A built example binary of this crate, built now: `cargo test --test it` builds no example,
+/// and a binary left from an earlier build would run the library as it was then (cargo does
+/// nothing when it is up to date).
 pub fn example_bin(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
     let path = profile_dir.join("examples").join(name);
-    if !path.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "distlock",
-                "--features",
-                "blocking",
-                "--example",
-                name,
-            ])
-            .status()
-            .expect("run cargo build --example");
-        assert!(status.success(), "building example {name} failed");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut args = vec![
+        "build",
+        "-p",
+        "distlock",
+        "--features",
+        "blocking",
+        "--example",
+        name,
+    ];
+    if profile_dir.file_name().is_some_and(|d| d == "release") {
+        args.push("--release");
     }
+    let status = std::process::Command::new(cargo)
+        .args(&args)
+        .status()
+        .expect("run cargo build --example");
+    assert!(status.success(), "building example {name} failed");
     assert!(path.is_file(), "example binary {} missing", path.display());
     path
 }
