@@ -82,31 +82,33 @@ pub fn first_line(child: &mut std::process::Child) -> String {
     line
 }
 
-/// A built example binary of this crate, built now: `cargo test --test it` builds no example,
-/// and a binary left from an earlier build would run the library as it was then (cargo does
-/// nothing when it is up to date).
+/// A built example binary of this crate (cargo test builds examples; build it if missing).
+///
+/// A binary left from an earlier build is used as it is, with the library as it was then:
+/// after changing the library, run the whole suite (`cargo test --workspace` builds the
+/// examples) or `cargo build -p distlock --features blocking --examples` before `--test it`
+/// alone. Building here on every call is not an option: several callers start a timed
+/// scenario (a lease running out) before they spawn the example.
 pub fn example_bin(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
     let path = profile_dir.join("examples").join(name);
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut args = vec![
-        "build",
-        "-p",
-        "distlock",
-        "--features",
-        "blocking",
-        "--example",
-        name,
-    ];
-    if profile_dir.file_name().is_some_and(|d| d == "release") {
-        args.push("--release");
+    if !path.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args([
+                "build",
+                "-p",
+                "distlock",
+                "--features",
+                "blocking",
+                "--example",
+                name,
+            ])
+            .status()
+            .expect("run cargo build --example");
+        assert!(status.success(), "building example {name} failed");
     }
-    let status = std::process::Command::new(cargo)
-        .args(&args)
-        .status()
-        .expect("run cargo build --example");
-    assert!(status.success(), "building example {name} failed");
     assert!(path.is_file(), "example binary {} missing", path.display());
     path
 }
