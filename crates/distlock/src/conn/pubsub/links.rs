@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::shards::{ShardEvent, Shards};
+use super::shards::Shards;
 use crate::conn::naming;
 use crate::scripts::Publish;
 
@@ -189,29 +189,15 @@ impl ClassicLink {
         }
     }
 
-    /// The next message as (channel, payload); `None` once the connection closed. Cancel
-    /// safe.
+    /// The next message as (channel, payload), over RESP2 only (over RESP3 the connection's
+    /// reader delivers them, see `open`); `None` once the connection closed. Cancel safe.
     async fn next(&mut self) -> Option<(String, Vec<u8>)> {
         match self {
+            // Left here: subscription confirmations (answered to the requests as well), and
+            // the disconnection.
             ClassicLink::Resp3 { pushes, .. } => loop {
-                let push = pushes.recv().await?;
-                match push.kind {
-                    redis::PushKind::Message => {
-                        let mut data = push.data.into_iter();
-                        let (Some(channel), Some(payload)) = (data.next(), data.next()) else {
-                            continue;
-                        };
-                        if let (Some(channel), Some(payload)) = (bytes(&channel), bytes(&payload)) {
-                            return Some((
-                                String::from_utf8_lossy(channel).into_owned(),
-                                payload.to_vec(),
-                            ));
-                        }
-                    }
-                    redis::PushKind::Disconnection => return None,
-                    // Subscription confirmations (answered to the requests as well) and
-                    // anything else.
-                    _ => {}
+                if pushes.recv().await?.kind == redis::PushKind::Disconnection {
+                    return None;
                 }
             },
             ClassicLink::Resp2 { stream, .. } => stream.next().await.map(|msg| {
@@ -308,10 +294,7 @@ impl Conn {
         };
         let sharded = async {
             match self.sharded.as_mut() {
-                Some(s) => match s.next().await {
-                    ShardEvent::Message(c, p) => Event::Message(c, p),
-                    ShardEvent::Resync(names) => Event::Resync(names),
-                },
+                Some(s) => Event::Resync(s.next().await),
                 None => std::future::pending().await,
             }
         };

@@ -34,15 +34,6 @@ use crate::keys::key_slot;
 /// How often channels whose subscription failed are tried again.
 const RETRY_EVERY: Duration = Duration::from_millis(200);
 
-/// What the sharded subscriptions of one client need to hear next.
-pub(crate) enum ShardEvent {
-    /// A message on a channel.
-    Message(String, Vec<u8>),
-    /// These channels lost their subscription (or it is on the wrong node now): subscribe
-    /// them again and wake their waiters.
-    Resync(Vec<String>),
-}
-
 /// The sharded subscriptions of one client (driven by the subscription hub).
 pub(crate) struct Shards {
     /// Connection settings (auth, TLS) of the seed nodes; each node connection copies the
@@ -188,25 +179,27 @@ impl Shards {
         Ok(())
     }
 
-    /// The next message or resubscription to make.
+    /// The next channels to subscribe again and wake: they lost their subscription, or it is
+    /// on the wrong node now. (Messages never come out here: each node connection's reader
+    /// delivers them, see `connect`.)
     ///
     /// Cancel safe: the hub drops it whenever it has something else to do, so every state
     /// change here comes with the event it returns, with no `.await` in between (the map
     /// refresh of the periodic branch changes nothing until it has the new map).
-    pub(crate) async fn next(&mut self) -> ShardEvent {
+    pub(crate) async fn next(&mut self) -> Vec<String> {
         loop {
             let retry = !self.pending.is_empty();
             tokio::select! {
                 push = self.rx.recv() => {
                     // `self.tx` lives as long as `self`: the channel never closes.
                     let Some((addr, push)) = push else { continue };
-                    if let Some(event) = self.on_push(addr, push) {
-                        return event;
+                    if let Some(lost) = self.on_push(addr, push) {
+                        return lost;
                     }
                 }
                 _ = tokio::time::sleep(RETRY_EVERY), if retry => {
                     let again: Vec<String> = self.pending.drain().collect();
-                    return ShardEvent::Resync(again);
+                    return again;
                 }
                 _ = self.refresh.tick() => {
                     if self.refresh_map().await.is_err() {
@@ -217,23 +210,17 @@ impl Shards {
                     });
                     if !moved.is_empty() {
                         tracing::info!(channels = moved.len(), "slots moved: subscribing on their new masters");
-                        return ShardEvent::Resync(moved);
+                        return moved;
                     }
                 }
             }
         }
     }
 
-    fn on_push(&mut self, addr: Addr, push: PushInfo) -> Option<ShardEvent> {
+    /// The channels a push other than a message (delivered by the reader) says to subscribe
+    /// again, if any.
+    fn on_push(&mut self, addr: Addr, push: PushInfo) -> Option<Vec<String>> {
         match push.kind {
-            PushKind::SMessage => {
-                let mut data = push.data.into_iter();
-                let channel = data
-                    .next()
-                    .and_then(|v| bytes(&v).map(|b| String::from_utf8_lossy(b).into_owned()))?;
-                let payload = data.next().and_then(|v| bytes(&v).map(<[u8]>::to_vec))?;
-                Some(ShardEvent::Message(channel, payload))
-            }
             PushKind::SUnsubscribe => {
                 // Our own SUNSUBSCRIBE forgot the channel (or moved it) first; a channel
                 // still recorded on this node was dropped by the server.
@@ -248,14 +235,14 @@ impl Shards {
                 self.subscribed.remove(&channel);
                 tracing::info!(%channel, node = %addr, "the server dropped a sharded subscription (failover or slot migration); subscribing again");
                 self.stale = true;
-                Some(ShardEvent::Resync(vec![channel]))
+                Some(vec![channel])
             }
             PushKind::Disconnection => {
                 self.nodes.remove(&addr);
                 let lost = self.take_where(|_, _, on| *on == addr);
                 tracing::info!(node = %addr, channels = lost.len(), "sharded subscription connection closed");
                 self.stale = true;
-                (!lost.is_empty()).then_some(ShardEvent::Resync(lost))
+                (!lost.is_empty()).then_some(lost)
             }
             _ => None,
         }
