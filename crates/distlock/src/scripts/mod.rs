@@ -120,7 +120,6 @@ impl Script {
             // Room for the keys and arguments of most scripts without regrowing.
             keys: Vec::with_capacity(8),
             args: Vec::with_capacity(8),
-            fast: None,
             later: None,
         }
     }
@@ -137,15 +136,15 @@ pub(crate) struct Invocation<'a> {
     script: &'static Script,
     keys: Vec<Vec<u8>>,
     args: Vec<Vec<u8>>,
-    fast: Option<FastPath>,
     later: Option<Later<'a>>,
 }
 
-/// A full call built only when a send needs it: when the fast path answered nil, or for a
-/// resend. An uncontended request never builds it (its keys, arguments and their
-/// allocations are most of the client's work per request).
+/// A request's fast path, tried first, and its full call, built only when a send needs it:
+/// when the fast path answered nil, or for a resend. An uncontended request never builds it
+/// (its keys, arguments and their allocations are most of the client's work per request).
 #[derive(Clone)]
 struct Later<'a> {
+    fast: FastPath,
     build: Build<'a>,
     built: std::sync::OnceLock<Box<Invocation<'static>>>,
 }
@@ -211,8 +210,8 @@ impl<'a> Invocation<'a> {
             script: fast.call.script,
             keys: Vec::new(),
             args: Vec::new(),
-            fast: Some(fast),
             later: Some(Later {
+                fast,
                 build,
                 built: std::sync::OnceLock::new(),
             }),
@@ -250,14 +249,14 @@ impl<'a> Invocation<'a> {
 
     /// Whether this request's fast path answered nil, leaving it to the full script.
     pub(crate) fn fast_deferred(&self) -> bool {
-        self.fast
+        self.later
             .as_ref()
-            .is_some_and(|f| f.state.load(Ordering::Acquire) == DEFERRED)
+            .is_some_and(|l| l.fast.state.load(Ordering::Acquire) == DEFERRED)
     }
 
     /// The fast path to send now: only on the request's first send.
     fn fast_first(&self) -> Option<&FastPath> {
-        self.fast.as_ref().filter(|f| {
+        self.later.as_ref().map(|l| &l.fast).filter(|f| {
             f.state
                 .compare_exchange(UNSENT, SENT, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
