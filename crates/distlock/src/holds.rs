@@ -93,6 +93,12 @@ impl ReleaseRequest {
         self
     }
 
+    /// The key the request is routed by (its script's first key; a Cluster sends it to that
+    /// key's master).
+    pub(crate) fn route_key(&self) -> &str {
+        self.keys.first().map_or("", String::as_str)
+    }
+
     /// The script call (build it anew for every send).
     pub(crate) fn invocation(&self) -> crate::scripts::Invocation<'static> {
         if let Some((fast, build)) = &self.later {
@@ -264,7 +270,7 @@ impl Holds {
         runtime.spawn(async move {
             let request = sentinel.request.as_ref().expect("armed");
             let inv = request.invocation();
-            let key = request.keys.first().map_or("", String::as_str);
+            let key = request.route_key();
             let r = match resend_for {
                 None => backend.eval::<redis::Value>(&request.context, &inv).await,
                 // Confirmed by replicas where the deployment asks for it, as every latched
@@ -384,7 +390,7 @@ fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
         .spawn(move || {
             // Sentinel: the current master; Cluster: the master of the key's slot in the last
             // slot map read.
-            let key = request.keys.first().map_or("", String::as_str);
+            let key = request.route_key();
             let client = fb.client.clone().or_else(|| fb.backend.current_client(key));
             let Some(client) = client else {
                 // A Cluster whose slot map was never read (no grant needed it): its lease ends
