@@ -31,10 +31,27 @@ mod task;
 /// What the watchdog (and `extend`) runs to renew one hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Renewal {
-    /// `lock_renew.lua` on the hash field.
+    /// `lock_renew.lua` on the hash field of a plain or fair lock (a hash without a mode
+    /// field).
     Hash,
+    /// `lock_renew.lua` on the `<owner>:write` field of a read-write lock's hash whose mode
+    /// is `write`.
+    Write,
     /// `rw_read_renew.lua`, with the owner's read-hold key prefix.
     Read { prefix: String },
+}
+
+impl Renewal {
+    /// `lock_renew.lua`'s ARGV[2] for this renewal: the mode field the renewed hash must
+    /// have (`''`: none, a plain or fair lock; `'write'`: a write hold). `None` for a read
+    /// hold, which `rw_read_renew.lua` renews.
+    pub(crate) fn hash_mode(&self) -> Option<&'static str> {
+        match self {
+            Renewal::Hash => Some(""),
+            Renewal::Write => Some("write"),
+            Renewal::Read { .. } => None,
+        }
+    }
 }
 
 /// Renewals per script call.

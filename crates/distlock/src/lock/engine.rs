@@ -587,9 +587,12 @@ impl LockCore {
                 inv.key(key).arg(lease_ms).arg(owner.as_str()).arg(prefix);
                 inv
             }
-            Renewal::Hash => {
+            hash @ (Renewal::Hash | Renewal::Write) => {
                 let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-                inv.key(key).arg(lease_ms).arg(self.inner.raw.field(owner));
+                inv.key(key)
+                    .arg(lease_ms)
+                    .arg(hash.hash_mode().unwrap_or_default())
+                    .arg(self.inner.raw.field(owner));
                 inv
             }
         };

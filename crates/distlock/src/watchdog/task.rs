@@ -39,7 +39,9 @@ pub(super) async fn run(
         if !check_all && Instant::now() < next {
             continue;
         }
+        // One batch per renewal script and kind: plain and fair, write, read.
         let mut hash = Vec::new();
+        let mut write = Vec::new();
         let mut read = Vec::new();
         for (k, e) in shared.entries.lock().unwrap().iter() {
             if e.renew_refs == 0 {
@@ -53,6 +55,7 @@ pub(super) async fn run(
             };
             match &e.renewal {
                 Renewal::Hash => hash.push((slot, k.clone(), String::new(), e.lease.clone())),
+                Renewal::Write => write.push((slot, k.clone(), String::new(), e.lease.clone())),
                 Renewal::Read { prefix } => {
                     read.push((slot, k.clone(), prefix.clone(), e.lease.clone()))
                 }
@@ -61,12 +64,26 @@ pub(super) async fn run(
         // One script call per slot group (at most BATCH leases each); the calls are issued
         // together, so the multiplexed connection pipelines them.
         let mut calls = Vec::new();
-        for (batch, is_read) in [(&mut hash, false), (&mut read, true)] {
+        for (batch, renewal) in [
+            (&mut hash, Renewal::Hash),
+            (&mut write, Renewal::Write),
+            (
+                &mut read,
+                Renewal::Read {
+                    prefix: String::new(),
+                },
+            ),
+        ] {
             batch.sort_by_key(|(slot, ..)| *slot);
             for group in batch.chunk_by(|a, b| a.0 == b.0) {
                 for chunk in group.chunks(BATCH) {
                     calls.push(renew_chunk(
-                        &backend, &shared, lease, lease_ms, chunk, is_read,
+                        &backend,
+                        &shared,
+                        lease,
+                        lease_ms,
+                        chunk,
+                        renewal.hash_mode(),
                     ));
                 }
             }
@@ -185,9 +202,10 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
 }
 
 /// One renewal script call for up to [`BATCH`] leases of one kind in one hash slot; false
-/// when it failed.
+/// when it failed. `hash_mode`: [`Renewal::hash_mode`] of the chunk's renewal (`None`: read
+/// holds).
 ///
-/// In a DEBUG span `distlock.renew` (`leases`, `read`, `outcome`: `renewed`, `unconfirmed`
+/// In a DEBUG span `distlock.renew` (`leases`, `kind`, `outcome`: `renewed`, `unconfirmed`
 /// or `failed`; `lost`: the leases found gone).
 async fn renew_chunk(
     backend: &Backend,
@@ -195,43 +213,56 @@ async fn renew_chunk(
     lease: Duration,
     lease_ms: u64,
     chunk: &[(u16, EntryKey, String, Arc<LeaseState>)],
-    is_read: bool,
+    hash_mode: Option<&'static str>,
 ) -> bool {
+    // Plain and fair locks' renewals are counted as `lock`, write holds' as `write_lock`.
+    let kind = match hash_mode {
+        None => "read_lock",
+        Some("write") => "write_lock",
+        Some(_) => "lock",
+    };
     let span = tracing::debug_span!(
         "distlock.renew",
         leases = chunk.len(),
-        read = is_read,
+        kind,
         outcome = tracing::field::Empty,
         lost = tracing::field::Empty,
     );
-    renew_chunk_in_span(backend, shared, lease, lease_ms, chunk, is_read, &span)
-        .instrument(span.clone())
-        .await
+    renew_chunk_in_span(
+        backend, shared, lease, lease_ms, chunk, hash_mode, kind, &span,
+    )
+    .instrument(span.clone())
+    .await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn renew_chunk_in_span(
     backend: &Backend,
     shared: &Shared,
     lease: Duration,
     lease_ms: u64,
     chunk: &[(u16, EntryKey, String, Arc<LeaseState>)],
-    is_read: bool,
+    hash_mode: Option<&'static str>,
+    kind: &'static str,
     span: &tracing::Span,
 ) -> bool {
     let started = Instant::now();
-    // Hash-based renewals serve plain, fair and write locks alike: counted as `lock`.
-    let kind = if is_read { "read_lock" } else { "lock" };
-    let script = if is_read {
-        &scripts::RW_READ_RENEW
-    } else {
-        &scripts::LOCK_RENEW
+    let mut inv = match hash_mode {
+        Some(mode) => {
+            let mut inv = scripts::LOCK_RENEW.prepare_invoke();
+            inv.arg(lease_ms).arg(mode);
+            inv
+        }
+        None => {
+            let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
+            inv.arg(lease_ms);
+            inv
+        }
     };
-    let mut inv = script.prepare_invoke();
-    inv.arg(lease_ms);
     for (_, (key, field), prefix, _) in chunk {
         inv.key(key.as_str());
         inv.arg(field.as_str());
-        if is_read {
+        if hash_mode.is_none() {
             inv.arg(prefix.as_str());
         }
     }

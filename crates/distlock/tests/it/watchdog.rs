@@ -102,3 +102,136 @@ async fn a_wrong_type_key_does_not_stop_the_rest_of_a_watchdog_batch() {
     }
     let _ = victim.forget();
 }
+
+/// Every kind the watchdog renews is held across three renewals (and more) while another
+/// client is refused: a plain, a fair, a read and a write lock, a re-entered write lock, a
+/// MultiLock's members, a leased permit with keep-alive and a job lock with keep-alive. A
+/// renewal that extends nothing for one kind (a write lock's renewal refused for its hash's
+/// mode field) shows as that kind's key gone and its lost signal fired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_the_watchdog_renews_is_held_across_three_renewals() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(900);
+    let client = client_with_watchdog(&server, lease).await;
+    let other = client_for(&server).await;
+
+    let plain = client.lock("wd:plain").acquire().await.unwrap();
+    let fair = client.fair_lock("wd:fair").acquire().await.unwrap();
+    let read = client.rw_lock("wd:read").read().await.unwrap();
+    let write = client.rw_lock("wd:write").write().await.unwrap();
+    let rewrite = client.rw_lock("wd:rewrite").write().await.unwrap();
+    let rewrite_inner = rewrite.reenter().await.unwrap();
+    let multi = distlock::MultiLock::new([client.lock("wd:m1"), client.lock("wd:m2")])
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let sem = client.leased_semaphore("wd:sem").lease(lease);
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let mut permit = sem.acquire().await.unwrap();
+    permit.keep_alive(lease).unwrap();
+    let job = client
+        .job_lock("wd:job")
+        .at_most_for(lease)
+        .keep_alive()
+        .acquire()
+        .await
+        .unwrap();
+
+    let keys = [
+        "wd:plain",
+        "wd:fair",
+        "wd:read",
+        "wd:write",
+        "wd:rewrite",
+        "wd:m1",
+        "wd:m2",
+    ];
+    // Renewals every lease/3 (job locks every half of at_most_for): 4 lease periods hold
+    // at least 8 renewals of each lock and permit and 6 of the job lock.
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < lease * 4 {
+        for key in keys {
+            let pttl: i64 = cmd(&server, &["PTTL", key]);
+            assert!(
+                pttl > 0,
+                "{key}: the lease ran out while held (pttl {pttl}) after {:?}",
+                start.elapsed()
+            );
+        }
+        let job_pttl: i64 = cmd(&server, &["PTTL", job.key()]);
+        assert!(
+            job_pttl > 0,
+            "job lock: the lease ran out while held after {:?}",
+            start.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(other
+        .lock("wd:plain")
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(other
+        .fair_lock("wd:fair")
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(other
+        .rw_lock("wd:read")
+        .try_write()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(other
+        .rw_lock("wd:write")
+        .try_read()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(other
+        .rw_lock("wd:rewrite")
+        .try_write()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(other.lock("wd:m2").try_acquire().await.unwrap().is_none());
+    assert!(other
+        .leased_semaphore("wd:sem")
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(other
+        .job_lock("wd:job")
+        .at_most_for(lease)
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    for (what, lost) in [
+        ("plain", plain.is_lost()),
+        ("fair", fair.is_lost()),
+        ("read", read.is_lost()),
+        ("write", write.is_lost()),
+        ("re-entered write", rewrite_inner.is_lost()),
+        ("multi", multi.guards().iter().any(|g| g.is_lost())),
+        ("permit", permit.is_lost()),
+        ("job", job.is_lost()),
+    ] {
+        assert!(!lost, "{what}: lost() fired while the watchdog renewed it");
+    }
+    assert!(write.is_held().await.unwrap());
+    assert!(rewrite.is_held().await.unwrap());
+    rewrite_inner.release().await.unwrap();
+    rewrite.release().await.unwrap();
+    write.release().await.unwrap();
+    read.release().await.unwrap();
+    fair.release().await.unwrap();
+    plain.release().await.unwrap();
+    multi.release().await.unwrap();
+    permit.release().await.unwrap();
+    job.release().await.unwrap();
+}

@@ -165,6 +165,10 @@ impl RawLock for Write {
         self.liveness / 3
     }
 
+    fn renewal(&self, _n: &Names, _owner: &Owner) -> Renewal {
+        Renewal::Write
+    }
+
     fn handoff_liveness(&self) -> Option<Duration> {
         self.handoff.then_some(self.liveness)
     }
