@@ -74,13 +74,13 @@ pub(crate) trait Acquire: Send + Sync {
         None
     }
 
-    /// A hand-off announced to this waiter (the lock is held for it already): the grant,
-    /// whose lease counts from `held_since` (the start of the last attempt that found the
-    /// lock taken: the hand-off came after it), or a wait when it turns out not to be one.
+    /// A hand-off announced to this waiter: the grant once the server has confirmed it, or
+    /// a wait when the server says it is not one (stale, or not published by a release).
+    /// The message alone proves nothing: any client with `PUBLISH` rights on the channel
+    /// can send one.
     fn handed_off(
         &self,
         _handed: HandedOff,
-        _held_since: Instant,
     ) -> impl Future<Output = Result<Step<Self::Grant>>> + Send {
         std::future::ready(Ok(Step::Wait(None)))
     }
@@ -194,7 +194,7 @@ async fn acquire_in_span<A: Acquire>(
         req.recheck(),
         (kind, waited_from, &|| req.waiting()),
         move |started| req.attempt(started),
-        move |handed, held_since| req.handed_off(handed, held_since),
+        move |handed| req.handed_off(handed),
     )
     .await;
     // Nothing to give back once the loop answered: a grant goes to the caller, a timeout
@@ -315,12 +315,9 @@ async fn wait_loop<T, F, Fut, H, HFut>(
 where
     F: FnMut(Instant) -> Fut,
     Fut: Future<Output = Result<Step<T>>>,
-    H: FnMut(HandedOff, Instant) -> HFut,
+    H: FnMut(HandedOff) -> HFut,
     HFut: Future<Output = Result<Step<T>>>,
 {
-    // The start of the latest attempt that found the lock taken: a hand-off announced
-    // later was made after that attempt ran.
-    let mut held_since = Instant::now();
     // Every attempt is passed the instant its grant's lease counts from: its own start, or
     // the start of the earliest attempt not answered since (see `since`).
     let mut since: Option<Instant> = None;
@@ -388,17 +385,15 @@ where
         }
         // A client shut down meanwhile makes no new grants, not even to its own waiters.
         client.check_open()?;
-        let started = Instant::now();
         // A hand-off announced before this attempt started was made before it runs: if it is
-        // still this waiter's, the attempt finds it and answers it; if not (it ran out and
-        // went on, the message read late), it must not be taken afterwards.
+        // still this waiter's, the attempt finds it and answers it; if not, the attempt says
+        // so, and a second confirmation would only cost a round trip.
         if let Some(w) = watch {
             let _ = w.take();
         }
         let hint = match attempt(&mut since).await {
             Ok(Step::Done(v)) => return Ok(Some(v)),
             Ok(Step::Wait(hint)) => {
-                held_since = started;
                 contended(&mut waiting);
                 since = None;
                 unreachable = None;
@@ -421,7 +416,7 @@ where
         if now >= deadline {
             // A hand-off that arrived meanwhile is taken rather than given back.
             if let Some(handed) = watch.and_then(|w| w.take()) {
-                if let Step::Done(v) = handed_off(handed, held_since).await? {
+                if let Step::Done(v) = handed_off(handed).await? {
                     return Ok(Some(v));
                 }
             }
@@ -458,7 +453,7 @@ where
         })
         .await;
         if let Ok(Some(handed)) = got {
-            if let Step::Done(v) = handed_off(handed, held_since).await? {
+            if let Step::Done(v) = handed_off(handed).await? {
                 return Ok(Some(v));
             }
         }

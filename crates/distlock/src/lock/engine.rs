@@ -273,47 +273,8 @@ impl LockCore {
             waiter: self.inner.contention.waiter(),
         };
         let granted = acquire(&self.inner.client, request, wait).await?;
-        Ok(granted.map(|grant| match grant.handed_off {
-            // Handed over by a release with a short initial lease: the guard counts from it
-            // until the full lease is set (in the background).
-            Some(initial) if initial < lease => {
-                let valid_until = grant.since + initial.saturating_sub(keys::drift(initial));
-                let guard = self.guard(owner, grant.hold_count, grant.token, lease, valid_until);
-                self.take_over(&guard, initial, lease);
-                guard
-            }
-            _ => self.granted(owner, grant.hold_count, grant.token, lease, grant.since),
-        }))
-    }
-
-    /// A hold a release handed over with its short `initial` lease: set the full `lease`
-    /// (`PEXPIRE`, as an extension) a third of the way into the initial lease, in the
-    /// background, and move the guard's local validity on success. A hold released before
-    /// then (most hand-offs under contention) costs no extension at all. A failure leaves
-    /// the initial lease, which the watchdog renews or which runs out, as for any renewal
-    /// that did not reach the server.
-    fn take_over(&self, guard: &Hold, initial: Duration, lease: Duration) {
-        let lock = self.clone();
-        let owner = guard.owner().clone();
-        let state = Arc::downgrade(guard.lease_state());
-        let lease_ms = lease.as_millis() as u64;
-        self.inner.client.inner.runtime.spawn(async move {
-            tokio::time::sleep(initial / 3).await;
-            // Released (or dropped) meanwhile: nothing to take over.
-            if state.strong_count() == 0 {
-                return;
-            }
-            let started = Instant::now();
-            match lock.renew_one(&owner, lease_ms).await {
-                Ok(1) => {
-                    if let Some(state) = state.upgrade() {
-                        state.set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
-                    }
-                }
-                Ok(_) => tracing::debug!(lock = %lock.inner.names.name, "hand-off take-over: no longer held (released already?)"),
-                Err(e) => tracing::debug!(lock = %lock.inner.names.name, error = format_args!("{e:#}"), "hand-off take-over failed; the initial lease stays"),
-            }
-        });
+        Ok(granted
+            .map(|grant| self.granted(owner, grant.hold_count, grant.token, lease, grant.since)))
     }
 
     pub(super) fn granted(

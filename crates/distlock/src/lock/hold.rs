@@ -91,11 +91,6 @@ impl Hold {
         self.state.as_ref().expect("guard used after release")
     }
 
-    /// The local lease state the watchdog keeps for this hold.
-    pub(crate) fn lease_state(&self) -> &std::sync::Arc<crate::watchdog::LeaseState> {
-        self.state().registration.lease()
-    }
-
     /// The fencing token of this grant (re-entry returns the holder's current token).
     pub(crate) fn fencing_token(&self) -> FencingToken {
         self.state().token

@@ -45,8 +45,6 @@ pub(super) struct Granted {
     pub(super) token: u128,
     /// The instant the lease counts from.
     pub(super) since: Instant,
-    /// Handed over by a release with this initial lease (not yet the full one).
-    pub(super) handed_off: Option<Duration>,
 }
 
 /// Why an acquire of a lock this client holds waits: Redisson's `lock()` re-enters from the
@@ -82,17 +80,23 @@ impl Acquire for LockRequest {
             .map(|c| (c, self.owner.as_str()))
     }
 
-    async fn handed_off(&self, grant: HandedOff, held_since: Instant) -> Result<Step<Granted>> {
+    /// A hand-off message is a claim, not a grant: anyone with `PUBLISH` rights on the
+    /// grant channel can send one. The waiter asks the server with an attempt of its own
+    /// (the full acquire script, whose answer for an owner the lock was handed to is that
+    /// hold, the token the server issued and the full lease), so a guard only ever carries
+    /// a grant and a token the server made. A message with a token at or below one this
+    /// request was refused with is stale and costs no round trip.
+    async fn handed_off(&self, grant: HandedOff) -> Result<Step<Granted>> {
         // A client shutting down releases its holds, which may hand one to its own waiter:
         // refuse it (the acquire driver leaves the queue on `Closed`, giving it back).
         self.lock.inner.client.check_open()?;
-        let token = parse_token(&grant.token).ok_or_else(|| {
-            Error::unexpected(format!(
-                "{}: hand-off message with token {:?}",
-                self.lock.context("acquire"),
-                grant.token
-            ))
-        })?;
+        let Some(token) = parse_token(&grant.token) else {
+            tracing::warn!(
+                lock = %self.lock.inner.names.name,
+                "ignoring a hand-off message whose token is not a token"
+            );
+            return Ok(Step::Wait(None));
+        };
         if self
             .holder_seen
             .lock()
@@ -102,16 +106,16 @@ impl Acquire for LockRequest {
             return Ok(Step::Wait(None));
         }
         self.lock.inner.contention.seen();
-        // Read late: the lock may have gone on to another waiter (see `read_late`).
-        if grant.read_late(held_since) {
-            return self.attempt(Instant::now()).await;
+        let step = self.attempt(Instant::now()).await?;
+        if !matches!(step, Step::Done(_)) {
+            // Refused: the message was stale (the hold ran out and went on), or not the
+            // server's.
+            tracing::debug!(
+                lock = %self.lock.inner.names.name,
+                "a hand-off message the server did not confirm; waiting on"
+            );
         }
-        Ok(Step::Done(Granted {
-            hold_count: 1,
-            token,
-            since: held_since,
-            handed_off: Some(grant.initial),
-        }))
+        Ok(step)
     }
 
     fn waiting(&self) {
@@ -180,7 +184,6 @@ impl Acquire for LockRequest {
                 hold_count,
                 token,
                 since: started,
-                handed_off: None,
             }),
             // Wait at most the holder's PTTL; a key without TTL (-1) is re-checked every
             // NO_TTL_RECHECK.

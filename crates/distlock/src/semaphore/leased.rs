@@ -440,10 +440,11 @@ struct LeasedRequest {
 }
 
 impl LeasedRequest {
-    /// A permit handed to this waiter with its lease cut to the waiter's liveness deadline:
-    /// extend it to the lease asked for (one round trip). The grant counts from this call's
-    /// start. When the permit is gone already (the cut lease ended), a wait with no nap: the
-    /// next attempt queues the waiter again.
+    /// A permit announced as handed to this waiter: the server confirms it by extending it
+    /// to the lease asked for (one round trip; a hand-off may have cut the lease to the
+    /// waiter's liveness deadline). The grant counts from this call's start. When the server
+    /// does not hold the permit (the cut lease ended, the message was stale or not a
+    /// release's), a wait with no nap: the next attempt queues the waiter again.
     async fn extend_to_lease(&self, id: String) -> Result<Step<(Instant, String)>> {
         let started = Instant::now();
         let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
@@ -487,21 +488,16 @@ impl Acquire for LeasedRequest {
         self.grant.as_ref().map(|(c, id)| (c.as_str(), id.as_str()))
     }
 
-    async fn handed_off(&self, grant: HandedOff, held_since: Instant) -> Result<Step<Self::Grant>> {
+    async fn handed_off(&self, _grant: HandedOff) -> Result<Step<Self::Grant>> {
         // A client shutting down releases its permits, which may hand one to its own waiter:
         // refuse it (the acquire driver leaves the queue on `Closed`, giving it back).
         self.sem.names.client.check_open()?;
-        // Read late: the lease may have ended and the permit gone on (see `read_late`).
-        if grant.read_late(held_since) {
-            return self.attempt(Instant::now()).await;
-        }
+        // The message is a claim, not a grant (anyone with PUBLISH rights on the channel can
+        // send one): the extension to the full lease is the server's word that the permit
+        // is this waiter's, and it answers GONE for a permit it does not hold (a forged or
+        // stale message, a lease that ran out before the message was read).
         let id = self.id.lock().unwrap().clone();
-        if grant.initial.as_millis() < u128::from(self.lease_ms) {
-            // The release cut the lease to the waiter's liveness deadline (only for leases
-            // longer than what was left of the liveness, two thirds of it at least).
-            return self.extend_to_lease(id).await;
-        }
-        Ok(Step::Done((held_since, id)))
+        self.extend_to_lease(id).await
     }
 
     fn recheck(&self) -> Duration {

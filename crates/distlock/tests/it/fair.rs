@@ -359,3 +359,34 @@ async fn a_fair_hand_off_read_after_its_lease_ran_out_is_not_a_grant() {
     )
     .await;
 }
+
+/// A hand-off message that no release published is no grant of the fair lock: the head
+/// waiter asks the server, is refused, and waits on; after the real release it holds the
+/// lock with the server's token (see `handoff::a_forged_hand_off_is_no_grant`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_hand_off_message_is_no_fair_grant() {
+    let (server, client) = setup().await;
+    let lock = client
+        .fair_lock("fair-forged")
+        .lease(Duration::from_secs(60));
+    let holder = lock.acquire().await.unwrap();
+    crate::handoff::a_forged_hand_off_is_no_grant(
+        &server,
+        "distlock_lock_grant:*",
+        holder,
+        || {
+            let lock = lock.clone();
+            tokio::spawn(async move {
+                crate::handoff::Queued::take_within(&lock, Duration::from_secs(20)).await
+            })
+        },
+        || {
+            cmd(
+                &server,
+                &["LINDEX", "redisson_lock_queue:{fair-forged}", "0"],
+            )
+        },
+        || cmd(&server, &["HGET", "fair-forged", "distlock:fencing-token"]),
+    )
+    .await;
+}

@@ -36,12 +36,12 @@ fn signal(child: &std::process::Child, sig: &str) {
 }
 
 /// The release grants the lock to the waiter: the waiter's acquire returns on the grant
-/// message alone (no acquire of its own after the release), with a token above the
-/// releaser's, and the lock hash names it as the holder.
+/// message and one confirming attempt, with a token above the releaser's, and the lock hash
+/// names it as the holder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_hands_the_lock_to_the_first_waiter() {
     let (server, client) = setup().await;
-    // The waiter's lease is its initial lease (no take-over to count), and its lease and
+    // The waiter's lease is its initial lease, and its lease and
     // liveness are long (it re-attempts every third of the shorter), so no heartbeat attempt
     // falls inside the measured window.
     let holder_lock = client.lock("direct").lease(Duration::from_secs(60));
@@ -69,9 +69,9 @@ async fn release_hands_the_lock_to_the_first_waiter() {
 /// The body of the plain and fair "release hands the lock to the first waiter" tests. A
 /// waiter of `waiter_lock` queues behind `held` (`queued` counts the queue; the keys
 /// `while_queued` exist then), and `held` is released. The waiter's acquire returns on the
-/// grant message alone (only the release's `release_scripts` scripts ran after `CONFIG
-/// RESETSTAT`: a plain lock's fast path, which leaves a queued lock to the full release, and
-/// the full release), with
+/// grant message and one confirming attempt (only the release's `release_scripts` scripts
+/// and that attempt ran after `CONFIG RESETSTAT`: a plain lock's fast path, which leaves a
+/// queued lock to the full release, and the full release), with
 /// a token above the releaser's, its hold in the lock hash, a PTTL of at most 20 s (the
 /// waiter's lease must be 20 s, with a liveness longer still, so that no heartbeat attempt
 /// falls inside the measured window), an empty queue and the keys `gone_after` gone.
@@ -106,10 +106,12 @@ pub(crate) async fn handed_to_the_first_waiter<L: Queued>(
         .await
         .expect("the waiter was not handed the lock")
         .unwrap();
+    // The hand-off message is only a claim: the waiter has the server confirm it with one
+    // attempt of its own (which finds the hold and sets the full lease).
     assert_eq!(
         evalsha_calls(server),
-        release_scripts,
-        "only the release ran scripts: the waiter made no attempt of its own"
+        release_scripts + 1,
+        "the release's scripts and one confirming attempt of the waiter's"
     );
     assert!(got.token() > released_token);
     let count: Option<i64> = cmd(server, &["HGET", &key, got.owner_field()]);
@@ -125,7 +127,7 @@ pub(crate) async fn handed_to_the_first_waiter<L: Queued>(
 
 /// The releasing script names the waiter's grant channel itself, from the lock key: a name
 /// with a hash tag of its own (no braces added) and a key prefix reach the waiter's
-/// subscription as well, with no attempt of the waiter's own.
+/// subscription as well; the waiter's only script is its confirming attempt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hash_tagged_name_is_handed_off_on_its_own_channel() {
     let server = RedisServer::start();
@@ -157,7 +159,12 @@ async fn a_hash_tagged_name_is_handed_off_on_its_own_channel() {
         .unwrap();
     // The holder's handle met its waiter (they share it), so the release goes to the full
     // script at once, without trying the fast path (which would answer nil: queued).
-    assert_eq!(evalsha_calls(&server), 1, "the waiter attempted on its own");
+    // (And the waiter's one confirming attempt.)
+    assert_eq!(
+        evalsha_calls(&server),
+        2,
+        "the release and one confirming attempt of the waiter's"
+    );
     let count: Option<i64> = cmd(&server, &["HGET", &key, got.owner().as_str()]);
     assert_eq!(count, Some(1));
     got.release().await.unwrap();
@@ -186,7 +193,8 @@ async fn a_release_skips_the_fast_path_while_a_waiter_of_its_handle_waits() {
         .await
         .expect("the waiter was not handed the lock")
         .unwrap();
-    assert_eq!(evalsha_calls(&server), 1, "a fast path was tried first");
+    // The full release at once, and the waiter's confirming attempt.
+    assert_eq!(evalsha_calls(&server), 2, "a fast path was tried first");
     got.release().await.unwrap();
 }
 
@@ -757,4 +765,101 @@ async fn retakes_pass_a_queued_waiter_at_most_n_times_in_a_row() {
         .release()
         .await
         .unwrap();
+}
+
+/// A hand-off message that no release published — any client allowed to `PUBLISH` on the
+/// grant channels can send one, with the waiter's owner read from the queue — is no grant:
+/// the waiter asks the server, is refused, and waits on while the holder keeps the lock.
+/// When the holder releases, the waiter gets the lock with the token the server issued,
+/// not the forged one (far above any real token: a fenced resource would refuse every real
+/// holder after it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_hand_off_message_is_no_grant() {
+    let (server, client) = setup().await;
+    let lock = client.lock("forged").lease(Duration::from_secs(60));
+    let holder = lock.acquire().await.unwrap();
+    a_forged_hand_off_is_no_grant(
+        &server,
+        "distlock_lock_grant:*",
+        holder,
+        || {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.take_within(Duration::from_secs(20)).await })
+        },
+        || queued(&server, "forged").first().cloned(),
+        || cmd::<Option<String>>(&server, &["HGET", "forged", "distlock:fencing-token"]),
+    )
+    .await;
+}
+
+/// The body of the "forged hand-off message" tests of the plain, fair and write locks:
+/// `holder` holds the lock; `spawn_waiter`'s waiter queues (`queued_owner` reads its owner
+/// from the queue) and subscribes to its grant channel (the only one matching
+/// `grant_pattern`); a message claiming a hand-off to it, with a token 10^12 above the
+/// holder's, is published there. The waiter must not return while the holder holds the
+/// lock; after the holder's release it gets the lock with a token below the forged one and,
+/// where the lock hash keeps one (`server_token`), the server's.
+pub(crate) async fn a_forged_hand_off_is_no_grant<G: Granted>(
+    server: &RedisServer,
+    grant_pattern: &str,
+    holder: G,
+    spawn_waiter: impl FnOnce() -> tokio::task::JoinHandle<Option<G>>,
+    queued_owner: impl Fn() -> Option<String>,
+    server_token: impl Fn() -> Option<String>,
+) {
+    let waiter = spawn_waiter();
+    assert!(
+        eventually(Duration::from_secs(2), || queued_owner().is_some()).await,
+        "the waiter did not queue"
+    );
+    let owner = queued_owner().unwrap();
+    let channel = || -> Option<String> {
+        cmd::<Vec<String>>(server, &["PUBSUB", "CHANNELS", grant_pattern])
+            .into_iter()
+            .next()
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || channel().is_some()).await,
+        "the waiter did not subscribe to its grant channel"
+    );
+    let forged = holder.token().get() + 1_000_000_000_000;
+    let receivers: i64 = cmd(
+        server,
+        &[
+            "PUBLISH",
+            &channel().unwrap(),
+            &format!("h;{forged};600000;{owner}"),
+        ],
+    );
+    assert_eq!(
+        receivers, 1,
+        "the forged message reached the waiter's client"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !waiter.is_finished(),
+        "the waiter took a forged hand-off message for a grant"
+    );
+    assert!(holder.held().await.unwrap(), "the holder lost the lock");
+    let released = holder.token().get();
+    holder.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter never got the lock after the release")
+        .unwrap()
+        .expect("the waiter got the lock within its wait");
+    let token = got.token().get();
+    assert!(
+        token > released && token < forged,
+        "token {token}: not the server's (released {released}, forged {forged})"
+    );
+    if let Some(t) = server_token() {
+        assert_eq!(
+            token.to_string(),
+            t,
+            "the guard's token is not the lock hash's"
+        );
+    }
+    assert!(got.held().await.unwrap());
+    got.release().await.unwrap();
 }

@@ -38,7 +38,7 @@ fn spawn_acquire(sem: &LeasedSemaphore) -> tokio::task::JoinHandle<LeasedPermit>
 }
 
 /// The release grants the permit to the waiter: the waiter's acquire returns on the grant
-/// message alone (the release is the only script that ran), its permit is in the leases zset
+/// message and one confirming extension (the only scripts that ran), its permit is in the leases zset
 /// under its id with the lease it asked for, and the queue is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_hands_the_permit_to_the_first_waiter() {
@@ -61,10 +61,12 @@ async fn a_release_hands_the_permit_to_the_first_waiter() {
         .await
         .expect("the waiter was not handed the permit")
         .unwrap();
+    // The hand-off message is only a claim: the waiter has the server confirm it (the
+    // extension to its full lease).
     assert_eq!(
         evalsha_calls(&server),
-        1,
-        "only the release ran a script: the waiter made no attempt of its own"
+        2,
+        "the release and the waiter's one confirming extension"
     );
     let expiry = zscore(&server, &leases("direct"), &permit_member(got.id()))
         .expect("the waiter's permit is not in the leases zset under its id");
@@ -360,5 +362,67 @@ async fn a_handed_off_lease_cut_to_the_liveness_is_extended_to_the_one_asked_for
         .valid_until()
         .saturating_duration_since(std::time::Instant::now());
     assert!(valid > Duration::from_secs(18), "valid for {valid:?} only");
+    got.release().await.unwrap();
+}
+
+/// A hand-off message that no release published — any client allowed to `PUBLISH` on the
+/// grant channels can send one, with the waiter's permit id read from the queue — is no
+/// grant: the waiter asks the server (its confirming extension answers that the permit is
+/// not held) and waits on; the only permit stays with its holder. After the holder's
+/// release the waiter gets the permit for real.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_hand_off_message_is_no_permit() {
+    let (server, client) = setup().await;
+    let sem = client.leased_semaphore("forged");
+    let held = hold_the_only_permit(&sem, Duration::from_secs(60)).await;
+    let waiter = {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.try_acquire_for(Duration::from_secs(20)).await.unwrap() })
+    };
+    assert!(queued_within(&server, "forged", 1, Duration::from_secs(2)).await);
+    // The queue's members are the 16-byte permit ids; the message names them in hex.
+    let id: String = cmd::<Vec<Vec<u8>>>(&server, &["ZRANGE", &permit_queue("forged"), "0", "0"])
+        .into_iter()
+        .next()
+        .expect("the waiter's entry")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let channel = || -> Option<String> {
+        cmd::<Vec<String>>(&server, &["PUBSUB", "CHANNELS", "distlock_permit_grant:*"])
+            .into_iter()
+            .next()
+    };
+    assert!(eventually(Duration::from_secs(2), || channel().is_some()).await);
+    let receivers: i64 = cmd(
+        &server,
+        &[
+            "PUBLISH",
+            &channel().unwrap(),
+            &format!("h;{};600000;{id}", server_time_ms(&server) + 600_000),
+        ],
+    );
+    assert_eq!(
+        receivers, 1,
+        "the forged message reached the waiter's client"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !waiter.is_finished(),
+        "the waiter took a forged hand-off message for a permit"
+    );
+    assert_eq!(
+        sem.permits().await.unwrap(),
+        (0, 1),
+        "one permit, still held"
+    );
+    assert!(zscore(&server, &leases("forged"), &permit_member(held.id())).is_some());
+    held.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter never got the permit after the release")
+        .unwrap()
+        .expect("the waiter got the permit within its wait");
+    assert!(zscore(&server, &leases("forged"), &permit_member(got.id())).is_some());
     got.release().await.unwrap();
 }

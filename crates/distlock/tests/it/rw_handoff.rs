@@ -69,7 +69,11 @@ async fn a_write_release_hands_the_lock_to_the_queued_writer() {
         .await
         .expect("the queued writer was not handed the lock")
         .unwrap();
-    assert_eq!(evalsha_calls(&server), 1, "the release alone ran a script");
+    assert_eq!(
+        evalsha_calls(&server),
+        2,
+        "the release and the writer's confirming attempt alone ran scripts"
+    );
     assert!(got.fencing_token() > token);
     let mode: Option<String> = cmd(&server, &["HGET", "rw-h", "mode"]);
     assert_eq!(mode.as_deref(), Some("write"));
@@ -140,7 +144,11 @@ async fn the_last_read_release_hands_the_lock_to_the_queued_writer() {
         .await
         .expect("the queued writer was not handed the lock")
         .unwrap();
-    assert_eq!(evalsha_calls(&server), 1, "the release alone ran a script");
+    assert_eq!(
+        evalsha_calls(&server),
+        2,
+        "the release and the writer's confirming attempt alone ran scripts"
+    );
     let mode: Option<String> = cmd(&server, &["HGET", "rw-r", "mode"]);
     assert_eq!(mode.as_deref(), Some("write"));
     got.release().await.unwrap();
@@ -292,4 +300,28 @@ async fn a_lock_freed_by_expiry_goes_to_the_queued_writer_first() {
         "the queued writer was not handed the lock"
     );
     assert!(queued(&server, "rw-free").is_empty());
+}
+
+/// A hand-off message that no release published is no grant of the write lock: the queued
+/// writer asks the server, is refused, and waits on; after the real release it holds the
+/// lock with a token the server issued (see `handoff::a_forged_hand_off_is_no_grant`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_hand_off_message_is_no_write_grant() {
+    let (server, client) = setup().await;
+    let rw = client
+        .rw_lock("rw-forged")
+        .lease(std::time::Duration::from_secs(60));
+    let holder = rw.write().await.unwrap();
+    crate::handoff::a_forged_hand_off_is_no_grant(
+        &server,
+        "distlock_lock_grant:*",
+        holder,
+        || {
+            let rw = rw.clone();
+            tokio::spawn(async move { rw.take_within(Duration::from_secs(20)).await })
+        },
+        || queued(&server, "rw-forged").first().cloned(),
+        || None,
+    )
+    .await;
 }

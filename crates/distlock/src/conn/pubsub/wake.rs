@@ -1,7 +1,6 @@
 //! The wake-up message format: how messages wake waiters ([`Wake`]), and direct hand-offs.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 /// How a channel's messages wake its local waiters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,14 +32,14 @@ impl std::fmt::Debug for Handler {
     }
 }
 
-/// A direct hand-off announced to one waiter: a release granted it the lock, which it holds
-/// already.
+/// A direct hand-off announced to one waiter: a release says it granted the waiter the lock
+/// (or permit). Only a claim: any client with `PUBLISH` rights on the grant channel can
+/// send one, so the waiter asks the server before it takes it (see `Acquire::handed_off`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HandedOff {
-    /// The fencing token, as the scripts write it.
+    /// The fencing token (a permit's expiry), as the scripts write it: a waiter ignores a
+    /// message whose token is at or below one it was refused with (stale).
     pub(crate) token: String,
-    /// The initial lease the release set.
-    pub(crate) initial: Duration,
 }
 
 impl HandedOff {
@@ -52,23 +51,8 @@ impl HandedOff {
             return None;
         }
         let token = parts.next()?.to_string();
-        let initial = Duration::from_millis(parts.next()?.parse().ok()?);
+        parts.next()?.parse::<u64>().ok()?;
         let owner = parts.next()?;
-        Some((owner, HandedOff { token, initial }))
-    }
-
-    /// Whether the message was read too late to trust: less than a third of its initial lease
-    /// (less drift) is left, counted from `held_since` (the start of the waiter's last attempt
-    /// that found the lock or permit taken; the hand-off came after it). A queued waiter
-    /// attempts at least every third of its initial lease, so a message read on time leaves
-    /// two thirds of it; less means the process was paused or starved, the hand-off may have
-    /// run out and gone on, and an attempt must say whether it is still the waiter's.
-    pub(crate) fn read_late(&self, held_since: tokio::time::Instant) -> bool {
-        let left = (held_since
-            + self
-                .initial
-                .saturating_sub(crate::keys::drift(self.initial)))
-        .saturating_duration_since(tokio::time::Instant::now());
-        left < self.initial / 3
+        Some((owner, HandedOff { token }))
     }
 }
