@@ -4,9 +4,9 @@
 Usage: tools/mutants/run.py [ID ...]   (no ID: every mutant)
 
 For each mutant: replace its `find` text (which must occur exactly once) in its file, run the
-fault suite's short profile on its `chaos` scenarios and `cargo test -p distlock --test it --
-<tests>` (each where given), and put the file back whatever happens. A mutant is caught when
-either fails. Prints one line per mutant and exits 1 if any survived (or did
+fault suite's short profile on its `chaos` scenarios, `cargo test -p distlock --lib -- <unit>`
+and `cargo test -p distlock --test it -- <tests>` (each where given), and put the file back
+whatever happens. A mutant is caught when any of them fails. Prints one line per mutant and exits 1 if any survived (or did
 not apply), 0 when every one was caught. The tree must be clean of edits to the mutated files.
 """
 import pathlib
@@ -32,9 +32,22 @@ def parse(text):
         cur[key.strip()] = value.replace("\\n", "\n")
     for m in mutants:
         missing = {"id", "what", "file", "find", "replace"} - m.keys()
-        if missing or not ({"tests", "chaos"} & m.keys()):
-            sys.exit(f"mutants.txt: {m.get('id', '?')} lacks {sorted(missing) or 'tests or chaos'}")
+        if missing or not ({"tests", "unit", "chaos"} & m.keys()):
+            sys.exit(f"mutants.txt: {m.get('id', '?')} lacks {sorted(missing) or 'tests, unit or chaos'}")
     return mutants
+
+
+def failures(out):
+    """The names under cargo test's "failures:" list (printed twice; the last list)."""
+    lines = out.splitlines()
+    starts = [i for i, l in enumerate(lines) if l.strip() == "failures:"]
+    failed = []
+    if starts:
+        for l in lines[starts[-1] + 1:]:
+            if not l.startswith("    "):
+                break
+            failed.append(l.strip())
+    return failed
 
 
 def run(m):
@@ -58,6 +71,15 @@ def run(m):
                 found = sorted({l.split("violation (")[1].split(")")[0] for l in out.splitlines()
                                 if "violation (" in l})
                 caught.append(f"the fault suite ({m['chaos']}: {', '.join(found) or 'failed'})")
+        if "unit" in m:
+            # The library's unit tests named by `unit`.
+            cmd = ["cargo", "test", "-q", "-p", "distlock", "--lib", "--"] + m["unit"].split()
+            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+            out = r.stdout + r.stderr
+            if "error[" in out or "could not compile" in out:
+                return "NOT APPLIED", "the mutant does not compile"
+            if r.returncode != 0:
+                caught += [f"unit {name}" for name in failures(out)] or ["the unit tests"]
         if "tests" not in m:
             took = time.monotonic() - started
             if caught:
@@ -73,15 +95,7 @@ def run(m):
             return "SURVIVED", f"{took:.0f} s: the tests passed"
         if "error[" in out or "could not compile" in out:
             return "NOT APPLIED", "the mutant does not compile"
-        # The names under cargo test's "failures:" list (printed twice; the last list).
-        lines = out.splitlines()
-        starts = [i for i, l in enumerate(lines) if l.strip() == "failures:"]
-        failed = []
-        if starts:
-            for l in lines[starts[-1] + 1:]:
-                if not l.startswith("    "):
-                    break
-                failed.append(l.strip())
+        failed = failures(out)
         if not failed:
             tail = " | ".join(lines[-5:])
             return "UNCLEAR", f"{took:.0f} s: the run failed without a failing test: {tail}"

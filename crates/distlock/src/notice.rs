@@ -6,11 +6,13 @@
 //! force-unlock scripts answer the owner fields they deleted (`<client-id>:<owner>[:write]`);
 //! the client that force-unlocked then publishes `l;<field length>;<field>;<key>` (the
 //! length in bytes: an owner may contain `;`) on each holder client's
-//! channel, and a client that hears one fires the lost signal of its lease on that key and
-//! field (the watchdog's lease states). A notice that reaches nobody (the holder's
-//! subscription is down, a deleting client without rights on the channel) changes nothing:
-//! the holder still finds out at its next renewal. A Redisson client's `forceUnlock` and a
-//! key deleted by hand publish no notice.
+//! channel. A notice is a claim, not proof: any client allowed to `PUBLISH` on the channel
+//! can send one. A client that hears one asks the server (`HEXISTS` of the field; a job
+//! lock's `GET`, compared with the value the guard wrote) and fires the lost signal of its
+//! lease on that key and field (the watchdog's lease states) only when the hold is gone. A
+//! notice that reaches nobody (the holder's subscription is down, a deleting client without
+//! rights on the channel) changes nothing: the holder still finds out at its next renewal.
+//! A Redisson client's `forceUnlock` and a key deleted by hand publish no notice.
 
 use crate::conn::Backend;
 use crate::keys;
@@ -21,10 +23,14 @@ fn payload(field: &str, key: &str) -> String {
     format!("l;{};{field};{key}", field.len())
 }
 
-/// The `(field, key)` of a notice payload; `None` for anything else.
+/// The `(field, key)` of a notice payload; `None` for anything else. The length is decimal
+/// digits without a sign or a leading zero, as [`payload`] writes it.
 pub(crate) fn parse(payload: &[u8]) -> Option<(&str, &str)> {
     let text = std::str::from_utf8(payload).ok()?;
     let (len, rest) = text.strip_prefix("l;")?.split_once(';')?;
+    if len.is_empty() || len.starts_with('0') || !len.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let len: usize = len.parse().ok()?;
     let field = rest.get(..len)?;
     let key = rest.get(len..)?.strip_prefix(';')?;
@@ -50,6 +56,41 @@ pub(crate) async fn tell_job_holder(backend: &Backend, key: &str, value: &str) {
         vec![(keys::job_notice_channel(key), value.to_string())],
     )
     .await;
+}
+
+/// Whether the server says the hold of `field` on `key` is gone (a notice's check before
+/// the lost signal fires): the field is absent, or the key holds another type now. `false`
+/// when the server cannot say (unreachable): the holder's next renewal finds out then.
+pub(crate) async fn lock_hold_gone(backend: &Backend, key: &str, field: &str) -> bool {
+    let mut cmd = redis::cmd("HEXISTS");
+    cmd.arg(key).arg(field);
+    match backend.query::<bool>("lost-lease notice check", &cmd).await {
+        Ok(held) => !held,
+        Err(e) => wrong_type(&e),
+    }
+}
+
+/// Whether the server says the job lock `key` no longer holds `value` (a job notice's check
+/// before the lost signal fires); `false` when the server cannot say.
+pub(crate) async fn job_hold_gone(backend: &Backend, key: &str, value: &str) -> bool {
+    let mut cmd = redis::cmd("GET");
+    cmd.arg(key);
+    match backend
+        .query::<Option<Vec<u8>>>("job-lock notice check", &cmd)
+        .await
+    {
+        Ok(now) => now.as_deref() != Some(value.as_bytes()),
+        Err(e) => wrong_type(&e),
+    }
+}
+
+/// A `WRONGTYPE` answer: the key holds another type, so no hold of ours is in it.
+fn wrong_type(e: &crate::Error) -> bool {
+    tracing::debug!(
+        error = format_args!("{e:#}"),
+        "lost-lease notice check failed"
+    );
+    format!("{e:#}").contains("WRONGTYPE")
 }
 
 /// Publish each `(channel, message)` the way `backend` publishes, all at once; failures
@@ -84,8 +125,24 @@ mod tests {
         let p = payload("c1:7;x:write", "locks;{a}:b");
         assert_eq!(p, "l;12;c1:7;x:write;locks;{a}:b");
         assert_eq!(parse(p.as_bytes()), Some(("c1:7;x:write", "locks;{a}:b")));
+        // A non-ASCII owner: the length counts bytes.
+        let p = payload("c1:ünï", "k");
+        assert_eq!(p, "l;8;c1:ünï;k");
+        assert_eq!(parse(p.as_bytes()), Some(("c1:ünï", "k")));
         for bad in [
-            "", "l;", "l;1;f;", "l;0;;k", "h;1;f;k", "l;1;f", "l;9;f;k", "l;x;f;k",
+            "",
+            "l;",
+            "l;1;f;",
+            "l;0;;k",
+            "h;1;f;k",
+            "l;1;f",
+            "l;9;f;k",
+            "l;x;f;k",
+            "l;+1;f;k",
+            "l;01;f;k",
+            "l;-1;f;k",
+            "l; 1;f;k",
+            "l;6;c1:ünï;k",
         ] {
             assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
         }

@@ -378,9 +378,11 @@ impl Leases {
             .any(|((k, _), e)| k == key && !e.lease.is_lost())
     }
 
-    /// What the client's notice channel runs: a lost-lease notice (`notice::parse`) fires
-    /// the lost signal of the lease it names, if this client holds one (else nothing).
-    pub(crate) fn notice_handler(&self) -> crate::conn::pubsub::Handler {
+    /// What the client's notice channel runs: a lost-lease notice (`notice::parse`) naming
+    /// a lease this client holds is checked with the server over `backend` (the notice is
+    /// only a claim: anyone with `PUBLISH` rights on the channel can send one), and the
+    /// lease's lost signal fires when the server says the hold is gone.
+    pub(crate) fn notice_handler(&self, backend: Backend) -> crate::conn::pubsub::Handler {
         let shared = self.shared.clone();
         crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
             let Some((field, key)) = crate::notice::parse(payload) else {
@@ -392,10 +394,18 @@ impl Leases {
                 .unwrap()
                 .get(&(key.to_string(), field.to_string()))
                 .map(|e| e.lease.clone());
-            if let Some(lease) = lease {
-                tracing::debug!(lock = %key, "lock force-unlocked: lease lost");
-                lease.mark_lost();
-            }
+            let (Some(lease), Ok(runtime)) = (lease, tokio::runtime::Handle::try_current()) else {
+                return;
+            };
+            let (backend, key, field) = (backend.clone(), key.to_string(), field.to_string());
+            runtime.spawn(async move {
+                if crate::notice::lock_hold_gone(&backend, &key, &field).await {
+                    tracing::debug!(lock = %key, "lock force-unlocked: lease lost");
+                    lease.mark_lost();
+                } else {
+                    tracing::debug!(lock = %key, "a lost-lease notice for a hold the server still has; ignored");
+                }
+            });
         }))
     }
 

@@ -129,7 +129,7 @@ impl ClientBuilder {
         let leases = Leases::start(backend.clone(), self.watchdog_lease, reconnected);
         let notices = hub.listen(
             &keys::client_notice_channel(&id.to_string()),
-            leases.notice_handler(),
+            leases.notice_handler(backend.clone()),
         );
         let inner = ClientInner {
             id,

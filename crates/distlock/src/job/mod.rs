@@ -290,16 +290,28 @@ impl JobLock {
             "job_lock",
             key.clone(),
         ));
-        // Listen for a force unlock of this very grant while the guard lives.
+        // Listen for a force unlock of this very grant while the guard lives; a notice is
+        // checked with the server (anyone with PUBLISH rights on the channel can send one).
         let notices = {
-            let (lease, value) = (lease.clone(), value.clone());
+            let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
+            let backend = self.client.inner.backend.clone();
             self.client.inner.hub.listen(
                 &keys::job_notice_channel(&key),
                 crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
-                    if payload == value.as_bytes() {
-                        tracing::debug!("job lock force-unlocked: lease lost");
-                        lease.mark_lost();
+                    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                        return;
+                    };
+                    if payload != value.as_bytes() {
+                        return;
                     }
+                    let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
+                    let backend = backend.clone();
+                    runtime.spawn(async move {
+                        if crate::notice::job_hold_gone(&backend, &key, &value).await {
+                            tracing::debug!("job lock force-unlocked: lease lost");
+                            lease.mark_lost();
+                        }
+                    });
                 })),
             )
         };

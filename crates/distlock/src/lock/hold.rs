@@ -141,6 +141,8 @@ impl Hold {
         let s = self.state();
         let (count, _, pttl) = s.lock.inspect(&s.owner).await?;
         if count == 0 {
+            // Learnt the hold is gone: the lost signal fires, as for a renewal.
+            s.registration.lease().mark_lost();
             let reason = if pttl == -2 {
                 NotHeldReason::Gone
             } else {

@@ -224,3 +224,109 @@ async fn a_force_unlock_fires_the_holders_lost_signal_at_once() {
         kept.release().await.unwrap();
     }
 }
+
+/// A lost-lease notice is a claim, not proof: a well-formed `l;<len>;<field>;<key>` that no
+/// force unlock sent (any client allowed to `PUBLISH` on the notice channels can send one),
+/// with its length written plainly, as `+N` or as `0N`, does not fire the holder's `lost()`
+/// while the server still has the hold, and the watchdog keeps renewing it. Nor does the
+/// job lock's notice (the value the guard wrote) while the job lock still holds that value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_the_server_does_not_confirm_fires_no_lost() {
+    let server = RedisServer::start();
+    let holder = client_with_watchdog(&server, Duration::from_secs(3)).await;
+    let deployment = Deployment::Standalone(server);
+    assert!(
+        listening(&deployment, &holder).await,
+        "no notice subscription"
+    );
+    let Deployment::Standalone(server) = &deployment else {
+        unreachable!()
+    };
+    let guard = holder.lock("kept").acquire().await.unwrap();
+    let field = guard.owner().as_str().to_string();
+    let channel = distlock::layout::client_notice_channel(&holder.id().to_string());
+    let len = field.len();
+    for notice in [
+        format!("l;{len};{field};kept"),
+        format!("l;+{len};{field};kept"),
+        format!("l;0{len};{field};kept"),
+    ] {
+        let _: i64 = cmd(server, &["PUBLISH", &channel, &notice]);
+    }
+    let job = holder
+        .job_lock("job")
+        .at_most_for(Duration::from_secs(60))
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("job lock");
+    let job_channel = distlock::layout::job_notice_channel(job.key());
+    assert!(eventually(Duration::from_secs(5), || numsub(server, &job_channel) >= 1).await);
+    let _: i64 = cmd(server, &["PUBLISH", &job_channel, job.value()]);
+    // Longer than a renewal period (1 s): the hold is renewed meanwhile.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !guard.is_lost(),
+        "a notice fired lost() while the server kept the hold"
+    );
+    assert!(guard.is_held().await.unwrap());
+    assert!(
+        !job.is_lost(),
+        "a job notice fired lost() while the job lock held"
+    );
+    let pttl: i64 = cmd(server, &["PTTL", "kept"]);
+    assert!(pttl > 1000, "the watchdog stopped renewing: pttl {pttl}");
+    // The real thing still works: a force unlock's notice fires it.
+    assert!(holder.lock("kept").force_unlock().await.unwrap());
+    tokio::time::timeout(Duration::from_secs(4), guard.lost())
+        .await
+        .expect("lost() did not fire after the force unlock");
+    job.release().await.unwrap();
+}
+
+/// An owner with non-ASCII characters is told of a force unlock at once too: the notice's
+/// length counts bytes on both sides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_ascii_owner_is_told_of_a_force_unlock() {
+    let server = RedisServer::start();
+    let holder = client_for(&server).await;
+    let deployment = Deployment::Standalone(server);
+    assert!(
+        listening(&deployment, &holder).await,
+        "no notice subscription"
+    );
+    let owner = distlock::Owner::parse(&format!("{}:zwölf-Jobs", holder.id())).unwrap();
+    let guard = holder
+        .lock("umlaut")
+        .lease(Duration::from_secs(60))
+        .acquire_as(&owner)
+        .await
+        .unwrap();
+    let operator = deployment.client().await;
+    assert!(operator.lock("umlaut").force_unlock().await.unwrap());
+    tokio::time::timeout(Duration::from_secs(4), guard.lost())
+        .await
+        .expect("lost() did not fire for a non-ASCII owner after the force unlock");
+}
+
+/// Whatever verb learns that a hold is gone fires `lost()`: here `remaining`, after the key
+/// was deleted by hand (no notice, an explicit lease that no watchdog renews).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remaining_that_finds_the_hold_gone_fires_lost() {
+    let (server, client) = setup().await;
+    let guard = client
+        .lock("by-hand")
+        .lease(Duration::from_secs(60))
+        .acquire()
+        .await
+        .unwrap();
+    let _: i64 = cmd(&server, &["DEL", "by-hand"]);
+    assert_eq!(
+        guard.remaining().await.unwrap_err().kind(),
+        distlock::ErrorKind::NotHeld
+    );
+    assert!(
+        guard.is_lost(),
+        "remaining() found the hold gone but lost() did not fire"
+    );
+}
