@@ -336,7 +336,8 @@ impl Leases {
     /// Keep a lease of another kind alive (a job lock, a leased permit): every `period` the
     /// watchdog runs `renew`, which extends it to `lease`; the lost signal of `state` fires
     /// when `renew` reports it gone or the local deadline passes while renewals fail. Stops
-    /// when the returned handle is dropped.
+    /// when the returned handle is dropped. With a zero `lease`, `renew` only checks that
+    /// the hold is still there (no deadline moves, no renewal is counted).
     pub(crate) fn keep_alive(
         &self,
         what: String,

@@ -20,7 +20,8 @@ use tokio::time::Instant;
 #[clippy::has_significant_drop]
 pub struct JobGuard {
     pub(super) inner: Option<Arc<GuardInner>>,
-    /// The watchdog's keep-alive of this job lock, when asked for (dropping it stops it).
+    /// The watchdog's keep-alive of this job lock when asked for, else its check that the
+    /// lock still holds this guard's value (dropping it stops either).
     pub(super) keep_alive: Option<KeepAlive>,
     /// This job lock in the client's registry (released at shutdown if still held).
     pub(super) hold: HoldId,
@@ -219,6 +220,39 @@ impl JobGuard {
             me.at_most_for / 2,
             me.lease.clone(),
             renew,
+        ));
+    }
+
+    /// Without keep-alive: have the client's watchdog check every third of `at_most_for`
+    /// (one `GET`) that the job lock still holds this guard's value, so that a force unlock
+    /// whose notice cannot reach this client (an ACL without `&distlock_job:*`), a key
+    /// deleted by hand or a ShedLock unlock from another service (which publishes nothing)
+    /// fires the lost signal within a third of the lease, as a renewal would find it.
+    pub(super) fn start_check(&mut self) {
+        let me = self.inner.clone().expect("fresh guard");
+        let check: Renew = {
+            let me = me.clone();
+            Arc::new(move || {
+                let me = me.clone();
+                Box::pin(async move {
+                    let mut cmd = redis::cmd("GET");
+                    cmd.arg(&me.key);
+                    let now: Option<Vec<u8>> = me
+                        .client
+                        .inner
+                        .backend
+                        .query(format!("check job {:?}", me.name), &cmd)
+                        .await?;
+                    Ok(now.as_deref() == Some(me.value.as_bytes()))
+                })
+            })
+        };
+        self.keep_alive = Some(me.client.inner.leases.keep_alive(
+            format!("job {:?}", me.name),
+            Duration::ZERO,
+            me.at_most_for / 3,
+            me.lease.clone(),
+            check,
         ));
     }
 

@@ -341,6 +341,8 @@ impl JobLock {
         };
         if self.keep_alive {
             guard.start_keep_alive();
+        } else {
+            guard.start_check();
         }
         guard
     }

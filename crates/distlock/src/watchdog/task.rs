@@ -134,6 +134,9 @@ async fn renew_kept(shared: &Shared, all: bool) {
             let mut kept = shared.kept.lock().unwrap();
             let Some(k) = kept.get_mut(&id) else { return };
             match outcome {
+                // A zero lease is a check that the hold is still there (a job lock without
+                // keep-alive): nothing was extended, so nothing is counted or moved.
+                Ok(true) if lease.is_zero() => k.due = started + period,
                 Ok(true) => {
                     crate::metrics::renewals(state.kind(), 1, 0);
                     state.renewed(started + lease.saturating_sub(drift(lease)));
@@ -205,8 +208,8 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
 /// when it failed. `hash_mode`: [`Renewal::hash_mode`] of the chunk's renewal (`None`: read
 /// holds).
 ///
-/// In a DEBUG span `distlock.renew` (`leases`, `kind`, `outcome`: `renewed`, `unconfirmed`
-/// or `failed`; `lost`: the leases found gone).
+/// In a DEBUG span `distlock.renew` (`leases`, `kind`: `lock`, `write_lock` or `read_lock`,
+/// `read`, `outcome`: `renewed`, `unconfirmed` or `failed`; `lost`: the leases found gone).
 async fn renew_chunk(
     backend: &Backend,
     shared: &Shared,
@@ -225,6 +228,7 @@ async fn renew_chunk(
         "distlock.renew",
         leases = chunk.len(),
         kind,
+        read = hash_mode.is_none(),
         outcome = tracing::field::Empty,
         lost = tracing::field::Empty,
     );

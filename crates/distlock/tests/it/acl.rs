@@ -164,7 +164,8 @@ async fn waiters_without_channel_rights_poll_and_do_not_reconnect_in_a_loop() {
 
 /// The minimal ACL of each primitive, as the README documents it: every user below can run
 /// its primitive's full cycle (contend, wait with wake-ups, release) and nothing more is
-/// needed. Common to all: `+ping +evalsha +script|load +subscribe +unsubscribe ~* &*`.
+/// needed. Common to all: `+ping +evalsha +script|load +subscribe +unsubscribe ~*` and the
+/// README's channel patterns (`documented_channels`).
 pub const MINIMAL_ACL: &[(&str, &str)] = &[
     (
         "lock",
@@ -251,7 +252,6 @@ macro_rules! permit_handoff {
 
 const COMMON_ACL: &[&str] = &[
     "~*",
-    "&*",
     "+ping",
     "+evalsha",
     "+script|load",
@@ -259,13 +259,48 @@ const COMMON_ACL: &[&str] = &[
     "+unsubscribe",
 ];
 
+/// The channel patterns the README's "Minimal ACL" section lists (every backticked `&…`
+/// but `&*`), so that the users below have exactly the documented channel rights.
+fn documented_channels() -> Vec<String> {
+    let readme = include_str!("../../../../README.md");
+    let start = readme
+        .find("### Minimal ACL")
+        .expect("README: Minimal ACL section");
+    let section = &readme[start..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let channels: Vec<String> = section
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| t.starts_with('&') && *t != "&*" && !t.contains(' ') && !t.contains('{'))
+        .map(str::to_string)
+        .collect();
+    for wanted in [
+        "&distlock_client:*",
+        "&distlock_job:*",
+        "&distlock_lock_grant:*",
+    ] {
+        assert!(
+            channels.iter().any(|c| c == wanted),
+            "README lacks {wanted}: {channels:?}"
+        );
+    }
+    channels
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(clippy::expect_fun_call)] // each message names the primitive and the step
 async fn the_documented_minimal_acl_suffices_for_every_primitive() {
     let server = RedisServer::start();
+    let channels = documented_channels();
+    // A force unlock is an operator's (the CLI's `unlock --force` rights): the holder with
+    // the minimal ACL must hear of it at once, not at its next renewal (10 s) or check.
+    let operator = client_for(&server).await;
+    let told = Duration::from_secs(3);
     for (primitive, rules) in MINIMAL_ACL {
         let user = format!("min_{primitive}");
         let mut all: Vec<&str> = COMMON_ACL.to_vec();
+        all.extend(channels.iter().map(String::as_str));
         all.extend(rules.split_whitespace());
         let a = client_as(&server, &user, &all).await;
         let b = client_as(&server, &user, &all).await;
@@ -286,6 +321,11 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                     subscribed(format!("redisson_lock__channel:{{{name}}}")),
                     released
                 );
+                let g = a.lock(name.as_str()).acquire().await.unwrap();
+                assert!(operator.lock(name.as_str()).force_unlock().await.unwrap());
+                tokio::time::timeout(told, g.lost())
+                    .await
+                    .expect(&released("the force-unlocked holder was not told"));
             }
             "fair_lock" => {
                 // Queued, and subscribed to its own channel `…:{name}:<owner>`.
@@ -302,6 +342,15 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                     queued,
                     released
                 );
+                let g = a.fair_lock(name.as_str()).acquire().await.unwrap();
+                assert!(operator
+                    .fair_lock(name.as_str())
+                    .force_unlock()
+                    .await
+                    .unwrap());
+                tokio::time::timeout(told, g.lost())
+                    .await
+                    .expect(&released("the force-unlocked holder was not told"));
             }
             "rw_lock" => {
                 let (ra, rb) = (a.rw_lock(name.as_str()), b.rw_lock(name.as_str()));
@@ -319,6 +368,15 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                     .release()
                     .await
                     .unwrap();
+                let g = a.rw_lock(name.as_str()).write().await.unwrap();
+                assert!(operator
+                    .rw_lock(name.as_str())
+                    .force_unlock()
+                    .await
+                    .unwrap());
+                tokio::time::timeout(told, g.lost())
+                    .await
+                    .expect(&released("the force-unlocked writer was not told"));
             }
             "semaphore" => {
                 let (sa, sb) = (a.semaphore(name.as_str()), b.semaphore(name.as_str()));
@@ -391,8 +449,48 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                     .release()
                     .await
                     .unwrap();
+                let g = ja.try_acquire().await.unwrap().expect("free");
+                let channel = distlock::layout::job_notice_channel(g.key());
+                assert!(
+                    eventually(Duration::from_secs(2), || numsub(&server, &channel) == 1).await,
+                    "{}",
+                    released("the job holder does not listen for notices")
+                );
+                assert!(operator
+                    .job_lock(name.as_str())
+                    .force_unlock()
+                    .await
+                    .unwrap());
+                tokio::time::timeout(told, g.lost())
+                    .await
+                    .expect(&released("the force-unlocked job holder was not told"));
             }
             other => panic!("no scenario for {other}"),
         }
     }
+}
+
+/// A job holder whose ACL denies the job's notice channel still learns of a force unlock
+/// within a third of `at_most_for` (its watchdog check finds the value gone), where before it
+/// ran to the end of its job never told; another instance could run the job meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_holder_without_its_notice_channel_learns_of_a_force_unlock() {
+    let server = RedisServer::start();
+    let rules = ["~*", "&redisson_lock__channel:*", "+@all"];
+    let holder = client_as(&server, "nonotice", &rules).await;
+    let at_most = Duration::from_secs(3);
+    let guard = holder
+        .job_lock("deaf-job")
+        .at_most_for(at_most)
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free");
+    let operator = client_for(&server).await;
+    let started = tokio::time::Instant::now();
+    assert!(operator.job_lock("deaf-job").force_unlock().await.unwrap());
+    tokio::time::timeout(at_most / 3 + Duration::from_millis(700), guard.lost())
+        .await
+        .expect("the job holder was not told within a third of at_most_for");
+    eprintln!("told after {:?}", started.elapsed());
 }

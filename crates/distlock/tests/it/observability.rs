@@ -248,4 +248,40 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
         "once, for this client's wait only: {warned:?}"
     );
     assert!(warned[0]["message"].contains("reenter"), "{warned:?}");
+
+    // A user whose ACL denies the client's notice channel: one WARN at connect that says
+    // what is lost (force-unlock notices), not the wake-ups it keeps.
+    let _: () = cmd(
+        &server,
+        &[
+            "ACL",
+            "SETUSER",
+            "nonotice",
+            "on",
+            ">pw",
+            "~*",
+            "&redisson_lock__channel:*",
+            "+@all",
+        ],
+    );
+    let _deaf =
+        distlock::Client::connect(&server.url().replace("redis://", "redis://nonotice:pw@"))
+            .await
+            .unwrap();
+    let denied = |needle: &'static str| {
+        let collector = collector.clone();
+        move || {
+            collector.0.lock().unwrap().iter().any(|(_, f)| {
+                f.get("level").map(String::as_str) == Some("WARN")
+                    && f.get("message").is_some_and(|m| m.contains(needle))
+                    && f.get("error")
+                        .is_some_and(|e| e.contains("distlock_client:"))
+            })
+        }
+    };
+    assert!(
+        eventually(Duration::from_secs(5), denied("no lost-lease notices")).await,
+        "no WARN naming the lost notices"
+    );
+    assert!(!denied("no wake-ups")(), "the WARN speaks of wake-ups");
 }

@@ -145,8 +145,10 @@ impl Channel {
 struct Shared {
     /// Channel name → (local subscriber count, channel).
     channels: Mutex<HashMap<String, (usize, Arc<Channel>)>>,
-    /// Whether a refused subscription was logged already (once per client).
+    /// Whether a refused subscription was logged already (once per client): a wake-up
+    /// channel's, and a notice channel's.
     denial_logged: AtomicBool,
+    notice_denial_logged: AtomicBool,
 }
 
 impl Shared {
@@ -352,17 +354,7 @@ async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::Redis
             Err(e) if is_noperm(&e) => {
                 channel.denied.store(true, Ordering::Relaxed);
                 channel.confirm(false);
-                if !shared.denial_logged.swap(true, Ordering::Relaxed) {
-                    let err = crate::error::Error::new(
-                        crate::error::ErrorKind::NoPermission,
-                        format!(
-                            "subscribe to {name:?}: the server's ACL denies the channel \
-                             (the user needs `&{name}` or `&*`); waiters poll instead of \
-                             waiting for wake-ups, and releases wake nobody"
-                        ),
-                    );
-                    tracing::warn!(error = %err, "no wake-ups for this client's waiters");
-                }
+                denied_warning(shared, name);
                 return Ok(false);
             }
             Err(e) => return Err(e),
@@ -371,6 +363,44 @@ async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::Redis
         conn.unsubscribe(name).await?;
     }
     Ok(true)
+}
+
+/// The one WARN of a client whose ACL denies a channel, saying what is lost: a notice
+/// channel's denial (the client's own, or a job lock's) leaves force unlocks to be learnt at
+/// the next renewal or check instead of at once; a wake-up channel's leaves waiters polling.
+fn denied_warning(shared: &Shared, name: &str) {
+    let client = name.starts_with("distlock_client:");
+    let notices = client || name.starts_with("distlock_job:");
+    let (what, pattern, flag) = if notices {
+        (
+            "lost-lease notices: a force unlock of this client's holds fires their lost() \
+             only at the next renewal (a job lock's at its next check, a third of \
+             at_most_for) instead of at once",
+            if client {
+                "&distlock_client:*"
+            } else {
+                "&distlock_job:*"
+            },
+            &shared.notice_denial_logged,
+        )
+    } else {
+        (
+            "wake-ups: this client's waiters poll instead of waiting for messages, and its \
+             releases wake nobody",
+            "the channel's pattern",
+            &shared.denial_logged,
+        )
+    };
+    if !flag.swap(true, Ordering::Relaxed) {
+        let err = crate::error::Error::new(
+            crate::error::ErrorKind::NoPermission,
+            format!(
+                "subscribe to {name:?}: the server's ACL denies the channel (the user needs \
+                 {pattern} or &*)"
+            ),
+        );
+        tracing::warn!(error = %err, "no {what}");
+    }
 }
 
 /// A refusal by the server's ACL (not a broken connection).
