@@ -199,3 +199,25 @@ fn the_command_gets_a_growing_fencing_token_where_the_mode_has_one() {
         assert_eq!(token(mode), "unset", "{mode:?}");
     }
 }
+
+/// Every lock mode of `run` keeps its lock across several watchdog renewals: a command that
+/// runs for six renewal periods ends with its own exit code, not killed for a lost lease
+/// (a write lock's renewal once refused its hash, so `run --write` killed every command
+/// that outlived a third of the lease).
+#[test]
+fn every_lock_mode_keeps_its_lock_across_renewals() {
+    let server = RedisServer::start();
+    for mode in [None, Some("--fair"), Some("--read"), Some("--write")] {
+        let name = format!("renewed{}", mode.unwrap_or(""));
+        let mut c = distlock(&server);
+        c.args(["--watchdog-lease", "600ms", "run", &name]);
+        c.args(mode);
+        c.args(["--", "sh", "-c", "sleep 1.2; exit 3"]);
+        let out = output(c);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{mode:?}: the command did not run to its end under the lock: {out:?}"
+        );
+    }
+}
