@@ -369,8 +369,14 @@ impl Lock {
     /// its next renewal, as one whose lock a Redisson client force-unlocked or an operator deleted
     /// by hand.
     ///
+    /// Only a lock's hash is deleted: a key that holds anything else (a user's data under a
+    /// mistyped name, a hash with fields no lock has, a read-write lock) is refused and left
+    /// unchanged.
+    ///
     /// # Errors
-    /// As [`Lock::is_locked`](crate::Lock::is_locked).
+    /// [`ErrorKind::WrongType`] when the key is not a plain or fair lock: another type, a hash
+    /// with a field no lock has, or a read-write lock (nothing is deleted); as
+    /// [`Lock::is_locked`](crate::Lock::is_locked).
     ///
     /// # Cancel safety
     /// Cancel safe: one script, idempotent.

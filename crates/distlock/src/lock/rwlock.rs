@@ -308,7 +308,9 @@ impl RwLock {
     /// Delete the lock whoever holds it and wake every waiter.
     ///
     /// # Errors
-    /// As [`Lock::force_unlock`](crate::Lock::force_unlock).
+    /// [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key is not a read-write
+    /// lock: another type, a hash with a field no lock has, or a plain or fair lock (nothing is
+    /// deleted); as [`Lock::is_locked`](crate::Lock::is_locked).
     ///
     /// # Cancel safety
     /// Cancel safe: idempotent.

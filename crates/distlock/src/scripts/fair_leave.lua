@@ -24,27 +24,24 @@
 --          Force unlock: {1, <owner field>...} when the lock was deleted, with the owner
 --          fields it held (as lock_force_unlock.lua's), {0} when there was none (then nobody
 --          is woken).
--- Errors   WRONGTYPE when a key holds another type.
+-- Errors   WRONGTYPE when a key holds another type. Force unlock: WRONGTYPE, nothing changed,
+--          when KEYS[1] is not a hash, a hash with a field or value no lock has (shapes.lua's
+--          lock_hash, as lock_force_unlock.lua's), or a read-write lock's (kinds.lua's
+--          wrong_kind).
 --
--- Uses prelude.lua, handoff.lua and fair.lua (joined in front by scripts/mod.rs): now_ms,
--- leave_queue, drop_stale_heads, serve_head.
+-- Uses prelude.lua, kinds.lua, shapes.lua, handoff.lua and fair.lua (joined in front by
+-- scripts/mod.rs): now_ms, wrong_kind, lock_hash, leave_queue, drop_stale_heads, serve_head.
 
 local result = 0
 if ARGV[2] == '1' then
-  -- Force unlock: only a plain or fair lock's hash is deleted, never another kind's data.
-  if redis.call('exists', KEYS[1]) == 0 then
-    return {0}
+  -- Force unlock: only a plain or fair lock's hash is deleted, never another kind's data
+  -- nor a user's (checked before anything is written).
+  local reply, has_mode = lock_hash(KEYS[1])
+  if reply.err or reply[1] == 0 then
+    return reply
   end
-  if redis.pcall('hexists', KEYS[1], 'mode') ~= 0 then
+  if has_mode then
     return wrong_kind(KEYS[1], 'a fair lock')
-  end
-  local reply = {1}
-  local fields = redis.call('hkeys', KEYS[1])
-  for i = 1, #fields do
-    if string.find(fields[i], ':', 1, true) and fields[i] ~= 'distlock:fencing-token' and
-        fields[i] ~= 'distlock:holder' then
-      reply[#reply + 1] = fields[i]
-    end
   end
   redis.call('del', KEYS[1])
   drop_stale_heads(KEYS[2], KEYS[3], KEYS[4], KEYS[6], now_ms())

@@ -10,14 +10,16 @@
 //! [`Publish`] mode: `PUBLISH`, `SPUBLISH` or both. Scripts marked `with "prelude.lua"` also
 //! get `prelude.lua` (local helper functions: exact fencing tokens from the lock's per-slot
 //! counter, server time in ms from one `TIME` per run, a TTL that must not fail half-way)
-//! joined in front of their text at build time; the leased-semaphore scripts also get
-//! `leases.lua` (migration of the old leases key, Redisson's reclaim of ended leases; the
-//! acquire and release also `permit_queue.lua`, direct hand-off to queued waiters), the
-//! plain lock's scripts `handoff.lua` (direct hand-off to queued waiters), the fair-lock
-//! scripts `handoff.lua` and `fair.lua` (Redisson's queue score arithmetic, dead waiters at
-//! the head, hand-off to the head), and the read-write lock's write acquire, releases and
-//! writer leave `handoff.lua` and `rw_handoff.lua` (the write lock handed to queued
-//! writers).
+//! joined in front of their text at build time; the scripts that delete a lock whoever holds
+//! it (the force-unlocks) get `shapes.lua` (what a lock hash looks like: a key that holds
+//! anything else, a user's data under a mistyped name, is refused and left unchanged); the
+//! leased-semaphore scripts also get `leases.lua` (migration of the old leases key,
+//! Redisson's reclaim of ended leases; the acquire and release also `permit_queue.lua`,
+//! direct hand-off to queued waiters), the plain lock's scripts `handoff.lua` (direct hand-off
+//! to queued waiters), the fair-lock scripts `handoff.lua` and `fair.lua` (Redisson's queue
+//! score arithmetic, dead waiters at the head, hand-off to the head), and the read-write
+//! lock's write acquire, releases and writer leave `handoff.lua` and `rw_handoff.lua` (the
+//! write lock handed to queued writers).
 //!
 //! The plain, fair, read and write locks' common cases also have fast paths (`*_acquire_fast.lua`: a
 //! free lock nobody queues for; `*_release_fast.lua`: the last hold, nobody queued): short
@@ -398,6 +400,11 @@ const FAST: &str = include_str!("fast.lua");
 /// of the scripts that check what kind a key holds.
 #[cfg(test)]
 const KINDS: &str = include_str!("kinds.lua");
+/// The shape checks of distlock's data, joined (after the prelude and the refusal of another
+/// kind's data, where those are joined) in front of the scripts that delete a lock whoever
+/// holds it: the force-unlocks.
+#[cfg(test)]
+const SHAPES: &str = include_str!("shapes.lua");
 /// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
 #[cfg(test)]
 const LEASES: &str = include_str!("leases.lua");
@@ -434,7 +441,7 @@ scripts! {
     /// Renew many leases at once (watchdog) or extend one.
     LOCK_RENEW => "lock_renew.lua",
     /// Delete a lock whoever holds it and wake its waiters.
-    LOCK_FORCE_UNLOCK => "lock_force_unlock.lua" with "kinds.lua",
+    LOCK_FORCE_UNLOCK => "lock_force_unlock.lua" with "kinds.lua" "shapes.lua",
     /// One owner's hold count, token and TTL.
     LOCK_INSPECT => "lock_inspect.lua",
     /// Take a job lock if free; WRONGTYPE for a key of another type.
@@ -456,7 +463,7 @@ scripts! {
     FAIR_RELEASE => "fair_release.lua" with "prelude.lua" "handoff.lua" "fair.lua",
     /// Leave a fair queue (cancel, timeout; giving back a racing hand-off) or force-unlock;
     /// hand the lock to the head or wake it.
-    FAIR_LEAVE => "fair_leave.lua" with "prelude.lua" "kinds.lua" "handoff.lua" "fair.lua",
+    FAIR_LEAVE => "fair_leave.lua" with "prelude.lua" "kinds.lua" "shapes.lua" "handoff.lua" "fair.lua",
     /// The read-write lock's common read acquire (free, no writer waiting), or nil.
     RW_READ_ACQUIRE_FAST => "rw_read_acquire_fast.lua" with "fast.lua",
     /// The read-write lock's common read release (the only reader's last hold, nobody

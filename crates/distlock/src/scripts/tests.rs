@@ -3,7 +3,7 @@
 
 use super::{
     Publish, ALL, FAIR, FAST, HANDOFF, KINDS, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE,
-    RW_HANDOFF, SOURCES,
+    RW_HANDOFF, SHAPES, SOURCES,
 };
 
 /// Every negative reply a script returns is cited by its name ([`super::reply`]) in that
@@ -129,10 +129,11 @@ fn the_prelude_has_a_header_and_comes_first_in_every_script_that_uses_it() {
             || uses_fair
             || uses_rw_handoff;
         let uses_kinds = own.contains("wrong_kind(");
+        let uses_shapes = own.contains("lock_hash(");
         let mut expected = PUBLISH.to_string();
         if file.ends_with("_fast.lua") {
             assert!(
-                !uses && !uses_kinds && !uses_leases && !uses_handoff,
+                !uses && !uses_kinds && !uses_shapes && !uses_leases && !uses_handoff,
                 "{file}"
             );
             if own.contains("fast_token(") {
@@ -144,6 +145,9 @@ fn the_prelude_has_a_header_and_comes_first_in_every_script_that_uses_it() {
         }
         if uses_kinds {
             expected.push_str(KINDS);
+        }
+        if uses_shapes {
+            expected.push_str(SHAPES);
         }
         if uses_leases || uses_permit_queue {
             expected.push_str(LEASES);

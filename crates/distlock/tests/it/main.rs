@@ -41,5 +41,6 @@ mod shutdown;
 #[cfg(feature = "tls")]
 mod tls;
 mod topologies;
+mod user_keys;
 mod wakeup;
 mod watchdog;
