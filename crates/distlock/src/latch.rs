@@ -214,18 +214,27 @@ impl CountDownLatch {
 
     /// Delete the latch (open it without waking anyone). Returns whether it existed.
     ///
+    /// Only a latch's count is deleted: a key that holds anything else (a user's data under a
+    /// mistyped name, another kind's lock) is refused and left unchanged. A string that is an
+    /// integer (as Redis's `INCRBY` takes one: no `3.5`, no leading zero) is a count in
+    /// Redisson's layout, which cannot be told from other data that looks like one (or from a
+    /// semaphore's permits): it is deleted.
+    ///
     /// # Errors
-    /// Server failures.
+    /// [`ErrorKind::WrongType`] when the key holds another type, or a string that is not an
+    /// integer (nothing is deleted); server failures.
     ///
     /// # Cancel safety
     /// Cancel safe: idempotent.
     pub async fn delete(&self) -> Result<bool> {
         keys::check_name(&self.name)?;
+        let mut inv = scripts::LATCH_DELETE.prepare_invoke();
+        inv.key(&self.key);
         let n: i64 = self
             .client
             .inner
             .backend
-            .query(&self.context("delete"), redis::cmd("DEL").arg(&self.key))
+            .eval(&self.context("delete"), &inv)
             .await?;
         Ok(n == 1)
     }

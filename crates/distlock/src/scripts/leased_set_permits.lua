@@ -15,21 +15,30 @@
 -- ARGV[1]  the new size N (permits, >= 1)
 --
 -- Returns  the size before (0 when the semaphore had no counter).
--- Errors   WRONGTYPE when a key holds another type.
+-- Errors   WRONGTYPE when a key holds another type; for KEYS[1], or a string in it that is not
+--          an integer (shapes.lua's count_of), before any write. An integer is a semaphore's
+--          permits in Redisson's layout, which no script can tell from other data that looks
+--          like one: it is counted as one.
 --
 -- Publishes the new available count on KEYS[3] when it is above zero (waiters re-check).
 --
--- Uses migrate_leases from leases.lua (joined in front by scripts/mod.rs).
+-- Uses count_of from shapes.lua and migrate_leases from leases.lua (joined in front by
+-- scripts/mod.rs).
 
+-- The counter is checked first: nothing is written (the leases not migrated) when it is
+-- another kind's data or a user's.
+local available, refused = count_of(KEYS[1])
+if refused then
+  return refused
+end
 migrate_leases(KEYS[4], KEYS[2])
 local want = tonumber(ARGV[1])
-local available = redis.call('get', KEYS[1])
 local before = 0
 local now_available = want
 if available == false then
   redis.call('set', KEYS[1], want)
 else
-  before = tonumber(available) + redis.call('zcard', KEYS[2])
+  before = available + redis.call('zcard', KEYS[2])
   if before == want then
     return before
   end

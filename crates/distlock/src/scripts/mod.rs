@@ -10,16 +10,17 @@
 //! [`Publish`] mode: `PUBLISH`, `SPUBLISH` or both. Scripts marked `with "prelude.lua"` also
 //! get `prelude.lua` (local helper functions: exact fencing tokens from the lock's per-slot
 //! counter, server time in ms from one `TIME` per run, a TTL that must not fail half-way)
-//! joined in front of their text at build time; the scripts that delete a lock whoever holds
-//! it (the force-unlocks) get `shapes.lua` (what a lock hash looks like: a key that holds
-//! anything else, a user's data under a mistyped name, is refused and left unchanged); the
-//! leased-semaphore scripts also get `leases.lua` (migration of the old leases key,
-//! Redisson's reclaim of ended leases; the acquire and release also `permit_queue.lua`,
-//! direct hand-off to queued waiters), the plain lock's scripts `handoff.lua` (direct hand-off
-//! to queued waiters), the fair-lock scripts `handoff.lua` and `fair.lua` (Redisson's queue
-//! score arithmetic, dead waiters at the head, hand-off to the head), and the read-write
-//! lock's write acquire, releases and writer leave `handoff.lua` and `rw_handoff.lua` (the
-//! write lock handed to queued writers).
+//! joined in front of their text at build time; the scripts that delete or rewrite a key
+//! whoever holds it (the force-unlocks, the latch's delete, the semaphores' drain and size)
+//! get `shapes.lua` (what a lock hash and a count look like: a key that holds anything else,
+//! a user's data under a mistyped name, is refused and left unchanged); the leased-semaphore
+//! scripts also get `leases.lua` (migration of the old leases key, Redisson's reclaim of
+//! ended leases; the acquire and release also `permit_queue.lua`, direct hand-off to queued
+//! waiters), the plain lock's scripts `handoff.lua` (direct hand-off to queued waiters), the
+//! fair-lock scripts `handoff.lua` and `fair.lua` (Redisson's queue score arithmetic, dead
+//! waiters at the head, hand-off to the head), and the read-write lock's write acquire,
+//! releases and writer leave `handoff.lua` and `rw_handoff.lua` (the write lock handed to
+//! queued writers).
 //!
 //! The plain, fair, read and write locks' common cases also have fast paths (`*_acquire_fast.lua`: a
 //! free lock nobody queues for; `*_release_fast.lua`: the last hold, nobody queued): short
@@ -401,8 +402,8 @@ const FAST: &str = include_str!("fast.lua");
 #[cfg(test)]
 const KINDS: &str = include_str!("kinds.lua");
 /// The shape checks of distlock's data, joined (after the prelude and the refusal of another
-/// kind's data, where those are joined) in front of the scripts that delete a lock whoever
-/// holds it: the force-unlocks.
+/// kind's data, where those are joined) in front of the scripts that delete or rewrite a key
+/// whoever holds it: the force-unlocks, a latch's delete, a semaphore's drain and size.
 #[cfg(test)]
 const SHAPES: &str = include_str!("shapes.lua");
 /// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
@@ -489,6 +490,8 @@ scripts! {
     LATCH_SET => "latch_set.lua",
     /// Count a latch down; wake all at zero.
     LATCH_COUNT_DOWN => "latch_count_down.lua" with "kinds.lua",
+    /// Delete a latch; WRONGTYPE for a key that is not a latch's count.
+    LATCH_DELETE => "latch_delete.lua" with "shapes.lua",
     /// Set a semaphore's permits if it has none.
     SEMAPHORE_SET => "semaphore_set.lua",
     /// Take k permits, all or nothing, recording the grant.
@@ -496,7 +499,7 @@ scripts! {
     /// Give back permits (optionally only a recorded grant).
     SEMAPHORE_RELEASE => "semaphore_release.lua",
     /// Take every available permit.
-    SEMAPHORE_DRAIN => "semaphore_drain.lua",
+    SEMAPHORE_DRAIN => "semaphore_drain.lua" with "shapes.lua",
     /// Take one leased permit, reclaiming expired ones; queue for a hand-off when refused.
     LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua" "kinds.lua" "leases.lua" "permit_queue.lua",
     /// Give back a leased permit (to the first queued waiter, when there is one), or leave
@@ -507,7 +510,7 @@ scripts! {
     /// Reclaim expired leases; report available and leased.
     LEASED_AVAILABLE => "leased_available.lua" with "prelude.lua" "leases.lua",
     /// Set a leased semaphore's size, keeping held permits (Redisson's `setPermits`).
-    LEASED_SET_PERMITS => "leased_set_permits.lua" with "prelude.lua" "leases.lua",
+    LEASED_SET_PERMITS => "leased_set_permits.lua" with "prelude.lua" "shapes.lua" "leases.lua",
     /// Cancel a request of unknown outcome through its latch (tombstone).
     LATCH_CANCEL => "latch_cancel.lua",
 }

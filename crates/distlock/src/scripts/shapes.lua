@@ -1,10 +1,11 @@
--- shapes.lua: what distlock's data looks like, for the scripts that delete a key whoever
--- holds it (force-unlocks): each first checks that the key holds its own kind's data, so that
--- a typo in a name never deletes a user's data. Not a script of its own: scripts/mod.rs joins
--- it (after prelude.lua and kinds.lua, where those are joined too) in front of each script
--- that uses it, at build time, so it reads no KEYS or ARGV and returns nothing; it only
--- defines local functions. (Not in kinds.lua, which the acquires join: defining a function
--- costs server time on every run.)
+-- shapes.lua: what distlock's data looks like, for the scripts that delete or rewrite a key
+-- whoever holds it (force-unlocks, a latch's delete, a semaphore's drain and size): each
+-- first checks that the key holds its own kind's data, so that a typo in a name never
+-- deletes or rewrites a user's data. Not a script of its own: scripts/mod.rs joins it (after
+-- prelude.lua and kinds.lua, where those are joined too) in front of each script that uses
+-- it, at build time, so it reads no KEYS or ARGV and returns nothing; it only defines local
+-- functions. (Not in kinds.lua, which the acquires join: defining a function costs server
+-- time on every run.)
 --
 -- lock_hash(key)
 --          Whether key holds a lock hash. A lock hash (plain, fair, read-write; distlock's or
@@ -17,6 +18,16 @@
 --          exist; an error reply (a table with an err field: WRONGTYPE_REPLY) for another
 --          type, or a hash with a field or value no lock has. Reads only (TYPE, HGETALL).
 --          Loops once over the hash's fields: bounded by the key's own size.
+--
+-- count_of(key)
+--          The count a semaphore, leased semaphore or latch keeps in key, as a number; false
+--          when the key does not exist; nil and an error reply for anything else: another
+--          type (the server's WRONGTYPE, or its NOPERM), or a string that is not an integer
+--          as the server's INCRBY and DECRBY take one (WRONGTYPE_REPLY): '0', or digits
+--          without a leading zero, '-' before them, within 64 bits. Not '3.5', '1e3', ' 7',
+--          '0x10', 'nan' or '02134', which Lua's tonumber takes. Such an integer is a count in
+--          Redisson's layout (a bare integer string), which no script can tell from other data
+--          that looks like one. Reads only (GET).
 --
 -- WRONGTYPE_REPLY
 --          The server's own WRONGTYPE message, for a refusal of data that is not distlock's
@@ -64,3 +75,24 @@ local function lock_hash(key)
   return reply, has_mode
 end
 
+local function count_of(key)
+  local value = redis.pcall('get', key)
+  if value == false then
+    return false
+  end
+  if type(value) == 'table' then
+    -- Another type (WRONGTYPE), or an ACL refusal (NOPERM): the server's own error.
+    return nil, value
+  end
+  local digits = string.match(value, '^%-?([1-9]%d*)$')
+  local integer = value == '0' or (digits ~= nil and #digits <= 19)
+  if integer and digits and #digits == 19 then
+    -- Equal lengths: the strings compare as the numbers do.
+    integer = digits <= (string.sub(value, 1, 1) == '-' and '9223372036854775808'
+      or '9223372036854775807')
+  end
+  if not integer then
+    return nil, redis.error_reply(WRONGTYPE_REPLY)
+  end
+  return tonumber(value)
+end

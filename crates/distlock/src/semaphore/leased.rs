@@ -204,7 +204,8 @@ impl LeasedSemaphore {
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for 0 or more than [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// permits, or a bad name (nothing is changed); [`ErrorKind::WrongType`] when a key holds
-    /// another type; server failures.
+    /// another type, or the semaphore's key a string that is not an integer (a user's data
+    /// under a mistyped name: nothing is changed); server failures.
     ///
     /// # Cancel safety
     /// Cancel safe: idempotent (a call whose reply was lost may have set the number; setting

@@ -238,7 +238,10 @@ impl Semaphore {
     /// Take every available permit; returns how many.
     ///
     /// # Errors
-    /// As [`Semaphore::available_permits`].
+    /// [`ErrorKind::WrongType`] when the key holds another type, or a string that is not an
+    /// integer as Redis's `INCRBY` takes one (a user's data under a mistyped name: nothing is
+    /// changed; an integer is a semaphore's permits in Redisson's layout, and is drained);
+    /// server failures.
     ///
     /// # Cancel safety
     /// Not idempotent: a call whose reply was lost may have drained.
