@@ -339,6 +339,88 @@ async fn a_force_unlock_leaves_the_fair_lock_free_and_wakes_the_head_waiter() {
     got.release().await.unwrap();
 }
 
+/// A force unlock drops the dead waiters at the queue's head — the usual reason to force-unlock
+/// is a stuck lock, whose head waiter's process died too — and wakes the live waiter behind
+/// them, which takes the lock at once. Left in place, a dead distlock head keeps its entry in
+/// `redisson_lock_timeout:{name}` with a Redisson score its lease plus its wait ahead: a
+/// Redisson waiter behind it waits that long (Redisson's own `testFirstThreadDeathTimeoutDrift`),
+/// and a distlock waiter until its next attempt (a third of its liveness; 20 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_force_unlock_drops_a_dead_head_waiter_and_wakes_the_live_one_behind_it() {
+    let (server, client) = setup().await;
+    let name = "fair-dead-head";
+    let (queue, timeouts, liveness) = (
+        format!("redisson_lock_queue:{{{name}}}"),
+        format!("redisson_lock_timeout:{{{name}}}"),
+        format!("distlock_fair_liveness:{{{name}}}"),
+    );
+    let lease = Duration::from_secs(60);
+    let held = client.fair_lock(name).lease(lease).acquire().await.unwrap();
+    // The head: a waiter in a process of its own with a 1 s liveness, killed while queued.
+    let mut dead = family(&["fair-wait", &server.url(), name, "1000"]);
+    assert!(eventually(Duration::from_secs(5), || queue_len(&server, name) == 1).await);
+    let dead_owner: String = cmd(&server, &["LINDEX", &queue, "0"]);
+    // Behind it, a live waiter that attempts again only every 20 s (a third of its liveness
+    // and of its lease): nothing but the force unlock can drop the dead head in this test.
+    let live = client
+        .fair_lock(name)
+        .lease(lease)
+        .liveness_timeout(Duration::from_secs(60));
+    let waiter = spawn_acquire(&live);
+    assert!(eventually(Duration::from_secs(2), || queue_len(&server, name) == 2).await);
+    dead.kill().unwrap();
+    dead.wait().unwrap();
+    // The dead head's liveness ends at most 1 s after its last attempt; its Redisson score is
+    // about the holder's lease plus its wait ahead.
+    let deadline: f64 = cmd(&server, &["ZSCORE", &liveness, &dead_owner]);
+    let score: f64 = cmd(&server, &["ZSCORE", &timeouts, &dead_owner]);
+    let now = server_time_ms(&server);
+    assert!(
+        score as u64 > now + 60_000,
+        "the dead head's Redisson score is only {} ms ahead",
+        score as i64 - now as i64
+    );
+    assert!(
+        eventually(Duration::from_secs(3), || server_time_ms(&server)
+            > deadline as u64)
+        .await
+    );
+    let head: String = cmd(&server, &["LINDEX", &queue, "0"]);
+    assert_eq!(head, dead_owner, "the dead head is still in place");
+    let unlocked = tokio::time::Instant::now();
+    assert!(client.fair_lock(name).force_unlock().await.unwrap());
+
+    let queued: Vec<String> = cmd(&server, &["LRANGE", &queue, "0", "-1"]);
+    assert!(
+        !queued.contains(&dead_owner),
+        "the dead head stays queued: {queued:?}"
+    );
+    for key in [&timeouts, &liveness] {
+        let left: Option<f64> = cmd(&server, &["ZSCORE", key, &dead_owner]);
+        assert_eq!(left, None, "the dead head stays in {key}");
+    }
+    let entry: i64 = cmd(&server, &["HEXISTS", &fair_waiters(name), &dead_owner]);
+    assert_eq!(entry, 0, "the dead head's hand-off entry stays");
+    let got = tokio::time::timeout(Duration::from_secs(3), waiter)
+        .await
+        .expect("the live waiter behind the dead head was not woken")
+        .unwrap();
+    assert!(
+        unlocked.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        unlocked.elapsed()
+    );
+    assert!(got.is_held().await.unwrap());
+    assert!(got.fencing_token() > held.fencing_token());
+    let _ = held.forget();
+    got.release().await.unwrap();
+    assert_eq!(
+        first_line(&mut dead),
+        "",
+        "the killed waiter never got the lock"
+    );
+}
+
 /// A hand-off read late — the waiter's process was stopped past the hand-off's initial lease,
 /// and the lock went on meanwhile — is not taken as a grant, even when the resumed waiter's
 /// own attempt runs before it reads the message (the attempt reports the last token issued,
