@@ -88,6 +88,8 @@ pub mod layout;
 mod lease;
 mod lock;
 mod metrics;
+#[cfg(test)]
+mod model;
 mod notice;
 mod redlock;
 mod scripts;

@@ -128,6 +128,10 @@ impl Script {
     }
 }
 
+/// A call's script, keys and arguments, as the model of the protocol runs them.
+#[cfg(test)]
+pub(crate) type Parts = (&'static Script, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
 /// Builds a request's full call when it is first needed (see [`Invocation::later`]); the
 /// lifetime is that of what it borrows.
 pub(crate) type Build<'a> = Arc<dyn Fn() -> Invocation<'static> + Send + Sync + 'a>;
@@ -231,6 +235,24 @@ impl<'a> Invocation<'a> {
             }
             None => (self.script, &self.keys, &self.args),
         }
+    }
+
+    /// The full call's script, keys and arguments (built now if it is built later), for the
+    /// model of the protocol, which runs them.
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> Parts {
+        let (script, keys, args) = self.full();
+        (script, keys.to_vec(), args.to_vec())
+    }
+
+    /// The fast path's script, keys and arguments, when the call has one (whether or not it
+    /// was sent), for the model.
+    #[cfg(test)]
+    pub(crate) fn fast_parts(&self) -> Option<Parts> {
+        self.later.as_ref().map(|l| {
+            let c = &l.fast.call;
+            (c.script, c.keys.clone(), c.args.clone())
+        })
     }
 
     /// Add a key (KEYS[n]).

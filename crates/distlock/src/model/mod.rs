@@ -1,0 +1,16 @@
+//! A model of distlock's protocol over its real scripts (test only).
+//!
+//! [`keyspace`] is a deterministic, in-memory Redis: exactly the commands the scripts call,
+//! on a virtual clock. [`lua`] runs the project's own `.lua` files, joined as
+//! `scripts/mod.rs` joins them (the same bytes, the same SHA), unchanged by Lua 5.1 as Redis
+//! embeds it, with Redis's script semantics. [`diff`] is the proof that this Redis is
+//! honest: generated sequences of the scripts' calls, built by the raw kinds as the engine
+//! builds them, and of plain commands, run against it and against real servers, with every
+//! reply and the keyspace compared after each step.
+
+mod collections;
+#[cfg(test)]
+mod diff;
+pub(crate) mod keyspace;
+pub(crate) mod lua;
+mod values;
