@@ -469,6 +469,50 @@ async fn lock_cycles_leave_no_request_records() {
         rw.read().await.unwrap().release().await.unwrap();
         rw.write().await.unwrap().release().await.unwrap();
     }
+    // Contended cycles: the releases go to the full scripts (the handles met contention),
+    // a hand-off included.
+    for name in ["c-plain", "c-fair"] {
+        let fair = name == "c-fair";
+        let held = if fair {
+            Box::new(client.fair_lock(name).acquire().await.unwrap())
+                as Box<dyn std::any::Any + Send>
+        } else {
+            Box::new(client.lock(name).acquire().await.unwrap())
+        };
+        let waiter = {
+            let client = client.clone();
+            tokio::spawn(async move {
+                if fair {
+                    let g = client
+                        .fair_lock(name)
+                        .try_acquire_for(Duration::from_secs(10))
+                        .await;
+                    g.unwrap().expect("handed over").release().await.unwrap();
+                } else {
+                    let g = client
+                        .lock(name)
+                        .try_acquire_for(Duration::from_secs(10))
+                        .await;
+                    g.unwrap().expect("handed over").release().await.unwrap();
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if fair {
+            held.downcast::<distlock::FairLockGuard>()
+                .unwrap()
+                .release()
+                .await
+                .unwrap();
+        } else {
+            held.downcast::<distlock::LockGuard>()
+                .unwrap()
+                .release()
+                .await
+                .unwrap();
+        }
+        waiter.await.unwrap();
+    }
     let mut left: Vec<String> = cmd(&server, &["KEYS", "*"]);
     left.retain(|k| !k.contains("fencing-counter"));
     assert!(left.is_empty(), "records left by lock cycles: {left:?}");
