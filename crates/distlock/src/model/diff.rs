@@ -348,7 +348,7 @@ impl Real {
 
     fn query(&mut self, cmd: &redis::Cmd) -> Reply {
         match cmd.query::<redis::Value>(&mut self.con) {
-            Ok(v) => from_value(v),
+            Ok(v) => Reply::from_value(v),
             Err(e) => {
                 let text = format!(
                     "{} {}",
@@ -434,23 +434,6 @@ impl Real {
 fn sort_array(v: &mut Reply) {
     if let Reply::Array(a) = v {
         a.sort_by(|x, y| format!("{x:?}").cmp(&format!("{y:?}")));
-    }
-}
-
-fn from_value(v: redis::Value) -> Reply {
-    match v {
-        redis::Value::Nil => Reply::Nil,
-        redis::Value::Int(i) => Reply::Int(i),
-        redis::Value::BulkString(b) => Reply::Bulk(b),
-        redis::Value::Array(a) | redis::Value::Set(a) => {
-            Reply::Array(a.into_iter().map(from_value).collect())
-        }
-        redis::Value::Okay => Reply::Status("OK".into()),
-        redis::Value::SimpleString(s) => Reply::Status(s),
-        redis::Value::ServerError(e) => {
-            Reply::Error(format!("{} {}", e.code(), e.details().unwrap_or_default()))
-        }
-        other => Reply::Error(format!("MODEL unexpected reply {other:?}")),
     }
 }
 

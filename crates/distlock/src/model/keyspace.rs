@@ -31,6 +31,37 @@ impl Reply {
         Reply::Bulk(b.into())
     }
 
+    /// The reply as redis-rs gives it to the client's parsers.
+    pub(crate) fn to_value(&self) -> redis::Value {
+        match self {
+            Reply::Nil => redis::Value::Nil,
+            Reply::Int(i) => redis::Value::Int(*i),
+            Reply::Bulk(b) => redis::Value::BulkString(b.clone()),
+            Reply::Array(a) => redis::Value::Array(a.iter().map(Reply::to_value).collect()),
+            Reply::Status(s) if s == "OK" => redis::Value::Okay,
+            Reply::Status(s) => redis::Value::SimpleString(s.clone()),
+            Reply::Error(e) => redis::Value::SimpleString(format!("-{e}")),
+        }
+    }
+
+    /// A reply from redis-rs's form (as [`Reply::to_value`] gives it).
+    pub(crate) fn from_value(v: redis::Value) -> Reply {
+        match v {
+            redis::Value::Nil => Reply::Nil,
+            redis::Value::Int(i) => Reply::Int(i),
+            redis::Value::BulkString(b) => Reply::Bulk(b),
+            redis::Value::Array(a) | redis::Value::Set(a) => {
+                Reply::Array(a.into_iter().map(Reply::from_value).collect())
+            }
+            redis::Value::Okay => Reply::Status("OK".into()),
+            redis::Value::SimpleString(s) => Reply::Status(s),
+            redis::Value::ServerError(e) => {
+                Reply::Error(format!("{} {}", e.code(), e.details().unwrap_or_default()))
+            }
+            other => Reply::Error(format!("MODEL unexpected reply {other:?}")),
+        }
+    }
+
     /// The error's code, its first word (`ERR`, `WRONGTYPE`, …), if it is an error.
     pub(crate) fn error_code(&self) -> Option<&str> {
         match self {
@@ -58,6 +89,27 @@ pub(crate) enum Val {
     Set(Vec<Vec<u8>>),
 }
 
+// Scores are never NaN (ZADD and ZINCRBY refuse it), so equality is an equivalence.
+impl Eq for Val {}
+
+impl std::hash::Hash for Val {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Val::Str(s) => s.hash(h),
+            Val::Hash(v) => v.hash(h),
+            Val::List(l) => l.hash(h),
+            Val::ZSet(z) => {
+                for (m, s) in z {
+                    m.hash(h);
+                    s.to_bits().hash(h);
+                }
+            }
+            Val::Set(s) => s.hash(h),
+        }
+    }
+}
+
 impl Val {
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
@@ -81,7 +133,7 @@ impl Val {
 }
 
 /// One key: its value and its deadline (virtual ms), if any.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Entry {
     pub(crate) val: Val,
     pub(crate) expires_at: Option<u64>,
@@ -96,7 +148,7 @@ pub(crate) struct Message {
 }
 
 /// The keyspace, its virtual clock and what was published.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Keyspace {
     pub(crate) keys: BTreeMap<Vec<u8>, Entry>,
     /// Virtual server time in µs since the Unix epoch.

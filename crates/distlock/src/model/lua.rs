@@ -17,113 +17,149 @@ use super::values::fmt_g17;
 /// script's header bounds its loops), reported as an error reply.
 pub(crate) const MAX_CALLS: usize = 20_000;
 
+/// One Lua state per thread, with the `redis` table installed and every script compiled
+/// once (by its text), as a server keeps its script cache: the model runs scripts millions of
+/// times. Each run gets fresh `KEYS` and `ARGV`; a script's locals are its chunk's, fresh on
+/// every call.
+struct Engine {
+    lua: Lua,
+    /// The keyspace of the run under way, and the `redis.call`s it made.
+    shared: Rc<RefCell<(Keyspace, usize)>>,
+    wrapper: mlua::Function,
+    compiled: std::collections::HashMap<String, mlua::Function>,
+}
+
+thread_local! {
+    static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
+}
+
 /// Run `script` with `keys` and `args` against `ks`, as `EVAL` does: the reply, or the error
 /// reply a failing script gives. The keyspace's clock stands still during the run.
 pub(crate) fn eval(ks: &mut Keyspace, script: &str, keys: &[Vec<u8>], args: &[Vec<u8>]) -> Reply {
-    let lua = Lua::new();
-    // The keyspace lives in the Lua callbacks for the run, and comes back after it.
-    let shared = Rc::new(RefCell::new((
-        std::mem::replace(ks, Keyspace::new(0)),
-        0usize,
-    )));
-    let reply = run(&lua, &shared, script, keys, args).unwrap_or_else(|e| lua_error_reply(&e));
-    drop(lua);
-    let (back, _) = Rc::try_unwrap(shared)
-        .map_err(|_| ())
-        .expect("the Lua state is gone")
-        .into_inner();
-    *ks = back;
-    reply
+    ENGINE.with(|e| {
+        let mut e = e.borrow_mut();
+        let engine = match e.as_mut() {
+            Some(engine) => engine,
+            None => e.insert(Engine::new().expect("the model's Lua state")),
+        };
+        // The keyspace lives in the Lua callbacks for the run, and comes back after it.
+        *engine.shared.borrow_mut() = (std::mem::replace(ks, Keyspace::new(0)), 0);
+        let reply = engine
+            .run(script, keys, args)
+            .unwrap_or_else(|err| lua_error_reply(&err));
+        let back = std::mem::replace(&mut engine.shared.borrow_mut().0, Keyspace::new(0));
+        *ks = back;
+        reply
+    })
 }
 
-fn run(
-    lua: &Lua,
-    shared: &Rc<RefCell<(Keyspace, usize)>>,
-    script: &str,
-    keys: &[Vec<u8>],
-    args: &[Vec<u8>],
-) -> mlua::Result<Reply> {
-    let globals = lua.globals();
-    globals.set("KEYS", strings(lua, keys)?)?;
-    globals.set("ARGV", strings(lua, args)?)?;
-    let redis = lua.create_table()?;
-    let pcall = {
-        let shared = shared.clone();
-        lua.create_function(move |lua, a: Variadic<LuaValue>| {
-            let mut argv = Vec::with_capacity(a.len());
-            for v in a.iter() {
-                match v {
-                    LuaValue::String(s) => argv.push(s.as_bytes().to_vec()),
-                    LuaValue::Integer(i) => argv.push(i.to_string().into_bytes()),
-                    LuaValue::Number(n) => argv.push(number_arg(*n).into_bytes()),
-                    _ => {
-                        return Err(mlua::Error::runtime(
-                            "Lua redis lib command arguments must be strings or integers",
-                        ))
+impl Engine {
+    fn new() -> mlua::Result<Engine> {
+        let lua = Lua::new();
+        let shared = Rc::new(RefCell::new((Keyspace::new(0), 0usize)));
+        let redis = lua.create_table()?;
+        let pcall = {
+            let shared = shared.clone();
+            lua.create_function(move |lua, a: Variadic<LuaValue>| {
+                let mut argv = Vec::with_capacity(a.len());
+                for v in a.iter() {
+                    match v {
+                        LuaValue::String(s) => argv.push(s.as_bytes().to_vec()),
+                        LuaValue::Integer(i) => argv.push(i.to_string().into_bytes()),
+                        LuaValue::Number(n) => argv.push(number_arg(*n).into_bytes()),
+                        _ => {
+                            return Err(mlua::Error::runtime(
+                                "Lua redis lib command arguments must be strings or integers",
+                            ))
+                        }
                     }
                 }
-            }
-            if argv.is_empty() {
-                return Err(mlua::Error::runtime(
-                    "Please specify at least one argument for this redis lib call",
-                ));
-            }
-            let reply = {
-                let mut s = shared.borrow_mut();
-                s.1 += 1;
-                if s.1 > MAX_CALLS {
-                    Reply::Error(format!(
-                        "ERR model: more than {MAX_CALLS} calls in one script"
-                    ))
-                } else {
-                    s.0.exec(&argv)
+                if argv.is_empty() {
+                    return Err(mlua::Error::runtime(
+                        "Please specify at least one argument for this redis lib call",
+                    ));
                 }
-            };
-            to_lua(lua, &reply)
-        })?
-    };
-    redis.set("pcall", pcall)?;
-    redis.set(
-        "error_reply",
-        lua.create_function(|lua, e: mlua::LuaString| {
-            let t = lua.create_table()?;
-            t.set("err", e)?;
-            Ok(t)
-        })?,
-    )?;
-    redis.set(
-        "status_reply",
-        lua.create_function(|lua, s: mlua::LuaString| {
-            let t = lua.create_table()?;
-            t.set("ok", s)?;
-            Ok(t)
-        })?,
-    )?;
-    globals.set("redis", redis)?;
-    // redis.call raises the command's error reply as a Lua error whose value is the error
-    // table (as Redis 7 does: a script's pcall(redis.call, …) gets the table), and a script
-    // that raises answers that error unchanged, or any other error as ERR.
-    let wrapper: mlua::Function = lua
-        .load(
-            r#"
-            redis.call = function(...)
-              local r = redis.pcall(...)
-              if type(r) == 'table' and r.err then error(r, 0) end
-              return r
-            end
-            return function(f)
-              local ok, r = pcall(f)
-              if ok then return r end
-              if type(r) == 'table' and r.err then return r end
-              return {err = 'ERR user_script: ' .. tostring(r)}
-            end
-            "#,
-        )
-        .set_name("@model_wrapper")
-        .eval()?;
-    let f = lua.load(script).set_name("@user_script").into_function()?;
-    let out: MultiValue = wrapper.call(f)?;
-    Ok(from_lua(out.into_iter().next().unwrap_or(LuaValue::Nil)))
+                let reply = {
+                    let mut s = shared.borrow_mut();
+                    s.1 += 1;
+                    if s.1 > MAX_CALLS {
+                        Reply::Error(format!(
+                            "ERR model: more than {MAX_CALLS} calls in one script"
+                        ))
+                    } else {
+                        s.0.exec(&argv)
+                    }
+                };
+                to_lua(lua, &reply)
+            })?
+        };
+        redis.set("pcall", pcall)?;
+        redis.set(
+            "error_reply",
+            lua.create_function(|lua, e: mlua::LuaString| {
+                let t = lua.create_table()?;
+                t.set("err", e)?;
+                Ok(t)
+            })?,
+        )?;
+        redis.set(
+            "status_reply",
+            lua.create_function(|lua, s: mlua::LuaString| {
+                let t = lua.create_table()?;
+                t.set("ok", s)?;
+                Ok(t)
+            })?,
+        )?;
+        lua.globals().set("redis", redis)?;
+        // redis.call raises the command's error reply as a Lua error whose value is the error
+        // table (as Redis 7 does: a script's pcall(redis.call, …) gets the table), and a
+        // script that raises answers that error unchanged, or any other error as ERR.
+        let wrapper: mlua::Function = lua
+            .load(
+                r#"
+                redis.call = function(...)
+                  local r = redis.pcall(...)
+                  if type(r) == 'table' and r.err then error(r, 0) end
+                  return r
+                end
+                return function(f)
+                  local ok, r = pcall(f)
+                  if ok then return r end
+                  if type(r) == 'table' and r.err then return r end
+                  return {err = 'ERR user_script: ' .. tostring(r)}
+                end
+                "#,
+            )
+            .set_name("@model_wrapper")
+            .eval()?;
+        Ok(Engine {
+            lua,
+            shared,
+            wrapper,
+            compiled: std::collections::HashMap::new(),
+        })
+    }
+
+    fn run(&mut self, script: &str, keys: &[Vec<u8>], args: &[Vec<u8>]) -> mlua::Result<Reply> {
+        let globals = self.lua.globals();
+        globals.set("KEYS", strings(&self.lua, keys)?)?;
+        globals.set("ARGV", strings(&self.lua, args)?)?;
+        // Each text is compiled once.
+        let f = match self.compiled.get(script) {
+            Some(f) => f.clone(),
+            None => {
+                let f = self
+                    .lua
+                    .load(script)
+                    .set_name("@user_script")
+                    .into_function()?;
+                self.compiled.insert(script.to_string(), f.clone());
+                f
+            }
+        };
+        let out: MultiValue = self.wrapper.call(f)?;
+        Ok(from_lua(out.into_iter().next().unwrap_or(LuaValue::Nil)))
+    }
 }
 
 /// The error reply of a script that could not run at all (a syntax error).

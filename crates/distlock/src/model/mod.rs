@@ -8,6 +8,7 @@
 //! builds them, and of plain commands, run against it and against real servers, with every
 //! reply and the keyspace compared after each step.
 
+mod check;
 mod collections;
 #[cfg(test)]
 mod diff;

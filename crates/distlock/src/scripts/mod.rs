@@ -255,6 +255,16 @@ impl<'a> Invocation<'a> {
         })
     }
 
+    /// The fast path's reply `v` in the full script's shape (as the connection layer gives
+    /// it to the caller), for the model.
+    #[cfg(test)]
+    pub(crate) fn fast_shape(&self, v: Value) -> Value {
+        match &self.later {
+            Some(l) => (l.fast.reply)(v),
+            None => v,
+        }
+    }
+
     /// Add a key (KEYS[n]).
     pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
         debug_assert!(self.later.is_none(), "a call built later takes no keys");
