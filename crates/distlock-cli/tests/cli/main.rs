@@ -6,6 +6,7 @@ mod faults;
 mod list;
 mod shell;
 mod status;
+mod tmux;
 mod top;
 
 use std::io::{BufRead, BufReader};

@@ -1,97 +1,27 @@
 //! `distlock top`: the live view in a real terminal (tmux), and `--once --json` for scripts.
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use distlock_test::testing::{cmd, wait_until};
 use distlock_test::RedisServer;
 use serde_json::Value;
 
+use super::tmux::Tmux;
 use super::{distlock, hold, hold_until_key, output};
-
-/// A tmux server of this test's own (its own socket), stopped when dropped.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    /// Start `command` in a detached 160×30 session.
-    fn start(command: &str) -> Tmux {
-        let socket = format!("distlock-top-{}", std::process::id());
-        let tmux = Tmux { socket };
-        let out = tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "top",
-            "-x",
-            "160",
-            "-y",
-            "30",
-            command,
-        ]);
-        assert!(out.status.success(), "tmux new-session: {out:?}");
-        tmux
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!("cannot run tmux ({e}): install it (Debian: apt-get install tmux)")
-            })
-    }
-
-    /// What the pane shows now.
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "top"]).stdout).into_owned()
-    }
-
-    /// Wait (at most 20 s) until the screen satisfies `ok`; the last screen.
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if ok(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "{what} not seen; the screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "top"];
-        args.extend_from_slice(keys);
-        assert!(self.run(&args).status.success());
-    }
-
-    fn alive(&self) -> bool {
-        self.run(&["has-session", "-t", "top"]).status.success()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
 
 #[test]
 fn top_shows_holders_sorts_filters_and_sees_a_lost_lease_in_a_terminal() {
     let server = RedisServer::start();
     let mut alpha = hold_until_key(&server, &["alpha"], "alpha");
     let mut beta = hold_until_key(&server, &["beta"], "beta");
-    let tmux = Tmux::start(&format!(
-        "env DISTLOCK_URL={} {} top --interval 300ms",
-        server.url(),
-        env!("CARGO_BIN_EXE_distlock")
-    ));
+    let tmux = Tmux::start(
+        "top",
+        &format!(
+            "env DISTLOCK_URL={} {} top --interval 300ms",
+            server.url(),
+            env!("CARGO_BIN_EXE_distlock")
+        ),
+    );
     let pid = format!("pid {}", alpha.id());
     let screen = tmux.wait_for("alpha's holder", |s| {
         s.contains("alpha") && s.contains(&pid)
