@@ -29,12 +29,16 @@ enum Command {
     /// Run a command while holding a lock; exit with the command's code (75 when the lock
     /// was not acquired in time, 125 when distlock itself failed).
     ///
-    /// If distlock itself dies while the command runs (kill -9, the OOM killer, a crash), on
-    /// Linux the command (distlock's direct child) is killed with SIGKILL at once, so it never
-    /// runs on without the lock. The command's own children are not killed: use `exec` in
-    /// shell wrappers (sh -c 'setup; exec server') or have the command stop its children. On
-    /// other platforms there is no such guarantee: the command keeps running and the lock
-    /// expires after its lease.
+    /// On Linux the command runs in a process group of its own, and every signal distlock
+    /// sends it (forwarded SIGINT, SIGTERM, SIGHUP; a lost lease's SIGTERM and SIGKILL) goes
+    /// to the whole group, so every process it starts stops with it (not those that leave
+    /// the group: setsid, daemons). If distlock itself dies while the command runs (kill -9, the OOM
+    /// killer, a crash), the whole group is killed with SIGKILL at once, so nothing of it runs
+    /// on without the lock. What the command leaves running when it exits is killed (SIGKILL)
+    /// before the lock is released; start a process meant to outlive it with `setsid -f`. In
+    /// a terminal the command is the foreground job: it reads the terminal, and Ctrl-C and
+    /// Ctrl-Z reach it. On other platforms only the command itself is signalled, and nothing
+    /// stops it if distlock dies: it keeps running and the lock expires after its lease.
     #[command(after_help = cmd::run::AFTER_HELP)]
     Run(cmd::run::RunArgs),
     /// Show who holds locks, hold counts, TTLs and fencing tokens.

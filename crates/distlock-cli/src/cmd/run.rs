@@ -25,13 +25,25 @@
 //! its own tokens, not comparable across nodes). There it is removed from CMD's environment,
 //! so that a value distlock inherited (a nested `distlock run`) is not taken for this lock's.
 //!
-//! The wrapper dying: on Linux CMD (the wrapper's direct child) is killed with SIGKILL when
-//! the wrapper dies, however it dies (`kill -9`, OOM killer, a crash), so CMD never runs on
-//! without the lock (`PR_SET_PDEATHSIG`, set in the child before `exec`, with a check that
-//! the wrapper had not already died). CMD's own children are not killed: start long-running
-//! programs with `exec` in shell wrappers (`sh -c 'setup; exec server'`), or have CMD stop
-//! its children itself. On other platforms there is no such guarantee: a killed wrapper
-//! leaves CMD running (the lock then expires after its lease while CMD may still run).
+//! The whole command (Linux): CMD runs in a process group of its own, and every process it
+//! starts is in it unless it leaves (`setsid`, `setpgid`: daemons, `setsid -f`, the jobs of
+//! an interactive shell). Every signal `run` sends — a forwarded SIGINT, SIGTERM or SIGHUP,
+//! the SIGTERM of a lost lease, the SIGKILL of `--kill-after` — goes to that group, as
+//! `kill -- -PGID` does, so `-c 'a; b'` and `-- sh -c 'x & y'` stop as a whole, not only
+//! their shell (dash forks even for `-c 'single command'`: no `exec` is needed). When the
+//! wrapper dies, however it dies (`kill -9`, the OOM killer, a crash), a guardian process
+//! forked before CMD (in a session of its own, holding only the read end of a pipe whose
+//! write end only the wrapper holds) sees the pipe's end and kills the group with SIGKILL;
+//! CMD itself, the direct child, also has `PR_SET_PDEATHSIG` (SIGKILL, set before `exec`,
+//! with a check that the wrapper had not already died). So nothing of CMD runs on without
+//! the lock. When CMD exits, whatever it left running in its group (a forgotten `&`) is
+//! killed with SIGKILL before the lock is released, as the lock would no longer protect
+//! it; a process meant to outlive CMD leaves the group (`setsid -f server`). In a terminal,
+//! CMD's group is the foreground job while it runs, as a shell would make it (see
+//! `run/job.rs`): CMD reads the terminal, Ctrl-C and Ctrl-Z reach it, and the shell sees
+//! the job stop and continue. On other platforms CMD is a plain child, signalled alone, and
+//! there is no such guarantee: a killed wrapper leaves CMD running (the lock then expires
+//! after its lease while CMD may still run).
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the process.
 //! CMD is spawned from the thread that polls [`run`]: the `block_on` thread (the main
@@ -157,7 +169,8 @@ pub struct RunArgs {
     /// stay valid: a smaller number takes effect as they are given back.
     #[arg(long, requires = "semaphore")]
     pub set_permits: bool,
-    /// Run STRING with `sh -c` instead of a command after `--`, as flock's -c.
+    /// Run STRING with `sh -c` instead of a command after `--`, as flock's -c. On Linux every
+    /// process it starts (not only the shell) is stopped with it; no `exec` is needed.
     #[arg(
         short = 'c',
         long = "command",
@@ -172,36 +185,31 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
-/// On Linux: have the kernel send CMD SIGKILL when the thread that spawns it dies (with the
-/// wrapper, as that thread lives as long as the run). See the module docs.
 #[cfg(target_os = "linux")]
-fn die_with_wrapper(command: &mut tokio::process::Command) {
-    // Taken before the fork: in the child, a different parent means the wrapper already
-    // died between fork and prctl (the child was re-parented) and the signal would never
-    // come.
-    let wrapper = nix::unistd::Pid::this();
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (prctl, getppid, raise); it allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
-            if nix::unistd::getppid() != wrapper {
-                let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
-            }
-            Ok(())
-        });
-    }
+mod job;
+/// Outside Linux: CMD is a plain child, signalled alone; nothing kills it if distlock dies.
+#[cfg(not(target_os = "linux"))]
+#[path = "run/plain.rs"]
+mod job;
+
+/// What [`job::Job::state`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Running,
+    /// CMD stopped, by this signal (reported once per stop; Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    Stopped(i32),
+    /// CMD exited or died; not reaped yet ([`job::Job::finish`] does).
+    Exited,
 }
 
-/// No parent-death signal outside Linux: a killed wrapper leaves CMD running.
-#[cfg(not(target_os = "linux"))]
-fn die_with_wrapper(_command: &mut tokio::process::Command) {}
-
-fn send_signal(pid: Option<u32>, sig: nix::sys::signal::Signal) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        // The child may have exited already: nothing to signal then.
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
-    }
+/// Why [`job::Job::spawn`] failed.
+enum SpawnError {
+    /// distlock could not set the job up (the guardian's pipe or fork): CMD did not start.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    Setup(std::io::Error),
+    /// CMD could not be spawned (not found, not executable).
+    Command(std::io::Error),
 }
 
 /// `--redlock`: the RedLock over the given nodes, kept alive while CMD runs; `None` without a
@@ -447,7 +455,7 @@ async fn under<L: Lease<Released = ()>>(
     if args.command.is_empty() {
         return hold(&args.name, held, token, (sigint, sigterm, sighup)).await;
     }
-    let mut command = tokio::process::Command::new(&args.command[0]);
+    let mut command = std::process::Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
         .env("DISTLOCK_LOCK", &args.name);
@@ -465,11 +473,12 @@ async fn under<L: Lease<Released = ()>>(
             command.env_remove("DISTLOCK_FENCING_TOKEN_I64");
         }
     }
-    die_with_wrapper(&mut command);
+    // Registered before CMD exists: none of its state changes is missed.
+    let mut sigchld = signal(SignalKind::child())?;
     // Spawned from this task's thread (see the module docs): not from spawn_blocking.
-    let mut child = match command.spawn() {
-        Ok(c) => c,
-        Err(e) => {
+    let mut job = match job::Job::spawn(command) {
+        Ok(job) => job,
+        Err(SpawnError::Command(e)) => {
             errln!("distlock: cannot run {:?}: {e}", args.command[0]);
             held.release().await.ok();
             return Ok(if e.kind() == std::io::ErrorKind::NotFound {
@@ -478,32 +487,43 @@ async fn under<L: Lease<Released = ()>>(
                 exit::CANNOT_EXEC
             });
         }
+        Err(SpawnError::Setup(e)) => {
+            held.release().await.ok();
+            return Err(anyhow::Error::new(e).context("cannot start the command's guardian"));
+        }
     };
-    let pid = child.id();
     let mut lost_seen = false;
     // When CMD gets SIGKILL for outliving the SIGTERM of a lost lease.
     let mut kill_at: Option<tokio::time::Instant> = None;
     let status = loop {
+        match job.state()? {
+            State::Exited => break job.finish()?,
+            State::Stopped(sig) => {
+                job.follow_stop(sig);
+                continue;
+            }
+            State::Running => {}
+        }
         let kill_sleep =
             tokio::time::sleep_until(kill_at.unwrap_or_else(tokio::time::Instant::now));
         tokio::select! {
-            status = child.wait() => break status?,
+            _ = sigchld.recv() => {}
             _ = kill_sleep, if kill_at.is_some() => {
                 kill_at = None;
                 errln!(
                     "distlock: the command still ran {} after SIGTERM: killed it (SIGKILL)",
                     humantime::format_duration(kill_after)
                 );
-                send_signal(pid, Signal::SIGKILL);
+                job.signal(Signal::SIGKILL);
             }
-            _ = sigint.recv() => send_signal(pid, Signal::SIGINT),
-            _ = sigterm.recv() => send_signal(pid, Signal::SIGTERM),
-            _ = sighup.recv() => send_signal(pid, Signal::SIGHUP),
+            _ = sigint.recv() => job.signal(Signal::SIGINT),
+            _ = sigterm.recv() => job.signal(Signal::SIGTERM),
+            _ = sighup.recv() => job.signal(Signal::SIGHUP),
             _ = held.lost(), if !lost_seen => {
                 lost_seen = true;
                 errln!("distlock: the lease on {:?} was lost while the command ran", args.name);
                 if on_lost == OnLost::Term {
-                    send_signal(pid, Signal::SIGTERM);
+                    job.signal(Signal::SIGTERM);
                     // `None` (never) for a --kill-after past the clock's range.
                     kill_at = tokio::time::Instant::now().checked_add(kill_after);
                 }

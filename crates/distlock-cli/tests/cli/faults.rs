@@ -12,7 +12,7 @@ use super::{distlock, output};
 
 /// The state letter of `/proc/<pid>/stat` (`R`, `S`, `Z`, …); `None` when the process is
 /// gone.
-fn proc_state(pid: i32) -> Option<char> {
+pub(super) fn proc_state(pid: i32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // "pid (comm) S ppid …": comm may hold spaces and parentheses; the state follows the
     // last ')'.
@@ -29,12 +29,12 @@ fn proc_ppid(pid: i32) -> Option<i32> {
 
 /// Gone, or dead and waiting to be reaped (a zombie whose new parent, pid 1 in a container,
 /// may never reap it): it runs no more.
-fn is_dead(pid: i32) -> bool {
+pub(super) fn is_dead(pid: i32) -> bool {
     matches!(proc_state(pid), None | Some('Z') | Some('X'))
 }
 
 /// Read the pid the command wrote to `path` (at most 5 s).
-fn read_pid(path: &std::path::Path) -> i32 {
+pub(super) fn read_pid(path: &std::path::Path) -> i32 {
     let mut pid = None;
     assert!(
         wait_until(Duration::from_secs(5), || {

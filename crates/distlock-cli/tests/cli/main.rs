@@ -4,6 +4,7 @@ mod acl;
 mod family;
 mod faults;
 mod list;
+mod run;
 mod shell;
 mod status;
 mod tmux;
