@@ -169,6 +169,29 @@ struct Entry {
     renew_refs: usize,
     renewal: Renewal,
     lease: Arc<LeaseState>,
+    /// Where each of the `refs` guards was taken, one element per guard.
+    holders: Vec<Holder>,
+}
+
+/// Where a guard was taken, as far as a nested acquire can tell: the tokio task that
+/// acquired (or re-entered, or adopted) it, or, outside any task (`block_on`, the blocking
+/// facade), the thread. A tokio task-local cannot carry it: one is set only around a future
+/// the library runs (as `JobLock::run` does for `assert_locked`), and a guard lives on in the
+/// caller's code after its acquire returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holder {
+    Task(tokio::task::Id),
+    Thread(std::thread::ThreadId),
+}
+
+impl Holder {
+    /// The task (or, outside a task, the thread) running this call.
+    pub(crate) fn current() -> Holder {
+        match tokio::task::try_id() {
+            Some(id) => Holder::Task(id),
+            None => Holder::Thread(std::thread::current().id()),
+        }
+    }
 }
 
 type EntryKey = (String, String);
@@ -234,6 +257,7 @@ pub(crate) struct Registration {
     key: EntryKey,
     renew: bool,
     lease: Arc<LeaseState>,
+    holder: Holder,
 }
 
 impl std::fmt::Debug for Registration {
@@ -259,6 +283,9 @@ impl Drop for Registration {
                 return;
             }
             e.refs -= 1;
+            if let Some(i) = e.holders.iter().position(|h| *h == self.holder) {
+                e.holders.swap_remove(i);
+            }
             if self.renew {
                 e.renew_refs = e.renew_refs.saturating_sub(1);
             }
@@ -312,12 +339,15 @@ impl Leases {
                         renew_refs: 0,
                         renewal: Renewal::Hash,
                         lease: Arc::new(LeaseState::new(valid_until, kind, key.to_string())),
+                        holders: Vec::new(),
                     },
                 );
                 map.get_mut(&entry_key).expect("just inserted")
             }
         };
         entry.refs += 1;
+        let holder = Holder::current();
+        entry.holders.push(holder);
         if let Some(r) = renewal {
             entry.renew_refs += 1;
             entry.renewal = r;
@@ -330,6 +360,7 @@ impl Leases {
             key: entry_key,
             renew,
             lease,
+            holder,
         }
     }
 
@@ -368,15 +399,17 @@ impl Leases {
         }
     }
 
-    /// Whether this client holds a lease on `key` that is not known lost (any owner of it):
-    /// a linear scan, for the wait path and its errors only.
-    pub(crate) fn holds_key(&self, key: &str) -> bool {
+    /// Whether a guard on `key` whose lease is not known lost (any owner of it) was taken
+    /// by the calling task ([`Holder::current`]): a linear scan, for the wait path and its
+    /// errors only.
+    pub(crate) fn held_by_current_task(&self, key: &str) -> bool {
+        let here = Holder::current();
         self.shared
             .entries
             .lock()
             .unwrap()
             .iter()
-            .any(|((k, _), e)| k == key && !e.lease.is_lost())
+            .any(|((k, _), e)| k == key && !e.lease.is_lost() && e.holders.contains(&here))
     }
 
     /// What the client's notice channel runs: a lost-lease notice (`notice::parse`) naming

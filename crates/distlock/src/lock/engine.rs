@@ -97,19 +97,21 @@ impl LockCore {
     pub(super) fn not_acquired(&self, wait: Duration) -> Error {
         let e =
             crate::acquire::not_acquired(format_args!("lock {:?}", self.inner.names.name), wait);
-        if self.held_by_this_client() {
+        if self.held_by_this_task() {
             return e.with_hint(SELF_HELD_HINT);
         }
         e
     }
 
-    /// Whether a guard of this client holds this lock (any owner, any kind on the key).
-    pub(super) fn held_by_this_client(&self) -> bool {
+    /// Whether the calling task took a guard of this client that holds this lock (any
+    /// owner, any kind on the key): a nested acquire, which waits for its own task's
+    /// release. Another task's guard is ordinary contention.
+    pub(super) fn held_by_this_task(&self) -> bool {
         self.inner
             .client
             .inner
             .leases
-            .holds_key(&self.inner.names.key)
+            .held_by_current_task(&self.inner.names.key)
     }
 
     pub(super) async fn inspect(&self, owner: &Owner) -> Result<(u32, u128, i64)> {

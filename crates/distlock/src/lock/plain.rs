@@ -158,8 +158,10 @@ impl Lock {
     /// Every acquire is a new owner, even in the task that holds the lock: unlike Redisson's
     /// `lock()`, which re-enters from the holding thread, a nested acquire waits for the
     /// holder's release. Re-entry is explicit ([`LockGuard::reenter`](crate::LockGuard::reenter), [`Lock::acquire_as`](crate::Lock::acquire_as)).
-    /// A wait for a lock this client holds logs a WARN event `distlock.waiting_for_own_lock`
-    /// as it begins, and its `NotAcquired` error says so.
+    /// A wait in the task that holds the lock (the task that acquired, re-entered or
+    /// adopted a guard still alive; outside a task, the thread) logs a WARN event
+    /// `distlock.waiting_for_own_lock` as it begins, and its `NotAcquired` error says so. A
+    /// wait for another task's hold is ordinary contention: no such event, no such hint.
     ///
     /// # Errors
     /// - [`ErrorKind::NotAcquired`] when the wait elapsed;

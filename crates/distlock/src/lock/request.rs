@@ -47,10 +47,11 @@ pub(super) struct Granted {
     pub(super) since: Instant,
 }
 
-/// Why an acquire of a lock this client holds waits: Redisson's `lock()` re-enters from the
-/// thread that holds it; here every acquire is a new owner, and re-entry is explicit.
-pub(super) const SELF_HELD_HINT: &str =
-    "this client already holds it: every acquire is a new owner \
+/// Why an acquire of a lock that its own task holds waits: Redisson's `lock()` re-enters
+/// from the thread that holds it; here every acquire is a new owner, and re-entry is
+/// explicit. Only for the task that holds the lock (a self-deadlock until the wait ends):
+/// another task's hold is ordinary contention.
+pub(super) const SELF_HELD_HINT: &str = "this task already holds it: every acquire is a new owner \
      and waits for the holder's release, even in the task that holds it (Redisson's lock() \
      re-enters per thread; here re-entry is explicit: LockGuard::reenter, or acquire_as \
      with the guard's owner)";
@@ -119,11 +120,11 @@ impl Acquire for LockRequest {
     }
 
     fn waiting(&self) {
-        if self.lock.held_by_this_client() {
+        if self.lock.held_by_this_task() {
             tracing::warn!(
                 name: "distlock.waiting_for_own_lock",
                 lock = %self.lock.inner.names.name,
-                "waiting for a lock this client holds: {SELF_HELD_HINT}"
+                "waiting for a lock this task holds: {SELF_HELD_HINT}"
             );
         }
     }

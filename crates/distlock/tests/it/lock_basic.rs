@@ -361,7 +361,7 @@ async fn concurrent_requests_of_one_client_arrive_pipelined() {
     assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
 }
 
-/// A nested acquire of a lock this client holds (Redisson users re-enter with lock() out of
+/// A nested acquire of a lock its own task holds (Redisson users re-enter with lock() out of
 /// habit) waits like any new owner, and its error says why and how to re-enter; another
 /// client's error says nothing of the kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -378,15 +378,12 @@ async fn a_nested_acquire_times_out_with_a_hint_to_reenter() {
     assert_eq!(e.kind(), ErrorKind::NotAcquired);
     let text = e.to_string();
     assert!(
-        text.contains("this client already holds it") && text.contains("LockGuard::reenter"),
+        text.contains("this task already holds it") && text.contains("LockGuard::reenter"),
         "{text}"
     );
     let held_write = client.rw_lock("nested-rw").write().await.unwrap();
     let e = client.rw_lock("nested-rw").write().await.unwrap_err();
-    assert!(
-        e.to_string().contains("this client already holds it"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("this task already holds it"), "{e}");
     held_write.release().await.unwrap();
 
     let other = distlock::Client::builder()
@@ -400,5 +397,60 @@ async fn a_nested_acquire_times_out_with_a_hint_to_reenter() {
     // The hold itself is untouched, and re-entry as the hint says works at once.
     let again = guard.reenter().await.unwrap();
     again.release().await.unwrap();
+    guard.release().await.unwrap();
+}
+
+/// Two tasks of one client contending for a lock (a web service's per-user lock) is ordinary
+/// contention, whichever task holds it (a spawned task or the test's own body): the waiter's
+/// `NotAcquired` error says nothing of a nested acquire or of re-entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_between_tasks_of_one_client_is_not_a_nested_acquire() {
+    let server = RedisServer::start();
+    let client = distlock::Client::builder()
+        .url(server.url())
+        .default_wait(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let no_hint = |e: distlock::Error| {
+        assert_eq!(e.kind(), ErrorKind::NotAcquired);
+        let text = e.to_string();
+        assert!(
+            !text.contains("already holds") && !text.contains("reenter"),
+            "{text}"
+        );
+    };
+    // A spawned task holds the lock until told to release it.
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let holder = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let guard = client.lock("contended").acquire().await.unwrap();
+            held_tx.send(()).unwrap();
+            release_rx.await.unwrap();
+            guard.release().await.unwrap();
+        }
+    });
+    held_rx.await.unwrap();
+    // Another spawned task, and the test's body, wait for it.
+    let waiter = tokio::spawn({
+        let client = client.clone();
+        async move { client.lock("contended").acquire().await.unwrap_err() }
+    });
+    no_hint(waiter.await.unwrap());
+    no_hint(client.lock("contended").acquire().await.unwrap_err());
+    release_tx.send(()).unwrap();
+    holder.await.unwrap();
+    // The body holds it; a spawned task waits.
+    let guard = client.lock("contended").acquire().await.unwrap();
+    let waiter = tokio::spawn({
+        let client = client.clone();
+        async move { client.lock("contended").acquire().await.unwrap_err() }
+    });
+    no_hint(waiter.await.unwrap());
+    // The body's own nested acquire is still one.
+    let e = client.lock("contended").acquire().await.unwrap_err();
+    assert!(e.to_string().contains("this task already holds it"), "{e}");
     guard.release().await.unwrap();
 }

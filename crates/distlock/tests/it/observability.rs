@@ -73,6 +73,20 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Collector {
 }
 
 impl Collector {
+    /// The spans and events above DEBUG with a field whose value is `value`.
+    fn above_debug(&self, value: &str) -> Vec<Closed> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, f)| {
+                !matches!(f.get("level").map(String::as_str), Some("DEBUG" | "TRACE"))
+                    && f.iter().any(|(k, v)| k != "level" && v == value)
+            })
+            .cloned()
+            .collect()
+    }
+
     /// The closed spans called `name` whose fields include every pair of `with`.
     fn find(&self, name: &str, with: &[(&str, &str)]) -> Vec<HashMap<String, String>> {
         self.0
@@ -150,6 +164,38 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
         .unwrap()
         .is_none());
     held.release().await.unwrap();
+    // Two tasks of one client contending (a web service's per-user lock) is ordinary
+    // contention: nothing above DEBUG, whichever task holds the lock.
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let holder = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let guard = client.lock("traced-contended").acquire().await.unwrap();
+            held_tx.send(()).unwrap();
+            release_rx.await.unwrap();
+            guard.release().await.unwrap();
+        }
+    });
+    held_rx.await.unwrap();
+    let waiter = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .lock("traced-contended")
+                .try_acquire_for(Duration::from_millis(100))
+                .await
+        }
+    });
+    assert!(waiter.await.unwrap().unwrap().is_none());
+    assert!(client
+        .lock("traced-contended")
+        .try_acquire_for(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    release_tx.send(()).unwrap();
+    holder.await.unwrap();
     // A scheduled job's error is reported by the schedule, with the job's name.
     let failing = distlock::spawn_every_with(
         client
@@ -248,6 +294,8 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
         "once, for this client's wait only: {warned:?}"
     );
     assert!(warned[0]["message"].contains("reenter"), "{warned:?}");
+    let loud = collector.above_debug("traced-contended");
+    assert!(loud.is_empty(), "contention logged above DEBUG: {loud:?}");
 
     // A user whose ACL denies the client's notice channel: one WARN at connect that says
     // what is lost (force-unlock notices), not the wake-ups it keeps.
