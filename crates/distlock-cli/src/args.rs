@@ -62,7 +62,8 @@ pub struct ConnectionArgs {
     pub pubsub: crate::connect::PubSub,
 
     /// CA certificates (PEM file) that rediss:// servers are checked against instead of
-    /// Mozilla's roots, for a private CA; $SSL_CERT_FILE when not given.
+    /// Mozilla's roots, for a private CA; $SSL_CERT_FILE when not given (as the library
+    /// reads it).
     #[arg(
         long,
         env = "DISTLOCK_TLS_CA_CERT",
@@ -100,16 +101,13 @@ pub struct ConnectionArgs {
 }
 
 impl ConnectionArgs {
-    /// The options the commands connect with; reads the `--tls-ca-cert` file (or
-    /// `$SSL_CERT_FILE`).
+    /// The options the commands connect with; reads the `--tls-ca-cert` file (without it the
+    /// library reads `$SSL_CERT_FILE` for a TLS URL).
     ///
     /// # Errors
     /// The CA certificate file cannot be read.
     pub fn options(self) -> Result<Options> {
-        let tls_ca = self
-            .tls_ca_cert
-            .or_else(|| std::env::var_os("SSL_CERT_FILE").map(Into::into));
-        let tls_ca = match tls_ca {
+        let tls_ca = match self.tls_ca_cert {
             Some(path) => Some(std::fs::read(&path).map_err(|e| {
                 anyhow::anyhow!("cannot read the TLS CA certificate {}: {e}", path.display())
             })?),

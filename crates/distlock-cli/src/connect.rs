@@ -15,7 +15,8 @@ pub struct Options {
     pub sentinel_password: Option<String>,
     /// `--pubsub`: which pub/sub carries wake-ups on a Redis Cluster.
     pub pubsub: PubSub,
-    /// `--tls-ca-cert` (or `$SSL_CERT_FILE`): the CA certificates' PEM.
+    /// `--tls-ca-cert`: the CA certificates' PEM (without it the library reads
+    /// `$SSL_CERT_FILE`).
     pub tls_ca: Option<Vec<u8>>,
     pub key_prefix: String,
     pub watchdog_lease: Duration,

@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 /// A client's settings as data.
 ///
 /// Every field is optional: what is left out keeps [`ClientBuilder`]'s default. Build a client with
-/// [`Config::builder`] (then [`build`](ClientBuilder::build)).
+/// [`Config::builder`] (then [`build`](ClientBuilder::build)), or a blocking one with
+/// `Config::blocking_builder` (feature `blocking`).
 ///
 /// | field | environment ([`Config::from_env`]) | builder method | default |
 /// |---|---|---|---|
@@ -221,6 +222,24 @@ impl Config {
             b = b.app_name(app.clone());
         }
         Ok(b)
+    }
+
+    /// A blocking [`ClientBuilder`](crate::blocking::ClientBuilder) with these settings (feature
+    /// `blocking`): [`Config::builder`]'s, handed to the blocking client, so both clients take
+    /// every setting the same way.
+    ///
+    /// # Errors
+    /// As [`Config::builder`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # fn f() -> distlock::Result<()> {
+    /// let client = distlock::Config::from_env()?.blocking_builder()?.build()?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "blocking")]
+    pub fn blocking_builder(&self) -> Result<crate::blocking::ClientBuilder> {
+        self.builder().map(Into::into)
     }
 
     /// The URL of the one deployment given.

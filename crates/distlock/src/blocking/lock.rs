@@ -178,15 +178,24 @@ macro_rules! guard_accessors {
                 crate::Lease::valid_until(self.0.get())
             }
 
-            /// Returns whether the lease is known lost, without I/O.
+            lost_verbs!();
+
+            /// Time left on the lease by the server's clock, as [`crate::LockGuard::remaining`].
             ///
-            /// Whether the lease is known lost, without I/O, as
-            /// [`crate::LockGuard::is_lost`](crate::Lease::is_lost).
-            pub fn is_lost(&self) -> bool {
-                crate::Lease::is_lost(self.0.get())
+            /// # Errors
+            /// As [`crate::LockGuard::remaining`].
+            ///
+            /// # Panics
+            /// Inside an async runtime (see the [module docs](super#panics)).
+            pub fn remaining(&self) -> Result<Duration> {
+                self.0.block_on(self.0.get().remaining())
             }
 
-            lost_verbs!();
+            /// Stops tracking this hold without releasing it, as [`crate::LockGuard::forget`]:
+            /// no renewal, no release on drop; the lock stays until its lease ends.
+            pub fn forget(self) -> Owner {
+                self.0.into_inner().forget()
+            }
 
             /// Ask the server whether it still has this owner's hold, as
             /// [`crate::LockGuard::is_held`].
@@ -254,22 +263,6 @@ impl LockGuard {
     pub fn reenter(&self) -> Result<LockGuard> {
         let g = self.0.block_on(self.0.get().reenter())?;
         Ok(LockGuard(self.0.wrap(g)))
-    }
-
-    /// Time left on the lease by the server's clock, as [`crate::LockGuard::remaining`].
-    ///
-    /// # Errors
-    /// As [`crate::LockGuard::remaining`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn remaining(&self) -> Result<Duration> {
-        self.0.block_on(self.0.get().remaining())
-    }
-
-    /// Stop tracking this hold without releasing it, as [`crate::LockGuard::forget`].
-    pub fn forget(self) -> Owner {
-        self.0.into_inner().forget()
     }
 
     /// Returns the async guard underneath (its drop then releases in the background).

@@ -90,10 +90,16 @@ macro_rules! acquire_verbs {
     };
 }
 
-/// `lost` and `lost_timeout` of a blocking guard (`self.0`: a [`Held`]) whose async guard
+/// `is_lost`, `lost` and `lost_timeout` of a blocking guard (`self.0`: a [`Held`]) whose async guard
 /// has a `lost()` future.
 macro_rules! lost_verbs {
     () => {
+        /// Returns whether the lease is known lost, without I/O (as the async guard's
+        /// [`is_lost`](crate::Lease::is_lost)).
+        pub fn is_lost(&self) -> bool {
+            crate::Lease::is_lost(self.0.get())
+        }
+
         /// Blocks until the lease is lost.
         ///
         /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
@@ -123,6 +129,8 @@ mod job;
 mod latch;
 mod lock;
 mod multi;
+#[cfg(test)]
+mod parity;
 mod semaphore;
 
 use std::fmt;
@@ -474,6 +482,10 @@ impl ClientBuilder {
         require_noeviction(require: bool);
         metrics_lock_names(by_name: bool);
         app_name(name: impl Into<String>);
+        password(password: impl Into<String>);
+        username(user: impl Into<String>);
+        tls_ca_cert(pem: impl Into<Vec<u8>>);
+        redis_client(client: redis::Client);
     }
 
     /// Sets the number of worker threads of the client's runtime.
@@ -504,5 +516,17 @@ impl ClientBuilder {
             client.inner.command_timeout.saturating_mul(2)
         })?;
         Ok(Client { inner, rt })
+    }
+}
+
+impl From<crate::ClientBuilder> for ClientBuilder {
+    /// A blocking builder with every setting of `builder` (and
+    /// [`DEFAULT_WORKER_THREADS`]): what [`Config::blocking_builder`](crate::Config::blocking_builder)
+    /// gives, and the way to reuse an async builder's settings.
+    fn from(builder: crate::ClientBuilder) -> Self {
+        ClientBuilder {
+            inner: builder,
+            worker_threads: DEFAULT_WORKER_THREADS,
+        }
     }
 }

@@ -101,11 +101,6 @@ impl MultiLockGuard {
         crate::Lease::valid_until(self.0.get())
     }
 
-    /// Whether a member's lease is known lost, without I/O.
-    pub fn is_lost(&self) -> bool {
-        crate::Lease::is_lost(self.0.get())
-    }
-
     lost_verbs!();
 
     /// Re-enter every member, as [`crate::MultiLockGuard::reenter`].

@@ -349,13 +349,6 @@ impl LeasedPermit {
         self.0.get().id()
     }
 
-    /// Returns whether the lease is known lost, without I/O.
-    ///
-    /// Whether the lease is known lost, without I/O, as [`crate::LeasedPermit::is_lost`](crate::Lease::is_lost).
-    pub fn is_lost(&self) -> bool {
-        crate::Lease::is_lost(self.0.get())
-    }
-
     /// Until when the permit is surely ours by the local monotonic clock.
     pub fn valid_until(&self) -> std::time::Instant {
         crate::Lease::valid_until(self.0.get())

@@ -365,6 +365,12 @@ impl ClientBuilder {
     /// `redis://` URLs ignore it. Needs the `tls` feature (a build without it refuses
     /// `rediss://` URLs anyway). An unparsable PEM fails [`build`](ClientBuilder::build) with
     /// [`ErrorKind::Config`](crate::ErrorKind::Config).
+    ///
+    /// Default: the file named by `$SSL_CERT_FILE` when that variable is set (the trust
+    /// store OpenSSL and the `distlock` command read; read by [`build`](ClientBuilder::build)
+    /// for a TLS URL only, and an unreadable or unparsable file is a
+    /// [`Config`](crate::ErrorKind::Config) error), else Mozilla's roots. A
+    /// [`redis_client`](ClientBuilder::redis_client) keeps its own TLS settings.
     pub fn tls_ca_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.tls_ca = Some(pem.into().into());
         self

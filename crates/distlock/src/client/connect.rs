@@ -73,9 +73,15 @@ impl ClientBuilder {
             return Err(Error::config("watchdog lease must be at least 3 ms"));
         }
         keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))?;
-        if let Some(ca) = &self.tls_ca {
-            check_ca(ca)?;
-        }
+        let tls_ca = match &self.tls_ca {
+            Some(ca) => {
+                check_ca(ca)?;
+                Some(ca.clone())
+            }
+            // A redis::Client carries its own TLS settings.
+            None if given.is_none() && uses_tls(&url) => ca_from_env()?,
+            None => None,
+        };
         let app_name = match self.app_name.clone() {
             Some(name) => check_app_name(&name).map(|()| name)?,
             None => default_app_name(),
@@ -90,7 +96,7 @@ impl ClientBuilder {
         };
         let target = match given {
             Some(client) => Target::Standalone(client),
-            None => Target::parse(&url, self.sentinel_auth.as_deref(), self.tls_ca.as_deref())
+            None => Target::parse(&url, self.sentinel_auth.as_deref(), tls_ca.as_deref())
                 .map_err(|e| credentials_hint(e, &url))?,
         };
         let standalone = match &target {
@@ -104,7 +110,7 @@ impl ClientBuilder {
             replica_ack_timeout: self.replica_ack_timeout,
             pubsub: self.pubsub,
             client_name: connection_name.clone(),
-            tls_ca: self.tls_ca.clone(),
+            tls_ca,
         };
         let (backend, subscriber) = Backend::connect(target, &settings, &redacted)
             .await
@@ -170,6 +176,36 @@ impl ClientBuilder {
             inner: Arc::new(inner),
         })
     }
+}
+
+/// Whether `url`'s scheme is one of TLS (`rediss`, `rediss-sentinel`, `rediss-cluster`,
+/// `valkeys`).
+fn uses_tls(url: &str) -> bool {
+    url.split_once("://").is_some_and(|(scheme, _)| {
+        matches!(
+            scheme.to_ascii_lowercase().as_str(),
+            "rediss" | "rediss-sentinel" | "rediss-cluster" | "valkeys"
+        )
+    })
+}
+
+/// The CA certificates of `$SSL_CERT_FILE`, when it is set (and not empty): the trust store
+/// OpenSSL, rustls-native-certs and the `distlock` command read, used for a TLS URL when no
+/// [`ClientBuilder::tls_ca_cert`] was given.
+fn ca_from_env() -> Result<Option<Arc<[u8]>>> {
+    let Some(path) = std::env::var_os("SSL_CERT_FILE").filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let path = std::path::PathBuf::from(path);
+    let pem = std::fs::read(&path).map_err(|e| {
+        Error::config(format!(
+            "cannot read the TLS CA certificates of $SSL_CERT_FILE ({}): {e}",
+            path.display()
+        ))
+    })?;
+    check_ca(&pem)
+        .map_err(|e| Error::config(format!("$SSL_CERT_FILE ({}): {e}", path.display())))?;
+    Ok(Some(pem.into()))
 }
 
 /// The text of an `INFO` reply: one server's, or each node's (a cluster answers per node).

@@ -442,3 +442,102 @@ async fn blocking_example_across_processes() {
     .await;
     assert_eq!(cmd::<u64>(&server, &["GET", "bx-counter"]), 200);
 }
+
+/// A synchronous program has the async client's settings: a password given apart (with
+/// characters a URL would need encoded), a private CA instead of `#insecure`, a client built
+/// from a `Config` (the file form of Redisson's, with the CA as a file) — and the fair lock's
+/// guard can be forgotten, leaving the hold on the server.
+#[test]
+fn a_blocking_client_takes_a_password_a_private_ca_and_a_config() {
+    let password = "p@ss:w/rd#1";
+    let server = RedisServer::options().tls().password(password).start();
+    let ca_path = server.tls_ca_cert().unwrap();
+    let ca = std::fs::read(&ca_path).unwrap();
+    let verified_url = format!("rediss://127.0.0.1:{}/", server.port());
+
+    let client = Client::builder()
+        .url(&verified_url)
+        .password(password)
+        .tls_ca_cert(ca)
+        .build()
+        .expect("password apart and a private CA");
+    client.lock("b-pw").acquire().unwrap().release().unwrap();
+
+    let config: distlock::Config = serde_json::from_value(serde_json::json!({
+        "single": { "address": format!("127.0.0.1:{}", server.port()) },
+        "tls": true,
+        "password": password,
+        "tls_ca_cert": ca_path,
+        "key_prefix": "cfg:",
+    }))
+    .unwrap();
+    let client = config
+        .blocking_builder()
+        .unwrap()
+        .worker_threads(1)
+        .build()
+        .expect("a blocking client from a Config");
+    let g = client.fair_lock("b-fair").acquire().unwrap();
+    let owner = g.forget();
+    assert!(!owner.as_str().is_empty());
+    let mut con = redis::Client::open(format!(
+        "rediss://:{}@127.0.0.1:{}/#insecure",
+        "p%40ss%3Aw%2Frd%231",
+        server.port()
+    ))
+    .unwrap()
+    .get_connection()
+    .unwrap();
+    let holds: Option<i64> = redis::cmd("HGET")
+        .arg("cfg:b-fair")
+        .arg(owner.as_str())
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(holds, Some(1), "a forgotten fair guard keeps its hold");
+    assert!(
+        client.fair_lock("b-fair").is_locked().unwrap(),
+        "still locked"
+    );
+}
+
+/// `$SSL_CERT_FILE` is the default trust store of the library, as of the CLI: a TLS server
+/// signed by a private CA is verified against it without `tls_ca_cert` (run in a child
+/// process, whose environment alone has the variable).
+#[test]
+fn ssl_cert_file_is_the_default_trust_store() {
+    if let Some(port) = std::env::var_os("DISTLOCK_TEST_SSL_CERT_FILE_PORT") {
+        let url = format!("rediss://127.0.0.1:{}/", port.to_str().unwrap());
+        let client = Client::connect(&url).expect("verified against $SSL_CERT_FILE");
+        client.lock("env-ca").acquire().unwrap().release().unwrap();
+        return;
+    }
+    let server = RedisServer::options().tls().start();
+    let ca = server.tls_ca_cert().unwrap();
+    let child = |ssl_cert_file: &std::path::Path| {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "blocking::ssl_cert_file_is_the_default_trust_store",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(
+                "DISTLOCK_TEST_SSL_CERT_FILE_PORT",
+                server.port().to_string(),
+            )
+            .env("SSL_CERT_FILE", ssl_cert_file)
+            .output()
+            .unwrap()
+    };
+    let out = child(&ca);
+    assert!(out.status.success(), "with the CA: {out:?}");
+    let other = RedisServer::options().tls().start();
+    let out = child(&other.tls_ca_cert().unwrap());
+    assert!(!out.status.success(), "another CA must fail: {out:?}");
+    let out = child(std::path::Path::new("/nonexistent/ca.pem"));
+    let stderr = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("$SSL_CERT_FILE"),
+        "an unreadable file is named: {stderr}"
+    );
+}
