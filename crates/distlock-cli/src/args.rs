@@ -137,14 +137,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Parse a human duration that may be zero (waits): `1m 30s`, `250ms`, or a bare number of
-/// seconds as flock's `-w` takes it (`10`, `0.5`).
+/// seconds as flock's `-w` takes it (`10`, `0.5`): the library's [`distlock::parse_duration`],
+/// the one reading of durations for arguments, `DISTLOCK_*` variables and `distlock::Config`.
 pub fn parse_wait(s: &str) -> Result<Duration, String> {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return s
-            .parse::<f64>()
-            .ok()
-            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-            .ok_or_else(|| format!("{s:?}: not a number of seconds"));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))
+    distlock::parse_duration(s).map_err(|e| e.to_string())
 }

@@ -156,8 +156,16 @@ pub fn check_url(url: &str) -> Result<()> {
                 .map(|r| format!("{s}://{}", r.trim_start_matches('/')))
         }) {
             rest
-        } else {
+        } else if url.contains('@') || looks_like_address(url) {
             format!("redis://{url}")
+        } else {
+            // Not an address: maybe a password put where the URL goes. Not shown.
+            anyhow::bail!(
+                "the server URL (--url or DISTLOCK_URL) has no scheme and is not shown (it \
+                 does not look like HOST[:PORT], and may be a password put in the wrong \
+                 place): use redis://HOST[:PORT], and --password or DISTLOCK_PASSWORD for the \
+                 password"
+            );
         };
         anyhow::bail!(
             "server URL {} has no scheme: use {}",
@@ -195,6 +203,24 @@ pub fn check_url(url: &str) -> Result<()> {
     }
 }
 
+/// Whether `text` (given without a scheme) looks like `host:port` (numeric port), or a host
+/// name with a dot or `localhost`, of host-name characters only: safe to quote. The library's
+/// rule for its own messages.
+fn looks_like_address(text: &str) -> bool {
+    let (host, port) = match text.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.starts_with('[') => (h, Some(p)),
+        _ => (text, None),
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'));
+    match port {
+        Some(p) => host_ok && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()),
+        None => host_ok && (host.contains('.') || host == "localhost"),
+    }
+}
+
 /// `url` with its credentials and any `pass`/`password` query value masked, for messages
 /// (the library's masking, as in its own errors).
 fn mask(url: &str) -> String {
@@ -217,6 +243,12 @@ mod tests {
         assert!(hint("redis:/h:1").ends_with("use redis://h:1"));
         assert!(hint("/run/redis.sock").ends_with("use unix:///run/redis.sock"));
         assert!(hint("").contains("empty"));
+        // Text that is no address may be a password: never quoted.
+        for secret in ["hunter2", "s3cret!pw#x"] {
+            let e = hint(secret);
+            assert!(!e.contains(secret), "{e}");
+            assert!(e.contains("--password"), "{e}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::client::{ClientBuilder, PubSubMode};
+use crate::conn::redact_url;
 use crate::error::{Error, Result};
 
 /// A client's settings as data.
@@ -34,8 +35,28 @@ use crate::error::{Error, Result};
 /// | `default_wait` | `DISTLOCK_DEFAULT_WAIT` | [`default_wait`](ClientBuilder::default_wait) | 60 s |
 /// | `app_name` | `DISTLOCK_APP_NAME` | [`app_name`](ClientBuilder::app_name) | the executable's name |
 ///
-/// Durations are written as humantime reads them (`30s`, `1m 30s`, `250ms`) or as a number
-/// of seconds (`30`, `0.5`).
+/// # Durations: a bare number is **seconds**
+///
+/// Durations are written as humantime reads them (`"30s"`, `"1m 30s"`, `"250ms"`) or as a
+/// bare number of **seconds** (`30`, `0.5`, or the strings `"30"`, `"0.5"`), as the `distlock`
+/// command and the `DISTLOCK_*` variables read them ([`parse_duration`], one parser for all).
+/// This is *not* Redisson's unit: Redisson's values are milliseconds
+/// (`lockWatchdogTimeout: 30000`). So that such a value is not read as 8 hours, a number
+/// (not a string) of 1000 or more in a file is refused: write `"30s"` or `"30000ms"`.
+///
+/// # Addresses as Redisson writes them
+///
+/// `single.address`, `sentinel.nodes` and `cluster.nodes` are `host:port`, with or without
+/// Redisson's `redis://` / `rediss://` scheme (`rediss://` turns TLS on, as `tls: true` does;
+/// mixing both schemes, or `tls: true` with `redis://`, is refused). Credentials in an address
+/// (`:password@host:port`) are accepted but masked in `Debug` and in errors; prefer
+/// `password`. `database` and `tls` apply to these three forms: with `url`, put the database in
+/// the URL (`redis://host:6379/2`) and TLS in its scheme (`rediss://`), or it is refused.
+///
+/// # Secrets
+///
+/// `Debug` masks the password, the sentinels' password and the credentials of the URL and of
+/// every address.
 ///
 /// # Examples
 /// ```no_run
@@ -72,63 +93,124 @@ pub struct Config {
     pub tls_ca_cert: Option<PathBuf>,
     /// The prefix put before every name to form its key.
     pub key_prefix: Option<String>,
-    /// The watchdog lease (`30s`).
+    /// The watchdog lease (`"30s"`, or a number of seconds; see [Durations](Config#durations-a-bare-number-is-seconds)).
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "duration_field"))]
     pub watchdog_lease: Option<String>,
-    /// The connect timeout (`5s`).
+    /// The connect timeout (`"5s"`, or a number of seconds).
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "duration_field"))]
     pub connect_timeout: Option<String>,
-    /// The command timeout (`3s`).
+    /// The command timeout (`"3s"`, or a number of seconds).
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "duration_field"))]
     pub command_timeout: Option<String>,
-    /// How long the `acquire` verbs wait (`60s`).
+    /// How long the `acquire` verbs wait (`"60s"`, or a number of seconds).
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "duration_field"))]
     pub default_wait: Option<String>,
     /// The application name recorded with grants and in connection names.
     pub app_name: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
+    /// Every field, with the passwords masked and the URL and addresses redacted
+    /// ([`redact_url`](crate::redact_url)).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("url", &self.url.as_deref().map(crate::conn::redact_url))
+            .field("url", &self.url.as_deref().map(redact_url))
             .field("single", &self.single)
             .field("sentinel", &self.sentinel)
             .field("cluster", &self.cluster)
             .field("tls", &self.tls)
-            .field("key_prefix", &self.key_prefix)
+            .field("database", &self.database)
+            .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
-            .finish_non_exhaustive()
+            .field(
+                "sentinel_password",
+                &self.sentinel_password.as_ref().map(|_| "***"),
+            )
+            .field("pubsub", &self.pubsub)
+            .field("tls_ca_cert", &self.tls_ca_cert)
+            .field("key_prefix", &self.key_prefix)
+            .field("watchdog_lease", &self.watchdog_lease)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("default_wait", &self.default_wait)
+            .field("app_name", &self.app_name)
+            .finish()
     }
 }
 
-/// One server: `address` is `host[:port]` (port 6379 when left out).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Addresses as `Debug` shows them: credentials masked.
+struct Redacted<'a>(&'a [String]);
+
+impl std::fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|a| redact_url(a)))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for SingleServer {
+    /// The address with its credentials masked.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SingleServer")
+            .field("address", &redact_url(&self.address))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for SentinelServers {
+    /// The nodes with their credentials masked.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentinelServers")
+            .field("nodes", &Redacted(&self.nodes))
+            .field("master", &self.master)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ClusterServers {
+    /// The nodes with their credentials masked.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterServers")
+            .field("nodes", &Redacted(&self.nodes))
+            .finish()
+    }
+}
+
+/// One server: `address` is `host[:port]` (port 6379 when left out), or Redisson's
+/// `redis://host:port` / `rediss://host:port` (TLS).
+#[derive(Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct SingleServer {
-    /// `host[:port]`.
+    /// `host[:port]`, `redis://host[:port]` or `rediss://host[:port]`.
     pub address: String,
 }
 
 /// A Sentinel deployment.
 ///
-/// The sentinels (`host[:port]`, port 26379 when left out) and the master's name.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The sentinels (`host[:port]`, port 26379 when left out; Redisson's `redis://` or
+/// `rediss://` before it is accepted) and the master's name.
+#[derive(Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct SentinelServers {
-    /// The sentinels, `host[:port]`.
+    /// The sentinels, `[redis://|rediss://]host[:port]`.
     pub nodes: Vec<String>,
     /// The master's name, as the sentinels know it.
     pub master: String,
 }
 
-/// A Redis Cluster: seed nodes, `host[:port]` (port 6379 when left out).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// A Redis Cluster: seed nodes, `host[:port]` (port 6379 when left out; Redisson's
+/// `redis://` or `rediss://` before it is accepted).
+#[derive(Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct ClusterServers {
-    /// The seed nodes, `host[:port]`.
+    /// The seed nodes, `[redis://|rediss://]host[:port]`.
     pub nodes: Vec<String>,
 }
 
@@ -139,19 +221,21 @@ impl Config {
     /// Unset or empty variables are left out.
     ///
     /// # Errors
-    /// None today: values are checked by [`Config::builder`]. The `Result` leaves room for
-    /// variables that fail to read.
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) for a duration or `DISTLOCK_PUBSUB` value
+    /// that does not parse; the message names the variable (`DISTLOCK_WATCHDOG_LEASE "soon"`).
+    /// The URL and the CA file are checked by [`Config::builder`].
     pub fn from_env() -> Result<Config> {
-        Ok(Config::from_lookup(|name| {
-            std::env::var(name).ok().filter(|v| !v.is_empty())
-        }))
+        Config::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
 
     /// [`Config::from_env`] over any lookup of variable names (for tests). Not part of the
     /// API.
+    ///
+    /// # Errors
+    /// As [`Config::from_env`].
     #[doc(hidden)]
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
-        Config {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        let config = Config {
             url: get("DISTLOCK_URL"),
             username: get("DISTLOCK_USERNAME"),
             password: get("DISTLOCK_PASSWORD"),
@@ -165,16 +249,47 @@ impl Config {
             default_wait: get("DISTLOCK_DEFAULT_WAIT"),
             app_name: get("DISTLOCK_APP_NAME"),
             ..Config::default()
-        }
+        };
+        config.values(env_name)?;
+        Ok(config)
+    }
+
+    /// The parsed durations (watchdog lease, connect timeout, command timeout, default wait)
+    /// and pub/sub mode; `name` gives what an error calls each field.
+    fn values(&self, name: fn(&'static str) -> &'static str) -> Result<Values> {
+        let d = |field: &'static str, value: &Option<String>| duration(name(field), value);
+        let pubsub = match self.pubsub.as_deref() {
+            None => None,
+            Some("auto") => Some(PubSubMode::Auto),
+            Some("classic") => Some(PubSubMode::Classic),
+            Some("sharded") => Some(PubSubMode::Sharded),
+            Some("both") => Some(PubSubMode::Both),
+            Some(other) => {
+                return Err(Error::config(format!(
+                    "{} {other:?}: one of auto, classic, sharded, both",
+                    name("pubsub")
+                )))
+            }
+        };
+        Ok(Values {
+            watchdog_lease: d("watchdog_lease", &self.watchdog_lease)?,
+            connect_timeout: d("connect_timeout", &self.connect_timeout)?,
+            command_timeout: d("command_timeout", &self.command_timeout)?,
+            default_wait: d("default_wait", &self.default_wait)?,
+            pubsub,
+        })
     }
 
     /// A [`ClientBuilder`] with these settings.
     ///
     /// # Errors
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) for no deployment or more than one
-    /// (`url`, `single`, `sentinel`, `cluster`), a duration or `pubsub` value that does not
-    /// parse, or a CA file that cannot be read; the message names the field.
+    /// (`url`, `single`, `sentinel`, `cluster`), `database` or `tls` beside `url`, an address
+    /// whose scheme is neither `redis://` nor `rediss://` (or that mixes them), a duration or
+    /// `pubsub` value that does not parse, or a CA file that cannot be read; the message names
+    /// the field.
     pub fn builder(&self) -> Result<ClientBuilder> {
+        let values = self.values(|field| field)?;
         let mut b = crate::Client::builder().url(self.deployment_url()?);
         if let Some(user) = &self.username {
             b = b.username(user);
@@ -185,18 +300,8 @@ impl Config {
         if let Some(pw) = &self.sentinel_password {
             b = b.sentinel_auth(None, pw);
         }
-        if let Some(mode) = &self.pubsub {
-            b = b.pubsub_mode(match mode.as_str() {
-                "auto" => PubSubMode::Auto,
-                "classic" => PubSubMode::Classic,
-                "sharded" => PubSubMode::Sharded,
-                "both" => PubSubMode::Both,
-                other => {
-                    return Err(Error::config(format!(
-                        "pubsub {other:?}: one of auto, classic, sharded, both"
-                    )))
-                }
-            });
+        if let Some(mode) = values.pubsub {
+            b = b.pubsub_mode(mode);
         }
         if let Some(path) = &self.tls_ca_cert {
             let pem = std::fs::read(path)
@@ -206,16 +311,16 @@ impl Config {
         if let Some(prefix) = &self.key_prefix {
             b = b.key_prefix(prefix.clone());
         }
-        if let Some(d) = duration("watchdog_lease", &self.watchdog_lease)? {
+        if let Some(d) = values.watchdog_lease {
             b = b.watchdog_lease(d);
         }
-        if let Some(d) = duration("connect_timeout", &self.connect_timeout)? {
+        if let Some(d) = values.connect_timeout {
             b = b.connect_timeout(d);
         }
-        if let Some(d) = duration("command_timeout", &self.command_timeout)? {
+        if let Some(d) = values.command_timeout {
             b = b.command_timeout(d);
         }
-        if let Some(d) = duration("default_wait", &self.default_wait)? {
+        if let Some(d) = values.default_wait {
             b = b.default_wait(d);
         }
         if let Some(app) = &self.app_name {
@@ -244,24 +349,35 @@ impl Config {
 
     /// The URL of the one deployment given.
     fn deployment_url(&self) -> Result<String> {
-        let s = if self.tls { "s" } else { "" };
         let db = self.database.map(|d| format!("/{d}")).unwrap_or_default();
         let mut urls = Vec::new();
         if let Some(url) = &self.url {
+            if self.database.is_some() || self.tls {
+                return Err(Error::config(
+                    "database and tls apply to single, sentinel and cluster, not to url: put \
+                     the database in the URL (redis://host:6379/2) and TLS in its scheme \
+                     (rediss://)",
+                ));
+            }
             urls.push(url.clone());
         }
         if let Some(single) = &self.single {
-            urls.push(format!("redis{s}://{}{db}", single.address));
+            let (s, address) = self.hosts("single.address", [single.address.as_str()])?;
+            urls.push(format!("redis{s}://{}{db}", address[0]));
         }
         if let Some(sentinel) = &self.sentinel {
+            let (s, nodes) =
+                self.hosts("sentinel.nodes", sentinel.nodes.iter().map(String::as_str))?;
             urls.push(format!(
                 "redis{s}-sentinel://{}{db}#{}",
-                sentinel.nodes.join(","),
+                nodes.join(","),
                 sentinel.master
             ));
         }
         if let Some(cluster) = &self.cluster {
-            urls.push(format!("redis{s}-cluster://{}", cluster.nodes.join(",")));
+            let (s, nodes) =
+                self.hosts("cluster.nodes", cluster.nodes.iter().map(String::as_str))?;
+            urls.push(format!("redis{s}-cluster://{}", nodes.join(",")));
         }
         match urls.len() {
             1 => Ok(urls.remove(0)),
@@ -273,23 +389,171 @@ impl Config {
             )),
         }
     }
+
+    /// `addresses` without Redisson's `redis://` / `rediss://` scheme (nor a trailing `/`),
+    /// and `"s"` when TLS is on (`tls`, or `rediss://`). `field` names them in errors, which
+    /// show addresses redacted.
+    fn hosts<'a>(
+        &self,
+        field: &str,
+        addresses: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(&'static str, Vec<&'a str>)> {
+        let mut tls = None::<(bool, &str)>;
+        let mut hosts = Vec::new();
+        for address in addresses {
+            let Some((scheme, host)) = address.split_once("://") else {
+                hosts.push(address);
+                continue;
+            };
+            let scheme_tls = match scheme.to_ascii_lowercase().as_str() {
+                "redis" => false,
+                "rediss" => true,
+                other => {
+                    return Err(Error::config(format!(
+                        "{field} {:?}: the scheme {other}:// is not Redisson's redis:// or \
+                         rediss://",
+                        redact_url(address)
+                    )))
+                }
+            };
+            if self.tls && !scheme_tls {
+                return Err(Error::config(format!(
+                    "{field} {:?} says redis:// (no TLS) but tls is true: write rediss://, or \
+                     leave the scheme out",
+                    redact_url(address)
+                )));
+            }
+            if let Some((other, first)) = tls {
+                if other != scheme_tls {
+                    return Err(Error::config(format!(
+                        "{field} mixes redis:// and rediss:// ({:?}, {:?}): TLS is on for all \
+                         the nodes or for none",
+                        redact_url(first),
+                        redact_url(address)
+                    )));
+                }
+            }
+            tls = Some((scheme_tls, address));
+            hosts.push(host.strip_suffix('/').unwrap_or(host));
+        }
+        let on = self.tls || tls.is_some_and(|(t, _)| t);
+        Ok((if on { "s" } else { "" }, hosts))
+    }
 }
 
-/// A duration field: humantime's form or a number of seconds.
-fn duration(field: &str, value: &Option<String>) -> Result<Option<Duration>> {
-    let Some(v) = value else { return Ok(None) };
-    let v = v.trim();
-    let parsed = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        v.parse::<f64>()
+/// The parsed values of a [`Config`] (see [`Config::values`]).
+struct Values {
+    watchdog_lease: Option<Duration>,
+    connect_timeout: Option<Duration>,
+    command_timeout: Option<Duration>,
+    default_wait: Option<Duration>,
+    pubsub: Option<PubSubMode>,
+}
+
+/// The environment variable of a [`Config`] field ([`Config::from_env`]).
+fn env_name(field: &'static str) -> &'static str {
+    match field {
+        "pubsub" => "DISTLOCK_PUBSUB",
+        "watchdog_lease" => "DISTLOCK_WATCHDOG_LEASE",
+        "connect_timeout" => "DISTLOCK_CONNECT_TIMEOUT",
+        "command_timeout" => "DISTLOCK_TIMEOUT",
+        "default_wait" => "DISTLOCK_DEFAULT_WAIT",
+        other => other,
+    }
+}
+
+/// Parses a duration as distlock reads it everywhere: the `distlock` command's arguments, the
+/// `DISTLOCK_*` variables and [`Config`].
+///
+/// humantime's form (`30s`, `1m 30s`, `250ms`, `2h`), or a bare number of **seconds** (`30`,
+/// `0.5`), as flock's `-w` takes it. Redisson writes milliseconds (`lockWatchdogTimeout:
+/// 30000`); here that is `30000ms` or `30s`.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for text that is neither; the
+/// message quotes it.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(distlock::parse_duration("1m 30s")?, Duration::from_secs(90));
+/// assert_eq!(distlock::parse_duration("0.5")?, Duration::from_millis(500));
+/// assert!(distlock::parse_duration("soon").is_err());
+/// # Ok::<(), distlock::Error>(())
+/// ```
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return text
+            .parse::<f64>()
             .ok()
             .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-            .ok_or_else(|| "not a number of seconds".to_string())
-    } else {
-        humantime::parse_duration(v).map_err(|e| e.to_string())
-    };
-    parsed
+            .ok_or_else(|| Error::invalid(format!("{text:?}: not a number of seconds")));
+    }
+    humantime::parse_duration(text).map_err(|e| Error::invalid(format!("{text:?}: {e}")))
+}
+
+/// A duration field ([`parse_duration`]); errors name it `name`.
+fn duration(name: &str, value: &Option<String>) -> Result<Option<Duration>> {
+    let Some(v) = value else { return Ok(None) };
+    parse_duration(v.trim())
         .map(Some)
-        .map_err(|e| Error::config(format!("{field} {v:?}: {e}")))
+        .map_err(|e| Error::config(format!("{name} {e}")))
+}
+
+/// Serde's reading of a duration field: a string as it is, a number as that many seconds (a
+/// number of 1000 or more refused: most likely Redisson's milliseconds).
+#[cfg(feature = "serde")]
+fn duration_field<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<String>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a duration: a string (\"30s\", \"250ms\") or a number of seconds")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+            Ok(Some(v.to_string()))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Self::Value, E> {
+            if !(0.0..1000.0).contains(&v) {
+                return Err(E::custom(format!(
+                    "{v} is ambiguous: a number here is seconds (as in the distlock command), \
+                     not Redisson's milliseconds; write \"{v}ms\" or a number of seconds below \
+                     1000 (or a string such as \"30s\")"
+                )));
+            }
+            Ok(Some(v.to_string()))
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Self::Value, E> {
+            if v >= 1000 {
+                return Err(E::custom(format!(
+                    "{v} is ambiguous: a number here is seconds (as in the distlock command), \
+                     not Redisson's milliseconds; write \"{v}ms\", or a string such as \"30s\""
+                )));
+            }
+            Ok(Some(v.to_string()))
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Self::Value, E> {
+            match u64::try_from(v) {
+                Ok(v) => self.visit_u64(v),
+                Err(_) => Err(E::custom(format!("{v}: a duration cannot be negative"))),
+            }
+        }
+        fn visit_none<E: serde::de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> std::result::Result<Self::Value, D::Error> {
+            d.deserialize_any(V)
+        }
+    }
+    d.deserialize_option(V)
 }
 
 #[cfg(test)]
@@ -297,18 +561,22 @@ mod tests {
     use super::{ClusterServers, Config, SentinelServers, SingleServer};
     use std::collections::HashMap;
 
+    fn from_vars(vars: &[(&str, &str)]) -> crate::Result<Config> {
+        let vars: HashMap<&str, &str> = vars.iter().copied().collect();
+        Config::from_lookup(|n| vars.get(n).map(|v| v.to_string()))
+    }
+
     #[test]
     fn the_environment_gives_the_clis_settings() {
-        let vars: HashMap<&str, &str> = [
+        let c = from_vars(&[
             ("DISTLOCK_URL", "redis://h:1/"),
             ("DISTLOCK_PASSWORD", "p@ss"),
             ("DISTLOCK_KEY_PREFIX", "app:"),
             ("DISTLOCK_WATCHDOG_LEASE", "1m"),
             ("DISTLOCK_TIMEOUT", "0.5"),
             ("DISTLOCK_PUBSUB", "sharded"),
-        ]
-        .into();
-        let c = Config::from_lookup(|n| vars.get(n).map(|v| v.to_string()));
+        ])
+        .unwrap();
         assert_eq!(c.url.as_deref(), Some("redis://h:1/"));
         assert_eq!(c.password.as_deref(), Some("p@ss"));
         assert_eq!(c.command_timeout.as_deref(), Some("0.5"));
@@ -325,6 +593,22 @@ mod tests {
             ..c
         };
         assert!(bad.builder().unwrap_err().to_string().contains("pubsub"));
+    }
+
+    /// An error of `from_env` names the variable to fix, not the struct field.
+    #[test]
+    fn environment_errors_name_the_variable() {
+        let e = from_vars(&[("DISTLOCK_WATCHDOG_LEASE", "soon")]).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        assert!(
+            e.to_string()
+                .starts_with("DISTLOCK_WATCHDOG_LEASE \"soon\""),
+            "{e}"
+        );
+        let e = from_vars(&[("DISTLOCK_TIMEOUT", "2 fortnights")]).unwrap_err();
+        assert!(e.to_string().starts_with("DISTLOCK_TIMEOUT "), "{e}");
+        let e = from_vars(&[("DISTLOCK_PUBSUB", "loud")]).unwrap_err();
+        assert!(e.to_string().starts_with("DISTLOCK_PUBSUB \"loud\""), "{e}");
     }
 
     #[test]
@@ -365,5 +649,134 @@ mod tests {
             ..cluster
         };
         assert!(both.deployment_url().is_err());
+    }
+
+    /// Redisson's addresses carry their scheme: `redis://` and `rediss://` (TLS) are taken
+    /// as Redisson takes them; other schemes, a mix, or `tls` against `redis://` are refused.
+    #[test]
+    fn redisson_addresses_with_their_scheme() {
+        let single = |address: &str, tls: bool| Config {
+            single: Some(SingleServer {
+                address: address.into(),
+            }),
+            tls,
+            ..Config::default()
+        };
+        let url = |c: Config| c.deployment_url();
+        assert_eq!(
+            url(single("redis://h:6379", false)).unwrap(),
+            "redis://h:6379"
+        );
+        assert_eq!(
+            url(single("redis://h:6379/", false)).unwrap(),
+            "redis://h:6379"
+        );
+        assert_eq!(
+            url(single("rediss://h:6379", false)).unwrap(),
+            "rediss://h:6379"
+        );
+        assert_eq!(
+            url(single("REDISS://h:6379", true)).unwrap(),
+            "rediss://h:6379"
+        );
+        assert_eq!(url(single(":pw@h:1", false)).unwrap(), "redis://:pw@h:1");
+        let e = url(single("redis://h:6379", true)).unwrap_err();
+        assert!(e.to_string().contains("tls is true"), "{e}");
+        let e = url(single("http://:s3cretpw@h:6379", false)).unwrap_err();
+        assert!(e.to_string().contains("http://"), "{e}");
+        assert!(!e.to_string().contains("s3cretpw"), "{e}");
+        let cluster = |nodes: &[&str]| Config {
+            cluster: Some(ClusterServers {
+                nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            }),
+            ..Config::default()
+        };
+        assert_eq!(
+            url(cluster(&["rediss://c1:7000", "rediss://c2:7000"])).unwrap(),
+            "rediss-cluster://c1:7000,c2:7000"
+        );
+        let e = url(cluster(&["redis://c1:7000", "rediss://:s3cretpw@c2:7000"])).unwrap_err();
+        assert!(e.to_string().contains("mixes"), "{e}");
+        assert!(!e.to_string().contains("s3cretpw"), "{e}");
+        let sentinel = Config {
+            sentinel: Some(SentinelServers {
+                nodes: vec!["redis://s1:26379".into(), "redis://s2".into()],
+                master: "m".into(),
+            }),
+            database: Some(1),
+            ..Config::default()
+        };
+        assert_eq!(url(sentinel).unwrap(), "redis-sentinel://s1:26379,s2/1#m");
+    }
+
+    /// `database` and `tls` beside `url` were ignored without a word: refused.
+    #[test]
+    fn database_or_tls_beside_url_is_refused() {
+        for c in [
+            Config {
+                url: Some("redis://h/".into()),
+                database: Some(2),
+                ..Config::default()
+            },
+            Config {
+                url: Some("redis://h/".into()),
+                tls: true,
+                ..Config::default()
+            },
+        ] {
+            let e = c.deployment_url().unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Config);
+            assert!(e.to_string().contains("not to url"), "{e}");
+        }
+    }
+
+    /// A number is seconds in every format (JSON here); one of 1000 or more is refused as
+    /// Redisson's milliseconds would be.
+    #[test]
+    fn durations_may_be_numbers_of_seconds() {
+        let c: Config = serde_json::from_str(
+            r#"{ "url": "redis://h/", "watchdog_lease": 30, "command_timeout": 0.5,
+                 "connect_timeout": "5s", "default_wait": null }"#,
+        )
+        .unwrap();
+        let v = c.values(|f| f).unwrap();
+        assert_eq!(v.watchdog_lease, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(
+            v.command_timeout,
+            Some(std::time::Duration::from_millis(500))
+        );
+        assert_eq!(v.connect_timeout, Some(std::time::Duration::from_secs(5)));
+        assert_eq!(v.default_wait, None);
+        let e = serde_json::from_str::<Config>(r#"{ "watchdog_lease": 30000 }"#).unwrap_err();
+        assert!(e.to_string().contains("\"30000ms\""), "{e}");
+        let e = serde_json::from_str::<Config>(r#"{ "watchdog_lease": -1 }"#).unwrap_err();
+        assert!(e.to_string().contains("negative"), "{e}");
+    }
+
+    /// `Debug` masks credentials wherever a file may put them.
+    #[test]
+    fn debug_masks_every_password() {
+        let c = Config {
+            url: Some("redis://:s3cretpw@h/".into()),
+            single: Some(SingleServer {
+                address: ":s3cretpw@host:6379".into(),
+            }),
+            sentinel: Some(SentinelServers {
+                nodes: vec!["redis://u:s3cretpw@s1:26379".into()],
+                master: "m".into(),
+            }),
+            cluster: Some(ClusterServers {
+                nodes: vec!["app:s3cretpw@c1:7000".into()],
+            }),
+            password: Some("s3cretpw".into()),
+            sentinel_password: Some("s3cretpw".into()),
+            ..Config::default()
+        };
+        let shown = format!("{c:?} {c:#?}");
+        assert!(!shown.contains("s3cretpw"), "{shown}");
+        assert!(
+            shown.contains("host:6379") && shown.contains("c1:7000"),
+            "{shown}"
+        );
     }
 }

@@ -100,7 +100,7 @@ pub use client::{
     Client, ClientBuilder, KeyScan, PubSubMode, RedisConnection, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT, DEFAULT_WATCHDOG_LEASE,
 };
-pub use config::{ClusterServers, Config, SentinelServers, SingleServer};
+pub use config::{parse_duration, ClusterServers, Config, SentinelServers, SingleServer};
 pub use conn::redact_url;
 pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
 pub use inspect::{InspectedKind, Inspection};

@@ -6,7 +6,9 @@
 /// whole: `redis://***@host/`. The credentials end at the last `@` of the URL, so a password
 /// holding `/`, `?` or `#` (which should be percent-encoded, but may not be) is masked whole too:
 /// such a URL, or one the URL parser refuses (a Sentinel or Cluster URL with several `host:port`),
-/// is masked from `://` to that `@`. A password in the query
+/// is masked from `://` to that `@`. Text without a scheme or `@` that does not look like an
+/// address (`host:port`, a host name with a dot, `localhost`) may be a password put where the
+/// URL goes: it is masked whole (`***`). A password in the query
 /// (`redis+unix:///run/redis.sock?pass=secret`, redis-rs's form for Unix sockets) is masked as
 /// `pass=***`.
 ///
@@ -22,6 +24,9 @@
 /// assert_eq!(distlock::redact_url("app:secret@cache-1:6379"), "app:***@cache-1:6379");
 /// ```
 pub fn redact_url(url: &str) -> String {
+    if !url.contains("://") && !url.contains('@') && !url.is_empty() && !looks_like_address(url) {
+        return "***".to_string();
+    }
     mask_query_password(&redact_userinfo(url))
 }
 
@@ -88,9 +93,45 @@ fn redact_userinfo(url: &str) -> String {
     format!("{}{}@{}", &url[..scheme_end], masked, &rest[at + 1..])
 }
 
+/// Whether `text` (a server URL given without a scheme) looks like an address that is safe
+/// to quote in a message: `host:port` with a numeric port, or a host name with a dot (or
+/// `localhost`), of host-name characters only. Anything else may be a password pasted in the
+/// wrong place, and is not shown.
+pub(crate) fn looks_like_address(text: &str) -> bool {
+    let (host, port) = match text.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.starts_with('[') => (h, Some(p)),
+        _ => (text, None),
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'));
+    match port {
+        Some(p) => host_ok && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()),
+        None => host_ok && (host.contains('.') || host == "localhost"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::redact_url;
+    use super::{looks_like_address, redact_url};
+
+    #[test]
+    fn only_addresses_are_quoted() {
+        for a in [
+            "localhost",
+            "localhost:6379",
+            "10.0.0.1",
+            "h:1",
+            "cache.internal",
+            "[::1]:6379",
+        ] {
+            assert!(looks_like_address(a), "{a}");
+        }
+        for a in ["hunter2", "s3cret!pw", "p@ss", "h:port", "", "pass word.x"] {
+            assert!(!looks_like_address(a), "{a}");
+        }
+    }
 
     #[test]
     fn passwords_are_masked() {
@@ -120,7 +161,8 @@ mod tests {
             redact_url("redis-cluster://app:hunter2@h1,h2,h3"),
             "redis-cluster://app:***@h1,h2,h3"
         );
-        assert_eq!(redact_url("no url at all"), "no url at all");
+        assert_eq!(redact_url("no url at all"), "***");
+        assert_eq!(redact_url("hunter2"), "***");
     }
 
     #[test]

@@ -4,7 +4,7 @@ use super::backend::Backend;
 use super::deployment::{Connection, Deployment, Route};
 use super::naming;
 use super::pubsub::subscriber::Subscriber;
-use super::redact::redact_url;
+use super::redact::{looks_like_address, redact_url};
 use super::settings::ConnectSettings;
 use super::standalone::Server;
 use super::url::insecure_as_fragment;
@@ -31,6 +31,21 @@ impl Target {
         sentinel_auth: Option<&str>,
         tls_ca: Option<&[u8]>,
     ) -> Result<Target> {
+        if !url.contains("://") {
+            // Text without a scheme may be a password put where the URL goes: quoted only
+            // when it looks like an address.
+            let shown = if looks_like_address(url) {
+                format!("server URL {url:?} has no scheme: use redis://{url}")
+            } else {
+                "the server URL has no scheme (it is not shown: it may be a password put in \
+                 the wrong place)"
+                    .to_string()
+            };
+            return Err(Error::config(format!(
+                "{shown}; a URL is redis://HOST[:PORT][/DB], rediss://… for TLS, \
+                 redis-sentinel://…, redis-cluster://… or unix:///PATH"
+            )));
+        }
         let redacted = redact_url(url);
         if cluster::is_cluster_url(url) {
             return cluster::Config::parse(url)

@@ -97,3 +97,79 @@ async fn an_applications_redis_client_is_accepted() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Config);
 }
+
+/// A config as a Redisson user writes it: `single.address` with Redisson's `redis://` scheme
+/// (it became `redis://redis://…`), a duration as a JSON number of seconds (it was refused);
+/// `rediss://` in the address turns TLS on, verified against the CA file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redissons_address_form_and_numeric_durations() {
+    let server = RedisServer::options().password("s3cret").start();
+    let config: Config = serde_json::from_value(serde_json::json!({
+        "single": { "address": format!("redis://127.0.0.1:{}", server.port()) },
+        "password": "s3cret",
+        "watchdog_lease": 6,
+        "command_timeout": 2.5,
+    }))
+    .unwrap();
+    let client = config.builder().unwrap().build().await.unwrap();
+    assert_eq!(client.watchdog_lease(), Duration::from_secs(6));
+    client
+        .lock("redisson-form")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    let tls = RedisServer::options().tls().start();
+    let config: Config = serde_json::from_value(serde_json::json!({
+        "single": { "address": format!("rediss://127.0.0.1:{}", tls.port()) },
+        "tls_ca_cert": tls.tls_ca_cert().unwrap(),
+    }))
+    .unwrap();
+    let client = config
+        .builder()
+        .unwrap()
+        .build()
+        .await
+        .expect("rediss:// address");
+    assert!(
+        client.redacted_url().starts_with("rediss://"),
+        "{}",
+        client.redacted_url()
+    );
+    client
+        .lock("redisson-tls")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    let e = serde_json::from_str::<Config>(r#"{ "url": "redis://h/", "watchdog_lease": 30000 }"#)
+        .unwrap_err();
+    assert!(e.to_string().contains("milliseconds"), "{e}");
+}
+
+/// A password put where the URL goes (`DISTLOCK_URL=s3cretpw`) is not echoed by the error,
+/// nor is one in a Redisson address with credentials.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_the_url_slot_is_never_echoed() {
+    let vars = |name: &str| (name == "DISTLOCK_URL").then(|| "s3cretpw!x".to_string());
+    let config = Config::from_lookup(vars).unwrap();
+    assert!(!format!("{config:?}").contains("s3cretpw"));
+    let e = config.builder().unwrap().build().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert!(!format!("{e:#} {e:?}").contains("s3cretpw"), "{e:#}");
+    assert!(e.to_string().contains("no scheme"), "{e}");
+    let e = Config::from_lookup(|name| (name == "DISTLOCK_URL").then(|| "localhost:6379".into()))
+        .unwrap()
+        .builder()
+        .unwrap()
+        .build()
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("use redis://localhost:6379"), "{e}");
+}
