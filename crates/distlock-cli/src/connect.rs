@@ -85,24 +85,18 @@ impl Options {
         self.connect(self.builder_for(url)).await
     }
 
-    /// Build `builder`'s client; a connection failure names the connect timeout.
+    /// Build `builder`'s client. A failure says its cause, then the fix in the command's own
+    /// terms (its flags and variables, [`cli_fix`]) where the library names one.
     pub async fn connect(&self, builder: ClientBuilder) -> Result<Client> {
         builder.build().await.map_err(|e| {
-            // The library's message names the server with its password masked.
-            // The library's hint names ClientBuilder::password: say the CLI's own.
-            let password_hint = e.to_string().contains("percent-encoded");
-            let context = if password_hint {
-                "cannot connect (or give the password apart: --password or DISTLOCK_PASSWORD)"
-                    .to_string()
-            } else if e.kind() == distlock::ErrorKind::Connection {
-                format!(
-                    "cannot connect (connect timeout {})",
-                    humantime::format_duration(self.connect_timeout)
-                )
-            } else {
-                "cannot connect".to_string()
-            };
-            anyhow::Error::new(e).context(context)
+            // The library's message names the server with its password masked; its fix names
+            // a ClientBuilder method: say the command's flag instead.
+            match e.fix().and_then(cli_fix) {
+                Some(fix) => {
+                    anyhow::anyhow!("{:#}: {fix}", e.without_fix()).context("cannot connect")
+                }
+                None => anyhow::Error::new(e).context("cannot connect"),
+            }
         })
     }
 
@@ -119,6 +113,32 @@ impl Options {
             }),
         }
     }
+}
+
+/// A library [`distlock::Fix`] in the command's terms: its flags and variables.
+/// `None` for a fix this command has no words of its own for (the library's are kept).
+pub fn cli_fix(fix: distlock::Fix) -> Option<&'static str> {
+    use distlock::Fix;
+    Some(match fix {
+        Fix::GivePassword => "give the password with --password or DISTLOCK_PASSWORD",
+        Fix::CheckCredentials => {
+            "check the password (--password or DISTLOCK_PASSWORD, or the URL's) and the URL's \
+             user name"
+        }
+        Fix::RemovePassword => {
+            "give no password (neither --password, DISTLOCK_PASSWORD nor one in the URL), or \
+             set one on the server (requirepass)"
+        }
+        Fix::EncodePassword => {
+            "give the password apart with --password or DISTLOCK_PASSWORD (as it is), or \
+             percent-encode `@ : / ? # %` in the URL's password (%40 %3A %2F %3F %23 %25)"
+        }
+        Fix::TrustCa => {
+            "give the CA that signed the server's certificate with --tls-ca-cert FILE \
+             (DISTLOCK_TLS_CA_CERT, or $SSL_CERT_FILE), or skip the check with #insecure"
+        }
+        _ => return None,
+    })
 }
 
 /// The URL schemes the library takes (redis-rs's own and distlock's Sentinel and Cluster

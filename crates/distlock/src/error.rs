@@ -127,6 +127,63 @@ pub enum NotHeldReason {
     Unconfirmed,
 }
 
+/// What the caller can change to fix an error, where distlock can tell ([`Error::fix`]).
+///
+/// An error's `Display` ends with the fix in the library's terms (a [`ClientBuilder`](crate::ClientBuilder)
+/// method); a front end with its own terms (the `distlock` command's flags) takes the error
+/// [`without_fix`](Error::without_fix) and says it its own way. New fixes may be added in
+/// minor releases.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fix {
+    /// The server requires a password and none was given: give it
+    /// ([`ClientBuilder::password`](crate::ClientBuilder::password), or in the URL).
+    GivePassword,
+    /// The server refused the password or user name given: check them
+    /// ([`ClientBuilder::password`](crate::ClientBuilder::password),
+    /// [`ClientBuilder::username`](crate::ClientBuilder::username), or the URL's).
+    CheckCredentials,
+    /// A password was given to a server that has none: give none (or set one on the server).
+    RemovePassword,
+    /// The URL's password has a character that ends or changes the URL's parts (`# ? /`, or a
+    /// `%` that starts an escape): percent-encode it, or give the password apart
+    /// ([`ClientBuilder::password`](crate::ClientBuilder::password)).
+    EncodePassword,
+    /// The server's TLS certificate is signed by a CA that is not trusted: give that CA
+    /// ([`ClientBuilder::tls_ca_cert`](crate::ClientBuilder::tls_ca_cert)), or skip the check
+    /// (`#insecure`).
+    TrustCa,
+}
+
+impl Fix {
+    /// The fix in the library's terms, as `Display` shows it.
+    fn library_text(self) -> &'static str {
+        match self {
+            Fix::GivePassword => {
+                "give the password with ClientBuilder::password (or in the URL: \
+                 redis://:PASSWORD@HOST)"
+            }
+            Fix::CheckCredentials => {
+                "check the password and user name given (ClientBuilder::password, \
+                 ClientBuilder::username, or the URL's)"
+            }
+            Fix::RemovePassword => {
+                "give no password (neither ClientBuilder::password nor one in the URL), or set \
+                 one on the server (requirepass)"
+            }
+            Fix::EncodePassword => {
+                "percent-encode `@ : / ? # %` in the URL's password (%40 %3A %2F %3F %23 %25), \
+                 or give the password apart with ClientBuilder::password"
+            }
+            Fix::TrustCa => {
+                "give the CA that signed the server's certificate with \
+                 ClientBuilder::tls_ca_cert (or $SSL_CERT_FILE), or skip the check with \
+                 #insecure"
+            }
+        }
+    }
+}
+
 /// One node's part in a failed multi-node operation ([`ErrorKind::QuorumNotReached`]).
 ///
 /// Read from [`Error::node_failures`]; fields may be added in minor releases.
@@ -153,6 +210,8 @@ pub struct Error {
     unknown: bool,
     /// (acknowledged, wanted) replicas of [`ErrorKind::NotReplicated`].
     replication: Option<(u32, u32)>,
+    /// What the caller can change, shown after the message.
+    fix: Option<Fix>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -168,8 +227,31 @@ impl Error {
             nodes: Vec::new(),
             unknown: false,
             replication: None,
+            fix: None,
             source: None,
         }
+    }
+
+    /// Returns what the caller can change to fix this error, where distlock can tell.
+    ///
+    /// `Display` ends with it in the library's terms; see [`Fix`].
+    pub fn fix(&self) -> Option<Fix> {
+        self.fix
+    }
+
+    /// Returns this error without its [`fix`](Error::fix): `Display` then shows the cause
+    /// alone, for a front end that says the fix in its own terms (the `distlock` command
+    /// names its flags).
+    #[must_use]
+    pub fn without_fix(mut self) -> Self {
+        self.fix = None;
+        self
+    }
+
+    /// This error with `fix`, shown after its message.
+    pub(crate) fn with_fix(mut self, fix: Fix) -> Self {
+        self.fix = Some(fix);
+        self
     }
 
     pub(crate) fn not_replicated(context: &str, acked: u32, wanted: u32) -> Self {
@@ -298,6 +380,16 @@ impl Error {
             ErrorKind::NoPermission
         } else if code == "OOM" || err.to_string().contains("OOM command not allowed") {
             ErrorKind::OutOfMemory
+        } else if err.to_string().contains("distlock-limit: ") {
+            // A script's refusal of a call over one of distlock's limits (an owner's read
+            // holds): bad input, nothing written.
+            ErrorKind::InvalidInput
+        } else if err
+            .to_string()
+            .contains("value is not an integer or out of range")
+        {
+            // INCRBY / DECRBY on a string that is no integer count: not distlock's data.
+            ErrorKind::WrongType
         } else {
             match err.kind() {
                 K::AuthenticationFailed => ErrorKind::Auth,
@@ -337,7 +429,37 @@ impl Error {
                      primitive's, or data that is not distlock's); nothing was changed"
                 ),
             },
-            ErrorKind::Auth => format!("{context}: the server refused the credentials"),
+            ErrorKind::InvalidInput => {
+                let text = err.to_string();
+                let why = text
+                    .split_once("distlock-limit: ")
+                    .map(|(_, w)| {
+                        w.split(" script:")
+                            .next()
+                            .unwrap_or(w)
+                            .trim_end_matches('.')
+                    })
+                    .unwrap_or("over a limit");
+                format!("{context}: {why}; release some first (nothing was written)")
+            }
+            ErrorKind::Auth => {
+                match code {
+                    "NOAUTH" => return Error::new(
+                        kind,
+                        format!(
+                            "{context}: the server requires a password and none was given (NOAUTH)"
+                        ),
+                    )
+                    .with_fix(Fix::GivePassword)
+                    .with_source(err),
+                    _ => match server_reply(&err) {
+                        Some(reply) => format!(
+                            "{context}: the server refused the user name or password ({reply})"
+                        ),
+                        None => format!("{context}: the server refused the user name or password"),
+                    },
+                }
+            }
             // A server's own refusal (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY, …) is
             // quoted: it says what to do.
             ErrorKind::Connection => match server_reply(&err) {
@@ -358,14 +480,44 @@ impl Error {
             },
             _ => format!("{context}: {kind}"),
         };
-        Error::new(kind, message).with_source(err)
+        let fix = match kind {
+            ErrorKind::Auth => Some(Fix::CheckCredentials),
+            ErrorKind::Connection if untrusted_certificate(&err) => Some(Fix::TrustCa),
+            _ => None,
+        };
+        let message = match fix {
+            Some(Fix::TrustCa) => format!(
+                "{context}: the server's TLS certificate is signed by a CA that is not trusted"
+            ),
+            _ => message,
+        };
+        let e = Error::new(kind, message).with_source(err);
+        match fix {
+            Some(fix) => e.with_fix(fix),
+            None => e,
+        }
     }
+}
+
+/// Whether `err` is a TLS handshake that failed on a certificate signed by an unknown CA
+/// (rustls's `invalid peer certificate: UnknownIssuer`), anywhere in its chain.
+fn untrusted_certificate(err: &redis::RedisError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(c) = cause {
+        if c.to_string()
+            .contains("invalid peer certificate: UnknownIssuer")
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The server's own error reply, `CODE detail` (as `CROSSSLOT Keys in request don't hash to
 /// the same slot`), at most 200 bytes; `None` for errors the server did not send. A server's
 /// reply never carries the client's password.
-fn server_reply(err: &redis::RedisError) -> Option<String> {
+pub(crate) fn server_reply(err: &redis::RedisError) -> Option<String> {
     let code = err.code()?;
     let mut reply = match err.detail() {
         Some(detail) => format!("{code} {detail}"),
@@ -393,6 +545,9 @@ impl fmt::Display for Error {
     /// The alternate form (`{:#}`) appends each cause of the chain, `: cause`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
+        if let Some(fix) = self.fix {
+            write!(f, ": {}", fix.library_text())?;
+        }
         if self.unknown {
             f.write_str(" (no answer within the resend window: outcome unknown)")?;
         }
@@ -419,6 +574,9 @@ impl fmt::Debug for Error {
         }
         if !self.nodes.is_empty() {
             d.field("nodes", &self.nodes);
+        }
+        if let Some(fix) = self.fix {
+            d.field("fix", &fix);
         }
         if let Some(s) = &self.source {
             d.field("source", &s.to_string());

@@ -54,6 +54,24 @@ impl Client {
 }
 
 impl CountDownLatch {
+    /// The name's checks: every primitive's (`keys::check_name`), and on a Redis Cluster no
+    /// hash tag: the latch's channel, Redisson's `redisson_countdownlatch__channel__{<key>}`,
+    /// braces the whole key, so a key with its own `{tag}` puts the channel (which the scripts
+    /// take as a key, to route and publish in its slot) in another slot than the count, and
+    /// the server refuses every call with `CROSSSLOT`.
+    fn check_name(&self) -> Result<()> {
+        keys::check_name(&self.name)?;
+        if self.client.inner.backend.single_slot_scripts() && self.key.contains('{') {
+            return Err(Error::invalid(format!(
+                "latch name {:?} has a hash tag, which a latch cannot have on a Redis Cluster: \
+                 its channel (redisson_countdownlatch__channel__{{<name>}}, as Redisson's) \
+                 would hash to another slot than its count; use a name without braces",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
     /// The latch's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -62,12 +80,12 @@ impl CountDownLatch {
     /// Sets the count to `count` if the latch has none (is open). Returns whether it was set.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a zero count or a bad name; server failures.
+    /// [`ErrorKind::InvalidInput`] for a zero count or a bad name (on a Redis Cluster, also one with a `{hash tag}`); server failures.
     ///
     /// # Cancel safety
     /// Cancel safe: one idempotent script.
     pub async fn try_set_count(&self, count: u64) -> Result<bool> {
-        keys::check_name(&self.name)?;
+        self.check_name()?;
         if count == 0 || count > keys::MAX_PERMITS {
             return Err(Error::invalid(format!(
                 "latch count {count} is not between 1 and {}",
@@ -95,7 +113,7 @@ impl CountDownLatch {
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key holds another type;
-    /// [`ErrorKind::InvalidInput`] for a bad name; server failures. When the server does not
+    /// [`ErrorKind::InvalidInput`] for a bad name (on a Redis Cluster, also one with a `{hash tag}`); server failures. When the server does not
     /// answer within the resend window the error says the outcome is unknown
     /// ([`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)): it was counted at
     /// most once, and a send still queued on a stalled server counts it when the server
@@ -117,7 +135,7 @@ impl CountDownLatch {
     /// # Ok(()) }
     /// ```
     pub async fn count_down(&self) -> Result<u64> {
-        keys::check_name(&self.name)?;
+        self.check_name()?;
         let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
         inv.key(&self.key)
             .key(&self.channel)
@@ -144,7 +162,7 @@ impl CountDownLatch {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn count(&self) -> Result<u64> {
-        keys::check_name(&self.name)?;
+        self.check_name()?;
         let v: Option<i64> = self
             .client
             .inner
@@ -208,7 +226,7 @@ impl CountDownLatch {
     /// # Ok(()) }
     /// ```
     pub async fn wait_for(&self, wait: Duration) -> Result<bool> {
-        keys::check_name(&self.name)?;
+        self.check_name()?;
         Ok(acquire(&self.client, Opening(self), wait).await?.is_some())
     }
 
@@ -227,7 +245,7 @@ impl CountDownLatch {
     /// # Cancel safety
     /// Cancel safe: idempotent.
     pub async fn delete(&self) -> Result<bool> {
-        keys::check_name(&self.name)?;
+        self.check_name()?;
         let mut inv = scripts::LATCH_DELETE.prepare_invoke();
         inv.key(&self.key);
         let n: i64 = self

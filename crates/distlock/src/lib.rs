@@ -102,7 +102,7 @@ pub use client::{
 };
 pub use config::{parse_duration, ClusterServers, Config, SentinelServers, SingleServer};
 pub use conn::redact_url;
-pub use error::{Error, ErrorKind, NodeFailure, NotHeldReason, Result};
+pub use error::{Error, ErrorKind, Fix, NodeFailure, NotHeldReason, Result};
 pub use inspect::{InspectedKind, Inspection};
 #[cfg(feature = "cron")]
 pub use job::spawn_cron;

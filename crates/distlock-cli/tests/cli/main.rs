@@ -3,6 +3,7 @@
 mod acl;
 mod family;
 mod faults;
+mod hints;
 mod list;
 mod run;
 mod shell;
@@ -366,7 +367,7 @@ fn a_password_apart_from_the_url_needs_no_encoding() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("percent-encoded") && err.contains("--password"),
+        err.contains("percent-encode") && err.contains("--password"),
         "{err}"
     );
     assert!(!err.contains("rd#?"), "{err}");

@@ -9,7 +9,7 @@ use super::{
     DEFAULT_WATCHDOG_LEASE,
 };
 use crate::conn::redact_url;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Fix, Result};
 #[cfg(doc)]
 use crate::Client;
 
@@ -37,17 +37,23 @@ pub struct ClientBuilder {
     pub(super) tls_ca: Option<Arc<[u8]>>,
 }
 
-/// A configuration or authentication error of a URL with credentials, with the hint that a
-/// password's reserved characters must be percent-encoded (the usual cause) or given apart.
-pub(super) fn credentials_hint(e: Error, url: &str) -> Error {
-    let with_credentials = url
-        .split_once("://")
-        .is_some_and(|(_, rest)| rest.contains('@'));
-    if with_credentials && matches!(e.kind(), ErrorKind::Config | ErrorKind::Auth) {
-        return e.with_hint(
-            "a password in the URL must have `@ : / ? # %` percent-encoded (%40 %3A %2F %3F \
-             %23 %25), or be given apart with ClientBuilder::password",
-        );
+/// The password of `url`'s user information (`scheme://user:password@…`, up to the last
+/// `@`), still percent-encoded; `None` without one.
+pub(super) fn url_password(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let (info, _) = rest.rsplit_once('@')?;
+    info.split_once(':').map(|(_, p)| p)
+}
+
+/// An authentication error of a URL whose own password holds a `%`: the fix is to encode it
+/// (`%` starts an escape) or give the password apart, not to check its value.
+pub(super) fn credentials_hint(e: Error, given_url: Option<&str>) -> Error {
+    if e.kind() == ErrorKind::Auth
+        && given_url
+            .and_then(url_password)
+            .is_some_and(|p| p.contains('%'))
+    {
+        return e.with_fix(Fix::EncodePassword);
     }
     e
 }

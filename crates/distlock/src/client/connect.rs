@@ -11,7 +11,7 @@ use super::builder::{
 use super::{Client, ClientBuilder, ClientInner};
 use crate::conn::pubsub::Hub;
 use crate::conn::{naming, redact_url, Backend, ConnectSettings, Target};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Fix, Result};
 use crate::holds::{Fallback, Holds};
 use crate::keys;
 use crate::watchdog::Leases;
@@ -97,7 +97,7 @@ impl ClientBuilder {
         let target = match given {
             Some(client) => Target::Standalone(client),
             None => Target::parse(&url, self.sentinel_auth.as_deref(), tls_ca.as_deref())
-                .map_err(|e| credentials_hint(e, &url))?,
+                .map_err(|e| credentials_hint(e, self.url.as_deref()))?,
         };
         let standalone = match &target {
             Target::Standalone(client) => Some(client.clone()),
@@ -112,9 +112,35 @@ impl ClientBuilder {
             client_name: connection_name.clone(),
             tls_ca,
         };
-        let (backend, subscriber) = Backend::connect(target, &settings, &redacted)
-            .await
-            .map_err(|e| credentials_hint(e, &url))?;
+        let connected = Backend::connect(target, &settings, &redacted).await;
+        let (backend, subscriber) = match (connected, &standalone) {
+            (Ok(c), _) => c,
+            (Err(e), Some(client)) if e.fix() == Some(Fix::CheckCredentials) => {
+                let e = match auth_refusal(client, self.connect_timeout).await {
+                    Some(reason) if reason.contains("without any password configured") => {
+                        Error::new(
+                            ErrorKind::Auth,
+                            format!(
+                                "connect to {redacted}: the server has no password set, but one \
+                                 was given ({reason})"
+                            ),
+                        )
+                        .with_fix(Fix::RemovePassword)
+                    }
+                    Some(reason) => Error::new(
+                        ErrorKind::Auth,
+                        format!(
+                            "connect to {redacted}: the server refused the user name or \
+                             password ({reason})"
+                        ),
+                    )
+                    .with_fix(Fix::CheckCredentials),
+                    None => e,
+                };
+                return Err(credentials_hint(e, self.url.as_deref()));
+            }
+            (Err(e), _) => return Err(credentials_hint(e, self.url.as_deref())),
+        };
         // One round trip for all three: the requests share the multiplexed connection.
         let legacy_counter = keys::legacy_fencing_counter(&self.key_prefix);
         let (eviction_policy, fencing_floor, ()) = tokio::join!(
@@ -176,6 +202,34 @@ impl ClientBuilder {
             inner: Arc::new(inner),
         })
     }
+}
+
+/// The server's own reason for refusing `client`'s credentials, which redis-rs reduces to
+/// "Password authentication failed": one connection without credentials sends `AUTH`
+/// itself and returns the error reply (`WRONGPASS …`, or `ERR AUTH <password> called without
+/// any password configured …`, which never holds the password). `None` when it cannot tell.
+async fn auth_refusal(client: &redis::Client, timeout: Duration) -> Option<String> {
+    let info = client.get_connection_info().clone();
+    let given = info.redis_settings().clone();
+    let password = given.password()?.to_string();
+    let bare = info.set_redis_settings(redis::RedisConnectionInfo::default().set_db(given.db()));
+    let probe = async {
+        let mut con = redis::Client::open(bare)
+            .ok()?
+            .get_multiplexed_async_connection()
+            .await
+            .ok()?;
+        let mut auth = redis::cmd("AUTH");
+        if let Some(user) = given.username() {
+            auth.arg(user);
+        }
+        auth.arg(password);
+        match auth.query_async::<redis::Value>(&mut con).await {
+            Ok(_) => None,
+            Err(e) => crate::error::server_reply(&e),
+        }
+    };
+    tokio::time::timeout(timeout, probe).await.ok().flatten()
 }
 
 /// Whether `url`'s scheme is one of TLS (`rediss`, `rediss-sentinel`, `rediss-cluster`,

@@ -57,16 +57,56 @@ impl Target {
                 .map(Target::Sentinel)
                 .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
         }
+        check_userinfo(url, &redacted)?;
         naming::client_with_ca(insecure_as_fragment(url).as_ref(), tls_ca)
             .map(Target::Standalone)
             .map_err(|e| {
-                // The driver's message may quote the URL: report only its category.
-                Error::config(format!(
-                    "cannot use server URL {redacted}: {}",
-                    e.category()
-                ))
+                // The driver's message may quote the URL: report only its category, or what
+                // the URL parser says is wrong (never quoting the URL).
+                let why = match ::url::Url::parse(url) {
+                    Err(::url::ParseError::InvalidPort) => {
+                        "the port is not a number from 0 to 65535".to_string()
+                    }
+                    Err(::url::ParseError::EmptyHost) => "the URL names no host".to_string(),
+                    Err(
+                        ::url::ParseError::InvalidDomainCharacter
+                        | ::url::ParseError::InvalidIpv4Address
+                        | ::url::ParseError::InvalidIpv6Address
+                        | ::url::ParseError::IdnaError,
+                    ) => "the host is not a valid name or IP address".to_string(),
+                    _ => e.category().to_string(),
+                };
+                Error::config(format!("cannot use server URL {redacted}: {why}"))
             })
     }
+}
+
+/// Refuse a one-server URL whose user information (up to the last `@`) holds `#`, `?` or
+/// `/` unencoded: the URL parser ends the server part there, so the password would be cut and
+/// the rest taken for a host (a DNS error) while the redacted URL looks right.
+fn check_userinfo(url: &str, redacted: &str) -> Result<()> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Ok(());
+    };
+    if scheme.ends_with("unix") {
+        return Ok(());
+    }
+    let Some((info, _)) = rest.rsplit_once('@') else {
+        return Ok(());
+    };
+    if let Some(c) = info.chars().find(|c| matches!(c, '#' | '?' | '/')) {
+        let part = if info.contains(':') {
+            "password"
+        } else {
+            "user information"
+        };
+        return Err(Error::config(format!(
+            "cannot use server URL {redacted}: the URL's {part} holds an unencoded `{c}`, which \
+             ends the URL's server part"
+        ))
+        .with_fix(crate::error::Fix::EncodePassword));
+    }
+    Ok(())
 }
 
 impl Backend {

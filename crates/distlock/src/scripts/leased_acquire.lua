@@ -44,6 +44,11 @@ if type(count) == 'table' then
   -- Not a count: another kind's data (a lock's hash, …), refused before any write.
   return wrong_kind(KEYS[1], 'a leased semaphore')
 end
+if count ~= false and count ~= '0' and not string.match(count, '^%-?[1-9]%d*$') then
+  -- A string that is no count as INCRBY takes one ('bob', '3.5', '02134'): a user's data, refused before any write.
+  return redis.error_reply('WRONGTYPE distlock: the key holds a string that is not a count ' ..
+    '(data that is not distlock\'s), not a leased semaphore')
+end
 local available = tonumber(count or '0')
 local q
 if available >= 1 and ARGV[3] ~= '' and redis.call('exists', KEYS[5]) == 1 then

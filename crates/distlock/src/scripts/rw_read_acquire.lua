@@ -29,7 +29,8 @@
 --          refused PEXPIRE (e.g. NOPERM): nothing granted (expired waiting writers may have been
 --          dropped).
 --          'ERR distlock: this owner already holds 1024 read holds ...' for a re-entry past
---          MAX_READ_HOLDS (nothing written).
+--          MAX_READ_HOLDS (nothing written): 'ERR distlock-limit: …', which the client
+--          reports as InvalidInput.
 --
 -- Uses now_ms, next_token and expire_or_undo from prelude.lua (joined in front by scripts/mod.rs).
 
@@ -72,7 +73,7 @@ if mode == false then
 end
 if mode == 'read' or (mode == 'write' and writing) then
   if reading and tonumber(f[2]) >= MAX_READ_HOLDS then
-    return redis.error_reply('ERR distlock: this owner already holds ' .. f[2] ..
+    return redis.error_reply('ERR distlock-limit: this owner already holds ' .. f[2] ..
       ' read holds of the lock, the most one owner may have')
   end
   local token = next_token(KEYS[4], ARGV[5])

@@ -25,6 +25,11 @@ if type(value) == 'table' then
   -- Not a count: another kind's data (a lock's hash, …), refused before any write.
   return wrong_kind(KEYS[1], 'a semaphore')
 end
+if value ~= false and value ~= '0' and not string.match(value, '^%-?[1-9]%d*$') then
+  -- A string that is no count as INCRBY takes one ('bob', '3.5', '02134'): a user's data, refused before any write.
+  return redis.error_reply('WRONGTYPE distlock: the key holds a string that is not a count ' ..
+    '(data that is not distlock\'s), not a semaphore')
+end
 if value ~= false and tonumber(value) >= tonumber(ARGV[1]) then
   redis.call('decrby', KEYS[1], ARGV[1])
   redis.call('set', KEYS[2], ARGV[1], 'px', ARGV[2])

@@ -13,12 +13,10 @@ use tokio::time::Instant;
 use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
 use crate::scripts::{self, reply};
-#[cfg(doc)]
-use crate::ErrorKind;
 
 /// Re-check interval while waiting, in case a wake-up message was lost.
 /// How many latch lifetimes a semaphore's grant latch (and its tombstone) lives, and how long
@@ -88,13 +86,33 @@ impl Names {
 
     async fn available(&self) -> Result<u64> {
         keys::check_name(&self.name)?;
-        let v: Option<i64> = self
+        let context = self.context("available");
+        let v: Option<String> = self
             .client
             .inner
             .backend
-            .query(&self.context("available"), redis::cmd("GET").arg(&self.key))
+            .query(&context, redis::cmd("GET").arg(&self.key))
             .await?;
-        Ok(v.unwrap_or(0).max(0) as u64)
+        // An integer as the server's INCRBY takes one: no leading zero, no sign but '-'.
+        let count = |v: &str| {
+            let digits = v.strip_prefix('-').unwrap_or(v);
+            if v != "0" && (digits.starts_with('0') || digits.starts_with('+')) {
+                return Err(());
+            }
+            v.parse::<i64>().map_err(|_| ())
+        };
+        match v.map(|v| count(&v)) {
+            None => Ok(0),
+            Some(Ok(n)) => Ok(n.max(0) as u64),
+            // A user's string under the name ('bob', '3.5'): not a semaphore's count.
+            Some(Err(_)) => Err(Error::new(
+                ErrorKind::WrongType,
+                format!(
+                    "{context}: the key holds a string that is not a count (data that is not \
+                     distlock's), not a semaphore; nothing was changed"
+                ),
+            )),
+        }
     }
 
     /// The script call that gives back `permits` (with a fresh request id for its latch);

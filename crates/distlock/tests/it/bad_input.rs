@@ -144,7 +144,7 @@ async fn a_password_with_reserved_characters_is_given_apart_or_hinted() {
             "{err}"
         );
         let text = err.to_string();
-        assert!(text.contains("percent-encoded"), "{text}");
+        assert!(text.contains("percent-encode"), "{text}");
         assert!(text.contains("ClientBuilder::password"), "{text}");
         assert!(
             !text.contains("rd#?") && !format!("{err:?}").contains("rd#?"),

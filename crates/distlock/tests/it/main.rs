@@ -13,6 +13,7 @@ mod fair;
 mod faults;
 mod fencing;
 mod handoff;
+mod hints;
 mod holder;
 mod inspect;
 mod job;
