@@ -282,6 +282,8 @@ pub enum Property {
     Fairness,
     /// R: a lease was lost while no fault ran (the watchdog failed to renew it).
     Renewal,
+    /// A: a grant was made while no replica could acknowledge it (`WAIT` on).
+    Replication,
 }
 
 /// One violation a checker found, at a time of the history (µs, 0 when it has none).

@@ -229,10 +229,13 @@ impl<'a> Nemesis<'a> {
                     r.pause();
                 }
                 std::thread::sleep(self.s.pause);
+                // Stamped before the SIGCONT: no replica acknowledged anything before the
+                // span's end (check A counts grants up to it).
+                let healed = self.rec.event(0, Type::Ok, Op::Fault).detail(&what);
                 for r in &replicas {
                     r.resume();
                 }
-                self.healed(&what);
+                self.rec.record(&healed);
                 Ok(())
             }
             Fault::ClusterKill => {
