@@ -17,7 +17,9 @@
 //!   process was stopped meanwhile;
 //! - **R** renewal (fault-free scenarios whose holds outlast the lease): no lease is lost;
 //! - **A** acknowledgement (`WAIT` on): no grant is recorded while every replica has been
-//!   stopped for [`ACK_MARGIN`] or more, whenever its waiter began to wait.
+//!   stopped for [`ACK_MARGIN`] or more, whenever its waiter began to wait;
+//! - **J** job runs: no run begins while another holds the lock, and none is told its lock
+//!   is gone, before the holder's `at_most_for` ran out.
 //!
 //! A hold starts at its acquire's `ok` and ends at its release's `invoke` (a correct lock
 //! grants the next hold after the release started, and the next holder hears of its grant
@@ -42,6 +44,10 @@ pub struct Hold {
     pub key: String,
     /// The fencing token, if the kind issues one.
     pub token: Option<u128>,
+    /// The lease asked for, µs, where it may end while held (a job run's `at_most_for`).
+    pub lease: Option<u64>,
+    /// The granted acquire's `invoke`, µs: the grant was made after it.
+    pub invoked: u64,
     /// Exclusive or shared.
     pub mode: Mode,
     /// The acquire's `ok`, µs.
@@ -138,16 +144,22 @@ impl Findings {
 fn holds(events: &[Event]) -> Vec<Hold> {
     let last = events.last().map_or(0, |e| e.t_us);
     let mut open: HashMap<(&str, u32), Hold> = HashMap::new();
+    let mut invoked: HashMap<(&str, u32), u64> = HashMap::new();
     let mut done = Vec::new();
     for e in events {
         let who = (e.process.as_str(), e.task);
         match (e.f, e.ty) {
+            (Op::Acquire, Type::Invoke) => {
+                invoked.insert(who, e.t_us);
+            }
             (Op::Acquire, Type::Ok) => {
                 let hold = Hold {
                     process: e.process.clone(),
                     task: e.task,
                     key: e.key.clone().unwrap_or_default(),
                     token: e.token_value(),
+                    lease: e.lease_ms.map(|ms| ms * 1000),
+                    invoked: invoked.get(&who).copied().unwrap_or(e.t_us),
                     mode: e.mode,
                     start: e.t_us,
                     end: last,
@@ -236,6 +248,7 @@ pub fn check(
     }
     unreplicated(events, &mut f);
     job_ticks(events, &mut f);
+    job_runs(&holds, &mut f);
     for o in orphans {
         f.orphans += 1;
         f.violations.push(Violation::new(
@@ -876,6 +889,58 @@ fn unreplicated(events: &[Event], f: &mut Findings) {
     }
 }
 
+/// J: job runs (holds with a lease: `at_most_for`, no keep-alive). A run's lock lives until
+/// its release deletes it or, at the earliest, `at_most_for` after its acquire's `invoke`
+/// (the `SET … PX` ran after that). Another run that began before both, or a report that the
+/// lock was gone before the latter (less the client's drift allowance, 1 % + 2 ms, by which
+/// its own deadline runs early), means the lock was taken from under the run, by another
+/// instance's release say. E excuses an overlap with a hold reported lost; J does not while
+/// the lost hold's `at_most_for` still ran.
+fn job_runs(holds: &[Hold], f: &mut Findings) {
+    let runs: Vec<(&Hold, u64)> = holds.iter().filter_map(|h| Some((h, h.lease?))).collect();
+    for &(h, lease) in &runs {
+        let expires = h.invoked + lease;
+        for &(g, _) in &runs {
+            let after = (g.start, &g.process, g.task) > (h.start, &h.process, h.task);
+            if g.key == h.key && after && g.start < h.end && g.start < expires {
+                f.violations.push(Violation::new(
+                    Property::JobRuns,
+                    g.start,
+                    h.end.min(expires),
+                    format!(
+                        "job {}: {}/{} began a run while {}/{} ran with its lock ({} ms of \
+                         its {} ms at_most_for left)",
+                        h.key,
+                        g.process,
+                        g.task,
+                        h.process,
+                        h.task,
+                        (expires - g.start) / 1000,
+                        lease / 1000
+                    ),
+                ));
+            }
+        }
+        let drift = lease / 100 + 2_000;
+        if let Some(lost) = h.lost_at.filter(|&t| t + drift < expires) {
+            f.violations.push(Violation::new(
+                Property::JobRuns,
+                h.start,
+                lost,
+                format!(
+                    "job {}: {}/{} was told its lock was gone {} ms before its {} ms \
+                     at_most_for ran out",
+                    h.key,
+                    h.process,
+                    h.task,
+                    (expires - lost) / 1000,
+                    lease / 1000
+                ),
+            ));
+        }
+    }
+}
+
 /// The job scenario: at most one run per tick of the schedule (a run's `value` is its tick).
 fn job_ticks(events: &[Event], f: &mut Findings) {
     let mut runs: HashMap<(&str, i64), Vec<&Event>> = HashMap::new();
@@ -1410,6 +1475,74 @@ mod tests {
         assert!(v[0].detail.contains("1000 ms into"), "{}", v[0].detail);
         // After the resume: fine.
         assert!(check(1700).is_empty());
+    }
+
+    /// A job run by `p`/0: acquire invoked 0.1 ms before `a` ms, granted at `a` with
+    /// `at_most_for` `lease` ms, released at `b`.
+    fn job_run(p: &str, a: u64, b: u64, lease: u64) -> Vec<Event> {
+        let mut h = hold(p, a, b, 0);
+        h[1] = Event::at(a * MS, p, 0, Type::Ok, Op::Acquire)
+            .key("k")
+            .lease(Duration::from_millis(lease));
+        h
+    }
+
+    #[test]
+    fn job_runs_finds_a_run_begun_or_a_loss_told_within_another_runs_lease() {
+        let check = |h: &[Event]| {
+            let mut f = Findings::default();
+            job_runs(&holds(h), &mut f);
+            f.violations
+        };
+        // w0 overruns its 300 ms (told by its own deadline, 300 ms less the 5 ms drift
+        // allowance after its acquire, at 306 ms; its release at 800 ms finds another's
+        // lock); w1 takes the lock at 500 ms: fine.
+        let mut w0 = job_run("w0", 10, 800, 300);
+        w0.insert(2, Event::at(306 * MS, "w0", 0, Type::Ok, Op::Lost).key("k"));
+        let w1 = job_run("w1", 500, 1250, 5000);
+        let ok = history(vec![w0.clone(), w1.clone()]);
+        assert!(check(&ok).is_empty(), "{:?}", check(&ok));
+        // w2 begins at 1,000 ms while w1 runs with 4.5 s of its lease left.
+        let bad = history(vec![
+            w0.clone(),
+            w1.clone(),
+            job_run("w2", 1000, 1100, 5000),
+        ]);
+        let v = check(&bad);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].property, Property::JobRuns);
+        assert!(
+            v[0].detail.contains("w2/0 began a run while w1/0"),
+            "{}",
+            v[0].detail
+        );
+        // w1 is told its lock is gone at its release, 4.2 s before its lease ran out.
+        let mut told = w1.clone();
+        told.insert(
+            3,
+            Event::at(1250 * MS + 50, "w1", 0, Type::Ok, Op::Lost).key("k"),
+        );
+        let v = check(&history(vec![w0.clone(), told]));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].detail.contains("was told its lock was gone"),
+            "{}",
+            v[0].detail
+        );
+        // E excuses the overlap with w1 once w1 was told; J does not.
+        let mut told = w1;
+        told.insert(
+            2,
+            Event::at(1050 * MS, "w1", 0, Type::Ok, Op::Lost).key("k"),
+        );
+        let h = history(vec![w0, told, job_run("w2", 1100, 1200, 5000)]);
+        let f = check_all(&h);
+        assert_eq!(f.overlaps, 0, "{:?}", f.violations);
+        assert!(f.violations.iter().any(|v| v.property == Property::JobRuns));
+    }
+
+    fn check_all(h: &[Event]) -> Findings {
+        check(h, &[], None, &[], &Limits::default())
     }
 
     #[test]

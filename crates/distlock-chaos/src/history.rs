@@ -99,6 +99,10 @@ pub struct Event {
     /// A fault's description, an error's message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The lease a grant was asked for, ms, where it may end while held (a job run's
+    /// `at_most_for`, without keep-alive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_ms: Option<u64>,
 }
 
 fn is_exclusive(m: &Mode) -> bool {
@@ -125,6 +129,7 @@ impl Event {
             value: None,
             mode: Mode::Exclusive,
             detail: None,
+            lease_ms: None,
         }
     }
 
@@ -161,6 +166,12 @@ impl Event {
     /// With a detail.
     pub fn detail(mut self, detail: impl Into<String>) -> Event {
         self.detail = Some(detail.into());
+        self
+    }
+
+    /// With the lease asked for.
+    pub fn lease(mut self, lease: std::time::Duration) -> Event {
+        self.lease_ms = Some(lease.as_millis() as u64);
         self
     }
 
@@ -284,6 +295,9 @@ pub enum Property {
     Renewal,
     /// A: a grant was made while no replica could acknowledge it (`WAIT` on).
     Replication,
+    /// J: a job run began while another still held the lock, or was told its lock was gone,
+    /// before the holder's `at_most_for` had run out.
+    JobRuns,
 }
 
 /// One violation a checker found, at a time of the history (µs, 0 when it has none).

@@ -283,7 +283,7 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
 
     let mut s = base(
         "job",
-        "a job lock every 500 ms on 16 tasks (at-least-for 400 ms), with DEBUG SLEEP / CLIENT PAUSE stalls: at most one run per tick",
+        "a job lock every 500 ms on 16 tasks, runs that overrun their at-most-for, outlast the next tick, or are kept by at-least-for, with DEBUG SLEEP / CLIENT PAUSE stalls: at most one run per tick, none while another holds the lock",
         Topology::Standalone,
         Fault::ServerStall,
     );

@@ -38,7 +38,8 @@ pub enum Workload {
     /// Leased semaphore (direct hand-off on) with `permits` permits, each granted for the
     /// lease: each grant sleeps; holders must never exceed it.
     LeasedSemaphore,
-    /// Job lock: every task tries at every tick of `job_interval`; a run sleeps a little.
+    /// Job lock: every task tries at every tick of `job_interval`; runs of three shapes
+    /// (an overrun of `at_most_for`, a run past the next tick, a short one).
     Job,
     /// RedLock over independent masters; each grant: the counter increment.
     RedLock,
@@ -229,7 +230,12 @@ impl Task {
 
     /// An event of this task on the lock, now.
     fn ev(&self, ty: Type, f: Op) -> Event {
-        self.rec.event(self.task, ty, f).key(&self.spec.key)
+        self.ev_on(&self.spec.key, ty, f)
+    }
+
+    /// An event of this task on the lock `key`, now.
+    fn ev_on(&self, key: &str, ty: Type, f: Op) -> Event {
+        self.rec.event(self.task, ty, f).key(key)
     }
 
     /// Record the acquire's `invoke`, await it, and record a timeout (`fail`, with
@@ -285,6 +291,27 @@ impl Task {
             Err(e) => self.ev(Type::Info, Op::Release).detail(e.to_string()),
         };
         self.rec.record(&e);
+    }
+
+    /// Hold `guard` for `time`, recording its loss (on `key`) when the client reports it;
+    /// whether it was lost.
+    async fn hold_for<G: distlock::Lease>(&self, key: &str, guard: &G, time: Duration) -> bool {
+        let mut sleep = pin!(tokio::time::sleep(time));
+        let mut lost = false;
+        loop {
+            tokio::select! {
+                () = guard.lost(), if !lost => {
+                    lost = true;
+                    self.rec.record(&self.ev_on(key, Type::Ok, Op::Lost));
+                }
+                () = &mut sleep => break,
+            }
+        }
+        if !lost && guard.is_lost() {
+            lost = true;
+            self.rec.record(&self.ev_on(key, Type::Ok, Op::Lost));
+        }
+        lost
     }
 
     /// One acquire, and with a grant the workload's work and the release.
@@ -419,7 +446,15 @@ impl Task {
         self.release(permit.release(), false).await;
     }
 
-    /// One try at the next tick of the job's schedule; a run records its tick as `value`.
+    /// One try at the next tick of the job's schedule; a run records its tick as `value`
+    /// and its `at_most_for` as its lease. Every task agrees on a tick's shape of run, by the
+    /// tick's number, in a cycle of four:
+    /// - 0, an overrun: `at_most_for` 0.6 interval, a run of 1.6: its lock runs out while
+    ///   it runs, the next tick's run takes it, and the overrun's release, made during that
+    ///   run, must leave that run's lock alone (it compares the value);
+    /// - 1, a long run: 1.5 intervals (`at_most_for` 10): at the next tick it still holds
+    ///   the lock, and the others must find it held;
+    /// - 2 and 3, a short run: a quarter interval, the lock kept (`at_least_for`) for 0.8.
     async fn job(&self) {
         let interval = self.spec.job_interval_ms * 1000;
         let now = crate::history::now_us();
@@ -430,20 +465,29 @@ impl Task {
             return;
         }
         let interval = Duration::from_millis(self.spec.job_interval_ms);
+        let (at_most_for, at_least_for, run) = match tick % 4 {
+            0 => (interval * 3 / 5, Duration::ZERO, interval * 8 / 5),
+            1 => (interval * 10, Duration::ZERO, interval * 3 / 2),
+            _ => (interval * 10, interval * 4 / 5, interval / 4),
+        };
         let job = self
             .client
             .job_lock(self.spec.key.as_str())
-            .at_most_for(interval * 10)
-            .at_least_for(interval * 4 / 5);
+            .at_most_for(at_most_for)
+            .at_least_for(at_least_for);
         let Some(guard) = self
             .attempt(job.try_acquire(), "another run holds it")
             .await
         else {
             return;
         };
-        self.rec
-            .record(&self.ev(Type::Ok, Op::Acquire).value(tick as i64));
-        tokio::time::sleep(interval / 4).await;
-        self.release(guard.release(), false).await;
+        self.rec.record(
+            &self
+                .ev(Type::Ok, Op::Acquire)
+                .value(tick as i64)
+                .lease(at_most_for),
+        );
+        let lost = self.hold_for(&self.spec.key, &guard, run).await;
+        self.release(guard.release(), lost).await;
     }
 }
