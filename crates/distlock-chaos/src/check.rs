@@ -19,7 +19,9 @@
 //! - **A** acknowledgement (`WAIT` on): no grant is recorded while every replica has been
 //!   stopped for [`ACK_MARGIN`] or more, whenever its waiter began to wait;
 //! - **J** job runs: no run begins while another holds the lock, and none is told its lock
-//!   is gone, before the holder's `at_most_for` ran out.
+//!   is gone, before the holder's `at_most_for` ran out;
+//! - **W** wake-ups (fault-free scenarios with a bound): the median time from a release to
+//!   the next grant, while someone waited, stays below the bound.
 //!
 //! A hold starts at its acquire's `ok` and ends at its release's `invoke` (a correct lock
 //! grants the next hold after the release started, and the next holder hears of its grant
@@ -82,6 +84,8 @@ pub struct Limits {
     pub fifo: bool,
     /// Whether every lease must last to its release (R; scenarios without faults).
     pub no_loss: bool,
+    /// Longest median time from a release to the next grant while someone waited (W).
+    pub wake_median: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -95,6 +99,7 @@ impl Default for Limits {
             waiter_stall: None,
             fifo: false,
             no_loss: false,
+            wake_median: None,
         }
     }
 }
@@ -124,6 +129,10 @@ pub struct Findings {
     pub max_unavailable_ms: u64,
     /// The longest time between two grants, ms: what the clients saw of a failover.
     pub max_grant_gap_ms: u64,
+    /// W: the median time from a release to the next grant while someone waited, ms (where
+    /// the scenario bounds it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_wake_ms: Option<f64>,
     /// L: violations of the idle limit and the heal allowance.
     pub liveness_violations: usize,
     /// O: things left behind.
@@ -246,6 +255,9 @@ pub fn check(
     if limits.no_loss {
         renewal(&holds, &mut f);
     }
+    if let Some(bound) = limits.wake_median {
+        wake_ups(events, &stops, &holds, bound, &mut f);
+    }
     unreplicated(events, &mut f);
     job_ticks(events, &mut f);
     job_runs(&holds, &mut f);
@@ -340,6 +352,81 @@ fn renewal(holds: &[Hold], f: &mut Findings) {
                 ),
             ));
         }
+    }
+}
+
+/// Fewer releases with a waiter than this cannot tell a wake-up median (W).
+pub const WAKE_SAMPLES: usize = 50;
+
+/// W, for scenarios of one lock: for each release (its `invoke`) while someone waited, the
+/// time to the next grant of its key; their median is at most `bound`. A waiter woken by the
+/// release's message (or handed the lock) is granted within milliseconds; one left to its
+/// periodic re-check waits out a nap.
+fn wake_ups(events: &[Event], stops: &[Stop], holds: &[Hold], bound: Duration, f: &mut Findings) {
+    let mut waiting = waits(events, stops, None);
+    waiting.sort_unstable();
+    // reach[i]: the latest end of the first i + 1 waits (by start).
+    let reach: Vec<u64> = waiting
+        .iter()
+        .scan(0, |m, &(_, b)| {
+            *m = (*m).max(b);
+            Some(*m)
+        })
+        .collect();
+    let waited_at = |t: u64| {
+        let n = waiting.partition_point(|&(a, _)| a < t);
+        n > 0 && reach[n - 1] > t
+    };
+    let mut starts: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for h in holds {
+        starts.entry(&h.key).or_default().push(h.start);
+    }
+    for s in starts.values_mut() {
+        s.sort_unstable();
+    }
+    let mut gaps: Vec<u64> = holds
+        .iter()
+        .filter(|h| waited_at(h.end))
+        .filter_map(|h| {
+            let s = &starts[h.key.as_str()];
+            s.get(s.partition_point(|&t| t < h.end)).map(|&t| t - h.end)
+        })
+        .collect();
+    gaps.sort_unstable();
+    let Some(&median) = gaps.get(gaps.len() / 2) else {
+        f.violations.push(Violation::new(
+            Property::Wakeup,
+            0,
+            0,
+            "no release while someone waited: no wake-up to measure",
+        ));
+        return;
+    };
+    f.median_wake_ms = Some((median / 100) as f64 / 10.0);
+    let end = events.last().map_or(0, |e| e.t_us);
+    if gaps.len() < WAKE_SAMPLES {
+        f.violations.push(Violation::new(
+            Property::Wakeup,
+            0,
+            end,
+            format!(
+                "only {} releases while someone waited (at least {WAKE_SAMPLES} tell a median)",
+                gaps.len()
+            ),
+        ));
+    } else if median > bound.as_micros() as u64 {
+        f.violations.push(Violation::new(
+            Property::Wakeup,
+            0,
+            end,
+            format!(
+                "the median time from a release to the next grant while someone waited is \
+                 {:.1} ms over {} releases (bound {} ms): waiters are not woken by releases",
+                median as f64 / 1000.0,
+                gaps.len(),
+                bound.as_millis()
+            ),
+        ));
     }
 }
 
@@ -1543,6 +1630,41 @@ mod tests {
 
     fn check_all(h: &[Event]) -> Findings {
         check(h, &[], None, &[], &Limits::default())
+    }
+
+    /// `n` holds of one lock in a row, each 10 ms long, `gap` ms after the previous one's
+    /// release; every holder waits from 1 ms.
+    fn chain(n: u64, gap: u64) -> Vec<Event> {
+        let parts = (0..n)
+            .map(|i| {
+                let a = 10 + i * (10 + gap);
+                let mut h = hold(&format!("w{i}"), a, a + 10, 0);
+                h[0].t_us = MS;
+                h
+            })
+            .collect();
+        history(parts)
+    }
+
+    #[test]
+    fn wake_ups_finds_a_slow_median() {
+        let bound = Duration::from_millis(50);
+        let check = |h: &[Event]| {
+            let mut f = Findings::default();
+            wake_ups(h, &stops(h), &holds(h), bound, &mut f);
+            f
+        };
+        let fast = check(&chain(60, 1));
+        assert!(fast.violations.is_empty(), "{:?}", fast.violations);
+        assert_eq!(fast.median_wake_ms, Some(1.0));
+        let slow = check(&chain(60, 300));
+        assert_eq!(slow.violations.len(), 1, "{:?}", slow.violations);
+        assert_eq!(slow.violations[0].property, Property::Wakeup);
+        assert_eq!(slow.median_wake_ms, Some(300.0));
+        // Too few releases with a waiter to tell.
+        let few = check(&chain(10, 1));
+        assert_eq!(few.violations.len(), 1, "{:?}", few.violations);
+        assert!(few.violations[0].detail.contains("only 9"));
     }
 
     #[test]

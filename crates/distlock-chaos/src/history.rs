@@ -298,6 +298,9 @@ pub enum Property {
     /// J: a job run began while another still held the lock, or was told its lock was gone,
     /// before the holder's `at_most_for` had run out.
     JobRuns,
+    /// W: waiters were woken too slowly: the median time from a release to the next grant
+    /// while someone waited is above the scenario's bound.
+    Wakeup,
 }
 
 /// One violation a checker found, at a time of the history (µs, 0 when it has none).

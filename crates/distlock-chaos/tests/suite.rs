@@ -61,6 +61,10 @@ fn the_short_profile_passes_on_every_deployment() {
         "{}",
         row("watchdog")
     );
+    // Waiters woken by releases, not by their re-checks (W).
+    for n in ["contention", "counter"] {
+        assert!(row(n)["median_wake_ms"].as_f64().is_some(), "{}", row(n));
+    }
     // A holder paused past its lease was caught: the loss reported, its late write refused.
     assert!(
         row("pause-holder")["lost_leases"].as_u64() >= Some(1),
