@@ -15,7 +15,8 @@
 //! - **Q** fairness (fair-lock scenarios): no waiter is granted the lock before another that
 //!   began waiting [`FIFO_MARGIN`] or more before it and was granted later, unless that one's
 //!   process was stopped meanwhile;
-//! - **R** renewal (fault-free scenarios whose holds outlast the lease): no lease is lost;
+//! - **R** renewal (fault-free scenarios whose holds outlast the lease): no lease is lost,
+//!   and each kind the scenario must renew was held, without a loss, for two leases;
 //! - **A** acknowledgement (`WAIT` on): no grant is recorded while every replica has been
 //!   stopped for [`ACK_MARGIN`] or more, whenever its waiter began to wait;
 //! - **J** job runs: no run begins while another holds the lock, and none is told its lock
@@ -46,6 +47,8 @@ pub struct Hold {
     pub key: String,
     /// The fencing token, if the kind issues one.
     pub token: Option<u128>,
+    /// The kind of hold, where the workload holds several.
+    pub kind: Option<String>,
     /// The lease asked for, µs, where it may end while held (a job run's `at_most_for`).
     pub lease: Option<u64>,
     /// The granted acquire's `invoke`, µs: the grant was made after it.
@@ -84,6 +87,8 @@ pub struct Limits {
     pub fifo: bool,
     /// Whether every lease must last to its release (R; scenarios without faults).
     pub no_loss: bool,
+    /// Kinds of hold that must each be held, without a loss, for two leases (R).
+    pub renewed_kinds: &'static [&'static str],
     /// Longest median time from a release to the next grant while someone waited (W).
     pub wake_median: Option<Duration>,
 }
@@ -99,6 +104,7 @@ impl Default for Limits {
             waiter_stall: None,
             fifo: false,
             no_loss: false,
+            renewed_kinds: &[],
             wake_median: None,
         }
     }
@@ -167,6 +173,7 @@ fn holds(events: &[Event]) -> Vec<Hold> {
                     task: e.task,
                     key: e.key.clone().unwrap_or_default(),
                     token: e.token_value(),
+                    kind: e.kind.clone(),
                     lease: e.lease_ms.map(|ms| ms * 1000),
                     invoked: invoked.get(&who).copied().unwrap_or(e.t_us),
                     mode: e.mode,
@@ -254,6 +261,7 @@ pub fn check(
     }
     if limits.no_loss {
         renewal(&holds, &mut f);
+        renewed_kinds(&holds, limits, &mut f);
     }
     if let Some(bound) = limits.wake_median {
         wake_ups(events, &stops, &holds, bound, &mut f);
@@ -349,6 +357,35 @@ fn renewal(holds: &[Hold], f: &mut Findings) {
                     h.process,
                     h.task,
                     (lost - h.start) / 1000
+                ),
+            ));
+        }
+    }
+}
+
+/// R, what it covered: each kind in `limits.renewed_kinds` was held, without a loss, for
+/// two leases at least once. Every kind renews at least every half lease (a job lock's
+/// keep-alive every half `at_most_for`, which the scenario sets to the lease), so such a hold
+/// was renewed three times or more, and a kind whose renewal fails cannot pass unseen.
+fn renewed_kinds(holds: &[Hold], limits: &Limits, f: &mut Findings) {
+    let Some(lease) = limits.lease else {
+        return;
+    };
+    let long = 2 * lease.as_micros() as u64;
+    for kind in limits.renewed_kinds {
+        let renewed = holds
+            .iter()
+            .filter(|h| h.kind.as_deref() == Some(kind) && h.lost_at.is_none())
+            .any(|h| h.end.saturating_sub(h.start) >= long);
+        if !renewed {
+            f.violations.push(Violation::new(
+                Property::Renewal,
+                0,
+                0,
+                format!(
+                    "no {kind} hold lasted two leases ({} ms) without a loss: its renewal \
+                     went unchecked",
+                    long / 1000
                 ),
             ));
         }
@@ -1630,6 +1667,51 @@ mod tests {
 
     fn check_all(h: &[Event]) -> Findings {
         check(h, &[], None, &[], &Limits::default())
+    }
+
+    #[test]
+    fn renewal_finds_a_kind_never_held_for_two_leases() {
+        let limits = Limits {
+            no_loss: true,
+            lease: Some(Duration::from_millis(600)),
+            renewed_kinds: &["plain", "write"],
+            ..Limits::default()
+        };
+        // Each kind on a lock of its own.
+        let held = |p: &str, kind: &str, a: u64, b: u64| {
+            let mut h = hold(p, a, b, 0);
+            h[1] = h[1].clone().kind(kind);
+            h.into_iter().map(|e| e.key(kind)).collect::<Vec<_>>()
+        };
+        let both = history(vec![
+            held("w0", "plain", 10, 1300),
+            held("w1", "write", 10, 1300),
+        ]);
+        let f = check(&both, &[], None, &[], &limits);
+        assert!(f.passed(), "{:?}", f.violations);
+        // The write holds were all shorter than two leases.
+        let short = history(vec![
+            held("w0", "plain", 10, 1300),
+            held("w1", "write", 10, 1000),
+        ]);
+        let f = check(&short, &[], None, &[], &limits);
+        assert_eq!(f.violations.len(), 1, "{:?}", f.violations);
+        assert_eq!(f.violations[0].property, Property::Renewal);
+        assert!(f.violations[0].detail.contains("no write hold"));
+        // A write hold lost: the loss, and no write hold that counts.
+        let mut lost = held("w1", "write", 10, 1300);
+        lost.insert(
+            2,
+            Event::at(700 * MS, "w1", 0, Type::Ok, Op::Lost).key("write"),
+        );
+        let f = check(
+            &history(vec![held("w0", "plain", 10, 1300), lost]),
+            &[],
+            None,
+            &[],
+            &limits,
+        );
+        assert_eq!(f.violations.len(), 2, "{:?}", f.violations);
     }
 
     /// `n` holds of one lock in a row, each 10 ms long, `gap` ms after the previous one's

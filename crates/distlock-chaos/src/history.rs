@@ -99,6 +99,10 @@ pub struct Event {
     /// A fault's description, an error's message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// What kind of hold a grant is, where a workload holds several (`plain`, `fair`,
+    /// `write`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// The lease a grant was asked for, ms, where it may end while held (a job run's
     /// `at_most_for`, without keep-alive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,6 +133,7 @@ impl Event {
             value: None,
             mode: Mode::Exclusive,
             detail: None,
+            kind: None,
             lease_ms: None,
         }
     }
@@ -166,6 +171,12 @@ impl Event {
     /// With a detail.
     pub fn detail(mut self, detail: impl Into<String>) -> Event {
         self.detail = Some(detail.into());
+        self
+    }
+
+    /// With the kind of hold.
+    pub fn kind(mut self, kind: &str) -> Event {
+        self.kind = Some(kind.to_owned());
         self
     }
 
@@ -291,7 +302,8 @@ pub enum Property {
     Orphans,
     /// Q: a fair lock served a waiter before one that had waited longer.
     Fairness,
-    /// R: a lease was lost while no fault ran (the watchdog failed to renew it).
+    /// R: a lease was lost while no fault ran (the watchdog failed to renew it), or a kind
+    /// the scenario must renew was never held long enough to show it.
     Renewal,
     /// A: a grant was made while no replica could acknowledge it (`WAIT` on).
     Replication,

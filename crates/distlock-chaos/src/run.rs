@@ -44,7 +44,7 @@ pub struct Row {
 
 /// Run `s`, keeping its files under `out/<name>` on failure (always with `keep`).
 pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<Row> {
-    let dir = out.join(s.name);
+    let dir = out.join(s.dir);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut d = Deployment::start(s.topology, s.persistent);
@@ -52,8 +52,9 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<Row> {
     if s.fault == nemesis::Fault::PartitionClients {
         d.start_proxies(2)?;
     }
-    if matches!(s.workload, Workload::Semaphore | Workload::LeasedSemaphore) {
-        set_permits(&d, &key, s.permits, s.workload)?;
+    let semaphore = semaphore_of(s, &key);
+    if let Some((name, permits, kind)) = &semaphore {
+        set_permits(&d, name, *permits, *kind)?;
     }
 
     let started = Instant::now();
@@ -155,8 +156,9 @@ pub fn scenario(s: &Scenario, out: &Path, keep: bool) -> anyhow::Result<Row> {
 
     // Orphans, while the clients are still connected: a lease the restored snapshot or a
     // job's at-least-for left gets time to expire by itself.
-    let semaphore = matches!(s.workload, Workload::Semaphore | Workload::LeasedSemaphore)
-        .then_some((key.as_str(), s.permits));
+    let semaphore = semaphore
+        .as_ref()
+        .map(|(name, permits, _)| (name.as_str(), *permits));
     // A plain lock's hand-off queue left by a waiter whose leave was lost (a failover)
     // expires with its waiters' liveness deadlines.
     let grace = (s.lease * 3).max(distlock::DEFAULT_FAIR_LIVENESS) + Duration::from_secs(1);
@@ -249,6 +251,18 @@ fn resource_state(
         None
     };
     Ok((log, counter))
+}
+
+/// The semaphore a scenario's workload uses: its name, permits and kind.
+fn semaphore_of(s: &Scenario, key: &str) -> Option<(String, u32, Workload)> {
+    match s.workload {
+        Workload::Semaphore | Workload::LeasedSemaphore => {
+            Some((key.to_owned(), s.permits, s.workload))
+        }
+        // One permit: its holds exclude one another.
+        Workload::Watchdog => Some((format!("{key}:leased-permit"), 1, Workload::LeasedSemaphore)),
+        _ => None,
+    }
 }
 
 fn set_permits(d: &Deployment, key: &str, permits: u32, kind: Workload) -> anyhow::Result<()> {

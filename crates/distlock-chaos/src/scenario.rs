@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::check::Limits;
 use crate::nemesis::Fault;
 use crate::topology::Topology;
-use crate::worker::Workload;
+use crate::worker::{Workload, RENEWED_KINDS};
 
 /// W's bound in the fault-free scenarios of one lock: the median time from a release to the
 /// next grant while someone waited. About 1 ms when waiters are woken by the release's
@@ -27,6 +27,9 @@ pub enum Profile {
 pub struct Scenario {
     /// Its name.
     pub name: &'static str,
+    /// Where its files go under `--out`: its name, and its topology's where the name is
+    /// run on several.
+    pub dir: &'static str,
     /// What it does, for `--list` and the docs.
     pub about: &'static str,
     /// The deployment.
@@ -72,6 +75,7 @@ const MS: fn(u64) -> Duration = Duration::from_millis;
 fn base(name: &'static str, about: &'static str, topology: Topology, fault: Fault) -> Scenario {
     Scenario {
         name,
+        dir: name,
         about,
         topology,
         workload: Workload::LockSet,
@@ -214,19 +218,29 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
     s.limits.fifo = true;
     v.push(s);
 
-    let mut s = base(
-        "watchdog",
-        "holds of up to 2 s under a 600 ms watchdog lease, no faults: the watchdog must renew each hold several times, and no lease may be lost",
-        Topology::Standalone,
-        Fault::None,
-    );
-    s.processes = 2;
-    s.tasks = 2;
-    s.lease = MS(600);
-    s.hold_max = S(2);
-    s.duration = pick(S(60), S(8));
-    s.limits.no_loss = true;
-    v.push(s);
+    for (topology, dir) in [
+        (Topology::Standalone, "watchdog"),
+        (Topology::Sentinel, "watchdog-sentinel"),
+        (Topology::Cluster, "watchdog-cluster"),
+    ] {
+        let mut s = base(
+            "watchdog",
+            "every kind the watchdog renews (plain, fair, read, write, re-entered write, MultiLock, leased permit and job lock with keep-alive), each held for 2-3 x its 600 ms lease in turn, no faults: no lease may be lost, and each kind must have been held that long",
+            topology,
+            Fault::None,
+        );
+        s.dir = dir;
+        s.workload = Workload::Watchdog;
+        s.processes = 2;
+        s.tasks = 4;
+        s.lease = MS(600);
+        // Renewals confirmed by a replica where there are replicas (the client's default).
+        s.replica_acks = u32::from(topology != Topology::Standalone);
+        s.duration = pick(S(60), S(8));
+        s.limits.no_loss = true;
+        s.limits.renewed_kinds = RENEWED_KINDS;
+        v.push(s);
+    }
 
     let mut s = base(
         "pause-waiter",

@@ -41,9 +41,24 @@ pub enum Workload {
     /// Job lock: every task tries at every tick of `job_interval`; runs of three shapes
     /// (an overrun of `at_most_for`, a run past the next tick, a short one).
     Job,
+    /// Every kind the watchdog renews ([`RENEWED_KINDS`]), each task in turn, each hold two
+    /// to three leases long: the renewals must keep them all.
+    Watchdog,
     /// RedLock over independent masters; each grant: the counter increment.
     RedLock,
 }
+
+/// The kinds of hold the watchdog workload takes, in turn: what the watchdog renews.
+pub const RENEWED_KINDS: &[&str] = &[
+    "plain",
+    "fair",
+    "read",
+    "write",
+    "reentered-write",
+    "multi",
+    "leased-permit",
+    "job",
+];
 
 /// Everything a worker needs, passed as one JSON argument.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -182,6 +197,14 @@ impl Task {
     async fn run(self) {
         let wait = Duration::from_millis(self.spec.wait_ms);
         let key = self.spec.key.clone();
+        // The watchdog workload's next kind: the tasks start on different ones.
+        let first: usize = self
+            .spec
+            .process
+            .trim_start_matches('w')
+            .parse()
+            .unwrap_or(0);
+        let mut turn = first * self.spec.tasks as usize + self.task as usize;
         while !self.stop() {
             match self.spec.workload {
                 Workload::LockSet | Workload::Counter => {
@@ -215,6 +238,11 @@ impl Task {
                 Workload::Semaphore => self.semaphore(wait).await,
                 Workload::LeasedSemaphore => self.leased_semaphore(wait).await,
                 Workload::Job => self.job().await,
+                Workload::Watchdog => {
+                    self.renewed(RENEWED_KINDS[turn % RENEWED_KINDS.len()], wait)
+                        .await;
+                    turn += 1;
+                }
                 Workload::RedLock => {
                     let redlock = self.redlock.clone().expect("built for this workload");
                     self.cycle(
@@ -246,7 +274,18 @@ impl Task {
         acquire: impl Future<Output = distlock::Result<Option<G>>>,
         none_detail: &str,
     ) -> Option<G> {
-        self.rec.record(&self.ev(Type::Invoke, Op::Acquire));
+        self.attempt_on(&self.spec.key, acquire, none_detail).await
+    }
+
+    /// [`attempt`](Self::attempt) on the lock `key`.
+    async fn attempt_on<G>(
+        &self,
+        key: &str,
+        acquire: impl Future<Output = distlock::Result<Option<G>>>,
+        none_detail: &str,
+    ) -> Option<G> {
+        let ev = |ty, f| self.ev_on(key, ty, f);
+        self.rec.record(&ev(Type::Invoke, Op::Acquire));
         match acquire.await {
             Ok(Some(g)) => {
                 self.granted.fetch_add(1, Ordering::Relaxed);
@@ -254,7 +293,7 @@ impl Task {
             }
             Ok(None) => {
                 self.rec
-                    .record(&self.ev(Type::Fail, Op::Acquire).detail(none_detail));
+                    .record(&ev(Type::Fail, Op::Acquire).detail(none_detail));
                 None
             }
             Err(e) => {
@@ -263,8 +302,7 @@ impl Task {
                 } else {
                     Type::Info
                 };
-                self.rec
-                    .record(&self.ev(ty, Op::Acquire).detail(e.to_string()));
+                self.rec.record(&ev(ty, Op::Acquire).detail(e.to_string()));
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 None
             }
@@ -275,20 +313,29 @@ impl Task {
     /// the lock not held is how a holder learns that the lease was gone (a server that
     /// restarted without the lock): unless `lost` was already reported, the loss is.
     async fn release<T>(&self, release: impl Future<Output = distlock::Result<T>>, lost: bool) {
-        self.rec.record(&self.ev(Type::Invoke, Op::Release));
+        self.release_on(&self.spec.key, release, lost).await;
+    }
+
+    /// [`release`](Self::release) on the lock `key`.
+    async fn release_on<T>(
+        &self,
+        key: &str,
+        release: impl Future<Output = distlock::Result<T>>,
+        lost: bool,
+    ) {
+        let ev = |ty, f| self.ev_on(key, ty, f);
+        self.rec.record(&ev(Type::Invoke, Op::Release));
         let e = match release.await {
-            Ok(_) => self.ev(Type::Ok, Op::Release),
+            Ok(_) => ev(Type::Ok, Op::Release),
             Err(e) if e.kind() == distlock::ErrorKind::NotHeld => {
                 if !lost {
                     self.rec.record(
-                        &self
-                            .ev(Type::Ok, Op::Lost)
-                            .detail("the release found the lock not held"),
+                        &ev(Type::Ok, Op::Lost).detail("the release found the lock not held"),
                     );
                 }
-                self.ev(Type::Fail, Op::Release).detail(e.to_string())
+                ev(Type::Fail, Op::Release).detail(e.to_string())
             }
-            Err(e) => self.ev(Type::Info, Op::Release).detail(e.to_string()),
+            Err(e) => ev(Type::Info, Op::Release).detail(e.to_string()),
         };
         self.rec.record(&e);
     }
@@ -489,5 +536,169 @@ impl Task {
         );
         let lost = self.hold_for(&self.spec.key, &guard, run).await;
         self.release(guard.release(), lost).await;
+    }
+
+    /// One hold of `kind` (one of [`RENEWED_KINDS`]) on a lock of its own, two to three
+    /// leases long (a job lock's `at_most_for` is the lease): without renewals every kind's
+    /// lease would run out during it.
+    async fn renewed(&self, kind: &str, wait: Duration) {
+        let lease = Duration::from_millis(self.spec.lease_ms);
+        let time =
+            lease * 2 + Duration::from_millis(rand::rng().random_range(0..=self.spec.lease_ms));
+        let key = format!("{}:{kind}", self.spec.key);
+        let c = &self.client;
+        let token = |t: distlock::FencingToken| Some(t.get());
+        match kind {
+            "plain" => {
+                let lock = c.lock(key.as_str());
+                let acquire = lock.try_acquire_for(wait);
+                self.renewed_hold(
+                    kind,
+                    &key,
+                    Mode::Exclusive,
+                    acquire,
+                    |g| token(g.fencing_token()),
+                    time,
+                )
+                .await;
+            }
+            "fair" => {
+                let lock = c.fair_lock(key.as_str());
+                let acquire = lock.try_acquire_for(wait);
+                self.renewed_hold(
+                    kind,
+                    &key,
+                    Mode::Exclusive,
+                    acquire,
+                    |g| token(g.fencing_token()),
+                    time,
+                )
+                .await;
+            }
+            "read" => {
+                let lock = c.rw_lock(key.as_str());
+                let acquire = lock.try_read_for(wait);
+                self.renewed_hold(
+                    kind,
+                    &key,
+                    Mode::Shared,
+                    acquire,
+                    |g| token(g.fencing_token()),
+                    time,
+                )
+                .await;
+            }
+            "write" => {
+                let lock = c.rw_lock(key.as_str());
+                let acquire = lock.try_write_for(wait);
+                self.renewed_hold(
+                    kind,
+                    &key,
+                    Mode::Exclusive,
+                    acquire,
+                    |g| token(g.fencing_token()),
+                    time,
+                )
+                .await;
+            }
+            "reentered-write" => {
+                let lock = c.rw_lock(key.as_str());
+                let Some(outer) = self
+                    .attempt_on(&key, lock.try_write_for(wait), "timed out")
+                    .await
+                else {
+                    return;
+                };
+                let inner = match outer.reenter().await {
+                    Ok(g) => g,
+                    Err(e) => {
+                        self.rec.record(
+                            &self
+                                .ev_on(&key, Type::Info, Op::Acquire)
+                                .detail(format!("re-entering: {e}")),
+                        );
+                        let _ = outer.release().await;
+                        return;
+                    }
+                };
+                self.record_grant(kind, &key, Mode::Exclusive, token(inner.fencing_token()));
+                // The re-entered hold is watched; its release leaves the outer one, whose
+                // release frees the lock.
+                let lost = self.hold_for(&key, &inner, time).await;
+                self.release_on(&key, inner.release(), lost).await;
+                if let Err(e) = outer.release().await {
+                    self.rec.record(
+                        &self
+                            .ev_on(&key, Type::Info, Op::Release)
+                            .detail(format!("the outer write hold's release: {e}")),
+                    );
+                }
+            }
+            "multi" => {
+                let members = [
+                    c.lock(format!("{key}:m1").as_str()),
+                    c.lock(format!("{key}:m2").as_str()),
+                ];
+                let multi = distlock::MultiLock::new(members).expect("two distinct members");
+                let acquire = multi.try_acquire_for(wait);
+                self.renewed_hold(kind, &key, Mode::Exclusive, acquire, |_| None, time)
+                    .await;
+            }
+            "leased-permit" => {
+                let sem = c.leased_semaphore(key.as_str()).lease(lease);
+                let Some(mut permit) = self
+                    .attempt_on(&key, sem.try_acquire_for(wait), "timed out")
+                    .await
+                else {
+                    return;
+                };
+                if let Err(e) = permit.keep_alive(lease) {
+                    self.rec.record(
+                        &self
+                            .ev_on(&key, Type::Info, Op::Acquire)
+                            .detail(format!("keep-alive: {e}")),
+                    );
+                    let _ = permit.release().await;
+                    return;
+                }
+                self.record_grant(kind, &key, Mode::Exclusive, None);
+                let lost = self.hold_for(&key, &permit, time).await;
+                self.release_on(&key, permit.release(), lost).await;
+            }
+            "job" => {
+                let job = c.job_lock(key.as_str()).at_most_for(lease).keep_alive();
+                let acquire = job.try_acquire_for(wait);
+                self.renewed_hold(kind, &key, Mode::Exclusive, acquire, |_| None, time)
+                    .await;
+            }
+            other => unreachable!("no kind {other}"),
+        }
+    }
+
+    /// Record a grant of `kind` on `key`.
+    fn record_grant(&self, kind: &str, key: &str, mode: Mode, token: Option<u128>) {
+        let mut ok = self.ev_on(key, Type::Ok, Op::Acquire).mode(mode).kind(kind);
+        if let Some(t) = token {
+            ok = ok.token(t);
+        }
+        self.rec.record(&ok);
+    }
+
+    /// Acquire, record the grant of `kind`, hold it for `time` and release it.
+    async fn renewed_hold<G: distlock::Lease<Released = ()>>(
+        &self,
+        kind: &str,
+        key: &str,
+        mode: Mode,
+        acquire: impl Future<Output = distlock::Result<Option<G>>>,
+        token: impl FnOnce(&G) -> Option<u128>,
+        time: Duration,
+    ) {
+        let Some(guard) = self.attempt_on(key, acquire, "timed out").await else {
+            return;
+        };
+        self.record_grant(kind, key, mode, token(&guard));
+        let lost = self.hold_for(key, &guard, time).await;
+        self.release_on(key, guard.release(), lost).await;
     }
 }
