@@ -29,6 +29,9 @@ def parse(text):
                 cur = {}
             continue
         key, _, value = line.partition(": ")
+        if key.strip() in cur:
+            # Two blocks run together (a blank line lost in a merge) would hide one mutant.
+            sys.exit(f"mutants.txt: {cur.get('id', '?')} has {key.strip()!r} twice")
         cur[key.strip()] = value.replace("\\n", "\n")
     for m in mutants:
         missing = {"id", "what", "file", "find", "replace"} - m.keys()
