@@ -442,24 +442,24 @@ impl Error {
                     .unwrap_or("over a limit");
                 format!("{context}: {why}; release some first (nothing was written)")
             }
-            ErrorKind::Auth => {
-                match code {
-                    "NOAUTH" => return Error::new(
+            ErrorKind::Auth => match code {
+                "NOAUTH" => {
+                    return Error::new(
                         kind,
                         format!(
                             "{context}: the server requires a password and none was given (NOAUTH)"
                         ),
                     )
                     .with_fix(Fix::GivePassword)
-                    .with_source(err),
-                    _ => match server_reply(&err) {
-                        Some(reply) => format!(
-                            "{context}: the server refused the user name or password ({reply})"
-                        ),
-                        None => format!("{context}: the server refused the user name or password"),
-                    },
+                    .with_source(err)
                 }
-            }
+                _ => match server_reply(&err) {
+                    Some(reply) => {
+                        format!("{context}: the server refused the user name or password ({reply})")
+                    }
+                    None => format!("{context}: the server refused the user name or password"),
+                },
+            },
             // A server's own refusal (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY, …) is
             // quoted: it says what to do.
             ErrorKind::Connection => match server_reply(&err) {

@@ -29,7 +29,8 @@ use super::keyspace::{Keyspace, Reply};
 use super::lua;
 use crate::keys;
 use crate::lock::raw::{
-    parse_attempt, AcquireCall, Attempt, Mode, Names, Plain, RawLock, ReleaseCall,
+    parse_attempt, AcquireCall, Attempt, Fair, Mode, Names, Plain, RawLock, Read, ReleaseCall,
+    Renewal, Write,
 };
 use crate::lock::{Handoff, Owner};
 use crate::scripts::{self, Invocation, Publish};
@@ -84,6 +85,12 @@ pub(crate) struct State {
     force_unlock_left: bool,
     /// A renewal that extended a hold an operator had force-unlocked.
     revived: bool,
+    /// The bounds of the exploration: lost replies and crashes still allowed (in the whole
+    /// run), and per client the renewals and the attempts while waiting.
+    lost_left: u8,
+    crashes_left: u8,
+    renewals_left: Vec<u8>,
+    waits_left: Vec<u8>,
 }
 
 /// One step.
@@ -104,26 +111,73 @@ pub(crate) enum Action {
     Notice { client: usize },
 }
 
-/// The plain lock's model: `clients` clients, each doing `cycles` acquire-release cycles.
-pub(crate) struct PlainLock {
-    pub(crate) clients: usize,
-    pub(crate) cycles: u8,
+/// What one client takes: a plain or fair lock, or a read or write lock of one read-write
+/// lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Take {
+    Plain,
+    Fair,
+    Read,
+    Write,
 }
 
-fn raw() -> Plain {
-    Plain {
-        handoff: Handoff::Fifo,
-        liveness: Duration::from_millis(LIVENESS_MS),
+impl Take {
+    fn raw(self) -> Box<dyn RawLock> {
+        let liveness = Duration::from_millis(LIVENESS_MS);
+        match self {
+            Take::Plain => Box::new(Plain {
+                handoff: Handoff::Fifo,
+                liveness,
+            }),
+            Take::Fair => Box::new(Fair {
+                liveness,
+                handoff: true,
+            }),
+            Take::Read => Box::new(Read),
+            Take::Write => Box::new(Write {
+                liveness,
+                handoff: true,
+            }),
+        }
+    }
+
+    /// Whether its holds exclude every other hold (all but a read hold).
+    fn exclusive(self) -> bool {
+        self != Take::Read
     }
 }
 
-fn names() -> Names {
-    let key = "m".to_string();
-    Names {
-        name: key.clone(),
-        channel: raw().channel(&key),
-        counter: keys::fencing_counter("", &key),
-        key,
+/// A lock's model: one client per entry of `takes` (what it takes of the one lock `m`), each
+/// doing `cycles` acquire-release cycles.
+pub(crate) struct LockModel {
+    pub(crate) takes: Vec<Take>,
+    pub(crate) cycles: u8,
+    pub(crate) bounds: Bounds,
+}
+
+/// How far the exploration goes: lost replies and crashes in a whole run, and per client the
+/// renewals and the attempts while waiting (each also bounded by virtual time, four leases).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    pub(crate) lost: u8,
+    pub(crate) crashes: u8,
+    pub(crate) renewals: u8,
+    pub(crate) waits: u8,
+}
+
+impl LockModel {
+    fn raw(&self, client: usize) -> Box<dyn RawLock> {
+        self.takes[client].raw()
+    }
+
+    fn names(&self, client: usize) -> Names {
+        let key = "m".to_string();
+        Names {
+            name: key.clone(),
+            channel: self.raw(client).channel(&key),
+            counter: keys::fencing_counter("", &key),
+            key,
+        }
     }
 }
 
@@ -164,10 +218,10 @@ fn strings(r: &Reply) -> Option<Vec<String>> {
     }
 }
 
-impl PlainLock {
+impl LockModel {
     fn acquire_call(&self, client: usize, owner_n: u32, fast: bool) -> Invocation<'static> {
-        let raw = raw();
-        let names = names();
+        let raw = self.raw(client);
+        let names = self.names(client);
         let owner = owner(client, owner_n);
         let client_id = format!("c{client}");
         let call = AcquireCall {
@@ -200,8 +254,8 @@ impl PlainLock {
         latch: u32,
         fast: bool,
     ) -> Invocation<'static> {
-        let raw = raw();
-        let names = names();
+        let raw = self.raw(client);
+        let names = self.names(client);
         let owner = owner(client, owner_n);
         let latch = keys::unlock_latch(&names.key, &format!("u{latch}"));
         let call = ReleaseCall {
@@ -230,6 +284,11 @@ impl PlainLock {
         let now_ms = s.ks.now_ms();
         let inv = self.acquire_call(client, owner, fast);
         let r = send(&mut s.ks, &inv, fast);
+        if r.error_code() == Some("WRONGTYPE") {
+            // The name holds another kind's lock: the caller gets WrongType, and gives up.
+            end_cycle(s, client);
+            return;
+        }
         if let Reply::Error(e) = &r {
             s.script_error = Some(format!("acquire: {e}"));
             return;
@@ -244,6 +303,57 @@ impl PlainLock {
             }
             Some(Ok(Attempt::Held { .. })) => s.clients[client] = Phase::Waiting { owner },
             _ => s.script_error = Some(format!("acquire: {r:?}")),
+        }
+    }
+
+    /// Client `client` sends its next request (from `Idle` an acquire of a fresh owner, from
+    /// `Holding` a release); with `lost`, the server runs it and the reply is lost.
+    fn send_step(&self, mut s: State, client: usize, lost: bool) -> Option<State> {
+        match s.clients[client].clone() {
+            Phase::Idle => {
+                s.minted += 1;
+                let owner = s.minted;
+                self.attempt(&mut s, client, owner, true, lost);
+            }
+            Phase::Acquiring { owner, fast } => self.attempt(&mut s, client, owner, fast, lost),
+            Phase::Waiting { owner } => self.attempt(&mut s, client, owner, false, lost),
+            Phase::Holding { owner, .. } => {
+                s.minted += 1;
+                let latch = s.minted;
+                self.release(&mut s, client, owner, true, latch, lost);
+            }
+            Phase::Releasing { owner, fast, latch } => {
+                self.release(&mut s, client, owner, fast, latch, lost)
+            }
+            Phase::Done => return None,
+        }
+        Some(s)
+    }
+
+    /// Client `client`'s release of `owner`'s hold (its fast path when `fast`); with `lost`
+    /// the reply is lost and the client resends it to the full script, same latch.
+    fn release(
+        &self,
+        s: &mut State,
+        client: usize,
+        owner: u32,
+        fast: bool,
+        latch: u32,
+        lost: bool,
+    ) {
+        let inv = self.release_call(client, owner, latch, fast);
+        match send(&mut s.ks, &inv, fast) {
+            Reply::Int(_) if lost => {
+                s.clients[client] = Phase::Releasing {
+                    owner,
+                    fast: false,
+                    latch,
+                };
+            }
+            Reply::Int(_) => end_cycle(s, client),
+            // The hold ran out and another kind took the name: the release is refused.
+            other if other.error_code() == Some("WRONGTYPE") => end_cycle(s, client),
+            other => s.script_error = Some(format!("release: {other:?}")),
         }
     }
 
@@ -264,21 +374,25 @@ impl PlainLock {
     }
 }
 
-impl Model for PlainLock {
+impl Model for LockModel {
     type State = State;
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
         vec![State {
             ks: Keyspace::new(START_US),
-            clients: vec![Phase::Idle; self.clients],
-            left: vec![self.cycles; self.clients],
+            clients: vec![Phase::Idle; self.takes.len()],
+            left: vec![self.cycles; self.takes.len()],
             minted: 0,
             max_token: None,
             regressed: false,
             script_error: None,
             force_unlock_left: true,
             revived: false,
+            lost_left: self.bounds.lost,
+            crashes_left: self.bounds.crashes,
+            renewals_left: vec![self.bounds.renewals; self.takes.len()],
+            waits_left: vec![self.bounds.waits; self.takes.len()],
         }]
     }
 
@@ -295,12 +409,17 @@ impl Model for PlainLock {
                     lost: false,
                 }),
                 Phase::Acquiring { .. } | Phase::Waiting { .. } | Phase::Releasing { .. } => {
-                    actions.push(Action::Send {
-                        client,
-                        lost: false,
-                    });
-                    actions.push(Action::Send { client, lost: true });
-                    if matches!(phase, Phase::Waiting { .. }) {
+                    let waiting = matches!(phase, Phase::Waiting { .. });
+                    if !waiting || state.waits_left[client] > 0 {
+                        actions.push(Action::Send {
+                            client,
+                            lost: false,
+                        });
+                        if state.lost_left > 0 {
+                            actions.push(Action::Send { client, lost: true });
+                        }
+                    }
+                    if waiting && state.crashes_left > 0 {
                         actions.push(Action::Crash { client });
                     }
                 }
@@ -309,8 +428,12 @@ impl Model for PlainLock {
                         client,
                         lost: false,
                     });
-                    actions.push(Action::Renew { client });
-                    actions.push(Action::Crash { client });
+                    if state.renewals_left[client] > 0 {
+                        actions.push(Action::Renew { client });
+                    }
+                    if state.crashes_left > 0 {
+                        actions.push(Action::Crash { client });
+                    }
                     if *revoked {
                         actions.push(Action::Notice { client });
                     }
@@ -343,7 +466,8 @@ impl Model for PlainLock {
             }
             Action::ForceUnlock => {
                 s.force_unlock_left = false;
-                let inv = raw().force_unlock(&names(), "0");
+                // The operator force-unlocks the kind the first client takes.
+                let inv = self.raw(0).force_unlock(&self.names(0), "0");
                 match send(&mut s.ks, &inv, false) {
                     Reply::Array(fields) => {
                         // The owner fields it deleted: their holders are told.
@@ -352,14 +476,20 @@ impl Model for PlainLock {
                                 owner: o, revoked, ..
                             } = phase
                             {
-                                let field =
-                                    Reply::Bulk(raw().field(&owner(client, *o)).into_bytes());
+                                let field = Reply::Bulk(
+                                    self.takes[client]
+                                        .raw()
+                                        .field(&owner(client, *o))
+                                        .into_bytes(),
+                                );
                                 if fields.contains(&field) {
                                     *revoked = true;
                                 }
                             }
                         }
                     }
+                    // Another kind holds the name: refused, nothing changed.
+                    other if other.error_code() == Some("WRONGTYPE") => {}
                     other => s.script_error = Some(format!("force unlock: {other:?}")),
                 }
             }
@@ -368,33 +498,48 @@ impl Model for PlainLock {
                     return None;
                 };
                 // The holder asks the server (the notice is only a claim).
-                let field = raw().field(&owner(client, o)).into_bytes();
-                let held =
-                    s.ks.exec(&[b"hexists".to_vec(), names().key.into_bytes(), field]);
+                let field = self.raw(client).field(&owner(client, o)).into_bytes();
+                let key = self.names(client).key.into_bytes();
+                let held = s.ks.exec(&[b"hexists".to_vec(), key, field]);
                 if held == Reply::Int(0) {
                     end_cycle(&mut s, client);
                 } else if let Phase::Holding { revoked, .. } = &mut s.clients[client] {
                     *revoked = false;
                 }
             }
-            Action::Crash { client } => s.clients[client] = Phase::Done,
+            Action::Crash { client } => {
+                s.crashes_left -= 1;
+                s.clients[client] = Phase::Done;
+            }
             Action::Renew { client } => {
+                s.renewals_left[client] -= 1;
                 let Phase::Holding {
                     owner: o, revoked, ..
                 } = s.clients[client].clone()
                 else {
                     return None;
                 };
-                let raw = raw();
-                let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-                inv.key(&names().key)
-                    .arg(LEASE_MS)
-                    .arg(
-                        raw.renewal(&names(), &owner(client, o))
-                            .hash_mode()
-                            .unwrap_or_default(),
-                    )
-                    .arg(raw.field(&owner(client, o)));
+                let raw = self.raw(client);
+                let names = self.names(client);
+                let holder = owner(client, o);
+                let inv = match raw.renewal(&names, &holder) {
+                    Renewal::Read { prefix } => {
+                        let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
+                        inv.key(&names.key)
+                            .arg(LEASE_MS)
+                            .arg(holder.as_str())
+                            .arg(prefix);
+                        inv
+                    }
+                    hash => {
+                        let mut inv = scripts::LOCK_RENEW.prepare_invoke();
+                        inv.key(&names.key)
+                            .arg(LEASE_MS)
+                            .arg(hash.hash_mode().unwrap_or_default())
+                            .arg(raw.field(&holder));
+                        inv
+                    }
+                };
                 match send(&mut s.ks, &inv, false) {
                     Reply::Array(r) if r.first() == Some(&Reply::Int(1)) => {
                         if revoked {
@@ -413,41 +558,15 @@ impl Model for PlainLock {
                     other => s.script_error = Some(format!("renewal: {other:?}")),
                 }
             }
-            Action::Send { client, lost } => match s.clients[client].clone() {
-                Phase::Idle => {
-                    s.minted += 1;
-                    let owner = s.minted;
-                    s.clients[client] = Phase::Acquiring { owner, fast: true };
-                    return self.next_state(&s, Action::Send { client, lost });
+            Action::Send { client, lost } => {
+                if lost {
+                    s.lost_left -= 1;
                 }
-                Phase::Acquiring { owner, fast } => self.attempt(&mut s, client, owner, fast, lost),
-                Phase::Waiting { owner } => self.attempt(&mut s, client, owner, false, lost),
-                Phase::Holding { owner, .. } => {
-                    s.minted += 1;
-                    let latch = s.minted;
-                    s.clients[client] = Phase::Releasing {
-                        owner,
-                        fast: true,
-                        latch,
-                    };
-                    return self.next_state(&s, Action::Send { client, lost });
+                if matches!(s.clients[client], Phase::Waiting { .. }) {
+                    s.waits_left[client] -= 1;
                 }
-                Phase::Releasing { owner, fast, latch } => {
-                    let inv = self.release_call(client, owner, latch, fast);
-                    match send(&mut s.ks, &inv, fast) {
-                        Reply::Int(_) if lost => {
-                            s.clients[client] = Phase::Releasing {
-                                owner,
-                                fast: false,
-                                latch,
-                            };
-                        }
-                        Reply::Int(_) => end_cycle(&mut s, client),
-                        other => s.script_error = Some(format!("release: {other:?}")),
-                    }
-                }
-                Phase::Done => return None,
-            },
+                return self.send_step(s, client, lost);
+            }
         }
         Some(s)
     }
@@ -456,21 +575,35 @@ impl Model for PlainLock {
         vec![
             // A force unlock breaks exclusion on purpose (an operator clears a stuck lock):
             // its holder counts from the notice's check on, and its renewals must fail.
-            Property::always("mutual exclusion", |_, s: &State| {
+            Property::always("mutual exclusion", |m: &LockModel, s: &State| {
                 let now = s.ks.now_ms();
-                s.clients
-                    .iter()
-                    .filter(|c| {
-                        matches!(c, Phase::Holding { valid_until, revoked: false, .. } if *valid_until > now)
-                    })
-                    .count()
-                    <= 1
+                let holding = |exclusive: bool| {
+                    s.clients
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, c)| {
+                            m.takes[*i].exclusive() == exclusive
+                                && matches!(c, Phase::Holding { valid_until, revoked: false, .. } if *valid_until > now)
+                        })
+                        .count()
+                };
+                let (exclusive, shared) = (holding(true), holding(false));
+                exclusive <= 1 && (exclusive == 0 || shared == 0)
             }),
             Property::always(
                 "no renewal revives a force-unlocked hold",
                 |_, s: &State| !s.revived,
             ),
             Property::always("tokens increase", |_, s: &State| !s.regressed),
+            // Every client went through its cycles, nothing crashed and no force unlock
+            // came: each hold was released, so the lock is free (a resend applied twice, a
+            // hold count off by one, would leave it held until its lease ends).
+            Property::always("released locks are free", |m: &LockModel, s: &State| {
+                let finished = s.left.iter().all(|l| *l == 0)
+                    && s.crashes_left == m.bounds.crashes
+                    && s.force_unlock_left;
+                !finished || s.ks.entry(b"m").is_none()
+            }),
             Property::always("scripts run", |_, s: &State| s.script_error.is_none()),
             Property::sometimes("every cycle done", |_, s: &State| {
                 s.left.iter().all(|l| *l == 0)
@@ -494,24 +627,61 @@ fn end_cycle(s: &mut State, client: usize) {
 mod tests {
     use super::*;
 
-    /// Every interleaving of two clients, each taking and giving back the plain lock once,
-    /// with lost replies, renewals, crashes, time jumps and a force unlock: the properties
-    /// hold in every state.
-    #[test]
-    fn the_plain_lock_keeps_its_properties_in_every_interleaving() {
-        let checker = PlainLock {
-            clients: 2,
+    /// Check `takes` (one client each, one cycle each) and report the states explored.
+    fn check(what: &str, takes: Vec<Take>) {
+        let bounds = Bounds {
+            lost: 1,
+            crashes: 1,
+            renewals: 1,
+            waits: 2,
+        };
+        let checker = LockModel {
+            takes,
             cycles: 1,
+            bounds,
         }
         .checker()
         .spawn_bfs()
         .join();
         eprintln!(
-            "plain lock, 2 clients, 1 cycle each: {} states ({} unique), depth {}",
+            "model check, {what}: {} states ({} unique), depth {}",
             checker.state_count(),
             checker.unique_state_count(),
             checker.max_depth()
         );
         checker.assert_properties();
+    }
+
+    /// Every interleaving of two clients, each taking and giving back the plain lock once,
+    /// with lost replies, renewals, crashes, time jumps and a force unlock: the properties
+    /// hold in every state.
+    #[test]
+    fn the_plain_lock_keeps_its_properties_in_every_interleaving() {
+        check("plain lock, 2 clients", vec![Take::Plain, Take::Plain]);
+    }
+
+    /// The same for the fair lock.
+    #[test]
+    fn the_fair_lock_keeps_its_properties_in_every_interleaving() {
+        check("fair lock, 2 clients", vec![Take::Fair, Take::Fair]);
+    }
+
+    /// A plain lock and a write lock on one name: each refuses the other's hash, so their
+    /// holds never coexist.
+    #[test]
+    fn a_plain_lock_and_a_write_lock_on_one_name_exclude_each_other() {
+        check(
+            "a plain and a write lock on one name",
+            vec![Take::Plain, Take::Write],
+        );
+    }
+
+    /// A writer and a reader of one read-write lock: never both at once, one writer at a time.
+    #[test]
+    fn the_read_write_lock_keeps_its_properties_in_every_interleaving() {
+        check(
+            "read-write lock, a writer and a reader",
+            vec![Take::Write, Take::Read],
+        );
     }
 }
