@@ -210,7 +210,7 @@ pub async fn run(opts: &Options, args: DemoArgs) -> Result<u8> {
             .arg(&opts.key_prefix)
             .arg("--connect-timeout")
             .arg(humantime::format_duration(opts.connect_timeout).to_string())
-            .arg("--timeout")
+            .arg("--command-timeout")
             .arg(humantime::format_duration(opts.command_timeout).to_string())
             .arg("demo-worker")
             .args(["--run", &run_id])

@@ -96,8 +96,10 @@ pub struct ConnectionArgs {
 
     /// Timeout of one Redis command. A command that times out (or whose connection breaks)
     /// is sent again up to three times before distlock gives up. Not for --redlock nodes.
+    /// (Named --timeout before; `run --timeout` is now how long to wait for the lock, as
+    /// flock's.)
     #[arg(long, env = "DISTLOCK_TIMEOUT", global = true, hide_env_values = true, help_heading = "Connection", default_value = "3s", value_parser = parse_duration)]
-    pub timeout: Duration,
+    pub command_timeout: Duration,
 }
 
 impl ConnectionArgs {
@@ -122,7 +124,7 @@ impl ConnectionArgs {
             key_prefix: self.key_prefix,
             watchdog_lease: self.watchdog_lease,
             connect_timeout: self.connect_timeout,
-            command_timeout: self.timeout,
+            command_timeout: self.command_timeout,
         })
     }
 }

@@ -22,7 +22,7 @@ pub struct Options {
     pub watchdog_lease: Duration,
     /// `--connect-timeout`: bound on establishing a connection.
     pub connect_timeout: Duration,
-    /// `--timeout`: bound on one command (resent up to three times).
+    /// `--command-timeout`: bound on one command (resent up to three times).
     pub command_timeout: Duration,
 }
 

@@ -70,12 +70,14 @@ enum Command {
 /// the first argument that is neither an option nor the value of a global option.
 fn subcommand_is_run(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
     use clap::CommandFactory;
-    let takes_value: Vec<String> = Cli::command()
+    let mut takes_value: Vec<String> = Cli::command()
         .get_arguments()
         .filter(|a| a.get_action().takes_values())
         .filter_map(|a| a.get_long())
         .map(|long| format!("--{long}"))
         .collect();
+    // The retired global `--timeout` (now `--command-timeout`) still had a value.
+    takes_value.push("--timeout".into());
     let mut args = args.into_iter().skip(1);
     while let Some(arg) = args.next() {
         let Some(arg) = arg.to_str() else {
@@ -93,6 +95,11 @@ fn subcommand_is_run(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool
 /// Print clap's help, version or usage error as clap does. A usage error of `run` exits 125
 /// like its other failures (CMD did not run), of the other commands 2.
 fn usage_error(e: clap::Error) -> ExitCode {
+    let e = if e.use_stderr() {
+        retired_timeout_tip(usage_without_env(e))
+    } else {
+        e
+    };
     // Help into a closed pipe (`distlock run --help | head -1`) is not an error.
     let _ = e.print();
     if !e.use_stderr() {
@@ -103,6 +110,46 @@ fn usage_error(e: clap::Error) -> ExitCode {
     } else {
         ExitCode::from(exit::USAGE)
     }
+}
+
+/// `e` with the usage line clap gives when no environment variable is read: clap counts an
+/// option set by its variable (`DISTLOCK_URL`) as given, and its usage line would show
+/// `--url <URL>` as if it were required. The same error found again without the variables
+/// replaces `e`; one caused by a variable's value (`DISTLOCK_TIMEOUT=0s`) stays as it is.
+fn usage_without_env(e: clap::Error) -> clap::Error {
+    use clap::CommandFactory;
+    let without_env = Cli::command().mut_args(|a| a.env(None));
+    match without_env.try_get_matches_from(std::env::args_os()) {
+        Err(again) if again.kind() == e.kind() => again,
+        _ => e,
+    }
+}
+
+/// A tip for the retired global `--timeout`, which is `--command-timeout` now, while `run`'s
+/// `--timeout` is flock's: how long to wait for the lock.
+fn retired_timeout_tip(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let retired = matches!(
+        e.get(ContextKind::InvalidArg),
+        Some(ContextValue::String(arg)) if arg == "--timeout" || arg.starts_with("--timeout=")
+    );
+    if e.kind() == ErrorKind::UnknownArgument && retired {
+        // Not a guess of clap's (`--connect-timeout` is another bound).
+        e.insert(
+            ContextKind::SuggestedArg,
+            ContextValue::String("--command-timeout".into()),
+        );
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![
+                "--timeout was the timeout of one Redis command, now --command-timeout \
+                 (DISTLOCK_TIMEOUT); `run NAME --timeout N` waits up to N for the lock, as \
+                 flock's"
+                    .into(),
+            ]),
+        );
+    }
+    e
 }
 
 fn main() -> ExitCode {

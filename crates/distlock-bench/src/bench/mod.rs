@@ -421,7 +421,7 @@ impl Bench {
         self.opts.connect(builder).await
     }
 
-    /// The command timeout of the bench's clients (`--timeout`).
+    /// The command timeout of the bench's clients (`--command-timeout`).
     pub fn command_timeout(&self) -> Duration {
         self.opts.command_timeout
     }

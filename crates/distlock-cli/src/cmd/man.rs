@@ -17,6 +17,10 @@ run: the code of CMD, or 75 (not acquired within --wait, or a job lock held else
 125 (distlock itself failed; CMD did not run), 126 (CMD cannot be executed), 127 (CMD not
 found), 128+N (CMD died of signal N); see distlock-run(1).";
 
+/// Display order of the first connection option on a command's page: after the command's
+/// own options.
+const CONNECTION_ORDER: usize = 1000;
+
 /// The page of `root` (the `distlock` command) when `command` is `None`, else of its
 /// subcommand `command`. Errors name the commands there are.
 pub fn render(root: Command, command: Option<&str>) -> anyhow::Result<Vec<u8>> {
@@ -56,8 +60,14 @@ pub fn render(root: Command, command: Option<&str>) -> anyhow::Result<Vec<u8>> {
     // clap names are `&'static str` (no `string` feature): one page per process.
     let page_name: &'static str = Box::leak(format!("distlock-{name}").into_boxed_str());
     let mut page = sub.clone().name(page_name);
-    for arg in root.get_arguments().filter(|a| a.is_global_set()) {
-        page = page.arg(arg.clone());
+    // Listed after the command's own (its SYNOPSIS and OPTIONS sort by display order, and
+    // both sets count from 0).
+    for (i, arg) in root
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .enumerate()
+    {
+        page = page.arg(arg.clone().display_order(CONNECTION_ORDER + i));
     }
     let after = page.get_after_help().map(|h| h.to_string());
     let man = clap_mangen::Man::new(page.after_help(None::<&str>));

@@ -1,14 +1,14 @@
-//! `distlock run NAME [-w|--wait 10s] [-n] [-E 75] [--lease 30s] [--on-lost term|ignore] [--kill-after 10s] -- CMD ARGS…`
+//! `distlock run NAME [-w|--wait|--timeout 10s] [-n] [-E 75] [--verbose] [--lease 30s] [--on-lost term|ignore] [--kill-after 10s] -- CMD ARGS…`
 //! `distlock run NAME [...] -c 'STRING'` (`sh -c`), or without a command: hold until signalled
 //! `distlock run NAME --at-most 10m [--at-least 30s] [--env prod] [--keep-alive] -- CMD ARGS…`
 //!
 //! Lock mode (plain, `--fair`, `--read`, `--write`): acquire the lock (watchdog on unless
 //! `--lease`), run CMD with the lock's name and the grant's fencing token in its environment
-//! (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward
-//! SIGINT, SIGTERM and SIGHUP to it, release when it exits and exit with its code. Not
-//! acquired in time: exit 75 with one line on stderr, like `flock -E 75`. A lost lease sends
-//! CMD SIGTERM (`--on-lost term`), and SIGKILL if it still runs `--kill-after` (10 s) later,
-//! as coreutils' `timeout --kill-after` escalates.
+//! (`DISTLOCK_LOCK`, `DISTLOCK_FENCING_TOKEN`), forward SIGINT, SIGTERM and SIGHUP to it,
+//! release when it exits and exit with its code. Not acquired in time: exit 75, silently as
+//! `flock -E 75` is (one line on stderr with `--verbose`); errors always print. A lost lease
+//! sends CMD SIGTERM (`--on-lost term`), and SIGKILL if it still runs `--kill-after` (10 s)
+//! later, as coreutils' `timeout --kill-after` escalates.
 //!
 //! RedLock mode (`--redlock URL,URL,…`): the Redlock algorithm over independent masters,
 //! TTL `--lease` (30 s), extended every third of it while CMD runs; no quorum within `--wait`
@@ -82,7 +82,8 @@ Environment of CMD:
 Exit status:
   CMD's code  CMD ran and exited (the lock was released, or the release failed: a warning)
   75          the lock was not acquired within --wait (RedLock: no quorum), or the job lock
-              is held elsewhere (like flock -E 75; -E N sets another)
+              is held elsewhere (like flock -E 75; -E N sets another); silent, as flock
+              is, unless --verbose is given
   0           without a command: the lock was held until SIGINT, SIGTERM or SIGHUP and
               released (125 if it was lost meanwhile)
   125         distlock itself failed: a usage error, an unreachable server, a wrong password,
@@ -111,14 +112,20 @@ pub struct RunArgs {
     /// Lock name.
     pub name: String,
     /// How long to wait for the lock (0: one attempt): a duration (`10s`, `1m 30s`) or a
-    /// number of seconds (`10`, `0.5`), as flock's -w.
-    #[arg(short = 'w', long, default_value = "10s", value_parser = distlock_cli::parse_wait)]
+    /// number of seconds (`10`, `0.5`), as flock's -w and --timeout.
+    #[arg(
+        short = 'w',
+        long,
+        visible_alias = "timeout",
+        default_value = "10s",
+        value_parser = distlock_cli::parse_wait
+    )]
     pub wait: Duration,
     /// Do not wait: one attempt (--wait 0), as flock's -n.
     #[arg(short = 'n', long, visible_alias = "nb", conflicts_with = "wait")]
     pub nonblock: bool,
     /// Exit with N when the lock is not acquired (or the job lock is held elsewhere), as
-    /// flock's -E.
+    /// flock's -E. That exit is silent, as flock's, unless --verbose is given.
     #[arg(short = 'E', long, value_name = "N", default_value_t = exit::NOT_ACQUIRED)]
     pub conflict_exit_code: u8,
     /// Fixed lease: the lock expires after it and is not renewed. Without it the watchdog
@@ -152,11 +159,23 @@ pub struct RunArgs {
     /// Take a fair (FIFO) lock: waiters are served in arrival order.
     #[arg(long, conflicts_with_all = ["at_most", "redlock", "read", "write", "semaphore"])]
     pub fair: bool,
-    /// Take the read side of a read-write lock (many readers at once).
-    #[arg(long, conflicts_with_all = ["at_most", "redlock", "write", "semaphore"])]
+    /// Take the read side of a read-write lock (many readers at once), as flock's -s.
+    #[arg(
+        short = 's',
+        long,
+        visible_alias = "shared",
+        conflicts_with_all = ["at_most", "redlock", "write", "semaphore"]
+    )]
     pub read: bool,
-    /// Take the write side of a read-write lock (one writer, no readers).
-    #[arg(long, conflicts_with_all = ["at_most", "redlock", "semaphore"])]
+    /// Take the write side of a read-write lock (one writer, no readers), as flock's -x
+    /// beside -s. (Without --read or --write anywhere, a plain lock is the simpler choice.)
+    #[arg(
+        short = 'x',
+        long,
+        visible_alias = "exclusive",
+        short_alias = 'e',
+        conflicts_with_all = ["at_most", "redlock", "semaphore"]
+    )]
     pub write: bool,
     /// Hold one leased permit of a semaphore with N permits: at most N of these commands at
     /// once across all hosts. The permit's lease (--lease, 30 s) is extended while CMD runs
@@ -178,6 +197,11 @@ pub struct RunArgs {
         conflicts_with = "command"
     )]
     pub shell: Option<String>,
+    /// Say on stderr when the lock was not acquired (or the job ran elsewhere), as flock's
+    /// --verbose. Without it that is told by the exit code alone (75, or -E N), so a cron
+    /// job's losing hosts mail nothing; errors are always printed.
+    #[arg(long)]
+    pub verbose: bool,
     /// The command and its arguments (after `--`). Without one (and without -c), hold the
     /// lock until SIGINT, SIGTERM or SIGHUP, printing `<name> <fencing token>` when it is
     /// taken (as `etcdctl lock` does without a command).
@@ -213,7 +237,7 @@ enum SpawnError {
 }
 
 /// `--redlock`: the RedLock over the given nodes, kept alive while CMD runs; `None` without a
-/// quorum within `--wait` (said on stderr).
+/// quorum within `--wait` (said on stderr with `--verbose`, or when nodes failed).
 async fn take_redlock(args: &RunArgs) -> Result<Option<distlock::RedLockGuard>> {
     {
         let ttl = args.lease.unwrap_or(Duration::from_secs(30));
@@ -235,7 +259,8 @@ async fn take_redlock(args: &RunArgs) -> Result<Option<distlock::RedLockGuard>> 
             }
             Err(e) => return Err(anyhow::Error::new(e).context(format!("RedLock {:?}", args.name))),
         };
-        if guard.is_none() {
+        // Contention is said with --verbose only; failing nodes always.
+        if guard.is_none() && (args.verbose || !why.is_empty()) {
             errln!(
                 "distlock: RedLock {:?} got no quorum of {} nodes within {}{why}",
                 args.name,
@@ -255,7 +280,7 @@ async fn take_redlock(args: &RunArgs) -> Result<Option<distlock::RedLockGuard>> 
 }
 
 /// `--semaphore N`: a permit of the leased semaphore, kept alive while CMD runs; `None`
-/// when none came within `--wait` (said on stderr).
+/// when none came within `--wait` (said on stderr with `--verbose`).
 async fn take_permit(
     client: &distlock::Client,
     args: &RunArgs,
@@ -290,7 +315,7 @@ async fn take_permit(
             .try_acquire_for(args.wait)
             .await
             .with_context(|| format!("semaphore {:?}", args.name))?;
-        if permit.is_none() {
+        if permit.is_none() && args.verbose {
             errln!(
                 "distlock: no permit of semaphore {:?} within {}",
                 args.name,
@@ -308,7 +333,8 @@ async fn take_permit(
     }
 }
 
-/// `--at-most`: the job lock, or `None` when another host runs the job (said on stderr).
+/// `--at-most`: the job lock, or `None` when another host runs the job (said on stderr with
+/// `--verbose`).
 async fn take_job(
     client: &distlock::Client,
     args: &RunArgs,
@@ -327,7 +353,7 @@ async fn take_job(
             .try_acquire()
             .await
             .with_context(|| format!("job lock {:?}", args.name))?;
-        if guard.is_none() {
+        if guard.is_none() && args.verbose {
             errln!(
                 "distlock: job {:?} (env {}) is running elsewhere; skipped",
                 args.name,
@@ -339,11 +365,11 @@ async fn take_job(
 }
 
 /// A plain, fair, read or write lock's attempt within `--wait`: the guard, or `None` when it
-/// was not acquired (said on stderr).
+/// was not acquired (said on stderr with `--verbose`).
 fn acquired<G>(attempt: distlock::Result<Option<G>>, args: &RunArgs) -> Result<Option<G>> {
     let name = args.name.as_str();
     let guard = attempt.with_context(|| format!("lock {name:?}"))?;
-    if guard.is_none() {
+    if guard.is_none() && args.verbose {
         errln!(
             "distlock: lock {name:?} not acquired within {}",
             humantime::format_duration(args.wait)

@@ -41,6 +41,7 @@ fn semaphore_mode_limits_concurrency() {
         "2",
         "--wait",
         "200ms",
+        "--verbose",
         "--",
         "true",
     ]);

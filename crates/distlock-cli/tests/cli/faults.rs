@@ -147,7 +147,7 @@ fn connect_timeout_bounds_a_silent_server() {
     drop(listener);
 }
 
-/// `--timeout` bounds each command: a server that stops answering after the lock was taken
+/// `--command-timeout` bounds each command: a server that stops answering after the lock was taken
 /// delays the release by a few command timeouts, not by the 3 s default's.
 #[test]
 fn command_timeout_bounds_a_release_to_a_paused_server() {
@@ -156,7 +156,7 @@ fn command_timeout_bounds_a_release_to_a_paused_server() {
     c.env_remove("DISTLOCK_CONNECT_TIMEOUT")
         .env_remove("DISTLOCK_TIMEOUT")
         .args([
-            "--timeout",
+            "--command-timeout",
             "200ms",
             "--connect-timeout",
             "300ms",
@@ -179,7 +179,7 @@ fn command_timeout_bounds_a_release_to_a_paused_server() {
     let out = child.wait_with_output().unwrap();
     let took = started.elapsed();
     server.resume();
-    eprintln!("run with a paused server and --timeout 200ms took {took:?} (command: 2 s)");
+    eprintln!("run with a paused server and --command-timeout 200ms took {took:?} (command: 2 s)");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -197,8 +197,8 @@ fn command_timeout_bounds_a_release_to_a_paused_server() {
 fn timeouts_refuse_zero_and_garbage() {
     for args in [
         &["--connect-timeout", "0s"][..],
-        &["--timeout", "0ms"][..],
-        &["--timeout", "soon"][..],
+        &["--command-timeout", "0ms"][..],
+        &["--command-timeout", "soon"][..],
     ] {
         let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
         c.env_remove("DISTLOCK_CONNECT_TIMEOUT")

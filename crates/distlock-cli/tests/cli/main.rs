@@ -4,6 +4,7 @@ mod acl;
 mod family;
 mod faults;
 mod hints;
+mod flock;
 mod list;
 mod run;
 mod shell;
@@ -109,7 +110,9 @@ fn run_own_failures_exit_125_and_cmd_codes_pass_through() {
         (vec!["run", "x", "--wait", "1s"], Some(closed.as_str()), 125),
         (vec!["run", "a-string", "--wait", "1s"], None, 125),
         (vec!["run", "x", "--wait", "soon"], None, 125),
-        (vec!["--timeout", "0s", "run", "x"], None, 125),
+        (vec!["--command-timeout", "0s", "run", "x"], None, 125),
+        // The global option's name before it was --command-timeout.
+        (vec!["--timeout", "1s", "run", "x"], None, 125),
         (vec!["run", "x", "--read", "--write"], None, 125),
     ];
     for (args, url, code) in cases {
@@ -152,6 +155,8 @@ fn run_own_failures_exit_125_and_cmd_codes_pass_through() {
     }
 }
 
+/// A lock held elsewhere: exit 75 after `--wait`, without running CMD, and (`--verbose`) one
+/// line on stderr.
 #[test]
 fn run_exits_75_when_the_lock_is_held() {
     let server = RedisServer::start();
@@ -159,7 +164,7 @@ fn run_exits_75_when_the_lock_is_held() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let mut c = distlock(&server);
-    c.args(["run", "cron", "--wait", "200ms", "--", "touch"])
+    c.args(["run", "cron", "--wait", "200ms", "--verbose", "--", "touch"])
         .arg(&marker);
     let started = Instant::now();
     let out = output(c);
@@ -743,6 +748,7 @@ fn redlock_mode_runs_under_a_quorum_and_exits_75_without_one() {
         &urls,
         "--wait",
         "300ms",
+        "--verbose",
         "--",
         "true",
     ]);

@@ -169,6 +169,61 @@ fn help_puts_a_commands_own_options_before_the_connection_options() {
     }
 }
 
+/// A command's manual page lists its own options first in its SYNOPSIS, and the connection
+/// options after them (OPTIONS and CONNECTION are sections of their own).
+#[test]
+fn man_pages_put_a_commands_own_options_before_the_connection_options() {
+    for sub in ["run", "status", "list", "top", "unlock"] {
+        let out = output({
+            let mut c = bin();
+            c.args(["man", sub]);
+            c
+        });
+        assert!(out.status.success(), "{sub}: {out:?}");
+        let page = String::from_utf8(out.stdout).unwrap();
+        let synopsis = page
+            .split(".SH SYNOPSIS")
+            .nth(1)
+            .and_then(|rest| rest.split(".SH").next())
+            .expect("a SYNOPSIS");
+        let help = synopsis.find("\\-\\-help").expect("--help");
+        let url = synopsis.find("\\-\\-url").expect("--url");
+        assert!(help < url, "{sub}: {synopsis}");
+        if sub == "run" {
+            for own in ["\\-\\-wait", "\\-\\-verbose", "\\-\\-semaphore"] {
+                let at = synopsis.find(own).expect(own);
+                assert!(at < url, "{sub}: {own} after --url in {synopsis}");
+            }
+        }
+        let options = page.find(".SH OPTIONS").expect("OPTIONS");
+        let connection = page.find(".SH CONNECTION").expect("CONNECTION");
+        assert!(options < connection, "{sub}: {page}");
+    }
+}
+
+/// An option set by its environment variable (`DISTLOCK_URL`) is not shown in a usage
+/// error's usage line, as if it were required.
+#[test]
+fn a_usage_error_does_not_show_options_set_by_the_environment() {
+    for args in [
+        &["run"][..],
+        &["status"][..],
+        &["run", "x", "--read", "--write"][..],
+    ] {
+        let out = output({
+            let mut c = bin();
+            c.args(args)
+                .env("DISTLOCK_URL", "redis://127.0.0.1:1/")
+                .env("DISTLOCK_KEY_PREFIX", "app:");
+            c
+        });
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("Usage: distlock"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("--url"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("--key-prefix"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn logs_have_no_colours_when_stderr_is_not_a_terminal() {
     // A server that may evict lock keys: the client warns at connect.
