@@ -6,8 +6,9 @@ use std::time::{Duration, SystemTime};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::JobHolder;
 use crate::keys;
+use crate::kind;
 use crate::layout::{self, KeyRole};
-use crate::lock::LockStatus;
+use crate::lock::{LockMode, LockStatus};
 use crate::scripts::Publish;
 use crate::Client;
 
@@ -95,6 +96,30 @@ pub enum InspectedKind {
         /// Who holds it; `None` when free.
         holder: Option<JobHolder>,
     },
+}
+
+impl InspectedKind {
+    /// Returns the kind's name, as spans, metrics and the `distlock` command name it.
+    ///
+    /// One of [`crate::kind`]'s names: [`kind::LOCK`] for a plain lock and for a name
+    /// without a key ([`InspectedKind::Free`]), [`kind::READ_LOCK`] or
+    /// [`kind::WRITE_LOCK`] for a read-write lock by the side it is held in,
+    /// [`kind::SEMAPHORE_OR_LATCH`] for an integer key nothing marks.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            InspectedKind::Free(_) | InspectedKind::Lock(_) => kind::LOCK,
+            InspectedKind::FairLock(_) => kind::FAIR_LOCK,
+            InspectedKind::RwLock(s) => match s.mode {
+                Some(LockMode::Write) => kind::WRITE_LOCK,
+                _ => kind::READ_LOCK,
+            },
+            InspectedKind::Semaphore { .. } => kind::SEMAPHORE,
+            InspectedKind::LeasedSemaphore { .. } => kind::LEASED_SEMAPHORE,
+            InspectedKind::Latch { .. } => kind::LATCH,
+            InspectedKind::SemaphoreOrLatch { .. } => kind::SEMAPHORE_OR_LATCH,
+            InspectedKind::Job { .. } => kind::JOB_LOCK,
+        }
+    }
 }
 
 impl Inspection {

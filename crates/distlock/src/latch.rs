@@ -270,7 +270,7 @@ impl Acquire for Opening<'_> {
     type Grant = ();
 
     fn describe(&self) -> (&'static str, &str, Option<&str>) {
-        ("latch", &self.0.name, None)
+        (crate::kind::LATCH, &self.0.name, None)
     }
 
     fn wake(&self) -> Option<(&str, Wake)> {

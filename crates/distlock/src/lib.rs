@@ -56,7 +56,8 @@
 //! | `distlock_waiting` | gauge | acquire calls waiting now |
 //!
 //! Every metric is labelled by `kind` (`lock`, `fair_lock`, `read_lock`, `write_lock`,
-//! `semaphore`, `leased_semaphore`, `job_lock`, `latch`); the acquire metrics also by `name`
+//! `semaphore`, `leased_semaphore`, `job_lock`, `latch`: the names of [`kind`], which spans
+//! and the `distlock` command use too); the acquire metrics also by `name`
 //! when the client opts in ([`ClientBuilder::metrics_lock_names`]). Watchdog renewals of
 //! plain, fair and write locks share one script and are counted as `lock`. A [`RedLock`]
 //! records only its keep-alive renewals (`redlock`): its acquires run on each node's lock
@@ -83,6 +84,7 @@ mod holds;
 mod inspect;
 mod job;
 mod keys;
+pub mod kind;
 mod latch;
 pub mod layout;
 mod lease;

@@ -22,17 +22,20 @@ use serde::Serialize;
 /// enough not to crowd the server.
 const CONCURRENCY: usize = 32;
 
-/// What a listed key is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What a listed key is. Its name ([`Kind::as_str`]) is the library's
+/// ([`distlock::kind`]): the `kind` of its spans and metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
     /// A plain lock (Redisson `RLock`'s hash).
     Lock,
     /// A fair lock with waiters in its queue (Redisson `RFairLock`; without waiters it looks
     /// like a plain lock).
-    Fair,
-    /// A read-write lock (Redisson `RReadWriteLock`: a hash with a `mode` field).
-    Rwlock,
+    FairLock,
+    /// A read-write lock held for reading (Redisson `RReadWriteLock`: a hash with a `mode`
+    /// field).
+    ReadLock,
+    /// A read-write lock held for writing.
+    WriteLock,
     /// A semaphore with leased permits (Redisson `RPermitExpirableSemaphore`).
     LeasedSemaphore,
     /// A semaphore (Redisson `RSemaphore`), known by a waiter on its channel.
@@ -43,42 +46,78 @@ pub enum Kind {
     /// layout, and without a waiter nothing tells them apart.
     SemaphoreOrLatch,
     /// A job lock (ShedLock's `job-lock:<env>:<name>`).
-    Job,
+    JobLock,
 }
 
 impl Kind {
-    /// `n` of this kind, in words: `1 lock`, `3 leased semaphores`.
+    /// The kind of what the library read ([`InspectedKind`]); `None` for a kind this CLI
+    /// does not know.
+    pub fn of(kind: &InspectedKind) -> Option<Kind> {
+        let name = kind.as_str();
+        [
+            Kind::Lock,
+            Kind::FairLock,
+            Kind::ReadLock,
+            Kind::WriteLock,
+            Kind::LeasedSemaphore,
+            Kind::Semaphore,
+            Kind::Latch,
+            Kind::SemaphoreOrLatch,
+            Kind::JobLock,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+    }
+
+    /// Its name, the library's: the `KIND` column, the JSON `kind`, and the `kind` of the
+    /// library's spans and metrics.
+    pub fn as_str(self) -> &'static str {
+        use distlock::kind;
+        match self {
+            Kind::Lock => kind::LOCK,
+            Kind::FairLock => kind::FAIR_LOCK,
+            Kind::ReadLock => kind::READ_LOCK,
+            Kind::WriteLock => kind::WRITE_LOCK,
+            Kind::LeasedSemaphore => kind::LEASED_SEMAPHORE,
+            Kind::Semaphore => kind::SEMAPHORE,
+            Kind::Latch => kind::LATCH,
+            Kind::SemaphoreOrLatch => kind::SEMAPHORE_OR_LATCH,
+            Kind::JobLock => kind::JOB_LOCK,
+        }
+    }
+
+    /// `n` of this kind, in words made of its name: `1 lock`, `3 leased semaphores`,
+    /// `2 semaphores or latches`.
     pub fn count(self, n: usize) -> String {
-        let (one, many) = match self {
-            Kind::Lock => ("lock", "locks"),
-            Kind::Fair => ("fair lock", "fair locks"),
-            Kind::Rwlock => ("read-write lock", "read-write locks"),
-            Kind::LeasedSemaphore => ("leased semaphore", "leased semaphores"),
-            Kind::Semaphore => ("semaphore", "semaphores"),
-            Kind::Latch => ("latch", "latches"),
-            Kind::SemaphoreOrLatch => ("semaphore or latch", "semaphores or latches"),
-            Kind::Job => ("job lock", "job locks"),
+        let one = self.as_str().replace('_', " ");
+        if n == 1 {
+            return format!("1 {one}");
+        }
+        let many = match self {
+            Kind::Latch => "latches".to_string(),
+            Kind::SemaphoreOrLatch => "semaphores or latches".to_string(),
+            _ => format!("{one}s"),
         };
-        format!("{n} {}", if n == 1 { one } else { many })
+        format!("{n} {many}")
     }
 
     /// Whether it is held by owners (a lock) rather than counted (permits, a count).
     pub fn is_lock(self) -> bool {
-        matches!(self, Kind::Lock | Kind::Fair | Kind::Rwlock | Kind::Job)
+        matches!(
+            self,
+            Kind::Lock | Kind::FairLock | Kind::ReadLock | Kind::WriteLock | Kind::JobLock
+        )
     }
 
-    /// The name shown in tables.
+    /// The name shown in tables: [`Kind::as_str`].
     pub fn label(self) -> &'static str {
-        match self {
-            Kind::Lock => "lock",
-            Kind::Fair => "fair lock",
-            Kind::Rwlock => "rw lock",
-            Kind::LeasedSemaphore => "semaphore (leased)",
-            Kind::Semaphore => "semaphore",
-            Kind::Latch => "latch",
-            Kind::SemaphoreOrLatch => "semaphore/latch",
-            Kind::Job => "job lock",
-        }
+        self.as_str()
+    }
+}
+
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -222,14 +261,14 @@ impl Entry {
     /// 2 leased`, `count 4`.
     pub fn state(&self) -> String {
         match self.kind {
-            Kind::Lock | Kind::Fair | Kind::Job => {
+            Kind::Lock | Kind::FairLock | Kind::JobLock => {
                 if self.held {
                     "held".into()
                 } else {
                     "free".into()
                 }
             }
-            Kind::Rwlock => match (&self.mode, self.owners.len()) {
+            Kind::ReadLock | Kind::WriteLock => match (&self.mode, self.owners.len()) {
                 (Some(mode), 1) => format!("held ({mode})"),
                 (Some(mode), n) => format!("held ({mode}, {n} owners)"),
                 (None, _) => "free".into(),
@@ -468,9 +507,17 @@ async fn read_key(client: &distlock::Client, name: &str, now: SystemTime) -> Res
 /// A kind of key the library knows and this CLI does not.
 pub fn entry(i: Inspection, now: SystemTime) -> Result<Entry> {
     let waiting = i.waiters;
+    // The library names the kind; each arm below fills in what only that kind has.
+    let Some(kind) = Kind::of(&i.kind) else {
+        anyhow::bail!(
+            "{:?} holds a kind this CLI does not know: {:?}",
+            i.key,
+            i.kind
+        );
+    };
     let mut e = match i.kind {
         InspectedKind::Free(s) => {
-            let mut e = Entry::new(Kind::Lock, &i.name, &i.key);
+            let mut e = Entry::new(kind, &i.name, &i.key);
             e.fencing_counter = Some(s.fencing_counter);
             e.waiting = s.subscribers;
             return Ok(e);
@@ -479,7 +526,6 @@ pub fn entry(i: Inspection, now: SystemTime) -> Result<Entry> {
         InspectedKind::FairLock(s) => {
             let queue = s.queue.clone();
             let mut e = lock_entry(s, &i.name, now);
-            e.kind = Kind::Fair;
             e.queue = Some(queue.len() as u64);
             e.queue_owners = queue;
             e
@@ -487,35 +533,34 @@ pub fn entry(i: Inspection, now: SystemTime) -> Result<Entry> {
         InspectedKind::RwLock(s) => {
             let (mode, writers) = (s.mode, s.waiting_writers);
             let mut e = lock_entry(s, &i.name, now);
-            e.kind = Kind::Rwlock;
             e.mode = mode.map(|m| m.to_string());
             e.waiting_writers = Some(writers);
             e
         }
         InspectedKind::Semaphore { permits } => {
-            let mut e = Entry::new(Kind::Semaphore, &i.name, &i.key);
+            let mut e = Entry::new(kind, &i.name, &i.key);
             e.value = Some(permits);
             e
         }
         InspectedKind::LeasedSemaphore { permits, leased } => {
-            let mut e = Entry::new(Kind::LeasedSemaphore, &i.name, &i.key);
+            let mut e = Entry::new(kind, &i.name, &i.key);
             e.value = Some(permits);
             e.leased = Some(leased);
             e.held = leased > 0;
             e
         }
         InspectedKind::Latch { count } => {
-            let mut e = Entry::new(Kind::Latch, &i.name, &i.key);
+            let mut e = Entry::new(kind, &i.name, &i.key);
             e.value = Some(count);
             e
         }
         InspectedKind::SemaphoreOrLatch { value } => {
-            let mut e = Entry::new(Kind::SemaphoreOrLatch, &i.name, &i.key);
+            let mut e = Entry::new(kind, &i.name, &i.key);
             e.value = Some(value);
             e
         }
         InspectedKind::Job { env, name, holder } => {
-            let mut e = Entry::new(Kind::Job, &name, &i.key);
+            let mut e = Entry::new(kind, &name, &i.key);
             e.env = Some(env);
             if let Some(h) = holder {
                 e.held = true;
@@ -526,6 +571,7 @@ pub fn entry(i: Inspection, now: SystemTime) -> Result<Entry> {
         }
         other => anyhow::bail!("{:?} holds a kind this CLI does not know: {other:?}", i.key),
     };
+    e.kind = kind;
     e.waiting = waiting;
     Ok(e)
 }

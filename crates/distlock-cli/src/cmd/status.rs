@@ -290,7 +290,7 @@ async fn redlock_status(args: StatusArgs) -> Result<u8> {
             })
             .collect();
         items.push(Item::RedLock {
-            kind: "redlock",
+            kind: distlock::kind::REDLOCK,
             name: name.clone(),
             nodes,
         });
@@ -305,18 +305,25 @@ async fn redlock_status(args: StatusArgs) -> Result<u8> {
 
 fn print_entry(e: &Entry) -> Result<()> {
     match e.kind {
-        Kind::Job => print_job(e),
-        Kind::Lock | Kind::Fair | Kind::Rwlock => print_lock(e),
+        Kind::JobLock => print_job(e),
+        Kind::Lock | Kind::FairLock | Kind::ReadLock | Kind::WriteLock => print_lock(e),
         Kind::LeasedSemaphore | Kind::Semaphore => outln!(
-            "{} (semaphore): {} permits available, {} leased",
+            "{} ({}): {} permits available, {} leased",
             e.name,
+            e.kind.as_str(),
             e.value.unwrap_or(0),
             e.leased.unwrap_or(0)
         ),
-        Kind::Latch => outln!("{} (latch): count {}", e.name, e.value.unwrap_or(0)),
-        Kind::SemaphoreOrLatch => outln!(
-            "{} (semaphore or latch, no waiters): value {}",
+        Kind::Latch => outln!(
+            "{} ({}): count {}",
             e.name,
+            e.kind.as_str(),
+            e.value.unwrap_or(0)
+        ),
+        Kind::SemaphoreOrLatch => outln!(
+            "{} ({}, no waiters): value {}",
+            e.name,
+            e.kind.as_str(),
             e.value.unwrap_or(0)
         ),
     }
@@ -327,15 +334,16 @@ fn print_job(e: &Entry) -> Result<()> {
         Some(h) if e.held => {
             let since = std::time::UNIX_EPOCH + std::time::Duration::from_millis(h.since_ms);
             outln!(
-                "{} (job, {}): held by {} since {}, TTL {}",
+                "{} ({}, {}): held by {} since {}, TTL {}",
                 e.name,
+                e.kind.as_str(),
                 e.key,
                 h.host,
                 humantime::format_rfc3339_millis(since),
                 human_ttl(e.ttl_ms)
             )
         }
-        _ => outln!("{} (job, {}): free", e.name, e.key),
+        _ => outln!("{} ({}, {}): free", e.name, e.kind.as_str(), e.key),
     }
 }
 

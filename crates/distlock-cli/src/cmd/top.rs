@@ -236,7 +236,7 @@ impl Tracker {
             for (key, Seen { row, at }) in &self.seen {
                 let prev = &row.entry;
                 let ran_out = prev.held
-                    && prev.kind != Kind::Job
+                    && prev.kind != Kind::JobLock
                     && prev.kind.is_lock()
                     && *at >= last
                     && prev
@@ -287,7 +287,7 @@ impl Tracker {
             .drain()
             .filter(|(_, s)| {
                 s.at.elapsed() < KEEP_FREED
-                    && matches!(s.row.entry.kind, Kind::Lock | Kind::Fair | Kind::Rwlock)
+                    && (s.row.entry.kind.is_lock() && s.row.entry.kind != Kind::JobLock)
             })
             .take(self.query.limit);
         for (key, mut s) in freed {

@@ -90,7 +90,7 @@ async fn unlock_job(opts: &Options, client: &distlock::Client, env: &str, job: &
     let lock = client.job_lock(job).environment(env);
     match lock.force_unlock().await {
         Ok(true) => {
-            outln!("{job} (job, {env}): unlocked")?;
+            outln!("{job} ({}, {env}): unlocked", distlock::kind::JOB_LOCK)?;
             Ok(0)
         }
         Ok(false) => {
@@ -107,7 +107,10 @@ async fn unlock_job(opts: &Options, client: &distlock::Client, env: &str, job: &
                     elsewhere[0]
                 );
             }
-            outln!("{job} (job, {env}): was not locked")?;
+            outln!(
+                "{job} ({}, {env}): was not locked",
+                distlock::kind::JOB_LOCK
+            )?;
             Ok(0)
         }
         Err(e) if e.kind() == distlock::ErrorKind::WrongType => anyhow::bail!(

@@ -49,7 +49,7 @@ fn semaphore_mode_limits_concurrency() {
     assert_eq!(out.status.code(), Some(75), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("no permit"));
     let v = status_json(&server, "jobs");
-    assert_eq!(v["kind"], "leased-semaphore");
+    assert_eq!(v["kind"], "leased_semaphore");
     assert_eq!(v["value"], 0, "available permits");
     assert_eq!(v["leased"], 2);
     stop(a);
@@ -123,7 +123,7 @@ fn fair_mode_queues_and_status_shows_the_queue() {
         &["LLEN", "redisson_lock_queue:{fifo}"]
     ) == 1));
     let v = status_json(&server, "fifo");
-    assert_eq!(v["kind"], "fair");
+    assert_eq!(v["kind"], "fair_lock");
     assert_eq!(v["queue"], 1);
     assert_eq!(v["queue_owners"].as_array().unwrap().len(), 1);
     stop(holder);
@@ -149,7 +149,7 @@ fn read_and_write_modes_share_and_exclude() {
     w.args(["run", "doc", "--write", "--wait", "200ms", "--", "true"]);
     assert_eq!(output(w).status.code(), Some(75));
     let v = status_json(&server, "doc");
-    assert_eq!(v["kind"], "rwlock");
+    assert_eq!(v["kind"], "read_lock");
     assert_eq!(v["mode"], "read");
     assert_eq!(v["owners"].as_array().unwrap().len(), 2);
     stop(r1);

@@ -66,7 +66,7 @@ fn list_shows_each_kind_with_its_holder_and_leaves_other_keys_out() {
         entry(&v, "payouts")["queue"] == 1
     });
     assert!(queued, "the fair lock's waiter is not queued: {v:#}");
-    assert_eq!(entry(&v, "payouts")["kind"], "fair");
+    assert_eq!(entry(&v, "payouts")["kind"], "fair_lock");
 
     let l = entry(&v, "orders:1");
     assert_eq!(l["kind"], "lock");
@@ -79,15 +79,15 @@ fn list_shows_each_kind_with_its_holder_and_leaves_other_keys_out() {
     assert!(l["ttl_ms"].as_u64().unwrap() > 20_000, "{l}");
     assert!(l["fencing_token"].as_u64().unwrap() > 0);
     let j = entry(&v, "nightly");
-    assert_eq!(j["kind"], "job");
+    assert_eq!(j["kind"], "job_lock");
     assert_eq!(j["env"], "default");
     assert_eq!(j["key"], "job-lock:default:nightly");
     assert_eq!(j["holder"]["host"], distlock_test::testing::host_name());
     let r = entry(&v, "config");
-    assert_eq!(r["kind"], "rwlock");
+    assert_eq!(r["kind"], "read_lock");
     assert_eq!(r["mode"], "read");
     let s = entry(&v, "workers");
-    assert_eq!(s["kind"], "leased-semaphore");
+    assert_eq!(s["kind"], "leased_semaphore");
     assert_eq!(
         (s["value"].as_u64(), s["leased"].as_u64()),
         (Some(2), Some(1))
@@ -119,7 +119,7 @@ fn list_shows_each_kind_with_its_holder_and_leaves_other_keys_out() {
         let (listed, _) = list_json(distlock(&server), args);
         assert_eq!(
             entry(&listed, "latch")["kind"],
-            "semaphore-or-latch",
+            "semaphore_or_latch",
             "{args:?}"
         );
         assert_eq!(entry(&listed, "latch")["value"], 4, "{args:?}");
@@ -155,7 +155,7 @@ fn list_shows_each_kind_with_its_holder_and_leaves_other_keys_out() {
     let (v, _) = list_json(distlock(&server), &["ord*"]);
     assert_eq!(v["entries"].as_array().unwrap().len(), 1, "{v:#}");
     let (v, _) = list_json(distlock(&server), &["night?y"]);
-    assert_eq!(entry(&v, "nightly")["kind"], "job");
+    assert_eq!(entry(&v, "nightly")["kind"], "job_lock");
     stop(vec![lock, job, rw, sem, fair, fair_waiter]);
 }
 
@@ -341,10 +341,103 @@ fn status_list_and_top_agree_on_one_schema() {
         assert_eq!(from_status, from_list, "{name}: status vs list");
         assert_eq!(from_top, from_list, "{name}: top vs list");
     }
-    assert_eq!(entry(&listed, "same-fair")["kind"], "fair");
-    assert_eq!(entry(&listed, "same-rw")["kind"], "rwlock");
+    assert_eq!(entry(&listed, "same-fair")["kind"], "fair_lock");
+    assert_eq!(entry(&listed, "same-rw")["kind"], "read_lock");
     // The waiting writer's client listens on the read-write lock's own channel.
     assert_eq!(entry(&listed, "same-rw")["waiting"], 1, "{listed:#}");
-    assert_eq!(entry(&listed, "same-job")["kind"], "job");
+    assert_eq!(entry(&listed, "same-job")["kind"], "job_lock");
+    stop(vec![plain, fair, fair_waiter, reader, writer, sem, job]);
+}
+
+/// One vocabulary of kind names: `list`'s KIND column and JSON, `status`'s JSON and text, and
+/// `top`'s table and JSON name each kind as the library does (`distlock::kind`: the `kind` of
+/// its spans and metrics).
+#[test]
+fn every_command_names_kinds_as_the_library_does() {
+    use distlock::kind;
+    let server = RedisServer::start();
+    let plain = hold_until_key(&server, &["k-plain"], "k-plain");
+    let fair = hold_until_key(&server, &["--fair", "k-fair"], "k-fair");
+    let fair_waiter = hold(&server, &["--fair", "--wait", "30s", "k-fair"]);
+    let reader = hold_until_key(&server, &["--read", "k-read"], "k-read");
+    let writer = hold_until_key(&server, &["--write", "k-write"], "k-write");
+    let sem = hold_until_key(&server, &["--semaphore", "2", "k-leased"], "k-leased");
+    let job = hold_until_key(
+        &server,
+        &["--at-most", "1m", "--env", "prod", "k-job"],
+        "job-lock:prod:k-job",
+    );
+    let _: String = cmd(&server, &["SET", "k-counter", "4"]);
+    let expected = [
+        ("k-plain", kind::LOCK),
+        ("k-fair", kind::FAIR_LOCK),
+        ("k-read", kind::READ_LOCK),
+        ("k-write", kind::WRITE_LOCK),
+        ("k-leased", kind::LEASED_SEMAPHORE),
+        ("k-job", kind::JOB_LOCK),
+        ("k-counter", kind::SEMAPHORE_OR_LATCH),
+    ];
+    let queued = wait_until(Duration::from_secs(5), || {
+        let (v, _) = list_json(distlock(&server), &["--all"]);
+        entry(&v, "k-fair")["queue"] == 1
+    });
+    assert!(queued, "the fair lock's waiter is not queued");
+    let (listed, _) = list_json(distlock(&server), &["--all"]);
+    let mut c = distlock(&server);
+    c.args(["list", "--all"]);
+    let table = String::from_utf8(output(c).stdout).unwrap();
+    let mut c = distlock(&server);
+    c.args(["top", "--once", "--interval", "100ms"]);
+    let top_table = String::from_utf8(output(c).stdout).unwrap();
+    let mut c = distlock(&server);
+    c.args(["top", "--once", "--json", "--interval", "100ms"]);
+    let top: Value = serde_json::from_slice(&output(c).stdout).unwrap();
+    for (name, kind) in expected {
+        assert_eq!(entry(&listed, name)["kind"], kind, "list --json: {name}");
+        // `top` has no --all: an integer key nothing marks is not its row.
+        let tables = if kind == distlock::kind::SEMAPHORE_OR_LATCH {
+            vec![("list", &table)]
+        } else {
+            vec![("list", &table), ("top --once", &top_table)]
+        };
+        for (what, text) in tables {
+            let row = text
+                .lines()
+                .find(|l| l.split_whitespace().any(|w| w == name))
+                .unwrap_or_else(|| panic!("{what}: no row for {name}: {text}"));
+            assert!(
+                row.split_whitespace().any(|w| w == kind),
+                "{what}: the KIND of {name} is not {kind}: {row}"
+            );
+        }
+        if let Some(row) = top["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+        {
+            assert_eq!(row["kind"], kind, "top --json: {name}");
+        } else {
+            assert_eq!(kind, distlock::kind::SEMAPHORE_OR_LATCH, "{name}: {top:#}");
+        }
+        let mut c = distlock(&server);
+        c.args(["status", "--json", name]);
+        if name == "k-job" {
+            c.args(["--env", "prod"]);
+        }
+        let status: Value = serde_json::from_slice(&output(c).stdout).unwrap();
+        assert_eq!(status[0]["kind"], kind, "status --json: {name}");
+    }
+    // `status` in words names the kinds it shows by the same names.
+    for (args, said) in [
+        (&["k-job", "--env", "prod"][..], "k-job (job_lock, "),
+        (&["k-leased"][..], "k-leased (leased_semaphore): "),
+        (&["k-counter"][..], "k-counter (semaphore_or_latch, "),
+    ] {
+        let mut c = distlock(&server);
+        c.arg("status").args(args);
+        let text = String::from_utf8(output(c).stdout).unwrap();
+        assert!(text.contains(said), "status {args:?}: {text}");
+    }
     stop(vec![plain, fair, fair_waiter, reader, writer, sem, job]);
 }

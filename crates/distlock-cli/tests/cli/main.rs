@@ -591,7 +591,7 @@ fn job_mode_skips_at_once_when_another_host_runs_it() {
     status.args(["status", "--env", "prod", "nightly", "--json"]);
     let out = output(status);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v[0]["kind"], "job");
+    assert_eq!(v[0]["kind"], "job_lock");
     assert_eq!(v[0]["held"], true);
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     assert_eq!(v[0]["holder"]["host"], host.trim());

@@ -245,7 +245,7 @@ fn status_finds_job_locks_reports_errors_per_name_and_hints() {
     assert_eq!(out.status.code(), Some(1), "a name failed: {out:?}");
     let line = stdout
         .lines()
-        .find(|l| l.starts_with("nightly (job, job-lock:prod:nightly): held by "))
+        .find(|l| l.starts_with("nightly (job_lock, job-lock:prod:nightly): held by "))
         .unwrap_or_else(|| panic!("no job line in {stdout}"));
     // `… TTL 59s 873ms`: human units, not raw milliseconds.
     let ttl = line.rsplit_once(", TTL ").expect("TTL").1;
@@ -278,7 +278,7 @@ fn status_finds_job_locks_reports_errors_per_name_and_hints() {
         v[0]["error"].as_str().unwrap().contains("holds a list"),
         "{v}"
     );
-    assert_eq!(v[1]["kind"], "job");
+    assert_eq!(v[1]["kind"], "job_lock");
     assert_eq!(v[1]["key"], "job-lock:prod:nightly");
 
     // A key prefix under which nothing exists, while the bare name does.
@@ -404,7 +404,7 @@ fn force_unlock_takes_job_locks_and_never_says_not_locked_for_a_held_name() {
     c.args(["unlock", "--force", "nightly", "--env", "prod"]);
     let out = output(c);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("nightly (job, prod): unlocked"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nightly (job_lock, prod): unlocked"));
     let held: bool = cmd(&server, &["EXISTS", "job-lock:prod:nightly"]);
     assert!(!held);
     // The holder hears of it: its command is terminated (143), not left running to --at-most.

@@ -287,7 +287,7 @@ impl JobLock {
     fn guard(&self, key: String, value: String, started: Instant, at_most: Duration) -> JobGuard {
         let lease = Arc::new(LeaseState::new(
             started + at_most.saturating_sub(keys::drift(at_most)),
-            "job_lock",
+            crate::kind::JOB_LOCK,
             key.clone(),
         ));
         // Listen for a force unlock of this very grant while the guard lives; a notice is
@@ -331,7 +331,7 @@ impl JobLock {
             self.client
                 .inner
                 .holds
-                .register("job_lock", Arc::new(move || g.release_request()))
+                .register(crate::kind::JOB_LOCK, Arc::new(move || g.release_request()))
         };
         let mut guard = JobGuard {
             inner: Some(inner),

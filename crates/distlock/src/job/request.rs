@@ -46,7 +46,7 @@ impl Acquire for JobRequest {
     type Grant = (String, Instant);
 
     fn describe(&self) -> (&'static str, &str, Option<&str>) {
-        ("job_lock", &self.key, None)
+        (crate::kind::JOB_LOCK, &self.key, None)
     }
 
     fn wake(&self) -> Option<(&str, Wake)> {

@@ -95,7 +95,7 @@ impl RedLockGuard {
         // its retries.
         let state = Arc::new(LeaseState::unreported(
             *self.valid_until.lock().unwrap(),
-            "redlock",
+            crate::kind::REDLOCK,
         ));
         self.keep_alive = Some(client.inner.leases.keep_alive(
             format!("RedLock {:?}", self.name),

@@ -382,7 +382,7 @@ impl LeasedSemaphore {
             hold: {
                 let (sem, id) = (self.clone(), id.clone());
                 n.client.inner.holds.register(
-                    "leased_semaphore",
+                    crate::kind::LEASED_SEMAPHORE,
                     Arc::new(move || sem.release_request(&id)),
                 )
             },
@@ -390,7 +390,7 @@ impl LeasedSemaphore {
             id,
             lease: Arc::new(LeaseState::new(
                 started + lease.saturating_sub(keys::drift(lease)),
-                "leased_semaphore",
+                crate::kind::LEASED_SEMAPHORE,
                 self.names.name.clone(),
             )),
             keep_alive: None,
@@ -478,7 +478,7 @@ impl Acquire for LeasedRequest {
     type Grant = (Instant, String);
 
     fn describe(&self) -> (&'static str, &str, Option<&str>) {
-        ("leased_semaphore", &self.sem.names.name, None)
+        (crate::kind::LEASED_SEMAPHORE, &self.sem.names.name, None)
     }
 
     fn wake(&self) -> Option<(&str, Wake)> {

@@ -152,7 +152,7 @@ impl Names {
         let names = self.clone();
         let grant = grant.to_string();
         self.client.inner.holds.register(
-            "semaphore",
+            crate::kind::SEMAPHORE,
             Arc::new(move || names.add_request(permits, Some(&grant))),
         )
     }
@@ -414,7 +414,7 @@ impl Acquire for PermitRequest {
     type Grant = String;
 
     fn describe(&self) -> (&'static str, &str, Option<&str>) {
-        ("semaphore", &self.names.name, None)
+        (crate::kind::SEMAPHORE, &self.names.name, None)
     }
 
     fn wake(&self) -> Option<(&str, Wake)> {

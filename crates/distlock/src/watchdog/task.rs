@@ -220,9 +220,9 @@ async fn renew_chunk(
 ) -> bool {
     // Plain and fair locks' renewals are counted as `lock`, write holds' as `write_lock`.
     let kind = match hash_mode {
-        None => "read_lock",
-        Some("write") => "write_lock",
-        Some(_) => "lock",
+        None => crate::kind::READ_LOCK,
+        Some("write") => crate::kind::WRITE_LOCK,
+        Some(_) => crate::kind::LOCK,
     };
     let span = tracing::debug_span!(
         "distlock.renew",

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use distlock::{ErrorKind, InspectedKind, Inspection};
+use distlock::{kind, ErrorKind, InspectedKind, Inspection};
 
 use crate::util::*;
 use distlock::Release;
@@ -45,6 +45,7 @@ async fn a_name_without_a_key_is_free_with_its_fencing_counter() {
         panic!("{i:?}");
     };
     assert!(s.fencing_counter > 0, "{i:?}");
+    assert_eq!(i.kind.as_str(), kind::LOCK, "a free name reads as a lock");
     assert_eq!((i.key.as_str(), i.ttl, i.waiters), ("orders", None, 0));
     assert!(!i.is_held());
 }
@@ -62,6 +63,7 @@ async fn a_held_lock_has_its_owner_holder_token_ttl_and_waiters() {
     let InspectedKind::Lock(s) = &i.kind else {
         panic!("{i:?}");
     };
+    assert_eq!(i.kind.as_str(), kind::LOCK);
     assert_eq!(s.holders, vec![(guard.owner().as_str().to_string(), 2)]);
     assert_eq!(s.fencing_token, Some(guard.fencing_token()));
     assert!(s.holder.is_some(), "{i:?}");
@@ -87,6 +89,7 @@ async fn a_fair_lock_with_a_waiter_shows_its_queue() {
     let InspectedKind::FairLock(s) = &i.kind else {
         panic!("{i:?}");
     };
+    assert_eq!(i.kind.as_str(), kind::FAIR_LOCK);
     assert_eq!(s.queue.len(), 1, "{i:?}");
     assert!(i.waiters >= 1, "{i:?}");
     waiter.abort();
@@ -107,9 +110,13 @@ async fn a_rw_lock_has_its_mode_and_its_waiting_writer() {
         panic!("{i:?}");
     };
     assert_eq!(s.mode, Some(distlock::LockMode::Read), "{i:?}");
+    assert_eq!(i.kind.as_str(), kind::READ_LOCK, "named by the side held");
     assert_eq!((s.waiting_writers, s.holders.len()), (1, 1), "{i:?}");
     assert_eq!(i.waiters, 1, "{i:?}");
     writer.abort();
+    let _write = client.rw_lock("doc-w").write().await.unwrap();
+    let i = client.inspect("doc-w").await.unwrap();
+    assert_eq!(i.kind.as_str(), kind::WRITE_LOCK, "{i:?}");
 }
 
 /// Integer strings: a semaphore and a latch by the waiter on their channel, a leased
@@ -139,6 +146,7 @@ async fn semaphores_and_latches_are_told_apart_by_waiters_and_leases() {
         InspectedKind::SemaphoreOrLatch { value: 4 },
         "{i:?}"
     );
+    assert_eq!(i.kind.as_str(), kind::SEMAPHORE_OR_LATCH);
     let i = client.inspect("exports").await.unwrap();
     assert_eq!(
         i.kind,
@@ -149,6 +157,7 @@ async fn semaphores_and_latches_are_told_apart_by_waiters_and_leases() {
         "{i:?}"
     );
     assert!(i.is_held());
+    assert_eq!(i.kind.as_str(), kind::LEASED_SEMAPHORE);
 
     let other = client_for(&server).await;
     let sem_waiter = tokio::spawn({
@@ -158,9 +167,11 @@ async fn semaphores_and_latches_are_told_apart_by_waiters_and_leases() {
     let latch_waiter = tokio::spawn(async move { other.count_down_latch("batch").wait().await });
     let i = inspect_until(&client, "pool", |i| i.waiters == 1).await;
     assert_eq!(i.kind, InspectedKind::Semaphore { permits: 0 }, "{i:?}");
+    assert_eq!(i.kind.as_str(), kind::SEMAPHORE);
     assert_eq!(i.waiters, 1);
     let i = inspect_until(&client, "batch", |i| i.waiters == 1).await;
     assert_eq!(i.kind, InspectedKind::Latch { count: 3 }, "{i:?}");
+    assert_eq!(i.kind.as_str(), kind::LATCH);
     assert_eq!(i.waiters, 1);
     sem_waiter.abort();
     latch_waiter.abort();
@@ -179,6 +190,7 @@ async fn a_job_lock_is_read_by_its_key_or_its_environment_and_name() {
     let by_name = client.inspect_job("prod", "report").await.unwrap();
     assert_eq!((&by_key.name, &by_key.key), (&by_name.name, &by_name.key));
     assert_eq!(by_key.waiters, 0);
+    assert_eq!(by_key.kind.as_str(), kind::JOB_LOCK);
     let InspectedKind::Job { env, name, holder } = &by_key.kind else {
         panic!("{by_key:?}");
     };

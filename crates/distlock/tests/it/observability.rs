@@ -215,6 +215,30 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
     let sem = client.semaphore("traced-sem");
     sem.try_set_permits(1).await.unwrap();
     sem.acquire().await.unwrap().release().await.unwrap();
+    // One of each other kind, whose spans must name it as `distlock::kind` does.
+    let fair = client
+        .fair_lock("traced-kind-fair")
+        .acquire()
+        .await
+        .unwrap();
+    fair.release().await.unwrap();
+    let rw = client.rw_lock("traced-kind-rw");
+    rw.read().await.unwrap().release().await.unwrap();
+    rw.write().await.unwrap().release().await.unwrap();
+    let leased = client.leased_semaphore("traced-kind-leased");
+    leased.try_set_permits(1).await.unwrap();
+    leased.acquire().await.unwrap().release().await.unwrap();
+    let job = client
+        .job_lock("traced-kind-job")
+        .at_most_for(Duration::from_secs(5))
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("a free job lock");
+    job.release().await.unwrap();
+    let latch = client.count_down_latch("traced-kind-latch");
+    latch.try_set_count(1).await.unwrap();
+    assert!(!latch.wait_for(Duration::from_millis(50)).await.unwrap());
 
     let granted = collector.find(
         "distlock.acquire",
@@ -271,6 +295,27 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
             .len(),
         1
     );
+    // One vocabulary: every kind's acquire span carries the name of `distlock::kind`, the
+    // label of its metrics and the CLI's KIND (see `names::`).
+    use distlock::kind;
+    for (name, kinds) in [
+        ("traced", &[kind::LOCK][..]),
+        ("traced-sem", &[kind::SEMAPHORE]),
+        ("traced-kind-fair", &[kind::FAIR_LOCK]),
+        ("traced-kind-rw", &[kind::READ_LOCK, kind::WRITE_LOCK]),
+        ("traced-kind-leased", &[kind::LEASED_SEMAPHORE]),
+        ("job-lock:default:traced-kind-job", &[kind::JOB_LOCK]),
+        ("traced-kind-latch", &[kind::LATCH]),
+    ] {
+        let mut seen: Vec<String> = collector
+            .find("distlock.acquire", &[("name", name)])
+            .into_iter()
+            .map(|f| f["kind"].clone())
+            .collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen, kinds, "the acquire spans of {name}");
+    }
     let lost = collector.find(
         "distlock.lease_lost",
         &[("kind", "lock"), ("what", "traced-short")],

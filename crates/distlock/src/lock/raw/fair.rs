@@ -79,7 +79,7 @@ fn leave_invocation(
 
 impl RawLock for Fair {
     fn kind(&self) -> &'static str {
-        "fair_lock"
+        crate::kind::FAIR_LOCK
     }
 
     fn channel(&self, key: &str) -> String {

@@ -56,7 +56,7 @@ impl Plain {
 
 impl RawLock for Plain {
     fn kind(&self) -> &'static str {
-        "lock"
+        crate::kind::LOCK
     }
 
     fn channel(&self, key: &str) -> String {

@@ -69,7 +69,7 @@ fn force_unlock(n: &Names) -> crate::scripts::Invocation<'static> {
 
 impl RawLock for Read {
     fn kind(&self) -> &'static str {
-        "read_lock"
+        crate::kind::READ_LOCK
     }
 
     fn channel(&self, key: &str) -> String {
@@ -146,7 +146,7 @@ impl RawLock for Read {
 
 impl RawLock for Write {
     fn kind(&self) -> &'static str {
-        "write_lock"
+        crate::kind::WRITE_LOCK
     }
 
     fn channel(&self, key: &str) -> String {

@@ -1,0 +1,71 @@
+//! The names of the kinds of primitive: one vocabulary for every place distlock names a kind.
+//!
+//! The same strings are the `kind` field of the tracing spans and events (`distlock.acquire`,
+//! `distlock.lease_lost`, …), the `kind` label of every metric (feature `metrics`), what
+//! [`InspectedKind::as_str`](crate::InspectedKind::as_str) reads back from a key, and the
+//! `distlock` command's `KIND` column and JSON `kind` (`list`, `top`, `status`), so a
+//! dashboard joins them on `kind`.
+//!
+//! A read-write lock is two kinds, [`READ_LOCK`] and [`WRITE_LOCK`]: its guards are counted
+//! by the side they hold, and an inspection names the side the lock is held in.
+
+/// A plain lock ([`Lock`](crate::Lock); Redisson's `RLock`). Also a fair lock with nobody
+/// queued, which is laid out as a plain lock, and a name with no key.
+pub const LOCK: &str = "lock";
+/// A fair lock ([`FairLock`](crate::FairLock); Redisson's `RFairLock`).
+pub const FAIR_LOCK: &str = "fair_lock";
+/// The read side of a read-write lock ([`RwLock::read`](crate::RwLock::read); Redisson's
+/// `RReadWriteLock`).
+pub const READ_LOCK: &str = "read_lock";
+/// The write side of a read-write lock ([`RwLock::write`](crate::RwLock::write)).
+pub const WRITE_LOCK: &str = "write_lock";
+/// A semaphore ([`Semaphore`](crate::Semaphore); Redisson's `RSemaphore`).
+pub const SEMAPHORE: &str = "semaphore";
+/// A semaphore with leased permits ([`LeasedSemaphore`](crate::LeasedSemaphore); Redisson's
+/// `RPermitExpirableSemaphore`).
+pub const LEASED_SEMAPHORE: &str = "leased_semaphore";
+/// A count-down latch ([`CountDownLatch`](crate::CountDownLatch); Redisson's
+/// `RCountDownLatch`).
+pub const LATCH: &str = "latch";
+/// A job lock ([`JobLock`](crate::JobLock); ShedLock's `job-lock:<env>:<name>`).
+pub const JOB_LOCK: &str = "job_lock";
+/// A RedLock over independent masters ([`RedLock`](crate::RedLock)).
+pub const REDLOCK: &str = "redlock";
+/// What an inspection cannot tell apart: an integer key with no waiter and no lease set, a
+/// semaphore or a count-down latch (the two share one layout in Redisson's family).
+pub const SEMAPHORE_OR_LATCH: &str = "semaphore_or_latch";
+
+/// Every kind name, in the order of the README's table.
+pub const ALL: &[&str] = &[
+    LOCK,
+    FAIR_LOCK,
+    READ_LOCK,
+    WRITE_LOCK,
+    SEMAPHORE,
+    LEASED_SEMAPHORE,
+    LATCH,
+    JOB_LOCK,
+    REDLOCK,
+    SEMAPHORE_OR_LATCH,
+];
+
+#[cfg(test)]
+mod tests {
+    /// The README's table of kind names (section "Kind names") is this module's list, in
+    /// order: the one place the vocabulary is documented cannot drift from the code.
+    #[test]
+    fn the_readme_documents_every_kind_name() {
+        let readme = include_str!("../../../README.md");
+        let section = readme
+            .split("### Kind names")
+            .nth(1)
+            .expect("a \"Kind names\" section in the README");
+        let documented: Vec<&str> = section
+            .lines()
+            .skip_while(|l| !l.starts_with("| `"))
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| l.split('`').nth(1))
+            .collect();
+        assert_eq!(documented, super::ALL);
+    }
+}
