@@ -5,8 +5,8 @@ Usage: tools/mutants/run.py [ID ...]   (no ID: every mutant)
 
 For each mutant: replace its `find` text (which must occur exactly once) in its file, run the
 fault suite's short profile on its `chaos` scenarios, `cargo test -p distlock --lib -- <unit>`,
-`cargo test -p distlock-cli --test cli -- <cli>` and `cargo test -p distlock --test it --
-<tests>` (each where given), and put the file back whatever happens. A mutant is caught when any of them fails. Prints one line per mutant and exits 1 if any survived (or did
+`cargo test -p distlock-cli --test cli -- <cli>`, `cargo test -p distlock --doc -- <doc>`
+and `cargo test -p distlock --test it -- <tests>` (each where given), and put the file back whatever happens. A mutant is caught when any of them fails. Prints one line per mutant and exits 1 if any survived (or did
 not apply), 0 when every one was caught. The tree must be clean of edits to the mutated files.
 """
 import pathlib
@@ -35,8 +35,8 @@ def parse(text):
         cur[key.strip()] = value.replace("\\n", "\n")
     for m in mutants:
         missing = {"id", "what", "file", "find", "replace"} - m.keys()
-        if missing or not ({"tests", "unit", "cli", "chaos"} & m.keys()):
-            sys.exit(f"mutants.txt: {m.get('id', '?')} lacks {sorted(missing) or 'tests, unit, cli or chaos'}")
+        if missing or not ({"tests", "unit", "cli", "doc", "chaos"} & m.keys()):
+            sys.exit(f"mutants.txt: {m.get('id', '?')} lacks {sorted(missing) or 'tests, unit, cli, doc or chaos'}")
     return mutants
 
 
@@ -75,13 +75,19 @@ def run(m):
                                 if "violation (" in l})
                 caught.append(f"the fault suite ({m['chaos']}: {', '.join(found) or 'failed'})")
         for key, target, label in [("unit", ["-p", "distlock", "--lib"], "unit"),
-                                   ("cli", ["-p", "distlock-cli", "--test", "cli"], "cli")]:
+                                   ("cli", ["-p", "distlock-cli", "--test", "cli"], "cli"),
+                                   ("doc", ["-p", "distlock", "--doc"], "doc")]:
             if key not in m:
                 continue
-            # The library's unit tests (`unit`) or the CLI's tests (`cli`) named by the key.
+            # The library's unit tests (`unit`), the CLI's tests (`cli`) or the library's
+            # doctests (`doc`) named by the key.
             cmd = ["cargo", "test", "-q"] + target + ["--"] + m[key].split()
             r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
             out = r.stdout + r.stderr
+            # A doctest that no longer compiles is a failing doctest, named in the list.
+            if key == "doc" and r.returncode != 0 and failures(out):
+                caught += [f"{label} {name}" for name in failures(out)]
+                continue
             if "error[" in out or "could not compile" in out:
                 return "NOT APPLIED", "the mutant does not compile"
             if r.returncode != 0:

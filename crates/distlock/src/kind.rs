@@ -52,10 +52,18 @@ pub const ALL: &[&str] = &[
 #[cfg(test)]
 mod tests {
     /// The README's table of kind names (section "Kind names") is this module's list, in
-    /// order: the one place the vocabulary is documented cannot drift from the code.
+    /// order: the one place the vocabulary is documented cannot drift from the code. (Read
+    /// from the repository; a packaged crate has no project README and skips it.)
     #[test]
     fn the_readme_documents_every_kind_name() {
-        let readme = include_str!("../../../README.md");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+        let Ok(readme) = std::fs::read_to_string(path) else {
+            assert!(
+                !std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.git")).exists(),
+                "{path} is missing from the repository"
+            );
+            return;
+        };
         let section = readme
             .split("### Kind names")
             .nth(1)

@@ -252,6 +252,18 @@ pub mod __bench {
     }
 }
 
+/// The crate's README (its crates.io and docs.rs front page), compiled with the doctests so
+/// that its example compiles as pasted.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+/// The project's README: its Rust blocks compiled with the doctests (`no_run`: they need a
+/// server).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ProjectReadmeDoctests;
+
 #[cfg(test)]
 mod send_sync {
     //! Compile-time checks: every public future and guard is `Send`.
