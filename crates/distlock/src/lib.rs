@@ -98,6 +98,13 @@ mod scripts;
 mod semaphore;
 mod watchdog;
 
+/// The `chrono` crate (0.4) that [`spawn_cron`] takes its time zone from, re-exported:
+/// `distlock::chrono::Utc`, `Local` and `FixedOffset` need no `chrono` dependency of your own.
+/// Named zones with their daylight-saving changes come from the `chrono-tz` crate (0.10,
+/// built on the same `chrono`).
+#[cfg(feature = "cron")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cron")))]
+pub use chrono;
 pub use client::{
     Client, ClientBuilder, KeyScan, PubSubMode, RedisConnection, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT, DEFAULT_WATCHDOG_LEASE,
@@ -106,10 +113,12 @@ pub use config::{parse_duration, ClusterServers, Config, SentinelServers, Single
 pub use conn::redact_url;
 pub use error::{Error, ErrorKind, Fix, NodeFailure, NotHeldReason, Result};
 pub use inspect::{InspectedKind, Inspection};
+#[allow(deprecated)]
+pub use job::assert_locked;
 #[cfg(feature = "cron")]
 pub use job::spawn_cron;
 pub use job::{
-    assert_locked, spawn_every, spawn_every_with, JobGuard, JobHolder, JobLease, JobLock,
+    holds_job_lock, spawn_every, spawn_every_with, JobGuard, JobHolder, JobLease, JobLock,
     JOB_POLL_INTERVAL,
 };
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};

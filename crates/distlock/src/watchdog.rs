@@ -176,7 +176,7 @@ struct Entry {
 /// Where a guard was taken, as far as a nested acquire can tell: the tokio task that
 /// acquired (or re-entered, or adopted) it, or, outside any task (`block_on`, the blocking
 /// facade), the thread. A tokio task-local cannot carry it: one is set only around a future
-/// the library runs (as `JobLock::run` does for `assert_locked`), and a guard lives on in the
+/// the library runs (as `JobLock::run` does for `holds_job_lock`), and a guard lives on in the
 /// caller's code after its acquire returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Holder {

@@ -141,7 +141,8 @@ pub struct RunArgs {
     /// they are, without escalation.
     #[arg(long, value_name = "DURATION", value_parser = distlock_cli::parse_duration)]
     pub kill_after: Option<Duration>,
-    /// Job mode: the lock lives at most this long (ShedLock's lockAtMostFor); never waits.
+    /// Job mode: the lock lives at most this long (ShedLock's lockAtMostFor: `10m`, or
+    /// ISO-8601 as ShedLock writes it, `PT10M`); never waits.
     #[arg(long, value_parser = distlock_cli::parse_duration, conflicts_with_all = ["lease", "wait"])]
     pub at_most: Option<Duration>,
     /// Job mode: keep the lock at least this long from the start (lockAtLeastFor).

@@ -686,6 +686,36 @@ fn job_mode_overrun_leaves_the_next_holders_lock_alone() {
     next.wait().unwrap();
 }
 
+/// ShedLock's ISO-8601 durations (`lockAtMostFor = "PT10M"`) are taken as they are written
+/// there; a month, which has no fixed length, is refused with a hint.
+#[test]
+fn job_mode_takes_shedlocks_iso_durations() {
+    let server = RedisServer::start();
+    let mut c = distlock(&server);
+    c.args([
+        "run",
+        "iso",
+        "--at-most",
+        "PT10M",
+        "--at-least",
+        "PT2S",
+        "--",
+        "true",
+    ]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let pttl: i64 = cmd(&server, &["PTTL", "job-lock:default:iso"]);
+    assert!(pttl > 1_000 && pttl <= 2_000, "kept for PT2S: {pttl}");
+    let mut c = distlock(&server);
+    c.args(["run", "iso2", "--at-most", "P1M", "--", "true"]);
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("months are not a fixed duration"),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn job_mode_rejects_bad_durations() {
     let server = RedisServer::start();

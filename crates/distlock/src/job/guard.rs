@@ -36,8 +36,9 @@ pub(crate) struct GuardInner {
     pub(super) value: String,
     pub(super) env: String,
     pub(super) name: String,
-    pub(super) started: Instant,
-    pub(super) at_least_for: Duration,
+    /// Until when the release keeps the lock (the start plus `at_least_for`, or the
+    /// `at_least_for` of the last [`JobLease::extend_active`] from then).
+    pub(super) keep_until: std::sync::Mutex<Instant>,
     pub(super) at_most_for: Duration,
     pub(super) lease: Arc<LeaseState>,
 }
@@ -86,10 +87,28 @@ impl GuardInner {
         }
     }
 
+    /// [`GuardInner::extend`] to `at_most_for`, then keep the lock at least `at_least_for`
+    /// from now (ShedLock's `extendActiveLock(lockAtMostFor, lockAtLeastFor)`).
+    async fn extend_active(&self, at_most_for: Duration, at_least_for: Duration) -> Result<()> {
+        keys::lease_ms("at_most_for", at_most_for)?;
+        if at_least_for > at_most_for {
+            return Err(Error::invalid(format!(
+                "at_least_for ({at_least_for:?}) exceeds at_most_for ({at_most_for:?})"
+            )));
+        }
+        self.extend(at_most_for).await?;
+        *self.keep_until.lock().unwrap() = Instant::now() + at_least_for;
+        Ok(())
+    }
+
     /// The ownership-checked release (kept for what is left of `at_least_for`, measured
     /// now): idempotent, it compares the value.
     pub(super) fn release_request(&self) -> ReleaseRequest {
-        let keep = self.at_least_for.saturating_sub(self.started.elapsed());
+        let keep = self
+            .keep_until
+            .lock()
+            .unwrap()
+            .saturating_duration_since(Instant::now());
         let keep_ms = if keep.is_zero() {
             0
         } else {
@@ -180,6 +199,40 @@ impl JobLease {
         keys::lease_ms("extension", lease)?;
         self.inner.extend(lease).await
     }
+
+    /// Extends the lock to `at_most_for` from now and keeps it at least `at_least_for` from
+    /// now: ShedLock's `LockExtender.extendActiveLock(lockAtMostFor, lockAtLeastFor)`.
+    ///
+    /// As [`extend`](JobLease::extend) with `at_most_for`; once it succeeded, the release
+    /// keeps the lock until `at_least_for` from now has passed, in place of the
+    /// [`at_least_for`](crate::JobLock::at_least_for) the lock was taken with (longer or
+    /// shorter, as in ShedLock). `Duration::ZERO` lets the release delete the lock at once.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a zero or overflowing
+    /// `at_most_for`, or an `at_least_for` over it (nothing is sent). Otherwise as
+    /// [`extend`](JobLease::extend); the release keeps its previous bound then.
+    ///
+    /// # Cancel safety
+    /// As [`extend`](JobLease::extend); cancelled, the release keeps its previous bound.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+    /// use std::time::Duration;
+    /// let lock = client.job_lock("export").at_most_for(Duration::from_secs(600));
+    /// lock.run_with(|lease| async move {
+    ///     // More to do than planned: 20 more minutes at most, and no rerun for 5.
+    ///     lease
+    ///         .extend_active(Duration::from_secs(1200), Duration::from_secs(300))
+    ///         .await
+    /// })
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn extend_active(&self, at_most_for: Duration, at_least_for: Duration) -> Result<()> {
+        self.inner.extend_active(at_most_for, at_least_for).await
+    }
 }
 
 impl JobGuard {
@@ -269,6 +322,18 @@ impl JobGuard {
     /// The environment the job runs in.
     pub fn environment(&self) -> &str {
         &self.inner().env
+    }
+
+    /// Extends the lock to `at_most_for` from now and keeps it at least `at_least_for` from
+    /// now, as [`JobLease::extend_active`] (ShedLock's `extendActiveLock`).
+    ///
+    /// # Errors
+    /// As [`JobLease::extend_active`].
+    ///
+    /// # Cancel safety
+    /// As [`JobLease::extend_active`].
+    pub async fn extend_active(&self, at_most_for: Duration, at_least_for: Duration) -> Result<()> {
+        self.inner().extend_active(at_most_for, at_least_for).await
     }
 }
 

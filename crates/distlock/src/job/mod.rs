@@ -35,15 +35,39 @@ tokio::task_local! {
 
 /// Returns whether the current task runs inside [`JobLock::run`] of a job called `name`.
 ///
-/// Whether the current task runs inside [`JobLock::run`] of a job called `name` (any
-/// environment) — ShedLock's `LockAssert.assertLocked`, as a boolean.
+/// Whether the current task runs inside [`JobLock::run`] (or [`run_with`](JobLock::run_with),
+/// a scheduled run) of a job called `name`, in any environment. It returns a `bool` and never
+/// panics: ShedLock's `LockAssert.assertLocked()`, which throws, is
+/// `assert!(distlock::holds_job_lock("name"))`.
 ///
 /// The answer is per task: a task spawned from inside the job is not "under the lock" by this
 /// test, since it may outlive the job.
-pub fn assert_locked(name: &str) -> bool {
+///
+/// ```no_run
+/// # async fn f(client: distlock::Client) -> distlock::Result<()> {
+/// use std::time::Duration;
+/// async fn rebuild_index() {
+///     // Only ever called from the job: fail loudly if a refactoring changes that.
+///     assert!(distlock::holds_job_lock("reindex"), "reindex runs without its lock");
+/// }
+/// let lock = client.job_lock("reindex").at_most_for(Duration::from_secs(300));
+/// lock.run(rebuild_index()).await?;
+/// # Ok(()) }
+/// ```
+pub fn holds_job_lock(name: &str) -> bool {
     RUNNING
         .try_with(|jobs| jobs.iter().any(|(_, _, n, _)| n == name))
         .unwrap_or(false)
+}
+
+/// Returns whether the current task runs inside [`JobLock::run`] of a job called `name`.
+///
+/// The former name of [`holds_job_lock`]: it returns a `bool` and does not panic, which an
+/// `assert_*` name did not say.
+#[deprecated(note = "renamed `holds_job_lock`: it returns a bool and never panics \
+            (`assert!(distlock::holds_job_lock(name))` is ShedLock's `LockAssert.assertLocked()`)")]
+pub fn assert_locked(name: &str) -> bool {
+    holds_job_lock(name)
 }
 
 /// The lease of this client's run of the job that this task runs inside (a nested run).
@@ -321,8 +345,7 @@ impl JobLock {
             value,
             env: self.env.clone(),
             name: self.name.clone(),
-            started,
-            at_least_for: self.at_least_for,
+            keep_until: std::sync::Mutex::new(started + self.at_least_for),
             at_most_for: at_most,
             lease,
         });
@@ -423,7 +446,7 @@ impl JobLock {
     /// After the task, the lock is released with the ownership-checked script (kept until
     /// `at_least_for` has passed). Inside a running job of the same name and environment,
     /// run by the same client in the same task, the inner task runs at once without locking
-    /// again (ShedLock's `alreadyLockedBy`), and [`assert_locked`] returns true.
+    /// again (ShedLock's `alreadyLockedBy`), and [`holds_job_lock`] returns true.
     ///
     /// # Errors
     /// As [`JobLock::try_acquire`]; and [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld)

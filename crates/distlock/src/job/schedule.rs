@@ -109,8 +109,9 @@ where
 /// Spring (`0 0 0 13 * FRI`: every Friday the 13th), a five-field line on the days that match
 /// either, as in crontab(5) (`0 0 13 * 5`: every 13th and every Friday).
 ///
-/// `tz` is any chrono time zone: `chrono::Utc`, `chrono::Local`, a `chrono::FixedOffset`, or a
-/// named zone of the `chrono-tz` crate, with its daylight-saving changes. Across them, a line
+/// `tz` is any chrono time zone: `chrono::Utc`, `chrono::Local`, a `chrono::FixedOffset`
+/// (re-exported as [`distlock::chrono`](crate::chrono), so no `chrono` dependency of your own
+/// is needed), or a named zone of the `chrono-tz` crate, with its daylight-saving changes. Across them, a line
 /// with one fixed time of day (a single second, minute and hour, such as `0 30 2 * * *`) runs
 /// once on each of its days, as cron(8) runs it: when that time does not exist because the
 /// clock springs forward over it, at the first instant after the gap (`0 30 2 * * *` in
@@ -142,7 +143,11 @@ where
 ///     .at_most_for(Duration::from_secs(600))
 ///     .at_least_for(Duration::from_secs(30));
 /// // 03:00 every weekday, Paris time (`1-5` would say the same).
-/// distlock::spawn_cron(lock, "0 0 3 * * MON-FRI", chrono_tz::Europe::Paris, |_lease| async {
+/// distlock::spawn_cron(lock.clone(), "0 0 3 * * MON-FRI", chrono_tz::Europe::Paris, |_lease| async {
+///     Ok::<(), std::io::Error>(())
+/// })?;
+/// // Every five minutes in UTC, with the chrono that distlock re-exports.
+/// distlock::spawn_cron(lock, "*/5 * * * *", distlock::chrono::Utc, |_lease| async {
 ///     Ok::<(), std::io::Error>(())
 /// })?;
 /// # Ok(()) }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use distlock::{assert_locked, spawn_every, ErrorKind, NotHeldReason};
+use distlock::{holds_job_lock, spawn_every, ErrorKind, NotHeldReason};
 
 use crate::util::*;
 use distlock::{Lease, Release};
@@ -389,6 +389,51 @@ async fn try_acquire_for_and_acquire_poll_within_the_wait() {
     );
 }
 
+/// ShedLock's two-value `extendActiveLock(lockAtMostFor, lockAtLeastFor)`: the TTL becomes
+/// `at_most_for` from now, and the release keeps the lock until `at_least_for` from the
+/// extension has passed (here longer than the `at_least_for` it was taken with). An
+/// `at_least_for` over `at_most_for` is refused and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_active_sets_at_most_and_at_least_from_now() {
+    let (server, client) = setup().await;
+    let key = "job-lock:default:ext-active";
+    let lock = client
+        .job_lock("ext-active")
+        .at_most_for(Duration::from_secs(10))
+        .at_least_for(Duration::from_millis(100));
+    let ran = lock
+        .run_with(|lease| async move {
+            lease
+                .extend_active(Duration::from_secs(60), Duration::from_secs(3))
+                .await
+                .unwrap();
+            let refused = lease
+                .extend_active(Duration::from_secs(1), Duration::from_secs(2))
+                .await
+                .unwrap_err();
+            assert_eq!(refused.kind(), ErrorKind::InvalidInput, "{refused}");
+        })
+        .await
+        .unwrap();
+    assert!(ran.is_some());
+    let pttl: i64 = cmd(&server, &["PTTL", key]);
+    assert!(
+        pttl > 2_000 && pttl <= 3_000,
+        "kept for the extension's at_least_for after the run: PTTL {pttl}"
+    );
+    // On the guard too, with at_least_for zero: the release deletes the lock at once.
+    let other = lock.clone().at_least_for(Duration::ZERO);
+    let _: () = cmd(&server, &["DEL", key]);
+    let g = other.try_acquire().await.unwrap().expect("free");
+    g.extend_active(Duration::from_secs(30), Duration::ZERO)
+        .await
+        .unwrap();
+    let pttl: i64 = cmd(&server, &["PTTL", key]);
+    assert!(pttl > 29_000 && pttl <= 30_000, "PTTL {pttl}");
+    g.release().await.unwrap();
+    assert!(!cmd::<bool>(&server, &["EXISTS", key]));
+}
+
 /// `extend(lease)` sets the TTL to `lease` from now, shorter or longer than what was left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extend_sets_the_ttl_to_the_lease() {
@@ -408,27 +453,33 @@ async fn extend_sets_the_ttl_to_the_lease() {
     g.release().await.unwrap();
 }
 
+/// `holds_job_lock` (ShedLock's `LockAssert`, as a bool) inside and outside a run, and a
+/// nested run of the same job, which runs without locking again. The former name answers the
+/// same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nested_run_and_assert_locked() {
+async fn nested_run_and_holds_job_lock() {
     let (_server, client) = setup().await;
     let lock = client
         .job_lock("outer")
         .at_most_for(Duration::from_secs(10));
-    assert!(!assert_locked("outer"));
+    assert!(!holds_job_lock("outer"));
     let inner_lock = lock.clone();
     let ran = lock
         .run(async move {
-            assert!(assert_locked("outer"));
+            assert!(holds_job_lock("outer"));
+            #[allow(deprecated)]
+            let former = distlock::assert_locked("outer");
+            assert!(former);
             // Same job inside itself: runs without locking again.
             inner_lock
-                .run(async { assert_locked("outer") })
+                .run(async { holds_job_lock("outer") })
                 .await
                 .unwrap()
         })
         .await
         .unwrap();
     assert_eq!(ran, Some(Some(true)));
-    assert!(!assert_locked("outer"));
+    assert!(!holds_job_lock("outer"));
 }
 
 /// The job gets its lease (ShedLock's `LockExtender`): it extends the lock, hears at once
