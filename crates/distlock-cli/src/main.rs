@@ -47,7 +47,7 @@ enum Command {
     /// state, holder, how long held, TTL, waiting clients.
     List(cmd::list::ListArgs),
     /// A live view of the locks that matter now: held locks with holder, age and a TTL bar,
-    /// waiting clients, new grants seen, leases lost. Keys: q quit, s sort, / filter.
+    /// waiting clients, new grants seen, leases lost. Keys: q or Esc quit, s sort, / filter.
     Top(cmd::top::TopArgs),
     /// Delete a lock whoever holds it, and wake its waiters.
     Unlock(cmd::unlock::UnlockArgs),

@@ -1,7 +1,7 @@
 //! `distlock top [PATTERN]`: a live view of the locks that matter now — held locks with
 //! holder, how long held and a TTL bar, queue lengths and waiting clients, grants per second,
 //! leases that ran out — refreshed every `--interval`, on any topology (the scan of `distlock
-//! list` each time). Keys: `q` quit, `s` next sort order, `/` filter by name, `+`/`-` refresh
+//! list` each time). Keys: `q` or Esc quit, `s` next sort order, `/` filter by name, `+`/`-` refresh
 //! slower/faster, arrows scroll. For scripts: `--once` (one text table) or `--json` (one JSON
 //! object per refresh).
 //!
@@ -361,20 +361,28 @@ pub async fn run(opts: &Options, args: TopArgs) -> Result<u8> {
 }
 
 /// The header lines: server, time, totals.
-fn header(snap: &Snapshot) -> [String; 2] {
+/// The two header lines: the server and time, then the counts of the rows `shown` (all of
+/// the snapshot's, or those a filter keeps: `2 shown of 7`), the grant rate and the leases
+/// lost.
+fn header(snap: &Snapshot, shown: &[&Row]) -> [String; 2] {
     let rate = snap.grants_per_s.map_or("-".into(), |r| format!("{r:.1}"));
     let scan = if snap.complete {
         String::new()
     } else {
         "  (scan stopped at --examine)".into()
     };
+    let of = if shown.len() == snap.rows.len() {
+        String::new()
+    } else {
+        format!(" of {}", snap.rows.len())
+    };
     [
         format!("distlock top  {}  {}", snap.server, snap.time),
         format!(
-            "{} shown, {} held, {} waiting, {rate} new grants/s seen, {} lease{} lost{scan}",
-            snap.rows.len(),
-            snap.held,
-            snap.waiting,
+            "{} shown{of}, {} held, {} waiting, {rate} new grants/s seen, {} lease{} lost{scan}",
+            shown.len(),
+            shown.iter().filter(|r| r.entry.held).count(),
+            shown.iter().map(|r| r.entry.waiting).sum::<u64>(),
             snap.leases_lost,
             if snap.leases_lost == 1 { "" } else { "s" }
         ),
@@ -418,7 +426,7 @@ const COLUMNS: [&str; 8] = [
 
 /// `--once`: header, table, lost leases.
 fn text(snap: &Snapshot, sort: TopSort) -> String {
-    let [a, b] = header(snap);
+    let [a, b] = header(snap, &snap.rows.iter().collect::<Vec<_>>());
     let mut out = format!("{a}\n{b}  sort: {}\n", sort.label());
     if !snap.rows.is_empty() {
         let mut table = comfy_table::Table::new();
@@ -577,7 +585,8 @@ fn draw(frame: &mut ratatui::Frame, snap: &Snapshot, view: &mut View) {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    let [a, b] = header(snap);
+    let shown_rows = view.rows(snap);
+    let [a, b] = header(snap, &shown_rows);
     let status = match &view.error {
         Some(e) => Line::from(format!("refresh failed: {e}")).red(),
         None => Line::from(format!(
@@ -587,8 +596,7 @@ fn draw(frame: &mut ratatui::Frame, snap: &Snapshot, view: &mut View) {
         )),
     };
     frame.render_widget(Paragraph::new(vec![Line::from(a).bold(), status]), top);
-    let shown: Vec<(bool, [String; 8])> = view
-        .rows(snap)
+    let shown: Vec<(bool, [String; 8])> = shown_rows
         .into_iter()
         .map(|r| (r.entry.held, cells(r)))
         .collect();
@@ -636,10 +644,10 @@ fn draw(frame: &mut ratatui::Frame, snap: &Snapshot, view: &mut View) {
     let help = if view.editing {
         format!("filter: {}_  (Enter apply, Esc clear)", view.filter)
     } else if view.filter.is_empty() {
-        "q quit  s sort  / filter  +/- slower/faster  ↑↓ scroll".to_string()
+        "q/Esc quit  s sort  / filter  +/- slower/faster  ↑↓ scroll".to_string()
     } else {
         format!(
-            "filter: {}  q quit  s sort  / new filter  +/- slower/faster  ↑↓ scroll",
+            "filter: {}  q/Esc quit  s sort  / new filter  +/- slower/faster  ↑↓ scroll",
             view.filter
         )
     };

@@ -28,6 +28,8 @@ fn top_shows_holders_sorts_filters_and_sees_a_lost_lease_in_a_terminal() {
     });
     assert!(screen.contains("distlock top"), "{screen}");
     assert!(screen.contains("sort: hot"), "{screen}");
+    // The key line names every way out, Esc included.
+    assert!(screen.contains("q/Esc quit"), "{screen}");
     assert!(
         screen.contains("HOLDER") && screen.contains("TTL"),
         "{screen}"
@@ -53,6 +55,8 @@ fn top_shows_holders_sorts_filters_and_sees_a_lost_lease_in_a_terminal() {
             .any(|l| l.contains("beta") && l.contains("held")),
         "{screen}"
     );
+    // The header counts the rows the filter keeps (of alpha, beta and gamma), not all.
+    assert!(screen.contains("1 shown of 3, 1 held, "), "{screen}");
 
     tmux.keys(&["q"]);
     assert!(
