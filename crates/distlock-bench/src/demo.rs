@@ -26,7 +26,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use comfy_table::{CellAlignment, Table};
 use hdrhistogram::Histogram;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};

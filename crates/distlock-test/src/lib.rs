@@ -354,10 +354,8 @@ impl RedisServer {
             // the parent; it runs in the child between fork and exec.
             unsafe {
                 cmd.pre_exec(|| {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    Ok(())
+                    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                        .map_err(io::Error::from)
                 });
             }
         }
@@ -588,20 +586,18 @@ impl RedisServer {
 
     /// Pause the server with SIGSTOP (it keeps its connections but answers nothing).
     pub fn pause(&self) {
-        self.signal(libc::SIGSTOP);
+        self.signal(nix::sys::signal::Signal::SIGSTOP);
     }
 
     /// Resume a server paused by [`RedisServer::pause`].
     pub fn resume(&self) {
-        self.signal(libc::SIGCONT);
+        self.signal(nix::sys::signal::Signal::SIGCONT);
     }
 
-    fn signal(&self, sig: libc::c_int) {
-        if let Some(pid) = self.pid() {
-            // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
-            unsafe {
-                libc::kill(pid as libc::pid_t, sig);
-            }
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        if let Some(pid) = self.pid().and_then(|pid| i32::try_from(pid).ok()) {
+            // Gone already: nothing to signal.
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
         }
     }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rand::Rng;
+use rand::RngExt;
 use serde_json::Value;
 
 use super::report::{self, handoff_stats, ns, num, Line};

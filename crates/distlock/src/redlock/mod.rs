@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rand::Rng;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
@@ -374,7 +373,7 @@ impl RedLock {
         if hi <= lo {
             return lo;
         }
-        rand::rng().random_range(lo..=hi)
+        rand::random_range(lo..=hi)
     }
 
     /// The clock-drift allowance for a lease: lease × drift factor + 2 ms.

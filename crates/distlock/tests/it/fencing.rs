@@ -2,7 +2,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use distlock::layout::{fencing_counter, key_slot, legacy_fencing_counter, slot_tag, SLOTS};
-use rand::Rng;
+use rand::RngExt;
 
 use crate::util::*;
 use distlock::{Lease, Release};
