@@ -59,7 +59,8 @@
 //! `semaphore`, `leased_semaphore`, `job_lock`, `latch`: the names of [`kind`], which spans
 //! and the `distlock` command use too); the acquire metrics also by `name`
 //! when the client opts in ([`ClientBuilder::metrics_lock_names`]). Watchdog renewals of
-//! plain, fair and write locks share one script and are counted as `lock`. A [`RedLock`]
+//! plain and fair locks share one script and are counted as `lock` (write and read locks'
+//! as `write_lock` and `read_lock`). A [`RedLock`]
 //! records only its keep-alive renewals (`redlock`): its acquires run on each node's lock
 //! directly, and its validity has a lost signal of its own.
 //!

@@ -17,7 +17,7 @@
 //! | `distlock_acquire_timeouts_total` | counter | kind, (name) | acquires whose wait ended without a grant |
 //! | `distlock_acquire_errors_total` | counter | kind, (name) | acquires that failed with an error |
 //! | `distlock_leases_lost_total` | counter | kind | leases lost while held (expired, taken over, found gone) |
-//! | `distlock_watchdog_renewals_total` | counter | kind | leases renewed by the watchdog: `lock` for the hash renewals of plain, fair and write locks, `read_lock`, and a keep-alive's own kind (`leased_semaphore`, `job_lock`, `redlock`) |
+//! | `distlock_watchdog_renewals_total` | counter | kind | leases renewed by the watchdog: `lock` for the hash renewals of plain and fair locks, `write_lock`, `read_lock`, and a keep-alive's own kind (`leased_semaphore`, `job_lock`, `redlock`) |
 //! | `distlock_watchdog_renewal_failures_total` | counter | kind | renewals that failed (server unreachable or unconfirmed) |
 //! | `distlock_held` | gauge | kind | guards this process holds now |
 //! | `distlock_waiting` | gauge | kind | acquire calls waiting now |
