@@ -138,32 +138,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// Parse a human duration that may be zero (waits): `1m 30s`, `250ms`, or a bare number of
-/// seconds as flock's `-w` takes it (`10`, `0.5`): the library's [`distlock::parse_duration`],
-/// the one reading of durations for arguments, `DISTLOCK_*` variables and `distlock::Config`.
-pub fn parse_wait(s: &str) -> Result<Duration, String> {
-    distlock::parse_duration(s).map_err(|e| e.to_string())
 /// Parse a human duration that may be zero (waits): `1m 30s`, `250ms`, a bare number of
-/// seconds as flock's `-w` takes it (`10`, `0.5`), or an ISO-8601 duration as ShedLock's
-/// `lockAtMostFor` and Java's `Duration.parse` take it (`PT10M`, `PT0.5S`, `P1DT2H`).
+/// seconds as flock's `-w` takes it (`10`, `0.5`) — the library's [`distlock::parse_duration`],
+/// the one reading of durations for arguments, `DISTLOCK_*` variables and `distlock::Config` —
+/// or an ISO-8601 duration as ShedLock's `lockAtMostFor` and Java's `Duration.parse` take it
+/// (`PT10M`, `PT0.5S`, `P1DT2H`).
 pub fn parse_wait(s: &str) -> Result<Duration, String> {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return s
-            .parse::<f64>()
-            .ok()
-            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-            .ok_or_else(|| format!("{s:?}: not a number of seconds"));
-    }
     if s.starts_with(['P', 'p']) {
         return parse_iso8601(s).map_err(|e| format!("{s:?}: {e}"));
     }
-    humantime::parse_duration(s).map_err(|e| {
+    distlock::parse_duration(s).map_err(|e| {
         let hint = if s.starts_with(['-', '+']) && s[1..].starts_with(['P', 'p']) {
             " (an ISO-8601 duration takes no sign)"
         } else {
             ""
         };
-        format!("{s:?}: {e}{hint}")
+        format!("{e}{hint}")
     })
 }
 

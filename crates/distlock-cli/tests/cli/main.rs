@@ -3,8 +3,8 @@
 mod acl;
 mod family;
 mod faults;
-mod hints;
 mod flock;
+mod hints;
 mod list;
 mod run;
 mod shell;
