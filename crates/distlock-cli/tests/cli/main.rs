@@ -337,8 +337,9 @@ fn wrong_password_never_appears_in_output() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // The cause first, and the fix in the CLI's terms.
     assert!(
-        all.contains("authentication") || all.contains("credentials"),
+        all.contains("refused the user name or password") && all.contains("--password"),
         "{all}"
     );
     assert!(!all.contains("s3cr3t"), "{all}");
