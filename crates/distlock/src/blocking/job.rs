@@ -178,6 +178,19 @@ impl JobGuard {
         self.0.block_on(crate::Lease::extend(self.0.get(), lease))
     }
 
+    /// Extends the lock to `at_most_for` from now and keeps it at least `at_least_for` from
+    /// now, as [`crate::JobGuard::extend_active`] (ShedLock's `extendActiveLock`).
+    ///
+    /// # Errors
+    /// As [`crate::JobGuard::extend_active`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn extend_active(&self, at_most_for: Duration, at_least_for: Duration) -> Result<()> {
+        self.0
+            .block_on(self.0.get().extend_active(at_most_for, at_least_for))
+    }
+
     /// Releases the lock, kept until `at_least_for` passed.
     ///
     /// Release (kept until `at_least_for` passed), as [`crate::JobGuard::release`](crate::Release::release).
