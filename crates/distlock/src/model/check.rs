@@ -238,13 +238,7 @@ impl LockModel {
             fast,
         };
         let full = raw.acquire(&names, &call);
-        match raw.acquire_fast(&names, &call) {
-            Some(fast) => {
-                let full = std::sync::Arc::new(full);
-                Invocation::later(std::sync::Arc::new(move || (*full).clone()), fast)
-            }
-            None => full,
-        }
+        super::with_fast(full, raw.acquire_fast(&names, &call))
     }
 
     fn release_call(
@@ -268,13 +262,7 @@ impl LockModel {
             fast,
         };
         let full = raw.release(&names, &call).invocation();
-        match raw.release_fast(&names, &call) {
-            Some(fast) => {
-                let full = std::sync::Arc::new(full);
-                Invocation::later(std::sync::Arc::new(move || (*full).clone()), fast)
-            }
-            None => full,
-        }
+        super::with_fast(full, raw.release_fast(&names, &call))
     }
 
     /// Client `client`'s acquire attempt for `owner` (its fast path when `fast`): granted,

@@ -222,13 +222,7 @@ fn calls(step: &Step, n: usize, last_id: &mut String) -> Vec<Call> {
                 fast: *fast,
             };
             let full = raw.acquire(&names, &call);
-            let inv = match raw.acquire_fast(&names, &call) {
-                Some(fast) => {
-                    let full = std::sync::Arc::new(full);
-                    Invocation::later(std::sync::Arc::new(move || (*full).clone()), fast)
-                }
-                None => full,
-            };
+            let inv = super::with_fast(full, raw.acquire_fast(&names, &call));
             vec![Call::Script { inv }]
         }
         Step::Release {
@@ -251,13 +245,7 @@ fn calls(step: &Step, n: usize, last_id: &mut String) -> Vec<Call> {
                 fast: *fast,
             };
             let full = raw.release(&names, &call).invocation();
-            let inv = match raw.release_fast(&names, &call) {
-                Some(fast) => {
-                    let full = std::sync::Arc::new(full);
-                    Invocation::later(std::sync::Arc::new(move || (*full).clone()), fast)
-                }
-                None => full,
-            };
+            let inv = super::with_fast(full, raw.release_fast(&names, &call));
             vec![Call::Script { inv }]
         }
         Step::Renew {

@@ -15,3 +15,18 @@ mod diff;
 pub(crate) mod keyspace;
 pub(crate) mod lua;
 mod values;
+
+/// A request as the engine sends it: `fast` tried on its first send, `full` when that answers
+/// nil (or for a resend); `full` alone when the call has no fast path.
+fn with_fast(
+    full: crate::scripts::Invocation<'static>,
+    fast: Option<crate::scripts::FastPath>,
+) -> crate::scripts::Invocation<'static> {
+    match fast {
+        Some(fast) => {
+            let full = std::sync::Arc::new(full);
+            crate::scripts::Invocation::later(std::sync::Arc::new(move || (*full).clone()), fast)
+        }
+        None => full,
+    }
+}
