@@ -27,12 +27,13 @@ use stateright::{Checker, Model, Property};
 
 use super::keyspace::{Keyspace, Reply};
 use super::lua;
+use super::state::{Action, Phase, State};
+use super::take::Take;
 use crate::keys;
 use crate::lock::raw::{
-    parse_attempt, AcquireCall, Attempt, Fair, Mode, Names, Plain, RawLock, Read, ReleaseCall,
-    Renewal, Write,
+    parse_attempt, AcquireCall, Attempt, Mode, Names, RawLock, ReleaseCall, Renewal,
 };
-use crate::lock::{Handoff, Owner};
+use crate::lock::Owner;
 use crate::scripts::{self, Invocation, Publish};
 
 /// The lease of every grant (ms of virtual time).
@@ -41,111 +42,6 @@ const LEASE_MS: u64 = 3_000;
 const LIVENESS_MS: u64 = 1_500;
 /// Virtual time starts here (µs since the epoch).
 const START_US: u64 = 1_800_000_000_000_000;
-
-/// Where one client is in its protocol.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Phase {
-    /// Between cycles (how many are left: [`State::left`]).
-    Idle,
-    /// An acquire of a fresh owner in flight: its next send tries the fast path (`fast`,
-    /// the request's first send) or goes to the full script (a resend, or after a nil).
-    Acquiring { owner: u32, fast: bool },
-    /// Refused and queued: attempts again on a wake-up, a hand-off message or its re-check.
-    Waiting { owner: u32 },
-    /// Granted: the token, and the local validity (server ms) it counts on. `revoked`: an
-    /// operator's force unlock deleted the hold, and its notice is on the way.
-    Holding {
-        owner: u32,
-        token: u128,
-        valid_until: u64,
-        revoked: bool,
-    },
-    /// A release in flight (`fast`: its first send).
-    Releasing { owner: u32, fast: bool, latch: u32 },
-    /// Crashed, or all cycles done.
-    Done,
-}
-
-/// The whole system: the server's keyspace and every client.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct State {
-    pub(crate) ks: Keyspace,
-    pub(crate) clients: Vec<Phase>,
-    /// Acquire-release cycles each client has left (a cycle ends with the release, or with
-    /// the hold found lost).
-    left: Vec<u8>,
-    /// Owners minted so far (each acquire mints one).
-    minted: u32,
-    /// The highest token granted so far, and whether a grant came in at or below it.
-    max_token: Option<u128>,
-    regressed: bool,
-    /// A script run that erred (not a refusal the protocol expects).
-    script_error: Option<String>,
-    /// Whether the operator's one force unlock is still to come.
-    force_unlock_left: bool,
-    /// A renewal that extended a hold an operator had force-unlocked.
-    revived: bool,
-    /// The bounds of the exploration: lost replies and crashes still allowed (in the whole
-    /// run), and per client the renewals and the attempts while waiting.
-    lost_left: u8,
-    crashes_left: u8,
-    renewals_left: Vec<u8>,
-    waits_left: Vec<u8>,
-}
-
-/// One step.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Action {
-    /// Client `i` sends its next request; the server runs it; the reply arrives, or is lost
-    /// (`lost`).
-    Send { client: usize, lost: bool },
-    /// Client `i`, holding, renews (the watchdog).
-    Renew { client: usize },
-    /// Client `i` crashes: nothing is released.
-    Crash { client: usize },
-    /// Virtual time jumps to the next deadline.
-    Tick,
-    /// An operator force-unlocks the lock.
-    ForceUnlock,
-    /// The force unlock's notice reaches client `i`, which checks the hold with the server.
-    Notice { client: usize },
-}
-
-/// What one client takes: a plain or fair lock, or a read or write lock of one read-write
-/// lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Take {
-    Plain,
-    Fair,
-    Read,
-    Write,
-}
-
-impl Take {
-    fn raw(self) -> Box<dyn RawLock> {
-        let liveness = Duration::from_millis(LIVENESS_MS);
-        match self {
-            Take::Plain => Box::new(Plain {
-                handoff: Handoff::Fifo,
-                liveness,
-            }),
-            Take::Fair => Box::new(Fair {
-                liveness,
-                handoff: true,
-            }),
-            Take::Read => Box::new(Read),
-            Take::Write => Box::new(Write {
-                liveness,
-                handoff: true,
-            }),
-        }
-    }
-
-    /// Whether its holds exclude every other hold (all but a read hold).
-    fn exclusive(self) -> bool {
-        self != Take::Read
-    }
-}
 
 /// A lock's model: one client per entry of `takes` (what it takes of the one lock `m`), each
 /// doing `cycles` acquire-release cycles.
@@ -167,7 +63,7 @@ pub(crate) struct Bounds {
 
 impl LockModel {
     fn raw(&self, client: usize) -> Box<dyn RawLock> {
-        self.takes[client].raw()
+        self.takes[client].raw(Duration::from_millis(LIVENESS_MS))
     }
 
     fn names(&self, client: usize) -> Names {
@@ -466,7 +362,7 @@ impl Model for LockModel {
                             {
                                 let field = Reply::Bulk(
                                     self.takes[client]
-                                        .raw()
+                                        .raw(Duration::from_millis(LIVENESS_MS))
                                         .field(&owner(client, *o))
                                         .into_bytes(),
                                 );

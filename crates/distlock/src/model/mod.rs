@@ -11,9 +11,13 @@
 mod check;
 mod collections;
 #[cfg(test)]
+mod compare;
+#[cfg(test)]
 mod diff;
 pub(crate) mod keyspace;
 pub(crate) mod lua;
+mod state;
+mod take;
 mod values;
 
 /// A request as the engine sends it: `fast` tried on its first send, `full` when that answers

@@ -1,0 +1,73 @@
+//! The model check's state and steps: where each client is in the protocol ([`Phase`]), the
+//! whole system ([`State`]) and what can happen next ([`Action`]).
+
+use super::keyspace::Keyspace;
+
+/// Where one client is in its protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Phase {
+    /// Between cycles (how many are left: [`State::left`]).
+    Idle,
+    /// An acquire of a fresh owner in flight: its next send tries the fast path (`fast`,
+    /// the request's first send) or goes to the full script (a resend, or after a nil).
+    Acquiring { owner: u32, fast: bool },
+    /// Refused and queued: attempts again on a wake-up, a hand-off message or its re-check.
+    Waiting { owner: u32 },
+    /// Granted: the token, and the local validity (server ms) it counts on. `revoked`: an
+    /// operator's force unlock deleted the hold, and its notice is on the way.
+    Holding {
+        owner: u32,
+        token: u128,
+        valid_until: u64,
+        revoked: bool,
+    },
+    /// A release in flight (`fast`: its first send).
+    Releasing { owner: u32, fast: bool, latch: u32 },
+    /// Crashed, or all cycles done.
+    Done,
+}
+
+/// The whole system: the server's keyspace and every client.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct State {
+    pub(crate) ks: Keyspace,
+    pub(crate) clients: Vec<Phase>,
+    /// Acquire-release cycles each client has left (a cycle ends with the release, or with
+    /// the hold found lost).
+    pub(crate) left: Vec<u8>,
+    /// Owners minted so far (each acquire mints one).
+    pub(crate) minted: u32,
+    /// The highest token granted so far, and whether a grant came in at or below it.
+    pub(crate) max_token: Option<u128>,
+    pub(crate) regressed: bool,
+    /// A script run that erred (not a refusal the protocol expects).
+    pub(crate) script_error: Option<String>,
+    /// Whether the operator's one force unlock is still to come.
+    pub(crate) force_unlock_left: bool,
+    /// A renewal that extended a hold an operator had force-unlocked.
+    pub(crate) revived: bool,
+    /// The bounds of the exploration: lost replies and crashes still allowed (in the whole
+    /// run), and per client the renewals and the attempts while waiting.
+    pub(crate) lost_left: u8,
+    pub(crate) crashes_left: u8,
+    pub(crate) renewals_left: Vec<u8>,
+    pub(crate) waits_left: Vec<u8>,
+}
+
+/// One step.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Action {
+    /// Client `i` sends its next request; the server runs it; the reply arrives, or is lost
+    /// (`lost`).
+    Send { client: usize, lost: bool },
+    /// Client `i`, holding, renews (the watchdog).
+    Renew { client: usize },
+    /// Client `i` crashes: nothing is released.
+    Crash { client: usize },
+    /// Virtual time jumps to the next deadline.
+    Tick,
+    /// An operator force-unlocks the lock.
+    ForceUnlock,
+    /// The force unlock's notice reaches client `i`, which checks the hold with the server.
+    Notice { client: usize },
+}
