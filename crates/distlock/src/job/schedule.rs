@@ -103,8 +103,9 @@ where
 ///
 /// Day-of-week numbers are Spring's and crontab(5)'s: 0 and 7 are Sunday, 1 is Monday, so
 /// `1-5` is Monday to Friday. Quartz numbers the days from 1 (Sunday) to 7 (Saturday) and is
-/// not followed: a Quartz line whose day of week is a number is rewritten with names (Quartz's
-/// `2-6` as `MON-FRI`), which read the same in Quartz, Spring and crontab. When both day
+/// not followed: a Quartz line whose day of week is a number must be written with names
+/// instead (Quartz's `2-6` as `MON-FRI`), which read the same in Quartz, Spring and crontab;
+/// pasted with its numbers, it runs a day later than in Quartz. When both day
 /// fields are restricted, a six- or seven-field line runs on the days that match both, as in
 /// Spring (`0 0 0 13 * FRI`: every Friday the 13th), a five-field line on the days that match
 /// either, as in crontab(5) (`0 0 13 * 5`: every 13th and every Friday).
