@@ -73,15 +73,27 @@ pub(crate) async fn lock_hold_gone(backend: &Backend, key: &str, field: &str) ->
 /// Whether the server says the job lock `key` no longer holds `value` (a job notice's check
 /// before the lost signal fires); `false` when the server cannot say.
 pub(crate) async fn job_hold_gone(backend: &Backend, key: &str, value: &str) -> bool {
-    let mut cmd = redis::cmd("GET");
-    cmd.arg(key);
-    match backend
-        .query::<Option<Vec<u8>>>("job-lock notice check", &cmd)
-        .await
-    {
-        Ok(now) => now.as_deref() != Some(value.as_bytes()),
+    match job_value_held(backend, key, value, "job-lock notice check").await {
+        Ok(held) => !held,
         Err(e) => wrong_type(&e),
     }
+}
+
+/// Whether the job lock `key` still holds `value` (`GET`, compared): the notice's check and
+/// the periodic check of a job lock without keep-alive.
+///
+/// # Errors
+/// The server's or the connection's error (`WrongType` when the key holds another type).
+pub(crate) async fn job_value_held(
+    backend: &Backend,
+    key: &str,
+    value: &str,
+    context: impl std::fmt::Display,
+) -> crate::Result<bool> {
+    let mut cmd = redis::cmd("GET");
+    cmd.arg(key);
+    let now: Option<Vec<u8>> = backend.query(context, &cmd).await?;
+    Ok(now.as_deref() == Some(value.as_bytes()))
 }
 
 /// A `WRONGTYPE` answer: the key holds another type, so no hold of ours is in it.
@@ -90,7 +102,7 @@ fn wrong_type(e: &crate::Error) -> bool {
         error = format_args!("{e:#}"),
         "lost-lease notice check failed"
     );
-    format!("{e:#}").contains("WRONGTYPE")
+    e.kind() == crate::ErrorKind::WrongType
 }
 
 /// Publish each `(channel, message)` the way `backend` publishes, all at once; failures

@@ -288,15 +288,14 @@ impl JobGuard {
             Arc::new(move || {
                 let me = me.clone();
                 Box::pin(async move {
-                    let mut cmd = redis::cmd("GET");
-                    cmd.arg(&me.key);
-                    let now: Option<Vec<u8>> = me
-                        .client
-                        .inner
-                        .backend
-                        .query(format!("check job {:?}", me.name), &cmd)
-                        .await?;
-                    Ok(now.as_deref() == Some(me.value.as_bytes()))
+                    let context = format!("check job {:?}", me.name);
+                    crate::notice::job_value_held(
+                        &me.client.inner.backend,
+                        &me.key,
+                        &me.value,
+                        context,
+                    )
+                    .await
                 })
             })
         };
@@ -415,5 +414,76 @@ impl crate::Lease for JobGuard {
     async fn extend(&self, lease: Duration) -> Result<()> {
         keys::lease_ms("extension", lease)?;
         self.inner().extend(lease).await
+    }
+}
+
+impl super::JobLock {
+    /// A guard for the grant of `value` made at `started`.
+    pub(super) fn guard(
+        &self,
+        key: String,
+        value: String,
+        started: Instant,
+        at_most: Duration,
+    ) -> JobGuard {
+        let lease = Arc::new(LeaseState::new(
+            started + at_most.saturating_sub(keys::drift(at_most)),
+            crate::kind::JOB_LOCK,
+            key.clone(),
+        ));
+        // Listen for a force unlock of this very grant while the guard lives; a notice is
+        // checked with the server (anyone with PUBLISH rights on the channel can send one).
+        let notices = {
+            let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
+            let backend = self.client.inner.backend.clone();
+            self.client.inner.hub.listen(
+                &keys::job_notice_channel(&key),
+                crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
+                    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                        return;
+                    };
+                    if payload != value.as_bytes() {
+                        return;
+                    }
+                    let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
+                    let backend = backend.clone();
+                    runtime.spawn(async move {
+                        if crate::notice::job_hold_gone(&backend, &key, &value).await {
+                            tracing::debug!("job lock force-unlocked: lease lost");
+                            lease.mark_lost();
+                        }
+                    });
+                })),
+            )
+        };
+        let inner = Arc::new(GuardInner {
+            client: self.client.clone(),
+            key,
+            value,
+            env: self.env.clone(),
+            name: self.name.clone(),
+            keep_until: std::sync::Mutex::new(started + self.at_least_for),
+            at_most_for: at_most,
+            lease,
+        });
+        let hold = {
+            let g = inner.clone();
+            self.client
+                .inner
+                .holds
+                .register(crate::kind::JOB_LOCK, Arc::new(move || g.release_request()))
+        };
+        let mut guard = JobGuard {
+            inner: Some(inner),
+            keep_alive: None,
+            hold,
+            _notices: notices,
+        };
+        if self.keep_alive {
+            guard.start_keep_alive();
+        } else {
+            guard.start_check();
+        }
+        guard
     }
 }

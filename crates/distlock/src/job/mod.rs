@@ -6,7 +6,6 @@ mod schedule;
 #[cfg(test)]
 mod tests;
 
-use guard::GuardInner;
 pub use guard::{JobGuard, JobLease};
 use request::JobRequest;
 #[cfg(feature = "cron")]
@@ -15,17 +14,14 @@ pub use schedule::{spawn_every, spawn_every_with};
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 use crate::acquire::{acquire, not_acquired};
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
 use crate::scripts;
-use crate::watchdog::LeaseState;
 use crate::Release;
 
 tokio::task_local! {
@@ -305,69 +301,6 @@ impl JobLock {
     /// ```
     pub async fn try_acquire(&self) -> Result<Option<JobGuard>> {
         self.try_acquire_for(Duration::ZERO).await
-    }
-
-    /// A guard for the grant of `value` made at `started`.
-    fn guard(&self, key: String, value: String, started: Instant, at_most: Duration) -> JobGuard {
-        let lease = Arc::new(LeaseState::new(
-            started + at_most.saturating_sub(keys::drift(at_most)),
-            crate::kind::JOB_LOCK,
-            key.clone(),
-        ));
-        // Listen for a force unlock of this very grant while the guard lives; a notice is
-        // checked with the server (anyone with PUBLISH rights on the channel can send one).
-        let notices = {
-            let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
-            let backend = self.client.inner.backend.clone();
-            self.client.inner.hub.listen(
-                &keys::job_notice_channel(&key),
-                crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
-                    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                        return;
-                    };
-                    if payload != value.as_bytes() {
-                        return;
-                    }
-                    let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
-                    let backend = backend.clone();
-                    runtime.spawn(async move {
-                        if crate::notice::job_hold_gone(&backend, &key, &value).await {
-                            tracing::debug!("job lock force-unlocked: lease lost");
-                            lease.mark_lost();
-                        }
-                    });
-                })),
-            )
-        };
-        let inner = Arc::new(GuardInner {
-            client: self.client.clone(),
-            key,
-            value,
-            env: self.env.clone(),
-            name: self.name.clone(),
-            keep_until: std::sync::Mutex::new(started + self.at_least_for),
-            at_most_for: at_most,
-            lease,
-        });
-        let hold = {
-            let g = inner.clone();
-            self.client
-                .inner
-                .holds
-                .register(crate::kind::JOB_LOCK, Arc::new(move || g.release_request()))
-        };
-        let mut guard = JobGuard {
-            inner: Some(inner),
-            keep_alive: None,
-            hold,
-            _notices: notices,
-        };
-        if self.keep_alive {
-            guard.start_keep_alive();
-        } else {
-            guard.start_check();
-        }
-        guard
     }
 
     /// Takes the lock, retrying while another instance holds it until `wait` has passed.
