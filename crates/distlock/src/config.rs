@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::client::{ClientBuilder, PubSubMode};
 use crate::conn::redact_url;
+use crate::duration::parse_duration;
 use crate::error::{Error, Result};
 
 /// A client's settings as data.
@@ -37,9 +38,10 @@ use crate::error::{Error, Result};
 ///
 /// # Durations: a bare number is **seconds**
 ///
-/// Durations are written as humantime reads them (`"30s"`, `"1m 30s"`, `"250ms"`) or as a
-/// bare number of **seconds** (`30`, `0.5`, or the strings `"30"`, `"0.5"`), as the `distlock`
-/// command and the `DISTLOCK_*` variables read them ([`parse_duration`], one parser for all).
+/// Durations are written as humantime reads them (`"30s"`, `"1m 30s"`, `"250ms"`), as
+/// ShedLock's ISO-8601 (`"PT30S"`), or as a bare number of **seconds** (`30`, `0.5`, or the
+/// strings `"30"`, `"0.5"`), as the `distlock` command and the `DISTLOCK_*` variables read
+/// them ([`parse_duration`], one parser for all).
 /// This is *not* Redisson's unit: Redisson's values are milliseconds
 /// (`lockWatchdogTimeout: 30000`). So that such a value is not read as 8 hours, a number
 /// (not a string) of 1000 or more in a file is refused: write `"30s"` or `"30000ms"`.
@@ -462,36 +464,6 @@ fn env_name(field: &'static str) -> &'static str {
     }
 }
 
-/// Parses a duration as distlock reads it everywhere: the `distlock` command's arguments, the
-/// `DISTLOCK_*` variables and [`Config`].
-///
-/// humantime's form (`30s`, `1m 30s`, `250ms`, `2h`), or a bare number of **seconds** (`30`,
-/// `0.5`), as flock's `-w` takes it. Redisson writes milliseconds (`lockWatchdogTimeout:
-/// 30000`); here that is `30000ms` or `30s`.
-///
-/// # Errors
-/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for text that is neither; the
-/// message quotes it.
-///
-/// # Examples
-/// ```
-/// use std::time::Duration;
-/// assert_eq!(distlock::parse_duration("1m 30s")?, Duration::from_secs(90));
-/// assert_eq!(distlock::parse_duration("0.5")?, Duration::from_millis(500));
-/// assert!(distlock::parse_duration("soon").is_err());
-/// # Ok::<(), distlock::Error>(())
-/// ```
-pub fn parse_duration(text: &str) -> Result<Duration> {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return text
-            .parse::<f64>()
-            .ok()
-            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-            .ok_or_else(|| Error::invalid(format!("{text:?}: not a number of seconds")));
-    }
-    humantime::parse_duration(text).map_err(|e| Error::invalid(format!("{text:?}: {e}")))
-}
-
 /// A duration field ([`parse_duration`]); errors name it `name`.
 fn duration(name: &str, value: &Option<String>) -> Result<Option<Duration>> {
     let Some(v) = value else { return Ok(None) };
@@ -751,6 +723,18 @@ mod tests {
         assert!(e.to_string().contains("\"30000ms\""), "{e}");
         let e = serde_json::from_str::<Config>(r#"{ "watchdog_lease": -1 }"#).unwrap_err();
         assert!(e.to_string().contains("negative"), "{e}");
+    }
+
+    /// ShedLock's ISO-8601 durations read in a file as on the command line (one parser).
+    #[test]
+    fn durations_may_be_iso8601_as_shedlock_writes_them() {
+        let c: Config = serde_json::from_str(
+            r#"{ "url": "redis://h/", "watchdog_lease": "PT30S", "default_wait": "PT1M" }"#,
+        )
+        .unwrap();
+        let v = c.values(|f| f).unwrap();
+        assert_eq!(v.watchdog_lease, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(v.default_wait, Some(std::time::Duration::from_secs(60)));
     }
 
     /// `Debug` masks credentials wherever a file may put them.

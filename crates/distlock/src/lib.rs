@@ -80,6 +80,7 @@ pub mod blocking;
 mod client;
 mod config;
 mod conn;
+mod duration;
 mod error;
 mod holds;
 mod inspect;
@@ -110,8 +111,9 @@ pub use client::{
     Client, ClientBuilder, KeyScan, PubSubMode, RedisConnection, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT, DEFAULT_WATCHDOG_LEASE,
 };
-pub use config::{parse_duration, ClusterServers, Config, SentinelServers, SingleServer};
+pub use config::{ClusterServers, Config, SentinelServers, SingleServer};
 pub use conn::redact_url;
+pub use duration::parse_duration;
 pub use error::{Error, ErrorKind, Fix, NodeFailure, NotHeldReason, Result};
 pub use inspect::{InspectedKind, Inspection};
 #[allow(deprecated)]
