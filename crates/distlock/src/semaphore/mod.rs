@@ -304,8 +304,12 @@ impl Semaphore {
         self.try_acquire_many_for(permits, wait)
             .await?
             .ok_or_else(|| {
+                let what = match permits {
+                    1 => "a permit".to_string(),
+                    n => format!("{n} permits"),
+                };
                 not_acquired(
-                    format_args!("{permits} permits of semaphore {:?}", self.names.name),
+                    format_args!("{what} of semaphore {:?}", self.names.name),
                     wait,
                 )
             })

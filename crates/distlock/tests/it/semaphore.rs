@@ -452,3 +452,32 @@ async fn a_released_permit_leaves_only_its_release_latch() {
     let releases: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_release:*"]);
     assert_eq!(releases.len(), 6);
 }
+
+/// An acquire that gives up names what it waited for in plain words: "a permit" for one,
+/// "3 permits" for several (not "1 permits"), as the leased semaphore's does.
+#[tokio::test]
+async fn not_acquired_names_the_permits_waited_for() {
+    let server = distlock_test::RedisServer::start();
+    let client = distlock::Client::builder()
+        .url(server.url())
+        .default_wait(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+    let sem = client.semaphore("workers");
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let _held = sem.acquire_many(2).await.unwrap();
+    let e = sem.acquire().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired);
+    assert!(
+        e.to_string()
+            .starts_with("a permit of semaphore \"workers\" not acquired within"),
+        "{e}"
+    );
+    let e = sem.acquire_many(3).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("3 permits of semaphore \"workers\" not acquired within"),
+        "{e}"
+    );
+}
