@@ -232,6 +232,9 @@ impl CountDownLatch {
 
     /// Delete the latch (open it without waking anyone). Returns whether it existed.
     ///
+    /// Waiters are not woken: each finds the latch open at its next re-read of the count,
+    /// within a second (see [`wait_for`](CountDownLatch::wait_for)).
+    ///
     /// Only a latch's count is deleted: a key that holds anything else (a user's data under a
     /// mistyped name, another kind's lock) is refused and left unchanged. A string that is an
     /// integer (as Redis's `INCRBY` takes one: no `3.5`, no leading zero) is a count in

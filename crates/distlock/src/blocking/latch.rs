@@ -90,7 +90,8 @@ impl CountDownLatch {
         self.rt.block_on(self.inner.wait_for(wait))
     }
 
-    /// Delete the latch (waking its waiters), as [`crate::CountDownLatch::delete`].
+    /// Delete the latch (open it without waking anyone: waiters find it open at their next
+    /// re-read, within a second), as [`crate::CountDownLatch::delete`].
     ///
     /// # Errors
     /// As [`crate::CountDownLatch::delete`].

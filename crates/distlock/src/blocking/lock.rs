@@ -241,7 +241,8 @@ macro_rules! guard_accessors {
     };
 }
 
-/// One hold of a [`Lock`] or [`FairLock`], blocking form of [`crate::LockGuard`].
+/// One hold of a [`Lock`], blocking form of [`crate::LockGuard`] (a [`FairLock`] gives a
+/// [`FairLockGuard`]).
 ///
 /// Released by [`release`](LockGuard::release), or when dropped: synchronously, bounded by twice
 /// the command timeout (see the [module docs](super)).
