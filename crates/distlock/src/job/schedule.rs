@@ -23,7 +23,10 @@ use super::{JobLease, JobLock};
 /// [`spawn_every_with`].
 ///
 /// # Panics
-/// Panics when `interval` is zero, or outside a tokio runtime.
+/// Panics when `interval` is zero, when `lock` cannot be taken as configured (no
+/// [`at_most_for`](JobLock::at_most_for), `at_least_for` above it, an empty environment or an
+/// oversized name: the message says which), or outside a tokio runtime. A schedule started
+/// anyway would fail every run.
 pub fn spawn_every<F, Fut>(
     lock: JobLock,
     interval: Duration,
@@ -77,6 +80,9 @@ where
     E: std::fmt::Display + Send,
 {
     assert!(!interval.is_zero(), "interval must be greater than zero");
+    if let Err(e) = lock.check() {
+        panic!("job lock {:?}: {e}", lock.name());
+    }
     let next = move || {
         let since_epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -130,7 +136,9 @@ where
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an expression that does
-/// not parse (the message quotes it and says what is wrong).
+/// not parse (the message quotes it and says what is wrong), or a `lock` that cannot be taken
+/// as configured: no [`at_most_for`](JobLock::at_most_for), `at_least_for` above it, an empty
+/// environment or an oversized name (a schedule started anyway would fail every run).
 ///
 /// # Panics
 /// Outside a tokio runtime.
@@ -169,6 +177,8 @@ where
     E: std::fmt::Display + Send,
 {
     let schedule = parse_cron(expression)?;
+    lock.check()
+        .map_err(|e| crate::error::Error::invalid(format!("job lock {:?}: {e}", lock.name())))?;
     let next = move || cron_wait(&schedule, &tz, chrono::Utc::now());
     Ok(spawn_schedule(lock, next, job))
 }

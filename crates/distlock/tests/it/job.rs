@@ -605,6 +605,32 @@ async fn spawn_cron_runs_once_per_tick_across_instances() {
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }
 
+/// A schedule whose job lock cannot be taken as configured (no `at_most_for`) is refused when
+/// it is started, not logged as a failed run at every tick for ever.
+#[tokio::test]
+async fn a_schedule_without_at_most_for_is_refused_at_the_start() {
+    let (_server, client) = setup().await;
+    let e = distlock::spawn_cron(
+        client.job_lock("no-at-most"),
+        "* * * * * *",
+        chrono::Utc,
+        |_lease| async { Ok::<(), std::convert::Infallible>(()) },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(
+        e.to_string().contains("\"no-at-most\"") && e.to_string().contains("at_most_for"),
+        "{e}"
+    );
+    let lock = client.job_lock("no-at-most");
+    let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        spawn_every(lock, Duration::from_secs(1), || async {})
+    }));
+    let panic = spawned.expect_err("spawn_every started a schedule that cannot run");
+    let said = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(said.contains("at_most_for"), "{said}");
+}
+
 /// A resent job-lock acquire (the same value, as a retry after a lost reply sends it)
 /// recognises its own grant; it used to answer "held by another instance" to itself, so the
 /// job was skipped everywhere until at_most_for passed.
