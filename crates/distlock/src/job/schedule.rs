@@ -196,15 +196,51 @@ fn parse_cron(expression: &str) -> crate::Result<croner::Cron> {
     } else {
         trimmed
     };
-    CronParser::builder()
-        .seconds(Seconds::Optional)
-        // Spring: a day matches both restricted day fields; crontab(5): either of them.
-        .dom_and_dow(line.split_whitespace().count() >= 6)
-        // Spring's and Quartz's `0/15` (from 0, every 15).
-        .sloppy_ranges(true)
-        .build()
-        .parse(line)
-        .map_err(|e| crate::error::Error::invalid(format!("cron expression {expression:?}: {e}")))
+    let parse = |line: &str| {
+        CronParser::builder()
+            .seconds(Seconds::Optional)
+            // Spring: a day matches both restricted day fields; crontab(5): either of them.
+            .dom_and_dow(line.split_whitespace().count() >= 6)
+            // Spring's and Quartz's `0/15` (from 0, every 15).
+            .sloppy_ranges(true)
+            .build()
+            .parse(line)
+    };
+    parse(line).map_err(|e| {
+        let field = culprit_field(line, |probe| parse(probe).is_ok())
+            .map(|(name, value, range)| format!("its {name} field {value:?} is wrong ({range}); "))
+            .unwrap_or_default();
+        crate::error::Error::invalid(format!("cron expression {expression:?}: {field}{e}"))
+    })
+}
+
+/// The field of a cron line that makes it fail: its name, its text and what it may hold —
+/// the one field whose replacement by `*` makes `parses` accept the line.
+#[cfg(feature = "cron")]
+fn culprit_field(
+    line: &str,
+    parses: impl Fn(&str) -> bool,
+) -> Option<(&'static str, String, &'static str)> {
+    const SPRING: [(&str, &str); 7] = [
+        ("seconds", "0-59"),
+        ("minutes", "0-59"),
+        ("hours", "0-23"),
+        ("day-of-month", "1-31, L, W, ?"),
+        ("month", "1-12 or JAN-DEC"),
+        ("day-of-week", "0-7 (0 and 7 are Sunday) or SUN-SAT"),
+        ("year", "a year"),
+    ];
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let names: &[(&str, &str)] = match fields.len() {
+        5 => &SPRING[1..6],
+        6 | 7 => &SPRING[..fields.len()],
+        _ => return None,
+    };
+    (0..fields.len()).find_map(|i| {
+        let mut probe = fields.clone();
+        probe[i] = "*";
+        parses(&probe.join(" ")).then(|| (names[i].0, fields[i].to_string(), names[i].1))
+    })
 }
 
 /// The first time of `schedule` in `tz` after `now`; `None` when it has none.
@@ -342,6 +378,22 @@ mod tests {
     /// The lines people paste from Spring's `@Scheduled(cron = …)` and from crontab(5): day
     /// numbers 1-5 are Monday to Friday, 0 and 7 are Sunday (Quartz would read 1-5 as Sunday
     /// to Thursday and 7 as Saturday).
+    #[test]
+    fn a_wrong_field_is_named_as_written() {
+        for (line, field) in [
+            (
+                "0 0 9 * * MON-FRY",
+                "its day-of-week field \"MON-FRY\" is wrong",
+            ),
+            ("61 * * * * *", "its seconds field \"61\" is wrong"),
+            ("0 25 * * *", "its hours field \"25\" is wrong"),
+            ("0 0 9 32 * *", "its day-of-month field \"32\" is wrong"),
+        ] {
+            let e = super::parse_cron(line).unwrap_err().to_string();
+            assert!(e.contains(field), "{line}: {e}");
+        }
+    }
+
     #[test]
     fn day_of_week_numbers_are_spring_and_crontab_ones() {
         // From Friday 2026-03-06, 12:00 UTC.
