@@ -79,6 +79,12 @@ impl CountDownLatch {
 
     /// Sets the count to `count` if the latch has none (is open). Returns whether it was set.
     ///
+    /// As Redisson's `trySetCount`: an open latch and a latch never set look the same (no
+    /// key), so a process that calls this after the latch opened arms it again. To start
+    /// several processes together, let one of them (or a deployment step) set the count and
+    /// the others only [`count_down`](Self::count_down) and [`wait`](Self::wait); a process
+    /// that may come late checks first that the work it waits for has not begun.
+    ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a zero count or a bad name (on a Redis Cluster, also one with a `{hash tag}`); server failures.
     ///
