@@ -8,12 +8,9 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::shards::Shards;
+use super::Deliver;
 use crate::conn::naming;
 use crate::scripts::Publish;
-
-/// Delivers a publication (channel, payload) where it is awaited, from the connection's own
-/// reader: over RESP3 a message reaches its waiter without a hop through the hub task.
-pub(crate) type Deliver = Arc<dyn Fn(&[u8], &[u8]) + Send + Sync>;
 
 /// The subscription connection(s) of the hub as opened: classic, sharded, or both.
 pub(crate) struct Links {

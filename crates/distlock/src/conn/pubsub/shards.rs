@@ -24,7 +24,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
-use super::links::Deliver;
+use super::Deliver;
 use crate::conn::cluster::slots::{
     fetch_slots, io_error, node_client, Addr, SlotMap, REFRESH_EVERY,
 };

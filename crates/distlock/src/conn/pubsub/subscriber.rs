@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::links::{Deliver, Links};
+use super::links::Links;
+use super::Deliver;
 use crate::conn::backend::Backend;
 
 /// Where the subscription hub opens its connections, and how it names them.
