@@ -29,12 +29,13 @@ use super::keyspace::{Keyspace, Reply};
 use super::lua;
 use super::state::{Action, Phase, State};
 use super::take::Take;
+use super::trace;
 use crate::keys;
 use crate::lock::raw::{
     parse_attempt, AcquireCall, Attempt, Mode, Names, RawLock, ReleaseCall, Renewal,
 };
 use crate::lock::Owner;
-use crate::scripts::{self, Invocation, Publish};
+use crate::scripts::{self, Invocation};
 
 /// The lease of every grant (ms of virtual time).
 const LEASE_MS: u64 = 3_000;
@@ -87,14 +88,17 @@ fn owner(client: usize, n: u32) -> Owner {
 fn send(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {
     if fast {
         if let Some((script, keys, args)) = inv.fast_parts() {
-            let r = lua::eval(ks, script.text(Publish::Classic), &keys, &args);
+            let r = lua::eval(ks, &trace::text(script), &keys, &args);
+            trace::sent(script, true, &keys, &args, &r, ks);
             if r != Reply::Nil {
                 return Reply::from_value(inv.fast_shape(r.to_value()));
             }
         }
     }
     let (script, keys, args) = inv.parts();
-    lua::eval(ks, script.text(Publish::Classic), &keys, &args)
+    let r = lua::eval(ks, &trace::text(script), &keys, &args);
+    trace::sent(script, false, &keys, &args, &r, ks);
+    r
 }
 
 /// A reply as the engine reads an acquire's: strings.
@@ -384,7 +388,7 @@ impl Model for LockModel {
                 // The holder asks the server (the notice is only a claim).
                 let field = self.raw(client).field(&owner(client, o)).into_bytes();
                 let key = self.names(client).key.into_bytes();
-                let held = s.ks.exec(&[b"hexists".to_vec(), key, field]);
+                let held = trace::exec(&mut s.ks, &[b"hexists".to_vec(), key, field]);
                 if held == Reply::Int(0) {
                     end_cycle(&mut s, client);
                 } else if let Phase::Holding { revoked, .. } = &mut s.clients[client] {
@@ -533,6 +537,7 @@ mod tests {
             checker.unique_state_count(),
             checker.max_depth()
         );
+        trace::report(&checker);
         checker.assert_properties();
     }
 

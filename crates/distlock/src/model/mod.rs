@@ -16,8 +16,14 @@ mod compare;
 mod diff;
 pub(crate) mod keyspace;
 pub(crate) mod lua;
+#[cfg(test)]
+mod mutant;
+#[cfg(test)]
+mod replay;
 mod state;
 mod take;
+#[cfg(test)]
+mod trace;
 mod values;
 
 /// A request as the engine sends it: `fast` tried on its first send, `full` when that answers

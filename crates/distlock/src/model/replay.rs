@@ -1,0 +1,322 @@
+//! A model trace run against a real server: every command the model sent, in order, with
+//! the same script files (EVAL of the text `scripts/mod.rs` joins, classic `PUBLISH`), keys
+//! and arguments, each reply compared with the one the model got.
+//!
+//! Time: the model's clock is virtual (a trace starts at [`Trace::start_us`]); the server's is
+//! real. A replay waits until each send's virtual offset (`at_ms`, plus how late the server has run
+//! so far and [`MARGIN`], after a jump: a key the model saw expire has expired), and compares replies modulo the clocks' offset:
+//! numbers in the model's reply that read as its clock (µs, ms or s within a few hours of the
+//! trace's start: tokens, deadlines, the holder's seconds) are moved by the offset between the
+//! server's `TIME` at the replay's start and the trace's start, then compared as the
+//! differential test compares (within [`super::compare::TOLERANCE_MS`] of their unit;
+//! everything below 1,000 exactly; errors by their code).
+//!
+//! A model finding becomes a regression test by pasting its printed replayable trace into
+//! `model/traces/NAME.trace` and replaying it: with the planted bug ([`Patch`]) the real
+//! server must answer as the model did (the finding is real), without it the property must
+//! hold on the server.
+
+use std::time::{Duration, Instant};
+
+use super::compare::{same_reply, Real};
+use super::keyspace::Reply;
+use super::mutant::Patch;
+use super::trace::{show_reply, Call, Trace};
+use crate::scripts;
+
+/// How long past a send's virtual offset (and the lateness so far) the replay sends it after
+/// the clock moved (ms).
+const MARGIN: u64 = 5;
+
+/// A replay's outcome: the server's replies, where they differ from the model's, and the
+/// server (still running) for the test to look at.
+pub(crate) struct Replayed {
+    pub(crate) replies: Vec<Reply>,
+    pub(crate) mismatches: Vec<String>,
+    pub(crate) server: Real,
+}
+
+impl Replayed {
+    /// Fail, listing each send whose reply differs from the model's.
+    pub(crate) fn assert_matches(&self) {
+        assert!(
+            self.mismatches.is_empty(),
+            "the real server answered otherwise than the model:\n{}",
+            self.mismatches.join("\n")
+        );
+    }
+
+    /// Whether `key` exists on the server now.
+    pub(crate) fn exists(&mut self, key: &str) -> bool {
+        self.server
+            .exec(&[b"exists".to_vec(), key.as_bytes().to_vec()])
+            == Reply::Int(1)
+    }
+}
+
+/// Run `trace` against a fresh real server (the harness's `redis-server`, or the one
+/// `DISTLOCK_REDIS_SERVER` names), the scripts patched by `patch` when given.
+pub(crate) fn replay(trace: &Trace, patch: Option<&Patch>) -> Replayed {
+    let mut server = Real::start();
+    let origin = Instant::now();
+    let offset_us = server.time_us() as i128 - trace.start_us as i128;
+    let (mut replies, mut mismatches) = (Vec::new(), Vec::new());
+    // How late the server has run behind the virtual clock so far: a send after a jump waits
+    // for its offset plus this (and the margin), so a key the model saw expire at that instant
+    // (set by a send that ran late) has expired on the server too.
+    let (mut late, mut last_at) = (Duration::ZERO, 0);
+    for (n, sent) in trace.sends.iter().enumerate() {
+        if sent.at_ms > last_at {
+            let due = Duration::from_millis(sent.at_ms + MARGIN) + late;
+            std::thread::sleep(due.saturating_sub(origin.elapsed()));
+        }
+        last_at = sent.at_ms;
+        let real = match &sent.call {
+            Call::Script {
+                file, keys, args, ..
+            } => {
+                let text = scripts::RUNNABLE
+                    .iter()
+                    .find(|(f, _)| f == file)
+                    .unwrap_or_else(|| panic!("no script {file}"))
+                    .1;
+                let text = match patch {
+                    Some(p) => p.apply(text).into_owned(),
+                    None => text.to_string(),
+                };
+                server.eval(&text, keys, args)
+            }
+            Call::Command(args) => server.exec(args),
+        };
+        let expected = shift(&sent.reply, trace.start_us, offset_us);
+        if !same_reply(&expected, &real) {
+            mismatches.push(format!(
+                "send {} (step {}, {}, {}): the model got {}, the server answered {}",
+                n + 1,
+                sent.step,
+                sent.action,
+                match &sent.call {
+                    Call::Script { file, fast, .. } =>
+                        format!("{file}{}", if *fast { ", fast path" } else { "" }),
+                    Call::Command(a) => String::from_utf8_lossy(&a[0]).into_owned(),
+                },
+                show_reply(&sent.reply),
+                show_reply(&real)
+            ));
+        }
+        replies.push(real);
+        late = late.max(
+            origin
+                .elapsed()
+                .saturating_sub(Duration::from_millis(sent.at_ms)),
+        );
+    }
+    Replayed {
+        replies,
+        mismatches,
+        server,
+    }
+}
+
+/// `r` with the numbers that read as the model's clock (µs, ms or s, from the trace's start to
+/// a few hours after it) moved by `offset_us`.
+fn shift(r: &Reply, start_us: u64, offset_us: i128) -> Reply {
+    let move_number = |x: i128| -> i128 {
+        let start = start_us as i128;
+        let hours = 10_000_000_000i128; // µs: about 2.8 hours
+        for unit in [1, 1_000, 1_000_000] {
+            if (start / unit..(start + hours) / unit).contains(&x) {
+                return x + offset_us / unit;
+            }
+        }
+        x
+    };
+    match r {
+        Reply::Int(i) => Reply::Int(move_number(*i as i128) as i64),
+        Reply::Bulk(b) => {
+            let mut out = Vec::new();
+            let mut digits = Vec::new();
+            for &c in b.iter().chain(std::iter::once(&b'.')) {
+                if c.is_ascii_digit() {
+                    digits.push(c);
+                    continue;
+                }
+                if !digits.is_empty() {
+                    let text = std::str::from_utf8(&digits).expect("digits");
+                    match text.parse::<i128>() {
+                        Ok(x) if digits.len() < 30 => {
+                            out.extend(move_number(x).to_string().into_bytes())
+                        }
+                        _ => out.extend(&digits),
+                    }
+                    digits.clear();
+                }
+                out.push(c);
+            }
+            out.pop();
+            Reply::Bulk(out)
+        }
+        Reply::Array(a) => Reply::Array(a.iter().map(|x| shift(x, start_us, offset_us)).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use stateright::{Checker, HasDiscoveries, Model};
+
+    use super::*;
+    use crate::model::check::{Bounds, LockModel};
+    use crate::model::mutant::Mutated;
+    use crate::model::take::Take;
+
+    /// The model's finding of the mutant `resend-applied-twice` (tools/mutants/mutants.txt):
+    /// a waiter's attempt whose reply is lost, then the holder's release hands the lock to it,
+    /// and its next attempt (the resend, which confirms the hand-off) counts a second hold, so
+    /// its one release leaves the lock held. Printed by the model check, pasted as it was.
+    const RESEND_APPLIED_TWICE: &str = include_str!("traces/resend_applied_twice.trace");
+
+    /// The same mutant's finding by the default model check of the plain lock (the clock moves
+    /// to t+11,904 ms): a grant after the waiter's queue entry and the holder's lease ran out,
+    /// its reply lost, resent.
+    const RESEND_APPLIED_TWICE_AFTER_EXPIRY: &str =
+        include_str!("traces/resend_applied_twice_after_expiry.trace");
+
+    /// Two clients, one cycle each, one lost reply: a small model that finds the mutant (a
+    /// fresh acquire's reply is lost only on a waiter's attempt: its first send's is not).
+    fn two_clients() -> LockModel {
+        LockModel {
+            takes: vec![Take::Plain, Take::Plain],
+            cycles: 1,
+            bounds: Bounds {
+                lost: 1,
+                crashes: 0,
+                renewals: 0,
+                waits: 2,
+            },
+        }
+    }
+
+    /// The last acquire the trace sends: the resent attempt the mutant counts twice.
+    fn last_acquire(trace: &Trace) -> usize {
+        trace
+            .sends
+            .iter()
+            .rposition(
+                |s| matches!(&s.call, Call::Script { file, .. } if file == "lock_acquire.lua"),
+            )
+            .expect("an acquire")
+    }
+
+    /// The model over the mutant finds "released locks are free" violated, and prints the
+    /// shortest path as a timeline of the commands sent (fast path then resend to the full
+    /// script, the release), their replies and the keyspace changes; its replayable form reads
+    /// back to the same trace, whose commands are those of the trace pasted here.
+    #[test]
+    fn a_model_finding_prints_as_a_timeline_and_a_replayable_trace() {
+        let model = Mutated::new(two_clients(), Patch::mutant("resend-applied-twice"));
+        let checker = model
+            .checker()
+            .finish_when(HasDiscoveries::AnyFailures)
+            .spawn_bfs()
+            .join();
+        let path = checker
+            .discovery("released locks are free")
+            .expect("the model finds the mutant");
+        let trace = Trace::of(checker.model(), "released locks are free", &path);
+        let timeline = trace.timeline(checker.model(), &path);
+        eprintln!("{timeline}\n{}", trace.replayable());
+        for expected in [
+            "counterexample to \"released locks are free\": 7 steps",
+            "step  1  t+0 ms  c1  Send { client: 1, lost: false }",
+            "(lock_acquire_fast.lua, fast path) KEYS [\"m\" \"distlock:fencing-counter:{m}\"]",
+            "keyspace: + m hash {c1:1: 1, distlock:fencing-token: 1800000000000000",
+            "c0: Waiting { owner: 2 }",
+            "(reply lost: the client never reads it)",
+            "(lock_release_fast.lua, fast path) KEYS [\"m\"] ARGV [\"c1:1\"]",
+            "-> nil",
+            // The release hands the lock to the queued c0, which confirms it with an attempt
+            // of the full script: the mutant counts a second hold.
+            "keyspace: ~ m hash {c0:2: 1, distlock:fencing-token: 1800000000000001",
+            "(lock_acquire.lua, full script)",
+            "-> [1, 2, \"1800000000000001\"]",
+            "keyspace: ~ m hash {c0:2: 2,",
+            "(lock_release.lua, full script)",
+            "then: clients [Idle, Idle]",
+        ] {
+            assert!(
+                timeline.contains(expected),
+                "the timeline lacks {expected:?}:\n{timeline}"
+            );
+        }
+        assert_eq!(Trace::parse(&trace.replayable()), trace);
+        let shape = |t: &Trace| {
+            t.sends
+                .iter()
+                .map(|s| (s.step, s.call.clone()))
+                .map(|(step, c)| match c {
+                    Call::Script { file, fast, .. } => (step, file, fast),
+                    Call::Command(a) => (step, String::from_utf8_lossy(&a[0]).into_owned(), false),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            shape(&Trace::parse(RESEND_APPLIED_TWICE)),
+            shape(&trace),
+            "the pasted trace is no longer what the model finds: paste the printed one"
+        );
+    }
+
+    /// The finding is real: with the mutant planted in the scripts, a real server answers
+    /// every command of the trace as the model did, and the released lock stays held.
+    #[test]
+    fn the_pasted_findings_replay_on_a_real_server_as_the_model_ran_them() {
+        for text in [RESEND_APPLIED_TWICE, RESEND_APPLIED_TWICE_AFTER_EXPIRY] {
+            let trace = Trace::parse(text);
+            let mut replayed = replay(&trace, Some(&Patch::mutant("resend-applied-twice")));
+            replayed.assert_matches();
+            assert!(replayed.exists("m"), "the mutant leaves the lock held");
+        }
+    }
+
+    /// The regression test of the findings: the same commands against a real server with the
+    /// scripts as they are — the resent attempt (after a hand-off, or after a grant whose reply
+    /// was lost) answers the hold already granted (hold count 1), and one release frees the
+    /// lock.
+    #[test]
+    fn a_resent_acquire_after_a_lost_reply_is_applied_once_and_one_release_frees_the_lock() {
+        for text in [RESEND_APPLIED_TWICE, RESEND_APPLIED_TWICE_AFTER_EXPIRY] {
+            let trace = Trace::parse(text);
+            let mut replayed = replay(&trace, None);
+            let resend = last_acquire(&trace);
+            match &replayed.replies[resend] {
+                Reply::Array(a) => assert_eq!(a[..2], [Reply::Int(1), Reply::Int(1)], "{a:?}"),
+                other => panic!("the resent attempt's reply: {other:?}"),
+            }
+            assert!(!replayed.exists("m"), "one release frees the lock");
+        }
+    }
+
+    /// A replay fails when the server does not answer as the trace says: here a trace whose
+    /// grant says a hold count of 5: that send, and only it, is reported, and the assertion
+    /// fails.
+    #[test]
+    fn a_replay_with_a_wrong_expected_reply_fails() {
+        let mut trace = Trace::parse(RESEND_APPLIED_TWICE);
+        let confirm = last_acquire(&trace);
+        let Reply::Array(grant) = &mut trace.sends[confirm].reply else {
+            panic!("the confirming attempt is a grant");
+        };
+        grant[1] = Reply::Int(5);
+        let replayed = replay(&trace, Some(&Patch::mutant("resend-applied-twice")));
+        assert_eq!(replayed.mismatches.len(), 1, "{:?}", replayed.mismatches);
+        assert!(
+            replayed.mismatches[0].starts_with(&format!("send {} (step 6", confirm + 1)),
+            "{:?}",
+            replayed.mismatches
+        );
+        let failed =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| replayed.assert_matches()));
+        assert!(failed.is_err());
+    }
+}
