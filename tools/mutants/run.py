@@ -1,13 +1,25 @@
 #!/usr/bin/env python3
 """Mutation check: plant each bug of mutants.txt alone and require its tests to fail.
 
-Usage: tools/mutants/run.py [ID ...]   (no ID: every mutant)
+Usage: tools/mutants/run.py [--only unit] [ID ...]   (no ID: every mutant)
+       tools/mutants/run.py --update-doc LOG ...
 
 For each mutant: replace its `find` text (which must occur exactly once) in its file, run the
 fault suite's short profile on its `chaos` scenarios, `cargo test -p distlock --lib -- <unit>`,
 `cargo test -p distlock-cli --test cli -- <cli>`, `cargo test -p distlock --doc -- <doc>`
-and `cargo test -p distlock --test it -- <tests>` (each where given), and put the file back whatever happens. A mutant is caught when any of them fails. Prints one line per mutant and exits 1 if any survived (or did
+and `cargo test -p distlock --test it -- <tests>` (each where given), and put the file back whatever happens. A mutant is caught when any of them fails (and, when it names the
+model check, `unit: model::check`, when the model check fails). Prints one line per mutant and exits 1 if any survived (or did
 not apply), 0 when every one was caught. The tree must be clean of edits to the mutated files.
+
+`--only unit` runs each mutant's `unit:` filters alone (the model check, `unit: model::check`,
+among them), skipping mutants without one: a quick check of what the model catches. Each
+line it prints ends with `[unit only]`.
+
+`--update-doc LOG ...` rewrites the mutation table of doc/reliability.md from the lines that
+runs printed (saved with `tee`): per mutant, "caught by" from a full run's line (the model's
+tests apart), and "model" — the model tests that failed, from any run's line, or, for a
+mutant the model does not catch, its `model:` note (why: outside the model's scope). Rows of
+mutants no log names keep their cells; mutants gone from mutants.txt lose their row.
 """
 import pathlib
 import subprocess
@@ -53,7 +65,7 @@ def failures(out):
     return failed
 
 
-def run(m):
+def run(m, only=None):
     path = ROOT / m["file"]
     original = path.read_text()
     if original.count(m["find"]) != 1:
@@ -62,7 +74,7 @@ def run(m):
     try:
         started = time.monotonic()
         caught = []
-        if "chaos" in m:
+        if "chaos" in m and not only:
             # The fault suite's short profile on the named scenarios: exit 1 on a violation.
             cmd = ["cargo", "run", "-q", "-p", "distlock-chaos", "--", "--profile", "short",
                    "--scenario", m["chaos"]]
@@ -77,7 +89,7 @@ def run(m):
         for key, target, label in [("unit", ["-p", "distlock", "--lib"], "unit"),
                                    ("cli", ["-p", "distlock-cli", "--test", "cli"], "cli"),
                                    ("doc", ["-p", "distlock", "--doc"], "doc")]:
-            if key not in m:
+            if key not in m or (only and key != only):
                 continue
             # The library's unit tests (`unit`), the CLI's tests (`cli`) or the library's
             # doctests (`doc`) named by the key.
@@ -92,7 +104,12 @@ def run(m):
                 return "NOT APPLIED", "the mutant does not compile"
             if r.returncode != 0:
                 caught += [f"{label} {name}" for name in failures(out)] or [f"the {label} tests"]
-        if "tests" not in m:
+        # A mutant that names the model check must be caught by it, whatever else fails.
+        if any(f.startswith("model::") for f in m.get("unit", "").split()) and \
+                not any(c.startswith("unit model::") for c in caught):
+            took = time.monotonic() - started
+            return "SURVIVED", f"{took:.0f} s: the model check passed (the mutant names it)"
+        if "tests" not in m or only:
             took = time.monotonic() - started
             if caught:
                 return "caught", f"{took:.0f} s by {', '.join(caught)}"
@@ -116,20 +133,142 @@ def run(m):
         path.write_text(original)
 
 
-def main():
+DOC = ROOT / "doc" / "reliability.md"
+TABLE_HEAD = "| mutant | the planted bug | caught by | model |"
+UNIT_ONLY = "[unit only]"
+
+
+def split_top(text):
+    """`text` split at the ", " outside parentheses (a catcher may hold a comma)."""
+    parts, depth, cur = [], 0, ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        depth += c == "("
+        depth -= c == ")"
+        if depth == 0 and text.startswith(", ", i):
+            parts.append(cur)
+            cur, i = "", i + 2
+            continue
+        cur += c
+        i += 1
+    return parts + [cur] if cur else parts
+
+
+def catchers(detail):
+    """What caught a mutant, from a line's detail: `N s by A, B[; the tests passed]`."""
+    if " by " not in detail:
+        return []
+    by = detail.split(" by ", 1)[1].replace(" " + UNIT_ONLY, "")
+    by = by.split("; the tests passed")[0]
+    return [c.strip() for c in split_top(by) if c.strip()]
+
+
+def cell(names):
+    """Catchers as the table shows them: test names in backticks, the fault suite as is, the
+    first four and how many more."""
+    shown = [n if n.startswith("the fault suite") else f"`{n}`" for n in names]
+    if len(shown) > 4:
+        return ", ".join(shown[:4]) + f" and {len(shown) - 4} more"
+    return ", ".join(shown)
+
+
+def is_model(name):
+    return name.startswith("unit model::")
+
+
+def update_doc(logs):
     mutants = parse(LIST.read_text())
-    wanted = set(sys.argv[1:])
+    full, model = {}, {}
+    for log in logs:
+        for line in pathlib.Path(log).read_text().splitlines():
+            verdict, _, rest = line.partition(" ")
+            mid, sep, detail = rest.strip().partition(": ")
+            if not sep or verdict not in ("caught", "SURVIVED", "UNCLEAR"):
+                continue
+            names = catchers(detail) if verdict == "caught" else []
+            model[mid] = [n.removeprefix("unit ") for n in names if is_model(n)]
+            if UNIT_ONLY not in line:
+                full[mid] = [n for n in names if not is_model(n)]
+    text = DOC.read_text()
+    lines = text.splitlines()
+    try:
+        start = next(i for i, l in enumerate(lines)
+                     if l.startswith("| mutant | the planted bug | caught by"))
+    except StopIteration:
+        sys.exit("doc/reliability.md has no mutation table")
+    end = start + 2
+    while end < len(lines) and lines[end].startswith("| `"):
+        end += 1
+    old = {}
+    for row in lines[start + 2:end]:
+        cells = [c.strip() for c in split_cells(row)]
+        old[cells[0].strip("`")] = cells
+    rows = [TABLE_HEAD, "|---|---|---|---|"]
+    for m in mutants:
+        mid = m["id"]
+        before = old.get(mid, [])
+        if mid in full:
+            caught_by = cell(full[mid])
+        else:
+            # The last full run's cell, the model's tests apart (they have their column).
+            kept = before[2] if len(before) > 2 else ""
+            caught_by = ", ".join(c for c in split_top(kept) if not c.startswith("`unit model::"))
+        if model.get(mid):
+            names = [n.removeprefix("model::").removeprefix("check::tests::") for n in model[mid]]
+            model_cell = "caught: " + ", ".join(f"`{n}`" for n in names)
+        elif mid in model or len(before) < 4:
+            model_cell = f"missed: {m['model']}" if "model" in m else "—"
+        else:
+            model_cell = before[3]
+        caught_by = caught_by or ("only the model" if model_cell.startswith("caught") else "—")
+        rows.append(f"| `{mid}` | {m['what']} | {caught_by} | {model_cell} |")
+    DOC.write_text("\n".join(lines[:start] + rows + lines[end:]) + "\n")
+    print(f"doc/reliability.md: {len(mutants)} rows, {sum(1 for v in model.values() if v)} "
+          f"caught by the model in these logs")
+
+
+def split_cells(row):
+    """A table row's cells (a `|` inside backticks is text)."""
+    cells, cur, code = [], "", False
+    for c in row.strip().strip("|"):
+        if c == "`":
+            code = not code
+        if c == "|" and not code:
+            cells.append(cur)
+            cur = ""
+            continue
+        cur += c
+    return cells + [cur]
+
+
+def main():
+    args = sys.argv[1:]
+    if args[:1] == ["--update-doc"]:
+        update_doc(args[1:])
+        return
+    only = None
+    if args[:1] == ["--only"]:
+        if args[1:2] != ["unit"]:
+            sys.exit("--only takes `unit`")
+        only, args = "unit", args[2:]
+    mutants = parse(LIST.read_text())
+    wanted = set(args)
     unknown = wanted - {m["id"] for m in mutants}
     if unknown:
         sys.exit(f"unknown mutant(s): {sorted(unknown)}")
-    bad = 0
+    bad = ran = 0
     for m in mutants:
         if wanted and m["id"] not in wanted:
             continue
-        verdict, detail = run(m)
+        if only and only not in m:
+            continue
+        ran += 1
+        verdict, detail = run(m, only)
         bad += verdict != "caught"
-        print(f"{verdict:12} {m['id']}: {detail}", flush=True)
-    print(f"{bad} of {len(wanted) or len(mutants)} mutants not caught")
+        tail = f" {UNIT_ONLY}" if only else ""
+        print(f"{verdict:12} {m['id']}: {detail}{tail}", flush=True)
+    print(f"{bad} of {ran} mutants not caught")
     sys.exit(1 if bad else 0)
 
 
