@@ -201,6 +201,7 @@ mod tests {
     use crate::model::check::{Bounds, LockModel};
     use crate::model::mutant::Mutated;
     use crate::model::take::Take;
+    use crate::model::trace::Sent;
 
     /// The model's finding of the mutant `resend-applied-twice` (tools/mutants/mutants.txt):
     /// a waiter's attempt whose reply is lost, then the holder's release hands the lock to it,
@@ -289,6 +290,51 @@ mod tests {
             assert_eq!(replay_on_model(&pasted, Some(&patch)), Vec::<String>::new());
             assert!(!replay_on_model(&pasted, None).is_empty());
         }
+    }
+
+    /// The replayable form carries every kind of call and reply: plain commands, bytes that are
+    /// not UTF-8, status and error replies, nil and nested arrays.
+    #[test]
+    fn every_call_and_reply_reads_back_from_the_replayable_form() {
+        let sent = |step, call, reply| Sent {
+            step,
+            action: "Notice { client: 0 }".into(),
+            at_ms: 1_500,
+            call,
+            reply,
+        };
+        let trace = Trace {
+            property: "p".into(),
+            start_us: 1_800_000_000_000_000,
+            sends: vec![
+                sent(
+                    1,
+                    Call::Command(vec![b"hexists".to_vec(), b"m".to_vec(), vec![0xff, 0]]),
+                    Reply::Int(0),
+                ),
+                sent(
+                    2,
+                    Call::Script {
+                        file: "lock_renew.lua".into(),
+                        fast: false,
+                        keys: vec![b"m".to_vec()],
+                        args: vec![b"3000".to_vec(), Vec::new()],
+                    },
+                    Reply::Array(vec![
+                        Reply::Nil,
+                        Reply::Status("OK".into()),
+                        Reply::Error("WRONGTYPE x".into()),
+                        Reply::Array(vec![Reply::Bulk(vec![0xfe])]),
+                    ]),
+                ),
+            ],
+        };
+        assert_eq!(Trace::parse(&trace.replayable()), trace);
+        // On the model: HEXISTS of a missing key is 0; the renewal of a missing lock is not
+        // what the trace says.
+        let mismatches = replay_on_model(&trace, None);
+        assert_eq!(mismatches.len(), 1, "{mismatches:?}");
+        assert!(mismatches[0].starts_with("send 2 (step 2)"));
     }
 
     /// The finding is real: with the mutant planted in the scripts, a real server answers
