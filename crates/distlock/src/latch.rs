@@ -98,8 +98,7 @@ impl CountDownLatch {
                 keys::MAX_PERMITS
             )));
         }
-        let mut inv = scripts::LATCH_SET.prepare_invoke();
-        inv.key(&self.key).key(&self.channel).arg("1").arg(count);
+        let inv = set_count_call(&self.key, &self.channel, count);
         let set: i64 = self
             .client
             .inner
@@ -142,15 +141,12 @@ impl CountDownLatch {
     /// ```
     pub async fn count_down(&self) -> Result<u64> {
         self.check_name()?;
-        let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
-        inv.key(&self.key)
-            .key(&self.channel)
-            .key(keys::latch_count_down_latch(
-                &self.key,
-                &self.client.request_id(),
-            ))
-            .arg("0")
-            .arg(self.client.latch_ttl_ms());
+        let inv = count_down_call(
+            &self.key,
+            &self.channel,
+            &keys::latch_count_down_latch(&self.key, &self.client.request_id()),
+            self.client.latch_ttl_ms(),
+        );
         // Idempotent through its request latch: resent until answered within the resend
         // window (never counted down twice).
         let (left, _): (i64, bool) = self
@@ -269,6 +265,30 @@ impl CountDownLatch {
     fn context(&self, op: &str) -> String {
         format!("latch {:?}: {op}", self.name)
     }
+}
+
+/// The count-down of the latch at `key` (its channel `channel`), at most once through its
+/// request latch `request_latch`, which lives `latch_ms` ms.
+pub(crate) fn count_down_call(
+    key: &str,
+    channel: &str,
+    request_latch: &str,
+    latch_ms: u64,
+) -> scripts::Invocation<'static> {
+    let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
+    inv.key(key)
+        .key(channel)
+        .key(request_latch)
+        .arg("0")
+        .arg(latch_ms);
+    inv
+}
+
+/// The set-count call of the latch at `key` (its channel `channel`): `count` if it has none.
+pub(crate) fn set_count_call(key: &str, channel: &str, count: u64) -> scripts::Invocation<'static> {
+    let mut inv = scripts::LATCH_SET.prepare_invoke();
+    inv.key(key).key(channel).arg("1").arg(count);
+    inv
 }
 
 /// Waiting for a latch to open, for the crate's acquire driver: nothing is granted, so

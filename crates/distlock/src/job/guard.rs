@@ -4,7 +4,7 @@ use crate::client::Client;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
-use crate::scripts::{self, reply};
+use crate::scripts::reply;
 use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::future::Future;
@@ -59,10 +59,7 @@ impl fmt::Debug for JobGuard {
 impl GuardInner {
     async fn extend(&self, ttl: Duration) -> Result<()> {
         let started = Instant::now();
-        let mut inv = scripts::JOB_EXTEND.prepare_invoke();
-        inv.key(&self.key)
-            .arg(&self.value)
-            .arg(ttl.as_millis() as u64);
+        let inv = super::request::extend_call(&self.key, &self.value, ttl.as_millis() as u64);
         // Confirmed by replicas like a grant (where the deployment asks for it): an
         // extension they did not confirm fails with NotReplicated and moves no local deadline.
         let context = format!("extend job {:?}", self.name);
@@ -114,13 +111,12 @@ impl GuardInner {
         } else {
             keep.as_millis().max(1) as u64
         };
-        ReleaseRequest::new(
+        super::request::release_call(
             format!("release job {:?}", self.name),
-            &scripts::JOB_RELEASE,
+            &self.key,
+            &self.value,
+            keep_ms,
         )
-        .key(&self.key)
-        .arg(&self.value)
-        .arg(keep_ms)
     }
 
     async fn release(&self) -> Result<()> {

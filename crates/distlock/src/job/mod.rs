@@ -1,7 +1,7 @@
 //! [`JobLock`]: ShedLock's job lock, with a compare-and-delete release.
 
 mod guard;
-mod request;
+pub(crate) mod request;
 mod schedule;
 #[cfg(test)]
 mod tests;

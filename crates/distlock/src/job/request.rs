@@ -10,7 +10,7 @@ use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::error::Result;
 use crate::holds::ReleaseRequest;
-use crate::scripts;
+use crate::scripts::{self, Invocation};
 
 use super::JOB_POLL_INTERVAL;
 
@@ -31,14 +31,54 @@ pub(super) struct JobRequest {
 impl JobRequest {
     /// The script call that deletes the lock if it still holds `value` (a give-back).
     fn release_request(&self, value: &str) -> ReleaseRequest {
-        ReleaseRequest::new(
+        release_call(
             format!("give back job lock {:?}", self.key),
-            &scripts::JOB_RELEASE,
+            &self.key,
+            value,
+            0,
         )
-        .key(&self.key)
-        .arg(value)
-        .arg(0)
     }
+}
+
+/// A fresh ShedLock value, `ADDED:<time>@<host>:<uuid>`, written by a grant made at `at`.
+pub(crate) fn job_value(at: SystemTime, host: &str, id: uuid::Uuid) -> String {
+    format!("ADDED:{}@{host}:{id}", humantime::format_rfc3339_millis(at))
+}
+
+/// A request's first attempt: ShedLock's own `SET key value NX PX at_most_ms`.
+pub(crate) fn first_set(key: &str, value: &str, at_most_ms: u64) -> redis::Cmd {
+    let mut set = redis::cmd("SET");
+    set.arg(key).arg(value).arg("NX").arg("PX").arg(at_most_ms);
+    set
+}
+
+/// Every later attempt (a refusal's, a resend's, a waiter's poll): job_acquire.lua.
+pub(crate) fn acquire_call(key: &str, value: &str, at_most_ms: u64) -> Invocation<'static> {
+    let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
+    inv.key(key).arg(value).arg(at_most_ms);
+    inv
+}
+
+/// The ownership-checked release of the lock at `key` if it holds `value`, kept `keep_ms` ms
+/// more (0: deleted now).
+pub(crate) fn release_call(
+    context: String,
+    key: &str,
+    value: &str,
+    keep_ms: u64,
+) -> ReleaseRequest {
+    ReleaseRequest::new(context, &scripts::JOB_RELEASE)
+        .key(key)
+        .arg(value)
+        .arg(keep_ms)
+}
+
+/// The ownership-checked extension of the lock at `key` holding `value` to `ttl_ms` ms from
+/// now.
+pub(crate) fn extend_call(key: &str, value: &str, ttl_ms: u64) -> Invocation<'static> {
+    let mut inv = scripts::JOB_EXTEND.prepare_invoke();
+    inv.key(key).arg(value).arg(ttl_ms);
+    inv
 }
 
 impl Acquire for JobRequest {
@@ -62,12 +102,7 @@ impl Acquire for JobRequest {
             let mut last = self.value.lock().unwrap();
             let first = last.0.is_empty();
             if first || last.1 {
-                last.0 = format!(
-                    "ADDED:{}@{}:{}",
-                    humantime::format_rfc3339_millis(SystemTime::now()),
-                    self.host,
-                    uuid::Uuid::new_v4()
-                );
+                last.0 = job_value(SystemTime::now(), &self.host, uuid::Uuid::new_v4());
             }
             last.1 = false;
             (last.0.clone(), first)
@@ -80,12 +115,7 @@ impl Acquire for JobRequest {
         // polls: one round trip each), go to job_acquire.lua, which tells our value from
         // another's and a key of another type.
         let set_taken = if first {
-            let mut set = redis::cmd("SET");
-            set.arg(&self.key)
-                .arg(&value)
-                .arg("NX")
-                .arg("PX")
-                .arg(self.at_most_ms);
+            let set = first_set(&self.key, &value, self.at_most_ms);
             grant
                 .backend
                 .query::<Option<String>>(&context, &set)
@@ -98,8 +128,7 @@ impl Acquire for JobRequest {
         let taken: i64 = if set_taken {
             1
         } else {
-            let mut inv = scripts::JOB_ACQUIRE.prepare_invoke();
-            inv.key(&self.key).arg(&value).arg(self.at_most_ms);
+            let inv = acquire_call(&self.key, &value, self.at_most_ms);
             grant
                 .backend
                 .eval(&context, &inv)

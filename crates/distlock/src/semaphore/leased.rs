@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+use super::calls::{self, LeasedKeys};
 use super::{check_permits, check_permits_or_zero, Names, RECHECK};
 
 /// A semaphore whose permits have ids and leases (Redisson's `RPermitExpirableSemaphore`).
@@ -74,6 +75,11 @@ impl fmt::Debug for LeasedSemaphore {
 }
 
 impl LeasedSemaphore {
+    /// Its keys and calls.
+    fn calls(&self) -> LeasedKeys {
+        LeasedKeys::new(&self.names.key)
+    }
+
     /// Redisson's leases zset, `{<name>}:timeout`.
     fn leases_key(&self) -> String {
         keys::semaphore_leases(&self.names.key)
@@ -142,14 +148,6 @@ impl LeasedSemaphore {
             liveness: liveness.max(Duration::from_millis(3)),
             ..self.clone()
         }
-    }
-
-    /// The hand-off queue (`distlock_permit_queue:{<name>}`) and its waiter entries.
-    fn queue_keys(&self) -> (String, String) {
-        (
-            keys::permit_queue(&self.names.key),
-            keys::permit_waiters(&self.names.key),
-        )
     }
 
     /// Whether this handle's waiters queue: hand-off on, on a deployment whose grants no
@@ -363,15 +361,13 @@ impl LeasedSemaphore {
             (true, false) => {
                 let client_id = &n.client.inner.id_str;
                 (
-                    format!("{};{lease_ms};{client_id};{id}", self.liveness.as_millis()),
+                    calls::queue_entry(self.liveness.as_millis(), lease_ms, client_id, &id),
                     Some(keys::permit_grant_channel(&n.key, client_id)),
                 )
             }
         };
         let request = LeasedRequest {
             sem: self.clone(),
-            leases: self.leases_key(),
-            old_leases: self.old_leases_key(),
             grant: grant_channel.map(|channel| (channel, id.clone())),
             entry,
             id: std::sync::Mutex::new(id),
@@ -400,15 +396,7 @@ impl LeasedSemaphore {
     /// The script call that gives back the permit `id` (idempotent: by id), handing it to
     /// the first live queued waiter; it also takes `id` out of the hand-off queue.
     fn release_request(&self, id: &str) -> ReleaseRequest {
-        let (queue, waiters) = self.queue_keys();
-        ReleaseRequest::new(self.names.context("release"), &scripts::LEASED_RELEASE)
-            .key(&self.names.key)
-            .key(self.leases_key())
-            .key(&self.names.channel)
-            .key(self.old_leases_key())
-            .key(queue)
-            .key(waiters)
-            .arg_bytes(member(id))
+        self.calls().release(self.names.context("release"), id)
     }
 
     async fn release_id(&self, id: &str) -> Result<i64> {
@@ -425,8 +413,6 @@ impl LeasedSemaphore {
 /// One acquire of a leased permit, for the crate's acquire driver.
 struct LeasedRequest {
     sem: LeasedSemaphore,
-    leases: String,
-    old_leases: String,
     /// The permit id asked for: a resend that finds it granted answers the same. A new one
     /// after a grant the replicas did not confirm (given back by id: a late give-back must
     /// not meet the next grant). Never changes where waiters queue (no replica confirms).
@@ -448,11 +434,7 @@ impl LeasedRequest {
     /// release's), a wait with no nap: the next attempt queues the waiter again.
     async fn extend_to_lease(&self, id: String) -> Result<Step<(Instant, String)>> {
         let started = Instant::now();
-        let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
-        inv.key(&self.leases)
-            .key(&self.old_leases)
-            .arg(member(&id))
-            .arg(self.lease_ms);
+        let inv = self.sem.calls().extend(&id, self.lease_ms);
         let r: Vec<i64> = self
             .sem
             .names
@@ -531,17 +513,7 @@ impl Acquire for LeasedRequest {
     async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
         let n = &self.sem.names;
         let id = self.id.lock().unwrap().clone();
-        let (queue, waiters) = self.sem.queue_keys();
-        let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
-        inv.key(&n.key)
-            .key(&self.leases)
-            .key(&n.channel)
-            .key(&self.old_leases)
-            .key(queue)
-            .key(waiters)
-            .arg(member(&id))
-            .arg(self.lease_ms)
-            .arg(&self.entry);
+        let inv = self.sem.calls().acquire(&id, self.lease_ms, &self.entry);
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.inner.backend.for_grant(&n.key).await?;
@@ -586,14 +558,5 @@ impl Acquire for LeasedRequest {
             &client.backend,
             self.sem.release_request(&self.id.lock().unwrap()),
         );
-    }
-}
-
-/// The zset member of permit `id`: its 16 bytes, as Redisson stores permit ids (an id that
-/// is not 32 hex characters is sent as it is, and matches nothing Redisson wrote).
-fn member(id: &str) -> Vec<u8> {
-    match uuid::Uuid::try_parse(id) {
-        Ok(u) if id.len() == 32 => u.as_bytes().to_vec(),
-        _ => id.as_bytes().to_vec(),
     }
 }

@@ -1,5 +1,6 @@
 //! [`Semaphore`] and its permit; [`LeasedSemaphore`] in `leased`.
 
+pub(crate) mod calls;
 mod leased;
 
 pub use leased::{LeasedPermit, LeasedSemaphore};
@@ -73,8 +74,7 @@ impl Names {
     async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         keys::check_name(&self.name)?;
         check_permits("permits", permits)?;
-        let mut inv = scripts::SEMAPHORE_SET.prepare_invoke();
-        inv.key(&self.key).key(&self.channel).arg(permits);
+        let inv = calls::set_permits(&self.key, &self.channel, permits);
         let set: i64 = self
             .client
             .inner
@@ -119,21 +119,15 @@ impl Names {
     /// `grant`: the grant latch of the permit given back, deleted with it (it has done its
     /// work once the caller knows of the grant).
     fn add_request(&self, permits: u64, grant: Option<&str>) -> ReleaseRequest {
-        let request = ReleaseRequest::new(self.context("release"), &scripts::SEMAPHORE_RELEASE)
-            .key(&self.key)
-            .key(&self.channel)
-            .key(keys::semaphore_release_latch(
-                &self.key,
-                &self.client.request_id(),
-            ));
-        let request = match grant {
-            Some(latch) => request.key(latch),
-            None => request,
-        };
-        request
-            .arg(permits)
-            .arg("0")
-            .arg(self.client.latch_ttl_ms())
+        calls::release(
+            self.context("release"),
+            &self.key,
+            &self.channel,
+            keys::semaphore_release_latch(&self.key, &self.client.request_id()),
+            grant,
+            permits,
+            self.client.latch_ttl_ms(),
+        )
     }
 
     async fn add(&self, permits: u64, grant: Option<&str>) -> Result<u64> {
@@ -396,13 +390,14 @@ impl PermitRequest {
     /// The script call that gives back the grant recorded in `latch` (or tombstones it).
     fn give_back_request(&self, latch: &str) -> ReleaseRequest {
         let n = &self.names;
-        ReleaseRequest::new(n.context("give back"), &scripts::SEMAPHORE_RELEASE)
-            .key(&n.key)
-            .key(&n.channel)
-            .key(latch)
-            .arg(self.permits)
-            .arg("1")
-            .arg(self.latch_ms())
+        calls::give_back(
+            n.context("give back"),
+            &n.key,
+            &n.channel,
+            latch,
+            self.permits,
+            self.latch_ms(),
+        )
     }
 
     /// The grant latch outlives the give-back's resend horizon (ten latch lifetimes): a
@@ -435,11 +430,7 @@ impl Acquire for PermitRequest {
         // unknown, the wait stops, and the give-back returns what a send may have got.
         let n = &self.names;
         let latch = self.latch.lock().unwrap().clone();
-        let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
-        inv.key(&n.key)
-            .key(&latch)
-            .arg(self.permits)
-            .arg(self.latch_ms());
+        let inv = calls::acquire(&n.key, &latch, self.permits, self.latch_ms());
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.inner.backend.for_grant(&n.key).await?;

@@ -3,14 +3,13 @@
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::HoldId;
 use crate::keys;
-use crate::scripts;
 use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use super::{member, LeasedSemaphore};
+use super::LeasedSemaphore;
 
 /// One permit of a [`LeasedSemaphore`], with an id and a lease.
 ///
@@ -38,11 +37,7 @@ async fn extend_permit(
     state: &LeaseState,
 ) -> Result<()> {
     let started = Instant::now();
-    let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
-    inv.key(sem.leases_key())
-        .key(sem.old_leases_key())
-        .arg(member(id))
-        .arg(lease_ms);
+    let inv = sem.calls().extend(id, lease_ms);
     // Confirmed by replicas like a grant (where the deployment asks for it): an extension
     // they did not confirm fails with NotReplicated and moves no local deadline.
     let context = sem.names.context("extend");

@@ -1,0 +1,151 @@
+//! The script calls of both semaphores, built from keys and arguments alone (no client), so
+//! that everything that sends them — the engine, and the model of the protocol in tests —
+//! builds the same call.
+
+use crate::holds::ReleaseRequest;
+use crate::keys;
+use crate::scripts::{self, Invocation};
+
+/// A semaphore's set-up: `permits` permits if it has none yet.
+pub(crate) fn set_permits(key: &str, channel: &str, permits: u64) -> Invocation<'static> {
+    let mut inv = scripts::SEMAPHORE_SET.prepare_invoke();
+    inv.key(key).key(channel).arg(permits);
+    inv
+}
+
+/// A semaphore's acquire of `permits` permits, recorded in its grant latch `grant_latch`
+/// (which lives `latch_ms` ms).
+pub(crate) fn acquire(
+    key: &str,
+    grant_latch: &str,
+    permits: u64,
+    latch_ms: u64,
+) -> Invocation<'static> {
+    let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
+    inv.key(key).key(grant_latch).arg(permits).arg(latch_ms);
+    inv
+}
+
+/// A semaphore's give-back of `permits` permits, at most once through its request latch
+/// `release_latch` (which lives `latch_ms` ms); `grant`: the grant latch of the permits given
+/// back, deleted with them.
+pub(crate) fn release(
+    context: String,
+    key: &str,
+    channel: &str,
+    release_latch: String,
+    grant: Option<&str>,
+    permits: u64,
+    latch_ms: u64,
+) -> ReleaseRequest {
+    let request = ReleaseRequest::new(context, &scripts::SEMAPHORE_RELEASE)
+        .key(key)
+        .key(channel)
+        .key(release_latch);
+    let request = match grant {
+        Some(latch) => request.key(latch),
+        None => request,
+    };
+    request.arg(permits).arg("0").arg(latch_ms)
+}
+
+/// The give-back of an acquire of unknown outcome whose grant latch is `grant_latch`: its
+/// permits back if it ran, a tombstone (living `latch_ms` ms) if it has not.
+pub(crate) fn give_back(
+    context: String,
+    key: &str,
+    channel: &str,
+    grant_latch: &str,
+    permits: u64,
+    latch_ms: u64,
+) -> ReleaseRequest {
+    ReleaseRequest::new(context, &scripts::SEMAPHORE_RELEASE)
+        .key(key)
+        .key(channel)
+        .key(grant_latch)
+        .arg(permits)
+        .arg("1")
+        .arg(latch_ms)
+}
+
+/// The keys of a leased semaphore whose count is at `key`, and its calls.
+pub(crate) struct LeasedKeys {
+    pub(crate) key: String,
+    pub(crate) channel: String,
+    /// Redisson's leases zset, `{<name>}:timeout`.
+    pub(crate) leases: String,
+    /// The leases key of distlock before it followed Redisson's name (migrated by the
+    /// scripts).
+    pub(crate) old_leases: String,
+    /// The hand-off queue and its waiter entries.
+    pub(crate) queue: String,
+    pub(crate) waiters: String,
+}
+
+impl LeasedKeys {
+    pub(crate) fn new(key: &str) -> LeasedKeys {
+        LeasedKeys {
+            key: key.to_string(),
+            channel: keys::semaphore_channel(key),
+            leases: keys::semaphore_leases(key),
+            old_leases: keys::legacy_semaphore_leases(key),
+            queue: keys::permit_queue(key),
+            waiters: keys::permit_waiters(key),
+        }
+    }
+
+    /// An acquire of permit `id` with a lease of `lease_ms` ms; `entry`: the caller's
+    /// hand-off queue entry ([`queue_entry`]), `0` for one attempt that lets the queue go
+    /// first, empty without hand-off.
+    pub(crate) fn acquire(&self, id: &str, lease_ms: u64, entry: &str) -> Invocation<'static> {
+        let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
+        inv.key(&self.key)
+            .key(&self.leases)
+            .key(&self.channel)
+            .key(&self.old_leases)
+            .key(&self.queue)
+            .key(&self.waiters)
+            .arg(member(id))
+            .arg(lease_ms)
+            .arg(entry);
+        inv
+    }
+
+    /// The give-back of permit `id` (idempotent: by id), handing it to the first live queued
+    /// waiter; it also takes `id` out of the hand-off queue.
+    pub(crate) fn release(&self, context: String, id: &str) -> ReleaseRequest {
+        ReleaseRequest::new(context, &scripts::LEASED_RELEASE)
+            .key(&self.key)
+            .key(&self.leases)
+            .key(&self.channel)
+            .key(&self.old_leases)
+            .key(&self.queue)
+            .key(&self.waiters)
+            .arg_bytes(member(id))
+    }
+
+    /// The extension of permit `id`'s lease to `lease_ms` ms from now.
+    pub(crate) fn extend(&self, id: &str, lease_ms: u64) -> Invocation<'static> {
+        let mut inv = scripts::LEASED_EXTEND.prepare_invoke();
+        inv.key(&self.leases)
+            .key(&self.old_leases)
+            .arg(member(id))
+            .arg(lease_ms);
+        inv
+    }
+}
+
+/// The hand-off queue entry of a waiter for permit `id`, of client `client_id`, whose place
+/// lives `liveness_ms` ms and which asks for a lease of `lease_ms` ms.
+pub(crate) fn queue_entry(liveness_ms: u128, lease_ms: u64, client_id: &str, id: &str) -> String {
+    format!("{liveness_ms};{lease_ms};{client_id};{id}")
+}
+
+/// The zset member of permit `id`: its 16 bytes, as Redisson stores permit ids (an id that
+/// is not 32 hex characters is sent as it is, and matches nothing Redisson wrote).
+pub(crate) fn member(id: &str) -> Vec<u8> {
+    match uuid::Uuid::try_parse(id) {
+        Ok(u) if id.len() == 32 => u.as_bytes().to_vec(),
+        _ => id.as_bytes().to_vec(),
+    }
+}
