@@ -13,8 +13,11 @@
 -- KEYS[3]  mode '0': release latch distlock_semaphore_release:{<name>}:<request-id>;
 --          mode '1': grant latch distlock_semaphore_grant:{<name>}:<request-id>
 -- KEYS[4]  mode '0', optional: the grant latch of the permits given back
---          (distlock_semaphore_grant:{<name>}:<request-id>), deleted: once the caller knew of
---          its grant it answers no resend, and it would otherwise live its ten latch lifetimes
+--          (distlock_semaphore_grant:{<name>}:<request-id>), cut to the resend window
+--          (ARGV[3]) instead of its ten latch lifetimes: once the caller knew of its grant no
+--          resend of it comes, but a send of the acquire held up on its way (its resend was
+--          granted first) may still arrive within the window, and must find its grant
+--          recorded, not take the permits again for no one
 -- ARGV[1]  permits k
 -- ARGV[2]  mode: '0' release, '1' give back a grant of unknown outcome
 -- ARGV[3]  latch TTL in ms (the resend window)
@@ -42,8 +45,8 @@ publish(KEYS[2], v)
 if ARGV[2] == '0' then
   redis.call('set', KEYS[3], v, 'px', ARGV[3])
   if KEYS[4] then
-    -- pcall: a user whose ACL lacks DEL leaves the latch to expire.
-    redis.pcall('del', KEYS[4])
+    -- pcall: a user whose ACL lacks PEXPIRE leaves the latch to its own TTL.
+    redis.pcall('pexpire', KEYS[4], ARGV[3])
   end
 end
 return v

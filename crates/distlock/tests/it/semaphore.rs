@@ -441,16 +441,63 @@ async fn a_released_permit_leaves_only_its_release_latch() {
     let grants = |server: &RedisServer| -> Vec<String> {
         cmd(server, &["KEYS", "distlock_semaphore_grant:*"])
     };
+    let pttl = |server: &RedisServer, key: &str| -> i64 { cmd(server, &["PTTL", key]) };
     let held = sem.acquire().await.unwrap();
     assert_eq!(grants(&server).len(), 1, "the held permit's grant latch");
+    let held_latch = grants(&server).remove(0);
     for _ in 0..5 {
         sem.acquire().await.unwrap().release().await.unwrap();
     }
-    assert_eq!(grants(&server).len(), 1, "{:?}", grants(&server));
     held.release().await.unwrap();
-    assert!(grants(&server).is_empty(), "{:?}", grants(&server));
+    // Each released permit's grant latch lives no longer than its release latch (the resend
+    // window), not the ten latch lifetimes of a grant not known to its caller.
     let releases: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_release:*"]);
     assert_eq!(releases.len(), 6);
+    let window = releases.iter().map(|k| pttl(&server, k)).max().unwrap();
+    assert!(window > 0);
+    let grants = grants(&server);
+    assert_eq!(grants.len(), 6, "{grants:?}");
+    assert!(grants.contains(&held_latch));
+    for g in &grants {
+        let left = pttl(&server, g);
+        assert!(
+            left > 0 && left <= window,
+            "{g}: {left} ms left, over {window}"
+        );
+    }
+}
+
+/// A send of an acquire held up on its way (its resend was granted, used and released first)
+/// that reaches the server after the release finds the grant recorded and takes nothing: the
+/// permit is not taken again for no one. (Found by the model check: the release used to
+/// delete the grant latch, and the held-up send then took a permit that nobody would ever
+/// give back.)
+#[tokio::test]
+async fn an_acquire_held_up_until_after_its_release_takes_nothing() {
+    let (server, client) = setup().await;
+    let sem = client.semaphore("held-up");
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let permit = sem.acquire().await.unwrap();
+    let latches: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_grant:*"]);
+    assert_eq!(latches.len(), 1);
+    permit.release().await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 2);
+    // The held-up send: the same script call, the same grant latch, run now.
+    let script = concat!(
+        include_str!("../../src/scripts/kinds.lua"),
+        "\n",
+        include_str!("../../src/scripts/semaphore_acquire.lua")
+    );
+    let got: i64 = cmd(
+        &server,
+        &["EVAL", script, "2", "held-up", &latches[0], "1", "50000"],
+    );
+    assert_eq!(got, 1, "answered as the grant it was");
+    assert_eq!(
+        sem.available_permits().await.unwrap(),
+        2,
+        "the held-up send took a permit nobody holds"
+    );
 }
 
 /// An acquire that gives up names what it waited for in plain words: "a permit" for one,
