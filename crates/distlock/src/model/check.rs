@@ -85,7 +85,7 @@ fn owner(client: usize, n: u32) -> Owner {
 /// Run `inv` as the connection layer sends it: the fast path on a first send (`fast`), and
 /// the full script when there is none or it answered nil. The reply in the full script's
 /// shape.
-fn send(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {
+pub(super) fn send(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {
     if fast {
         if let Some((script, keys, args)) = inv.fast_parts() {
             let r = lua::eval(ks, &trace::text(script), &keys, &args);
@@ -102,7 +102,7 @@ fn send(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {
 }
 
 /// A reply as the engine reads an acquire's: strings.
-fn strings(r: &Reply) -> Option<Vec<String>> {
+pub(super) fn strings(r: &Reply) -> Option<Vec<String>> {
     match r {
         Reply::Array(a) => a
             .iter()

@@ -12,14 +12,17 @@ mod check;
 mod collections;
 #[cfg(test)]
 mod compare;
+mod counts;
 #[cfg(test)]
 mod diff;
 pub(crate) mod keyspace;
+mod latch;
 pub(crate) mod lua;
 #[cfg(test)]
 mod mutant;
 #[cfg(test)]
 mod replay;
+mod semaphore;
 mod state;
 mod take;
 #[cfg(test)]

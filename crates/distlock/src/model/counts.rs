@@ -1,0 +1,116 @@
+//! What the models of the counting primitives (the semaphore, the leased semaphore, the
+//! latch) and of the job lock share: the client's timing settings, sending a call or a plain
+//! command to the in-memory server, time jumps, the check that no helper key outlives its
+//! documented TTL, and running a check.
+
+use stateright::{Checker, Model};
+
+use super::keyspace::{Keyspace, Reply};
+use crate::scripts::Invocation;
+
+/// Virtual time starts here (µs since the epoch).
+pub(super) const START_US: u64 = 1_800_000_000_000_000;
+/// The client's command timeout (ms) in the models.
+const COMMAND_TIMEOUT_MS: u64 = 1_000;
+/// How long request latches live (ms): `Client::latch_ttl_ms` for that command timeout.
+pub(super) const LATCH_MS: u64 = COMMAND_TIMEOUT_MS * 4 + 1_000;
+/// How long a latched request is resent (ms): `Client::resolve_window` for it.
+pub(super) const RESEND_MS: u64 = LATCH_MS - COMMAND_TIMEOUT_MS - 500;
+
+/// Send `inv` as the connection layer does (its fast path on a first send, when it has one).
+pub(super) fn call(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {
+    super::check::send(ks, inv, fast)
+}
+
+/// Send a plain command.
+pub(super) fn command(ks: &mut Keyspace, cmd: &redis::Cmd) -> Reply {
+    let argv: Vec<Vec<u8>> = cmd
+        .args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => b.to_vec(),
+            _ => b"0".to_vec(),
+        })
+        .collect();
+    ks.exec(&argv)
+}
+
+/// Forget what no one can see any more: keys whose deadline has passed (the server expires
+/// them lazily) and the messages published (a waiter may attempt at any step anyway), so
+/// that states that differ only there are one.
+pub(super) fn settle(ks: &mut Keyspace) {
+    let now = ks.now_ms();
+    ks.keys
+        .retain(|_, e| e.expires_at.is_none_or(|at| at > now));
+    ks.published.clear();
+}
+
+/// Move the clock to the first of `deadlines` (ms) after now, or a key's deadline, whichever
+/// comes first; `None` when nothing is ahead.
+pub(super) fn tick(ks: &mut Keyspace, deadlines: impl IntoIterator<Item = u64>) -> Option<()> {
+    let now = ks.now_ms();
+    let next = ks
+        .keys
+        .values()
+        .filter_map(|e| e.expires_at)
+        .chain(deadlines)
+        .filter(|at| *at > now)
+        .min()?;
+    ks.now_us = next * 1000;
+    settle(ks);
+    Some(())
+}
+
+/// Every live key other than `main` is a helper key of a known kind whose TTL is set and at
+/// most what `documented` gives its name (`None`: a key nobody documents).
+pub(super) fn no_leak(
+    ks: &Keyspace,
+    main: &[&[u8]],
+    documented: impl Fn(&[u8]) -> Option<u64>,
+) -> bool {
+    let now = ks.now_ms();
+    ks.keys.iter().all(|(k, e)| {
+        if e.expires_at.is_some_and(|at| at <= now) || main.contains(&k.as_slice()) {
+            return true;
+        }
+        match (e.expires_at, documented(k)) {
+            (Some(at), Some(ttl)) => at - now <= ttl,
+            _ => false,
+        }
+    })
+}
+
+/// The integer a string key holds (0 when it is missing or not an integer).
+pub(super) fn count(ks: &Keyspace, key: &[u8]) -> i64 {
+    match ks.entry(key).map(|e| &e.val) {
+        Some(super::keyspace::Val::Str(s)) => std::str::from_utf8(s)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Whether the deeper run is asked for (`DISTLOCK_MODEL_DEEP` set): larger bounds.
+pub(super) fn deep() -> bool {
+    std::env::var_os("DISTLOCK_MODEL_DEEP").is_some()
+}
+
+/// Check `model` breadth first, print the states explored, and fail on a property violated
+/// (with its path).
+pub(super) fn check<M>(what: &str, model: M)
+where
+    M: Model + Send + Sync + 'static,
+    M::State: std::fmt::Debug + std::hash::Hash + Send + Sync + Clone + PartialEq,
+    M::Action: std::fmt::Debug + Send + Sync + Clone + PartialEq,
+{
+    let started = std::time::Instant::now();
+    let checker = model.checker().spawn_bfs().join();
+    eprintln!(
+        "model check, {what}: {} states ({} unique), depth {}, {:.1} s",
+        checker.state_count(),
+        checker.unique_state_count(),
+        checker.max_depth(),
+        started.elapsed().as_secs_f64()
+    );
+    checker.assert_properties();
+}
