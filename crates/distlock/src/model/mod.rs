@@ -15,6 +15,7 @@ mod compare;
 mod counts;
 #[cfg(test)]
 mod diff;
+mod job;
 pub(crate) mod keyspace;
 mod latch;
 pub(crate) mod lua;
