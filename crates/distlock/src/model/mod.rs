@@ -18,6 +18,7 @@ mod diff;
 mod job;
 pub(crate) mod keyspace;
 mod latch;
+mod leased;
 pub(crate) mod lua;
 #[cfg(test)]
 mod mutant;
