@@ -116,8 +116,8 @@ impl Names {
     }
 
     /// The script call that gives back `permits` (with a fresh request id for its latch);
-    /// `grant`: the grant latch of the permit given back, deleted with it (it has done its
-    /// work once the caller knows of the grant).
+    /// `grant`: the grant latch of the permit given back, cut to the resend window (its caller
+    /// knows of the grant; only a send of the acquire held up on its way may still come).
     fn add_request(&self, permits: u64, grant: Option<&str>) -> ReleaseRequest {
         calls::release(
             self.context("release"),
@@ -488,7 +488,8 @@ impl Acquire for PermitRequest {
 pub struct SemaphorePermit {
     names: Option<Names>,
     permits: u64,
-    /// The grant latch of the acquire, deleted by the release (a forgotten permit's expires).
+    /// The grant latch of the acquire, cut to the resend window by the release (a forgotten
+    /// permit's lives its ten latch lifetimes).
     grant: String,
     /// These permits in the client's registry (given back at shutdown if still held); `None`
     /// for zero permits (nothing to give back).
