@@ -371,7 +371,7 @@ mod tests {
             },
             JobModel {
                 at_least_ms,
-                lost: if deep { 2 } else { 1 },
+                lost: 1,
                 crashes: 1,
                 cancels: 1,
                 renewals: 1,

@@ -234,14 +234,20 @@ impl Model for LatchModel {
 mod tests {
     use super::*;
 
-    /// A latch of three, three counters and a waiter: every interleaving of the count-downs,
-    /// lost replies and their resends, a crash, the waiter's reads and time passing.
+    /// A latch of three, three counters and a waiter (with `DISTLOCK_MODEL_DEEP` set: of
+    /// four, four counters): every interleaving of the count-downs, lost replies and
+    /// their resends, a crash, the waiter's reads and time passing.
     #[test]
     fn the_latch_keeps_its_properties_in_every_interleaving() {
+        let deep = counts::deep();
         counts::check(
-            "latch of 3, 3 counters and a waiter",
+            if deep {
+                "latch of 4, 4 counters and a waiter (deep)"
+            } else {
+                "latch of 3, 3 counters and a waiter"
+            },
             LatchModel {
-                count: 3,
+                count: if deep { 4 } else { 3 },
                 waiters: 1,
                 lost: 2,
                 crashes: 1,
