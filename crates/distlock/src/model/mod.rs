@@ -13,6 +13,7 @@ mod collections;
 #[cfg(test)]
 mod compare;
 mod counts;
+mod deploy;
 #[cfg(test)]
 mod diff;
 mod job;

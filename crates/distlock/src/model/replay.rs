@@ -199,6 +199,7 @@ mod tests {
 
     use super::*;
     use crate::model::check::{Bounds, LockModel};
+    use crate::model::deploy::Deployment;
     use crate::model::mutant::Mutated;
     use crate::model::take::Take;
     use crate::model::trace::Sent;
@@ -227,6 +228,9 @@ mod tests {
                 renewals: 0,
                 waits: 2,
             },
+            deploy: Deployment::Single,
+            stuck: false,
+            force_unlock: true,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The model check's state and steps: where each client is in the protocol ([`Phase`]), the
 //! whole system ([`State`]) and what can happen next ([`Action`]).
 
+use super::deploy::Servers;
 use super::keyspace::Keyspace;
 
 /// Where one client is in its protocol.
@@ -20,6 +21,16 @@ pub(crate) enum Phase {
         token: u128,
         valid_until: u64,
         revoked: bool,
+    },
+    /// Granted by a master whose replica must confirm it (`WAIT`, sent next on the
+    /// connection of the grant to the master of config epoch `epoch`); the client does not
+    /// count on the hold yet. Fewer acknowledgements, or a failover in between (the
+    /// connection breaks): the client gives the grant back and attempts again.
+    Confirming {
+        owner: u32,
+        token: u128,
+        since_ms: u64,
+        epoch: u64,
     },
     /// A release in flight (`fast`: its first send).
     Releasing { owner: u32, fast: bool, latch: u32 },
@@ -44,8 +55,22 @@ pub(crate) struct State {
     pub(crate) script_error: Option<String>,
     /// Whether the operator's one force unlock is still to come.
     pub(crate) force_unlock_left: bool,
-    /// A renewal that extended a hold an operator had force-unlocked.
+    /// A renewal that extended a hold that was gone (expired, force-unlocked, lost in a
+    /// restart or failover) or is another owner's: its holder did not learn of the loss.
     pub(crate) revived: bool,
+    /// The deployment: replica, snapshot, epoch (see [`super::deploy`]).
+    pub(crate) servers: Servers,
+    /// Per client: the server time (ms) of its latest acquire attempt that reached the
+    /// server (its liveness as a waiter runs from there), and its place in the fair queue's
+    /// arrival order (from when the server first queued its owner).
+    pub(crate) last_try: Vec<u64>,
+    pub(crate) arrival: Vec<Option<u32>>,
+    pub(crate) arrivals: u32,
+    /// A fair lock granted a client while a live waiter that arrived earlier waited.
+    pub(crate) out_of_order: bool,
+    /// The server's deadline (ms) of the hold a crashed holder left behind: the name is not
+    /// free until then.
+    pub(crate) orphan_until: u64,
     /// The bounds of the exploration: lost replies and crashes still allowed (in the whole
     /// run), and per client the renewals and the attempts while waiting.
     pub(crate) lost_left: u8,
@@ -70,4 +95,12 @@ pub(crate) enum Action {
     ForceUnlock,
     /// The force unlock's notice reaches client `i`, which checks the hold with the server.
     Notice { client: usize },
+    /// The server saves a snapshot of its keyspace.
+    Snapshot,
+    /// The server restarts from its snapshot.
+    Restart,
+    /// The replica catches up with the master.
+    Replicate,
+    /// The replica is promoted.
+    Failover,
 }

@@ -21,26 +21,33 @@
 //! ("tokens increase"); no script run errs or loops past its bound ("scripts run"); and,
 //! as a sanity check of the model itself, some path gets every client through its cycles.
 
+mod props;
+mod steps;
+
 use std::time::Duration;
 
 use stateright::{Checker, Model, Property};
 
+use super::deploy::{self, Deployment};
 use super::keyspace::{Keyspace, Reply};
-use super::lua;
 use super::state::{Action, Phase, State};
 use super::take::Take;
 use super::trace;
 use crate::keys;
-use crate::lock::raw::{
-    parse_attempt, AcquireCall, Attempt, Mode, Names, RawLock, ReleaseCall, Renewal,
-};
+use crate::lock::raw::{parse_attempt, AcquireCall, Attempt, Mode, Names, RawLock, ReleaseCall};
 use crate::lock::Owner;
-use crate::scripts::{self, Invocation};
+use crate::scripts::Invocation;
+use steps::next_deadline;
 
 /// The lease of every grant (ms of virtual time).
-const LEASE_MS: u64 = 3_000;
+pub(super) const LEASE_MS: u64 = 3_000;
 /// The waiters' liveness timeout (ms).
-const LIVENESS_MS: u64 = 1_500;
+pub(super) const LIVENESS_MS: u64 = 1_500;
+/// The unlock latch's TTL (ms): how long a release's resend finds it applied.
+pub(super) const LATCH_MS: u64 = 13_000;
+/// `WAIT`'s timeout (`replica_ack_timeout`, ms): past it, WAIT answers with the replicas
+/// that acknowledged.
+const WAIT_TIMEOUT_MS: u64 = 1_000;
 /// Virtual time starts here (µs since the epoch).
 const START_US: u64 = 1_800_000_000_000_000;
 
@@ -50,6 +57,12 @@ pub(crate) struct LockModel {
     pub(crate) takes: Vec<Take>,
     pub(crate) cycles: u8,
     pub(crate) bounds: Bounds,
+    /// One server, a restart from a snapshot, or a master with a replica.
+    pub(crate) deploy: Deployment,
+    /// Whether to check "no stuck state" (a search from every state where it applies).
+    pub(crate) stuck: bool,
+    /// Whether an operator force-unlocks the lock once.
+    pub(crate) force_unlock: bool,
 }
 
 /// How far the exploration goes: lost replies and crashes in a whole run, and per client the
@@ -63,11 +76,11 @@ pub(crate) struct Bounds {
 }
 
 impl LockModel {
-    fn raw(&self, client: usize) -> Box<dyn RawLock> {
+    pub(super) fn raw(&self, client: usize) -> Box<dyn RawLock> {
         self.takes[client].raw(Duration::from_millis(LIVENESS_MS))
     }
 
-    fn names(&self, client: usize) -> Names {
+    pub(super) fn names(&self, client: usize) -> Names {
         let key = "m".to_string();
         Names {
             name: key.clone(),
@@ -78,7 +91,7 @@ impl LockModel {
     }
 }
 
-fn owner(client: usize, n: u32) -> Owner {
+pub(super) fn owner(client: usize, n: u32) -> Owner {
     Owner::parse(&format!("c{client}:{n}")).expect("owner")
 }
 
@@ -88,7 +101,7 @@ fn owner(client: usize, n: u32) -> Owner {
 pub(super) fn send(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {
     if fast {
         if let Some((script, keys, args)) = inv.fast_parts() {
-            let r = lua::eval(ks, &trace::text(script), &keys, &args);
+            let r = deploy::evalsha(ks, &trace::text(script), &keys, &args);
             trace::sent(script, true, &keys, &args, &r, ks);
             if r != Reply::Nil {
                 return Reply::from_value(inv.fast_shape(r.to_value()));
@@ -96,7 +109,7 @@ pub(super) fn send(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply
         }
     }
     let (script, keys, args) = inv.parts();
-    let r = lua::eval(ks, &trace::text(script), &keys, &args);
+    let r = deploy::evalsha(ks, &trace::text(script), &keys, &args);
     trace::sent(script, false, &keys, &args, &r, ks);
     r
 }
@@ -119,7 +132,13 @@ pub(super) fn strings(r: &Reply) -> Option<Vec<String>> {
 }
 
 impl LockModel {
-    fn acquire_call(&self, client: usize, owner_n: u32, fast: bool) -> Invocation<'static> {
+    fn acquire_call(
+        &self,
+        s: &State,
+        client: usize,
+        owner_n: u32,
+        fast: bool,
+    ) -> Invocation<'static> {
         let raw = self.raw(client);
         let names = self.names(client);
         let owner = owner(client, owner_n);
@@ -130,11 +149,12 @@ impl LockModel {
             lease_ms: LEASE_MS,
             request_id: "",
             wait_ms: 5_000,
-            latch_ms: 13_000,
-            floor: "0",
+            latch_ms: LATCH_MS,
+            floor: &s.servers.floor(),
             holder: "model;host;1",
             client_id: &client_id,
-            handoff: true,
+            // Where replicas confirm grants, nothing is handed off (`Lock::hands_off`).
+            handoff: !self.deploy.waits(),
             fast,
         };
         let full = raw.acquire(&names, &call);
@@ -143,6 +163,7 @@ impl LockModel {
 
     fn release_call(
         &self,
+        s: &State,
         client: usize,
         owner_n: u32,
         latch: u32,
@@ -156,8 +177,8 @@ impl LockModel {
             owner: &owner,
             lease_ms: LEASE_MS,
             latch: &latch,
-            latch_ms: 13_000,
-            floor: "0",
+            latch_ms: LATCH_MS,
+            floor: &s.servers.floor(),
             context: "model".into(),
             fast,
         };
@@ -168,9 +189,10 @@ impl LockModel {
     /// Client `client`'s acquire attempt for `owner` (its fast path when `fast`): granted,
     /// refused (it waits, queued), or — with `lost` — run by the server with the reply lost
     /// (the client resends to the full script).
-    fn attempt(&self, s: &mut State, client: usize, owner: u32, fast: bool, lost: bool) {
+    pub(super) fn attempt(&self, s: &mut State, client: usize, owner: u32, fast: bool, lost: bool) {
         let now_ms = s.ks.now_ms();
-        let inv = self.acquire_call(client, owner, fast);
+        let inv = self.acquire_call(s, client, owner, fast);
+        s.last_try[client] = now_ms;
         let r = send(&mut s.ks, &inv, fast);
         if r.error_code() == Some("WRONGTYPE") {
             // The name holds another kind's lock: the caller gets WrongType, and gives up.
@@ -186,6 +208,14 @@ impl LockModel {
             return;
         }
         match strings(&r).map(|v| parse_attempt(&v)) {
+            Some(Ok(Attempt::Granted { token, .. })) if self.deploy.waits() => {
+                s.clients[client] = Phase::Confirming {
+                    owner,
+                    token,
+                    since_ms: now_ms,
+                    epoch: s.servers.epoch,
+                }
+            }
             Some(Ok(Attempt::Granted { token, .. })) => {
                 Self::granted(s, client, owner, token, now_ms)
             }
@@ -213,6 +243,34 @@ impl LockModel {
             Phase::Releasing { owner, fast, latch } => {
                 self.release(&mut s, client, owner, fast, latch, lost)
             }
+            Phase::Confirming {
+                owner,
+                token,
+                since_ms,
+                epoch,
+            } => {
+                let timely = s.ks.now_ms() <= since_ms + WAIT_TIMEOUT_MS;
+                if !lost && timely && epoch == s.servers.epoch {
+                    // WAIT: the replica acknowledges the grant; the client counts on it (and
+                    // on its token: a grant given back unconfirmed was never used, and a
+                    // failover may bring it back to the same owner's retry).
+                    s.servers.replicate(&s.ks);
+                    Self::granted(&mut s, client, owner, token, since_ms);
+                } else {
+                    // Too few acknowledgements (`lost`, or the WAIT's timeout passed), or the master
+                    // failed over (the connection broke): the grant is given back, over the
+                    // client's own connection (to the master now), and the client attempts
+                    // again (`confirm_grant`).
+                    s.minted += 1;
+                    let latch = s.minted;
+                    let inv = self.release_call(&s, client, owner, latch, false);
+                    match send(&mut s.ks, &inv, false) {
+                        r if r.error_code().is_none() || r.error_code() == Some("WRONGTYPE") => {}
+                        other => s.script_error = Some(format!("give back: {other:?}")),
+                    }
+                    s.clients[client] = Phase::Acquiring { owner, fast: false };
+                }
+            }
             Phase::Done => return None,
         }
         Some(s)
@@ -229,8 +287,14 @@ impl LockModel {
         latch: u32,
         lost: bool,
     ) {
-        let inv = self.release_call(client, owner, latch, fast);
-        match send(&mut s.ks, &inv, fast) {
+        let inv = self.release_call(s, client, owner, latch, fast);
+        let r = send(&mut s.ks, &inv, fast);
+        if !lost && self.deploy.waits() {
+            // WAIT: the release is resent until the replica acknowledges it
+            // (`eval_confirmed`); a reply that came is one the replica has.
+            s.servers.replicate(&s.ks);
+        }
+        match r {
             Reply::Int(_) if lost => {
                 s.clients[client] = Phase::Releasing {
                     owner,
@@ -245,12 +309,22 @@ impl LockModel {
         }
     }
 
-    /// Record a grant of `token` (tokens increase), and put the client in `Holding`.
-    fn granted(state: &mut State, client: usize, owner: u32, token: u128, since_ms: u64) {
+    /// Record a grant of `token`: above every earlier grant's (tokens increase).
+    fn record_token(state: &mut State, token: u128) {
         if state.max_token.is_some_and(|max| token <= max) {
             state.regressed = true;
         }
         state.max_token = Some(state.max_token.map_or(token, |m| m.max(token)));
+    }
+
+    /// Record a grant of `token` (tokens increase), and put the client in `Holding`.
+    fn granted(state: &mut State, client: usize, owner: u32, token: u128, since_ms: u64) {
+        Self::record_token(state, token);
+        Self::holding(state, client, owner, token, since_ms);
+    }
+
+    /// Put the client in `Holding` of `owner`'s hold, granted by an attempt at `since_ms`.
+    fn holding(state: &mut State, client: usize, owner: u32, token: u128, since_ms: u64) {
         let lease = Duration::from_millis(LEASE_MS);
         let valid = lease.saturating_sub(keys::drift(lease)).as_millis() as u64;
         state.clients[client] = Phase::Holding {
@@ -267,25 +341,32 @@ impl Model for LockModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
+        let n = self.takes.len();
         vec![State {
             ks: Keyspace::new(START_US),
-            clients: vec![Phase::Idle; self.takes.len()],
-            left: vec![self.cycles; self.takes.len()],
+            clients: vec![Phase::Idle; n],
+            left: vec![self.cycles; n],
             minted: 0,
             max_token: None,
             regressed: false,
             script_error: None,
-            force_unlock_left: true,
+            force_unlock_left: self.force_unlock,
             revived: false,
+            servers: self.deploy.servers(),
+            last_try: vec![0; n],
+            arrival: vec![None; n],
+            arrivals: 0,
+            out_of_order: false,
+            orphan_until: 0,
             lost_left: self.bounds.lost,
             crashes_left: self.bounds.crashes,
-            renewals_left: vec![self.bounds.renewals; self.takes.len()],
-            waits_left: vec![self.bounds.waits; self.takes.len()],
+            renewals_left: vec![self.bounds.renewals; n],
+            waits_left: vec![self.bounds.waits; n],
         }]
     }
 
     fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        if state.regressed || state.revived || state.script_error.is_some() {
+        if state.regressed || state.revived || state.out_of_order || state.script_error.is_some() {
             return;
         }
         for (client, phase) in state.clients.iter().enumerate() {
@@ -296,7 +377,10 @@ impl Model for LockModel {
                     client,
                     lost: false,
                 }),
-                Phase::Acquiring { .. } | Phase::Waiting { .. } | Phase::Releasing { .. } => {
+                Phase::Acquiring { .. }
+                | Phase::Waiting { .. }
+                | Phase::Releasing { .. }
+                | Phase::Confirming { .. } => {
                     let waiting = matches!(phase, Phase::Waiting { .. });
                     if !waiting || state.waits_left[client] > 0 {
                         actions.push(Action::Send {
@@ -332,6 +416,23 @@ impl Model for LockModel {
         if state.force_unlock_left {
             actions.push(Action::ForceUnlock);
         }
+        let servers = &state.servers;
+        if servers.snapshots_left > 0 {
+            actions.push(Action::Snapshot);
+        }
+        if servers.restarts_left > 0 {
+            actions.push(Action::Restart);
+        }
+        // Asynchronous replication, before the failover (after it, the replica only
+        // matters for WAIT, which copies it). With WAIT the replica catches up at the WAITs
+        // alone: an asynchronous copy in between only repeats what the next WAIT does, but
+        // for a grant whose WAIT then fails (left out to keep the run short).
+        if servers.failovers_left > 0 && !self.deploy.waits() && servers.behind(&state.ks) {
+            actions.push(Action::Replicate);
+        }
+        if servers.failovers_left > 0 {
+            actions.push(Action::Failover);
+        }
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
@@ -339,19 +440,12 @@ impl Model for LockModel {
         let now_ms = s.ks.now_ms();
         match action {
             Action::Tick => {
-                // The next deadline after now: a key's TTL, or a holder's local validity.
-                let next =
-                    s.ks.keys
-                        .values()
-                        .filter_map(|e| e.expires_at)
-                        .chain(s.clients.iter().filter_map(|c| match c {
-                            Phase::Holding { valid_until, .. } => Some(*valid_until),
-                            _ => None,
-                        }))
-                        .filter(|at| *at > now_ms)
-                        .min()?;
-                s.ks.now_us = next * 1000;
+                s.ks.now_us = next_deadline(&s)? * 1000;
             }
+            Action::Snapshot => s.servers.snapshot(&s.ks),
+            Action::Restart => s.servers.restart(&mut s.ks),
+            Action::Replicate => s.servers.replicate(&s.ks),
+            Action::Failover => s.servers.failover(&mut s.ks),
             Action::ForceUnlock => {
                 s.force_unlock_left = false;
                 // The operator force-unlocks the kind the first client takes.
@@ -385,7 +479,8 @@ impl Model for LockModel {
                 let Phase::Holding { owner: o, .. } = s.clients[client].clone() else {
                     return None;
                 };
-                // The holder asks the server (the notice is only a claim).
+                // The holder asks the server (the notice is only a claim): HEXISTS, as
+                // `notice` sends it (recorded for the timeline).
                 let field = self.raw(client).field(&owner(client, o)).into_bytes();
                 let key = self.names(client).key.into_bytes();
                 let held = trace::exec(&mut s.ks, &[b"hexists".to_vec(), key, field]);
@@ -397,54 +492,17 @@ impl Model for LockModel {
             }
             Action::Crash { client } => {
                 s.crashes_left -= 1;
+                if let Phase::Holding { owner: o, .. } = s.clients[client] {
+                    if self.held(&s, client, o) {
+                        let until = s.ks.entry(b"m").and_then(|e| e.expires_at).unwrap_or(0);
+                        s.orphan_until = s.orphan_until.max(until);
+                    }
+                }
                 s.clients[client] = Phase::Done;
             }
             Action::Renew { client } => {
                 s.renewals_left[client] -= 1;
-                let Phase::Holding {
-                    owner: o, revoked, ..
-                } = s.clients[client].clone()
-                else {
-                    return None;
-                };
-                let raw = self.raw(client);
-                let names = self.names(client);
-                let holder = owner(client, o);
-                let inv = match raw.renewal(&names, &holder) {
-                    Renewal::Read { prefix } => {
-                        let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
-                        inv.key(&names.key)
-                            .arg(LEASE_MS)
-                            .arg(holder.as_str())
-                            .arg(prefix);
-                        inv
-                    }
-                    hash => {
-                        let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-                        inv.key(&names.key)
-                            .arg(LEASE_MS)
-                            .arg(hash.hash_mode().unwrap_or_default())
-                            .arg(raw.field(&holder));
-                        inv
-                    }
-                };
-                match send(&mut s.ks, &inv, false) {
-                    Reply::Array(r) if r.first() == Some(&Reply::Int(1)) => {
-                        if revoked {
-                            s.revived = true;
-                        }
-                        let lease = Duration::from_millis(LEASE_MS);
-                        let valid = lease.saturating_sub(keys::drift(lease)).as_millis() as u64;
-                        if let Phase::Holding { valid_until, .. } = &mut s.clients[client] {
-                            *valid_until = (*valid_until).max(now_ms + valid);
-                        }
-                    }
-                    Reply::Array(_) => {
-                        // Found gone or taken: lost() fires; the client gives up this hold.
-                        end_cycle(&mut s, client);
-                    }
-                    other => s.script_error = Some(format!("renewal: {other:?}")),
-                }
+                self.renew(&mut s, client, now_ms)?;
             }
             Action::Send { client, lost } => {
                 if lost {
@@ -453,124 +511,37 @@ impl Model for LockModel {
                 if matches!(s.clients[client], Phase::Waiting { .. }) {
                     s.waits_left[client] -= 1;
                 }
-                return self.send_step(s, client, lost);
+                s = self.send_step(s, client, lost)?;
+            }
+        }
+        self.observe_queue(last, &mut s);
+        if s.orphan_until <= s.ks.now_ms() {
+            s.orphan_until = 0;
+        }
+        // Liveness matters only while a client waits: one state for the rest.
+        for (c, phase) in s.clients.iter().enumerate() {
+            if !matches!(phase, Phase::Waiting { .. } | Phase::Acquiring { .. }) {
+                s.last_try[c] = 0;
             }
         }
         Some(s)
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![
-            // A force unlock breaks exclusion on purpose (an operator clears a stuck lock):
-            // its holder counts from the notice's check on, and its renewals must fail.
-            Property::always("mutual exclusion", |m: &LockModel, s: &State| {
-                let now = s.ks.now_ms();
-                let holding = |exclusive: bool| {
-                    s.clients
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, c)| {
-                            m.takes[*i].exclusive() == exclusive
-                                && matches!(c, Phase::Holding { valid_until, revoked: false, .. } if *valid_until > now)
-                        })
-                        .count()
-                };
-                let (exclusive, shared) = (holding(true), holding(false));
-                exclusive <= 1 && (exclusive == 0 || shared == 0)
-            }),
-            Property::always(
-                "no renewal revives a force-unlocked hold",
-                |_, s: &State| !s.revived,
-            ),
-            Property::always("tokens increase", |_, s: &State| !s.regressed),
-            // Every client went through its cycles, nothing crashed and no force unlock
-            // came: each hold was released, so the lock is free (a resend applied twice, a
-            // hold count off by one, would leave it held until its lease ends).
-            Property::always("released locks are free", |m: &LockModel, s: &State| {
-                let finished = s.left.iter().all(|l| *l == 0)
-                    && s.crashes_left == m.bounds.crashes
-                    && s.force_unlock_left;
-                !finished || s.ks.entry(b"m").is_none()
-            }),
-            Property::always("scripts run", |_, s: &State| s.script_error.is_none()),
-            Property::sometimes("every cycle done", |_, s: &State| {
-                s.left.iter().all(|l| *l == 0)
-            }),
-        ]
+        props::properties(self)
     }
 
     fn within_boundary(&self, s: &State) -> bool {
         // Virtual time bounded: past a few leases every lease has ended.
-        s.ks.now_us <= START_US + 4 * LEASE_MS * 1000
+        s.ks.now_us <= START_US + 4 * LEASE_MS * 1000 + deploy::RESTART_MS * 1000
     }
 }
 
 /// The end of client `client`'s cycle: idle, one cycle fewer to go.
-fn end_cycle(s: &mut State, client: usize) {
+pub(super) fn end_cycle(s: &mut State, client: usize) {
     s.clients[client] = Phase::Idle;
     s.left[client] = s.left[client].saturating_sub(1);
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Check `takes` (one client each, one cycle each) and report the states explored.
-    fn check(what: &str, takes: Vec<Take>) {
-        let bounds = Bounds {
-            lost: 1,
-            crashes: 1,
-            renewals: 1,
-            waits: 2,
-        };
-        let checker = LockModel {
-            takes,
-            cycles: 1,
-            bounds,
-        }
-        .checker()
-        .spawn_bfs()
-        .join();
-        eprintln!(
-            "model check, {what}: {} states ({} unique), depth {}",
-            checker.state_count(),
-            checker.unique_state_count(),
-            checker.max_depth()
-        );
-        trace::report(&checker);
-        checker.assert_properties();
-    }
-
-    /// Every interleaving of two clients, each taking and giving back the plain lock once,
-    /// with lost replies, renewals, crashes, time jumps and a force unlock: the properties
-    /// hold in every state.
-    #[test]
-    fn the_plain_lock_keeps_its_properties_in_every_interleaving() {
-        check("plain lock, 2 clients", vec![Take::Plain, Take::Plain]);
-    }
-
-    /// The same for the fair lock.
-    #[test]
-    fn the_fair_lock_keeps_its_properties_in_every_interleaving() {
-        check("fair lock, 2 clients", vec![Take::Fair, Take::Fair]);
-    }
-
-    /// A plain lock and a write lock on one name: each refuses the other's hash, so their
-    /// holds never coexist.
-    #[test]
-    fn a_plain_lock_and_a_write_lock_on_one_name_exclude_each_other() {
-        check(
-            "a plain and a write lock on one name",
-            vec![Take::Plain, Take::Write],
-        );
-    }
-
-    /// A writer and a reader of one read-write lock: never both at once, one writer at a time.
-    #[test]
-    fn the_read_write_lock_keeps_its_properties_in_every_interleaving() {
-        check(
-            "read-write lock, a writer and a reader",
-            vec![Take::Write, Take::Read],
-        );
-    }
-}
+mod tests;

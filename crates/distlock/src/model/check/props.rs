@@ -1,0 +1,189 @@
+//! The lock model's properties, checked in every state, and the searches two of them need:
+//! a bounded search for a grant ("no stuck state") and the documented TTL of every helper
+//! key ("no leak").
+
+use stateright::Property;
+
+use super::steps::next_deadline;
+use super::{LockModel, LATCH_MS, LEASE_MS, LIVENESS_MS};
+use crate::model::deploy::Deployment;
+use crate::model::state::{Phase, State};
+use crate::model::take::Take;
+
+/// The properties of `m`'s deployment. Where writes a client was told of can be lost (a
+/// restart from an older snapshot, a failover without `WAIT`), mutual exclusion is expected
+/// to break: the checker must find such a state (a "sometimes" property), and the others
+/// still hold.
+pub(super) fn properties(m: &LockModel) -> Vec<Property<LockModel>> {
+    let mut props = vec![
+        Property::always(
+            "no renewal extends a hold that is gone or another's",
+            |_, s: &State| !s.revived,
+        ),
+        Property::always("tokens increase", |_, s: &State| !s.regressed),
+        Property::always("scripts run", |_, s: &State| s.script_error.is_none()),
+        Property::always(
+            "no helper key outlives its TTL",
+            |m: &LockModel, s: &State| leak(m, s).is_none(),
+        ),
+        Property::sometimes("every cycle done", |_, s: &State| {
+            s.left.iter().all(|l| *l == 0)
+        }),
+    ];
+    if m.deploy.loses_writes() {
+        props.push(Property::sometimes(
+            "two holders after lost writes (expected)",
+            |m: &LockModel, s: &State| !exclusive(m, s),
+        ));
+    } else {
+        // A force unlock breaks exclusion on purpose (an operator clears a stuck lock): its
+        // holder counts from the notice's check on, and its renewals must fail.
+        props.push(Property::always(
+            "mutual exclusion",
+            |m: &LockModel, s: &State| exclusive(m, s),
+        ));
+    }
+    if m.deploy == Deployment::Single {
+        // Every client went through its cycles, nothing crashed and no force unlock came:
+        // each hold was released, so the lock is free (a resend applied twice, a hold count
+        // off by one, would leave it held until its lease ends).
+        props.push(Property::always(
+            "released locks are free",
+            |m: &LockModel, s: &State| {
+                let finished = s.left.iter().all(|l| *l == 0)
+                    && s.crashes_left == m.bounds.crashes
+                    && s.force_unlock_left;
+                !finished || s.ks.entry(b"m").is_none()
+            },
+        ));
+    }
+    if m.takes.contains(&Take::Fair) {
+        props.push(Property::always(
+            "a fair lock grants live waiters in arrival order",
+            |_, s: &State| !s.out_of_order,
+        ));
+    }
+    if m.stuck {
+        props.push(Property::always(
+            "no stuck state",
+            |m: &LockModel, s: &State| !stuck(m, s),
+        ));
+    }
+    props
+}
+
+/// At most one client holds an exclusive hold with a valid lease, and never one beside a
+/// shared (read) hold.
+fn exclusive(m: &LockModel, s: &State) -> bool {
+    let now = s.ks.now_ms();
+    let holding = |exclusive: bool| {
+        s.clients
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| {
+                m.takes[*i].exclusive() == exclusive
+                    && matches!(c, Phase::Holding { valid_until, revoked: false, .. } if *valid_until > now)
+            })
+            .count()
+    };
+    let (exclusive, shared) = (holding(true), holding(false));
+    exclusive <= 1 && (exclusive == 0 || shared == 0)
+}
+
+/// The documented TTL of a key of the model's lock `m` (ms), by its name; `None` for the
+/// fencing counter, which is meant to stay.
+fn documented_ttl(key: &[u8]) -> Option<u64> {
+    let key = String::from_utf8_lossy(key);
+    // The fencing counter stays. The fair lock's queue is Redisson's layout, whose keys
+    // have no TTL (Java waiters could not renew one): a waiter that crashes with nobody
+    // behind it leaves the queue, its Redisson timeouts and distlock's liveness set until
+    // the next attempt or release on the name drops it (found by this check; left as
+    // Redisson has it).
+    if key.starts_with("distlock:fencing-counter")
+        || key.starts_with("redisson_lock_queue")
+        || key.starts_with("redisson_lock_timeout")
+        || key.starts_with("distlock_fair_liveness")
+    {
+        return None;
+    }
+    // The unlock latch (a release's resend finds it applied) lives its latch time; the lock
+    // hash a lease; the queues, waiter entries and liveness sets a liveness timeout after
+    // the last attempt; a read hold's timeout key a lease.
+    Some(if key.starts_with("redisson_unlock_latch") {
+        LATCH_MS
+    } else if key == "m" || key.contains(":rwlock_timeout:") {
+        LEASE_MS
+    } else {
+        LIVENESS_MS
+    })
+}
+
+/// A key that lives longer than its documented TTL (or for ever): its name and TTL.
+pub(super) fn leak(_m: &LockModel, s: &State) -> Option<(String, Option<u64>)> {
+    let now = s.ks.now_ms();
+    s.ks.keys.iter().find_map(|(k, e)| {
+        let bound = documented_ttl(k)?;
+        let ttl = e.expires_at.map(|at| at.saturating_sub(now));
+        match ttl {
+            Some(t) if t <= bound => None,
+            // Expired (lazily kept): gone for every reader.
+            Some(_) if e.expires_at.is_some_and(|at| at <= now) => None,
+            _ => Some((String::from_utf8_lossy(k).into_owned(), ttl)),
+        }
+    })
+}
+
+/// A stuck state: no client holds, acquires or releases (a crashed holder's lease, if any,
+/// has ended), a live waiter waits, and no path of at most [`STUCK_DEPTH`] steps — attempts
+/// of the waiters (each, as in the client, renewing its liveness) and time jumping to the
+/// next deadline, within one liveness timeout — grants anyone. The bounded form of "no
+/// action of the protocol (time passing included) ever grants it": a live waiter's wait on
+/// a free name ends within a liveness timeout (a crashed waiter at the queue's head, or one
+/// it was handed the lock to, blocks the queue no longer than that).
+fn stuck(m: &LockModel, s: &State) -> bool {
+    let now = s.ks.now_ms();
+    if now < s.orphan_until
+        || s.script_error.is_some()
+        || s.clients
+            .iter()
+            .any(|c| !matches!(c, Phase::Idle | Phase::Done | Phase::Waiting { .. }))
+    {
+        return false;
+    }
+    let live = (0..s.clients.len()).any(|c| {
+        matches!(s.clients[c], Phase::Waiting { .. }) && s.last_try[c] + LIVENESS_MS > now
+    });
+    live && !grants_within(m, s, STUCK_DEPTH, now + LIVENESS_MS)
+}
+
+/// How many steps the search for a grant from a stuck-looking state takes at most.
+const STUCK_DEPTH: u8 = 4;
+
+/// Whether some path of at most `depth` waiter attempts and time jumps (not past `until`,
+/// ms) grants some waiter.
+fn grants_within(m: &LockModel, s: &State, depth: u8, until: u64) -> bool {
+    if depth == 0 {
+        return false;
+    }
+    for c in 0..s.clients.len() {
+        let Phase::Waiting { owner } = s.clients[c] else {
+            continue;
+        };
+        let mut t = s.clone();
+        m.attempt(&mut t, c, owner, false, false);
+        if matches!(t.clients[c], Phase::Holding { .. }) {
+            return true;
+        }
+        if t.script_error.is_none() && grants_within(m, &t, depth - 1, until) {
+            return true;
+        }
+    }
+    match next_deadline(s) {
+        Some(next) if next <= until => {
+            let mut t = s.clone();
+            t.ks.now_us = next * 1000;
+            grants_within(m, &t, depth - 1, until)
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,141 @@
+//! The lock model's steps beyond a client's requests: the watchdog's renewal, whether a
+//! hold is on the server, the fair queue's arrival order, and the next deadline.
+
+use std::time::Duration;
+
+use super::{end_cycle, owner, send, LockModel, LEASE_MS, LIVENESS_MS};
+use crate::keys;
+use crate::lock::raw::Renewal;
+use crate::model::keyspace::{Reply, Val};
+use crate::model::state::{Phase, State};
+use crate::model::take::Take;
+use crate::scripts;
+
+impl LockModel {
+    /// Whether client `client`'s hold of owner `o` is on the server (its field in the lock
+    /// hash, as `HEXISTS` finds it).
+    pub(super) fn held(&self, s: &State, client: usize, o: u32) -> bool {
+        let field = self.raw(client).field(&owner(client, o)).into_bytes();
+        let key = self.names(client).key.into_bytes();
+        s.ks.entry(&key)
+            .is_some_and(|e| matches!(&e.val, Val::Hash(h) if h.iter().any(|(f, _)| *f == field)))
+    }
+
+    /// The watchdog renews client `client`'s hold (`None`: it holds nothing). A renewal that
+    /// finds its hold gone fires `lost()`; one that extends a hold that is not there (gone,
+    /// or another owner's) is recorded (`revived`).
+    pub(super) fn renew(&self, s: &mut State, client: usize, now_ms: u64) -> Option<()> {
+        let Phase::Holding { owner: o, .. } = s.clients[client].clone() else {
+            return None;
+        };
+        let there = self.held(s, client, o);
+        let raw = self.raw(client);
+        let names = self.names(client);
+        let holder = owner(client, o);
+        let inv = match raw.renewal(&names, &holder) {
+            Renewal::Read { prefix } => {
+                let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
+                inv.key(&names.key)
+                    .arg(LEASE_MS)
+                    .arg(holder.as_str())
+                    .arg(prefix);
+                inv
+            }
+            hash => {
+                let mut inv = scripts::LOCK_RENEW.prepare_invoke();
+                inv.key(&names.key)
+                    .arg(LEASE_MS)
+                    .arg(hash.hash_mode().unwrap_or_default())
+                    .arg(raw.field(&holder));
+                inv
+            }
+        };
+        match send(&mut s.ks, &inv, false) {
+            Reply::Array(r) if r.first() == Some(&Reply::Int(1)) => {
+                if !there {
+                    s.revived = true;
+                }
+                if self.deploy.waits() {
+                    // WAIT: confirmed, or the deadline stays (modelled as confirmed).
+                    s.servers.replicate(&s.ks);
+                }
+                let lease = Duration::from_millis(LEASE_MS);
+                let valid = lease.saturating_sub(keys::drift(lease)).as_millis() as u64;
+                if let Phase::Holding { valid_until, .. } = &mut s.clients[client] {
+                    *valid_until = (*valid_until).max(now_ms + valid);
+                }
+            }
+            Reply::Array(_) => {
+                // Found gone or taken: lost() fires; the client gives up this hold.
+                end_cycle(s, client);
+            }
+            other => s.script_error = Some(format!("renewal: {other:?}")),
+        }
+        Some(())
+    }
+
+    /// Fair lock: the order in which the server queued its waiters, and whether a grant
+    /// (a hold that appeared in this step) passed a live waiter that arrived earlier.
+    pub(super) fn observe_queue(&self, last: &State, s: &mut State) {
+        if !self.takes.contains(&Take::Fair) {
+            return;
+        }
+        let now = s.ks.now_ms();
+        let waiting = |st: &State, c: usize| match st.clients[c] {
+            Phase::Waiting { owner } | Phase::Acquiring { owner, .. } => Some(owner),
+            _ => None,
+        };
+        let queue = keys::fair_queue(&self.names(0).key).into_bytes();
+        let queued = |st: &State, c: usize, o: u32| {
+            let field = self.raw(c).field(&owner(c, o)).into_bytes();
+            st.ks
+                .entry(&queue)
+                .is_some_and(|e| matches!(&e.val, Val::List(l) if l.contains(&field)))
+        };
+        for x in 0..s.clients.len() {
+            let Some(o) = waiting(last, x) else { continue };
+            if self.takes[x] != Take::Fair || self.held(last, x, o) || !self.held(s, x, o) {
+                continue;
+            }
+            // x was granted in this step: no live waiter that arrived before it waits.
+            let passed = (0..s.clients.len()).any(|y| {
+                y != x
+                    && waiting(last, y).is_some()
+                    && last.last_try[y] + LIVENESS_MS > now
+                    && match (last.arrival[y], last.arrival[x]) {
+                        (Some(ay), Some(ax)) => ay < ax,
+                        (Some(_), None) => true,
+                        _ => false,
+                    }
+            });
+            if passed {
+                s.out_of_order = true;
+            }
+        }
+        for c in 0..s.clients.len() {
+            match waiting(s, c) {
+                Some(o) if self.takes[c] == Take::Fair && queued(s, c, o) => {
+                    if s.arrival[c].is_none() {
+                        s.arrival[c] = Some(s.arrivals);
+                        s.arrivals += 1;
+                    }
+                }
+                _ => s.arrival[c] = None,
+            }
+        }
+    }
+}
+
+/// The next deadline after now: a key's TTL, or a holder's local validity.
+pub(super) fn next_deadline(s: &State) -> Option<u64> {
+    let now_ms = s.ks.now_ms();
+    s.ks.keys
+        .values()
+        .filter_map(|e| e.expires_at)
+        .chain(s.clients.iter().filter_map(|c| match c {
+            Phase::Holding { valid_until, .. } => Some(*valid_until),
+            _ => None,
+        }))
+        .filter(|at| *at > now_ms)
+        .min()
+}
