@@ -12,14 +12,21 @@
 //! crashes (nothing released) or pauses past its lease; virtual time jumps to the next
 //! deadline (a key's TTL, a holder's local validity); an operator force-unlocks once.
 //!
-//! Abstracted: the async driver's scheduling (an attempt is one step), pub/sub delivery (a
-//! message only makes a waiter attempt, which a waiter may do at any step anyway), clock
-//! drift (the client's local deadline is the server's, less the library's drift margin).
+//! The server is one that keeps its data, one that restarts from an older snapshot, or a
+//! Sentinel master with a replica that a failover promotes, the client confirming its writes
+//! with `WAIT` or not ([`super::deploy`]).
 //!
-//! Properties, in every state: at most one client believes it holds the lock with a valid
-//! lease ("mutual exclusion"); every grant's fencing token is above every earlier grant's
-//! ("tokens increase"); no script run errs or loops past its bound ("scripts run"); and,
-//! as a sanity check of the model itself, some path gets every client through its cycles.
+//! Abstracted: the async driver's scheduling (an attempt is one step, a `WAIT` another),
+//! pub/sub delivery (a message only makes a waiter attempt, which a waiter may do at any step
+//! anyway: delivered, delayed and lost messages are all among the interleavings explored),
+//! clock drift (the client's local deadline is the server's, less the library's drift
+//! margin).
+//!
+//! Properties, in every state: see [`super::props`] — mutual exclusion (or, where writes can
+//! be lost, its expected counterexample), tokens increase, no renewal extends a hold that is
+//! gone, released locks are free, no helper key outlives its TTL, a fair lock's arrival
+//! order, no stuck state (bounded), scripts run; and, as a sanity check of the model itself,
+//! some path gets every client through its cycles.
 
 mod props;
 mod steps;
