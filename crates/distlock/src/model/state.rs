@@ -11,7 +11,13 @@ pub(crate) enum Phase {
     Idle,
     /// An acquire of a fresh owner in flight: its next send tries the fast path (`fast`,
     /// the request's first send) or goes to the full script (a resend, or after a nil).
-    Acquiring { owner: u32, fast: bool },
+    /// `since`: when the earliest attempt not answered since began (a lost reply's), from
+    /// which a grant's lease counts, as the engine counts it (`acquire::wait_loop`).
+    Acquiring {
+        owner: u32,
+        fast: bool,
+        since: Option<u64>,
+    },
     /// Refused and queued: attempts again on a wake-up, a hand-off message or its re-check.
     Waiting { owner: u32 },
     /// Granted: the token, and the local validity (server ms) it counts on. `revoked`: an

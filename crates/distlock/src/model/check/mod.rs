@@ -196,8 +196,16 @@ impl LockModel {
     /// Client `client`'s acquire attempt for `owner` (its fast path when `fast`): granted,
     /// refused (it waits, queued), or — with `lost` — run by the server with the reply lost
     /// (the client resends to the full script).
-    pub(super) fn attempt(&self, s: &mut State, client: usize, owner: u32, fast: bool, lost: bool) {
+    pub(super) fn attempt(
+        &self,
+        s: &mut State,
+        client: usize,
+        (owner, fast, since): (u32, bool, Option<u64>),
+        lost: bool,
+    ) {
         let now_ms = s.ks.now_ms();
+        // A grant's lease counts from the earliest attempt not answered since.
+        let started = since.unwrap_or(now_ms);
         let inv = self.acquire_call(s, client, owner, fast);
         s.last_try[client] = now_ms;
         let r = send(&mut s.ks, &inv, fast);
@@ -211,7 +219,11 @@ impl LockModel {
             return;
         }
         if lost {
-            s.clients[client] = Phase::Acquiring { owner, fast: false };
+            s.clients[client] = Phase::Acquiring {
+                owner,
+                fast: false,
+                since: Some(started),
+            };
             return;
         }
         match strings(&r).map(|v| parse_attempt(&v)) {
@@ -219,12 +231,12 @@ impl LockModel {
                 s.clients[client] = Phase::Confirming {
                     owner,
                     token,
-                    since_ms: now_ms,
+                    since_ms: started,
                     epoch: s.servers.epoch,
                 }
             }
             Some(Ok(Attempt::Granted { token, .. })) => {
-                Self::granted(s, client, owner, token, now_ms)
+                Self::granted(s, client, owner, token, started)
             }
             Some(Ok(Attempt::Held { .. })) => s.clients[client] = Phase::Waiting { owner },
             _ => s.script_error = Some(format!("acquire: {r:?}")),
@@ -238,10 +250,12 @@ impl LockModel {
             Phase::Idle => {
                 s.minted += 1;
                 let owner = s.minted;
-                self.attempt(&mut s, client, owner, true, lost);
+                self.attempt(&mut s, client, (owner, true, None), lost);
             }
-            Phase::Acquiring { owner, fast } => self.attempt(&mut s, client, owner, fast, lost),
-            Phase::Waiting { owner } => self.attempt(&mut s, client, owner, false, lost),
+            Phase::Acquiring { owner, fast, since } => {
+                self.attempt(&mut s, client, (owner, fast, since), lost)
+            }
+            Phase::Waiting { owner } => self.attempt(&mut s, client, (owner, false, None), lost),
             Phase::Holding { owner, .. } => {
                 s.minted += 1;
                 let latch = s.minted;
@@ -275,7 +289,11 @@ impl LockModel {
                         r if r.error_code().is_none() || r.error_code() == Some("WRONGTYPE") => {}
                         other => s.script_error = Some(format!("give back: {other:?}")),
                     }
-                    s.clients[client] = Phase::Acquiring { owner, fast: false };
+                    s.clients[client] = Phase::Acquiring {
+                        owner,
+                        fast: false,
+                        since: None,
+                    };
                 }
             }
             Phase::Done => return None,
@@ -380,10 +398,16 @@ impl Model for LockModel {
             match phase {
                 Phase::Done => {}
                 Phase::Idle if state.left[client] == 0 => {}
-                Phase::Idle => actions.push(Action::Send {
-                    client,
-                    lost: false,
-                }),
+                Phase::Idle => {
+                    // A fresh acquire's first send (the fast path): its reply may be lost too.
+                    actions.push(Action::Send {
+                        client,
+                        lost: false,
+                    });
+                    if state.lost_left > 0 {
+                        actions.push(Action::Send { client, lost: true });
+                    }
+                }
                 Phase::Acquiring { .. }
                 | Phase::Waiting { .. }
                 | Phase::Releasing { .. }
@@ -403,10 +427,14 @@ impl Model for LockModel {
                     }
                 }
                 Phase::Holding { revoked, .. } => {
+                    // The release's first send; its reply may be lost.
                     actions.push(Action::Send {
                         client,
                         lost: false,
                     });
+                    if state.lost_left > 0 {
+                        actions.push(Action::Send { client, lost: true });
+                    }
                     if state.renewals_left[client] > 0 {
                         actions.push(Action::Renew { client });
                     }

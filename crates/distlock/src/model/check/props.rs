@@ -170,7 +170,7 @@ fn grants_within(m: &LockModel, s: &State, depth: u8, until: u64) -> bool {
             continue;
         };
         let mut t = s.clone();
-        m.attempt(&mut t, c, owner, false, false);
+        m.attempt(&mut t, c, (owner, false, None), false);
         if matches!(t.clients[c], Phase::Holding { .. }) {
             return true;
         }
