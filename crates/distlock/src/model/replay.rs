@@ -227,6 +227,7 @@ mod tests {
                 crashes: 0,
                 renewals: 0,
                 waits: 2,
+                cancels: 0,
             },
             deploy: Deployment::Single,
             stuck: false,

@@ -81,6 +81,7 @@ pub(crate) struct State {
     /// run), and per client the renewals and the attempts while waiting.
     pub(crate) lost_left: u8,
     pub(crate) crashes_left: u8,
+    pub(crate) cancels_left: u8,
     pub(crate) renewals_left: Vec<u8>,
     pub(crate) waits_left: Vec<u8>,
 }
@@ -90,17 +91,31 @@ pub(crate) struct State {
 pub(crate) enum Action {
     /// Client `i` sends its next request; the server runs it; the reply arrives, or is lost
     /// (`lost`).
-    Send { client: usize, lost: bool },
+    Send {
+        client: usize,
+        lost: bool,
+    },
     /// Client `i`, holding, renews (the watchdog).
-    Renew { client: usize },
+    Renew {
+        client: usize,
+    },
     /// Client `i` crashes: nothing is released.
-    Crash { client: usize },
+    /// Client `i`, waiting (or with an attempt's reply lost), gives up: its future is
+    /// dropped, and the request leaves the queue and gives back what a hand-off gave it.
+    Cancel {
+        client: usize,
+    },
+    Crash {
+        client: usize,
+    },
     /// Virtual time jumps to the next deadline.
     Tick,
     /// An operator force-unlocks the lock.
     ForceUnlock,
     /// The force unlock's notice reaches client `i`, which checks the hold with the server.
-    Notice { client: usize },
+    Notice {
+        client: usize,
+    },
     /// The server saves a snapshot of its keyspace.
     Snapshot,
     /// The server restarts from its snapshot.

@@ -80,6 +80,8 @@ pub(crate) struct Bounds {
     pub(crate) crashes: u8,
     pub(crate) renewals: u8,
     pub(crate) waits: u8,
+    /// Waiters that give up (a dropped or timed-out acquire), in the whole run.
+    pub(crate) cancels: u8,
 }
 
 impl LockModel {
@@ -168,7 +170,7 @@ impl LockModel {
         super::with_fast(full, raw.acquire_fast(&names, &call))
     }
 
-    fn release_call(
+    pub(super) fn release_call(
         &self,
         s: &State,
         client: usize,
@@ -385,6 +387,7 @@ impl Model for LockModel {
             orphan_until: 0,
             lost_left: self.bounds.lost,
             crashes_left: self.bounds.crashes,
+            cancels_left: self.bounds.cancels,
             renewals_left: vec![self.bounds.renewals; n],
             waits_left: vec![self.bounds.waits; n],
         }]
@@ -424,6 +427,11 @@ impl Model for LockModel {
                     }
                     if waiting && state.crashes_left > 0 {
                         actions.push(Action::Crash { client });
+                    }
+                    if matches!(phase, Phase::Waiting { .. } | Phase::Acquiring { .. })
+                        && state.cancels_left > 0
+                    {
+                        actions.push(Action::Cancel { client });
                     }
                 }
                 Phase::Holding { revoked, .. } => {
@@ -524,6 +532,15 @@ impl Model for LockModel {
                 } else if let Phase::Holding { revoked, .. } = &mut s.clients[client] {
                     *revoked = false;
                 }
+            }
+            Action::Cancel { client } => {
+                s.cancels_left -= 1;
+                let (Phase::Waiting { owner: o } | Phase::Acquiring { owner: o, .. }) =
+                    s.clients[client]
+                else {
+                    return None;
+                };
+                self.give_up(&mut s, client, o);
             }
             Action::Crash { client } => {
                 s.crashes_left -= 1;

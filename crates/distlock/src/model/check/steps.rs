@@ -139,3 +139,60 @@ pub(super) fn next_deadline(s: &State) -> Option<u64> {
         .filter(|at| *at > now_ms)
         .min()
 }
+
+/// How long a waiter that gives up waited (ms): what `leave` is told of its wait.
+const GIVE_UP_WAIT_MS: u64 = 1_000;
+
+impl LockModel {
+    /// Client `client` gives up its wait for owner `o` (its future dropped), as the engine's
+    /// `LockRequest::give_back` does for a fresh owner: where the kind hands off, the
+    /// request leaves the queue (a plain lock's leave gives back a hold a hand-off gave it,
+    /// whole); otherwise, and for the kinds whose leave does not, every hold the owner has is
+    /// read (`lock_inspect.lua`) and given back one release at a time. The cycle ends.
+    pub(super) fn give_up(&self, s: &mut State, client: usize, o: u32) {
+        let raw = self.raw(client);
+        let names = self.names(client);
+        let who = owner(client, o);
+        let hands_off = raw.handoff_liveness().is_some() && !self.deploy.waits();
+        let mut gave_back = false;
+        if hands_off {
+            let floor = s.servers.floor();
+            if let Some(inv) = raw.leave(&names, who.as_str(), GIVE_UP_WAIT_MS, true, &floor) {
+                let r = send(&mut s.ks, &inv, false);
+                if r.error_code().is_some_and(|c| c != "WRONGTYPE") {
+                    s.script_error = Some(format!("leave: {r:?}"));
+                    return;
+                }
+                gave_back = raw.leave_gives_back();
+            }
+        }
+        if !gave_back {
+            let mut inv = scripts::LOCK_INSPECT.prepare_invoke();
+            inv.key(&names.key)
+                .arg(raw.field(&who))
+                .arg(keys::TOKEN_FIELD);
+            let count = match send(&mut s.ks, &inv, false) {
+                Reply::Array(r) => match r.first() {
+                    Some(Reply::Int(n)) if *n > 0 => *n as u32,
+                    Some(Reply::Bulk(b)) => std::str::from_utf8(b)
+                        .ok()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0),
+                    _ => 0,
+                },
+                _ => 0,
+            };
+            for _ in 0..count {
+                s.minted += 1;
+                let latch = s.minted;
+                let inv = self.release_call(s, client, o, latch, true);
+                let r = send(&mut s.ks, &inv, true);
+                if r.error_code().is_some_and(|c| c != "WRONGTYPE") {
+                    s.script_error = Some(format!("give back: {r:?}"));
+                    return;
+                }
+            }
+        }
+        end_cycle(s, client);
+    }
+}

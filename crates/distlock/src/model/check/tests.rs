@@ -15,6 +15,7 @@ fn bounds() -> Bounds {
             crashes: 1,
             renewals: 1,
             waits: 3,
+            cancels: 1,
         }
     } else {
         Bounds {
@@ -22,6 +23,7 @@ fn bounds() -> Bounds {
             crashes: 1,
             renewals: 1,
             waits: 2,
+            cancels: 1,
         }
     }
 }
@@ -62,6 +64,7 @@ fn deploy_bounds() -> Bounds {
         crashes: 0,
         renewals: 1,
         waits: if deep() { 2 } else { 1 },
+        cancels: 0,
     }
 }
 
@@ -171,6 +174,7 @@ fn the_fair_lock_grants_three_clients_in_arrival_order() {
         crashes: 1,
         renewals: 0,
         waits: if deep() { 2 } else { 1 },
+        cancels: 0,
     };
     check_with(
         "fair lock, 3 clients",
