@@ -77,6 +77,9 @@ pub(crate) struct State {
     /// The server's deadline (ms) of the hold a crashed holder left behind: the name is not
     /// free until then.
     pub(crate) orphan_until: u64,
+    /// Per client that crashed while waiting: when its queue entry's liveness ended (ms; 0
+    /// for the others). A hand-off to it must end by then.
+    pub(crate) dead_waiter_until: Vec<u64>,
     /// The bounds of the exploration: lost replies and crashes still allowed (in the whole
     /// run), and per client the renewals and the attempts while waiting.
     pub(crate) lost_left: u8,

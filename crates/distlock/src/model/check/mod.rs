@@ -385,6 +385,7 @@ impl Model for LockModel {
             arrivals: 0,
             out_of_order: false,
             orphan_until: 0,
+            dead_waiter_until: vec![0; n],
             lost_left: self.bounds.lost,
             crashes_left: self.bounds.crashes,
             cancels_left: self.bounds.cancels,
@@ -544,6 +545,10 @@ impl Model for LockModel {
             }
             Action::Crash { client } => {
                 s.crashes_left -= 1;
+                if matches!(s.clients[client], Phase::Waiting { .. }) {
+                    // Its entry's deadline: its last attempt plus the liveness timeout.
+                    s.dead_waiter_until[client] = s.last_try[client] + LIVENESS_MS;
+                }
                 if let Phase::Holding { owner: o, .. } = s.clients[client] {
                     if self.held(&s, client, o) {
                         let until = s.ks.entry(b"m").and_then(|e| e.expires_at).unwrap_or(0);

@@ -63,6 +63,12 @@ pub(super) fn properties(m: &LockModel) -> Vec<Property<LockModel>> {
             |_, s: &State| !s.out_of_order,
         ));
     }
+    if m.takes.iter().any(|t| t.queues()) {
+        props.push(Property::always(
+            "a dead waiter's hand-off ends with its liveness",
+            |m: &LockModel, s: &State| dead_hand_off(m, s).is_none(),
+        ));
+    }
     if m.stuck {
         props.push(Property::always(
             "no stuck state",
@@ -186,4 +192,22 @@ fn grants_within(m: &LockModel, s: &State, depth: u8, until: u64) -> bool {
         }
         _ => false,
     }
+}
+
+/// A waiter that crashed while queued and was handed the lock after: the lock's key outlives
+/// the end of that waiter's liveness (the hand-off's initial lease must end by then, so a
+/// dead waiter blocks the lock no longer than it would have kept its place). The client and
+/// the key's expiry (ms) when it does.
+fn dead_hand_off(m: &LockModel, s: &State) -> Option<(usize, u64)> {
+    let entry = s.ks.entry(b"m")?;
+    let crate::model::keyspace::Val::Hash(fields) = &entry.val else {
+        return None;
+    };
+    let expires = entry.expires_at?;
+    (0..m.takes.len()).find_map(|c| {
+        let until = s.dead_waiter_until[c];
+        let prefix = format!("c{c}:");
+        let handed = until > 0 && fields.iter().any(|(f, _)| f.starts_with(prefix.as_bytes()));
+        (handed && expires > until).then_some((c, expires))
+    })
 }
