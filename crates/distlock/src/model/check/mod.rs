@@ -303,39 +303,6 @@ impl LockModel {
         Some(s)
     }
 
-    /// Client `client`'s release of `owner`'s hold (its fast path when `fast`); with `lost`
-    /// the reply is lost and the client resends it to the full script, same latch.
-    fn release(
-        &self,
-        s: &mut State,
-        client: usize,
-        owner: u32,
-        fast: bool,
-        latch: u32,
-        lost: bool,
-    ) {
-        let inv = self.release_call(s, client, owner, latch, fast);
-        let r = send(&mut s.ks, &inv, fast);
-        if !lost && self.deploy.waits() {
-            // WAIT: the release is resent until the replica acknowledges it
-            // (`eval_confirmed`); a reply that came is one the replica has.
-            s.servers.replicate(&s.ks);
-        }
-        match r {
-            Reply::Int(_) if lost => {
-                s.clients[client] = Phase::Releasing {
-                    owner,
-                    fast: false,
-                    latch,
-                };
-            }
-            Reply::Int(_) => end_cycle(s, client),
-            // The hold ran out and another kind took the name: the release is refused.
-            other if other.error_code() == Some("WRONGTYPE") => end_cycle(s, client),
-            other => s.script_error = Some(format!("release: {other:?}")),
-        }
-    }
-
     /// Record a grant of `token`: above every earlier grant's (tokens increase).
     fn record_token(state: &mut State, token: u128) {
         if state.max_token.is_some_and(|max| token <= max) {

@@ -1,5 +1,6 @@
-//! The lock model's steps beyond a client's requests: the watchdog's renewal, whether a
-//! hold is on the server, the fair queue's arrival order, and the next deadline.
+//! The lock model's steps beyond a client's acquire: the release, a waiter that gives up,
+//! the watchdog's renewal, whether a hold is on the server, the fair queue's arrival order,
+//! and the next deadline.
 
 use std::time::Duration;
 
@@ -194,5 +195,40 @@ impl LockModel {
             }
         }
         end_cycle(s, client);
+    }
+}
+
+impl LockModel {
+    /// Client `client`'s release of `owner`'s hold (its fast path when `fast`); with `lost`
+    /// the reply is lost and the client resends it to the full script, same latch.
+    pub(super) fn release(
+        &self,
+        s: &mut State,
+        client: usize,
+        owner: u32,
+        fast: bool,
+        latch: u32,
+        lost: bool,
+    ) {
+        let inv = self.release_call(s, client, owner, latch, fast);
+        let r = send(&mut s.ks, &inv, fast);
+        if !lost && self.deploy.waits() {
+            // WAIT: the release is resent until the replica acknowledges it
+            // (`eval_confirmed`); a reply that came is one the replica has.
+            s.servers.replicate(&s.ks);
+        }
+        match r {
+            Reply::Int(_) if lost => {
+                s.clients[client] = Phase::Releasing {
+                    owner,
+                    fast: false,
+                    latch,
+                };
+            }
+            Reply::Int(_) => end_cycle(s, client),
+            // The hold ran out and another kind took the name: the release is refused.
+            other if other.error_code() == Some("WRONGTYPE") => end_cycle(s, client),
+            other => s.script_error = Some(format!("release: {other:?}")),
+        }
     }
 }
