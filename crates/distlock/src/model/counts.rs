@@ -104,7 +104,12 @@ where
     M::Action: std::fmt::Debug + Send + Sync + Clone + PartialEq,
 {
     let started = std::time::Instant::now();
-    let checker = model.checker().spawn_bfs().join();
+    // A violated property ends the search early; without one every state is explored.
+    let checker = model
+        .checker()
+        .finish_when(stateright::HasDiscoveries::AnyFailures)
+        .spawn_bfs()
+        .join();
     eprintln!(
         "model check, {what}: {} states ({} unique), depth {}, {:.1} s",
         checker.state_count(),
