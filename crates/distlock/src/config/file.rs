@@ -56,53 +56,33 @@ pub(super) fn duration_field<'de, D: serde::Deserializer<'de>>(
     d.deserialize_option(V)
 }
 
-/// Redisson's YAML names for what a [`Config`](super::Config) spells otherwise, each with
-/// distlock's form; a file that uses one is refused with that form rather than with serde's
-/// bare "unknown field".
-const REDISSON_NAMES: &[(&str, &str)] = &[
-    (
-        "singleServerConfig",
-        "single: {address: \"redis://host:6379\"} (password, username and database at the top level)",
-    ),
-    (
-        "sentinelServersConfig",
-        "sentinel: {nodes: [\"redis://host:26379\", …], master: \"mymaster\"} (Redisson's \
-         sentinelAddresses and masterName)",
-    ),
-    (
-        "clusterServersConfig",
-        "cluster: {nodes: [\"redis://host:7000\", …]} (Redisson's nodeAddresses)",
-    ),
-    (
-        "lockWatchdogTimeout",
-        "watchdog_lease: \"30s\" (Redisson's value is milliseconds; a bare number here is seconds)",
-    ),
-];
-
-/// Refuses Redisson's name `name` with distlock's form of it.
-fn redisson_name<E: serde::de::Error>(name: &str) -> E {
-    let form = REDISSON_NAMES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or("", |(_, form)| *form);
+/// Refuses Redisson's name `name` with distlock's `form` of it (rather than serde's bare
+/// "unknown field").
+fn redisson_name<E: serde::de::Error>(name: &str, form: &str) -> E {
     E::custom(format!(
         "`{name}` is Redisson's name; distlock's config writes it as {form}"
     ))
 }
 
-/// One deserializer per Redisson name (serde's `deserialize_with` names a function).
+/// One deserializer per Redisson YAML name, with distlock's form of it (serde's
+/// `deserialize_with` names a function and passes no field name).
 macro_rules! refuse_redisson {
-    ($($f:ident => $name:literal),*) => {$(
+    ($($f:ident => $name:literal, $form:expr;)*) => {$(
         pub(super) fn $f<'de, D: serde::Deserializer<'de>>(
             _: D,
         ) -> std::result::Result<(), D::Error> {
-            Err(redisson_name::<D::Error>($name))
+            Err(redisson_name::<D::Error>($name, $form))
         }
     )*};
 }
 refuse_redisson!(
     single_server_config => "singleServerConfig",
+        "single: {address: \"redis://host:6379\"} (password, username and database at the top level)";
     sentinel_servers_config => "sentinelServersConfig",
+        "sentinel: {nodes: [\"redis://host:26379\", …], master: \"mymaster\"} (Redisson's \
+         sentinelAddresses and masterName)";
     cluster_servers_config => "clusterServersConfig",
-    lock_watchdog_timeout => "lockWatchdogTimeout"
+        "cluster: {nodes: [\"redis://host:7000\", …]} (Redisson's nodeAddresses)";
+    lock_watchdog_timeout => "lockWatchdogTimeout",
+        "watchdog_lease: \"30s\" (Redisson's value is milliseconds; a bare number here is seconds)";
 );
