@@ -51,17 +51,22 @@ pub struct LeasedSemaphore {
     liveness: Duration,
     /// The lease of the permits this handle takes (`None`: the client's watchdog lease).
     lease: Option<Duration>,
+    /// Its keys, and the script calls over them (made once per handle, shared by clones).
+    keys: Arc<LeasedKeys>,
 }
 
 impl Client {
     /// The leased semaphore called `name` (Redisson `RPermitExpirableSemaphore` layout).
     /// No I/O.
     pub fn leased_semaphore(&self, name: impl Into<String>) -> LeasedSemaphore {
+        let names = Names::new(self, name.into());
+        let keys = Arc::new(LeasedKeys::new(&names.key));
         LeasedSemaphore {
-            names: Names::new(self, name.into()),
+            names,
             handoff: true,
             liveness: DEFAULT_FAIR_LIVENESS,
             lease: None,
+            keys,
         }
     }
 }
@@ -76,19 +81,8 @@ impl fmt::Debug for LeasedSemaphore {
 
 impl LeasedSemaphore {
     /// Its keys and calls.
-    fn calls(&self) -> LeasedKeys {
-        LeasedKeys::new(&self.names.key)
-    }
-
-    /// Redisson's leases zset, `{<name>}:timeout`.
-    fn leases_key(&self) -> String {
-        keys::semaphore_leases(&self.names.key)
-    }
-
-    /// The leases key of distlock before it followed Redisson's name; the scripts move what
-    /// they find there into [`LeasedSemaphore::leases_key`].
-    fn old_leases_key(&self) -> String {
-        keys::legacy_semaphore_leases(&self.names.key)
+    fn calls(&self) -> &LeasedKeys {
+        &self.keys
     }
 
     /// The semaphore's name.
@@ -213,9 +207,9 @@ impl LeasedSemaphore {
         check_permits("permits", permits)?;
         let mut inv = scripts::LEASED_SET_PERMITS.prepare_invoke();
         inv.key(&self.names.key)
-            .key(self.leases_key())
+            .key(&self.keys.leases)
             .key(&self.names.channel)
-            .key(self.old_leases_key())
+            .key(&self.keys.old_leases)
             .arg(permits);
         let before: i64 = self
             .names
@@ -261,9 +255,9 @@ impl LeasedSemaphore {
         keys::check_name(&self.names.name)?;
         let mut inv = scripts::LEASED_AVAILABLE.prepare_invoke();
         inv.key(&self.names.key)
-            .key(self.leases_key())
+            .key(&self.keys.leases)
             .key(&self.names.channel)
-            .key(self.old_leases_key());
+            .key(&self.keys.old_leases);
         let v: (i64, i64) = self
             .names
             .client
