@@ -80,8 +80,8 @@ where
     E: std::fmt::Display + Send,
 {
     assert!(!interval.is_zero(), "interval must be greater than zero");
-    if let Err(e) = lock.check() {
-        panic!("job lock {:?}: {e}", lock.name());
+    if let Err(e) = takeable(&lock) {
+        panic!("{e}");
     }
     let next = move || {
         let since_epoch = SystemTime::now()
@@ -177,10 +177,17 @@ where
     E: std::fmt::Display + Send,
 {
     let schedule = parse_cron(expression)?;
-    lock.check()
-        .map_err(|e| crate::error::Error::invalid(format!("job lock {:?}: {e}", lock.name())))?;
+    takeable(&lock)?;
     let next = move || cron_wait(&schedule, &tz, chrono::Utc::now());
     Ok(spawn_schedule(lock, next, job))
+}
+
+/// Whether `lock` can be taken as configured (a schedule started anyway would fail every
+/// run); the error names the lock.
+fn takeable(lock: &JobLock) -> crate::Result<()> {
+    lock.check()
+        .map(drop)
+        .map_err(|e| crate::error::Error::invalid(format!("job lock {:?}: {e}", lock.name())))
 }
 
 /// `expression` as a schedule: Spring's six fields (or seven, with the year), a five-field
