@@ -483,11 +483,7 @@ async fn an_acquire_held_up_until_after_its_release_takes_nothing() {
     permit.release().await.unwrap();
     assert_eq!(sem.available_permits().await.unwrap(), 2);
     // The held-up send: the same script call, the same grant latch, run now.
-    let script = concat!(
-        include_str!("../../src/scripts/kinds.lua"),
-        "\n",
-        include_str!("../../src/scripts/semaphore_acquire.lua")
-    );
+    let script = source("semaphore_acquire.lua");
     let got: i64 = cmd(
         &server,
         &["EVAL", script, "2", "held-up", &latches[0], "1", "50000"],
