@@ -67,10 +67,11 @@ def failures(out):
 
 
 def run(m, only=None):
+    unapplied = unappliable([m])
+    if unapplied:
+        return "NOT APPLIED", unapplied[0]
     path = ROOT / m["file"]
     original = path.read_text()
-    if original.count(m["find"]) != 1:
-        return "NOT APPLIED", f"`find` occurs {original.count(m['find'])} times in {m['file']}"
     path.write_text(original.replace(m["find"], m["replace"], 1))
     try:
         started = time.monotonic()
@@ -106,8 +107,8 @@ def run(m, only=None):
             if r.returncode != 0:
                 caught += [f"{label} {name}" for name in failures(out)] or [f"the {label} tests"]
         # A mutant that names the model check must be caught by it, whatever else fails.
-        if any(f.startswith("model::") for f in m.get("unit", "").split()) and \
-                not any(c.startswith("unit model::") for c in caught):
+        if any(is_model(f"unit {f}") for f in m.get("unit", "").split()) and \
+                not any(is_model(c) for c in caught):
             took = time.monotonic() - started
             return "SURVIVED", f"{took:.0f} s: the model check passed (the mutant names it)"
         if "tests" not in m or only:
