@@ -66,6 +66,17 @@ def failures(out):
     return failed
 
 
+def cargo(cmd):
+    """Run a cargo command at the root: its exit status and its output (stdout then stderr)."""
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    return r.returncode, r.stdout + r.stderr
+
+
+def broken(out):
+    """Whether cargo's output says the mutated tree does not compile."""
+    return "error[" in out or "could not compile" in out
+
+
 def run(m, only=None):
     unapplied = unappliable([m])
     if unapplied:
@@ -80,11 +91,10 @@ def run(m, only=None):
             # The fault suite's short profile on the named scenarios: exit 1 on a violation.
             cmd = ["cargo", "run", "-q", "-p", "distlock-chaos", "--", "--profile", "short",
                    "--scenario", m["chaos"]]
-            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-            out = r.stdout + r.stderr
-            if "error[" in out or "could not compile" in out:
+            status, out = cargo(cmd)
+            if broken(out):
                 return "NOT APPLIED", "the mutant does not compile"
-            if r.returncode != 0:
+            if status != 0:
                 found = sorted({l.split("violation (")[1].split(")")[0] for l in out.splitlines()
                                 if "violation (" in l})
                 caught.append(f"the fault suite ({m['chaos']}: {', '.join(found) or 'failed'})")
@@ -96,15 +106,14 @@ def run(m, only=None):
             # The library's unit tests (`unit`), the CLI's tests (`cli`) or the library's
             # doctests (`doc`) named by the key.
             cmd = ["cargo", "test", "-q"] + target + ["--"] + m[key].split()
-            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-            out = r.stdout + r.stderr
+            status, out = cargo(cmd)
             # A doctest that no longer compiles is a failing doctest, named in the list.
-            if key == "doc" and r.returncode != 0 and failures(out):
+            if key == "doc" and status != 0 and failures(out):
                 caught += [f"{label} {name}" for name in failures(out)]
                 continue
-            if "error[" in out or "could not compile" in out:
+            if broken(out):
                 return "NOT APPLIED", "the mutant does not compile"
-            if r.returncode != 0:
+            if status != 0:
                 caught += [f"{label} {name}" for name in failures(out)] or [f"the {label} tests"]
         # A mutant that names the model check must be caught by it, whatever else fails.
         if any(is_model(f"unit {f}") for f in m.get("unit", "").split()) and \
@@ -117,18 +126,17 @@ def run(m, only=None):
                 return "caught", f"{took:.0f} s by {', '.join(caught)}"
             return "SURVIVED", f"{took:.0f} s: the fault suite passed"
         cmd = ["cargo", "test", "-q", "-p", "distlock", "--test", "it", "--"] + m["tests"].split()
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        status, out = cargo(cmd)
         took = time.monotonic() - started
-        out = r.stdout + r.stderr
-        if r.returncode == 0:
+        if status == 0:
             if caught:
                 return "caught", f"{took:.0f} s by {', '.join(caught)}; the tests passed"
             return "SURVIVED", f"{took:.0f} s: the tests passed"
-        if "error[" in out or "could not compile" in out:
+        if broken(out):
             return "NOT APPLIED", "the mutant does not compile"
         failed = failures(out)
         if not failed:
-            tail = " | ".join(lines[-5:])
+            tail = " | ".join(out.splitlines()[-5:])
             return "UNCLEAR", f"{took:.0f} s: the run failed without a failing test: {tail}"
         return "caught", f"{took:.0f} s by {', '.join(caught + failed)}"
     finally:
