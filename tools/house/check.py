@@ -109,15 +109,16 @@ def cycles(graph: dict):
 def check(root: pathlib.Path) -> list:
     breaches = []
     files = sorted(root.rglob("*.rs"))
-    modules = {module_of(root, f): f for f in files}
+    modules = {module_of(root, f) for f in files}
     graph = {}
     for f in files:
-        lines = f.read_text().count("\n")
+        text = f.read_text()
+        lines = text.count("\n")
         if lines > LIMIT:
             breaches.append(f"{f}: {lines} lines (the limit is {LIMIT})")
         me = module_of(root, f)
-        for p in paths_in(f.read_text()):
-            target = resolve(me, p, set(modules))
+        for p in paths_in(text):
+            target = resolve(me, p, modules)
             if target is not None and not related(me, target):
                 graph.setdefault(me, set()).add(target)
     for comp in cycles(graph):
