@@ -9,14 +9,14 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::raw::{
-    not_held_reason, parse_attempt, parse_token, AcquireCall, Attempt, Mode, ReleaseCall, Renewal,
-    Resend,
+    inspect_call, not_held_reason, parse_attempt, parse_inspect, renew_call, AcquireCall, Attempt,
+    Mode, ReleaseCall, Resend,
 };
 use super::{FencingToken, Hold, LockCore, Owner};
 use crate::acquire::{acquire, confirm_grant};
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
-use crate::keys::{self, TOKEN_FIELD};
+use crate::keys;
 use crate::scripts::{self, reply, Invocation};
 
 use super::contention::*;
@@ -115,22 +115,10 @@ impl LockCore {
     }
 
     pub(super) async fn inspect(&self, owner: &Owner) -> Result<(u32, u128, i64)> {
-        let mut inv = scripts::LOCK_INSPECT.prepare_invoke();
-        inv.key(&self.inner.names.key)
-            .arg(self.inner.raw.field(owner))
-            .arg(TOKEN_FIELD);
+        let inv = inspect_call(&*self.inner.raw, &self.inner.names.key, owner);
         let r: Vec<String> = self.backend().eval(&self.context("inspect"), &inv).await?;
-        let parsed = match r.as_slice() {
-            [code] if code.parse() == Ok(reply::HELD_BY_OTHER) => {
-                Some((0, 0, reply::HELD_BY_OTHER))
-            }
-            [count, token, pttl] => match (count.parse(), parse_token(token), pttl.parse()) {
-                (Ok(count), Some(token), Ok(pttl)) => Some((count, token, pttl)),
-                _ => None,
-            },
-            _ => None,
-        };
-        parsed.ok_or_else(|| Error::unexpected(format!("{}: reply {r:?}", self.context("inspect"))))
+        parse_inspect(&r)
+            .ok_or_else(|| Error::unexpected(format!("{}: reply {r:?}", self.context("inspect"))))
     }
 
     pub(crate) async fn attempt(
@@ -544,21 +532,7 @@ impl LockCore {
 
     async fn renew_one_in_span(&self, owner: &Owner, lease_ms: u64) -> Result<i64> {
         let key = &self.inner.names.key;
-        let inv = match self.inner.raw.renewal(&self.inner.names, owner) {
-            Renewal::Read { prefix } => {
-                let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
-                inv.key(key).arg(lease_ms).arg(owner.as_str()).arg(prefix);
-                inv
-            }
-            hash @ (Renewal::Hash | Renewal::Write) => {
-                let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-                inv.key(key)
-                    .arg(lease_ms)
-                    .arg(hash.hash_mode().unwrap_or_default())
-                    .arg(self.inner.raw.field(owner));
-                inv
-            }
-        };
+        let inv = renew_call(&*self.inner.raw, &self.inner.names, owner, lease_ms);
         // Confirmed by replicas like a grant (where the deployment asks for it): an extension
         // they did not confirm fails with NotReplicated and moves no local deadline.
         let context = self.context("extend");

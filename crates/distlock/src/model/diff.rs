@@ -22,9 +22,9 @@ use super::keyspace::{Keyspace, Reply};
 use super::lua;
 use super::take::Take;
 use crate::keys;
-use crate::lock::raw::{AcquireCall, Mode, Names, ReleaseCall, Renewal};
+use crate::lock::raw::{inspect_call, renew_call, AcquireCall, Mode, Names, ReleaseCall};
 use crate::lock::Owner;
-use crate::scripts::{self, Invocation, Publish};
+use crate::scripts::{Invocation, Publish};
 
 /// How long the sequences' queued waiters live.
 const LIVENESS: Duration = Duration::from_secs(5);
@@ -216,29 +216,9 @@ fn calls(step: &Step, n: usize, last_id: &mut String) -> Vec<Call> {
             let raw = kind.raw(LIVENESS);
             let names = names(*kind, *name);
             let owner = owner(*o);
-            let renewal = raw.renewal(&names, &owner);
-            let inv = match renewal.hash_mode() {
-                Some(mode) => {
-                    let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-                    inv.key(&names.key)
-                        .arg(30_000u64)
-                        .arg(mode)
-                        .arg(raw.field(&owner));
-                    inv
-                }
-                None => {
-                    let Renewal::Read { prefix } = renewal else {
-                        unreachable!()
-                    };
-                    let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
-                    inv.key(&names.key)
-                        .arg(30_000u64)
-                        .arg(owner.as_str())
-                        .arg(prefix);
-                    inv
-                }
-            };
-            vec![Call::Script { inv }]
+            vec![Call::Script {
+                inv: renew_call(&*raw, &names, &owner, 30_000),
+            }]
         }
         Step::Leave {
             kind,
@@ -266,11 +246,9 @@ fn calls(step: &Step, n: usize, last_id: &mut String) -> Vec<Call> {
         } => {
             let raw = kind.raw(LIVENESS);
             let names = names(*kind, *name);
-            let mut inv = scripts::LOCK_INSPECT.prepare_invoke();
-            inv.key(&names.key)
-                .arg(raw.field(&owner(*o)))
-                .arg(crate::layout::TOKEN_FIELD);
-            vec![Call::Script { inv }]
+            vec![Call::Script {
+                inv: inspect_call(&*raw, &names.key, &owner(*o)),
+            }]
         }
         Step::Command(args) => vec![Call::Command(
             args.iter().map(|a| a.as_bytes().to_vec()).collect(),

@@ -329,6 +329,63 @@ pub(crate) fn parse_attempt(r: &[String]) -> std::result::Result<Attempt, Option
     }
 }
 
+/// The call that extends `owner`'s hold of the lock `n` to `lease_ms` ms (one renewal; the
+/// watchdog batches many): `lock_renew.lua` for a plain, fair or write hold (the hash mode the
+/// kind asks for), `rw_read_renew.lua` for a read hold.
+pub(crate) fn renew_call(
+    raw: &dyn RawLock,
+    n: &Names,
+    owner: &Owner,
+    lease_ms: u64,
+) -> crate::scripts::Invocation<'static> {
+    match raw.renewal(n, owner) {
+        Renewal::Read { prefix } => {
+            let mut inv = crate::scripts::RW_READ_RENEW.prepare_invoke();
+            inv.key(&n.key)
+                .arg(lease_ms)
+                .arg(owner.as_str())
+                .arg(prefix);
+            inv
+        }
+        hash @ (Renewal::Hash | Renewal::Write) => {
+            let mut inv = crate::scripts::LOCK_RENEW.prepare_invoke();
+            inv.key(&n.key)
+                .arg(lease_ms)
+                .arg(hash.hash_mode().unwrap_or_default())
+                .arg(raw.field(owner));
+            inv
+        }
+    }
+}
+
+/// The call that reads `owner`'s hold of the lock at `key` (`lock_inspect.lua`): its hold
+/// count, the lock's fencing token and PTTL ([`parse_inspect`]).
+pub(crate) fn inspect_call(
+    raw: &dyn RawLock,
+    key: &str,
+    owner: &Owner,
+) -> crate::scripts::Invocation<'static> {
+    let mut inv = crate::scripts::LOCK_INSPECT.prepare_invoke();
+    inv.key(key)
+        .arg(raw.field(owner))
+        .arg(crate::keys::TOKEN_FIELD);
+    inv
+}
+
+/// `lock_inspect.lua`'s reply: (hold count, token, PTTL ms); a lock held by another kind or
+/// owner's hash as `(0, 0, HELD_BY_OTHER)`; `None` for anything else.
+pub(crate) fn parse_inspect(r: &[String]) -> Option<(u32, u128, i64)> {
+    use crate::scripts::reply::HELD_BY_OTHER;
+    match r {
+        [code] if code.parse() == Ok(HELD_BY_OTHER) => Some((0, 0, HELD_BY_OTHER)),
+        [count, token, pttl] => match (count.parse(), parse_token(token), pttl.parse()) {
+            (Ok(count), Some(token), Ok(pttl)) => Some((count, token, pttl)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// A token as the scripts write it: `<sequence>`, or `<generation>:<sequence>` (generation
 /// above 0), both decimal; the value is `generation × 2^64 + sequence`. A Cluster's fencing
 /// counter adds `@<replication ID>` (hex) after the token, which is ignored. `None` when it is

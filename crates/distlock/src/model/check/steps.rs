@@ -4,13 +4,12 @@
 
 use std::time::Duration;
 
-use super::{end_cycle, owner, send, LockModel, LEASE_MS, LIVENESS_MS};
+use super::{end_cycle, owner, send, strings, LockModel, LEASE_MS, LIVENESS_MS};
 use crate::keys;
-use crate::lock::raw::Renewal;
+use crate::lock::raw::{inspect_call, parse_inspect, renew_call};
 use crate::model::keyspace::{Reply, Val};
 use crate::model::state::{Phase, State};
 use crate::model::take::Take;
-use crate::scripts;
 
 impl LockModel {
     /// Whether client `client`'s hold of owner `o` is on the server (its field in the lock
@@ -33,24 +32,7 @@ impl LockModel {
         let raw = self.raw(client);
         let names = self.names(client);
         let holder = owner(client, o);
-        let inv = match raw.renewal(&names, &holder) {
-            Renewal::Read { prefix } => {
-                let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
-                inv.key(&names.key)
-                    .arg(LEASE_MS)
-                    .arg(holder.as_str())
-                    .arg(prefix);
-                inv
-            }
-            hash => {
-                let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-                inv.key(&names.key)
-                    .arg(LEASE_MS)
-                    .arg(hash.hash_mode().unwrap_or_default())
-                    .arg(raw.field(&holder));
-                inv
-            }
-        };
+        let inv = renew_call(&*raw, &names, &holder, LEASE_MS);
         match send(&mut s.ks, &inv, false) {
             Reply::Array(r) if r.first() == Some(&Reply::Int(1)) => {
                 if !there {
@@ -168,21 +150,11 @@ impl LockModel {
             }
         }
         if !gave_back {
-            let mut inv = scripts::LOCK_INSPECT.prepare_invoke();
-            inv.key(&names.key)
-                .arg(raw.field(&who))
-                .arg(keys::TOKEN_FIELD);
-            let count = match send(&mut s.ks, &inv, false) {
-                Reply::Array(r) => match r.first() {
-                    Some(Reply::Int(n)) if *n > 0 => *n as u32,
-                    Some(Reply::Bulk(b)) => std::str::from_utf8(b)
-                        .ok()
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0),
-                    _ => 0,
-                },
-                _ => 0,
-            };
+            let inv = inspect_call(&*raw, &names.key, &who);
+            let reply = send(&mut s.ks, &inv, false);
+            let count = strings(&reply)
+                .and_then(|r| parse_inspect(&r))
+                .map_or(0, |(count, _, _)| count);
             for _ in 0..count {
                 s.minted += 1;
                 let latch = s.minted;
