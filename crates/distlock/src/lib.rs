@@ -187,12 +187,7 @@ pub mod __bench {
 
     /// The names of a plain lock on `key` (no key prefix).
     fn names(key: &str) -> lock::Names {
-        lock::Names {
-            name: key.to_string(),
-            key: key.to_string(),
-            channel: crate::keys::lock_channel(key),
-            counter: crate::keys::fencing_counter("", key),
-        }
+        lock::Names::new(&lock::Plain::default(), "", key.to_string())
     }
 
     /// Builds the `EVALSHA` of `lock_acquire.lua` a plain acquire sends.

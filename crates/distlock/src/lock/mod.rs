@@ -70,13 +70,7 @@ impl LockCore {
 
     /// A lock of the kind `raw` (plain, fair, read or write side).
     pub(crate) fn with_raw(client: Client, name: String, raw: Arc<dyn RawLock>) -> LockCore {
-        let key = format!("{}{}", client.inner.key_prefix, name);
-        let names = Names {
-            channel: raw.channel(&key),
-            counter: keys::fencing_counter(&client.inner.key_prefix, &key),
-            name,
-            key,
-        };
+        let names = Names::new(&*raw, &client.inner.key_prefix, name);
         LockCore {
             inner: Arc::new(LockInner {
                 client,

@@ -136,14 +136,7 @@ enum Call {
 }
 
 fn names(kind: Take, name: usize) -> Names {
-    let raw = kind.raw(LIVENESS);
-    let key = NAMES[name].to_string();
-    Names {
-        name: key.clone(),
-        channel: raw.channel(&key),
-        counter: keys::fencing_counter("", &key),
-        key,
-    }
+    Names::new(&*kind.raw(LIVENESS), "", NAMES[name].to_string())
 }
 
 /// The calls of `step` (`n`: the step's index, for request ids; `last_id`: the previous

@@ -40,6 +40,19 @@ pub(crate) struct Names {
     pub(crate) counter: String,
 }
 
+impl Names {
+    /// The names of the lock `name` of the kind `raw`, its key `<key_prefix><name>`.
+    pub(crate) fn new(raw: &dyn RawLock, key_prefix: &str, name: String) -> Names {
+        let key = format!("{key_prefix}{name}");
+        Names {
+            channel: raw.channel(&key),
+            counter: crate::keys::fencing_counter(key_prefix, &key),
+            name,
+            key,
+        }
+    }
+}
+
 /// One acquire attempt, as the engine asks for it.
 pub(crate) struct AcquireCall<'a> {
     pub(crate) owner: &'a Owner,

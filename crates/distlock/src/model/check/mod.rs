@@ -90,13 +90,7 @@ impl LockModel {
     }
 
     pub(super) fn names(&self, client: usize) -> Names {
-        let key = "m".to_string();
-        Names {
-            name: key.clone(),
-            channel: self.raw(client).channel(&key),
-            counter: keys::fencing_counter("", &key),
-            key,
-        }
+        Names::new(&*self.raw(client), "", "m".to_string())
     }
 }
 
