@@ -97,8 +97,10 @@ impl Real {
                 c.arg(*a);
             }
             let mut v = self.query(&c);
-            if t == "set" {
-                sort_array(&mut v);
+            match t.as_str() {
+                "set" => sort_array(&mut v),
+                "zset" => sort_pairs(&mut v),
+                _ => {}
             }
             let pttl: i64 = redis::cmd("PTTL")
                 .arg(&k)
@@ -113,6 +115,36 @@ impl Real {
 pub(super) fn sort_array(v: &mut Reply) {
     if let Reply::Array(a) = v {
         a.sort_by(|x, y| format!("{x:?}").cmp(&format!("{y:?}")));
+    }
+}
+
+/// Whether a `ZRANGE … WITHSCORES` reply lists its pairs by score, then member (as Redis does).
+fn in_score_order(v: &Reply) -> bool {
+    let Reply::Array(a) = v else {
+        return true;
+    };
+    let key = |p: &[Reply]| match p {
+        [Reply::Bulk(m), Reply::Bulk(s)] => {
+            let score: f64 = std::str::from_utf8(s).ok().and_then(|s| s.parse().ok())?;
+            Some((score, m.clone()))
+        }
+        _ => None,
+    };
+    let keys: Vec<_> = a.chunks(2).map(key).collect();
+    keys.windows(2).all(|w| match (&w[0], &w[1]) {
+        (Some((s0, m0)), Some((s1, m1))) => s0.total_cmp(s1).then_with(|| m0.cmp(m1)).is_le(),
+        _ => true,
+    })
+}
+
+/// A `ZRANGE … WITHSCORES` reply with its (member, score) pairs in member order: scores made
+/// from the clock are compared within the tolerance, and two members whose scores differ by a
+/// millisecond on one side and tie on the other would otherwise be listed in another order.
+pub(super) fn sort_pairs(v: &mut Reply) {
+    if let Reply::Array(a) = v {
+        let mut pairs: Vec<Vec<Reply>> = a.chunks(2).map(<[Reply]>::to_vec).collect();
+        pairs.sort_by(|x, y| format!("{:?}", x[0]).cmp(&format!("{:?}", y[0])));
+        *a = pairs.into_iter().flatten().collect();
     }
 }
 
@@ -148,8 +180,13 @@ pub(super) fn model_snapshot(ks: &Keyspace) -> BTreeMap<Vec<u8>, (String, Reply,
                 }
             }
         };
-        if matches!(e.val, Val::Set(_)) {
-            sort_array(&mut v);
+        match e.val {
+            Val::Set(_) => sort_array(&mut v),
+            // The model's own ZRANGE must list by score: one that does not shows as such, and
+            // so differs from the server's.
+            Val::ZSet(_) if in_score_order(&v) => sort_pairs(&mut v),
+            Val::ZSet(_) => v = Reply::Error("the model's ZRANGE is out of score order".into()),
+            _ => {}
         }
         let pttl = e.expires_at.map_or(-1, |at| (at - now) as i64);
         out.insert(k.clone(), (e.val.type_name().to_string(), v, pttl));
