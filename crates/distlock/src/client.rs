@@ -153,7 +153,7 @@ impl Client {
     /// How long request latches live, in ms: the whole window in which a request may be
     /// resent (every send may wait the command timeout, plus the pauses between sends).
     pub(crate) fn latch_ttl_ms(&self) -> u64 {
-        (self.inner.command_timeout.as_millis() as u64) * 4 + 1_000
+        latch_ttl_ms_for(self.inner.command_timeout.as_millis() as u64)
     }
 
     /// Send a request whose latch makes it idempotent (a release, a count-down) until the
@@ -197,8 +197,7 @@ impl Client {
     /// command timeout, still reaches the server well inside the latch's life
     /// (latch TTL − command timeout − 500 ms).
     pub(crate) fn resolve_window(&self) -> Duration {
-        self.latch_ttl()
-            .saturating_sub(self.inner.command_timeout + Duration::from_millis(500))
+        resolve_window_for(self.latch_ttl(), self.inner.command_timeout)
     }
 
     /// [`Client::latch_ttl_ms`] as a duration.
@@ -388,4 +387,16 @@ impl redis::aio::ConnectionLike for RedisConnection {
     fn get_db(&self) -> i64 {
         self.0.get_db()
     }
+}
+
+/// [`Client::latch_ttl_ms`] for a command timeout of `command_timeout_ms` ms: every send may
+/// wait the command timeout, plus the pauses between sends.
+pub(crate) const fn latch_ttl_ms_for(command_timeout_ms: u64) -> u64 {
+    command_timeout_ms * 4 + 1_000
+}
+
+/// [`Client::resolve_window`] for a latch TTL and a command timeout: latch TTL − command
+/// timeout − 500 ms.
+pub(crate) const fn resolve_window_for(latch_ttl: Duration, command_timeout: Duration) -> Duration {
+    latch_ttl.saturating_sub(command_timeout.saturating_add(Duration::from_millis(500)))
 }

@@ -3,6 +3,8 @@
 //! command to the in-memory server, time jumps, the check that no helper key outlives its
 //! documented TTL, and running a check.
 
+use std::time::Duration;
+
 use stateright::{Checker, Model};
 
 use super::keyspace::{Keyspace, Reply};
@@ -13,9 +15,13 @@ pub(super) const START_US: u64 = 1_800_000_000_000_000;
 /// The client's command timeout (ms) in the models.
 const COMMAND_TIMEOUT_MS: u64 = 1_000;
 /// How long request latches live (ms): `Client::latch_ttl_ms` for that command timeout.
-pub(super) const LATCH_MS: u64 = COMMAND_TIMEOUT_MS * 4 + 1_000;
+pub(super) const LATCH_MS: u64 = crate::client::latch_ttl_ms_for(COMMAND_TIMEOUT_MS);
 /// How long a latched request is resent (ms): `Client::resolve_window` for it.
-pub(super) const RESEND_MS: u64 = LATCH_MS - COMMAND_TIMEOUT_MS - 500;
+pub(super) const RESEND_MS: u64 = crate::client::resolve_window_for(
+    Duration::from_millis(LATCH_MS),
+    Duration::from_millis(COMMAND_TIMEOUT_MS),
+)
+.as_millis() as u64;
 
 /// Send `inv` as the connection layer does (its fast path on a first send, when it has one).
 pub(super) fn call(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {

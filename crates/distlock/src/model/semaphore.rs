@@ -27,10 +27,10 @@ use crate::semaphore::calls;
 
 /// The semaphore's key.
 const KEY: &str = "s";
-/// A waiter's re-check interval (`semaphore::RECHECK`, ms).
-const RECHECK_MS: u64 = 1_000;
-/// A grant latch lives ten latch lifetimes (`GRANT_LATCH_LIFETIMES`).
-const GRANT_MS: u64 = 10 * LATCH_MS;
+/// A waiter's re-check interval (ms).
+const RECHECK_MS: u64 = crate::semaphore::RECHECK.as_millis() as u64;
+/// How long a grant latch lives (ms).
+const GRANT_MS: u64 = crate::semaphore::GRANT_LATCH_LIFETIMES * LATCH_MS;
 
 /// Where one client is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -22,9 +22,9 @@ use crate::scripts::{self, reply};
 /// Re-check interval while waiting, in case a wake-up message was lost.
 /// How many latch lifetimes a semaphore's grant latch (and its tombstone) lives, and how long
 /// a give-back of unknown outcome is resent.
-const GRANT_LATCH_LIFETIMES: u64 = 10;
+pub(crate) const GRANT_LATCH_LIFETIMES: u64 = 10;
 
-pub(super) const RECHECK: Duration = Duration::from_secs(1);
+pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
 pub(super) fn check_permits(what: &str, n: u64) -> Result<()> {
     if n == 0 {

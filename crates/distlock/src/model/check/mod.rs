@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use stateright::{Checker, Model, Property};
 
+use super::counts::START_US;
 use super::deploy::{self, Deployment};
 use super::keyspace::{Keyspace, Reply};
 use super::state::{Action, Phase, State};
@@ -55,8 +56,6 @@ pub(super) const LATCH_MS: u64 = 13_000;
 /// `WAIT`'s timeout (`replica_ack_timeout`, ms): past it, WAIT answers with the replicas
 /// that acknowledged.
 const WAIT_TIMEOUT_MS: u64 = 1_000;
-/// Virtual time starts here (µs since the epoch).
-const START_US: u64 = 1_800_000_000_000_000;
 
 /// A lock's model: one client per entry of `takes` (what it takes of the one lock `m`), each
 /// doing `cycles` acquire-release cycles.
