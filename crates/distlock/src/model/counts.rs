@@ -50,17 +50,24 @@ pub(super) fn settle(ks: &mut Keyspace) {
     ks.published.clear();
 }
 
-/// Move the clock to the first of `deadlines` (ms) after now, or a key's deadline, whichever
-/// comes first; `None` when nothing is ahead.
-pub(super) fn tick(ks: &mut Keyspace, deadlines: impl IntoIterator<Item = u64>) -> Option<()> {
+/// The first of `deadlines` (ms) after now, or a key's deadline, whichever comes first.
+pub(super) fn next_deadline(
+    ks: &Keyspace,
+    deadlines: impl IntoIterator<Item = u64>,
+) -> Option<u64> {
     let now = ks.now_ms();
-    let next = ks
-        .keys
+    ks.keys
         .values()
         .filter_map(|e| e.expires_at)
         .chain(deadlines)
         .filter(|at| *at > now)
-        .min()?;
+        .min()
+}
+
+/// Move the clock to the first of `deadlines` (ms) after now, or a key's deadline, whichever
+/// comes first; `None` when nothing is ahead.
+pub(super) fn tick(ks: &mut Keyspace, deadlines: impl IntoIterator<Item = u64>) -> Option<()> {
+    let next = next_deadline(ks, deadlines)?;
     ks.now_us = next * 1000;
     settle(ks);
     Some(())
@@ -96,21 +103,20 @@ pub(super) fn count(ks: &Keyspace, key: &[u8]) -> i64 {
     }
 }
 
-/// Whether the deeper run is asked for (`DISTLOCK_MODEL_DEEP` set): larger bounds.
+/// Whether the deeper run is asked for (`DISTLOCK_MODEL_DEEP=1`): larger bounds.
 pub(super) fn deep() -> bool {
-    std::env::var_os("DISTLOCK_MODEL_DEEP").is_some()
+    std::env::var("DISTLOCK_MODEL_DEEP").is_ok_and(|v| v == "1")
 }
 
-/// Check `model` breadth first, print the states explored, and fail on a property violated
-/// (with its path).
-pub(super) fn check<M>(what: &str, model: M)
+/// Explore `model` breadth first and print the states explored; a violated property ends
+/// the search early (a planted bug is found in seconds), without one every state is explored.
+pub(super) fn explore<M>(what: &str, model: M) -> impl Checker<M>
 where
     M: Model + Send + Sync + 'static,
     M::State: std::fmt::Debug + std::hash::Hash + Send + Sync + Clone + PartialEq,
     M::Action: std::fmt::Debug + Send + Sync + Clone + PartialEq,
 {
     let started = std::time::Instant::now();
-    // A violated property ends the search early; without one every state is explored.
     let checker = model
         .checker()
         .finish_when(stateright::HasDiscoveries::AnyFailures)
@@ -123,5 +129,15 @@ where
         checker.max_depth(),
         started.elapsed().as_secs_f64()
     );
-    checker.assert_properties();
+    checker
+}
+
+/// Check `model` ([`explore`]), and fail on a property violated (with its path).
+pub(super) fn check<M>(what: &str, model: M)
+where
+    M: Model + Send + Sync + 'static,
+    M::State: std::fmt::Debug + std::hash::Hash + Send + Sync + Clone + PartialEq,
+    M::Action: std::fmt::Debug + Send + Sync + Clone + PartialEq,
+{
+    explore(what, model).assert_properties();
 }

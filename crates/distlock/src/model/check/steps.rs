@@ -111,16 +111,11 @@ impl LockModel {
 
 /// The next deadline after now: a key's TTL, or a holder's local validity.
 pub(super) fn next_deadline(s: &State) -> Option<u64> {
-    let now_ms = s.ks.now_ms();
-    s.ks.keys
-        .values()
-        .filter_map(|e| e.expires_at)
-        .chain(s.clients.iter().filter_map(|c| match c {
-            Phase::Holding { valid_until, .. } => Some(*valid_until),
-            _ => None,
-        }))
-        .filter(|at| *at > now_ms)
-        .min()
+    let holders = s.clients.iter().filter_map(|c| match c {
+        Phase::Holding { valid_until, .. } => Some(*valid_until),
+        _ => None,
+    });
+    crate::model::counts::next_deadline(&s.ks, holders)
 }
 
 /// How long a waiter that gives up waited (ms): what `leave` is told of its wait.

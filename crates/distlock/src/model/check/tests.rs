@@ -1,10 +1,5 @@
 use super::*;
-
-/// Whether to explore further (`DISTLOCK_MODEL_DEEP=1`): more lost replies, crashes,
-/// renewals and attempts.
-fn deep() -> bool {
-    std::env::var("DISTLOCK_MODEL_DEEP").is_ok_and(|v| v == "1")
-}
+use crate::model::counts::{self, deep};
 
 /// The default bounds: one lost reply and one crash in a run, one renewal and two attempts
 /// while waiting per client; deeper: two lost replies and three attempts.
@@ -31,9 +26,8 @@ fn bounds() -> Bounds {
 /// Check `takes` on `deploy` (one client each, one cycle each) and report the states
 /// explored; the properties hold (and the expected counterexamples are found).
 fn check_with(what: &str, takes: Vec<Take>, deploy: Deployment, stuck: bool, bounds: Bounds) {
-    let started = std::time::Instant::now();
     let takes_len = takes.len();
-    let checker = LockModel {
+    let model = LockModel {
         takes,
         cycles: 1,
         bounds,
@@ -42,20 +36,8 @@ fn check_with(what: &str, takes: Vec<Take>, deploy: Deployment, stuck: bool, bou
         // The force unlock is checked with two clients on one server; elsewhere it would
         // only multiply the states.
         force_unlock: deploy == Deployment::Single && takes_len < 3,
-    }
-    .checker()
-    // A violated property ends the search (a planted bug is found in seconds, not after the
-    // whole space); without one every state is explored, as before.
-    .finish_when(stateright::HasDiscoveries::AnyFailures)
-    .spawn_bfs()
-    .join();
-    eprintln!(
-        "model check, {what}: {} states ({} unique), depth {}, {:.1} s",
-        checker.state_count(),
-        checker.unique_state_count(),
-        checker.max_depth(),
-        started.elapsed().as_secs_f64()
-    );
+    };
+    let checker = counts::explore(what, model);
     crate::model::trace::report(&checker);
     checker.assert_properties();
 }
