@@ -49,10 +49,10 @@ pub(super) enum Phase {
     Waiting {
         id: u32,
     },
-    /// A grant whose lease may be cut: extends it to the lease asked for.
+    /// A grant whose lease may be cut: extends it to the lease asked for (the lease then
+    /// counts from the extension's start, as `extend_to_lease` counts it).
     Confirming {
         id: u32,
-        started: u64,
     },
     Holding {
         id: u32,
@@ -170,7 +170,7 @@ impl LeasedModel {
         }
         s.clients[client] = match ints(&r).as_deref() {
             // A queued waiter whose grant's lease was cut (a hand-off it had not heard of).
-            Some([1, _, left]) if *left < LEASE_MS as i64 => Phase::Confirming { id: n, started },
+            Some([1, _, left]) if *left < LEASE_MS as i64 => Phase::Confirming { id: n },
             Some([1, _, _]) => Phase::Holding {
                 id: n,
                 valid_until: valid(started),
@@ -343,12 +343,16 @@ impl Model for LeasedModel {
                         let n = s.minted;
                         self.attempt(&mut s, client, n, now, lost);
                     }
-                    Phase::Acquiring { id, .. } => self.attempt(&mut s, client, id, now, lost),
+                    // A resend: the lease counts from the earliest attempt not answered
+                    // since, as the engine's wait loop counts it.
+                    Phase::Acquiring { id, started } => {
+                        self.attempt(&mut s, client, id, started, lost)
+                    }
                     Phase::Waiting { id } => {
                         s.waits_left[client] -= 1;
                         self.attempt(&mut s, client, id, now, lost);
                     }
-                    Phase::Confirming { id, .. } => self.confirm(&mut s, client, id),
+                    Phase::Confirming { id } => self.confirm(&mut s, client, id),
                     Phase::Holding { id, .. } | Phase::Releasing { id } => {
                         self.release(&mut s, id)?;
                         if lost {
