@@ -23,6 +23,13 @@ pub(super) const RESEND_MS: u64 = crate::client::resolve_window_for(
 )
 .as_millis() as u64;
 
+/// Until when (ms) a client counts on a lease of `lease_ms` granted or extended by an attempt
+/// that began at `from_ms`: the lease less the library's drift margin, as the engine counts it.
+pub(super) fn valid_until(from_ms: u64, lease_ms: u64) -> u64 {
+    let lease = Duration::from_millis(lease_ms);
+    from_ms + lease.saturating_sub(crate::keys::drift(lease)).as_millis() as u64
+}
+
 /// Send `inv` as the connection layer does (its fast path on a first send, when it has one).
 pub(super) fn call(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {
     super::check::send(ks, inv, fast)

@@ -21,7 +21,6 @@ use stateright::{Model, Property};
 use super::counts::{self, START_US};
 use super::keyspace::{Keyspace, Reply, Val};
 use crate::job::request::{acquire_call, extend_call, first_set, job_value, release_call};
-use crate::keys;
 use crate::scripts::reply::{GONE, HELD_BY_OTHER};
 
 /// The job lock's key.
@@ -113,8 +112,7 @@ fn value(client: usize, v: u32) -> String {
 }
 
 fn valid(now: u64) -> u64 {
-    let lease = Duration::from_millis(AT_MOST_MS);
-    now + lease.saturating_sub(keys::drift(lease)).as_millis() as u64
+    counts::valid_until(now, AT_MOST_MS)
 }
 
 fn end_cycle(s: &mut State, client: usize) {

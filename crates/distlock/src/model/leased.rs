@@ -20,8 +20,6 @@
 //! grant"); the hand-off queue's keys live no longer than a waiter's liveness ("no leak"); and
 //! some path gets every client through its cycle.
 
-use std::time::Duration;
-
 use stateright::{Model, Property};
 
 use super::counts::{self, START_US};
@@ -125,8 +123,7 @@ fn keys_() -> LeasedKeys {
 }
 
 fn valid(started: u64) -> u64 {
-    let lease = Duration::from_millis(LEASE_MS);
-    started + lease.saturating_sub(keys::drift(lease)).as_millis() as u64
+    counts::valid_until(started, LEASE_MS)
 }
 
 fn end_cycle(s: &mut State, client: usize) {

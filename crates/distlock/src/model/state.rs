@@ -94,31 +94,20 @@ pub(crate) struct State {
 pub(crate) enum Action {
     /// Client `i` sends its next request; the server runs it; the reply arrives, or is lost
     /// (`lost`).
-    Send {
-        client: usize,
-        lost: bool,
-    },
+    Send { client: usize, lost: bool },
     /// Client `i`, holding, renews (the watchdog).
-    Renew {
-        client: usize,
-    },
-    /// Client `i` crashes: nothing is released.
+    Renew { client: usize },
     /// Client `i`, waiting (or with an attempt's reply lost), gives up: its future is
     /// dropped, and the request leaves the queue and gives back what a hand-off gave it.
-    Cancel {
-        client: usize,
-    },
-    Crash {
-        client: usize,
-    },
+    Cancel { client: usize },
+    /// Client `i` crashes: nothing is released.
+    Crash { client: usize },
     /// Virtual time jumps to the next deadline.
     Tick,
     /// An operator force-unlocks the lock.
     ForceUnlock,
     /// The force unlock's notice reaches client `i`, which checks the hold with the server.
-    Notice {
-        client: usize,
-    },
+    Notice { client: usize },
     /// The server saves a snapshot of its keyspace.
     Snapshot,
     /// The server restarts from its snapshot.

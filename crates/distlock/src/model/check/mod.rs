@@ -304,20 +304,14 @@ impl LockModel {
         state.max_token = Some(state.max_token.map_or(token, |m| m.max(token)));
     }
 
-    /// Record a grant of `token` (tokens increase), and put the client in `Holding`.
+    /// Record a grant of `token` (tokens increase), and put the client in `Holding` of
+    /// `owner`'s hold, granted by an attempt at `since_ms`.
     fn granted(state: &mut State, client: usize, owner: u32, token: u128, since_ms: u64) {
         Self::record_token(state, token);
-        Self::holding(state, client, owner, token, since_ms);
-    }
-
-    /// Put the client in `Holding` of `owner`'s hold, granted by an attempt at `since_ms`.
-    fn holding(state: &mut State, client: usize, owner: u32, token: u128, since_ms: u64) {
-        let lease = Duration::from_millis(LEASE_MS);
-        let valid = lease.saturating_sub(keys::drift(lease)).as_millis() as u64;
         state.clients[client] = Phase::Holding {
             owner,
             token,
-            valid_until: since_ms + valid,
+            valid_until: super::counts::valid_until(since_ms, LEASE_MS),
             revoked: false,
         };
     }

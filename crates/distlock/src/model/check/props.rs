@@ -22,10 +22,9 @@ pub(super) fn properties(m: &LockModel) -> Vec<Property<LockModel>> {
         ),
         Property::always("tokens increase", |_, s: &State| !s.regressed),
         Property::always("scripts run", |_, s: &State| s.script_error.is_none()),
-        Property::always(
-            "no helper key outlives its TTL",
-            |m: &LockModel, s: &State| leak(m, s).is_none(),
-        ),
+        Property::always("no helper key outlives its TTL", |_, s: &State| {
+            leak(s).is_none()
+        }),
         Property::sometimes("every cycle done", |_, s: &State| {
             s.left.iter().all(|l| *l == 0)
         }),
@@ -125,7 +124,7 @@ fn documented_ttl(key: &[u8]) -> Option<u64> {
 }
 
 /// A key that lives longer than its documented TTL (or for ever): its name and TTL.
-pub(super) fn leak(_m: &LockModel, s: &State) -> Option<(String, Option<u64>)> {
+fn leak(s: &State) -> Option<(String, Option<u64>)> {
     let now = s.ks.now_ms();
     s.ks.keys.iter().find_map(|(k, e)| {
         let bound = documented_ttl(k)?;

@@ -2,7 +2,7 @@
 //! the watchdog's renewal, whether a hold is on the server, the fair queue's arrival order,
 //! and the next deadline.
 
-use std::time::Duration;
+use crate::model::counts;
 
 use super::{end_cycle, owner, send, strings, LockModel, LEASE_MS, LIVENESS_MS};
 use crate::keys;
@@ -42,10 +42,8 @@ impl LockModel {
                     // WAIT: confirmed, or the deadline stays (modelled as confirmed).
                     s.servers.replicate(&s.ks);
                 }
-                let lease = Duration::from_millis(LEASE_MS);
-                let valid = lease.saturating_sub(keys::drift(lease)).as_millis() as u64;
                 if let Phase::Holding { valid_until, .. } = &mut s.clients[client] {
-                    *valid_until = (*valid_until).max(now_ms + valid);
+                    *valid_until = (*valid_until).max(counts::valid_until(now_ms, LEASE_MS));
                 }
             }
             Reply::Array(_) => {
