@@ -115,6 +115,18 @@ fn valid(now: u64) -> u64 {
     counts::valid_until(now, AT_MOST_MS)
 }
 
+/// Send `inv`, an owner-checked call for `value` (a release or an extension): when the key
+/// held another value or none, the call must have changed nothing (else `meddled`).
+fn owner_checked(s: &mut State, value: &str, inv: &crate::scripts::Invocation<'_>) -> Reply {
+    let before = s.ks.entry(KEY.as_bytes()).cloned();
+    let ours = matches!(&before, Some(e) if e.val == Val::Str(value.as_bytes().to_vec()));
+    let r = counts::call(&mut s.ks, inv, false);
+    if !ours && s.ks.entry(KEY.as_bytes()).cloned() != before {
+        s.meddled = true;
+    }
+    r
+}
+
 fn end_cycle(s: &mut State, client: usize) {
     s.clients[client] = Phase::Idle;
     s.left[client] = s.left[client].saturating_sub(1);
@@ -158,14 +170,8 @@ impl JobModel {
     /// or none must change nothing.
     fn release(&self, s: &mut State, client: usize, v: u32, keep_ms: u64, lost: bool, give: bool) {
         let value = value(client, v);
-        let before = s.ks.entry(KEY.as_bytes()).cloned();
         let request = release_call("model".into(), KEY, &value, keep_ms);
-        let r = counts::call(&mut s.ks, &request.invocation(), false);
-        let ours = matches!(&before, Some(e) if e.val == Val::Str(value.into_bytes()));
-        if !ours && s.ks.entry(KEY.as_bytes()).cloned() != before {
-            s.meddled = true;
-        }
-        match r {
+        match owner_checked(s, &value, &request.invocation()) {
             Reply::Int(0 | 1 | GONE | HELD_BY_OTHER) if lost => {
                 s.clients[client] = if give {
                     Phase::GivingBack { v }
@@ -267,14 +273,7 @@ impl Model for JobModel {
                     return None;
                 };
                 let value = value(client, v);
-                let before = s.ks.entry(KEY.as_bytes()).cloned();
-                let ours =
-                    matches!(&before, Some(e) if e.val == Val::Str(value.clone().into_bytes()));
-                let r = counts::call(&mut s.ks, &extend_call(KEY, &value, AT_MOST_MS), false);
-                if !ours && s.ks.entry(KEY.as_bytes()).cloned() != before {
-                    s.meddled = true;
-                }
-                match r {
+                match owner_checked(&mut s, &value, &extend_call(KEY, &value, AT_MOST_MS)) {
                     Reply::Int(1) => {
                         if let Phase::Holding { valid_until, .. } = &mut s.clients[client] {
                             *valid_until = valid(now);

@@ -122,9 +122,14 @@ fn grant_latch(client: usize, req: u32) -> String {
     keys::semaphore_grant_latch(KEY, &format!("c{client}:r{req}"))
 }
 
+/// Client `client`'s acquire of one permit for request `req` (under its grant latch).
+fn acquire_call(client: usize, req: u32) -> crate::scripts::Invocation<'static> {
+    calls::acquire(KEY, &grant_latch(client, req), 1, GRANT_MS)
+}
+
 impl SemaphoreModel {
     fn acquire(&self, s: &mut State, client: usize, req: u32, since: u64, lost: bool) {
-        let inv = calls::acquire(KEY, &grant_latch(client, req), 1, GRANT_MS);
+        let inv = acquire_call(client, req);
         let r = counts::call(&mut s.ks, &inv, false);
         match r {
             Reply::Int(1) => {
@@ -306,7 +311,7 @@ impl Model for SemaphoreModel {
             }
             Action::Deliver => {
                 let (client, req, _) = s.stalled.take()?;
-                let inv = calls::acquire(KEY, &grant_latch(client, req), 1, GRANT_MS);
+                let inv = acquire_call(client, req);
                 let before = counts::count(&s.ks, KEY.as_bytes());
                 match counts::call(&mut s.ks, &inv, false) {
                     // Its reply reaches no one: what it did is what the count says (a grant
