@@ -120,7 +120,7 @@ fn valid(now: u64) -> u64 {
 fn owner_checked(s: &mut State, value: &str, inv: &crate::scripts::Invocation<'_>) -> Reply {
     let before = s.ks.entry(KEY.as_bytes()).cloned();
     let ours = matches!(&before, Some(e) if e.val == Val::Str(value.as_bytes().to_vec()));
-    let r = counts::call(&mut s.ks, inv, false);
+    let r = counts::send(&mut s.ks, inv, false);
     if !ours && s.ks.entry(KEY.as_bytes()).cloned() != before {
         s.meddled = true;
     }
@@ -147,7 +147,7 @@ impl JobModel {
                 }
             };
         let taken = set_taken
-            || match counts::call(&mut s.ks, &acquire_call(KEY, &value, AT_MOST_MS), false) {
+            || match counts::send(&mut s.ks, &acquire_call(KEY, &value, AT_MOST_MS), false) {
                 Reply::Int(1) => true,
                 Reply::Int(0) => false,
                 other => {

@@ -77,7 +77,7 @@ impl LatchModel {
             &keys::latch_count_down_latch(KEY, &format!("c{client}:r1")),
             LATCH_MS,
         );
-        match counts::call(&mut s.ks, &inv, false) {
+        match counts::send(&mut s.ks, &inv, false) {
             Reply::Int(v) if v >= 0 => {
                 s.counted[client] = true;
                 s.clients[client] = if lost {
@@ -102,7 +102,7 @@ impl Model for LatchModel {
     fn init_states(&self) -> Vec<State> {
         let mut ks = Keyspace::new(START_US);
         let set = set_count_call(KEY, &keys::latch_channel(KEY), self.count);
-        let _ = counts::call(&mut ks, &set, false);
+        let _ = counts::send(&mut ks, &set, false);
         counts::settle(&mut ks);
         let n = self.count as usize;
         let mut clients = vec![Phase::Counter; n];

@@ -141,10 +141,7 @@ fn leases(ks: &Keyspace) -> Vec<(Vec<u8>, u64)> {
 
 /// A reply of integers, as the engine reads leased_acquire.lua's and leased_extend.lua's.
 fn ints(r: &Reply) -> Option<Vec<i64>> {
-    super::check::strings(r)?
-        .iter()
-        .map(|s| s.parse().ok())
-        .collect()
+    counts::strings(r)?.iter().map(|s| s.parse().ok()).collect()
 }
 
 impl LeasedModel {
@@ -157,7 +154,7 @@ impl LeasedModel {
             &id(n),
         );
         let inv = keys_().acquire(&id(n), LEASE_MS, &entry);
-        let r = counts::call(&mut s.ks, &inv, false);
+        let r = counts::send(&mut s.ks, &inv, false);
         if lost {
             if matches!(r, Reply::Error(_)) {
                 s.error = Some(format!("acquire: {r:?}"));
@@ -190,7 +187,7 @@ impl LeasedModel {
     /// `extend_to_lease`: the server's word that permit `n` is this waiter's.
     fn confirm(&self, s: &mut State, client: usize, n: u32) {
         let started = s.ks.now_ms();
-        let r = counts::call(&mut s.ks, &keys_().extend(&id(n), LEASE_MS), false);
+        let r = counts::send(&mut s.ks, &keys_().extend(&id(n), LEASE_MS), false);
         s.clients[client] = match ints(&r).as_deref() {
             Some([1, _]) => Phase::Holding {
                 id: n,
@@ -207,7 +204,7 @@ impl LeasedModel {
     /// The release (or a waiter's leaving) of permit `n`, by id.
     fn release(&self, s: &mut State, n: u32) -> Option<bool> {
         let request = keys_().release("model".into(), &id(n));
-        match counts::call(&mut s.ks, &request.invocation(), false) {
+        match counts::send(&mut s.ks, &request.invocation(), false) {
             Reply::Int(1 | GONE) => Some(true),
             other => {
                 s.error = Some(format!("release: {other:?}"));
@@ -224,7 +221,7 @@ impl Model for LeasedModel {
     fn init_states(&self) -> Vec<State> {
         let mut ks = Keyspace::new(START_US);
         let set = calls::set_permits(KEY, &keys::semaphore_channel(KEY), self.size);
-        let _ = counts::call(&mut ks, &set, false);
+        let _ = counts::send(&mut ks, &set, false);
         counts::settle(&mut ks);
         vec![State {
             ks,
@@ -318,7 +315,7 @@ impl Model for LeasedModel {
                 let Phase::Holding { id: n, .. } = s.clients[client] else {
                     return None;
                 };
-                let r = counts::call(&mut s.ks, &keys_().extend(&id(n), LEASE_MS), false);
+                let r = counts::send(&mut s.ks, &keys_().extend(&id(n), LEASE_MS), false);
                 match ints(&r).as_deref() {
                     Some([1, _]) => {
                         if let Phase::Holding { valid_until, .. } = &mut s.clients[client] {

@@ -130,7 +130,7 @@ fn acquire_call(client: usize, req: u32) -> crate::scripts::Invocation<'static> 
 impl SemaphoreModel {
     fn acquire(&self, s: &mut State, client: usize, req: u32, since: u64, lost: bool) {
         let inv = acquire_call(client, req);
-        let r = counts::call(&mut s.ks, &inv, false);
+        let r = counts::send(&mut s.ks, &inv, false);
         match r {
             Reply::Int(1) => {
                 s.taken[client] = true;
@@ -170,7 +170,7 @@ impl SemaphoreModel {
             1,
             LATCH_MS,
         );
-        match counts::call(&mut s.ks, &request.invocation(), false) {
+        match counts::send(&mut s.ks, &request.invocation(), false) {
             Reply::Int(v) if v >= 0 => {
                 s.taken[client] = false;
                 if lost {
@@ -192,7 +192,7 @@ impl SemaphoreModel {
             1,
             GRANT_MS,
         );
-        match counts::call(&mut s.ks, &request.invocation(), false) {
+        match counts::send(&mut s.ks, &request.invocation(), false) {
             Reply::Int(v) if v >= 0 || v == GONE => {
                 if v >= 0 {
                     s.taken[client] = false;
@@ -218,7 +218,7 @@ impl Model for SemaphoreModel {
     fn init_states(&self) -> Vec<State> {
         let mut ks = Keyspace::new(START_US);
         let set = calls::set_permits(KEY, &keys::semaphore_channel(KEY), self.permits);
-        let _ = counts::call(&mut ks, &set, false);
+        let _ = counts::send(&mut ks, &set, false);
         counts::settle(&mut ks);
         vec![State {
             ks,
@@ -313,7 +313,7 @@ impl Model for SemaphoreModel {
                 let (client, req, _) = s.stalled.take()?;
                 let inv = acquire_call(client, req);
                 let before = counts::count(&s.ks, KEY.as_bytes());
-                match counts::call(&mut s.ks, &inv, false) {
+                match counts::send(&mut s.ks, &inv, false) {
                     // Its reply reaches no one: what it did is what the count says (a grant
                     // answered from its latch takes nothing).
                     Reply::Int(1 | 0 | CANCELLED) => {

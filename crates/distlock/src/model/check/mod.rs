@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use stateright::{Checker, Model, Property};
 
-use super::counts::START_US;
+use super::counts::{send, strings, START_US};
 use super::deploy::{self, Deployment};
 use super::keyspace::{Keyspace, Reply};
 use super::state::{Action, Phase, State};
@@ -95,42 +95,6 @@ impl LockModel {
 
 pub(super) fn owner(client: usize, n: u32) -> Owner {
     Owner::parse(&format!("c{client}:{n}")).expect("owner")
-}
-
-/// Run `inv` as the connection layer sends it: the fast path on a first send (`fast`), and
-/// the full script when there is none or it answered nil. The reply in the full script's
-/// shape.
-pub(super) fn send(ks: &mut Keyspace, inv: &Invocation<'_>, fast: bool) -> Reply {
-    if fast {
-        if let Some((script, keys, args)) = inv.fast_parts() {
-            let r = deploy::evalsha(ks, &trace::text(script), &keys, &args);
-            trace::sent(script, true, &keys, &args, &r, ks);
-            if r != Reply::Nil {
-                return Reply::from_value(inv.fast_shape(r.to_value()));
-            }
-        }
-    }
-    let (script, keys, args) = inv.parts();
-    let r = deploy::evalsha(ks, &trace::text(script), &keys, &args);
-    trace::sent(script, false, &keys, &args, &r, ks);
-    r
-}
-
-/// A reply as the engine reads an acquire's: strings.
-pub(super) fn strings(r: &Reply) -> Option<Vec<String>> {
-    match r {
-        Reply::Array(a) => a
-            .iter()
-            .map(|x| match x {
-                Reply::Int(i) => Some(i.to_string()),
-                Reply::Bulk(b) => String::from_utf8(b.clone()).ok(),
-                Reply::Nil => Some(String::new()),
-                _ => None,
-            })
-            .collect(),
-        Reply::Int(i) => Some(vec![i.to_string()]),
-        _ => None,
-    }
 }
 
 impl LockModel {
