@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use stateright::{Checker, Model};
 
+use super::deploy;
 use super::keyspace::{Keyspace, Reply};
-use super::{deploy, trace};
+use super::trace::{self, Traced};
 use crate::scripts::Invocation;
 
 /// Virtual time starts here (µs since the epoch).
@@ -171,12 +172,15 @@ where
     checker
 }
 
-/// Check `model` ([`explore`]), and fail on a property violated (with its path).
+/// Check `model` ([`explore`]), and fail on a property violated (its path printed first as
+/// a timeline and in replayable form).
 pub(super) fn check<M>(what: &str, model: M)
 where
     M: Model + Send + Sync + 'static,
-    M::State: std::fmt::Debug + std::hash::Hash + Send + Sync + Clone + PartialEq,
+    M::State: std::fmt::Debug + std::hash::Hash + Send + Sync + Clone + PartialEq + Traced,
     M::Action: std::fmt::Debug + Send + Sync + Clone + PartialEq,
 {
-    explore(what, model).assert_properties();
+    let checker = explore(what, model);
+    trace::report(&checker);
+    checker.assert_properties();
 }

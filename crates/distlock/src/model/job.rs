@@ -71,6 +71,8 @@ pub(super) struct State {
     error: Option<String>,
 }
 
+crate::model::trace::traced!(State);
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Action {
     Send {

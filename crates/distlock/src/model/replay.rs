@@ -221,6 +221,7 @@ mod tests {
     fn two_clients() -> LockModel {
         LockModel {
             takes: vec![Take::Plain, Take::Plain],
+            locks: vec!["m"; 2],
             cycles: 1,
             bounds: Bounds {
                 lost: 1,
@@ -369,6 +370,73 @@ mod tests {
                 other => panic!("the resent attempt's reply: {other:?}"),
             }
             assert!(!replayed.exists("m"), "one release frees the lock");
+        }
+    }
+
+    /// The semaphore model's finding: an acquire held up on its way until after its client
+    /// resent it, got the permit and released it, reaches the server and takes the permit
+    /// again, for nobody (the release deleted its grant latch). Printed by the model check
+    /// over the mutant that brings the bug back, pasted as it was.
+    const SEMAPHORE_ACQUIRE_AFTER_ITS_RELEASE: &str =
+        include_str!("traces/semaphore_acquire_after_its_release.trace");
+
+    /// The same for an acquire held up until after its client gave up and gave back what it
+    /// might have got (no tombstone read): the permit is taken for nobody.
+    const SEMAPHORE_ACQUIRE_AFTER_ITS_GIVE_BACK: &str =
+        include_str!("traces/semaphore_acquire_after_its_give_back.trace");
+
+    /// The semaphore's pasted findings with the mutant each was found over.
+    fn semaphore_findings() -> [(&'static str, &'static str); 2] {
+        [
+            (
+                SEMAPHORE_ACQUIRE_AFTER_ITS_RELEASE,
+                "semaphore-release-deletes-the-grant-latch",
+            ),
+            (
+                SEMAPHORE_ACQUIRE_AFTER_ITS_GIVE_BACK,
+                "semaphore-acquire-over-a-tombstone",
+            ),
+        ]
+    }
+
+    /// The permits the semaphore `s` has on the replay's server.
+    fn permits(replayed: &mut Replayed) -> Reply {
+        replayed.server.exec(&[b"get".to_vec(), b"s".to_vec()])
+    }
+
+    /// The semaphore findings are real: with the mutant, the model and a real server answer
+    /// every command as the trace says, and the one permit is taken for nobody.
+    #[test]
+    fn the_semaphore_findings_replay_on_a_real_server_as_the_model_ran_them() {
+        for (text, mutant) in semaphore_findings() {
+            let trace = Trace::parse(text);
+            let patch = Patch::mutant(mutant);
+            assert_eq!(replay_on_model(&trace, Some(&patch)), Vec::<String>::new());
+            let mut replayed = replay(&trace, Some(&patch));
+            replayed.assert_matches();
+            assert_eq!(
+                permits(&mut replayed),
+                Reply::Bulk(b"0".to_vec()),
+                "{mutant}"
+            );
+        }
+    }
+
+    /// The regression test of the semaphore findings: the same commands against a real server
+    /// with the scripts as they are — the held-up acquire takes nothing (its latch says it
+    /// was released, or given back), and the permit is there for the next client.
+    #[test]
+    fn a_semaphore_acquire_held_up_until_after_its_release_or_give_back_takes_nothing() {
+        for (text, _) in semaphore_findings() {
+            let trace = Trace::parse(text);
+            let mut replayed = replay(&trace, None);
+            // (It may answer its grant again, as a resend's answer: nobody reads it.)
+            assert_eq!(
+                permits(&mut replayed),
+                Reply::Bulk(b"1".to_vec()),
+                "the held-up acquire took the permit: {:?}",
+                replayed.replies
+            );
         }
     }
 

@@ -83,6 +83,8 @@ pub(super) struct State {
     error: Option<String>,
 }
 
+crate::model::trace::traced!(State);
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Action {
     /// Client `client` sends its next request; the reply arrives, or is lost.

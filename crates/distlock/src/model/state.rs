@@ -55,8 +55,12 @@ pub(crate) struct State {
     /// Owners minted so far (each acquire mints one).
     pub(crate) minted: u32,
     /// The highest token granted so far, and whether a grant came in at or below it.
-    pub(crate) max_token: Option<u128>,
+    /// Per lock name (in the order of `LockModel::distinct_locks`).
+    pub(crate) max_token: Vec<Option<u128>>,
     pub(crate) regressed: bool,
+    /// A step on one lock name changed a key that is not that name's (but for its slot's
+    /// fencing counter).
+    pub(crate) crossed: bool,
     /// A script run that erred (not a refusal the protocol expects).
     pub(crate) script_error: Option<String>,
     /// Whether the operator's one force unlock is still to come.

@@ -21,7 +21,7 @@ use serde_json::{json, Value as Json};
 use stateright::{Checker, Expectation, Model, Path};
 
 use super::keyspace::{Keyspace, Reply, Val};
-use super::state::{Action, State};
+use super::state::State;
 use crate::scripts::{self, Publish, Script};
 
 /// One command the model sent: a script run (`EVALSHA` of the script `file`, its fast path
@@ -131,11 +131,45 @@ fn recording<T>(f: impl FnOnce() -> T) -> (T, Vec<Record>) {
     (out, log)
 }
 
+/// A model's state as a counterexample shows it: the server's keyspace and each client's
+/// phase.
+pub(crate) trait Traced: Clone + PartialEq + std::fmt::Debug {
+    fn keyspace(&self) -> &Keyspace;
+    /// Each client's phase, as the model prints it (`Holding { .. }`).
+    fn phases(&self) -> Vec<String>;
+}
+
+impl Traced for State {
+    fn keyspace(&self) -> &Keyspace {
+        &self.ks
+    }
+    fn phases(&self) -> Vec<String> {
+        self.clients.iter().map(|c| format!("{c:?}")).collect()
+    }
+}
+
+/// [`Traced`] for a model state with fields `ks` and `clients` (a `Vec` of `Debug` phases).
+macro_rules! traced {
+    ($state:ty) => {
+        impl $crate::model::trace::Traced for $state {
+            fn keyspace(&self) -> &$crate::model::keyspace::Keyspace {
+                &self.ks
+            }
+            fn phases(&self) -> Vec<String> {
+                self.clients.iter().map(|c| format!("{c:?}")).collect()
+            }
+        }
+    };
+}
+pub(crate) use traced;
+
 /// Print every violated property's shortest path as a timeline and in replayable form (the
 /// model check's report hook, before it asserts the properties).
 pub(crate) fn report<M, C>(checker: &C)
 where
-    M: Model<State = State, Action = Action>,
+    M: Model,
+    M::State: Traced,
+    M::Action: std::fmt::Debug + Clone + PartialEq,
     C: Checker<M>,
 {
     let model = checker.model();
@@ -155,6 +189,29 @@ where
     }
 }
 
+/// The keys a model starts with (a semaphore's permits, a latch's count), as the `SET`s that
+/// make them on a fresh server: step 0 of a trace, action `Init`. Only strings without a TTL
+/// are made so (what the models start with).
+fn initial_sets(ks: &Keyspace) -> Vec<Sent> {
+    let mut fresh = Keyspace::new(ks.now_us);
+    ks.keys
+        .iter()
+        .map(|(key, entry)| {
+            let (Val::Str(value), None) = (&entry.val, entry.expires_at) else {
+                panic!("an initial key other than a string without a TTL: {entry:?}");
+            };
+            let args = vec![b"SET".to_vec(), key.clone(), value.clone()];
+            Sent {
+                step: 0,
+                action: "Init".to_string(),
+                at_ms: 0,
+                reply: fresh.exec(&args),
+                call: Call::Command(args),
+            }
+        })
+        .collect()
+}
+
 /// The client an action is of (`c0`), from its printed form; `-` for the clock or operator.
 fn who(action: &str) -> String {
     action
@@ -165,10 +222,15 @@ fn who(action: &str) -> String {
 
 /// Each step of `path` run again while recording: (the step's action, the state before and
 /// after, what it sent).
-fn steps<M: Model<State = State, Action = Action>>(
+#[allow(clippy::type_complexity)]
+fn steps<M: Model>(
     model: &M,
-    path: &Path<State, Action>,
-) -> Vec<(Action, State, State, Vec<Record>)> {
+    path: &Path<M::State, M::Action>,
+) -> Vec<(M::Action, M::State, M::State, Vec<Record>)>
+where
+    M::State: Clone,
+    M::Action: Clone,
+{
     let mut out = Vec::new();
     for pair in path.clone().into_vec().windows(2) {
         let (before, Some(action)) = &pair[0] else {
@@ -183,13 +245,14 @@ fn steps<M: Model<State = State, Action = Action>>(
 
 impl Trace {
     /// The sends along `path` (a counterexample to `property`).
-    pub(crate) fn of<M: Model<State = State, Action = Action>>(
-        model: &M,
-        property: &str,
-        path: &Path<State, Action>,
-    ) -> Trace {
-        let start_us = path.clone().into_states()[0].ks.now_us;
-        let mut sends = Vec::new();
+    pub(crate) fn of<M: Model>(model: &M, property: &str, path: &Path<M::State, M::Action>) -> Trace
+    where
+        M::State: Traced,
+        M::Action: std::fmt::Debug + Clone + PartialEq,
+    {
+        let first = path.clone().into_states().swap_remove(0);
+        let start_us = first.keyspace().now_us;
+        let mut sends = initial_sets(first.keyspace());
         for (i, (action, _, _, log)) in steps(model, path).into_iter().enumerate() {
             for (call, reply, now_us, _) in log {
                 sends.push(Sent {
@@ -210,11 +273,11 @@ impl Trace {
 
     /// The path as a timeline: per step, its time, client and action, each command sent with
     /// its reply, and the keyspace change; then the last state's clients.
-    pub(crate) fn timeline<M: Model<State = State, Action = Action>>(
-        &self,
-        model: &M,
-        path: &Path<State, Action>,
-    ) -> String {
+    pub(crate) fn timeline<M: Model>(&self, model: &M, path: &Path<M::State, M::Action>) -> String
+    where
+        M::State: Traced,
+        M::Action: std::fmt::Debug + Clone + PartialEq,
+    {
         let steps = steps(model, path);
         let mut out = format!(
             "counterexample to {:?}: {} steps (the shortest path, found breadth-first)\n",
@@ -223,18 +286,19 @@ impl Trace {
         );
         for (i, (action, before, after, log)) in steps.iter().enumerate() {
             let action = format!("{action:?}");
-            let at = (before.ks.now_us - self.start_us) / 1000;
+            let (before_ks, after_ks) = (before.keyspace(), after.keyspace());
+            let at = (before_ks.now_us - self.start_us) / 1000;
             let _ = writeln!(
                 out,
                 "step {:>2}  t+{at} ms  {}  {action}",
                 i + 1,
                 who(&action)
             );
-            if after.ks.now_us != before.ks.now_us {
+            if after_ks.now_us != before_ks.now_us {
                 let _ = writeln!(
                     out,
                     "         clock: t+{} ms",
-                    (after.ks.now_us - self.start_us) / 1000
+                    (after_ks.now_us - self.start_us) / 1000
                 );
             }
             for (call, reply, _, sha) in log {
@@ -246,17 +310,17 @@ impl Trace {
                 };
                 let _ = writeln!(out, "           -> {}{lost}", show_reply(reply));
             }
-            for line in keyspace_change(&before.ks, &after.ks) {
+            for line in keyspace_change(before_ks, after_ks) {
                 let _ = writeln!(out, "         keyspace: {line}");
             }
-            for (c, (was, is)) in before.clients.iter().zip(&after.clients).enumerate() {
-                if was != is {
-                    let _ = writeln!(out, "         c{c}: {is:?}");
+            for (c, (was, is)) in before.phases().iter().zip(after.phases()).enumerate() {
+                if *was != is {
+                    let _ = writeln!(out, "         c{c}: {is}");
                 }
             }
         }
         if let Some((_, _, last, _)) = steps.last() {
-            let _ = writeln!(out, "then: clients {:?}", last.clients);
+            let _ = writeln!(out, "then: clients [{}]", last.phases().join(", "));
         }
         out
     }

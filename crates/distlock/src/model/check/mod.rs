@@ -57,10 +57,13 @@ pub(super) const LATCH_MS: u64 = 13_000;
 /// that acknowledged.
 const WAIT_TIMEOUT_MS: u64 = 1_000;
 
-/// A lock's model: one client per entry of `takes` (what it takes of the one lock `m`), each
-/// doing `cycles` acquire-release cycles.
+/// A lock's model: one client per entry of `takes` (what it takes of the lock named by the
+/// same entry of `locks`), each doing `cycles` acquire-release cycles.
 pub(crate) struct LockModel {
     pub(crate) takes: Vec<Take>,
+    /// The lock name each client takes (`m` throughout, or two names of one slot, which
+    /// share its fencing counter).
+    pub(crate) locks: Vec<&'static str>,
     pub(crate) cycles: u8,
     pub(crate) bounds: Bounds,
     /// One server, a restart from a snapshot, or a master with a replica.
@@ -89,10 +92,31 @@ impl LockModel {
     }
 
     pub(super) fn names(&self, client: usize) -> Names {
-        Names::new(&*self.raw(client), "", "m".to_string())
+        Names::new(&*self.raw(client), "", self.locks[client].to_string())
+    }
+
+    /// The distinct lock names, in the order clients first take them.
+    pub(super) fn distinct_locks(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = Vec::new();
+        for name in &self.locks {
+            if !names.contains(name) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
+    /// The index of client `client`'s lock name among [`Self::distinct_locks`].
+    pub(super) fn lock_index(&self, client: usize) -> usize {
+        let name = self.locks[client];
+        self.distinct_locks()
+            .iter()
+            .position(|n| *n == name)
+            .expect("a client's name")
     }
 }
 
+/// The owner `c<client>:<n>` of a client's `n`th hold (unique across the model's names).
 pub(super) fn owner(client: usize, n: u32) -> Owner {
     Owner::parse(&format!("c{client}:{n}")).expect("owner")
 }
@@ -195,7 +219,7 @@ impl LockModel {
                 }
             }
             Some(Ok(Attempt::Granted { token, .. })) => {
-                Self::granted(s, client, owner, token, started)
+                self.granted(s, client, owner, token, started)
             }
             Some(Ok(Attempt::Held { .. })) => s.clients[client] = Phase::Waiting { owner },
             _ => s.script_error = Some(format!("acquire: {r:?}")),
@@ -235,7 +259,7 @@ impl LockModel {
                     // on its token: a grant given back unconfirmed was never used, and a
                     // failover may bring it back to the same owner's retry).
                     s.servers.replicate(&s.ks);
-                    Self::granted(&mut s, client, owner, token, since_ms);
+                    self.granted(&mut s, client, owner, token, since_ms);
                 } else {
                     // Too few acknowledgements (`lost`, or the WAIT's timeout passed), or the master
                     // failed over (the connection broke): the grant is given back, over the
@@ -260,18 +284,20 @@ impl LockModel {
         Some(s)
     }
 
-    /// Record a grant of `token`: above every earlier grant's (tokens increase).
-    fn record_token(state: &mut State, token: u128) {
-        if state.max_token.is_some_and(|max| token <= max) {
+    /// Record a grant of `token` on lock name `name` (an index of
+    /// [`Self::distinct_locks`]): above every earlier grant's on that name (tokens increase).
+    fn record_token(state: &mut State, name: usize, token: u128) {
+        let max = &mut state.max_token[name];
+        if max.is_some_and(|max| token <= max) {
             state.regressed = true;
         }
-        state.max_token = Some(state.max_token.map_or(token, |m| m.max(token)));
+        *max = Some(max.map_or(token, |m| m.max(token)));
     }
 
     /// Record a grant of `token` (tokens increase), and put the client in `Holding` of
     /// `owner`'s hold, granted by an attempt at `since_ms`.
-    fn granted(state: &mut State, client: usize, owner: u32, token: u128, since_ms: u64) {
-        Self::record_token(state, token);
+    fn granted(&self, state: &mut State, client: usize, owner: u32, token: u128, since_ms: u64) {
+        Self::record_token(state, self.lock_index(client), token);
         state.clients[client] = Phase::Holding {
             owner,
             token,
@@ -292,7 +318,8 @@ impl Model for LockModel {
             clients: vec![Phase::Idle; n],
             left: vec![self.cycles; n],
             minted: 0,
-            max_token: None,
+            max_token: vec![None; self.distinct_locks().len()],
+            crossed: false,
             regressed: false,
             script_error: None,
             force_unlock_left: self.force_unlock,
@@ -313,7 +340,12 @@ impl Model for LockModel {
     }
 
     fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        if state.regressed || state.revived || state.out_of_order || state.script_error.is_some() {
+        if state.regressed
+            || state.revived
+            || state.out_of_order
+            || state.crossed
+            || state.script_error.is_some()
+        {
             return;
         }
         for (client, phase) in state.clients.iter().enumerate() {
@@ -400,6 +432,7 @@ impl Model for LockModel {
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut s = last.clone();
         let now_ms = s.ks.now_ms();
+        let last_action = action.clone();
         match action {
             Action::Tick => {
                 s.ks.now_us = next_deadline(&s)? * 1000;
@@ -469,7 +502,8 @@ impl Model for LockModel {
                 }
                 if let Phase::Holding { owner: o, .. } = s.clients[client] {
                     if self.held(&s, client, o) {
-                        let until = s.ks.entry(b"m").and_then(|e| e.expires_at).unwrap_or(0);
+                        let key = self.locks[client].as_bytes();
+                        let until = s.ks.entry(key).and_then(|e| e.expires_at).unwrap_or(0);
                         s.orphan_until = s.orphan_until.max(until);
                     }
                 }
@@ -490,6 +524,20 @@ impl Model for LockModel {
             }
         }
         self.observe_queue(last, &mut s);
+        let name = match &last_action {
+            Action::Send { client, .. }
+            | Action::Renew { client }
+            | Action::Cancel { client }
+            | Action::Notice { client }
+            | Action::Crash { client } => Some(self.locks[*client]),
+            Action::ForceUnlock => Some(self.locks[0]),
+            _ => None,
+        };
+        if let Some(name) = name {
+            if self.changed_another_name(last, &s, name) {
+                s.crossed = true;
+            }
+        }
         if s.orphan_until <= s.ks.now_ms() {
             s.orphan_until = 0;
         }

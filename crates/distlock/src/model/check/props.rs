@@ -22,9 +22,14 @@ pub(super) fn properties(m: &LockModel) -> Vec<Property<LockModel>> {
         ),
         Property::always("tokens increase", |_, s: &State| !s.regressed),
         Property::always("scripts run", |_, s: &State| s.script_error.is_none()),
-        Property::always("no helper key outlives its TTL", |_, s: &State| {
-            leak(s).is_none()
-        }),
+        Property::always(
+            "no helper key outlives its TTL",
+            |m: &LockModel, s: &State| leak(m, s).is_none(),
+        ),
+        Property::always(
+            "a step on one name changes only its keys and its slot's counter",
+            |_, s: &State| !s.crossed,
+        ),
         Property::sometimes("every cycle done", |_, s: &State| {
             s.left.iter().all(|l| *l == 0)
         }),
@@ -52,7 +57,7 @@ pub(super) fn properties(m: &LockModel) -> Vec<Property<LockModel>> {
                 let finished = s.left.iter().all(|l| *l == 0)
                     && s.crashes_left == m.bounds.crashes
                     && s.force_unlock_left;
-                !finished || s.ks.entry(b"m").is_none()
+                !finished || m.locks.iter().all(|n| s.ks.entry(n.as_bytes()).is_none())
             },
         ));
     }
@@ -77,27 +82,30 @@ pub(super) fn properties(m: &LockModel) -> Vec<Property<LockModel>> {
     props
 }
 
-/// At most one client holds an exclusive hold with a valid lease, and never one beside a
-/// shared (read) hold.
+/// Per lock name: at most one client holds an exclusive hold with a valid lease, and never
+/// one beside a shared (read) hold.
 fn exclusive(m: &LockModel, s: &State) -> bool {
     let now = s.ks.now_ms();
-    let holding = |exclusive: bool| {
-        s.clients
-            .iter()
-            .enumerate()
-            .filter(|(i, c)| {
-                m.takes[*i].exclusive() == exclusive
-                    && matches!(c, Phase::Holding { valid_until, revoked: false, .. } if *valid_until > now)
-            })
-            .count()
-    };
-    let (exclusive, shared) = (holding(true), holding(false));
-    exclusive <= 1 && (exclusive == 0 || shared == 0)
+    m.distinct_locks().into_iter().all(|name| {
+        let holding = |exclusive: bool| {
+            s.clients
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| {
+                    m.locks[*i] == name
+                        && m.takes[*i].exclusive() == exclusive
+                        && matches!(c, Phase::Holding { valid_until, revoked: false, .. } if *valid_until > now)
+                })
+                .count()
+        };
+        let (exclusive, shared) = (holding(true), holding(false));
+        exclusive <= 1 && (exclusive == 0 || shared == 0)
+    })
 }
 
-/// The documented TTL of a key of the model's lock `m` (ms), by its name; `None` for the
+/// The documented TTL of a key of the model's locks (ms), by its name; `None` for the
 /// fencing counter, which is meant to stay.
-fn documented_ttl(key: &[u8]) -> Option<u64> {
+fn documented_ttl(m: &LockModel, key: &[u8]) -> Option<u64> {
     let key = String::from_utf8_lossy(key);
     // The fencing counter stays. The fair lock's queue is Redisson's layout, whose keys
     // have no TTL (Java waiters could not renew one): a waiter that crashes with nobody
@@ -116,7 +124,7 @@ fn documented_ttl(key: &[u8]) -> Option<u64> {
     // the last attempt; a read hold's timeout key a lease.
     Some(if key.starts_with("redisson_unlock_latch") {
         LATCH_MS
-    } else if key == "m" || key.contains(":rwlock_timeout:") {
+    } else if m.locks.contains(&&*key) || key.contains(":rwlock_timeout:") {
         LEASE_MS
     } else {
         LIVENESS_MS
@@ -124,10 +132,10 @@ fn documented_ttl(key: &[u8]) -> Option<u64> {
 }
 
 /// A key that lives longer than its documented TTL (or for ever): its name and TTL.
-fn leak(s: &State) -> Option<(String, Option<u64>)> {
+fn leak(m: &LockModel, s: &State) -> Option<(String, Option<u64>)> {
     let now = s.ks.now_ms();
     s.ks.keys.iter().find_map(|(k, e)| {
-        let bound = documented_ttl(k)?;
+        let bound = documented_ttl(m, k)?;
         let ttl = e.expires_at.map(|at| at.saturating_sub(now));
         match ttl {
             Some(t) if t <= bound => None,
@@ -198,12 +206,12 @@ fn grants_within(m: &LockModel, s: &State, depth: u8, until: u64) -> bool {
 /// dead waiter blocks the lock no longer than it would have kept its place). The client and
 /// the key's expiry (ms) when it does.
 fn dead_hand_off(m: &LockModel, s: &State) -> Option<(usize, u64)> {
-    let entry = s.ks.entry(b"m")?;
-    let crate::model::keyspace::Val::Hash(fields) = &entry.val else {
-        return None;
-    };
-    let expires = entry.expires_at?;
     (0..m.takes.len()).find_map(|c| {
+        let entry = s.ks.entry(m.locks[c].as_bytes())?;
+        let crate::model::keyspace::Val::Hash(fields) = &entry.val else {
+            return None;
+        };
+        let expires = entry.expires_at?;
         let until = s.dead_waiter_until[c];
         let prefix = format!("c{c}:");
         let handed = until > 0 && fields.iter().any(|(f, _)| f.starts_with(prefix.as_bytes()));

@@ -66,9 +66,9 @@ impl LockModel {
             Phase::Waiting { owner } | Phase::Acquiring { owner, .. } => Some(owner),
             _ => None,
         };
-        let queue = keys::fair_queue(&self.names(0).key).into_bytes();
         let queued = |st: &State, c: usize, o: u32| {
             let field = self.raw(c).field(&owner(c, o)).into_bytes();
+            let queue = keys::fair_queue(&self.names(c).key).into_bytes();
             st.ks
                 .entry(&queue)
                 .is_some_and(|e| matches!(&e.val, Val::List(l) if l.contains(&field)))
@@ -81,6 +81,7 @@ impl LockModel {
             // x was granted in this step: no live waiter that arrived before it waits.
             let passed = (0..s.clients.len()).any(|y| {
                 y != x
+                    && self.locks[y] == self.locks[x]
                     && waiting(last, y).is_some()
                     && last.last_try[y] + LIVENESS_MS > now
                     && match (last.arrival[y], last.arrival[x]) {
@@ -104,6 +105,23 @@ impl LockModel {
                 _ => s.arrival[c] = None,
             }
         }
+    }
+}
+
+impl LockModel {
+    /// Whether a step on lock name `name` changed a key that is not that name's: every key of
+    /// a lock (its hash, channels, queues, waiter entries, latches) holds its name, and the
+    /// only key that names of one slot share is the slot's fencing counter.
+    pub(super) fn changed_another_name(&self, last: &State, s: &State, name: &str) -> bool {
+        if self.distinct_locks().len() < 2 {
+            return false;
+        }
+        let keys = last.ks.keys.keys().chain(s.ks.keys.keys());
+        keys.filter(|k| {
+            let k = String::from_utf8_lossy(k);
+            !k.contains(name) && !k.starts_with(keys::FENCING_COUNTER_PREFIX)
+        })
+        .any(|k| last.ks.entry(k) != s.ks.entry(k))
     }
 }
 

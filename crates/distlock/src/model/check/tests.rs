@@ -26,9 +26,23 @@ fn bounds() -> Bounds {
 /// Check `takes` on `deploy` (one client each, one cycle each) and report the states
 /// explored; the properties hold (and the expected counterexamples are found).
 fn check_with(what: &str, takes: Vec<Take>, deploy: Deployment, stuck: bool, bounds: Bounds) {
+    let locks = vec!["m"; takes.len()];
+    check_on(what, takes, locks, deploy, stuck, bounds);
+}
+
+/// [`check_with`], client `i` taking lock name `locks[i]`.
+fn check_on(
+    what: &str,
+    takes: Vec<Take>,
+    locks: Vec<&'static str>,
+    deploy: Deployment,
+    stuck: bool,
+    bounds: Bounds,
+) {
     let takes_len = takes.len();
     let model = LockModel {
         takes,
+        locks,
         cycles: 1,
         bounds,
         deploy,
@@ -78,6 +92,16 @@ fn a_plain_lock_and_a_write_lock_on_one_name_exclude_each_other() {
     check(
         "a plain and a write lock on one name",
         vec![Take::Plain, Take::Write],
+    );
+}
+
+/// A plain lock and a read lock on one name: the read acquire refuses the plain lock's hash
+/// (no mode field), the plain acquire the read-write lock's.
+#[test]
+fn a_plain_lock_and_a_read_lock_on_one_name_exclude_each_other() {
+    check(
+        "a plain and a read lock on one name",
+        vec![Take::Plain, Take::Read],
     );
 }
 
@@ -164,6 +188,29 @@ fn the_fair_lock_grants_three_clients_in_arrival_order() {
     check_with(
         "fair lock, 3 clients",
         vec![Take::Fair, Take::Fair, Take::Fair],
+        Deployment::Single,
+        true,
+        bounds,
+    );
+}
+
+/// Two names of one slot (`{m}a`, `{m}b`, which share the slot's fencing counter): two
+/// clients of the plain lock on one, a third on the other. Each name's holds exclude each
+/// other, each name's tokens increase although a grant on the other draws from the same
+/// counter, and no step on one name changes a key of the other.
+#[test]
+fn two_names_of_one_slot_keep_their_properties_apart() {
+    let bounds = Bounds {
+        lost: 1,
+        crashes: if deep() { 1 } else { 0 },
+        renewals: 0,
+        waits: 1,
+        cancels: 0,
+    };
+    check_on(
+        "plain lock, two names of one slot, 3 clients",
+        vec![Take::Plain, Take::Plain, Take::Plain],
+        vec!["{m}a", "{m}a", "{m}b"],
         Deployment::Single,
         true,
         bounds,
