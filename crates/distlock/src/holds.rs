@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::conn::Backend;
+use crate::conn::Resend;
 use crate::error::{Error, NotHeldReason, Result};
 
 tokio::task_local! {
@@ -272,7 +273,7 @@ impl Holds {
             let inv = request.invocation();
             let key = request.route_key();
             let r = match resend_for {
-                None => backend.eval::<redis::Value>(&request.context, &inv).await,
+                None => backend.eval::<redis::Value>(&request.context, &inv, Resend::Few).await,
                 // Confirmed by replicas where the deployment asks for it, as every latched
                 // write.
                 Some(limit) => backend
@@ -317,7 +318,7 @@ impl Holds {
             let backend = backend.clone();
             async move {
                 let inv = request.invocation();
-                let send = backend.eval::<redis::Value>(&request.context, &inv);
+                let send = backend.eval::<redis::Value>(&request.context, &inv, Resend::Few);
                 match tokio::time::timeout(limit, send).await {
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => {

@@ -7,6 +7,7 @@ use tokio::time::Instant;
 use crate::acquire::{acquire, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
+use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
 use crate::scripts;
@@ -103,7 +104,7 @@ impl CountDownLatch {
             .client
             .inner
             .backend
-            .eval(&self.context("set count"), &inv)
+            .eval(&self.context("set count"), &inv, Resend::Few)
             .await?;
         Ok(set == 1)
     }
@@ -257,7 +258,7 @@ impl CountDownLatch {
             .client
             .inner
             .backend
-            .eval(&self.context("delete"), &inv)
+            .eval(&self.context("delete"), &inv, Resend::Few)
             .await?;
         Ok(n == 1)
     }

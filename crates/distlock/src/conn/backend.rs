@@ -6,15 +6,9 @@ use std::time::Duration;
 use redis::FromRedisValue;
 
 use super::deployment::{Connection, Deployment, Route, SCAN_COUNT};
+use super::resend::{classify, resend_after, Failure, Resend};
 use crate::error::{Error, Result};
 use crate::scripts::{Invocation as ScriptInvocation, Publish};
-
-/// How often a call is sent again after a connection failure, and the pauses between.
-const RETRY_DELAYS: [Duration; 3] = [
-    Duration::from_millis(10),
-    Duration::from_millis(100),
-    Duration::from_millis(400),
-];
 
 /// The command side of a client (or of one grant): resend rules over a [`Connection`].
 #[derive(Clone)]
@@ -81,18 +75,6 @@ impl Backend {
         r
     }
 
-    /// Send a script once (EVALSHA, NOSCRIPT → EVAL), following an `ASK` redirect.
-    async fn invoke<T: FromRedisValue>(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-    ) -> redis::RedisResult<T> {
-        let publish = self.publish;
-        self.send_once(&mut |mut conn| async move {
-            invocation.invoke_async::<T>(&mut conn, publish).await
-        })
-        .await
-    }
-
     /// When `e` is an `ASK` redirect (its slot is being migrated and the key already moved):
     /// a connection to the importing node that sends `ASKING` before the request. `None`
     /// for any other error, or off a Cluster. Nothing ran on the node that answered `ASK`.
@@ -113,38 +95,24 @@ impl Backend {
         matches!(self.conn.route, Route::Pinned(_))
     }
 
-    /// A request failed with `e`: on Sentinel, a refused write (READONLY: the master was
-    /// demoted) or an unreachable master has the sentinels asked at once.
-    fn saw_error(&self, e: &redis::RedisError) {
-        if retriable(e) {
-            self.conn.deployment.request_failed();
-        }
-    }
-
-    /// Run a script (EVALSHA, NOSCRIPT → SCRIPT LOAD + retry), resending on connection
-    /// failures. `context` names the operation for error messages.
+    /// Run a script (EVALSHA, NOSCRIPT → EVAL), resending it by `rule` after a failure that
+    /// allows it ([`resend_after`]). `context` names the operation for error messages (it is
+    /// formatted only when something goes wrong).
+    ///
+    /// With [`Resend::Within`], a window that passes with no send answered gives an error
+    /// that says the outcome is unknown ([`Error::is_outcome_unknown`]).
     pub(crate) async fn eval<T: FromRedisValue>(
         &self,
         context: impl fmt::Display,
         invocation: &ScriptInvocation<'_>,
+        rule: Resend,
     ) -> Result<T> {
         let publish = self.publish;
-        self.with_retries(context, |mut conn| async move {
+        self.send(context, rule, |mut conn| async move {
             invocation.invoke_async::<T>(&mut conn, publish).await
         })
         .await
-    }
-
-    /// Run a script that must not run twice (it is not idempotent), without resending it:
-    /// after a connection failure the caller cannot know whether it ran.
-    pub(crate) async fn eval_once<T: FromRedisValue>(
-        &self,
-        context: impl fmt::Display,
-        invocation: &ScriptInvocation<'_>,
-    ) -> Result<T> {
-        self.invoke(invocation)
-            .await
-            .map_err(|e| Error::from_redis(&context.to_string(), e))
+        .map(|(v, _)| v)
     }
 
     /// Run a script that a request latch makes idempotent, resending it after connection
@@ -163,33 +131,12 @@ impl Backend {
         invocation: &ScriptInvocation<'_>,
         window: Duration,
     ) -> Result<(T, bool)> {
-        let deadline = tokio::time::Instant::now() + window;
-        let mut attempt = 0usize;
-        // Whether a send so far may have run without its answer reaching us.
-        let mut unknown = false;
-        loop {
-            match self.invoke(invocation).await {
-                Ok(v) => return Ok((v, attempt > 0)),
-                Err(e) if retriable(&e) => {
-                    self.saw_error(&e);
-                    unknown |= unanswered(&e);
-                    let now = tokio::time::Instant::now();
-                    // Over a connection set aside for a grant, which does not reconnect, the
-                    // caller gets the error at once (and resolves an unknown outcome through
-                    // the latch); a refusal where nothing ran is ridden out like any
-                    // connection error.
-                    if now >= deadline || self.pinned() {
-                        let e = Error::from_redis(&context.to_string(), e);
-                        return Err(if unknown { e.outcome_unknown() } else { e });
-                    }
-                    tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending (same request id)");
-                    // The last resend goes out at the deadline at the latest.
-                    tokio::time::sleep(resend_delay(attempt).min(deadline - now)).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(Error::from_redis(&context.to_string(), e)),
-            }
-        }
+        let publish = self.publish;
+        let rule = Resend::Within { left: window };
+        self.send(context, rule, |mut conn| async move {
+            invocation.invoke_async::<T>(&mut conn, publish).await
+        })
+        .await
     }
 
     /// Keep sending a cancellation (a script that leaves a tombstone in a request's latch and
@@ -228,10 +175,11 @@ impl Backend {
         context: impl fmt::Display,
         cmd: &redis::Cmd,
     ) -> Result<T> {
-        self.with_retries(context, |mut conn| async move {
+        self.send(context, Resend::Few, |mut conn| async move {
             cmd.query_async::<T>(&mut conn).await
         })
         .await
+        .map(|(v, _)| v)
     }
 
     /// Run a pipeline (read-only or idempotent), resending on connection failures.
@@ -240,74 +188,66 @@ impl Backend {
         context: impl fmt::Display,
         pipe: &redis::Pipeline,
     ) -> Result<T> {
-        self.with_retries(context, |mut conn| async move {
+        self.send(context, Resend::Few, |mut conn| async move {
             pipe.query_async::<T>(&mut conn).await
         })
         .await
+        .map(|(v, _)| v)
     }
 
-    /// Send a request, and send it again after [`RETRY_DELAYS`] while it fails in a way that
-    /// allows a resend.
-    /// `context` is formatted only when something goes wrong (no allocation per call).
-    async fn with_retries<T, F, Fut>(&self, context: impl fmt::Display, mut send: F) -> Result<T>
+    /// The one send loop: send a request (following an `ASK` redirect), and send it again
+    /// after a failure for as long as `rule` allows ([`resend_after`]); the answer, and whether
+    /// it was sent more than once. A failure where a send may have run unanswered, when no
+    /// resend follows, is an error whose outcome is unknown (under [`Resend::Within`]: the
+    /// caller resolves it through the request's latch).
+    async fn send<T, F, Fut>(
+        &self,
+        context: impl fmt::Display,
+        rule: Resend,
+        mut send: F,
+    ) -> Result<(T, bool)>
     where
         F: FnMut(Connection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        let mut attempt = 0;
-        // A connection set aside for one grant does not reconnect: a failure there goes back
-        // to the caller, which sends the grant again over a fresh one.
-        let resends = if self.pinned() { 0 } else { RETRY_DELAYS.len() };
+        let started = tokio::time::Instant::now();
+        let mut attempt = 0usize;
+        // Whether a send so far may have run without its answer reaching us.
+        let mut unknown = false;
         loop {
-            match self.send_once(&mut send).await {
-                Ok(v) => return Ok(v),
-                Err(e) if retriable(&e) && attempt < resends => {
-                    self.saw_error(&e);
-                    tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending");
-                    tokio::time::sleep(RETRY_DELAYS[attempt]).await;
+            let e = match self.send_once(&mut send).await {
+                Ok(v) => return Ok((v, attempt > 0)),
+                Err(e) => e,
+            };
+            let failure = classify(&e);
+            if failure != Failure::Final {
+                // On Sentinel, a refused write (READONLY: the master was demoted) or an
+                // unreachable master has the sentinels asked at once.
+                self.conn.deployment.request_failed();
+            }
+            unknown |= failure == Failure::Unanswered;
+            let rule = match rule {
+                Resend::Within { left } => Resend::Within {
+                    left: left.saturating_sub(started.elapsed()),
+                },
+                other => other,
+            };
+            match resend_after(failure, rule, attempt, self.pinned()) {
+                Some(pause) => {
+                    tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending (same request)");
+                    tokio::time::sleep(pause).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(Error::from_redis(&context.to_string(), e)),
+                None => {
+                    let e = Error::from_redis(&context.to_string(), e);
+                    let latched = matches!(rule, Resend::Within { .. });
+                    return Err(if unknown && latched && failure != Failure::Final {
+                        e.outcome_unknown()
+                    } else {
+                        e
+                    });
+                }
             }
         }
     }
-}
-
-/// Pause before resend number `attempt` (0-based): 10 ms, 100 ms, 400 ms, then every second.
-pub(super) fn resend_delay(attempt: usize) -> Duration {
-    RETRY_DELAYS
-        .get(attempt)
-        .copied()
-        .unwrap_or(Duration::from_secs(1))
-}
-
-/// Whether a failed send may have run on the server: its answer never came (a broken
-/// connection, a timeout). A server's refusal (MOVED, TRYAGAIN, READONLY, …) or a refused
-/// connection means nothing ran.
-fn unanswered(e: &redis::RedisError) -> bool {
-    (e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) && !e.is_connection_refusal()
-}
-
-/// Errors after which the same request may be sent again: broken or refused connections,
-/// timeouts, a server that is still loading its snapshot or asks to try again, a replica's
-/// READONLY refusal (given before anything runs: a master demoted by a failover), and a
-/// cluster's MOVED and ASK redirects (nothing ran; on MOVED the cluster client rebuilds its
-/// slot map, so the resend goes to the slot's new master; an ASK that could not be followed
-/// is resent like a MOVED).
-fn retriable(e: &redis::RedisError) -> bool {
-    use redis::{ErrorKind as K, ServerErrorKind as S};
-    e.is_io_error()
-        || e.is_connection_dropped()
-        || e.is_connection_refusal()
-        || e.is_timeout()
-        || matches!(
-            e.kind(),
-            K::Server(S::BusyLoading)
-                | K::Server(S::TryAgain)
-                | K::Server(S::MasterDown)
-                | K::Server(S::ClusterDown)
-                | K::Server(S::ReadOnly)
-                | K::Server(S::Moved)
-                | K::Server(S::Ask)
-        )
 }

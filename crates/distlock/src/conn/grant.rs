@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use redis::FromRedisValue;
 
-use super::backend::{resend_delay, Backend};
+use super::backend::Backend;
 use super::deployment::{Connection, Route};
 use super::grant_slots::GrantSlotGuard;
+use super::resend::{resend_delay, Resend};
 use crate::error::{Error, ErrorKind, Result};
 use crate::scripts::Invocation as ScriptInvocation;
 
@@ -57,7 +58,10 @@ impl GrantChannel {
         invocation: &ScriptInvocation<'_>,
         applied: impl FnOnce(&T) -> bool,
     ) -> Result<T> {
-        let sent = self.backend.eval::<T>(&context, invocation).await;
+        let sent = self
+            .backend
+            .eval::<T>(&context, invocation, Resend::Few)
+            .await;
         let r = sent.inspect_err(|e| self.failed(e))?;
         if applied(&r) {
             let confirmed = self.confirm(&context).await;

@@ -2,11 +2,12 @@
 //! server's own reply is quoted where there is one.
 
 use super::{prefix_at_most, Error, ErrorKind, Fix};
+use crate::conn::resend::{classify, Failure};
 
 impl Error {
     /// Classify a driver error (`context` names the operation, e.g. `acquire "orders"`).
     pub(crate) fn from_redis(context: &str, err: redis::RedisError) -> Self {
-        use redis::{ErrorKind as K, ServerErrorKind as S};
+        use redis::ErrorKind as K;
         let code = err.code().unwrap_or("");
         let kind = if code == "WRONGTYPE" || err.to_string().contains("WRONGTYPE") {
             ErrorKind::WrongType
@@ -36,24 +37,11 @@ impl Error {
                 K::Io => ErrorKind::Connection,
                 K::InvalidClientConfig => ErrorKind::Config,
                 K::UnexpectedReturnType | K::Parse => ErrorKind::UnexpectedReply,
-                // Not serving for now: loading its snapshot, a replica that lost its master,
-                // a cluster slot in transit or moved, a master demoted by a failover
-                // (READONLY).
-                // Retried like a broken connection.
-                K::Server(S::BusyLoading)
-                | K::Server(S::TryAgain)
-                | K::Server(S::MasterDown)
-                | K::Server(S::ClusterDown)
-                | K::Server(S::ReadOnly)
-                | K::Server(S::Moved)
-                | K::Server(S::Ask) => ErrorKind::Connection,
-                _ if err.is_timeout()
-                    || err.is_connection_dropped()
-                    || err.is_connection_refusal()
-                    || err.is_io_error() =>
-                {
-                    ErrorKind::Connection
-                }
+                // A connection that broke, timed out or was refused, or a server not serving
+                // for now (loading its snapshot, a replica that lost its master, a cluster
+                // slot in transit or moved, a master demoted by a failover: READONLY):
+                // what the connection layer resends (`conn::resend::classify`).
+                _ if classify(&err) != Failure::Final => ErrorKind::Connection,
                 _ => ErrorKind::Backend,
             }
         };

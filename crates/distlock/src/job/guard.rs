@@ -1,6 +1,7 @@
 //! [`JobGuard`]: a held job lock; ownership-checked release, extension, keep-alive.
 
 use crate::client::Client;
+use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
@@ -125,7 +126,7 @@ impl GuardInner {
             .client
             .inner
             .backend
-            .eval(&request.context, &request.invocation())
+            .eval(&request.context, &request.invocation(), Resend::Few)
             .await?;
         match r {
             0 | 1 => Ok(()),

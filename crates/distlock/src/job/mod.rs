@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::acquire::{acquire, not_acquired};
 use crate::client::Client;
+use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
 use crate::scripts;
@@ -529,7 +530,7 @@ impl JobLock {
         inv.key(&key);
         let backend = &self.client.inner.backend;
         let deleted: Option<String> = backend
-            .eval(&format!("force unlock job {key:?}"), &inv)
+            .eval(&format!("force unlock job {key:?}"), &inv, Resend::Few)
             .await?;
         let Some(value) = deleted else {
             return Ok(false);

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use crate::acquire::{confirm_grant, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
+use crate::conn::Resend;
 use crate::error::Result;
 use crate::holds::ReleaseRequest;
 use crate::scripts::{self, Invocation};
@@ -131,7 +132,7 @@ impl Acquire for JobRequest {
             let inv = acquire_call(&self.key, &value, self.at_most_ms);
             grant
                 .backend
-                .eval(&context, &inv)
+                .eval(&context, &inv, Resend::Few)
                 .await
                 .inspect_err(|e| grant.failed(e))?
         };
@@ -144,7 +145,7 @@ impl Acquire for JobRequest {
                 self.client
                     .inner
                     .backend
-                    .eval::<i64>(&request.context, &request.invocation())
+                    .eval::<i64>(&request.context, &request.invocation(), Resend::Few)
                     .await
                     .map(|_| ())
             })

@@ -14,6 +14,7 @@ use super::raw::{
 };
 use super::{FencingToken, Hold, LockCore, Owner};
 use crate::acquire::{acquire, confirm_grant};
+use crate::conn;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::holds::ReleaseRequest;
 use crate::keys;
@@ -50,7 +51,7 @@ impl LockCore {
                 .leave(&self.inner.names, owner, wait_ms, give_back, &floor)
         {
             self.backend()
-                .eval::<i64>(&self.context("leave queue"), &inv)
+                .eval::<i64>(&self.context("leave queue"), &inv, conn::Resend::Few)
                 .await?;
             return Ok(give_back && self.inner.raw.leave_gives_back());
         }
@@ -116,7 +117,10 @@ impl LockCore {
 
     pub(super) async fn inspect(&self, owner: &Owner) -> Result<(u32, u128, i64)> {
         let inv = inspect_call(&*self.inner.raw, &self.inner.names.key, owner);
-        let r: Vec<String> = self.backend().eval(&self.context("inspect"), &inv).await?;
+        let r: Vec<String> = self
+            .backend()
+            .eval(&self.context("inspect"), &inv, conn::Resend::Few)
+            .await?;
         parse_inspect(&r)
             .ok_or_else(|| Error::unexpected(format!("{}: reply {r:?}", self.context("inspect"))))
     }
@@ -161,17 +165,16 @@ impl LockCore {
             Some(fast) => Invocation::later(Arc::new(|| raw.acquire(names, &call)), fast),
             None => raw.acquire(names, &call),
         };
-        let sent: Result<Vec<String>> = match resend {
-            Resend::Always => grant.backend.eval(&context, &inv).await,
+        let rule = match resend {
+            Resend::Always => conn::Resend::Few,
             // The latch answers a resend while it lives: resend until answered within its
             // window; after that the caller undoes it (`undo_reentry`).
-            Resend::Latched => grant
-                .backend
-                .eval_resolving(&context, &inv, client.resolve_window())
-                .await
-                .map(|(r, _)| r),
-            Resend::Never => grant.backend.eval_once(&context, &inv).await,
+            Resend::Latched => conn::Resend::Within {
+                left: client.resolve_window(),
+            },
+            Resend::Never => conn::Resend::Never,
         };
+        let sent: Result<Vec<String>> = grant.backend.eval(&context, &inv, rule).await;
         let r = sent.inspect_err(|e| grant.failed(e))?;
         let attempt = match parse_attempt(&r) {
             Ok(a) => a,

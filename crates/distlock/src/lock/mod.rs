@@ -20,6 +20,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::Client;
+use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD};
 use raw::{Names, Queue, RawLock};
@@ -247,7 +248,7 @@ impl LockCore {
         // {1, <owner field>...} when deleted, {0} when there was no lock.
         let mut reply: Vec<String> = self
             .backend()
-            .eval(&self.context("force_unlock"), &inv)
+            .eval(&self.context("force_unlock"), &inv, Resend::Few)
             .await?;
         if reply.first().map(String::as_str) != Some("1") {
             return Ok(false);

@@ -8,6 +8,7 @@ pub use permit::LeasedPermit;
 use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::{HandedOff, Wake};
+use crate::conn::Resend;
 use crate::error::{Error, Result};
 use crate::holds::ReleaseRequest;
 use crate::keys;
@@ -216,7 +217,7 @@ impl LeasedSemaphore {
             .client
             .inner
             .backend
-            .eval(&self.names.context("set permits"), &inv)
+            .eval(&self.names.context("set permits"), &inv, Resend::Few)
             .await?;
         Ok(before.max(0) as u64)
     }
@@ -263,7 +264,7 @@ impl LeasedSemaphore {
             .client
             .inner
             .backend
-            .eval(&self.names.context("available"), &inv)
+            .eval(&self.names.context("available"), &inv, Resend::Few)
             .await?;
         Ok(v)
     }
@@ -399,7 +400,7 @@ impl LeasedSemaphore {
             .client
             .inner
             .backend
-            .eval(&request.context, &request.invocation())
+            .eval(&request.context, &request.invocation(), Resend::Few)
             .await
     }
 }
@@ -435,7 +436,11 @@ impl LeasedRequest {
             .client
             .inner
             .backend
-            .eval(&self.sem.names.context("extend a handed-off permit"), &inv)
+            .eval(
+                &self.sem.names.context("extend a handed-off permit"),
+                &inv,
+                Resend::Few,
+            )
             .await?;
         if r.first() == Some(&1) {
             return Ok(Step::Done((started, id)));
@@ -513,7 +518,7 @@ impl Acquire for LeasedRequest {
         let mut grant = n.client.inner.backend.for_grant(&n.key).await?;
         let r: Vec<i64> = grant
             .backend
-            .eval(&context, &inv)
+            .eval(&context, &inv, Resend::Few)
             .await
             .inspect_err(|e| grant.failed(e))?;
         Ok(match r.as_slice() {

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
+use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
@@ -79,7 +80,7 @@ impl Names {
             .client
             .inner
             .backend
-            .eval(&self.context("set permits"), &inv)
+            .eval(&self.context("set permits"), &inv, Resend::Few)
             .await?;
         Ok(set == 1)
     }
@@ -266,7 +267,7 @@ impl Semaphore {
             .client
             .inner
             .backend
-            .eval_once(self.names.context("drain"), &inv)
+            .eval(self.names.context("drain"), &inv, Resend::Never)
             .await?;
         Ok(v.max(0) as u64)
     }

@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::{EntryKey, LeaseState, Renew, Renewal, Shared, BATCH};
 use crate::conn::Backend;
+use crate::conn::Resend;
 use crate::keys::{self, drift};
 use crate::scripts;
 
@@ -281,7 +282,7 @@ async fn renew_chunk_in_span(
     };
     let sent = grant
         .backend
-        .eval::<Vec<i64>>("watchdog renewal", &inv)
+        .eval::<Vec<i64>>("watchdog renewal", &inv, Resend::Few)
         .await
         .inspect_err(|e| grant.failed(e));
     match sent {
