@@ -1,29 +1,11 @@
--- fair_acquire_fast.lua: the fair lock's common acquire, a free lock with nobody queued, in
--- the least server work. Anything else is left to fair_acquire.lua, which the client sends
--- next when this one answers nil.
---
--- The grant is fair_acquire.lua's for a fresh owner (mode 'new') on a free lock with an empty
--- queue, written alike: the Redisson RFairLock hash with the hold count 1, the fencing token
--- field and the holder field, TTL = lease; the token as lock_acquire_fast.lua's.
---
--- KEYS[1]  lock key (hash; see fair_acquire.lua)
--- KEYS[2]  fencing counter of the lock's slot (string, same slot)
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  owner field <client-uuid>:<owner-id>, fresh for this request
--- ARGV[3]  the client's holder metadata '<app>;<host>;<pid>' (fair_acquire.lua's ARGV[9])
--- ARGV[4]  (absent when it is '0') the floor, as lock_acquire_fast.lua's ARGV[4]
---
--- Returns  the fencing token (a string, as next_token's): granted with hold count 1, as
---          fair_acquire.lua's {1, 1, token}
---          nil: nothing was changed; send fair_acquire.lua. When the lock key, Redisson's queue
---          (redisson_lock_queue:{<key>}) or its waiter scores (redisson_lock_timeout:{<key>})
---          exists, or fast_token finds the counter in another state (as
---          lock_acquire_fast.lua's); the counter is put back as it was.
--- Errors   A refused PEXPIRE (e.g. NOPERM) is answered as an error, with the new key deleted
---          again.
---
--- Uses fast_token from fast.lua (joined in front by scripts/mod.rs).
--- Cost: EXISTS, TIME, SET..GET, HSET, PEXPIRE; builds two key names and two strings.
+-- fair_acquire_fast.lua: fair_acquire.lua's grant to a fresh owner of a free fair lock with
+-- nobody queued, and nothing else; nil: nothing changed, send fair_acquire.lua.
+-- KEYS[1] lock key (hash)   KEYS[2] the slot's fencing counter
+-- ARGV[1] lease ms   ARGV[2] owner field   ARGV[3] holder '<app>;<host>;<pid>'
+-- ARGV[4] the counter's floor, as lock_acquire.lua's ARGV[5] (absent when '0')
+-- Returns the token (as fair_acquire.lua's {1, 1, token}), or nil when the key or Redisson's
+--         queue or waiter scores exist, or fast_token (fast.lua) declines.
+-- Errors  a refused PEXPIRE, the new key deleted again.
 
 local key = KEYS[1]
 -- The helper keys' hash tag, as keys.rs's `prefixed` puts it after their prefix.

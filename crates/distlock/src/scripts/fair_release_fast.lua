@@ -1,22 +1,10 @@
--- fair_release_fast.lua: the fair lock's common release, the last hold with nobody queued, in
--- the least server work. Anything else is left to fair_release.lua, which the client sends
--- next when this one answers nil. Sent only as the first send of a release request: a resend
--- goes to fair_release.lua, whose latch answers it.
---
--- The release is fair_release.lua's final one with an empty queue: the key deleted (with its
--- token and holder fields), no message (a fair lock wakes only its queue's head, as Redisson's
--- RFairLock), no latch.
---
--- KEYS[1]  lock key (hash)
--- ARGV[1]  owner field <client-uuid>:<owner-id>
---
--- Returns  1    the last hold was released (as fair_release.lua's 1 with nobody queued)
---          nil  nothing was changed; send fair_release.lua: the owner does not hold exactly
---               one hold, the hash is a read-write lock's (a mode field), or Redisson's queue
---               redisson_lock_queue:{<key>} exists
--- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
---
--- Cost: HMGET, EXISTS, DEL; builds one key name.
+-- fair_release_fast.lua: fair_release.lua's final release (key deleted, no message: a fair
+-- lock wakes only its queue's head) of an owner's only hold with nobody queued, and nothing
+-- else; nil: nothing changed, send fair_release.lua. First sends only.
+-- KEYS[1] lock key (hash)   ARGV[1] owner field
+-- Returns 1 released, or nil when the owner holds other than one hold, the hash is a
+--         read-write lock's, or Redisson's queue exists.
+-- Errors  WRONGTYPE before any write.
 
 local key = KEYS[1]
 local f = redis.call('hmget', key, ARGV[1], 'mode')

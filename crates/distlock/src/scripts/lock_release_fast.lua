@@ -1,22 +1,10 @@
--- lock_release_fast.lua: the plain lock's common release, the last hold with nobody queued,
--- in the least server work. Anything else is left to lock_release.lua, which the client
--- sends next when this one answers nil. Sent only as the first send of a release request:
--- a resend goes to lock_release.lua, whose latch answers it.
---
--- The release is lock_release.lua's final one: the key deleted (with its token and holder
--- fields), the unlock message '0' published on redisson_lock__channel:{<key>} (Redisson's
--- UNLOCK_MESSAGE: one waiter wakes), no latch.
---
--- KEYS[1]  lock key (hash)
--- ARGV[1]  owner field <client-uuid>:<owner-id>
---
--- Returns  1    the last hold was released (as lock_release.lua's 1 with nobody queued)
---          nil  nothing was changed; send lock_release.lua: the owner does not hold exactly
---               one hold, the hash is a read-write lock's (a mode field), or the hand-off
---               queue distlock_lock_queue:{<key>} exists
--- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
---
--- Cost: HMGET, EXISTS, DEL, PUBLISH; builds two key names.
+-- lock_release_fast.lua: lock_release.lua's final release (key deleted, '0' published on
+-- the wake channel) of an owner's only hold with nobody queued, and nothing else; nil:
+-- nothing changed, send lock_release.lua. First sends only (a resend needs the latch).
+-- KEYS[1] lock key (hash)   ARGV[1] owner field
+-- Returns 1 released, or nil when the owner holds other than one hold, the hash is a
+--         read-write lock's, or the hand-off queue exists.
+-- Errors  WRONGTYPE before any write.
 
 local key = KEYS[1]
 local f = redis.call('hmget', key, ARGV[1], 'mode')

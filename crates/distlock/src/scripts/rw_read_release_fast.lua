@@ -1,24 +1,10 @@
--- rw_read_release_fast.lua: the read-write lock's common read release, the only reader's
--- last hold with nobody queued, in the least server work. Anything else is left to
--- rw_read_release.lua, which the client sends next when this one answers nil. Sent only as
--- the first send of a release request: a resend goes to rw_read_release.lua, whose latch
--- answers it.
---
--- The release is rw_read_release.lua's final one: the key and the hold's timeout key
--- ({<key>}:<owner>:rwlock_timeout:1) deleted, Redisson's UNLOCK_MESSAGE '0' published on
--- redisson_rwlock:{<key>}, no latch.
---
--- KEYS[1]  lock key (hash)
--- ARGV[1]  owner field <client-uuid>:<owner-id>
---
--- Returns  1    the last read hold was released (as rw_read_release.lua's 1 with nobody
---               queued)
---          nil  nothing was changed; send rw_read_release.lua: the hash is not in read mode,
---               the owner does not hold exactly one read hold, another owner holds the lock
---               too, or the hand-off queue distlock_rwlock_queue:{<key>} exists
--- Errors   WRONGTYPE when KEYS[1] holds another type; raised before any write.
---
--- Cost: HMGET, HLEN, EXISTS, DEL, PUBLISH; builds three key names.
+-- rw_read_release_fast.lua: rw_read_release.lua's final release (key and the hold's timeout
+-- key deleted, '0' published) of the only reader's only hold with nobody queued, and nothing
+-- else; nil: nothing changed, send rw_read_release.lua. First sends only.
+-- KEYS[1] lock key (hash)   ARGV[1] owner field
+-- Returns 1 released, or nil when the hash is not in read mode, the owner holds other than
+--         one hold, another owner holds too, or the writers' hand-off queue exists.
+-- Errors  WRONGTYPE before any write.
 
 local key = KEYS[1]
 local f = redis.call('hmget', key, 'mode', ARGV[1])

@@ -1,29 +1,13 @@
--- rw_write_acquire_fast.lua: the read-write lock's common write acquire, a free lock with no
--- waiting or queued writer, in the least server work. Anything else is left to
--- rw_write_acquire.lua, which the client sends next when this one answers nil.
---
--- The grant is rw_write_acquire.lua's for a fresh owner (mode 'new') on a free lock, written
--- alike: Redisson's RReadWriteLock hash with mode 'write' and the owner's write field at 1,
--- TTL = lease; the token is max(last + 1, server TIME in microseconds) of the slot's counter,
--- here only in its common case (fast.lua's fast_token, as lock_acquire_fast.lua's).
---
--- KEYS[1]  lock key (hash; see rw_read_acquire.lua)
--- KEYS[2]  fencing counter of the lock's slot (string, same slot)
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  the owner's write field <client-uuid>:<owner-id>:write, fresh for this request
--- ARGV[3]  (absent when it is '0') the floor, as lock_acquire_fast.lua's ARGV[4]
---
--- Returns  the fencing token (a string, as next_token's): granted with hold count 1, as
---          rw_write_acquire.lua's {1, 1, token}
---          nil: nothing was changed; send rw_write_acquire.lua. When the lock key, its
---          waiting writers (distlock_rwlock_writers:{<key>}) or its hand-off queue
---          (distlock_rwlock_queue:{<key>}) exists, or fast_token finds the counter in another
---          state (as lock_acquire_fast.lua's); the counter is put back as it was.
--- Errors   A refused PEXPIRE (e.g. NOPERM) is answered as an error, with the new key deleted
---          again.
---
--- Uses fast_token from fast.lua (joined in front by scripts/mod.rs).
--- Cost: EXISTS, TIME, SET..GET, HSET, PEXPIRE; builds two key names.
+-- rw_write_acquire_fast.lua: rw_write_acquire.lua's write grant to a fresh owner of a free
+-- lock with no writer waiting or queued, and nothing else; nil: nothing changed, send
+-- rw_write_acquire.lua.
+-- KEYS[1] lock key (hash)   KEYS[2] the slot's fencing counter
+-- ARGV[1] lease ms   ARGV[2] the owner's write field <owner>:write
+-- ARGV[3] the counter's floor, as lock_acquire.lua's ARGV[5] (absent when '0')
+-- Returns the token (as rw_write_acquire.lua's {1, 1, token}), or nil when the key, the
+--         waiting writers or the writers' hand-off queue exist, or fast_token (fast.lua)
+--         declines.
+-- Errors  a refused PEXPIRE, the new key deleted again.
 
 local key = KEYS[1]
 -- The helper keys' hash tag, as keys.rs's `prefixed` puts it after their prefix.

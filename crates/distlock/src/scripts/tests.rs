@@ -393,3 +393,89 @@ fn each_publish_mode_runs_its_own_variant() {
         assert_eq!(classic.lines().count() + 1, both.lines().count());
     }
 }
+
+/// A script's code: its lines without comments or blank lines.
+fn code_of(file: &str) -> String {
+    let (_, src) = SOURCES
+        .iter()
+        .find(|(f, _)| *f == file)
+        .unwrap_or_else(|| panic!("no script {file}"));
+    src.lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The fast paths come in twins (plain and fair, read and write; and the plain acquire beside
+/// the write acquire) that differ only where their kinds do: each twin is its sibling with
+/// the listed lines changed, so a fix to the shared lines of one cannot miss the other.
+#[test]
+fn the_fast_path_twins_differ_only_where_their_kinds_do() {
+    let twins: [(&str, &str, &[(&str, &str)]); 5] = [
+        (
+            "lock_release_fast.lua",
+            "fair_release_fast.lua",
+            &[
+                ("'distlock_lock_queue:'", "'redisson_lock_queue:'"),
+                ("\npublish('redisson_lock__channel:' .. tag, '0')", ""),
+            ],
+        ),
+        (
+            "rw_write_release_fast.lua",
+            "rw_read_release_fast.lua",
+            &[
+                ("~= 'write'", "~= 'read'"),
+                (
+                    "redis.call('del', key)",
+                    "redis.call('del', key, tag .. ':' .. ARGV[1] .. ':rwlock_timeout:1')",
+                ),
+                ("tag, '1')", "tag, '0')"),
+            ],
+        ),
+        (
+            "lock_acquire_fast.lua",
+            "fair_acquire_fast.lua",
+            &[(
+                "'distlock_lock_queue:' .. tag, 'redisson_lock_token:' .. tag",
+                "'redisson_lock_queue:' .. tag, 'redisson_lock_timeout:' .. tag",
+            )],
+        ),
+        (
+            "rw_write_acquire_fast.lua",
+            "rw_read_acquire_fast.lua",
+            &[
+                ("'mode', 'write'", "'mode', 'read'"),
+                (
+                    "end\nreturn token",
+                    "end\nredis.call('set', tag .. ':' .. ARGV[2] .. ':rwlock_timeout:1', 1, 'px', ARGV[1])\nreturn token",
+                ),
+            ],
+        ),
+        (
+            "lock_acquire_fast.lua",
+            "rw_write_acquire_fast.lua",
+            &[
+                (
+                    "redis.call('exists', key, 'distlock_lock_queue:' .. tag, 'redisson_lock_token:' .. tag) > 0",
+                    "redis.call('exists', key, 'distlock_rwlock_writers:' .. tag,\n    'distlock_rwlock_queue:' .. tag) > 0",
+                ),
+                (
+                    "local token, secs = fast_token(KEYS[2], ARGV[4])",
+                    "local token = fast_token(KEYS[2], ARGV[3])",
+                ),
+                (
+                    "redis.call('hset', key, ARGV[2], 1, 'distlock:fencing-token', token, 'distlock:holder',\n  ARGV[3] .. ';' .. secs)",
+                    "redis.call('hset', key, 'mode', 'write', ARGV[2], 1)",
+                ),
+            ],
+        ),
+    ];
+    for (from, to, changes) in twins {
+        let mut code = code_of(from);
+        for (old, new) in changes {
+            assert_eq!(code.matches(old).count(), 1, "{from}: {old:?} once");
+            code = code.replacen(old, new, 1);
+        }
+        assert_eq!(code, code_of(to), "{to} is {from} but for the listed lines");
+    }
+}
