@@ -134,7 +134,7 @@ pub(crate) async fn acquire<A: Acquire>(
         waited_ms = tracing::field::Empty,
         token = tracing::field::Empty,
     );
-    let name_label = client.inner.metrics_lock_names.then(|| name.to_string());
+    let name_label = client.metrics_lock_names().then(|| name.to_string());
     let started = Instant::now();
     let mut waited_from = None;
     let got = acquire_in_span(client, request, wait, kind, &mut waited_from)
@@ -361,12 +361,12 @@ where
     }
     let confirm = deadline
         .saturating_duration_since(Instant::now())
-        .min(client.inner.command_timeout);
-    let mut sub = wake.map(|(channel, wake)| client.inner.hub.subscribe(channel, wake));
+        .min(client.command_timeout());
+    let mut sub = wake.map(|(channel, wake)| client.hub().subscribe(channel, wake));
     // Both subscriptions go out at once; a hand-off made before the grant channel's is
     // confirmed is found by the next attempt (the waiter's own hold).
     let mut grants = handoff.map(|(channel, owner)| {
-        let sub = client.inner.hub.subscribe(channel, Wake::Grant);
+        let sub = client.hub().subscribe(channel, Wake::Grant);
         let watch = sub.expect_grant(owner);
         (sub, watch)
     });

@@ -49,30 +49,30 @@ pub struct Client {
 }
 
 pub(crate) struct ClientInner {
-    pub(crate) id: uuid::Uuid,
-    pub(crate) id_str: String,
-    pub(crate) backend: Backend,
-    pub(crate) hub: Hub,
-    pub(crate) leases: Leases,
+    id: uuid::Uuid,
+    id_str: String,
+    backend: Backend,
+    hub: Hub,
+    leases: Leases,
     /// The client's notice channel, subscribed for its life: force unlocks of its holds
     /// fire their lost signals at once (`notice.rs`).
     _notices: crate::conn::pubsub::Subscription,
-    pub(crate) key_prefix: String,
+    key_prefix: String,
     /// Floor of a fencing counter that does not exist yet: the legacy server-wide counter
     /// (`<prefix>distlock:fencing-counter`) as read at connect, a decimal string, `"0"` when
     /// absent. Passed to every granting script (see `keys::legacy_fencing_counter`).
-    pub(crate) fencing_floor: String,
-    pub(crate) watchdog_lease: Duration,
-    pub(crate) default_wait: Duration,
-    pub(crate) command_timeout: Duration,
+    fencing_floor: String,
+    watchdog_lease: Duration,
+    default_wait: Duration,
+    command_timeout: Duration,
     /// Label acquire metrics by lock name ([`ClientBuilder::metrics_lock_names`]).
-    pub(crate) metrics_lock_names: bool,
-    pub(crate) runtime: tokio::runtime::Handle,
-    pub(crate) holds: Holds,
+    metrics_lock_names: bool,
+    runtime: tokio::runtime::Handle,
+    holds: Holds,
     /// What a grant records of its holder beside the owner (`distlock:holder`, see
     /// `keys::HOLDER_FIELD`): `<app>;<host>;<pid>`, app and host cut to 16 and 24
     /// characters.
-    pub(crate) holder_meta: String,
+    holder_meta: String,
     seq: AtomicU64,
     redacted_url: String,
     eviction_policy: Option<String>,
@@ -138,6 +138,59 @@ impl Client {
     /// unnamed (nothing fails).
     pub fn connection_name(&self) -> &str {
         &self.inner.connection_name
+    }
+
+    /// The command side: connection, deployment and resend rules.
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+
+    /// The subscriptions (wake channels, grant channels, notices) this client shares.
+    pub(crate) fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
+    /// The watchdog's leases of this client's holds.
+    pub(crate) fn leases(&self) -> &Leases {
+        &self.inner.leases
+    }
+
+    /// The registry of this client's live holds (for `Drop` releases, lost signals and
+    /// notices).
+    pub(crate) fn holds(&self) -> &Holds {
+        &self.inner.holds
+    }
+
+    /// The client's UUID as text, the first part of its owners and request ids.
+    pub(crate) fn id_str(&self) -> &str {
+        &self.inner.id_str
+    }
+
+    /// The floor of a fencing counter that does not exist yet: the legacy server-wide
+    /// counter as read at connect, a decimal string, `"0"` when absent (see
+    /// `keys::legacy_fencing_counter`).
+    pub(crate) fn fencing_floor(&self) -> &str {
+        &self.inner.fencing_floor
+    }
+
+    /// How long one command may take before it counts as failed.
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.inner.command_timeout
+    }
+
+    /// Whether acquire metrics carry the lock's name ([`ClientBuilder::metrics_lock_names`]).
+    pub(crate) fn metrics_lock_names(&self) -> bool {
+        self.inner.metrics_lock_names
+    }
+
+    /// The runtime the client's background tasks run on.
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.inner.runtime
+    }
+
+    /// What a grant records of its holder beside the owner: `<app>;<host>;<pid>`.
+    pub(crate) fn holder_meta(&self) -> &str {
+        &self.inner.holder_meta
     }
 
     /// The next number of this client's sequence (owners, request ids): never repeats.

@@ -197,7 +197,7 @@ impl Client {
     /// ```
     pub async fn inspect(&self, name: &str) -> Result<Inspection> {
         keys::check_name_len(name)?;
-        let key = format!("{}{name}", self.inner.key_prefix);
+        let key = format!("{}{name}", self.key_prefix());
         let shape = self.shape(&key).await?;
         let ttl = ttl(shape.pttl);
         match shape.redis_type.as_str() {
@@ -287,8 +287,7 @@ impl Client {
             redis::RedisResult<u64>,
             redis::RedisResult<bool>,
         ) = self
-            .inner
-            .backend
+            .backend()
             .pipeline(format_args!("inspect {key:?}"), &pipe)
             .await?;
         let context = format!("inspect {key:?}");
@@ -367,7 +366,7 @@ impl Client {
         // One round trip: the key, its lease set and the semaphore's channel share a hash
         // slot; the latch's channel does too unless the key has a hash tag (Redisson puts
         // braces around the whole key), then it is asked apart.
-        let sharded = self.inner.backend.publish() != Publish::Classic;
+        let sharded = self.backend().publish() != Publish::Classic;
         let latch_apart = keys::key_slot(&channels[1]) != keys::key_slot(key);
         let mut pipe = redis::pipe();
         pipe.cmd("GET")
@@ -390,7 +389,7 @@ impl Client {
             }
         }
         let context = format!("inspect {key:?}");
-        let mut replies: Vec<redis::Value> = self.inner.backend.pipeline(&context, &pipe).await?;
+        let mut replies: Vec<redis::Value> = self.backend().pipeline(&context, &pipe).await?;
         let sharded_counts = if sharded { replies.pop() } else { None };
         let (value, has_leases, leased, mut counts): (
             Option<String>,
@@ -407,7 +406,7 @@ impl Client {
             // has no such subscribers.
             let mut cmd = redis::cmd("PUBSUB");
             cmd.arg("SHARDNUMSUB").arg(&channels[1]);
-            let apart: Result<Vec<(String, u64)>> = self.inner.backend.query(&context, &cmd).await;
+            let apart: Result<Vec<(String, u64)>> = self.backend().query(&context, &cmd).await;
             counts.extend(apart.unwrap_or_default());
         }
         let subscribers = |channel: &str| -> u64 {

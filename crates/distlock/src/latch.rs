@@ -62,7 +62,7 @@ impl CountDownLatch {
     /// the server refuses every call with `CROSSSLOT`.
     fn check_name(&self) -> Result<()> {
         keys::check_name(&self.name)?;
-        if self.client.inner.backend.single_slot_scripts() && self.key.contains('{') {
+        if self.client.backend().single_slot_scripts() && self.key.contains('{') {
             return Err(Error::invalid(format!(
                 "latch name {:?} has a hash tag, which a latch cannot have on a Redis Cluster: \
                  its channel (redisson_countdownlatch__channel__{{<name>}}, as Redisson's) \
@@ -102,8 +102,7 @@ impl CountDownLatch {
         let inv = set_count_call(&self.key, &self.channel, count);
         let set: i64 = self
             .client
-            .inner
-            .backend
+            .backend()
             .eval(&self.context("set count"), &inv, Resend::Few)
             .await?;
         Ok(set == 1)
@@ -168,8 +167,7 @@ impl CountDownLatch {
         self.check_name()?;
         let v: Option<i64> = self
             .client
-            .inner
-            .backend
+            .backend()
             .query(&self.context("count"), redis::cmd("GET").arg(&self.key))
             .await?;
         Ok(v.unwrap_or(0).max(0) as u64)
@@ -256,8 +254,7 @@ impl CountDownLatch {
         inv.key(&self.key);
         let n: i64 = self
             .client
-            .inner
-            .backend
+            .backend()
             .eval(&self.context("delete"), &inv, Resend::Few)
             .await?;
         Ok(n == 1)

@@ -513,7 +513,7 @@ impl ClientBuilder {
             ));
         }
         let (inner, rt) = Rt::start(self.worker_threads, self.inner.build(), |client| {
-            client.inner.command_timeout.saturating_mul(2)
+            client.command_timeout().saturating_mul(2)
         })?;
         Ok(Client { inner, rt })
     }

@@ -64,7 +64,7 @@ impl GuardInner {
         // Confirmed by replicas like a grant (where the deployment asks for it): an
         // extension they did not confirm fails with NotReplicated and moves no local deadline.
         let context = format!("extend job {:?}", self.name);
-        let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
+        let mut grant = self.client.backend().for_grant(&self.key).await?;
         let r: i64 = grant
             .eval_then_confirm(&context, &inv, |r: &i64| *r == 1)
             .await?;
@@ -124,8 +124,7 @@ impl GuardInner {
         let request = self.release_request();
         let r: i64 = self
             .client
-            .inner
-            .backend
+            .backend()
             .eval(&request.context, &request.invocation(), Resend::Few)
             .await?;
         match r {
@@ -264,7 +263,7 @@ impl JobGuard {
                 })
             })
         };
-        self.keep_alive = Some(me.client.inner.leases.keep_alive(
+        self.keep_alive = Some(me.client.leases().keep_alive(
             format!("job {:?}", me.name),
             me.at_most_for,
             me.at_most_for / 2,
@@ -286,17 +285,12 @@ impl JobGuard {
                 let me = me.clone();
                 Box::pin(async move {
                     let context = format!("check job {:?}", me.name);
-                    crate::notice::job_value_held(
-                        &me.client.inner.backend,
-                        &me.key,
-                        &me.value,
-                        context,
-                    )
-                    .await
+                    crate::notice::job_value_held(me.client.backend(), &me.key, &me.value, context)
+                        .await
                 })
             })
         };
-        self.keep_alive = Some(me.client.inner.leases.keep_alive(
+        self.keep_alive = Some(me.client.leases().keep_alive(
             format!("job {:?}", me.name),
             Duration::ZERO,
             me.at_most_for / 3,
@@ -337,10 +331,10 @@ impl Drop for JobGuard {
     fn drop(&mut self) {
         let Some(g) = self.inner.take() else { return };
         self.keep_alive.take();
-        let client = &g.client.inner;
+        let client = &g.client;
         client
-            .holds
-            .release_dropped(&client.backend, &self.hold, || g.release_request());
+            .holds()
+            .release_dropped(client.backend(), &self.hold, || g.release_request());
     }
 }
 
@@ -361,7 +355,7 @@ impl crate::Release for JobGuard {
     async fn release(mut self) -> Result<()> {
         let g = self.inner.take().expect("released twice");
         self.keep_alive.take();
-        g.client.inner.holds.take_for_release(&self.hold, &g.name)?;
+        g.client.holds().take_for_release(&self.hold, &g.name)?;
         let released = g.release().await;
         if released
             .as_ref()
@@ -432,8 +426,8 @@ impl super::JobLock {
         // checked with the server (anyone with PUBLISH rights on the channel can send one).
         let notices = {
             let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
-            let backend = self.client.inner.backend.clone();
-            self.client.inner.hub.listen(
+            let backend = self.client.backend().clone();
+            self.client.hub().listen(
                 &keys::job_notice_channel(&key),
                 crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
                     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -466,8 +460,7 @@ impl super::JobLock {
         let hold = {
             let g = inner.clone();
             self.client
-                .inner
-                .holds
+                .holds()
                 .register(crate::kind::JOB_LOCK, Arc::new(move || g.release_request()))
         };
         let mut guard = JobGuard {

@@ -492,8 +492,7 @@ impl JobLock {
         pipe.cmd("GET").arg(&key).cmd("PTTL").arg(&key);
         let (value, pttl): (Option<String>, i64) = self
             .client
-            .inner
-            .backend
+            .backend()
             .pipeline(&format!("job status {key:?}"), &pipe)
             .await?;
         let Some(value) = value else { return Ok(None) };
@@ -528,7 +527,7 @@ impl JobLock {
         let key = self.key();
         let mut inv = scripts::JOB_FORCE_UNLOCK.prepare_invoke();
         inv.key(&key);
-        let backend = &self.client.inner.backend;
+        let backend = &self.client.backend();
         let deleted: Option<String> = backend
             .eval(&format!("force unlock job {key:?}"), &inv, Resend::Few)
             .await?;

@@ -110,7 +110,7 @@ impl Acquire for JobRequest {
         };
         let context = format!("job lock {:?}", self.key);
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
-        let mut grant = self.client.inner.backend.for_grant(&self.key).await?;
+        let mut grant = self.client.backend().for_grant(&self.key).await?;
         // A request's first attempt takes a free lock by ShedLock's own `SET NX PX`, no script.
         // Its refusal (or a resend after a lost reply), and every later attempt (a waiter's
         // polls: one round trip each), go to job_acquire.lua, which tells our value from
@@ -143,8 +143,7 @@ impl Acquire for JobRequest {
                 self.value.lock().unwrap().1 = true;
                 let request = self.release_request(&value);
                 self.client
-                    .inner
-                    .backend
+                    .backend()
                     .eval::<i64>(&request.context, &request.invocation(), Resend::Few)
                     .await
                     .map(|_| ())
@@ -170,7 +169,9 @@ impl Acquire for JobRequest {
             return;
         }
         let request = self.release_request(&value);
-        let client = &self.client.inner;
-        client.holds.release_in_background(&client.backend, request);
+        let client = &self.client;
+        client
+            .holds()
+            .release_in_background(client.backend(), request);
     }
 }

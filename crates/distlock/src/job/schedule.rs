@@ -288,7 +288,7 @@ where
     Fut: Future<Output = std::result::Result<(), E>> + Send,
     E: std::fmt::Display + Send,
 {
-    let (mut closing, running) = lock.client.inner.holds.scheduled();
+    let (mut closing, running) = lock.client.holds().scheduled();
     tokio::spawn(crate::holds::IN_SCHEDULED_JOB.scope((), async move {
         let _running = running;
         loop {

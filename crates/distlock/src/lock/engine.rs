@@ -44,7 +44,7 @@ impl LockCore {
         let give_back = give_back && hands_off;
         let floor = self
             .backend()
-            .grant_floor(&self.inner.client.inner.fencing_floor);
+            .grant_floor(self.inner.client.fencing_floor());
         if let Some(inv) =
             self.inner
                 .raw
@@ -70,7 +70,7 @@ impl LockCore {
     }
 
     pub(super) fn backend(&self) -> &crate::conn::Backend {
-        &self.inner.client.inner.backend
+        self.inner.client.backend()
     }
 
     /// `"<op> <name>"` for messages; formatted only when an error needs it.
@@ -91,7 +91,7 @@ impl LockCore {
                 keys::lease_ms("lease", l)?;
                 Ok(l)
             }
-            None => Ok(self.inner.client.inner.watchdog_lease),
+            None => Ok(self.inner.client.watchdog_lease()),
         }
     }
 
@@ -110,8 +110,7 @@ impl LockCore {
     pub(super) fn held_by_this_task(&self) -> bool {
         self.inner
             .client
-            .inner
-            .leases
+            .leases()
             .held_by_current_task(&self.inner.names.key)
     }
 
@@ -139,12 +138,8 @@ impl LockCore {
         // it, and WAIT follows on that connection; on Sentinel it stays with one master, whose
         // config epoch is the token's generation, riding in front of the floor (see
         // prelude.lua's next_token).
-        let mut grant = client
-            .inner
-            .backend
-            .for_grant(&self.inner.names.key)
-            .await?;
-        let floor = grant.floor(&client.inner.fencing_floor);
+        let mut grant = client.backend().for_grant(&self.inner.names.key).await?;
+        let floor = grant.floor(client.fencing_floor());
         let call = AcquireCall {
             owner,
             mode,
@@ -153,8 +148,8 @@ impl LockCore {
             wait_ms,
             latch_ms: client.latch_ttl_ms(),
             floor: &floor,
-            holder: &client.inner.holder_meta,
-            client_id: &client.inner.id_str,
+            holder: client.holder_meta(),
+            client_id: client.id_str(),
             handoff: self.hands_off(),
             fast: self.inner.contention.calm(),
         };
@@ -260,7 +255,7 @@ impl LockCore {
             channel,
             wake,
             grant_channel: (mode == Mode::New && !wait.is_zero() && self.hands_off()).then(|| {
-                keys::lock_grant_channel(&self.inner.names.key, &self.inner.client.inner.id_str)
+                keys::lock_grant_channel(&self.inner.names.key, self.inner.client.id_str())
             }),
             holder_seen: std::sync::Mutex::new(None),
             waiter: self.inner.contention.waiter(),
@@ -295,7 +290,7 @@ impl LockCore {
             .lease
             .is_none()
             .then(|| self.inner.raw.renewal(&self.inner.names, &owner));
-        let registration = self.inner.client.inner.leases.register(
+        let registration = self.inner.client.leases().register(
             &self.inner.names.key,
             &self.inner.raw.field(&owner),
             valid_until,
@@ -304,7 +299,7 @@ impl LockCore {
         );
         let hold = {
             let (lock, owner) = (self.clone(), owner.clone());
-            self.inner.client.inner.holds.register(
+            self.inner.client.holds().register(
                 self.inner.raw.kind(),
                 Arc::new(move || lock.release_request(&owner, lease)),
             )
@@ -355,8 +350,8 @@ impl LockCore {
         let mut inv = scripts::LATCH_CANCEL.prepare_invoke();
         inv.key(keys::acquire_latch(&self.inner.names.key, &request_id))
             .arg(client.latch_ttl_ms());
-        client.inner.backend.resend_in_background(
-            &client.inner.runtime,
+        client.backend().resend_in_background(
+            client.runtime(),
             self.context("undo re-entry").to_string(),
             inv,
             client.latch_ttl() * 10,
@@ -366,7 +361,7 @@ impl LockCore {
                 }
                 Ok(_) => {
                     tracing::info!(lock = %lock.inner.names.name, "re-entry of unknown outcome had run; giving its hold back");
-                    lock.inner.client.inner.runtime.clone().spawn(async move {
+                    lock.inner.client.runtime().clone().spawn(async move {
                         if let Err(e) = lock.give_back_hold(&owner, lease).await {
                             tracing::warn!(lock = %lock.inner.names.name, error = format_args!("{e:#}"), "giving back a re-entry of unknown outcome failed");
                         }
@@ -387,7 +382,7 @@ impl LockCore {
         let latch = keys::unlock_latch(&n.key, &self.inner.client.request_id());
         let floor = self
             .backend()
-            .grant_floor(&self.inner.client.inner.fencing_floor);
+            .grant_floor(self.inner.client.fencing_floor());
         let call = ReleaseCall {
             owner,
             lease_ms: lease.as_millis() as u64,

@@ -80,7 +80,7 @@ impl Hold {
             ..
         } = self.state.take()?;
         drop(registration);
-        if lock.inner.client.inner.holds.take(&hold).is_some() {
+        if lock.inner.client.holds().take(&hold).is_some() {
             Some(Ok((lock, owner, lease)))
         } else {
             Some(Err(lock))
@@ -156,7 +156,7 @@ impl Hold {
     /// Stop tracking this hold without releasing it: no renewal, no release on drop. The
     pub(crate) fn forget(mut self) -> Owner {
         let s = self.state.take().expect("guard released twice");
-        s.lock.inner.client.inner.holds.take(&s.hold);
+        s.lock.inner.client.holds().take(&s.hold);
         s.owner
     }
 }
@@ -164,10 +164,10 @@ impl Hold {
 impl Drop for Hold {
     fn drop(&mut self) {
         if let Some(Ok((lock, owner, lease))) = self.take_hold() {
-            let client = &lock.inner.client.inner;
+            let client = &lock.inner.client;
             client
-                .holds
-                .release_in_background(&client.backend, lock.release_request(&owner, lease));
+                .holds()
+                .release_in_background(client.backend(), lock.release_request(&owner, lease));
         }
     }
 }

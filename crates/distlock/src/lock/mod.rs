@@ -71,7 +71,7 @@ impl LockCore {
 
     /// A lock of the kind `raw` (plain, fair, read or write side).
     pub(crate) fn with_raw(client: Client, name: String, raw: Arc<dyn RawLock>) -> LockCore {
-        let names = Names::new(&*raw, &client.inner.key_prefix, name);
+        let names = Names::new(&*raw, client.key_prefix(), name);
         LockCore {
             inner: Arc::new(LockInner {
                 client,
@@ -166,7 +166,7 @@ impl LockCore {
 
     /// As [`Lock::acquire`].
     pub(crate) async fn acquire(&self) -> Result<Hold> {
-        let wait = self.inner.client.inner.default_wait;
+        let wait = self.inner.client.default_wait();
         self.try_acquire_for(wait)
             .await?
             .ok_or_else(|| self.not_acquired(wait))
@@ -184,7 +184,7 @@ impl LockCore {
 
     /// As [`Lock::acquire_as`].
     pub(crate) async fn acquire_as(&self, owner: &Owner) -> Result<Hold> {
-        let wait = self.inner.client.inner.default_wait;
+        let wait = self.inner.client.default_wait();
         self.try_acquire_as(owner, wait)
             .await?
             .ok_or_else(|| self.not_acquired(wait))
@@ -243,7 +243,7 @@ impl LockCore {
         self.check()?;
         let floor = self
             .backend()
-            .grant_floor(&self.inner.client.inner.fencing_floor);
+            .grant_floor(self.inner.client.fencing_floor());
         let inv = self.inner.raw.force_unlock(&self.inner.names, &floor);
         // {1, <owner field>...} when deleted, {0} when there was no lock.
         let mut reply: Vec<String> = self
@@ -272,6 +272,6 @@ impl Client {
 
     /// A fresh owner `<client-uuid>:<n>`, never returned before by this client.
     pub fn new_owner(&self) -> Owner {
-        Owner::from_parts(&self.inner.id_str, self.next_seq())
+        Owner::from_parts(self.id_str(), self.next_seq())
     }
 }

@@ -228,7 +228,7 @@ impl Acquire for LockRequest {
             lock.undo_reentry(owner, request_id, lease);
             return;
         }
-        let runtime = lock.inner.client.inner.runtime.clone();
+        let runtime = lock.inner.client.runtime().clone();
         runtime.spawn(async move {
             let left = lock
                 .leave_queue(owner.as_str(), wait_ms, mode == Mode::New)

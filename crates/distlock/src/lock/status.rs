@@ -6,7 +6,7 @@ impl LockCore {
     /// As [`Lock::status`](crate::Lock::status).
     pub(crate) async fn status(&self) -> Result<LockStatus> {
         self.check()?;
-        let client = &self.inner.client.inner;
+        let client = &self.inner.client;
         let counter_key = self.fencing_counter_key();
         let mut pipe = redis::pipe();
         pipe.cmd("TYPE")
@@ -51,8 +51,8 @@ impl LockCore {
         // server-wide counter read at connect): report that.
         let (counter, counter_key) = match counter {
             None => (
-                client.fencing_floor.clone(),
-                keys::legacy_fencing_counter(&client.key_prefix),
+                client.fencing_floor().to_string(),
+                keys::legacy_fencing_counter(client.key_prefix()),
             ),
             Some(c) => (c, counter_key),
         };

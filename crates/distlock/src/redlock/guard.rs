@@ -97,7 +97,7 @@ impl RedLockGuard {
             *self.valid_until.lock().unwrap(),
             crate::kind::REDLOCK,
         ));
-        self.keep_alive = Some(client.inner.leases.keep_alive(
+        self.keep_alive = Some(client.leases().keep_alive(
             format!("RedLock {:?}", self.name),
             lease,
             lease / 3,

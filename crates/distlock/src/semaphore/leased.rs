@@ -112,7 +112,7 @@ impl LeasedSemaphore {
     /// The lease this handle's permits get: the one set with [`LeasedSemaphore::lease`], else
     /// the client's watchdog lease.
     fn permit_lease(&self) -> Duration {
-        self.lease.unwrap_or(self.names.client.inner.watchdog_lease)
+        self.lease.unwrap_or(self.names.client.watchdog_lease())
     }
 
     /// Returns the same semaphore with direct hand-off on.
@@ -148,7 +148,7 @@ impl LeasedSemaphore {
     /// Whether this handle's waiters queue: hand-off on, on a deployment whose grants no
     /// replica must confirm (a handed-off grant would need its own confirming round trip).
     fn hands_off(&self) -> bool {
-        self.handoff && !self.names.client.inner.backend.confirms_grants()
+        self.handoff && !self.names.client.backend().confirms_grants()
     }
 
     /// Set the number of permits if the semaphore has none yet. Returns whether it was set.
@@ -215,8 +215,7 @@ impl LeasedSemaphore {
         let before: i64 = self
             .names
             .client
-            .inner
-            .backend
+            .backend()
             .eval(&self.names.context("set permits"), &inv, Resend::Few)
             .await?;
         Ok(before.max(0) as u64)
@@ -262,8 +261,7 @@ impl LeasedSemaphore {
         let v: (i64, i64) = self
             .names
             .client
-            .inner
-            .backend
+            .backend()
             .eval(&self.names.context("available"), &inv, Resend::Few)
             .await?;
         Ok(v)
@@ -354,7 +352,7 @@ impl LeasedSemaphore {
             (false, _) => (String::new(), None),
             (true, true) => ("0".to_string(), None),
             (true, false) => {
-                let client_id = &n.client.inner.id_str;
+                let client_id = &n.client.id_str();
                 (
                     calls::queue_entry(self.liveness.as_millis(), lease_ms, client_id, &id),
                     Some(keys::permit_grant_channel(&n.key, client_id)),
@@ -372,7 +370,7 @@ impl LeasedSemaphore {
         Ok(got.map(|(started, id)| LeasedPermit {
             hold: {
                 let (sem, id) = (self.clone(), id.clone());
-                n.client.inner.holds.register(
+                n.client.holds().register(
                     crate::kind::LEASED_SEMAPHORE,
                     Arc::new(move || sem.release_request(&id)),
                 )
@@ -398,8 +396,7 @@ impl LeasedSemaphore {
         let request = self.release_request(id);
         self.names
             .client
-            .inner
-            .backend
+            .backend()
             .eval(&request.context, &request.invocation(), Resend::Few)
             .await
     }
@@ -434,8 +431,7 @@ impl LeasedRequest {
             .sem
             .names
             .client
-            .inner
-            .backend
+            .backend()
             .eval(
                 &self.sem.names.context("extend a handed-off permit"),
                 &inv,
@@ -515,7 +511,7 @@ impl Acquire for LeasedRequest {
         let inv = self.sem.calls().acquire(&id, self.lease_ms, &self.entry);
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
-        let mut grant = n.client.inner.backend.for_grant(&n.key).await?;
+        let mut grant = n.client.backend().for_grant(&n.key).await?;
         let r: Vec<i64> = grant
             .backend
             .eval(&context, &inv, Resend::Few)
@@ -552,9 +548,9 @@ impl Acquire for LeasedRequest {
     fn give_back(self) {
         // Released by id (idempotent); tracked like a release, so it is sent even when the
         // runtime is shutting down.
-        let client = &self.sem.names.client.inner;
-        client.holds.release_in_background(
-            &client.backend,
+        let client = &self.sem.names.client;
+        client.holds().release_in_background(
+            client.backend(),
             self.sem.release_request(&self.id.lock().unwrap()),
         );
     }

@@ -78,8 +78,7 @@ impl Names {
         let inv = calls::set_permits(&self.key, &self.channel, permits);
         let set: i64 = self
             .client
-            .inner
-            .backend
+            .backend()
             .eval(&self.context("set permits"), &inv, Resend::Few)
             .await?;
         Ok(set == 1)
@@ -90,8 +89,7 @@ impl Names {
         let context = self.context("available");
         let v: Option<String> = self
             .client
-            .inner
-            .backend
+            .backend()
             .query(&context, redis::cmd("GET").arg(&self.key))
             .await?;
         // An integer as the server's INCRBY takes one: no leading zero, no sign but '-'.
@@ -146,7 +144,7 @@ impl Names {
     fn register_permits(&self, permits: u64, grant: &str) -> HoldId {
         let names = self.clone();
         let grant = grant.to_string();
-        self.client.inner.holds.register(
+        self.client.holds().register(
             crate::kind::SEMAPHORE,
             Arc::new(move || names.add_request(permits, Some(&grant))),
         )
@@ -265,8 +263,7 @@ impl Semaphore {
         let v: i64 = self
             .names
             .client
-            .inner
-            .backend
+            .backend()
             .eval(self.names.context("drain"), &inv, Resend::Never)
             .await?;
         Ok(v.max(0) as u64)
@@ -434,7 +431,7 @@ impl Acquire for PermitRequest {
         let inv = calls::acquire(&n.key, &latch, self.permits, self.latch_ms());
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
-        let mut grant = n.client.inner.backend.for_grant(&n.key).await?;
+        let mut grant = n.client.backend().for_grant(&n.key).await?;
         let (got, _): (i64, bool) = grant
             .backend
             .eval_resolving(&context, &inv, n.client.resolve_window())
@@ -471,9 +468,9 @@ impl Acquire for PermitRequest {
         let latch = self.latch.lock().unwrap().clone();
         let request = self.give_back_request(&latch);
         let n = &self.names;
-        let client = &n.client.inner;
-        client.holds.give_back_in_background(
-            &client.backend,
+        let client = &n.client;
+        client.holds().give_back_in_background(
+            client.backend(),
             request,
             n.client.latch_ttl() * GRANT_LATCH_LIFETIMES as u32,
         );
@@ -517,7 +514,7 @@ impl SemaphorePermit {
     /// [`Client::shutdown`]. Returns how many permits were held.
     pub fn forget(mut self) -> u64 {
         if let (Some(n), Some(hold)) = (self.names.take(), &self.hold) {
-            n.client.inner.holds.take(hold);
+            n.client.holds().take(hold);
         }
         self.permits
     }
@@ -528,8 +525,8 @@ impl Drop for SemaphorePermit {
         let (Some(n), Some(hold)) = (self.names.take(), &self.hold) else {
             return;
         };
-        let client = &n.client.inner;
-        client.holds.release_dropped(&client.backend, hold, || {
+        let client = &n.client;
+        client.holds().release_dropped(client.backend(), hold, || {
             n.add_request(self.permits, Some(&self.grant))
         });
     }
@@ -556,7 +553,7 @@ impl crate::Release for SemaphorePermit {
             // Zero permits: nothing to give back.
             return n.available().await;
         };
-        n.client.inner.holds.take_for_release(hold, &n.name)?;
+        n.client.holds().take_for_release(hold, &n.name)?;
         n.add(self.permits, Some(&self.grant)).await
     }
 }

@@ -41,13 +41,7 @@ async fn extend_permit(
     // Confirmed by replicas like a grant (where the deployment asks for it): an extension
     // they did not confirm fails with NotReplicated and moves no local deadline.
     let context = sem.names.context("extend");
-    let mut grant = sem
-        .names
-        .client
-        .inner
-        .backend
-        .for_grant(&sem.names.key)
-        .await?;
+    let mut grant = sem.names.client.backend().for_grant(&sem.names.key).await?;
     let r: Vec<i64> = grant
         .eval_then_confirm(&context, &inv, |r: &Vec<i64>| r.first() == Some(&1))
         .await?;
@@ -101,7 +95,7 @@ impl LeasedPermit {
             })
         });
         let sem = self.sem.as_ref().expect("released");
-        self.keep_alive = Some(sem.names.client.inner.leases.keep_alive(
+        self.keep_alive = Some(sem.names.client.leases().keep_alive(
             sem.names.context("permit keep-alive"),
             lease,
             lease / 3,
@@ -115,10 +109,10 @@ impl LeasedPermit {
 impl Drop for LeasedPermit {
     fn drop(&mut self) {
         let Some(sem) = self.sem.take() else { return };
-        let client = &sem.names.client.inner;
+        let client = &sem.names.client;
         client
-            .holds
-            .release_dropped(&client.backend, &self.hold, || {
+            .holds()
+            .release_dropped(client.backend(), &self.hold, || {
                 sem.release_request(&self.id)
             });
     }
@@ -142,8 +136,7 @@ impl crate::Release for LeasedPermit {
         self.keep_alive.take();
         sem.names
             .client
-            .inner
-            .holds
+            .holds()
             .take_for_release(&self.hold, &sem.names.name)?;
         match sem.release_id(&self.id).await? {
             1 => Ok(()),
