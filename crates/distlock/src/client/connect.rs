@@ -40,39 +40,10 @@ impl ClientBuilder {
     /// Panics when called outside a tokio runtime.
     pub async fn build(self) -> Result<Client> {
         let connect_started = tokio::time::Instant::now();
-        let given = self.redis_client.clone();
-        let url = match (&self.url, &given) {
-            (Some(url), None) => url.clone(),
-            // The server as its connection info names it (no credentials).
-            (None, Some(client)) => {
-                let info = client.get_connection_info();
-                format!("redis://{}/{}", info.addr(), info.redis_settings().db())
-            }
-            (None, None) => {
-                return Err(Error::config(
-                    "no server given (ClientBuilder::url or ClientBuilder::redis_client)",
-                ))
-            }
-            (Some(_), Some(_)) => {
-                return Err(Error::config(
-                    "a URL and a redis::Client were both given: give one (ClientBuilder::url \
-                     or ClientBuilder::redis_client)",
-                ))
-            }
-        };
+        let url = self.server_url()?;
         let redacted = redact_url(&url);
-        for (what, d) in [
-            ("watchdog lease", self.watchdog_lease),
-            ("command timeout", self.command_timeout),
-            ("connect timeout", self.connect_timeout),
-            ("replica ack timeout", self.replica_ack_timeout),
-        ] {
-            keys::lease_ms(what, d).map_err(|e| Error::config(e.to_string()))?;
-        }
-        if self.watchdog_lease < Duration::from_millis(3) {
-            return Err(Error::config("watchdog lease must be at least 3 ms"));
-        }
-        keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))?;
+        self.check_durations()?;
+        let given = self.redis_client.clone();
         let tls_ca = match &self.tls_ca {
             Some(ca) => {
                 check_ca(ca)?;
@@ -82,22 +53,15 @@ impl ClientBuilder {
             None if given.is_none() && uses_tls(&url) => ca_from_env()?,
             None => None,
         };
-        let app_name = match self.app_name.clone() {
-            Some(name) => check_app_name(&name).map(|()| name)?,
-            None => default_app_name(),
-        };
-        let host = naming::host_name();
-        let pid = std::process::id();
-        let connection_name: Arc<str> = naming::connection_name(&app_name, &host, pid).into();
-        let url = if self.username.is_some() || self.password.is_some() {
-            with_credentials(&url, self.username.as_deref(), self.password.as_deref())
-        } else {
-            url
-        };
+        let me = Identity::of(&self)?;
         let target = match given {
             Some(client) => Target::Standalone(client),
-            None => Target::parse(&url, self.sentinel_auth.as_deref(), tls_ca.as_deref())
-                .map_err(|e| credentials_hint(e, self.url.as_deref()))?,
+            None => Target::parse(
+                &self.with_credentials(url),
+                self.sentinel_auth.as_deref(),
+                tls_ca.as_deref(),
+            )
+            .map_err(|e| credentials_hint(e, self.url.as_deref()))?,
         };
         let standalone = match &target {
             Target::Standalone(client) => Some(client.clone()),
@@ -109,37 +73,12 @@ impl ClientBuilder {
             replica_acks: self.replica_acks,
             replica_ack_timeout: self.replica_ack_timeout,
             pubsub: self.pubsub,
-            client_name: connection_name.clone(),
+            client_name: me.connection_name.clone(),
             tls_ca,
         };
-        let connected = Backend::connect(target, &settings, &redacted).await;
-        let (backend, subscriber) = match (connected, &standalone) {
-            (Ok(c), _) => c,
-            (Err(e), Some(client)) if e.fix() == Some(Fix::CheckCredentials) => {
-                let e = match auth_refusal(client, self.connect_timeout).await {
-                    Some(reason) if reason.contains("without any password configured") => {
-                        Error::new(
-                            ErrorKind::Auth,
-                            format!(
-                                "connect to {redacted}: the server has no password set, but one \
-                                 was given ({reason})"
-                            ),
-                        )
-                        .with_fix(Fix::RemovePassword)
-                    }
-                    Some(reason) => Error::new(
-                        ErrorKind::Auth,
-                        format!(
-                            "connect to {redacted}: the server refused the user name or \
-                             password ({reason})"
-                        ),
-                    )
-                    .with_fix(Fix::CheckCredentials),
-                    None => e,
-                };
-                return Err(credentials_hint(e, self.url.as_deref()));
-            }
-            (Err(e), _) => return Err(credentials_hint(e, self.url.as_deref())),
+        let (backend, subscriber) = match Backend::connect(target, &settings, &redacted).await {
+            Ok(c) => c,
+            Err(e) => return Err(self.refused(e, standalone.as_ref(), &redacted).await),
         };
         // One round trip for all three: the requests share the multiplexed connection.
         let legacy_counter = keys::legacy_fencing_counter(&self.key_prefix);
@@ -190,16 +129,125 @@ impl ClientBuilder {
             seq: AtomicU64::new(0),
             redacted_url: redacted,
             eviction_policy,
+            holder_meta: me.holder_meta,
+            app_name: me.app_name,
+            connection_name: me.connection_name,
+        };
+        Ok(Client {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The server's URL: the one given, or a [`redis::Client`]'s as its connection info
+    /// names it (no credentials).
+    fn server_url(&self) -> Result<String> {
+        match (&self.url, &self.redis_client) {
+            (Some(url), None) => Ok(url.clone()),
+            (None, Some(client)) => {
+                let info = client.get_connection_info();
+                Ok(format!(
+                    "redis://{}/{}",
+                    info.addr(),
+                    info.redis_settings().db()
+                ))
+            }
+            (None, None) => Err(Error::config(
+                "no server given (ClientBuilder::url or ClientBuilder::redis_client)",
+            )),
+            (Some(_), Some(_)) => Err(Error::config(
+                "a URL and a redis::Client were both given: give one (ClientBuilder::url or \
+                 ClientBuilder::redis_client)",
+            )),
+        }
+    }
+
+    /// Every duration within its range (a lease's: 1 ms to 365 days; the watchdog lease at
+    /// least 3 ms; the default wait at most 365 days).
+    fn check_durations(&self) -> Result<()> {
+        for (what, d) in [
+            ("watchdog lease", self.watchdog_lease),
+            ("command timeout", self.command_timeout),
+            ("connect timeout", self.connect_timeout),
+            ("replica ack timeout", self.replica_ack_timeout),
+        ] {
+            keys::lease_ms(what, d).map_err(|e| Error::config(e.to_string()))?;
+        }
+        if self.watchdog_lease < Duration::from_millis(3) {
+            return Err(Error::config("watchdog lease must be at least 3 ms"));
+        }
+        keys::check_wait(self.default_wait).map_err(|e| Error::config(e.to_string()))
+    }
+
+    /// `url` with the builder's user name and password, when either was given.
+    fn with_credentials(&self, url: String) -> String {
+        if self.username.is_some() || self.password.is_some() {
+            with_credentials(&url, self.username.as_deref(), self.password.as_deref())
+        } else {
+            url
+        }
+    }
+
+    /// The error of a connect that failed with `e`: where the server refused the credentials
+    /// of a standalone server, its own reason (a password given to a server without one is
+    /// [`Fix::RemovePassword`]), and the hint for a URL whose password looks cut.
+    async fn refused(&self, e: Error, standalone: Option<&redis::Client>, redacted: &str) -> Error {
+        let e = match standalone {
+            Some(client) if e.fix() == Some(Fix::CheckCredentials) => {
+                match auth_refusal(client, self.connect_timeout).await {
+                    Some(reason) if reason.contains("without any password configured") => {
+                        Error::new(
+                            ErrorKind::Auth,
+                            format!(
+                                "connect to {redacted}: the server has no password set, but \
+                                 one was given ({reason})"
+                            ),
+                        )
+                        .with_fix(Fix::RemovePassword)
+                    }
+                    Some(reason) => Error::new(
+                        ErrorKind::Auth,
+                        format!(
+                            "connect to {redacted}: the server refused the user name or \
+                             password ({reason})"
+                        ),
+                    )
+                    .with_fix(Fix::CheckCredentials),
+                    None => e,
+                }
+            }
+            _ => e,
+        };
+        credentials_hint(e, self.url.as_deref())
+    }
+}
+
+/// Who this client says it is: in its connection name and in the holder metadata of its
+/// grants.
+struct Identity {
+    app_name: String,
+    /// `distlock:<app>:<host>:<pid>` (see [`naming::connection_name`]).
+    connection_name: Arc<str>,
+    /// `<app>;<host>;<pid>`, app and host cut to 16 and 24 characters.
+    holder_meta: String,
+}
+
+impl Identity {
+    /// The builder's app name (checked), or the executable's; this host and process.
+    fn of(builder: &ClientBuilder) -> Result<Identity> {
+        let app_name = match builder.app_name.clone() {
+            Some(name) => check_app_name(&name).map(|()| name)?,
+            None => default_app_name(),
+        };
+        let host = naming::host_name();
+        let pid = std::process::id();
+        Ok(Identity {
+            connection_name: naming::connection_name(&app_name, &host, pid).into(),
             holder_meta: format!(
                 "{};{};{pid}",
                 keys::first_chars(&app_name, 16),
                 keys::first_chars(&host, 24)
             ),
             app_name,
-            connection_name,
-        };
-        Ok(Client {
-            inner: Arc::new(inner),
         })
     }
 }

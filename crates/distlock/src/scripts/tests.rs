@@ -412,7 +412,11 @@ fn code_of(file: &str) -> String {
 #[test]
 fn the_fast_path_twins_differ_only_where_their_kinds_do() {
     // (a script, its twin, the lines that differ: (in the script, in the twin)).
-    type Twins = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+    type Twins = (
+        &'static str,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+    );
     let twins: [Twins; 5] = [
         (
             "lock_release_fast.lua",
