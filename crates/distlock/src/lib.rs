@@ -70,7 +70,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-#![allow(rustdoc::redundant_explicit_links)]
 
 // Every module is private; the API is the flat list of re-exports below.
 mod acquire;

@@ -215,7 +215,7 @@ impl ClientBuilder {
     /// grant (one set aside for grants, since `WAIT` blocks its connection). When fewer
     /// replicas confirm within [`replica_ack_timeout`](ClientBuilder::replica_ack_timeout),
     /// the grant is given back and the call fails with
-    /// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated) (a waiting acquire
+    /// [`ErrorKind::NotReplicated`] (a waiting acquire
     /// retries until its deadline). This narrows the failover window in which a grant the old
     /// master never replicated is granted again by the promoted replica; it does not close it
     /// (replication stays asynchronous: see the README's Topologies section).
@@ -338,7 +338,7 @@ impl ClientBuilder {
     /// Sets how long [`Lock::acquire`](crate::Lock::acquire) waits before failing.
     ///
     /// How long [`Lock::acquire`](crate::Lock::acquire) waits before failing with
-    /// [`ErrorKind::NotAcquired`](crate::ErrorKind::NotAcquired). Default 60 s.
+    /// [`ErrorKind::NotAcquired`]. Default 60 s.
     pub fn default_wait(mut self, wait: Duration) -> Self {
         self.default_wait = wait;
         self
@@ -370,7 +370,7 @@ impl ClientBuilder {
     /// certificate works for a self-signed one). The server's name is still checked. Plain
     /// `redis://` URLs ignore it. Needs the `tls` feature (a build without it refuses
     /// `rediss://` URLs anyway). An unparsable PEM fails [`build`](ClientBuilder::build) with
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config).
+    /// [`ErrorKind::Config`].
     ///
     /// Default: the file named by `$SSL_CERT_FILE` when that variable is set (the trust
     /// store OpenSSL and the `distlock` command read; read by [`build`](ClientBuilder::build)
@@ -392,7 +392,7 @@ impl ClientBuilder {
     /// policy any key with a TTL — and every lock key has one. An evicted lock is free for
     /// the next caller while its holder still believes it holds it (until its next
     /// renewal). With `noeviction` a full server refuses writes instead: acquires fail with
-    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) and nothing is written.
+    /// [`ErrorKind::OutOfMemory`] and nothing is written.
     pub fn require_noeviction(mut self, require: bool) -> Self {
         self.require_noeviction = require;
         self

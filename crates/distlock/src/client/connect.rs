@@ -20,14 +20,14 @@ impl ClientBuilder {
     /// Connect, authenticate and start the background tasks on the current tokio runtime.
     ///
     /// # Errors
-    /// - [`ErrorKind::Config`](crate::ErrorKind::Config): no URL, an unparsable URL, a
+    /// - [`ErrorKind::Config`]: no URL, an unparsable URL, a
     ///   duration out of range, an [app name](ClientBuilder::app_name) that is empty, longer
     ///   than 64 characters or has a character outside `[A-Za-z0-9._-]` (nothing is
     ///   connected then);
-    /// - [`ErrorKind::Connection`](crate::ErrorKind::Connection): the server cannot be
+    /// - [`ErrorKind::Connection`]: the server cannot be
     ///   reached within the connect timeout;
-    /// - [`ErrorKind::Auth`](crate::ErrorKind::Auth): the server refused the credentials;
-    /// - [`ErrorKind::Config`](crate::ErrorKind::Config) also when
+    /// - [`ErrorKind::Auth`]: the server refused the credentials;
+    /// - [`ErrorKind::Config`] also when
     ///   [`require_noeviction`](ClientBuilder::require_noeviction) is set and the server's
     ///   `maxmemory-policy` is not `noeviction` or cannot be read.
     ///

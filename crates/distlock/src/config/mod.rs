@@ -149,7 +149,7 @@ pub struct Config {
 
 impl std::fmt::Debug for Config {
     /// Every field, with the passwords masked and the URL and addresses redacted
-    /// ([`redact_url`](crate::redact_url)).
+    /// ([`redact_url`]).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("url", &self.url.as_deref().map(redact_url))

@@ -205,7 +205,7 @@ impl JobLease {
     /// shorter, as in ShedLock). `Duration::ZERO` lets the release delete the lock at once.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a zero or overflowing
+    /// [`ErrorKind::InvalidInput`] for a zero or overflowing
     /// `at_most_for`, or an `at_least_for` over it (nothing is sent). Otherwise as
     /// [`extend`](JobLease::extend); the release keeps its previous bound then.
     ///
@@ -347,7 +347,7 @@ impl crate::Release for JobGuard {
     /// the start, shorten its TTL to what remains of it. Never touches another holder's lock.
     ///
     /// # Errors
-    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock expired (the job
+    /// [`ErrorKind::NotHeld`] when the lock expired (the job
     /// outran `at_most_for`) or another instance took it over. Server failures.
     ///
     /// # Cancel safety
@@ -395,8 +395,8 @@ impl crate::Lease for JobGuard {
     /// what was left). [`valid_until`](crate::Lease::valid_until) moves to now + `lease` − drift.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a zero or
-    /// overflowing `lease`; [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock
+    /// [`ErrorKind::InvalidInput`] for a zero or
+    /// overflowing `lease`; [`ErrorKind::NotHeld`] when the lock
     /// expired or another instance holds it (nothing changed then; [`lost`](crate::Lease::lost)
     /// fires). Server failures.
     ///

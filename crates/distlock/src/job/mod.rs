@@ -103,7 +103,7 @@ fn running_under(client: &Client, env: &str, name: &str) -> Option<JobLease> {
 /// Unlike ShedLock's Redis provider, whose unlock deletes the key without reading it, release
 /// and extension compare the value first, in one script each: a job that outran
 /// `at_most_for` never deletes or shortens the lock of the instance that took over; it gets
-/// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) instead.
+/// [`ErrorKind::NotHeld`] instead.
 ///
 /// # Examples
 /// ```no_run
@@ -273,12 +273,12 @@ impl JobLock {
     /// guard extends the lock to `at_most_for` every half of it until released.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput): empty name or
+    /// [`ErrorKind::InvalidInput`]: empty name or
     /// environment, `at_most_for` missing, zero or over 365 days, `at_least_for` over
-    /// `at_most_for`. [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key
+    /// `at_most_for`. [`ErrorKind::WrongType`] when the key
     /// holds another type. Server failures
-    /// ([`ErrorKind::Connection`](crate::ErrorKind::Connection),
-    /// [`ErrorKind::Backend`](crate::ErrorKind::Backend), …).
+    /// ([`ErrorKind::Connection`],
+    /// [`ErrorKind::Backend`], …).
     ///
     /// # Cancel safety
     /// Cancel safe: a grant that raced the drop (or whose reply was lost) is deleted in the
@@ -383,7 +383,7 @@ impl JobLock {
     /// again (ShedLock's `alreadyLockedBy`), and [`holds_job_lock`] returns true.
     ///
     /// # Errors
-    /// As [`JobLock::try_acquire`]; and [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld)
+    /// As [`JobLock::try_acquire`]; and [`ErrorKind::NotHeld`]
     /// when the task outran `at_most_for` and the lock expired (or was taken over) before the
     /// release: the output is dropped, the other holder's lock is untouched, and a warning
     /// is logged. Use [`JobLock::try_acquire`] to keep the output in that case.
@@ -479,8 +479,8 @@ impl JobLock {
     /// Who holds the job lock now, if anyone.
     ///
     /// # Errors
-    /// [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key holds another type;
-    /// [`ErrorKind::UnexpectedReply`](crate::ErrorKind::UnexpectedReply) when the value is
+    /// [`ErrorKind::WrongType`] when the key holds another type;
+    /// [`ErrorKind::UnexpectedReply`] when the value is
     /// not a ShedLock value. Server failures.
     ///
     /// # Cancel safety
@@ -509,11 +509,11 @@ impl JobLock {
     /// was held. A distlock holder's guard hears of it on the job's notice channel
     /// ([`layout::job_notice_channel`](crate::layout::job_notice_channel)) within a round trip
     /// or two: its [`lost`](crate::Lease::lost) signal fires, and its release answers
-    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld). A ShedLock holder is not told.
+    /// [`ErrorKind::NotHeld`]. A ShedLock holder is not told.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an empty name or
-    /// environment; [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key holds
+    /// [`ErrorKind::InvalidInput`] for an empty name or
+    /// environment; [`ErrorKind::WrongType`] when the key holds
     /// another type or a string that is not a ShedLock value (nothing is deleted); server
     /// failures.
     ///

@@ -1,4 +1,4 @@
-//! The guard fronts of the lock family: [`LockGuard`](crate::LockGuard), [`FairLockGuard`], and the read-write
+//! The guard fronts of the lock family: [`LockGuard`], [`FairLockGuard`], and the read-write
 //! lock's guards (in `rwlock`), each over one [`Hold`] and the handle it came from.
 
 use super::hold::Hold;
@@ -181,7 +181,7 @@ macro_rules! hold_front {
 }
 pub(crate) use hold_front;
 
-/// One hold of a [`Lock`](crate::Lock).
+/// One hold of a [`Lock`].
 ///
 /// Release it with [`Release::release`](crate::Release::release); dropping it releases in the
 /// background (never blocking the runtime) and stops its renewal.
@@ -211,7 +211,7 @@ hold_front!(LockGuard, Lock);
 
 /// One hold of a [`FairLock`].
 ///
-/// The verbs of a [`LockGuard`](crate::LockGuard), and its [`lock`](FairLockGuard::lock) is the
+/// The verbs of a [`LockGuard`], and its [`lock`](FairLockGuard::lock) is the
 /// fair lock. Release it with [`Release::release`](crate::Release::release); dropping it releases
 /// in the background.
 #[must_use = "dropping the guard releases the lock at once; bind it to a variable"]

@@ -1,4 +1,4 @@
-//! [`Lock`](crate::Lock): the plain reentrant lock, a typed front over the lock family's engine.
+//! [`Lock`]: the plain reentrant lock, a typed front over the lock family's engine.
 
 use std::fmt;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use crate::error::Result;
 /// A reentrant distributed lock named by a string.
 ///
 /// Made by [`Client::lock`]. Cheap to clone; clones are the same lock with the same lease
-/// setting. Holding is represented by [`LockGuard`](crate::LockGuard)s, never by the `Lock` value.
+/// setting. Holding is represented by [`LockGuard`]s, never by the `Lock` value.
 ///
 /// # Data layout (shared with Redisson)
 /// The lock is a hash at the key `<key prefix><name>`: field `<client-uuid>:<owner-id>` →

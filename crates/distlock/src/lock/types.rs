@@ -118,9 +118,9 @@ impl fmt::Debug for Owner {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct FencingToken(pub u128);
 
-/// How a plain [`Lock`](super::Lock) passes from a releasing holder to its waiters.
+/// How a plain [`Lock`] passes from a releasing holder to its waiters.
 ///
-/// How a plain [`Lock`](super::Lock) passes from a releasing holder to its waiters
+/// How a plain [`Lock`] passes from a releasing holder to its waiters
 /// ([`Lock::handoff`](super::Lock::handoff)).
 ///
 /// With hand-off on, a waiting acquire joins a queue beside the lock (distlock's own, in

@@ -1,4 +1,4 @@
-//! [`RedLockBuilder`]: the nodes and settings of a [`RedLock`](super::RedLock).
+//! [`RedLockBuilder`]: the nodes and settings of a [`RedLock`].
 
 use super::*;
 
