@@ -116,18 +116,16 @@ impl Client {
 
     /// Returns the application name this client reports.
     ///
-    /// The application name this client reports ([`ClientBuilder::app_name`]; by default the
-    /// executable's file name): part of its connection name and of the holder metadata of
-    /// the plain and fair locks it is granted
-    /// ([`LockStatus::holder`](crate::LockStatus::holder)).
+    /// Set by [`ClientBuilder::app_name`]; by default the executable's file name. It is part of
+    /// this client's connection name and of the holder metadata of the plain and fair locks it
+    /// is granted ([`LockStatus::holder`](crate::LockStatus::holder)).
     pub fn app_name(&self) -> &str {
         &self.inner.app_name
     }
 
     /// Returns the name this client's connections give themselves with `CLIENT SETNAME`.
     ///
-    /// The name this client's connections give themselves with `CLIENT SETNAME`, as
-    /// `CLIENT LIST` shows it: `distlock:<app>:<host>:<pid>` — the
+    /// `CLIENT LIST` shows it as `distlock:<app>:<host>:<pid>`: the
     /// [application name](Client::app_name), this machine's host name (characters outside
     /// `[A-Za-z0-9._-]` replaced by `_`) and this process's id.
     ///
@@ -275,9 +273,9 @@ impl Client {
 
     /// Returns the server's `maxmemory-policy` as read at connect (`INFO memory`).
     ///
-    /// The server's `maxmemory-policy` as read at connect (`INFO memory`), or `None` when the
-    /// server did not say (e.g. an ACL user without `+info`). Anything but `noeviction` may
-    /// evict held lock keys under memory pressure; see [`ClientBuilder::require_noeviction`].
+    /// `None` when the server did not say (e.g. an ACL user without `+info`). Anything but
+    /// `noeviction` may evict held lock keys under memory pressure; see
+    /// [`ClientBuilder::require_noeviction`].
     pub fn eviction_policy(&self) -> Option<&str> {
         self.inner.eviction_policy.as_deref()
     }
@@ -289,10 +287,10 @@ impl Client {
 
     /// Returns a redis-rs connection over this client's deployment.
     ///
-    /// A redis-rs connection over this client's deployment, for the application's own
-    /// commands next to its locks (the data a lock guards): on Redis Sentinel it goes to the
-    /// current master and follows failovers, on Redis Cluster it routes each command by its
-    /// key. It shares the client's multiplexed connection (cheap to clone) and its timeouts.
+    /// Use it for the application's own commands next to its locks (the data a lock guards). On
+    /// Redis Sentinel it goes to the current master and follows failovers, on Redis Cluster it
+    /// routes each command by its key. It shares the client's multiplexed connection (cheap to
+    /// clone) and its timeouts.
     ///
     /// A request that fails is not sent again, except by the standalone and Sentinel
     /// connections' own reconnection; on a Cluster not at all (redis-rs's cluster client is
@@ -403,8 +401,7 @@ pub struct KeyScan {
     pub keys: Vec<String>,
     /// Whether every master was scanned to the end.
     ///
-    /// Whether every master was scanned to the end (`false`: the `examine` bound stopped it,
-    /// and more keys may match).
+    /// `false` when the `examine` bound stopped the scan: more keys may match.
     pub complete: bool,
 }
 

@@ -32,10 +32,10 @@ pub struct Inspection {
     pub ttl: Option<Duration>,
     /// Connections waiting: subscribers of the kind's wake channel.
     ///
-    /// Connections waiting: subscribers of the kind's wake channel (`PUBSUB NUMSUB`, plus
-    /// `PUBSUB SHARDNUMSUB` where waiters use sharded pub/sub), one per waiting client; for
-    /// a fair lock at least its queue's length (each waiter has a channel of its own). 0
-    /// for a job lock (its holder's guard listens on a notice channel; nobody waits).
+    /// Counted by `PUBSUB NUMSUB`, plus `PUBSUB SHARDNUMSUB` where waiters use sharded pub/sub:
+    /// one per waiting client; for a fair lock at least its queue's length (each waiter has a
+    /// channel of its own). 0 for a job lock (its holder's guard listens on a notice channel;
+    /// nobody waits).
     pub waiters: u64,
 }
 
@@ -56,8 +56,6 @@ pub enum InspectedKind {
     Lock(LockStatus),
     /// A fair lock with waiters in its queue (Redisson `RFairLock`): [`LockStatus::queue`].
     FairLock(LockStatus),
-    /// A read-write lock (Redisson `RReadWriteLock`: a hash with a `mode` field).
-    ///
     /// A read-write lock (Redisson `RReadWriteLock`: a hash with a `mode` field), with its
     /// mode and [`LockStatus::waiting_writers`].
     RwLock(LockStatus),
@@ -238,9 +236,8 @@ impl Client {
 
     /// Returns the job lock `name` of the environment `env` (ShedLock's `job-lock:<env>:<name>`).
     ///
-    /// The job lock `name` of the environment `env` (ShedLock's `job-lock:<env>:<name>`),
-    /// free or held, as [`JobLock::status`](crate::JobLock::status) reads it (one round
-    /// trip).
+    /// Free or held, it is read as [`JobLock::status`](crate::JobLock::status) reads it, in one
+    /// round trip.
     ///
     /// # Errors
     /// As [`JobLock::status`](crate::JobLock::status): [`ErrorKind::InvalidInput`] for an

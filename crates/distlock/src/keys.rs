@@ -39,10 +39,10 @@ pub const RWLOCK_WRITERS_PREFIX: &str = "distlock_rwlock_writers";
 pub const PERMIT_QUEUE_PREFIX: &str = "distlock_permit_queue";
 /// distlock's waiter entries of a leased semaphore's queue: `distlock_permit_waiters:{<name>}`.
 pub const PERMIT_WAITERS_PREFIX: &str = "distlock_permit_waiters";
-/// The leases of a leased semaphore as older distlock versions kept them.
+/// The leases of a leased semaphore as older distlock versions kept them:
+/// `redisson__timeout__set:{<name>}`.
 ///
-/// The leases of a leased semaphore as older distlock versions kept them (the scripts move
-/// them to [`semaphore_leases`]): `redisson__timeout__set:{<name>}`.
+/// The scripts move them to [`semaphore_leases`].
 pub const LEGACY_SEMAPHORE_LEASES_PREFIX: &str = "redisson__timeout__set";
 /// distlock's latch of one semaphore acquire's grant:
 /// `distlock_semaphore_grant:{<name>}:<request-id>`.
@@ -89,16 +89,15 @@ pub const TOKEN_FIELD: &str = "distlock:fencing-token";
 
 /// The hash field that records who was granted a plain or fair lock.
 ///
-/// The hash field that records who was granted a plain or fair lock, written with the grant
-/// to a new holder (not on re-entry) and deleted with the key on the last release:
-/// `<app>;<host>;<pid>;<since>` — the application name (at most 16 characters), host name (at
-/// most 24), process id and the server time of the grant in whole seconds since the Unix
-/// epoch — read back as [`HolderInfo`](crate::HolderInfo). The caps keep the value within 64
-/// bytes, so the lock hash keeps Redis's compact listpack encoding. Redisson's plain and fair
-/// lock scripts only look at their own `<uuid>:<threadId>` field and delete the key on the
-/// last release, so they are not disturbed; distlock's scripts and `status` skip it when
-/// counting owners. Read-write locks never carry it: Redisson's read-write unlock scripts
-/// decide whether to delete the hash by its field count (`HLEN`).
+/// It is written with the grant to a new holder (not on re-entry) and deleted with the key on
+/// the last release. Its value is `<app>;<host>;<pid>;<since>` — the application name (at most
+/// 16 characters), host name (at most 24), process id and the server time of the grant in whole
+/// seconds since the Unix epoch — read back as [`HolderInfo`](crate::HolderInfo). The caps keep
+/// the value within 64 bytes, so the lock hash keeps Redis's compact listpack encoding.
+/// Redisson's plain and fair lock scripts only look at their own `<uuid>:<threadId>` field and
+/// delete the key on the last release, so they are not disturbed; distlock's scripts and
+/// `status` skip it when counting owners. Read-write locks never carry it: Redisson's
+/// read-write unlock scripts decide whether to delete the hash by its field count (`HLEN`).
 pub const HOLDER_FIELD: &str = "distlock:holder";
 
 /// Unlock message published on the wake channel when a lock is freed (Redisson's

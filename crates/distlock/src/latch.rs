@@ -175,9 +175,8 @@ impl CountDownLatch {
 
     /// Waits until the count reaches zero, at most the client's default wait.
     ///
-    /// Waits until the count reaches zero, at most the client's default wait
-    /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 seconds
-    /// unless set).
+    /// The default wait is [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait),
+    /// 60 seconds unless set.
     ///
     /// Waiting as for [`CountDownLatch::wait_for`].
     ///

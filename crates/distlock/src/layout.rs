@@ -55,8 +55,7 @@ const PREFIXED: &[(&str, HelperOf)] = &[
 pub enum KeyRole {
     /// A helper key: part of the state of the primitive `of`, kept beside the primitive's own key.
     ///
-    /// A helper key: part of the state of the primitive `of`, kept beside the primitive's
-    /// own key (a queue, a latch of one request, a lease set, a fencing counter).
+    /// Queues, latches of one request, lease sets and fencing counters are helper keys.
     Helper {
         /// The kind of primitive it belongs to.
         of: HelperOf,
@@ -99,10 +98,8 @@ pub enum HelperOf {
     LeasedSemaphore,
     /// A count-down latch (Redisson `RCountDownLatch`): the latches of count-down requests.
     Latch,
-    /// A fencing counter (one per hash slot; the server-wide one of older versions).
-    ///
-    /// A fencing counter (one per hash slot; the server-wide one of older versions), shared
-    /// by the locks of its slot.
+    /// A fencing counter (one per hash slot, shared by the locks of that slot; the server-wide
+    /// one of older versions).
     FencingCounter,
 }
 

@@ -135,10 +135,9 @@ pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 
 /// Histogram buckets, in seconds, for distlock's latency histograms.
 ///
-/// Histogram buckets, in seconds, for distlock's latency histograms
-/// (`distlock_acquire_duration_seconds`, `distlock_acquire_wait_seconds`; feature `metrics`):
-/// 0.5 ms to 5 s, for acquires from an uncontended grant on a local server (below 1 ms) to
-/// waits behind a holder.
+/// They serve `distlock_acquire_duration_seconds` and `distlock_acquire_wait_seconds` (feature
+/// `metrics`) and span 0.5 ms to 5 s: from an acquire's uncontended grant on a local server
+/// (below 1 ms) to waits behind a holder.
 ///
 /// A recorder decides how histograms are exported: `metrics-exporter-prometheus` renders one
 /// without buckets as a Prometheus *summary*, which `histogram_quantile` cannot read (the
@@ -161,16 +160,15 @@ pub const ACQUIRE_BUCKETS: &[f64] = &[
 
 /// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests.
 ///
-/// The Lua scripts distlock runs, as `(file name, source)`, for tools and interop tests
-/// (e.g. to inspect them or load them into another client): each source is the text as run,
+/// Tools may inspect them or load them into another client. Each source is the text as run,
 /// with the shared `prelude.lua` joined in front where the script uses it.
 pub const SCRIPT_SOURCES: &[(&str, &str)] = scripts::RUNNABLE;
 
 /// Returns the SHA-1 of every variant a client may run of the script `file`.
 ///
-/// The SHA-1 of every variant a client may run of the script `file` (one of
-/// [`SCRIPT_SOURCES`]: publishing wake-ups by `PUBLISH`, `SPUBLISH` or both), for tests that
-/// look in a server's script cache; `None` for another name. Not part of the API.
+/// It serves tests that look in a server's script cache. `file` is a name of
+/// [`SCRIPT_SOURCES`], whose variants publish wake-ups by `PUBLISH`, `SPUBLISH` or both; `None`
+/// for another name. Not part of the API.
 #[doc(hidden)]
 pub fn __script_hashes(file: &str) -> Option<Vec<String>> {
     scripts::variant_hashes(file).map(|h| h.to_vec())
@@ -191,8 +189,8 @@ pub mod __bench {
 
     /// Builds the `EVALSHA` of `lock_acquire.lua` a plain acquire sends.
     ///
-    /// Build the `EVALSHA` of `lock_acquire.lua` a plain acquire sends (a fresh owner's single
-    /// attempt, through the raw layer, as the engine does).
+    /// It is a fresh owner's single attempt, built through the raw layer as the engine builds
+    /// it.
     pub fn acquire_invocation(key: &str, owner: &str) -> redis::Cmd {
         use lock::RawLock;
         let owner = crate::Owner::parse(owner).expect("owner of the form <client>:<n>");
@@ -216,8 +214,7 @@ pub mod __bench {
 
     /// Builds the `EVALSHA` of `lock_release.lua` a plain release sends.
     ///
-    /// Build the `EVALSHA` of `lock_release.lua` a plain release sends (through the raw
-    /// layer, as the engine does).
+    /// It is built through the raw layer, as the engine builds it.
     pub fn release_invocation(key: &str, owner: &str, latch: &str) -> redis::Cmd {
         use lock::RawLock;
         let owner = crate::Owner::parse(owner).expect("owner of the form <client>:<n>");

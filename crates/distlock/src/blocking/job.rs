@@ -165,9 +165,8 @@ impl JobGuard {
 
     lost_verbs!();
 
-    /// Sets the lock's TTL to `lease` from now if still ours.
-    ///
-    /// Set the lock's TTL to `lease` from now if still ours, as [`crate::JobGuard::extend`](crate::Lease::extend).
+    /// Sets the lock's TTL to `lease` from now if still ours, as
+    /// [`crate::JobGuard::extend`](crate::Lease::extend).
     ///
     /// # Errors
     /// As [`crate::JobGuard::extend`](crate::Lease::extend).
@@ -191,9 +190,8 @@ impl JobGuard {
             .block_on(self.0.get().extend_active(at_most_for, at_least_for))
     }
 
-    /// Releases the lock, kept until `at_least_for` passed.
-    ///
-    /// Release (kept until `at_least_for` passed), as [`crate::JobGuard::release`](crate::Release::release).
+    /// Releases the lock, kept until `at_least_for` passed, as
+    /// [`crate::JobGuard::release`](crate::Release::release).
     ///
     /// # Errors
     /// As [`crate::JobGuard::release`](crate::Release::release).

@@ -44,9 +44,7 @@ impl Lock {
         Lock::new(self.inner.handoff(handoff), self.rt.clone())
     }
 
-    /// Returns this lock with another liveness timeout for its queued waiters.
-    ///
-    /// This lock with another liveness timeout for its queued waiters, as
+    /// Returns this lock with another liveness timeout for its queued waiters, as
     /// [`crate::Lock::liveness_timeout`]. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
         Lock::new(self.inner.liveness_timeout(liveness), self.rt.clone())
@@ -170,10 +168,7 @@ macro_rules! guard_accessors {
             }
 
             /// Returns the instant until which the hold is surely ours by the local monotonic
-            /// clock.
-            ///
-            /// Until when the hold is surely ours by the local monotonic clock, as
-            /// [`crate::LockGuard::valid_until`](crate::Lease::valid_until).
+            /// clock, as [`crate::LockGuard::valid_until`](crate::Lease::valid_until).
             pub fn valid_until(&self) -> std::time::Instant {
                 crate::Lease::valid_until(self.0.get())
             }
@@ -209,9 +204,7 @@ macro_rules! guard_accessors {
                 self.0.block_on(self.0.get().is_held())
             }
 
-            /// Sets the TTL to `lease` from now if still held.
-            ///
-            /// Set the TTL to `lease` from now if still held, as
+            /// Sets the TTL to `lease` from now if still held, as
             /// [`crate::LockGuard::extend`](crate::Lease::extend).
             ///
             /// # Errors
@@ -371,10 +364,10 @@ impl FairLock {
         self.rt.block_on(self.inner.is_locked())
     }
 
-    /// Deletes the lock whoever holds it and wakes the head waiter.
+    /// Deletes the lock whoever holds it and wakes the head waiter, as
+    /// [`crate::FairLock::force_unlock`].
     ///
-    /// Delete the lock whoever holds it and wake the head waiter, as
-    /// [`crate::FairLock::force_unlock`]: the lock is left free, the queue kept.
+    /// The lock is left free, the queue kept.
     ///
     /// # Errors
     /// As [`crate::FairLock::force_unlock`].

@@ -363,8 +363,7 @@ impl Client {
 
     /// Returns the async client underneath, for code that mixes both.
     ///
-    /// The async client underneath, for code that mixes both (it runs on this client's
-    /// runtime; use it from async code only).
+    /// It runs on this client's runtime; use it from async code only.
     pub fn as_async(&self) -> &crate::Client {
         &self.inner
     }
@@ -409,9 +408,7 @@ impl Client {
         self.inner.app_name()
     }
 
-    /// Returns the name of this client's connections (`distlock:<app>:<host>:<pid>`).
-    ///
-    /// The name of this client's connections (`distlock:<app>:<host>:<pid>`), as
+    /// Returns the name of this client's connections (`distlock:<app>:<host>:<pid>`), as
     /// [`crate::Client::connection_name`].
     pub fn connection_name(&self) -> &str {
         self.inner.connection_name()
@@ -490,9 +487,8 @@ impl ClientBuilder {
 
     /// Sets the number of worker threads of the client's runtime.
     ///
-    /// Worker threads of the client's runtime, which run the watchdog, wake-ups and the
-    /// connection I/O while the calling threads block. Default
-    /// [`DEFAULT_WORKER_THREADS`] (2); at least 1.
+    /// They run the watchdog, wake-ups and the connection I/O while the calling threads block.
+    /// Default [`DEFAULT_WORKER_THREADS`] (2); at least 1.
     pub fn worker_threads(mut self, n: usize) -> Self {
         self.worker_threads = n;
         self

@@ -27,12 +27,12 @@ impl fmt::Debug for MultiLock {
 }
 
 impl MultiLock {
-    /// Creates a MultiLock over `locks` (in any order; they are sorted by node and key).
+    /// Creates a MultiLock over `locks` (in any order; they are sorted by node and key), as
+    /// [`crate::MultiLock::new`].
     ///
-    /// A MultiLock over `locks` (in any order; they are sorted by node and key), as
-    /// [`crate::MultiLock::new`]. The locks may come from different blocking clients; the
-    /// MultiLock waits on the first one's runtime and keeps every member's client runtime
-    /// alive (as do its guards), so dropping a client does not stop its members' watchdog.
+    /// The locks may come from different blocking clients; the MultiLock waits on the first
+    /// one's runtime and keeps every member's client runtime alive (as do its guards), so
+    /// dropping a client does not stop its members' watchdog.
     ///
     /// # Errors
     /// As [`crate::MultiLock::new`]: [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)
@@ -115,9 +115,8 @@ impl MultiLockGuard {
         Ok(MultiLockGuard(self.0.wrap(g), self.1.clone()))
     }
 
-    /// Sets every member's TTL to `lease` from now.
-    ///
-    /// Set every member's TTL to `lease` from now, as [`crate::MultiLockGuard::extend`](crate::Lease::extend).
+    /// Sets every member's TTL to `lease` from now, as
+    /// [`crate::MultiLockGuard::extend`](crate::Lease::extend).
     ///
     /// # Errors
     /// As [`crate::MultiLockGuard::extend`](crate::Lease::extend).
@@ -159,10 +158,9 @@ impl fmt::Debug for RedLockNodes {
 }
 
 impl RedLockNodes {
-    /// Connects the nodes of `builder` on a runtime of its own.
+    /// Connects the nodes of `builder` on a runtime of its own and checks its settings.
     ///
-    /// Connect the nodes of `builder` on a runtime of its own
-    /// ([`DEFAULT_WORKER_THREADS`] workers) and check its settings.
+    /// The runtime has [`DEFAULT_WORKER_THREADS`] workers.
     ///
     /// # Errors
     /// As [`crate::RedLockBuilder::build`].

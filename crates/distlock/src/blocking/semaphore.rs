@@ -84,9 +84,7 @@ impl Semaphore {
         self.rt.block_on(self.inner.drain_permits())
     }
 
-    /// Acquires `permits` permits at once, waiting up to the client's default wait.
-    ///
-    /// `permits` permits at once, waiting up to the client's default wait, as
+    /// Acquires `permits` permits at once, waiting up to the client's default wait, as
     /// [`crate::Semaphore::acquire_many`].
     ///
     /// # Errors
@@ -191,9 +189,7 @@ impl LeasedSemaphore {
         LeasedSemaphore::new(self.inner.handoff(on), self.rt.clone())
     }
 
-    /// Returns the same semaphore with another liveness timeout for its queued waiters.
-    ///
-    /// The same semaphore with another liveness timeout for its queued waiters, as
+    /// Returns the same semaphore with another liveness timeout for its queued waiters, as
     /// [`crate::LeasedSemaphore::liveness_timeout`]. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> LeasedSemaphore {
         LeasedSemaphore::new(self.inner.liveness_timeout(liveness), self.rt.clone())
@@ -270,9 +266,7 @@ impl LeasedSemaphore {
         self.rt.block_on(self.inner.available_permits())
     }
 
-    /// Returns the number of permits free now as stored (below zero while a shrink waits).
-    ///
-    /// Permits free now as stored (below zero while a shrink waits), as
+    /// Returns the number of permits free now as stored (below zero while a shrink waits), as
     /// [`crate::LeasedSemaphore::available_permits_signed`].
     ///
     /// # Errors
@@ -356,9 +350,8 @@ impl LeasedPermit {
 
     lost_verbs!();
 
-    /// Sets the permit's lease to `lease` from now.
-    ///
-    /// Set the permit's lease to `lease` from now, as [`crate::LeasedPermit::extend`](crate::Lease::extend).
+    /// Sets the permit's lease to `lease` from now, as
+    /// [`crate::LeasedPermit::extend`](crate::Lease::extend).
     ///
     /// # Errors
     /// As [`crate::LeasedPermit::extend`](crate::Lease::extend).
@@ -369,9 +362,7 @@ impl LeasedPermit {
         self.0.block_on(crate::Lease::extend(self.0.get(), lease))
     }
 
-    /// Has the client's watchdog extend the permit while it is held.
-    ///
-    /// Have the client's watchdog extend the permit while it is held, as
+    /// Has the client's watchdog extend the permit while it is held, as
     /// [`crate::LeasedPermit::keep_alive`].
     ///
     /// # Errors

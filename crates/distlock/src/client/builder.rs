@@ -207,18 +207,16 @@ impl ClientBuilder {
     }
 
     /// Sets how many replicas must confirm a grant before it counts, where the deployment has
-    /// replicas.
+    /// replicas (Redis Sentinel).
     ///
-    /// How many replicas must confirm a grant before it counts, where the deployment has
-    /// replicas (Redis Sentinel): after the script that grants (an acquire or a re-entry of a
-    /// lock of any kind), distlock sends `WAIT <n> <timeout>` on the connection that made the
-    /// grant (one set aside for grants, since `WAIT` blocks its connection). When fewer
-    /// replicas confirm within [`replica_ack_timeout`](ClientBuilder::replica_ack_timeout),
-    /// the grant is given back and the call fails with
-    /// [`ErrorKind::NotReplicated`] (a waiting acquire
-    /// retries until its deadline). This narrows the failover window in which a grant the old
-    /// master never replicated is granted again by the promoted replica; it does not close it
-    /// (replication stays asynchronous: see the README's Topologies section).
+    /// After the script that grants (an acquire or a re-entry of a lock of any kind), distlock
+    /// sends `WAIT <n> <timeout>` on the connection that made the grant (one set aside for
+    /// grants, since `WAIT` blocks its connection). When fewer replicas confirm within
+    /// [`replica_ack_timeout`](ClientBuilder::replica_ack_timeout), the grant is given back and
+    /// the call fails with [`ErrorKind::NotReplicated`] (a waiting acquire retries until its
+    /// deadline). This narrows the failover window in which a grant the old master never
+    /// replicated is granted again by the promoted replica; it does not close it (replication
+    /// stays asynchronous: see the README's Topologies section).
     ///
     /// Default 1 (Redisson's default for its synced writes); 0 turns it off. A standalone
     /// server has no replicas to ask: no `WAIT` is sent. The replica count is the sentinels'
@@ -228,10 +226,10 @@ impl ClientBuilder {
         self
     }
 
-    /// Sets how long a grant waits for its replicas' confirmations.
+    /// Sets how long a grant waits for its replicas' confirmations
+    /// ([`replica_acks`](ClientBuilder::replica_acks)).
     ///
-    /// How long a grant waits for its replicas' confirmations
-    /// ([`replica_acks`](ClientBuilder::replica_acks)). Default 1 s. At least 1 ms.
+    /// Default 1 s. At least 1 ms.
     pub fn replica_ack_timeout(mut self, timeout: Duration) -> Self {
         self.replica_ack_timeout = timeout;
         self
@@ -265,11 +263,10 @@ impl ClientBuilder {
 
     /// Sets the server by a `redis::Client` the application already has.
     ///
-    /// One server, by a `redis::Client` the application already has (as rslock and
-    /// redis-lock take one), instead of a [`url`](ClientBuilder::url): distlock opens its
-    /// own connections from it — the command connection (a connection manager), the
-    /// subscription connection for wake-ups, and, where grants are confirmed by replicas,
-    /// connections set aside for them — so the client's settings (address, database,
+    /// It takes the place of a [`url`](ClientBuilder::url), as rslock and redis-lock take one.
+    /// distlock opens its own connections from it — the command connection (a connection
+    /// manager), the subscription connection for wake-ups, and, where grants are confirmed by
+    /// replicas, connections set aside for them — so the client's settings (address, database,
     /// credentials, TLS) carry over, and the application's connections are left alone. A
     /// `redis::Client` names one server: Sentinel and Cluster deployments take a URL.
     pub fn redis_client(mut self, client: redis::Client) -> Self {
@@ -279,11 +276,11 @@ impl ClientBuilder {
 
     /// Sets the password of the data servers.
     ///
-    /// The password of the data servers (the standalone server, the Sentinel deployment's
-    /// master and replicas, every Cluster node), given apart from the URL as Redisson's
-    /// `setPassword`: any characters, no percent-encoding (in a URL, `@ : / ? # %` must be
-    /// written `%40 %3A %2F %3F %23 %25`). Replaces a password in the URL; the URL's user
-    /// name stays unless [`username`](ClientBuilder::username) is set. Default: the URL's.
+    /// The data servers are the standalone server, the Sentinel deployment's master and
+    /// replicas, and every Cluster node. The password is given apart from the URL, as
+    /// Redisson's `setPassword`: any characters, no percent-encoding (in a URL, `@ : / ? # %`
+    /// must be written `%40 %3A %2F %3F %23 %25`). Replaces a password in the URL; the URL's
+    /// user name stays unless [`username`](ClientBuilder::username) is set. Default: the URL's.
     /// Never logged.
     pub fn password(mut self, password: impl Into<String>) -> Self {
         self.password = Some(password.into());
@@ -293,9 +290,8 @@ impl ClientBuilder {
     /// Sets the ACL user name of the data servers, given apart from the URL as Redisson's
     /// `setUsername`.
     ///
-    /// The ACL user name of the data servers, given apart from the URL as Redisson's
-    /// `setUsername` (any characters). Replaces a user name in the URL. Default: the URL's
-    /// (none: Redis's `default` user).
+    /// Any characters. Replaces a user name in the URL. Default: the URL's (none: Redis's
+    /// `default` user).
     pub fn username(mut self, user: impl Into<String>) -> Self {
         self.username = Some(user.into());
         self
@@ -335,10 +331,10 @@ impl ClientBuilder {
         self
     }
 
-    /// Sets how long [`Lock::acquire`](crate::Lock::acquire) waits before failing.
+    /// Sets how long [`Lock::acquire`](crate::Lock::acquire) waits before failing with
+    /// [`ErrorKind::NotAcquired`].
     ///
-    /// How long [`Lock::acquire`](crate::Lock::acquire) waits before failing with
-    /// [`ErrorKind::NotAcquired`]. Default 60 s.
+    /// Default 60 s.
     pub fn default_wait(mut self, wait: Duration) -> Self {
         self.default_wait = wait;
         self
@@ -364,10 +360,9 @@ impl ClientBuilder {
 
     /// Checks `rediss://` servers against these CA certificates instead of Mozilla's roots.
     ///
-    /// Check `rediss://` servers (and TLS sentinels and cluster nodes) against these CA
-    /// certificates instead of Mozilla's roots: a private CA, one or more PEM certificates
-    /// (the contents of a `ca.crt`, as `redis-cli --cacert` takes; the server's own
-    /// certificate works for a self-signed one). The server's name is still checked. Plain
+    /// TLS sentinels and cluster nodes are checked too. `pem` is a private CA: one or more PEM
+    /// certificates (the contents of a `ca.crt`, as `redis-cli --cacert` takes; the server's
+    /// own certificate works for a self-signed one). The server's name is still checked. Plain
     /// `redis://` URLs ignore it. Needs the `tls` feature (a build without it refuses
     /// `rediss://` URLs anyway). An unparsable PEM fails [`build`](ClientBuilder::build) with
     /// [`ErrorKind::Config`].

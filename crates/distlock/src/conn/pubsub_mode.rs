@@ -2,8 +2,7 @@
 
 /// Which pub/sub carries wake-ups on a Redis Cluster.
 ///
-/// Which pub/sub carries wake-ups on a Redis Cluster
-/// ([`ClientBuilder::pubsub_mode`](crate::ClientBuilder::pubsub_mode)).
+/// Chosen with [`ClientBuilder::pubsub_mode`](crate::ClientBuilder::pubsub_mode).
 ///
 /// Classic pub/sub (`PUBLISH`/`SUBSCRIBE`) is forwarded by a cluster to every node, so its
 /// cost grows with the cluster; sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`, Redis 7) stays on
@@ -25,7 +24,7 @@ pub enum PubSubMode {
     Sharded,
     /// Publish both ways and listen on both.
     ///
-    /// Publish both ways and listen on both, for fleets whose Java clients are configured
-    /// either way (each release costs a second publish).
+    /// It suits fleets whose Java clients are configured either way; each release costs a
+    /// second publish.
     Both,
 }

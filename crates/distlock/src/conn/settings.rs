@@ -20,9 +20,7 @@ pub(crate) struct ConnectSettings {
     ///
     /// `distlock:<app>:<host>:<pid>`.
     pub client_name: Arc<str>,
-    /// The CA certificates (PEM) that `rediss://` servers are checked against.
-    ///
-    /// The CA certificates (PEM) that `rediss://` servers are checked against, instead of
+    /// The CA certificates (PEM) that `rediss://` servers are checked against instead of
     /// Mozilla's roots ([`crate::ClientBuilder::tls_ca_cert`]).
     pub tls_ca: Option<Arc<[u8]>>,
 }

@@ -25,19 +25,17 @@ pub(crate) use from_redis::server_reply;
 pub enum ErrorKind {
     /// The lock was not acquired before the wait elapsed.
     ///
-    /// The lock was not acquired before the wait elapsed (`acquire`; `try_acquire_for`
-    /// returns `Ok(None)` instead).
+    /// Returned by `acquire`; `try_acquire_for` returns `Ok(None)` instead.
     NotAcquired,
     /// The lock is not held by this owner.
     ///
-    /// The lock is not held by this owner (release, extend or re-enter after the lease was
-    /// lost, or by a non-owner). [`Error::not_held_reason`] tells whether the lock is gone
-    /// or held by someone else.
+    /// Returned to a release, extension or re-entry after the lease was lost, or by a non-owner.
+    /// [`Error::not_held_reason`] tells whether the lock is gone or held by someone else.
     NotHeld,
-    /// Bad input to a call: empty or oversized name, zero or overflowing duration.
-    ///
     /// Bad input to a call: empty or oversized name, zero or overflowing duration, an owner
-    /// string of the wrong shape. Nothing was sent to the server.
+    /// string of the wrong shape.
+    ///
+    /// Nothing was sent to the server.
     InvalidInput,
     /// Bad client configuration: unparsable URL, unsupported scheme, conflicting options.
     Config,
@@ -45,12 +43,12 @@ pub enum ErrorKind {
     Connection,
     /// The server refused our credentials (wrong password or ACL user).
     Auth,
-    /// The key holds a value of another Redis type (`WRONGTYPE`).
-    ///
     /// The key holds a value of another Redis type (`WRONGTYPE`), or another kind of
-    /// primitive's data under the same name — a read-write lock's hash where a plain or fair
-    /// lock was asked for, or the other way round; the message names what the key holds and
-    /// what was asked for. The key was left as it was.
+    /// primitive's data under the same name.
+    ///
+    /// For example, a plain or fair lock was asked for where a read-write lock's hash is, or
+    /// the other way round. The message names what the key holds and what was asked for; the
+    /// key was left as it was.
     WrongType,
     /// The server answered in a shape the script contract does not allow.
     UnexpectedReply,
@@ -58,10 +56,10 @@ pub enum ErrorKind {
     ///
     /// The message names what is missing. Nothing was granted.
     NoPermission,
-    /// The server is at its `maxmemory` limit with the `noeviction` policy and refused the write.
-    ///
     /// The server is at its `maxmemory` limit with the `noeviction` policy and refused the
-    /// write (`OOM`); nothing was written.
+    /// write (`OOM`).
+    ///
+    /// Nothing was written.
     OutOfMemory,
     /// The client was shut down ([`Client::shutdown`](crate::Client::shutdown)) and makes no
     /// new grants.
@@ -78,8 +76,8 @@ pub enum ErrorKind {
     QuorumNotReached,
     /// A write was made on the master but fewer replicas than asked for confirmed it.
     ///
-    /// A write was made on the master but fewer replicas than asked for confirmed it (`WAIT`)
-    /// within the timeout ([`ClientBuilder::replica_acks`](crate::ClientBuilder::replica_acks)).
+    /// Replicas confirm through `WAIT`, within the timeout set by
+    /// [`ClientBuilder::replica_acks`](crate::ClientBuilder::replica_acks).
     /// A grant was given back (waiting acquires retry until their deadline); a release,
     /// count-down or permit addition was resent until its resend window ended, and the error
     /// then also says its outcome is unknown ([`Error::is_outcome_unknown`]).
@@ -111,8 +109,8 @@ impl fmt::Display for ErrorKind {
 
 /// Why a lock is not held, where the server can tell.
 ///
-/// Why a lock is not held, where the server can tell (as Redisson distinguishes a released
-/// lock from one held by another thread). New reasons may be added in minor releases.
+/// distlock tells them apart as Redisson tells a released lock from one held by another
+/// thread. New reasons may be added in minor releases.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NotHeldReason {
@@ -122,12 +120,11 @@ pub enum NotHeldReason {
     HeldByOther,
     /// A resent release found the lock gone or held by another owner.
     ///
-    /// A release was resent (its first send got no answer) and the resend found the lock
-    /// gone or held by another owner: either an earlier send released it, or the hold had
-    /// already been lost (a server restarted without it, a failover to a replica that never
-    /// had it). The final release of a plain lock leaves no record on the server that would
-    /// tell which, so this owner cannot know whether it held the lock to the end; the lock
-    /// is not held by it either way.
+    /// The release was resent because its first send got no answer. Either an earlier send released
+    /// it, or the hold had already been lost (a server restarted without it, a failover to a
+    /// replica that never had it). The final release of a plain lock leaves no record on the server
+    /// that would tell which, so this owner cannot know whether it held the lock to the end; the
+    /// lock is not held by it either way.
     Unconfirmed,
 }
 
@@ -284,9 +281,8 @@ impl Error {
 
     /// Returns each node that did not grant in the last round, and why.
     ///
-    /// For [`ErrorKind::QuorumNotReached`], and [`ErrorKind::NotAcquired`] from
-    /// [`RedLock::acquire`](crate::RedLock::acquire): each node that did not grant in the
-    /// last round, and why. Empty for other errors.
+    /// Filled for [`ErrorKind::QuorumNotReached`], and for [`ErrorKind::NotAcquired`] from
+    /// [`RedLock::acquire`](crate::RedLock::acquire); empty for other errors.
     pub fn node_failures(&self) -> &[NodeFailure] {
         &self.nodes
     }

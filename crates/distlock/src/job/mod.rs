@@ -32,9 +32,8 @@ tokio::task_local! {
 
 /// Returns whether the current task runs inside [`JobLock::run`] of a job called `name`.
 ///
-/// Whether the current task runs inside [`JobLock::run`] (or [`run_with`](JobLock::run_with),
-/// a scheduled run) of a job called `name`, in any environment. It returns a `bool` and never
-/// panics: ShedLock's `LockAssert.assertLocked()`, which throws, is
+/// A run by [`run_with`](JobLock::run_with) or by a schedule counts too, in any environment. It
+/// returns a `bool` and never panics: ShedLock's `LockAssert.assertLocked()`, which throws, is
 /// `assert!(distlock::holds_job_lock("name"))`.
 ///
 /// The answer is per task: a task spawned from inside the job is not "under the lock" by this
@@ -183,8 +182,7 @@ impl JobHolder {
 impl Client {
     /// Returns the job lock called `name`, in environment `"default"`, with no `at_most_for` yet.
     ///
-    /// The job lock called `name`, in environment `"default"`, with no `at_most_for` yet
-    /// (set it before use). No I/O.
+    /// Set it before use. No I/O.
     pub fn job_lock(&self, name: impl Into<String>) -> JobLock {
         JobLock {
             client: self.clone(),
@@ -306,8 +304,7 @@ impl JobLock {
 
     /// Takes the lock, retrying while another instance holds it until `wait` has passed.
     ///
-    /// Take the lock, retrying while another instance holds it until `wait` has passed
-    /// (zero: one attempt): `Ok(None)` when the wait elapsed.
+    /// A zero `wait` makes one attempt. Returns `Ok(None)` when the wait elapsed.
     ///
     /// A job lock has no wake-up channel (ShedLock's format has none), so this polls: one
     /// attempt every 100 ms ([`JOB_POLL_INTERVAL`]), and a last one when the wait ends. An
@@ -352,9 +349,8 @@ impl JobLock {
 
     /// Takes the lock, waiting at most the client's default wait.
     ///
-    /// Take the lock, waiting at most the client's default wait
-    /// ([`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait), 60 s unless set),
-    /// polling as [`JobLock::try_acquire_for`] does.
+    /// The default wait is [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait),
+    /// 60 s unless set. Polls as [`JobLock::try_acquire_for`] does.
     ///
     /// # Errors
     /// [`ErrorKind::NotAcquired`] when the wait elapsed with the lock held elsewhere;
@@ -504,9 +500,9 @@ impl JobLock {
 
     /// Deletes the job lock whoever holds it.
     ///
-    /// Delete the job lock whoever holds it (an operator clearing a stuck job, as deleting
-    /// ShedLock's key by hand; `distlock unlock --force NAME --env ENV`). Returns whether it
-    /// was held. A distlock holder's guard hears of it on the job's notice channel
+    /// An operator clears a stuck job with it, as by deleting ShedLock's key by hand (`distlock
+    /// unlock --force NAME --env ENV`). Returns whether it was held. A distlock holder's guard
+    /// hears of it on the job's notice channel
     /// ([`layout::job_notice_channel`](crate::layout::job_notice_channel)) within a round trip
     /// or two: its [`lost`](crate::Lease::lost) signal fires, and its release answers
     /// [`ErrorKind::NotHeld`]. A ShedLock holder is not told.

@@ -7,8 +7,8 @@ use super::{JobLease, JobLock};
 
 /// Runs `job` every `interval` on this instance.
 ///
-/// Run `job` every `interval` on this instance, with `lock` making it run once per interval
-/// across all instances that call this with the same lock.
+/// `lock` makes it run once per interval across all instances that call this with the same
+/// lock.
 ///
 /// Ticks are aligned to multiples of `interval` since the Unix epoch (every 60 s at :00), so
 /// all instances try at the same moment and one wins. Set `at_least_for` on the lock to more
@@ -47,11 +47,10 @@ where
 
 /// Runs `job` as [`spawn_every`], handing it the [`JobLease`] of each run's lock.
 ///
-/// As [`spawn_every`], for a job that gets the [`JobLease`] of each run's lock (to watch
-/// [`lost`](JobLease::lost) or [`extend`](JobLease::extend) it, as ShedLock's
-/// `LockExtender`) and returns a `Result`: an `Err` is logged as a WARN event
-/// `distlock.job_failed` (fields `job`, `error`), as a Spring scheduler logs a job's
-/// exception, and the schedule goes on.
+/// The job can watch the lease's [`lost`](JobLease::lost) signal or
+/// [`extend`](JobLease::extend) it, as ShedLock's `LockExtender`. It returns a `Result`: an
+/// `Err` is logged as a WARN event `distlock.job_failed` (fields `job`, `error`), as a Spring
+/// scheduler logs a job's exception, and the schedule goes on.
 ///
 /// # Panics
 /// As [`spawn_every`].
@@ -96,8 +95,7 @@ where
 
 /// Runs `job` at the times of the cron `expression` read in the time zone `tz`.
 ///
-/// Run `job` at the times of the cron `expression` read in the time zone `tz`, with `lock`
-/// making each run happen once across all instances that call this with the same lock:
+/// `lock` makes each run happen once across all instances that call this with the same lock:
 /// ShedLock's `@Scheduled(cron = …)` with `@SchedulerLock` (feature `cron`).
 ///
 /// `expression` is read as Spring's `@Scheduled(cron = …)` reads it, seconds first: `sec min

@@ -87,9 +87,7 @@ impl Client {
 }
 
 impl FairLock {
-    /// Returns the same lock with an explicit lease (a [`Duration`], no watchdog).
-    ///
-    /// The same lock with an explicit lease (a [`Duration`], no watchdog), as
+    /// Returns the same lock with an explicit lease (a [`Duration`], no watchdog), as
     /// [`Lock::lease`](crate::Lock::lease). No I/O.
     pub fn lease(&self, lease: Duration) -> FairLock {
         FairLock {
@@ -108,10 +106,9 @@ impl FairLock {
 
     /// Returns the same lock with another liveness timeout for queued waiters.
     ///
-    /// The same lock with another liveness timeout for queued waiters (a [`Duration`], at
-    /// least 3 ms; 5 seconds by default): a waiter that has not re-attempted within it is
-    /// skipped. A shorter one skips crashed waiters sooner, and costs one attempt per third
-    /// of it per waiter. No I/O.
+    /// The timeout is a [`Duration`] of at least 3 ms, 5 seconds by default: a waiter that has
+    /// not re-attempted within it is skipped. A shorter one skips crashed waiters sooner, and
+    /// costs one attempt per third of it per waiter. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> FairLock {
         self.with(Fair {
             liveness: liveness.max(Duration::from_millis(3)),
@@ -237,13 +234,12 @@ impl FairLock {
         self.core.is_locked().await
     }
 
-    /// Deletes the lock whoever holds it and wakes the head waiter.
+    /// Deletes the lock whoever holds it and wakes the head waiter, as Redisson's
+    /// `RFairLock.forceUnlock`.
     ///
-    /// Delete the lock whoever holds it and wake the head waiter, as Redisson's
-    /// `RFairLock.forceUnlock`: the lock is left free ([`FairLock::is_locked`] is false
-    /// afterwards) and the queue kept. The head is woken, not handed the lock, so a head
-    /// waiter whose process died cannot keep the lock; a live head takes it by its own attempt.
-    /// Returns whether it was held.
+    /// The lock is left free ([`FairLock::is_locked`] is false afterwards) and the queue kept.
+    /// The head is woken, not handed the lock, so a head waiter whose process died cannot keep
+    /// the lock; a live head takes it by its own attempt. Returns whether it was held.
     ///
     /// # Errors
     /// As [`Lock::force_unlock`](crate::Lock::force_unlock).

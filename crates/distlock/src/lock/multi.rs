@@ -210,9 +210,8 @@ impl MultiLockGuard {
 
     /// Re-enters every member with its owner (hold count + 1 on every node).
     ///
-    /// Re-enters every member with its owner (hold count + 1 on every node), as
-    /// [`LockGuard::reenter`](crate::LockGuard::reenter) over a MultiLock: for a function that holds the MultiLock and
-    /// calls another that takes it too.
+    /// As [`LockGuard::reenter`](crate::LockGuard::reenter) over a MultiLock: for a function
+    /// that holds the MultiLock and calls another that takes it too.
     ///
     /// # Errors
     /// A member's [`LockGuard::reenter`](crate::LockGuard::reenter) error; members re-entered before it are released.

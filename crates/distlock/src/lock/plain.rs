@@ -87,12 +87,11 @@ impl Lock {
 
     /// Returns the same lock with another liveness timeout for its queued waiters.
     ///
-    /// The same lock with another liveness timeout for its queued waiters (a [`Duration`],
-    /// at least 3 ms; 5 seconds by default, as the fair lock's): a waiter that has not
-    /// re-attempted within it is passed over by a hand-off, and a hand-off's initial lease
-    /// ends at the latest when the waiter's liveness would have (so a waiter that died just
-    /// after its last attempt blocks the lock no longer than it would have kept its place).
-    /// Each waiter attempts once per third of it. No I/O.
+    /// The timeout is a [`Duration`] of at least 3 ms, 5 seconds by default (as the fair
+    /// lock's): a waiter that has not re-attempted within it is passed over by a hand-off, and
+    /// a hand-off's initial lease ends at the latest when the waiter's liveness would have (so
+    /// a waiter that died just after its last attempt blocks the lock no longer than it would
+    /// have kept its place). Each waiter attempts once per third of it. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
         Lock {
             core: self.core.liveness_timeout(liveness),
@@ -303,10 +302,10 @@ impl Lock {
             .map(|hold| LockGuard::new(hold, self.clone()))
     }
 
-    /// Acquires the lock as `owner` like [`Lock::acquire_as`](crate::Lock::acquire_as).
+    /// Acquires the lock as `owner` like [`Lock::acquire_as`](crate::Lock::acquire_as), waiting
+    /// at most `wait`.
     ///
-    /// Acquires the lock as `owner` like [`Lock::acquire_as`](crate::Lock::acquire_as), but waits at most `wait` (a
-    /// [`Duration`]; zero: one attempt) and returns `Ok(None)` when it elapsed.
+    /// A zero `wait` makes one attempt. Returns `Ok(None)` when the wait elapsed.
     ///
     /// # Errors
     /// As [`Lock::try_acquire_for`](crate::Lock::try_acquire_for); an unknown outcome as for [`Lock::acquire_as`](crate::Lock::acquire_as).

@@ -122,10 +122,8 @@ hold_front!(RwLockReadGuard, RwLock);
 hold_front!(RwLockWriteGuard, RwLock);
 
 impl RwLock {
-    /// Returns the same lock with an explicit lease for its holds (a [`Duration`], no watchdog).
-    ///
-    /// The same lock with an explicit lease for its holds (a [`Duration`], no watchdog), as
-    /// [`Lock::lease`](crate::Lock::lease). No I/O.
+    /// Returns the same lock with an explicit lease for its holds (a [`Duration`], no
+    /// watchdog), as [`Lock::lease`](crate::Lock::lease). No I/O.
     pub fn lease(&self, lease: Duration) -> RwLock {
         RwLock {
             read: self.read.lease(lease),

@@ -65,12 +65,11 @@ impl fmt::Debug for Owner {
 
 /// A fencing token: a number issued with every grant.
 ///
-/// A fencing token: a number issued with every grant, strictly increasing per lock name
-/// across releases, expiries, a server restart from an older snapshot and a failover to a
-/// replica that missed the last writes (as long as server clocks agree within the failover
-/// time). Pass it with every write to the protected resource and have the resource refuse a
-/// token lower than the highest it has seen: a holder that was paused past its lease is
-/// then refused.
+/// It increases strictly per lock name across releases, expiries, a server restart from an
+/// older snapshot and a failover to a replica that missed the last writes (as long as server
+/// clocks agree within the failover time). Pass it with every write to the protected resource
+/// and have the resource refuse a token lower than the highest it has seen: a holder that was
+/// paused past its lease is then refused.
 ///
 /// Tokens are `max(last + 1, server TIME in µs)`, kept in one counter key per cluster hash
 /// slot ([`Lock::fencing_counter_key`]: strictly increasing per name, and across the names
@@ -120,8 +119,7 @@ pub struct FencingToken(pub u128);
 
 /// How a plain [`Lock`] passes from a releasing holder to its waiters.
 ///
-/// How a plain [`Lock`] passes from a releasing holder to its waiters
-/// ([`Lock::handoff`](super::Lock::handoff)).
+/// Chosen with [`Lock::handoff`](super::Lock::handoff).
 ///
 /// With hand-off on, a waiting acquire joins a queue beside the lock (distlock's own, in
 /// the lock's hash slot: `distlock_lock_queue:{<key>}` and `distlock_lock_waiters:{<key>}`)
@@ -158,18 +156,16 @@ pub enum Handoff {
     Fifo,
     /// Bounded barging: waiters queue and are handed the lock as with [`Handoff::Fifo`].
     ///
-    /// Bounded barging: waiters queue and are handed the lock as with [`Handoff::Fifo`], but
-    /// up to `n` acquisitions in a row may go to callers outside the queue's head (most
-    /// often the client that just released, re-taking it at once) before a release hands
-    /// the lock to the head. A release within that budget frees the lock and wakes one
-    /// waiter per client, as Redisson's does; a grant to the head made by a `Retakes`
-    /// handle's script starts a new run (one made by a `Fifo` handle leaves the count, which
-    /// can then only allow fewer re-takes). So a queued waiter is passed over at most `n`
-    /// times in a row. It trades longer waits for fewer hand-offs between clients; whether
-    /// that buys throughput depends on the deployment (`distlock-bench bench --handoff retakes:N`
-    /// measures it: on a loaded 2-core machine it did not beat `Fifo`). The run's count
-    /// lives in the waiters hash (field `distlock:retakes`). `Retakes(0)` is
-    /// [`Handoff::Fifo`].
+    /// Up to `n` acquisitions in a row may go to callers outside the queue's head (most often
+    /// the client that just released, re-taking it at once) before a release hands the lock to
+    /// the head. A release within that budget frees the lock and wakes one waiter per client,
+    /// as Redisson's does; a grant to the head made by a `Retakes` handle's script starts a new
+    /// run (one made by a `Fifo` handle leaves the count, which can then only allow fewer
+    /// re-takes). So a queued waiter is passed over at most `n` times in a row. It trades
+    /// longer waits for fewer hand-offs between clients; whether that buys throughput depends
+    /// on the deployment (`distlock-bench bench --handoff retakes:N` measures it: on a loaded
+    /// 2-core machine it did not beat `Fifo`). The run's count lives in the waiters hash (field
+    /// `distlock:retakes`). `Retakes(0)` is [`Handoff::Fifo`].
     Retakes(u32),
     /// Redisson's `RLock` behaviour.
     ///
@@ -185,10 +181,10 @@ impl FencingToken {
         self.0
     }
 
-    /// Returns the generation: the issuing master's config epoch on Sentinel.
+    /// Returns the generation: the config epoch of the master that issued the token.
     ///
-    /// The generation: the issuing master's config epoch on Sentinel (the sentinels' epoch
-    /// for it) and on Cluster (its `cluster_my_epoch`), 0 on one server.
+    /// On Sentinel, the epoch the sentinels give that master; on Cluster, the node's
+    /// `cluster_my_epoch`; 0 on one server.
     pub fn generation(self) -> u64 {
         (self.0 >> 64) as u64
     }
@@ -220,9 +216,9 @@ impl fmt::Display for FencingToken {
 
 /// Who was granted a plain or fair lock.
 ///
-/// Who was granted a plain or fair lock, as the grant recorded it in the lock hash's holder
-/// field ([`layout::HOLDER_FIELD`](crate::layout::HOLDER_FIELD), value
-/// `<app>;<host>;<pid>;<since>`). Reported by [`Lock::status`] as [`LockStatus::holder`].
+/// The grant records it in the lock hash's holder field
+/// ([`layout::HOLDER_FIELD`](crate::layout::HOLDER_FIELD), value `<app>;<host>;<pid>;<since>`).
+/// Reported by [`Lock::status`] as [`LockStatus::holder`].
 ///
 /// The record is written with the grant to a new holder and stays, unchanged, through its
 /// re-entries and partial releases until the last release deletes the lock; a hold taken
@@ -234,14 +230,12 @@ pub struct HolderInfo {
     pub owner: String,
     /// The granting client's application name.
     ///
-    /// The granting client's application name
-    /// ([`ClientBuilder::app_name`](crate::ClientBuilder::app_name)), its first 16
-    /// characters.
+    /// Its first 16 characters, as set by
+    /// [`ClientBuilder::app_name`](crate::ClientBuilder::app_name).
     pub app: String,
     /// The host name of the granting process's machine.
     ///
-    /// The host name of the granting process's machine (characters outside
-    /// `[A-Za-z0-9._-]` replaced by `_`), its first 24 characters.
+    /// Its first 24 characters, those outside `[A-Za-z0-9._-]` replaced by `_`.
     pub host: String,
     /// The granting process's id.
     pub pid: u32,
@@ -332,17 +326,16 @@ pub struct LockStatus {
     pub fencing_token: Option<FencingToken>,
     /// The last token issued by the fencing counter this lock draws from.
     ///
-    /// The last token issued by the fencing counter this lock draws from
-    /// ([`Lock::fencing_counter_key`]: one per cluster hash slot, shared by the names in that
-    /// slot, so an upper bound of this lock's last token). Before the slot's first grant: the
-    /// floor its counter will start above (the legacy server-wide counter as read at
-    /// connect, 0 when there was none).
+    /// The counter is [`Lock::fencing_counter_key`]: one per cluster hash slot, shared by the
+    /// names in that slot, so this is an upper bound of this lock's last token. Before the
+    /// slot's first grant: the floor its counter will start above (the legacy server-wide
+    /// counter as read at connect, 0 when there was none).
     pub fencing_counter: u128,
     /// Connections subscribed to the wake channel.
     ///
-    /// Connections subscribed to the wake channel (`PUBSUB NUMSUB`, plus `PUBSUB
-    /// SHARDNUMSUB` where waiters use sharded pub/sub: a Redis 7 Cluster): one per waiting client
-    /// (per waiter for a fair lock, whose waiters have channels of their own).
+    /// Counted by `PUBSUB NUMSUB`, plus `PUBSUB SHARDNUMSUB` where waiters use sharded pub/sub
+    /// (a Redis 7 Cluster): one per waiting client (per waiter for a fair lock, whose waiters
+    /// have channels of their own).
     pub subscribers: u64,
     /// Read-write locks: whether readers or a writer hold it; `None` when free and for the
     /// other kinds.

@@ -69,18 +69,17 @@ impl RedLockBuilder {
 
     /// Sets how long [`RedLock::acquire`] keeps trying.
     ///
-    /// How long [`RedLock::acquire`] keeps trying (default 60 s, as
-    /// [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait)).
+    /// Default 60 s, as [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait).
     pub fn default_wait(mut self, wait: Duration) -> Self {
         self.default_wait = wait;
         self
     }
 
-    /// Sets the bounds of the random pause between rounds.
+    /// Sets the bounds of the random pause between rounds of [`RedLock::acquire`] and
+    /// [`RedLock::try_acquire_for`].
     ///
-    /// The bounds of the random pause between rounds of [`RedLock::acquire`] and
-    /// [`RedLock::try_acquire_for`] (default 50–250 ms), so that competing clients
-    /// desynchronise (redis.io's random retry delay).
+    /// Default 50–250 ms. The pause desynchronises competing clients (redis.io's random retry
+    /// delay).
     pub fn retry_delay(mut self, min_pause: Duration, max_pause: Duration) -> Self {
         self.retry_delay = (min_pause, max_pause);
         self

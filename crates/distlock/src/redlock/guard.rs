@@ -36,8 +36,8 @@ impl RedLockGuard {
 
     /// Returns, per node, the fencing token it issued or `None` where it did not grant.
     ///
-    /// The fencing token it issued, or `None` where it did not grant. Tokens of different nodes
-    /// come from different counters and are not comparable with each other.
+    /// Tokens of different nodes come from different counters and are not comparable with each
+    /// other.
     pub fn node_tokens(&self) -> &[Option<FencingToken>] {
         &self.tokens
     }
@@ -47,13 +47,12 @@ impl RedLockGuard {
         self.tokens.iter().filter(|t| t.is_some()).count()
     }
 
-    /// Has a watchdog extend the lock every third of `lease` while the guard lives.
+    /// Has a watchdog [extend](crate::Lease::extend) the lock to `lease` every third of it
+    /// while the guard lives.
     ///
-    /// Have a watchdog [extend](crate::Lease::extend) the lock to `lease` every third of it
-    /// while the guard lives (the watchdog of the first node's client: one task, not one per
-    /// lock). Each extension needs a quorum, as `extend` does; when one fails the validity is
-    /// left to end and [`lost`](crate::Lease::lost) fires then. Stops when the guard is
-    /// released or dropped.
+    /// The watchdog is the first node's client's: one task, not one per lock. Each extension
+    /// needs a quorum, as `extend` does; when one fails the validity is left to end and
+    /// [`lost`](crate::Lease::lost) fires then. Stops when the guard is released or dropped.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a zero or overflowing `lease` or one not above the node

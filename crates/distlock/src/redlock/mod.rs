@@ -125,11 +125,10 @@ pub struct RedLock {
 
 /// The independent masters a [`RedLock`] runs on, with its settings.
 ///
-/// The independent masters a [`RedLock`] runs on, with its settings (quorum, TTL, node
-/// timeout, default wait): built once by [`RedLockNodes::builder`] or
-/// [`RedLockNodes::builder_from_urls`], then [`RedLockNodes::lock`] names a lock, as
-/// [`Client::lock`] does on one deployment (go-redsync's `Redsync` and `NewMutex`). Cheap to
-/// clone.
+/// The settings are the quorum, TTL, node timeout and default wait. Build it once with
+/// [`RedLockNodes::builder`] or [`RedLockNodes::builder_from_urls`]; then
+/// [`RedLockNodes::lock`] names a lock, as [`Client::lock`] does on one deployment
+/// (go-redsync's `Redsync` and `NewMutex`). Cheap to clone.
 #[derive(Clone)]
 pub struct RedLockNodes {
     inner: Arc<Inner>,
@@ -235,8 +234,7 @@ impl RedLock {
 
     /// Tries one round: `Ok(None)` when other owners hold the lock on too many nodes for a quorum.
     ///
-    /// One round: `Ok(None)` when other owners hold the lock on too many nodes for a quorum
-    /// (contention is not an error).
+    /// Contention is not an error.
     ///
     /// The acquire goes to every node in parallel, each bounded by the node timeout; the lock
     /// is won when a quorum granted and validity is left (TTL − elapsed − drift). A lost round
@@ -299,10 +297,10 @@ impl RedLock {
         }
     }
 
-    /// Runs rounds until one wins or the default wait has passed.
+    /// Runs rounds until one wins or the default wait has passed, as
+    /// [`RedLock::try_acquire_for`].
     ///
-    /// Rounds until one wins or the default wait ([`RedLockBuilder::default_wait`], 60 s
-    /// unless set) has passed, as [`RedLock::try_acquire_for`].
+    /// The default wait is [`RedLockBuilder::default_wait`], 60 s unless set.
     ///
     /// # Errors
     /// [`ErrorKind::NotAcquired`] when the wait elapsed with the lock held elsewhere

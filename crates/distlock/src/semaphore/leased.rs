@@ -93,9 +93,9 @@ impl LeasedSemaphore {
 
     /// Returns the same semaphore taking permits with a `lease`.
     ///
-    /// The same semaphore taking permits with a `lease` (a [`Duration`] in whole
-    /// milliseconds, checked when a permit is taken: at least 1 ms, at most 365 days), as
-    /// [`Lock::lease`](crate::Lock::lease) gives a lock its lease. No I/O.
+    /// `lease` is a [`Duration`] in whole milliseconds, checked when a permit is taken: at
+    /// least 1 ms, at most 365 days. It is to a permit what [`Lock::lease`](crate::Lock::lease)
+    /// is to a lock. No I/O.
     ///
     /// A permit's lease ends it on the server unless extended ([`LeasedPermit::extend`](crate::Lease::extend),
     /// [`LeasedPermit::keep_alive`]); Redisson's `tryAcquire(waitTime, leaseTime)` takes it
@@ -115,14 +115,13 @@ impl LeasedSemaphore {
         self.lease.unwrap_or(self.names.client.watchdog_lease())
     }
 
-    /// Returns the same semaphore with direct hand-off on.
+    /// Returns the same semaphore with direct hand-off on or off.
     ///
-    /// The same semaphore with direct hand-off on (`true`, the default: waiters queue, and a
-    /// release grants its permit to the first live queued waiter; an acquire lets queued
-    /// waiters go first) or off (`false`: Redisson's `RPermitExpirableSemaphore` behaviour: a
-    /// release wakes every waiter, and the first attempt to arrive takes the permit). One
-    /// setting per semaphore name across a fleet: a handle with hand-off off neither queues
-    /// nor lets the queue go first. No I/O.
+    /// On (`true`, the default), waiters queue, and a release grants its permit to the first
+    /// live queued waiter; an acquire lets queued waiters go first. Off (`false`) is Redisson's
+    /// `RPermitExpirableSemaphore` behaviour: a release wakes every waiter, and the first
+    /// attempt to arrive takes the permit. One setting per semaphore name across a fleet: a
+    /// handle with hand-off off neither queues nor lets the queue go first. No I/O.
     pub fn handoff(&self, on: bool) -> LeasedSemaphore {
         LeasedSemaphore {
             handoff: on,
@@ -132,12 +131,11 @@ impl LeasedSemaphore {
 
     /// Returns the same semaphore with another liveness timeout for its queued waiters.
     ///
-    /// The same semaphore with another liveness timeout for its queued waiters (a
-    /// [`Duration`], at least 3 ms; 5 seconds by default, as the locks'): a waiter that has
-    /// not attempted within it is passed over by a hand-off, and a permit handed to a waiter
-    /// has a lease no longer than what was left of the waiter's liveness (the waiter extends
-    /// it to the lease it asked for when the grant arrives). Each queued waiter attempts once
-    /// per third of it. No I/O.
+    /// The timeout is a [`Duration`] of at least 3 ms, 5 seconds by default (as the locks'): a
+    /// waiter that has not attempted within it is passed over by a hand-off, and a permit
+    /// handed to a waiter has a lease no longer than what was left of the waiter's liveness
+    /// (the waiter extends it to the lease it asked for when the grant arrives). Each queued
+    /// waiter attempts once per third of it. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> LeasedSemaphore {
         LeasedSemaphore {
             liveness: liveness.max(Duration::from_millis(3)),
@@ -183,10 +181,9 @@ impl LeasedSemaphore {
 
     /// Sets the number of permits to `permits` whatever it was, keeping the permits held now valid.
     ///
-    /// Set the number of permits to `permits` whatever it was, keeping the permits held now
-    /// valid (Redisson's `RPermitExpirableSemaphore.setPermits`, which sees distlock's leases
-    /// as distlock sees Redisson's). Returns the number before: available plus leased permits,
-    /// as [`LeasedSemaphore::total_permits`] (0 when the semaphore had none).
+    /// As Redisson's `RPermitExpirableSemaphore.setPermits`, which sees distlock's leases as
+    /// distlock sees Redisson's. Returns the number before: available plus leased permits, as
+    /// [`LeasedSemaphore::total_permits`] (0 when the semaphore had none).
     ///
     /// Growing frees the added permits at once and wakes waiters. Shrinking below the permits
     /// held now takes none away: the available count goes below zero, and permits are

@@ -70,13 +70,13 @@ impl LeasedPermit {
         &self.id
     }
 
-    /// Has the watchdog extend this permit every third of `lease` while it is held.
+    /// Has the client's watchdog extend this permit to `lease` every third of it while it is
+    /// held.
     ///
-    /// Have the client's watchdog extend this permit to `lease` every third of it while the
-    /// permit is held (the way the watchdog keeps locks), so a holder that lives keeps its
-    /// permit and one that dies gives it back within `lease`. The [`lost`](crate::Lease::lost)
-    /// signal fires when an extension finds the permit gone, or renewals keep failing until
-    /// the lease ends. Stops when the permit is released or dropped.
+    /// The watchdog keeps it as it keeps locks, so a holder that lives keeps its permit and one
+    /// that dies gives it back within `lease`. The [`lost`](crate::Lease::lost) signal fires
+    /// when an extension finds the permit gone, or renewals keep failing until the lease ends.
+    /// Stops when the permit is released or dropped.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a zero or overflowing `lease` (at most 365 days).
