@@ -13,7 +13,8 @@ use crate::holds::HoldId;
 use crate::keys;
 use crate::watchdog::Registration;
 
-/// One hold of a [`LockCore`]. Release it with [`Hold::release`](crate::Release::release); dropping it releases in
+/// One hold of a [`LockCore`]. Release it with [`Hold::release`]; dropping it releases in the
+/// background (never blocking the runtime) and stops its renewal.
 #[clippy::has_significant_drop]
 pub(crate) struct Hold {
     state: Option<GuardState>,
@@ -68,7 +69,9 @@ impl Hold {
         }
     }
 
-    /// Take the guard's state (`None` when taken already), stop its renewal, and take its
+    /// Take the guard's state (`None` when taken already), stop its renewal, and take its entry
+    /// back from the client's registry: `Ok` with what releasing needs, or `Err` with the lock
+    /// when shutdown released the hold already.
     #[allow(clippy::type_complexity)]
     fn take_hold(&mut self) -> Option<std::result::Result<(LockCore, Owner, Duration), LockCore>> {
         let GuardState {
@@ -153,7 +156,9 @@ impl Hold {
         Ok(Duration::from_millis(pttl.max(0) as u64))
     }
 
-    /// Stop tracking this hold without releasing it: no renewal, no release on drop. The
+    /// Stop tracking this hold without releasing it: no renewal, no release on drop. The lock
+    /// stays until its lease ends (a plain lock's returned owner can also be
+    /// [adopted](crate::Lock::adopt), e.g. by another process, and released).
     pub(crate) fn forget(mut self) -> Owner {
         let s = self.state.take().expect("guard released twice");
         s.lock.inner.client.holds().take(&s.hold);
@@ -196,6 +201,7 @@ impl Hold {
 
 impl Hold {
     /// Whether the lease is known lost (by a renewal, or its local deadline passed). No I/O;
+    /// [`Hold::is_held`] asks the server.
     pub(crate) fn is_lost(&self) -> bool {
         self.state().registration.lease().is_lost()
     }
@@ -205,7 +211,9 @@ impl Hold {
         self.state().registration.lease().lost()
     }
 
-    /// Until when the lock is surely ours by the local monotonic clock: the start of the
+    /// Until when the lock is surely ours by the local monotonic clock: the start of the latest
+    /// successful grant, renewal or extension, plus its lease, minus drift (1 % of the lease +
+    /// 2 ms). No I/O.
     pub(crate) fn valid_until(&self) -> std::time::Instant {
         self.state().registration.lease().valid_until().into_std()
     }
