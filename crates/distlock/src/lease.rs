@@ -14,9 +14,8 @@ pub(crate) use sealed::Sealed;
 
 /// A guard that gives back what it holds: every lock guard, permit and job guard of distlock.
 ///
-/// Implemented by the guards [`Lease`] lists and by
-/// [`SemaphorePermit`](crate::SemaphorePermit); the guards of `distlock::blocking` release by a
-/// method of their own.
+/// Its implementors are listed below; the guards of `distlock::blocking` release by a method
+/// of their own.
 ///
 /// Dropping a guard releases it too (in the background, never blocking the runtime); `release`
 /// does it now and says how it went. Sealed. [`Lease`] adds the verbs of guards whose hold has
@@ -51,12 +50,8 @@ pub trait Release: Sealed + std::fmt::Debug + Send + Sync + Sized + 'static {
 
 /// A guard whose hold has a lease on the server: it may be lost, extended and released.
 ///
-/// Implemented by [`LockGuard`](crate::LockGuard), [`FairLockGuard`](crate::FairLockGuard), the
-/// read-write lock's guards ([`RwLockReadGuard`](crate::RwLockReadGuard),
-/// [`RwLockWriteGuard`](crate::RwLockWriteGuard)), [`LeasedPermit`](crate::LeasedPermit),
-/// [`JobGuard`](crate::JobGuard), [`MultiLockGuard`](crate::MultiLockGuard) and
-/// [`RedLockGuard`](crate::RedLockGuard); not by a [`SemaphorePermit`](crate::SemaphorePermit),
-/// whose permit has no lease (Redisson's `RSemaphore`), so what it cannot do does not compile.
+/// Its implementors are listed below. A [`SemaphorePermit`](crate::SemaphorePermit) is not one:
+/// its permit has no lease (Redisson's `RSemaphore`), so what it cannot do does not compile.
 /// Sealed.
 ///
 /// # Examples
