@@ -207,7 +207,7 @@ impl ClientBuilder {
     }
 
     /// Sets how many replicas must confirm a grant before it counts, where the deployment has
-    /// replicas (Redis Sentinel).
+    /// replicas (Redis Sentinel, Redis Cluster).
     ///
     /// After the script that grants (an acquire or a re-entry of a lock of any kind), distlock
     /// sends `WAIT <n> <timeout>` on the connection that made the grant (one set aside for
@@ -220,7 +220,8 @@ impl ClientBuilder {
     ///
     /// Default 1 (Redisson's default for its synced writes); 0 turns it off. A standalone
     /// server has no replicas to ask: no `WAIT` is sent. The replica count is the sentinels'
-    /// view, never the master's own (an isolated old master reports none).
+    /// view on Sentinel and the cluster's slot map on a Cluster (at most the master's healthy
+    /// replicas there), never the master's own (an isolated old master reports none).
     pub fn replica_acks(mut self, n: u32) -> Self {
         self.replica_acks = n;
         self
