@@ -8,7 +8,7 @@
 -- Errors  a refused PEXPIRE, the new key deleted again.
 
 local key = KEYS[1]
--- The helper keys' hash tag, as keys.rs's `prefixed` puts it after their prefix.
+-- The helper keys' hash tag, as `keys::prefixed` puts it after their prefix.
 local tag = key
 if not string.find(key, '{', 1, true) then
   tag = '{' .. key .. '}'

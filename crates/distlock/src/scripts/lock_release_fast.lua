@@ -11,7 +11,7 @@ local f = redis.call('hmget', key, ARGV[1], 'mode')
 if f[1] ~= '1' or f[2] then
   return nil
 end
--- The helper keys' hash tag, as keys.rs's `prefixed` puts it after their prefix.
+-- The helper keys' hash tag, as `keys::prefixed` puts it after their prefix.
 local tag = key
 if not string.find(key, '{', 1, true) then
   tag = '{' .. key .. '}'

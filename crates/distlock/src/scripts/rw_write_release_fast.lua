@@ -12,7 +12,7 @@ local f = redis.call('hmget', key, 'mode', ARGV[1])
 if f[1] ~= 'write' or f[2] ~= '1' or redis.call('hlen', key) ~= 2 then
   return nil
 end
--- The helper keys' hash tag, as keys.rs's `prefixed` puts it after their prefix.
+-- The helper keys' hash tag, as `keys::prefixed` puts it after their prefix.
 local tag = key
 if not string.find(key, '{', 1, true) then
   tag = '{' .. key .. '}'

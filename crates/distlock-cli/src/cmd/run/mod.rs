@@ -214,7 +214,7 @@ pub struct RunArgs {
 mod job;
 /// Outside Linux: CMD is a plain child, signalled alone; nothing kills it if distlock dies.
 #[cfg(not(target_os = "linux"))]
-#[path = "run/plain.rs"]
+#[path = "plain.rs"]
 mod job;
 
 /// What [`job::Job::state`] found.
