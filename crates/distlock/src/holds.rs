@@ -28,91 +28,32 @@ tokio::task_local! {
 }
 
 /// One release, as a script call that is safe to send again (a resend answers the first
-/// send's result or finds nothing left to release).
+/// send's result or finds nothing left to release), and what it releases, for logs.
 pub(crate) struct ReleaseRequest {
     /// What is released, for logs (`release "orders"`).
     pub(crate) context: String,
-    pub(crate) script: &'static crate::scripts::Script,
-    pub(crate) keys: Vec<String>,
-    pub(crate) args: Vec<Vec<u8>>,
-    /// The release's fast path, tried on its first send only (shared by every invocation
-    /// built from this request), and what builds the full call when a send needs it
-    /// (`args` are then empty, `keys` holds only the key the request routes by, and `script`
-    /// is the fast path's).
-    later: Option<(crate::scripts::FastPath, crate::scripts::Build<'static>)>,
+    /// The call; every invocation sent is a clone of it (a fast path, if any, is tried on
+    /// the first send of any of them only).
+    call: crate::scripts::Invocation<'static>,
 }
 
 impl ReleaseRequest {
-    pub(crate) fn new(context: String, script: &'static crate::scripts::Script) -> ReleaseRequest {
-        ReleaseRequest {
-            context,
-            script,
-            keys: Vec::new(),
-            args: Vec::new(),
-            later: None,
-        }
-    }
-
-    /// A release that tries `fast` first and builds its full call with `build` only when a
-    /// send needs it (see [`crate::scripts::Invocation::later`]); `key`, the full call's
-    /// first key, says where it is sent (a Cluster's slot, for the blocking fallback and for
-    /// replica confirmation).
-    pub(crate) fn later(
+    pub(crate) fn new(
         context: String,
-        key: String,
-        fast: crate::scripts::FastPath,
-        build: crate::scripts::Build<'static>,
+        call: crate::scripts::Invocation<'static>,
     ) -> ReleaseRequest {
-        ReleaseRequest {
-            context,
-            script: fast.script(),
-            keys: vec![key],
-            args: Vec::new(),
-            later: Some((fast, build)),
-        }
-    }
-
-    pub(crate) fn key(mut self, key: impl Into<String>) -> Self {
-        self.keys.push(key.into());
-        self
-    }
-
-    /// Several keys, in order.
-    pub(crate) fn keys(mut self, keys: impl IntoIterator<Item = String>) -> Self {
-        self.keys.extend(keys);
-        self
-    }
-
-    pub(crate) fn arg(mut self, arg: impl ToString) -> Self {
-        self.args.push(arg.to_string().into_bytes());
-        self
-    }
-
-    /// An argument of raw bytes (e.g. a leased permit's 16-byte id).
-    pub(crate) fn arg_bytes(mut self, arg: Vec<u8>) -> Self {
-        self.args.push(arg);
-        self
+        ReleaseRequest { context, call }
     }
 
     /// The key the request is routed by (its script's first key; a Cluster sends it to that
     /// key's master).
     pub(crate) fn route_key(&self) -> &str {
-        self.keys.first().map_or("", String::as_str)
+        std::str::from_utf8(self.call.route_key()).unwrap_or("")
     }
 
-    /// The script call (build it anew for every send).
+    /// The script call, for one send.
     pub(crate) fn invocation(&self) -> crate::scripts::Invocation<'static> {
-        if let Some((fast, build)) = &self.later {
-            return crate::scripts::Invocation::later(build.clone(), fast.clone());
-        }
-        let mut inv = self.script.prepare_invoke();
-        for k in &self.keys {
-            inv.key(k.as_str());
-        }
-        for a in &self.args {
-            inv.arg(a.as_slice());
-        }
-        inv
+        self.call.clone()
     }
 }
 

@@ -224,12 +224,10 @@ pub mod __bench {
             latch,
             latch_ms: 3_000,
             floor: "0",
-            context: String::new(),
             fast: false,
         };
         lock::Plain::default()
             .release(&names(key), &call)
-            .invocation()
             .evalsha(crate::scripts::Publish::Classic)
     }
 

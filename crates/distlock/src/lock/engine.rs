@@ -389,11 +389,11 @@ impl LockCore {
             latch: &latch,
             latch_ms: self.inner.client.latch_ttl_ms(),
             floor: &floor,
-            context: self.context("release").to_string(),
             fast: self.inner.contention.calm(),
         };
+        let context = self.context("release").to_string();
         let Some(fast) = self.inner.raw.release_fast(n, &call) else {
-            return self.inner.raw.release(n, &call);
+            return ReleaseRequest::new(context, self.inner.raw.release(n, &call));
         };
         // With a fast path, the full script's call is built only if a send needs it (the
         // same call each time: the latch and floor are fixed here). It holds the kind and
@@ -401,23 +401,18 @@ impl LockCore {
         let (raw, names) = (self.inner.raw.clone(), self.inner.names.clone());
         let owner = owner.clone();
         let (lease_ms, latch_ms) = (call.lease_ms, call.latch_ms);
-        ReleaseRequest::later(
-            call.context,
-            n.key.clone(),
-            fast,
-            Arc::new(move || {
-                let call = ReleaseCall {
-                    owner: &owner,
-                    lease_ms,
-                    latch: &latch,
-                    latch_ms,
-                    floor: &floor,
-                    context: String::new(),
-                    fast: false,
-                };
-                raw.release(&names, &call).invocation()
-            }),
-        )
+        let build = Arc::new(move || {
+            let call = ReleaseCall {
+                owner: &owner,
+                lease_ms,
+                latch: &latch,
+                latch_ms,
+                floor: &floor,
+                fast: false,
+            };
+            raw.release(&names, &call)
+        });
+        ReleaseRequest::new(context, Invocation::later(build, fast))
     }
 
     /// Whether this kind's re-entries carry an acquire latch (and can be undone by it).

@@ -194,10 +194,9 @@ fn calls(step: &Step, n: usize, last_id: &mut String) -> Vec<Call> {
                 latch: &latch,
                 latch_ms: 13_000,
                 floor: "0",
-                context: "model".into(),
                 fast: *fast,
             };
-            let full = raw.release(&names, &call).invocation();
+            let full = raw.release(&names, &call);
             let inv = super::with_fast(full, raw.release_fast(&names, &call));
             vec![Call::Script { inv }]
         }

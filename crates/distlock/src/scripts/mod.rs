@@ -189,11 +189,6 @@ impl FastPath {
         }
     }
 
-    /// The fast script (its call's).
-    pub(crate) fn script(&self) -> &'static Script {
-        self.call.script
-    }
-
     /// The fast script's answer `v` in the full script's shape, or `None` (recorded as
     /// deferred) when it is nil and the full script must run.
     fn answer<T: FromRedisValue>(&self, v: Value) -> Option<redis::RedisResult<T>> {
@@ -265,10 +260,28 @@ impl<'a> Invocation<'a> {
         }
     }
 
+    /// The key the call is routed by: its script's first key (for a call built later, its
+    /// fast path's, the same lock key); a Cluster sends the call to that key's master.
+    pub(crate) fn route_key(&self) -> &[u8] {
+        let keys = match &self.later {
+            Some(later) => &later.fast.call.keys,
+            None => &self.keys,
+        };
+        keys.first().map_or(&[][..], Vec::as_slice)
+    }
+
     /// Add a key (KEYS[n]).
     pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
         debug_assert!(self.later.is_none(), "a call built later takes no keys");
         key.write_redis_args(&mut self.keys);
+        self
+    }
+
+    /// Add keys, in order.
+    pub(crate) fn keys<T: ToRedisArgs>(&mut self, keys: impl IntoIterator<Item = T>) -> &mut Self {
+        for key in keys {
+            self.key(key);
+        }
         self
     }
 

@@ -38,15 +38,13 @@ pub(crate) fn release(
     permits: u64,
     latch_ms: u64,
 ) -> ReleaseRequest {
-    let request = ReleaseRequest::new(context, &scripts::SEMAPHORE_RELEASE)
-        .key(key)
-        .key(channel)
-        .key(release_latch);
-    let request = match grant {
-        Some(latch) => request.key(latch),
-        None => request,
-    };
-    request.arg(permits).arg("0").arg(latch_ms)
+    let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
+    inv.key(key).key(channel).key(release_latch);
+    if let Some(latch) = grant {
+        inv.key(latch);
+    }
+    inv.arg(permits).arg("0").arg(latch_ms);
+    ReleaseRequest::new(context, inv)
 }
 
 /// The give-back of an acquire of unknown outcome whose grant latch is `grant_latch`: its
@@ -59,13 +57,16 @@ pub(crate) fn give_back(
     permits: u64,
     latch_ms: u64,
 ) -> ReleaseRequest {
-    ReleaseRequest::new(context, &scripts::SEMAPHORE_RELEASE)
-        .key(key)
-        .key(channel)
-        .key(grant_latch)
-        .arg(permits)
-        .arg("1")
-        .arg(latch_ms)
+    {
+        let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
+        inv.key(key)
+            .key(channel)
+            .key(grant_latch)
+            .arg(permits)
+            .arg("1")
+            .arg(latch_ms);
+        ReleaseRequest::new(context, inv)
+    }
 }
 
 /// The keys of a leased semaphore whose count is at `key`, and its calls.
@@ -114,14 +115,17 @@ impl LeasedKeys {
     /// The give-back of permit `id` (idempotent: by id), handing it to the first live queued
     /// waiter; it also takes `id` out of the hand-off queue.
     pub(crate) fn release(&self, context: String, id: &str) -> ReleaseRequest {
-        ReleaseRequest::new(context, &scripts::LEASED_RELEASE)
-            .key(&self.key)
-            .key(&self.leases)
-            .key(&self.channel)
-            .key(&self.old_leases)
-            .key(&self.queue)
-            .key(&self.waiters)
-            .arg_bytes(member(id))
+        {
+            let mut inv = scripts::LEASED_RELEASE.prepare_invoke();
+            inv.key(&self.key)
+                .key(&self.leases)
+                .key(&self.channel)
+                .key(&self.old_leases)
+                .key(&self.queue)
+                .key(&self.waiters)
+                .arg(member(id));
+            ReleaseRequest::new(context, inv)
+        }
     }
 
     /// The extension of permit `id`'s lease to `lease_ms` ms from now.

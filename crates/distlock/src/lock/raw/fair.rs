@@ -12,7 +12,6 @@ use super::{
     fast_acquire, fast_release, AcquireCall, Mode, Names, Queue, RawLock, ReleaseCall, Resend,
 };
 use crate::conn::pubsub::Wake;
-use crate::holds::ReleaseRequest;
 use crate::keys;
 use crate::lock::Owner;
 use crate::scripts;
@@ -128,20 +127,23 @@ impl RawLock for Fair {
         fast_acquire(&scripts::FAIR_ACQUIRE_FAST, n, c, c.owner.as_str(), true)
     }
 
-    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        ReleaseRequest::new(c.context.clone(), &scripts::FAIR_RELEASE)
-            .key(&n.key)
-            .key(queue_key(n))
-            .key(timeout_key(n))
-            .key(c.latch)
-            .key(liveness_key(n))
-            .key(&n.counter)
-            .key(keys::fair_waiters(&n.key))
-            .arg(c.lease_ms)
-            .arg(c.owner.as_str())
-            .arg(c.latch_ms)
-            .arg(&n.channel)
-            .arg(c.floor)
+    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
+        {
+            let mut inv = scripts::FAIR_RELEASE.prepare_invoke();
+            inv.key(&n.key)
+                .key(queue_key(n))
+                .key(timeout_key(n))
+                .key(c.latch)
+                .key(liveness_key(n))
+                .key(&n.counter)
+                .key(keys::fair_waiters(&n.key))
+                .arg(c.lease_ms)
+                .arg(c.owner.as_str())
+                .arg(c.latch_ms)
+                .arg(&n.channel)
+                .arg(c.floor);
+            inv
+        }
     }
 
     fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {

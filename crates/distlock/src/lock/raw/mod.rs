@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use crate::conn::pubsub::Wake;
 use crate::error::NotHeldReason;
-use crate::holds::ReleaseRequest;
 use crate::lock::Owner;
 pub(crate) use crate::watchdog::Renewal;
 
@@ -99,7 +98,6 @@ pub(crate) struct ReleaseCall<'a> {
     pub(crate) latch_ms: u64,
     /// The token floor of a hand-off to a waiter ([`crate::conn::Backend::grant_floor`]).
     pub(crate) floor: &'a str,
-    pub(crate) context: String,
     /// Whether to try the kind's fast path first (the lock handle met no contention lately).
     pub(crate) fast: bool,
 }
@@ -266,7 +264,7 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
 
     /// The script call that releases one hold (the full script: [`RawLock::release_fast`]
     /// is tried first).
-    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest;
+    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static>;
 
     /// The release's fast path (its `*_release_fast.lua`, through [`fast_release`]), `None`
     /// when the call has none.

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use super::{fast_acquire, fast_release, AcquireCall, Mode, Names, RawLock, ReleaseCall, Resend};
 use crate::conn::pubsub::Wake;
-use crate::holds::ReleaseRequest;
 use crate::keys::{self, UNLOCK_MESSAGE};
 use crate::lock::DEFAULT_FAIR_LIVENESS;
 use crate::lock::{Handoff, Owner};
@@ -134,20 +133,23 @@ impl RawLock for Plain {
         fast_acquire(&scripts::LOCK_ACQUIRE_FAST, n, c, c.owner.as_str(), true)
     }
 
-    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> ReleaseRequest {
-        ReleaseRequest::new(c.context.clone(), &scripts::LOCK_RELEASE)
-            .key(&n.key)
-            .key(&n.channel)
-            .key(c.latch)
-            .key(&n.counter)
-            .key(keys::redisson_fenced_token(&n.key))
-            .key(keys::lock_queue(&n.key))
-            .key(keys::lock_waiters(&n.key))
-            .arg(c.lease_ms)
-            .arg(c.owner.as_str())
-            .arg(c.latch_ms)
-            .arg(c.floor)
-            .arg(self.retakes())
+    fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
+        {
+            let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
+            inv.key(&n.key)
+                .key(&n.channel)
+                .key(c.latch)
+                .key(&n.counter)
+                .key(keys::redisson_fenced_token(&n.key))
+                .key(keys::lock_queue(&n.key))
+                .key(keys::lock_waiters(&n.key))
+                .arg(c.lease_ms)
+                .arg(c.owner.as_str())
+                .arg(c.latch_ms)
+                .arg(c.floor)
+                .arg(self.retakes());
+            inv
+        }
     }
 
     fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {

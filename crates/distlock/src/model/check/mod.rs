@@ -169,10 +169,9 @@ impl LockModel {
             latch: &latch,
             latch_ms: LATCH_MS,
             floor: &s.servers.floor(),
-            context: "model".into(),
             fast,
         };
-        let full = raw.release(&names, &call).invocation();
+        let full = raw.release(&names, &call);
         super::with_fast(full, raw.release_fast(&names, &call))
     }
 
