@@ -12,8 +12,8 @@ use super::{Client, ClientBuilder, ClientInner};
 use crate::conn::pubsub::Hub;
 use crate::conn::{naming, redact_url, Backend, ConnectSettings, Target};
 use crate::error::{Error, ErrorKind, Fix, Result};
-use crate::holds::{Fallback, Holds};
 use crate::keys;
+use crate::registry::{Fallback, HoldRegistry};
 use crate::watchdog::Leases;
 
 impl ClientBuilder {
@@ -105,7 +105,7 @@ impl ClientBuilder {
         let inner = ClientInner {
             id,
             id_str: id.to_string(),
-            holds: Holds::new(
+            registry: HoldRegistry::new(
                 Fallback {
                     client: standalone,
                     backend: backend.clone(),

@@ -9,7 +9,7 @@ use crate::conn::pubsub::Hub;
 use crate::conn::Backend;
 pub use crate::conn::PubSubMode;
 use crate::error::{Error, Result};
-use crate::holds::Holds;
+use crate::registry::HoldRegistry;
 use crate::watchdog::Leases;
 
 mod builder;
@@ -68,7 +68,7 @@ pub(crate) struct ClientInner {
     /// Label acquire metrics by lock name ([`ClientBuilder::metrics_lock_names`]).
     metrics_lock_names: bool,
     runtime: tokio::runtime::Handle,
-    holds: Holds,
+    registry: HoldRegistry,
     /// What a grant records of its holder beside the owner (`distlock:holder`, see
     /// `keys::HOLDER_FIELD`): `<app>;<host>;<pid>`, app and host cut to 16 and 24
     /// characters.
@@ -155,8 +155,8 @@ impl Client {
 
     /// The registry of this client's live holds (for `Drop` releases, lost signals and
     /// notices).
-    pub(crate) fn holds(&self) -> &Holds {
-        &self.inner.holds
+    pub(crate) fn registry(&self) -> &HoldRegistry {
+        &self.inner.registry
     }
 
     /// The client's UUID as text, the first part of its owners and request ids.
@@ -335,7 +335,7 @@ impl Client {
     pub async fn shutdown(&self) -> Result<()> {
         let inner = &self.inner;
         let limit = inner.command_timeout * 2;
-        inner.holds.close(&inner.backend, limit).await;
+        inner.registry.close(&inner.backend, limit).await;
         inner.leases.stop();
         inner.hub.stop();
         Ok(())
@@ -343,7 +343,7 @@ impl Client {
 
     /// Refuse new grants after [`Client::shutdown`].
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.inner.holds.is_closed() {
+        if self.inner.registry.is_closed() {
             return Err(Error::new(
                 crate::error::ErrorKind::Closed,
                 "the client was shut down (Client::shutdown): it makes no new grants",

@@ -3,8 +3,8 @@
 use crate::client::Client;
 use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
-use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys;
+use crate::registry::{HoldId, ReleaseRequest};
 use crate::scripts::reply;
 use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
@@ -333,7 +333,7 @@ impl Drop for JobGuard {
         self.keep_alive.take();
         let client = &g.client;
         client
-            .holds()
+            .registry()
             .release_dropped(client.backend(), &self.hold, || g.release_request());
     }
 }
@@ -355,7 +355,7 @@ impl crate::Release for JobGuard {
     async fn release(mut self) -> Result<()> {
         let g = self.inner.take().expect("released twice");
         self.keep_alive.take();
-        g.client.holds().take_for_release(&self.hold, &g.name)?;
+        g.client.registry().take_for_release(&self.hold, &g.name)?;
         let released = g.release().await;
         if released
             .as_ref()
@@ -460,7 +460,7 @@ impl super::JobLock {
         let hold = {
             let g = inner.clone();
             self.client
-                .holds()
+                .registry()
                 .register(crate::kind::JOB_LOCK, Arc::new(move || g.release_request()))
         };
         let mut guard = JobGuard {

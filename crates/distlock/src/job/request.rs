@@ -10,7 +10,7 @@ use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::conn::Resend;
 use crate::error::Result;
-use crate::holds::ReleaseRequest;
+use crate::registry::ReleaseRequest;
 use crate::scripts::{self, Invocation};
 
 use super::JOB_POLL_INTERVAL;
@@ -172,7 +172,7 @@ impl Acquire for JobRequest {
         let request = self.release_request(&value);
         let client = &self.client;
         client
-            .holds()
+            .registry()
             .release_in_background(client.backend(), request);
     }
 }

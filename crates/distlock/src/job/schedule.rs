@@ -286,8 +286,8 @@ where
     Fut: Future<Output = std::result::Result<(), E>> + Send,
     E: std::fmt::Display + Send,
 {
-    let (mut closing, running) = lock.client.holds().scheduled();
-    tokio::spawn(crate::holds::IN_SCHEDULED_JOB.scope((), async move {
+    let (mut closing, running) = lock.client.registry().scheduled();
+    tokio::spawn(crate::registry::IN_SCHEDULED_JOB.scope((), async move {
         let _running = running;
         loop {
             let Some(wait) = next() else {

@@ -16,8 +16,8 @@ use super::{FencingToken, Hold, LockCore, Owner};
 use crate::acquire::{acquire, confirm_grant};
 use crate::conn;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
-use crate::holds::ReleaseRequest;
 use crate::keys;
+use crate::registry::ReleaseRequest;
 use crate::scripts::{self, reply, Invocation};
 
 use super::contention::*;
@@ -299,7 +299,7 @@ impl LockCore {
         );
         let hold = {
             let (lock, owner) = (self.clone(), owner.clone());
-            self.inner.client.holds().register(
+            self.inner.client.registry().register(
                 self.inner.raw.kind(),
                 Arc::new(move || lock.release_request(&owner, lease)),
             )

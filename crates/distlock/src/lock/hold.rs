@@ -9,8 +9,8 @@ use tokio::time::Instant;
 use super::raw::not_held_reason;
 use super::{FencingToken, LockCore, Owner};
 use crate::error::{Error, NotHeldReason, Result};
-use crate::holds::HoldId;
 use crate::keys;
+use crate::registry::HoldId;
 use crate::watchdog::Registration;
 
 /// One hold of a [`LockCore`]. Release it with [`Hold::release`]; dropping it releases in the
@@ -83,7 +83,7 @@ impl Hold {
             ..
         } = self.state.take()?;
         drop(registration);
-        if lock.inner.client.holds().take(&hold).is_some() {
+        if lock.inner.client.registry().take(&hold).is_some() {
             Some(Ok((lock, owner, lease)))
         } else {
             Some(Err(lock))
@@ -161,7 +161,7 @@ impl Hold {
     /// [adopted](crate::Lock::adopt), e.g. by another process, and released).
     pub(crate) fn forget(mut self) -> Owner {
         let s = self.state.take().expect("guard released twice");
-        s.lock.inner.client.holds().take(&s.hold);
+        s.lock.inner.client.registry().take(&s.hold);
         s.owner
     }
 }
@@ -171,7 +171,7 @@ impl Drop for Hold {
         if let Some(Ok((lock, owner, lease))) = self.take_hold() {
             let client = &lock.inner.client;
             client
-                .holds()
+                .registry()
                 .release_in_background(client.backend(), lock.release_request(&owner, lease));
         }
     }

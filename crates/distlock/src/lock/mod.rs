@@ -45,7 +45,7 @@ pub(crate) struct LockInner {
     pub(crate) client: Client,
     /// Shared with the releases built from this handle ([`ReleaseRequest::later`]).
     ///
-    /// [`ReleaseRequest::later`]: crate::holds::ReleaseRequest::later
+    /// [`ReleaseRequest::later`]: crate::registry::ReleaseRequest::later
     pub(crate) names: Arc<Names>,
     pub(crate) lease: Option<Duration>,
     /// What this kind of lock runs (plain, fair, read or write).

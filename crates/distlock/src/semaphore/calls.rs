@@ -2,8 +2,8 @@
 //! that everything that sends them — the engine, and the model of the protocol in tests —
 //! builds the same call.
 
-use crate::holds::ReleaseRequest;
 use crate::keys;
+use crate::registry::ReleaseRequest;
 use crate::scripts::{self, Invocation};
 
 /// A semaphore's set-up: `permits` permits if it has none yet.

@@ -16,8 +16,8 @@ use crate::client::Client;
 use crate::conn::pubsub::Wake;
 use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::holds::{HoldId, ReleaseRequest};
 use crate::keys::{self, MAX_PERMITS};
+use crate::registry::{HoldId, ReleaseRequest};
 use crate::scripts::{self, reply};
 
 /// Re-check interval while waiting, in case a wake-up message was lost.
@@ -144,7 +144,7 @@ impl Names {
     fn register_permits(&self, permits: u64, grant: &str) -> HoldId {
         let names = self.clone();
         let grant = grant.to_string();
-        self.client.holds().register(
+        self.client.registry().register(
             crate::kind::SEMAPHORE,
             Arc::new(move || names.add_request(permits, Some(&grant))),
         )
@@ -469,7 +469,7 @@ impl Acquire for PermitRequest {
         let request = self.give_back_request(&latch);
         let n = &self.names;
         let client = &n.client;
-        client.holds().give_back_in_background(
+        client.registry().give_back_in_background(
             client.backend(),
             request,
             n.client.latch_ttl() * GRANT_LATCH_LIFETIMES as u32,
@@ -514,7 +514,7 @@ impl SemaphorePermit {
     /// [`Client::shutdown`]. Returns how many permits were held.
     pub fn forget(mut self) -> u64 {
         if let (Some(n), Some(hold)) = (self.names.take(), &self.hold) {
-            n.client.holds().take(hold);
+            n.client.registry().take(hold);
         }
         self.permits
     }
@@ -526,9 +526,11 @@ impl Drop for SemaphorePermit {
             return;
         };
         let client = &n.client;
-        client.holds().release_dropped(client.backend(), hold, || {
-            n.add_request(self.permits, Some(&self.grant))
-        });
+        client
+            .registry()
+            .release_dropped(client.backend(), hold, || {
+                n.add_request(self.permits, Some(&self.grant))
+            });
     }
 }
 
@@ -553,7 +555,7 @@ impl crate::Release for SemaphorePermit {
             // Zero permits: nothing to give back.
             return n.available().await;
         };
-        n.client.holds().take_for_release(hold, &n.name)?;
+        n.client.registry().take_for_release(hold, &n.name)?;
         n.add(self.permits, Some(&self.grant)).await
     }
 }

@@ -10,9 +10,9 @@ use crate::client::Client;
 use crate::conn::pubsub::{HandedOff, Wake};
 use crate::conn::Resend;
 use crate::error::{Error, Result};
-use crate::holds::ReleaseRequest;
 use crate::keys;
 use crate::lock::DEFAULT_FAIR_LIVENESS;
+use crate::registry::ReleaseRequest;
 use crate::scripts;
 use crate::watchdog::LeaseState;
 #[cfg(doc)]
@@ -367,7 +367,7 @@ impl LeasedSemaphore {
         Ok(got.map(|(started, id)| LeasedPermit {
             hold: {
                 let (sem, id) = (self.clone(), id.clone());
-                n.client.holds().register(
+                n.client.registry().register(
                     crate::kind::LEASED_SEMAPHORE,
                     Arc::new(move || sem.release_request(&id)),
                 )
@@ -546,7 +546,7 @@ impl Acquire for LeasedRequest {
         // Released by id (idempotent); tracked like a release, so it is sent even when the
         // runtime is shutting down.
         let client = &self.sem.names.client;
-        client.holds().release_in_background(
+        client.registry().release_in_background(
             client.backend(),
             self.sem.release_request(&self.id.lock().unwrap()),
         );

@@ -1,8 +1,8 @@
 //! [`LeasedPermit`]: one permit of a [`LeasedSemaphore`], its extension and release.
 
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
-use crate::holds::HoldId;
 use crate::keys;
+use crate::registry::HoldId;
 use crate::watchdog::{KeepAlive, LeaseState, Renew};
 use std::fmt;
 use std::sync::Arc;
@@ -111,7 +111,7 @@ impl Drop for LeasedPermit {
         let Some(sem) = self.sem.take() else { return };
         let client = &sem.names.client;
         client
-            .holds()
+            .registry()
             .release_dropped(client.backend(), &self.hold, || {
                 sem.release_request(&self.id)
             });
@@ -136,7 +136,7 @@ impl crate::Release for LeasedPermit {
         self.keep_alive.take();
         sem.names
             .client
-            .holds()
+            .registry()
             .take_for_release(&self.hold, &sem.names.name)?;
         match sem.release_id(&self.id).await? {
             1 => Ok(()),

@@ -1,11 +1,11 @@
-//! The holds a client's guards still have, and the releases still under way, so that
+//! [`HoldRegistry`]: the holds a client's guards still have, and the releases still under way, so that
 //! [`Client::shutdown`](crate::Client::shutdown) can release them all and a guard dropped
 //! at the end of `#[tokio::main]` does not outlive the process.
 //!
 //! Every guard (lock hold, semaphore permit, leased permit, job lock) registers how it is
 //! released — a [`ReleaseRequest`]: one script call that may be sent more than once — and
 //! takes its registration back when it is released or forgotten. A dropped guard releases
-//! in the background through [`Holds::release_in_background`]; such a release is tracked
+//! in the background through [`HoldRegistry::release_in_background`]; such a release is tracked
 //! until it finished, and if the runtime drops it before that (the runtime is shutting
 //! down: `main` returned), a blocking fallback sends the same request over a fresh
 //! synchronous connection, bounded by the connect and command timeouts.
@@ -76,12 +76,12 @@ pub(crate) struct Fallback {
     pub(crate) deadline: Arc<Mutex<Option<std::time::Instant>>>,
 }
 
-/// A guard's registration; give it back with [`Holds::take`].
+/// A guard's registration; give it back with [`HoldRegistry::take`].
 #[derive(Debug)]
 pub(crate) struct HoldId(u64);
 
 /// The live holds and background releases of one client.
-pub(crate) struct Holds {
+pub(crate) struct HoldRegistry {
     next: AtomicU64,
     /// Each live hold's kind (for the `distlock_held` gauge) and releaser.
     live: Mutex<HashMap<u64, (&'static str, Releaser)>>,
@@ -110,9 +110,9 @@ impl Background {
     }
 }
 
-impl Holds {
-    pub(crate) fn new(fallback: Fallback, runtime: tokio::runtime::Handle) -> Holds {
-        Holds {
+impl HoldRegistry {
+    pub(crate) fn new(fallback: Fallback, runtime: tokio::runtime::Handle) -> HoldRegistry {
+        HoldRegistry {
             next: AtomicU64::new(0),
             live: Mutex::new(HashMap::new()),
             background: Arc::new(Background::default()),
@@ -124,7 +124,7 @@ impl Holds {
         }
     }
 
-    /// Whether [`Holds::close`] ran (the client was shut down).
+    /// Whether [`HoldRegistry::close`] ran (the client was shut down).
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -182,7 +182,7 @@ impl Holds {
         self.send_in_background(backend, request, None);
     }
 
-    /// As [`Holds::release_in_background`], resending `request` (which must answer a
+    /// As [`HoldRegistry::release_in_background`], resending `request` (which must answer a
     /// resend the same, e.g. through a tombstone) until the server answers, at most
     /// `resend_for` — the way grants of unknown outcome are given back.
     pub(crate) fn give_back_in_background(
