@@ -18,9 +18,9 @@ pub(crate) enum Target {
     /// `redis://`, `rediss://`, `unix://`.
     Standalone(redis::Client),
     /// `redis-sentinel://`, `rediss-sentinel://`.
-    Sentinel(sentinel::Config),
+    Sentinel(sentinel::SentinelUrl),
     /// `redis-cluster://`, `rediss-cluster://`.
-    Cluster(cluster::Config),
+    Cluster(cluster::ClusterUrl),
 }
 
 impl Target {
@@ -48,12 +48,12 @@ impl Target {
         }
         let redacted = redact_url(url);
         if cluster::is_cluster_url(url) {
-            return cluster::Config::parse(url)
+            return cluster::ClusterUrl::parse(url)
                 .map(Target::Cluster)
                 .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
         }
         if sentinel::is_sentinel_url(url) {
-            return sentinel::Config::parse(url, sentinel_auth)
+            return sentinel::SentinelUrl::parse(url, sentinel_auth)
                 .map(Target::Sentinel)
                 .map_err(|e| Error::config(format!("cannot use server URL {redacted}: {e}")));
         }

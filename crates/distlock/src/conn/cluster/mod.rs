@@ -41,23 +41,23 @@ pub(crate) fn is_cluster_url(url: &str) -> bool {
 
 /// Seed nodes of a cluster: parsed from a `redis-cluster://` URL.
 #[derive(Clone)]
-pub(crate) struct Config {
+pub(crate) struct ClusterUrl {
     url: MultiHost,
 }
 
-impl std::fmt::Debug for Config {
+impl std::fmt::Debug for ClusterUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config")
+        f.debug_struct("ClusterUrl")
             .field("seeds", &self.url.hosts)
             .finish()
     }
 }
 
-impl Config {
+impl ClusterUrl {
     /// Parse lettuce's form `redis-cluster://[user:password@]host1[:port1][,host2[:port2]…]`
     /// (`rediss-cluster://` for TLS, `?insecure` to skip certificate checks). A cluster has
     /// only database 0. Errors are messages without the password.
-    pub(crate) fn parse(url: &str) -> Result<Config, String> {
+    pub(crate) fn parse(url: &str) -> Result<ClusterUrl, String> {
         let url = MultiHost::parse(url, "redis-cluster", "rediss-cluster", DEFAULT_PORT, "node")?;
         if url.fragment.is_some() {
             return Err("a cluster URL has no #fragment".into());
@@ -65,7 +65,7 @@ impl Config {
         if !url.db_path.is_empty() && url.db_path != "/0" {
             return Err("Redis Cluster has only database 0".into());
         }
-        Ok(Config { url })
+        Ok(ClusterUrl { url })
     }
 
     /// A redis-rs URL for each seed node.
@@ -82,7 +82,7 @@ impl Config {
 /// seed nodes), reading the slot map once now: the blocking release needs it even when no
 /// grant is confirmed (failures are retried at the first grant).
 pub(crate) async fn open(
-    config: &Config,
+    config: &ClusterUrl,
     settings: &ConnectSettings,
 ) -> redis::RedisResult<(ClusterConnection, Arc<Nodes>)> {
     let conn = connect(config, settings).await?;
@@ -100,7 +100,7 @@ pub(crate) async fn open(
 /// connections are named once, through it (redis-rs sends `CLIENT SETNAME` to every node it
 /// knows); those it opens later are not (see `naming.rs`).
 async fn connect(
-    config: &Config,
+    config: &ClusterUrl,
     settings: &ConnectSettings,
 ) -> redis::RedisResult<ClusterConnection> {
     let builder = ClusterClientBuilder::new(config.seed_urls())
@@ -336,11 +336,11 @@ impl Nodes {
 
 #[cfg(test)]
 mod tests {
-    use super::Config;
+    use super::ClusterUrl;
 
     #[test]
     fn parses_lettuce_cluster_urls() {
-        let c = Config::parse("redis-cluster://app:pw@h1:7000,h2:7001,h3").unwrap();
+        let c = ClusterUrl::parse("redis-cluster://app:pw@h1:7000,h2:7001,h3").unwrap();
         assert_eq!(
             c.seed_urls(),
             [
@@ -349,7 +349,7 @@ mod tests {
                 "redis://app:pw@h3:6379"
             ]
         );
-        let c = Config::parse("rediss-cluster://h1:7000?insecure").unwrap();
+        let c = ClusterUrl::parse("rediss-cluster://h1:7000?insecure").unwrap();
         assert_eq!(c.seed_urls(), ["rediss://h1:7000#insecure"]);
         for bad in [
             "redis-cluster://h1:7000/3",
@@ -357,7 +357,7 @@ mod tests {
             "redis-cluster://,h1",
             "redis://h1",
         ] {
-            let e = Config::parse(bad).unwrap_err();
+            let e = ClusterUrl::parse(bad).unwrap_err();
             assert!(!e.contains("pw"), "{e}");
         }
     }

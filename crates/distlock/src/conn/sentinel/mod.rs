@@ -24,11 +24,11 @@ use super::settings::ConnectSettings;
 use super::standalone::Server;
 use resolve::{classify, resolve, SentinelConns};
 
-pub(crate) use config::{is_sentinel_url, Config};
 pub(crate) use resolve::Failure;
+pub(crate) use url::{is_sentinel_url, SentinelUrl};
 
-mod config;
 mod resolve;
+mod url;
 
 /// How often the monitor asks the sentinels, besides listening for `+switch-master`.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -52,7 +52,7 @@ struct Current {
 /// A resolved and followed Sentinel master: what the command connection, the subscription
 /// hub and the blocking fallback read.
 pub(crate) struct Master {
-    config: Config,
+    config: SentinelUrl,
     settings: ConnectSettings,
     current: RwLock<Current>,
     /// Bumped on every switch; the hub reconnects when it changes.
@@ -75,7 +75,7 @@ impl Master {
     /// promote a replica connects to it. Refused credentials and a master name no sentinel
     /// knows fail at once.
     pub(crate) async fn connect(
-        config: Config,
+        config: SentinelUrl,
         settings: &ConnectSettings,
     ) -> Result<Arc<Master>, (Failure, String)> {
         let sentinels: SentinelConns = config
@@ -252,7 +252,7 @@ impl Master {
 
 /// Connect to `addr` and check that it is a master (`ROLE`).
 async fn open_master(
-    config: &Config,
+    config: &SentinelUrl,
     settings: &ConnectSettings,
     addr: &str,
 ) -> Result<Server, String> {
@@ -348,7 +348,7 @@ async fn listen(master: Weak<Master>, sentinel: String) {
 }
 
 async fn open_listener(
-    config: &Config,
+    config: &SentinelUrl,
     settings: &ConnectSettings,
     sentinel: &str,
 ) -> Option<redis::aio::PubSub> {

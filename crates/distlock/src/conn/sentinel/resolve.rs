@@ -1,6 +1,6 @@
 //! Asking the sentinels which server is the master, and why that failed.
 
-use super::config::Config;
+use super::url::SentinelUrl;
 use crate::conn::naming;
 use crate::conn::settings::ConnectSettings;
 
@@ -46,7 +46,7 @@ pub(super) type SentinelConns = Vec<std::sync::Mutex<Option<redis::aio::Multiple
 /// Ask every sentinel in parallel; the answer with the highest config epoch among those that
 /// do not flag the master down.
 pub(super) async fn resolve(
-    config: &Config,
+    config: &SentinelUrl,
     settings: &ConnectSettings,
     conns: &SentinelConns,
 ) -> Result<Answer, (Failure, String)> {
@@ -104,7 +104,7 @@ pub(super) async fn resolve(
 
 /// One sentinel's view of the master: `None` when it flags the master down.
 async fn ask_sentinel(
-    config: &Config,
+    config: &SentinelUrl,
     settings: &ConnectSettings,
     sentinel: &str,
     cached: &std::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,

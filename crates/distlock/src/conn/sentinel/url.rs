@@ -7,7 +7,7 @@ const DEFAULT_SENTINEL_PORT: u16 = 26379;
 
 /// Where a Sentinel deployment is: parsed from a `redis-sentinel://` URL.
 #[derive(Clone)]
-pub(crate) struct Config {
+pub(crate) struct SentinelUrl {
     pub(super) url: MultiHost,
     /// The master's name in the sentinels' configuration.
     pub(super) master_name: String,
@@ -15,9 +15,9 @@ pub(crate) struct Config {
     sentinel_userinfo: String,
 }
 
-impl std::fmt::Debug for Config {
+impl std::fmt::Debug for SentinelUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config")
+        f.debug_struct("SentinelUrl")
             .field("sentinels", &self.url.hosts)
             .field("master_name", &self.master_name)
             .finish()
@@ -29,13 +29,13 @@ pub(crate) fn is_sentinel_url(url: &str) -> bool {
     url.starts_with("redis-sentinel://") || url.starts_with("rediss-sentinel://")
 }
 
-impl Config {
+impl SentinelUrl {
     /// Parse lettuce's form `redis-sentinel://[user:password@]host1[:port1][,host2[:port2]…][/db][?query]#master-name`
     /// (`rediss-sentinel://` for TLS). Sentinels without a port listen on 26379.
     /// `sentinel_auth` is `user:password` (or `:password`) for the sentinels, if they need it.
     ///
     /// Errors are messages without the password.
-    pub(crate) fn parse(url: &str, sentinel_auth: Option<&str>) -> Result<Config, String> {
+    pub(crate) fn parse(url: &str, sentinel_auth: Option<&str>) -> Result<SentinelUrl, String> {
         let mut url = MultiHost::parse(
             url,
             "redis-sentinel",
@@ -50,7 +50,7 @@ impl Config {
         if master_name.is_empty() {
             return Err("empty master name after #".into());
         }
-        Ok(Config {
+        Ok(SentinelUrl {
             url,
             master_name,
             sentinel_userinfo: sentinel_auth.map(|a| format!("{a}@")).unwrap_or_default(),
@@ -71,11 +71,11 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use super::Config;
+    use super::SentinelUrl;
 
     #[test]
     fn parses_lettuce_sentinel_urls() {
-        let c = Config::parse(
+        let c = SentinelUrl::parse(
             "redis-sentinel://app:s3cret@h1:26379,h2,h3:26380/2#mymaster",
             None,
         )
@@ -87,15 +87,15 @@ mod tests {
             "redis://app:s3cret@10.0.0.5:6379/2"
         );
         assert_eq!(c.sentinel_url("h1:26379"), "redis://h1:26379/");
-        let c = Config::parse("rediss-sentinel://h1#m", Some(":pw")).unwrap();
+        let c = SentinelUrl::parse("rediss-sentinel://h1#m", Some(":pw")).unwrap();
         assert_eq!(c.master_url("h:1"), "rediss://h:1");
         assert_eq!(c.sentinel_url("h1:26379"), "rediss://:pw@h1:26379/");
-        let c = Config::parse("rediss-sentinel://h1/1?insecure#m", None).unwrap();
+        let c = SentinelUrl::parse("rediss-sentinel://h1/1?insecure#m", None).unwrap();
         assert_eq!(c.master_url("h:1"), "rediss://h:1/1#insecure");
         // A password with `/` (not percent-encoded) stays whole, and out of the hosts.
-        let c = Config::parse("redis-sentinel://u:se/cret@h1#m", None).unwrap();
+        let c = SentinelUrl::parse("redis-sentinel://u:se/cret@h1#m", None).unwrap();
         assert_eq!(c.url.hosts, ["h1:26379"]);
-        let c = Config::parse("redis-sentinel://[::1]:26379,[::1]#m", None).unwrap();
+        let c = SentinelUrl::parse("redis-sentinel://[::1]:26379,[::1]#m", None).unwrap();
         assert_eq!(c.url.hosts, ["[::1]:26379", "[::1]:26379"]);
         for bad in [
             "redis-sentinel://h1:26379",
@@ -107,7 +107,7 @@ mod tests {
             "redis-sentinel://u:s3cret@h1:x#m",
             "redis-sentinel://u:s3/cret@h1/x#m",
         ] {
-            let e = Config::parse(bad, None).unwrap_err();
+            let e = SentinelUrl::parse(bad, None).unwrap_err();
             assert!(!e.contains("s3cret") && !e.contains("cret"), "{e}");
         }
     }
