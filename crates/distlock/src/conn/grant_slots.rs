@@ -6,7 +6,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 
 use super::naming;
-use super::settings::ConnectSettings;
+use super::ConnectSettings;
 
 /// Connections set aside for grants confirmed by `WAIT` (which blocks its connection until
 /// the replicas answer or the timeout passes), per master.

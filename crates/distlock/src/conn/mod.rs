@@ -8,11 +8,15 @@
 //! `sentinel.rs` (a master found and followed through Redis Sentinel) and `cluster.rs`
 //! (Redis Cluster). Grants and their confirmation by replicas are in `grant.rs` (the
 //! connections set aside for them in `grant_slots.rs`); every subscription goes through the
-//! [`pubsub::Hub`]. Scripts route by their first key (redis-rs's cluster client does so), and
+//! [`pubsub::Hub`]. The settings every connection is opened with ([`ConnectSettings`], of
+//! which [`PubSubMode`]) are declared here. Scripts route by their first key (redis-rs's cluster client does so), and
 //! every script's keys share the lock's hash slot.
 //!
 //! [`Deployment`]: deployment::Deployment
 //! [`Route`]: deployment::Route
+
+use std::sync::Arc;
+use std::time::Duration;
 
 mod backend;
 mod cluster;
@@ -21,11 +25,9 @@ mod grant;
 mod grant_slots;
 pub(crate) mod naming;
 pub(crate) mod pubsub;
-mod pubsub_mode;
 mod redact;
 pub(crate) mod resend;
 mod sentinel;
-mod settings;
 mod standalone;
 mod target;
 mod url;
@@ -33,8 +35,55 @@ mod url;
 pub(crate) use backend::Backend;
 pub(crate) use deployment::Connection;
 pub(crate) use grant::GrantChannel;
-pub use pubsub_mode::PubSubMode;
 pub use redact::redact_url;
 pub(crate) use resend::Resend;
-pub(crate) use settings::ConnectSettings;
 pub(crate) use target::Target;
+
+/// Connection settings the command side and the subscription hub share.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnectSettings {
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    /// Replicas that must confirm a grant (`WAIT`) where the deployment has replicas; 0: off.
+    pub replica_acks: u32,
+    /// How long a grant waits for those confirmations.
+    pub replica_ack_timeout: Duration,
+    /// Classic or sharded pub/sub (Cluster only).
+    pub pubsub: PubSubMode,
+    /// The name every connection distlock opens gives itself (`CLIENT SETNAME`).
+    ///
+    /// `distlock:<app>:<host>:<pid>`.
+    pub client_name: Arc<str>,
+    /// The CA certificates (PEM) that `rediss://` servers are checked against instead of
+    /// Mozilla's roots ([`crate::ClientBuilder::tls_ca_cert`]).
+    pub tls_ca: Option<Arc<[u8]>>,
+}
+
+/// Which pub/sub carries wake-ups on a Redis Cluster.
+///
+/// Chosen with [`ClientBuilder::pubsub_mode`](crate::ClientBuilder::pubsub_mode).
+///
+/// Classic pub/sub (`PUBLISH`/`SUBSCRIBE`) is forwarded by a cluster to every node, so its
+/// cost grows with the cluster; sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`, Redis 7) stays on
+/// the master of the channel's hash slot. Redisson 3.22 and later use sharded pub/sub on a
+/// Redis 7 cluster (its `shardedSubscriptionMode`, default AUTO), older Redisson classic; a
+/// Java waiter only wakes on the kind its client subscribes to. Standalone and Sentinel
+/// deployments always use classic pub/sub, as Redisson does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PubSubMode {
+    /// Sharded where every node supports it (`PUBSUB SHARDNUMSUB` answers), classic otherwise.
+    ///
+    /// Redisson's AUTO. The default.
+    #[default]
+    Auto,
+    /// Classic pub/sub only (Redisson before 3.22, or `shardedSubscriptionMode` OFF).
+    Classic,
+    /// Sharded pub/sub only; connecting fails on servers without it.
+    Sharded,
+    /// Publish both ways and listen on both.
+    ///
+    /// It suits fleets whose Java clients are configured either way; each release costs a
+    /// second publish.
+    Both,
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::naming;
-use super::settings::ConnectSettings;
+use super::ConnectSettings;
 
 /// One server: its command connection, and the client its pub/sub connections open with.
 /// Cheap to clone (shared handles).

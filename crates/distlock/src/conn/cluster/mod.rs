@@ -22,9 +22,9 @@ use redis::cluster_async::ClusterConnection;
 
 use super::grant_slots::{grant_slots, open_grant_slot, GrantSlot, SetAside};
 use super::naming;
-use super::pubsub_mode::PubSubMode;
-use super::settings::ConnectSettings;
 use super::url::MultiHost;
+use super::ConnectSettings;
+use super::PubSubMode;
 use crate::keys::key_slot;
 use crate::scripts::Publish;
 use slots::{fetch_slots, node_client, Addr, SlotMap, REFRESH_EVERY};

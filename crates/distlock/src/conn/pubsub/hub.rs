@@ -468,9 +468,9 @@ mod tests {
 
     use super::{Hub, Wake};
     use crate::conn::backend::Backend;
-    use crate::conn::pubsub_mode::PubSubMode;
-    use crate::conn::settings::ConnectSettings;
     use crate::conn::target::Target;
+    use crate::conn::ConnectSettings;
+    use crate::conn::PubSubMode;
 
     /// A second local subscriber that subscribes while the first's `SUBSCRIBE` is still in
     /// flight is not ready before the server is subscribed: a message published to it then

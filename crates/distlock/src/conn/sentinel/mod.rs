@@ -20,8 +20,8 @@ use tokio::sync::watch;
 
 use super::grant_slots::{grant_slots, open_grant_slot, GrantSlot, SetAside};
 use super::naming;
-use super::settings::ConnectSettings;
 use super::standalone::Server;
+use super::ConnectSettings;
 use resolve::{classify, resolve, SentinelConns};
 
 pub(crate) use resolve::Failure;

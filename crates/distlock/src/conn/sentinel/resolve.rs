@@ -2,7 +2,7 @@
 
 use super::url::SentinelUrl;
 use crate::conn::naming;
-use crate::conn::settings::ConnectSettings;
+use crate::conn::ConnectSettings;
 
 /// Why connecting through the sentinels failed, for the error kind: only a deployment in
 /// the middle of a failover is worth trying again.
