@@ -113,7 +113,7 @@ impl Default for Limits {
 /// The checkers' findings for one run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Findings {
-    /// HoldRegistry granted.
+    /// Holds granted.
     pub grants: usize,
     /// Faults injected (spans and instants).
     pub faults: usize,

@@ -325,7 +325,7 @@ pub fn all(profile: Profile) -> Vec<Scenario> {
     s.lease = S(1);
     s.every = S(4);
     s.first_after = S(1);
-    // HoldRegistry longer than the lease: the watchdog carries them, except through the partition.
+    // Holds longer than the lease: the watchdog carries them, except through the partition.
     s.hold_max = MS(1500);
     s.pause = S(2);
     s.duration = pick(S(40), S(13));

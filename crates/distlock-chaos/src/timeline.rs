@@ -9,7 +9,7 @@
 //!
 //! The rules, read from the history (in time order, ties in the history's order):
 //!
-//! - **HoldRegistry.** A hold starts at the `ok` of an `acquire` and ends at the `invoke` of the
+//! - **Holds.** A hold starts at the `ok` of an `acquire` and ends at the `invoke` of the
 //!   next `release` of the same process and task (of the same key when both name one), or at
 //!   a `lost` event of that process and task (the hold is then drawn with a red outline and
 //!   a red ✕ at its end), or at the end of the run when it was never released. Exclusive
@@ -1037,7 +1037,7 @@ impl<'a> Canvas<'a> {
         writeln!(self.svg, "</g>")
     }
 
-    /// HoldRegistry, one group per lane (its translation gives the y), by mode; lost ones on top
+    /// Holds, one group per lane (its translation gives the y), by mode; lost ones on top
     /// with a red outline and a ✕ at the end.
     fn holds(&mut self, lane_bars: &[LaneBars]) -> fmt::Result {
         for (i, lane) in lane_bars.iter().enumerate() {

@@ -159,7 +159,7 @@ impl Holder {
 pub struct Owner {
     /// The owner field, `<client-uuid>:<owner-id>` (Redisson: `<uuid>:<thread-id>`).
     pub owner: String,
-    /// HoldRegistry taken by this owner (re-entry counts).
+    /// Holds taken by this owner (re-entry counts).
     pub hold_count: u64,
 }
 

@@ -22,7 +22,7 @@ pub(crate) struct GrantChannel {
     pub(crate) generation: u64,
     /// Replicas to wait for, and how long, after the grant.
     wait: Option<(u32, Duration)>,
-    /// HoldRegistry the set-aside connection exclusively (WAIT covers this connection's writes).
+    /// Holds the set-aside connection exclusively (WAIT covers this connection's writes).
     slot: Option<GrantSlotGuard>,
 }
 
