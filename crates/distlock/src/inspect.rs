@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::JobHolder;
 use crate::keys;
-use crate::kind;
+use crate::kind::Kind;
 use crate::layout::{self, KeyRole};
 use crate::lock::{LockMode, LockStatus};
 use crate::scripts::Publish;
@@ -97,25 +97,27 @@ pub enum InspectedKind {
 }
 
 impl InspectedKind {
-    /// Returns the kind's name, as spans, metrics and the `distlock` command name it.
-    ///
-    /// One of [`crate::kind`]'s names: [`kind::LOCK`] for a plain lock and for a name
-    /// without a key ([`InspectedKind::Free`]), [`kind::READ_LOCK`] or
-    /// [`kind::WRITE_LOCK`] for a read-write lock by the side it is held in,
-    /// [`kind::SEMAPHORE_OR_LATCH`] for an integer key nothing marks.
+    /// Returns the name of its [`kind`](Self::kind), as spans, metrics and the `distlock`
+    /// command name it.
     pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// The kind of primitive it is ([`Kind`]): a free name and a fair lock with nobody
+    /// queued read as [`Kind::Lock`], a read-write lock as the side it is held in.
+    pub fn kind(&self) -> Kind {
         match self {
-            InspectedKind::Free(_) | InspectedKind::Lock(_) => kind::LOCK,
-            InspectedKind::FairLock(_) => kind::FAIR_LOCK,
+            InspectedKind::Free(_) | InspectedKind::Lock(_) => Kind::Lock,
+            InspectedKind::FairLock(_) => Kind::FairLock,
             InspectedKind::RwLock(s) => match s.mode {
-                Some(LockMode::Write) => kind::WRITE_LOCK,
-                _ => kind::READ_LOCK,
+                Some(LockMode::Write) => Kind::WriteLock,
+                _ => Kind::ReadLock,
             },
-            InspectedKind::Semaphore { .. } => kind::SEMAPHORE,
-            InspectedKind::LeasedSemaphore { .. } => kind::LEASED_SEMAPHORE,
-            InspectedKind::Latch { .. } => kind::LATCH,
-            InspectedKind::SemaphoreOrLatch { .. } => kind::SEMAPHORE_OR_LATCH,
-            InspectedKind::Job { .. } => kind::JOB_LOCK,
+            InspectedKind::Semaphore { .. } => Kind::Semaphore,
+            InspectedKind::LeasedSemaphore { .. } => Kind::LeasedSemaphore,
+            InspectedKind::Latch { .. } => Kind::Latch,
+            InspectedKind::SemaphoreOrLatch { .. } => Kind::SemaphoreOrLatch,
+            InspectedKind::Job { .. } => Kind::JobLock,
         }
     }
 }

@@ -49,8 +49,97 @@ pub const ALL: &[&str] = &[
     SEMAPHORE_OR_LATCH,
 ];
 
+/// A kind of primitive: the enum of the names above.
+///
+/// [`Kind::as_str`] is its name; an inspection says which kind a key holds
+/// ([`InspectedKind::kind`](crate::InspectedKind::kind)). Ordered as the `distlock` command
+/// lists kinds: the locks, then the counted primitives, then job locks and RedLocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// [`LOCK`].
+    Lock,
+    /// [`FAIR_LOCK`].
+    FairLock,
+    /// [`READ_LOCK`].
+    ReadLock,
+    /// [`WRITE_LOCK`].
+    WriteLock,
+    /// [`LEASED_SEMAPHORE`].
+    LeasedSemaphore,
+    /// [`SEMAPHORE`].
+    Semaphore,
+    /// [`LATCH`].
+    Latch,
+    /// [`SEMAPHORE_OR_LATCH`].
+    SemaphoreOrLatch,
+    /// [`JOB_LOCK`].
+    JobLock,
+    /// [`REDLOCK`].
+    RedLock,
+}
+
+impl Kind {
+    /// Every kind, in the order of [`ALL`] (the README's table).
+    pub const ALL: [Kind; 10] = [
+        Kind::Lock,
+        Kind::FairLock,
+        Kind::ReadLock,
+        Kind::WriteLock,
+        Kind::Semaphore,
+        Kind::LeasedSemaphore,
+        Kind::Latch,
+        Kind::JobLock,
+        Kind::RedLock,
+        Kind::SemaphoreOrLatch,
+    ];
+
+    /// Its name: the `kind` of spans and metrics, the `distlock` command's `KIND`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::Lock => LOCK,
+            Kind::FairLock => FAIR_LOCK,
+            Kind::ReadLock => READ_LOCK,
+            Kind::WriteLock => WRITE_LOCK,
+            Kind::LeasedSemaphore => LEASED_SEMAPHORE,
+            Kind::Semaphore => SEMAPHORE,
+            Kind::Latch => LATCH,
+            Kind::SemaphoreOrLatch => SEMAPHORE_OR_LATCH,
+            Kind::JobLock => JOB_LOCK,
+            Kind::RedLock => REDLOCK,
+        }
+    }
+
+    /// Whether it is held by owners (a lock of any kind) rather than counted (permits, a
+    /// count).
+    pub const fn is_lock(self) -> bool {
+        matches!(
+            self,
+            Kind::Lock
+                | Kind::FairLock
+                | Kind::ReadLock
+                | Kind::WriteLock
+                | Kind::JobLock
+                | Kind::RedLock
+        )
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// The enum and the names are one list: each kind's name, in [`super::ALL`]'s order.
+    #[test]
+    fn every_kind_is_named_once_in_order() {
+        let names: Vec<&str> = super::Kind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names, super::ALL);
+    }
+
     /// The README's table of kind names (section "Kind names") is this module's list, in
     /// order: the one place the vocabulary is documented cannot drift from the code. (Read
     /// from the repository; a packaged crate has no project README and skips it.)

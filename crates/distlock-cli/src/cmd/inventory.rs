@@ -22,103 +22,28 @@ use serde::Serialize;
 /// enough not to crowd the server.
 const CONCURRENCY: usize = 32;
 
-/// What a listed key is. Its name ([`Kind::as_str`]) is the library's
-/// ([`distlock::kind`]): the `kind` of its spans and metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    /// A plain lock (Redisson `RLock`'s hash).
-    Lock,
-    /// A fair lock with waiters in its queue (Redisson `RFairLock`; without waiters it looks
-    /// like a plain lock).
-    FairLock,
-    /// A read-write lock held for reading (Redisson `RReadWriteLock`: a hash with a `mode`
-    /// field).
-    ReadLock,
-    /// A read-write lock held for writing.
-    WriteLock,
-    /// A semaphore with leased permits (Redisson `RPermitExpirableSemaphore`).
-    LeasedSemaphore,
-    /// A semaphore (Redisson `RSemaphore`), known by a waiter on its channel.
-    Semaphore,
-    /// A count-down latch (Redisson `RCountDownLatch`), known by a waiter on its channel.
-    Latch,
-    /// An integer string that may be a semaphore or a count-down latch: the two share one
-    /// layout, and without a waiter nothing tells them apart.
-    SemaphoreOrLatch,
-    /// A job lock (ShedLock's `job-lock:<env>:<name>`).
-    JobLock,
+/// What a listed key is: the library's [`Kind`], whose name is the `KIND` column and the JSON
+/// `kind`.
+pub use distlock::kind::Kind;
+
+/// `n` of `kind`, in words made of its name: `1 lock`, `3 leased semaphores`, `2 semaphores
+/// or latches`.
+pub fn count(kind: Kind, n: usize) -> String {
+    let one = kind.as_str().replace('_', " ");
+    if n == 1 {
+        return format!("1 {one}");
+    }
+    let many = match kind {
+        Kind::Latch => "latches".to_string(),
+        Kind::SemaphoreOrLatch => "semaphores or latches".to_string(),
+        _ => format!("{one}s"),
+    };
+    format!("{n} {many}")
 }
 
-impl Kind {
-    /// The kind of what the library read ([`InspectedKind`]); `None` for a kind this CLI
-    /// does not know.
-    pub fn of(kind: &InspectedKind) -> Option<Kind> {
-        let name = kind.as_str();
-        [
-            Kind::Lock,
-            Kind::FairLock,
-            Kind::ReadLock,
-            Kind::WriteLock,
-            Kind::LeasedSemaphore,
-            Kind::Semaphore,
-            Kind::Latch,
-            Kind::SemaphoreOrLatch,
-            Kind::JobLock,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == name)
-    }
-
-    /// Its name, the library's: the `KIND` column, the JSON `kind`, and the `kind` of the
-    /// library's spans and metrics.
-    pub fn as_str(self) -> &'static str {
-        use distlock::kind;
-        match self {
-            Kind::Lock => kind::LOCK,
-            Kind::FairLock => kind::FAIR_LOCK,
-            Kind::ReadLock => kind::READ_LOCK,
-            Kind::WriteLock => kind::WRITE_LOCK,
-            Kind::LeasedSemaphore => kind::LEASED_SEMAPHORE,
-            Kind::Semaphore => kind::SEMAPHORE,
-            Kind::Latch => kind::LATCH,
-            Kind::SemaphoreOrLatch => kind::SEMAPHORE_OR_LATCH,
-            Kind::JobLock => kind::JOB_LOCK,
-        }
-    }
-
-    /// `n` of this kind, in words made of its name: `1 lock`, `3 leased semaphores`,
-    /// `2 semaphores or latches`.
-    pub fn count(self, n: usize) -> String {
-        let one = self.as_str().replace('_', " ");
-        if n == 1 {
-            return format!("1 {one}");
-        }
-        let many = match self {
-            Kind::Latch => "latches".to_string(),
-            Kind::SemaphoreOrLatch => "semaphores or latches".to_string(),
-            _ => format!("{one}s"),
-        };
-        format!("{n} {many}")
-    }
-
-    /// Whether it is held by owners (a lock) rather than counted (permits, a count).
-    pub fn is_lock(self) -> bool {
-        matches!(
-            self,
-            Kind::Lock | Kind::FairLock | Kind::ReadLock | Kind::WriteLock | Kind::JobLock
-        )
-    }
-
-    /// The name shown in tables: [`Kind::as_str`].
-    pub fn label(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl Serialize for Kind {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
+/// The JSON `kind`: its name.
+pub(crate) fn kind_name<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.as_str())
 }
 
 /// Who holds an entry, as its grant recorded it.
@@ -167,6 +92,7 @@ pub struct Owner {
 #[derive(Clone, Debug, Serialize)]
 pub struct Entry {
     /// What it is.
+    #[serde(serialize_with = "kind_name")]
     pub kind: Kind,
     /// The name a distlock client opens it by (the key without the key prefix; for a job
     /// lock, the job's name).
@@ -282,6 +208,8 @@ impl Entry {
             ),
             Kind::Latch => format!("count {}", self.value.unwrap_or(0)),
             Kind::SemaphoreOrLatch => format!("value {}", self.value.unwrap_or(0)),
+            // A RedLock spans independent masters: no scan of one server lists it.
+            _ => if self.held { "held" } else { "free" }.into(),
         }
     }
 
@@ -298,7 +226,7 @@ impl Entry {
         };
         [
             name,
-            self.kind.label().to_string(),
+            self.kind.as_str().to_string(),
             self.state(),
             self.who(),
             self.holder
@@ -508,13 +436,7 @@ async fn read_key(client: &distlock::Client, name: &str, now: SystemTime) -> Res
 pub fn entry(i: Inspection, now: SystemTime) -> Result<Entry> {
     let waiting = i.waiters;
     // The library names the kind; each arm below fills in what only that kind has.
-    let Some(kind) = Kind::of(&i.kind) else {
-        anyhow::bail!(
-            "{:?} holds a kind this CLI does not know: {:?}",
-            i.key,
-            i.kind
-        );
-    };
+    let kind = i.kind.kind();
     let mut e = match i.kind {
         InspectedKind::Free(s) => {
             let mut e = Entry::new(kind, &i.name, &i.key);

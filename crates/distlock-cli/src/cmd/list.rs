@@ -135,9 +135,9 @@ pub fn summary(found: &Inventory) -> String {
         .iter()
         .map(|&(kind, n, held)| {
             if kind.is_lock() {
-                format!("{} ({held} held)", kind.count(n))
+                format!("{} ({held} held)", inventory::count(kind, n))
             } else {
-                kind.count(n)
+                inventory::count(kind, n)
             }
         })
         .collect();

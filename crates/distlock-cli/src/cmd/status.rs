@@ -326,6 +326,8 @@ fn print_entry(e: &Entry) -> Result<()> {
             e.kind.as_str(),
             e.value.unwrap_or(0)
         ),
+        // A RedLock spans independent masters: no scan of one server lists it.
+        _ => outln!("{} ({})", e.name, e.kind.as_str()),
     }
 }
 

@@ -158,6 +158,7 @@ struct Row {
 #[derive(Clone, Debug, Serialize)]
 struct Lost {
     name: String,
+    #[serde(serialize_with = "inventory::kind_name")]
     kind: Kind,
     /// Who held it.
     holder: String,
@@ -443,7 +444,7 @@ fn text(snap: &Snapshot, sort: TopSort) -> String {
         out.push_str(&format!(
             "lease lost: {} ({}) held by {} — seen at {}\n",
             l.name,
-            l.kind.label(),
+            l.kind.as_str(),
             l.holder,
             l.at
         ));
@@ -633,7 +634,7 @@ fn draw(frame: &mut ratatui::Frame, snap: &Snapshot, view: &mut View) {
             Line::from(format!(
                 "lease lost: {} ({}) held by {}, seen at {}",
                 l.name,
-                l.kind.label(),
+                l.kind.as_str(),
                 l.holder,
                 l.at
             ))
