@@ -1,8 +1,8 @@
 //! The private deployment `demo` and `bench` start when no URL is given: one `redis-server`,
 //! a Sentinel set or a Cluster, on free loopback ports, stopped when dropped.
 
+use crate::connect::Options;
 use anyhow::Result;
-use distlock_cli::connect::Options;
 use distlock_test::{ClusterSet, RedisServer, SentinelSet};
 
 /// Which private deployment `demo` starts when no URL is given.

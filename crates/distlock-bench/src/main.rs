@@ -7,17 +7,31 @@ mod bench;
 mod demo;
 mod embedded;
 
+// The `distlock` command's connection arguments, exit codes and output helpers, built from
+// its files (it publishes no library target for them).
+#[allow(dead_code)]
+#[path = "../../distlock-cli/src/args.rs"]
+mod args;
+#[allow(dead_code)]
+#[path = "../../distlock-cli/src/connect.rs"]
+mod connect;
+#[allow(dead_code)]
+#[path = "../../distlock-cli/src/exit.rs"]
+mod exit;
+#[allow(dead_code, unused_macros, unused_imports)]
+#[path = "../../distlock-cli/src/out.rs"]
+mod out;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use distlock_cli::{connect, exit, out};
 
 /// The distlock flash-sale demo and benchmark, on a private redis-server or --url.
 #[derive(Parser, Debug)]
 #[command(name = "distlock-bench", version, about, long_about = None)]
 struct Cli {
     #[command(flatten)]
-    connection: distlock_cli::ConnectionArgs,
+    connection: args::ConnectionArgs,
 
     #[command(subcommand)]
     command: Command,
@@ -67,7 +81,7 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => ExitCode::from(code),
-        // A closed stdout ends a command quietly (see `distlock_cli::out`).
+        // A closed stdout ends a command quietly (see the `distlock` command's `out.rs`).
         Err(e) if out::is_closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
             out::errln!("distlock-bench: {e:#}");

@@ -5,9 +5,14 @@
 // (`[user][:password@]` is not a link, `<env>` not a tag).
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
+// The connection arguments, exit codes and output helpers are also built into the
+// unpublished `distlock-bench` (which includes these files by path): no library target of
+// this crate is published for it.
+mod args;
 mod cmd;
-
-use distlock_cli::{connect, exit, out};
+mod connect;
+mod exit;
+mod out;
 
 use std::process::ExitCode;
 
@@ -18,7 +23,7 @@ use clap::{Parser, Subcommand};
 #[command(name = "distlock", version, about, long_about = None)]
 struct Cli {
     #[command(flatten)]
-    connection: distlock_cli::ConnectionArgs,
+    connection: args::ConnectionArgs,
 
     #[command(subcommand)]
     command: Command,

@@ -31,7 +31,7 @@ pub struct StatusArgs {
     pub redlock: Vec<String>,
     /// Show the status again every INTERVAL (default 1s) until interrupted.
     #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "1s",
-          value_parser = distlock_cli::parse_duration, conflicts_with = "redlock")]
+          value_parser = crate::args::parse_duration, conflicts_with = "redlock")]
     pub watch: Option<std::time::Duration>,
 }
 

@@ -50,7 +50,7 @@ pub struct TopArgs {
     /// Only names matching this glob (as `distlock list`).
     pub pattern: Option<String>,
     /// Time between refreshes.
-    #[arg(long, default_value = "2s", value_parser = distlock_cli::parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = crate::args::parse_duration)]
     pub interval: Duration,
     /// Print one text table (two scans one --interval apart, for the rates) and exit.
     #[arg(long)]

@@ -118,7 +118,7 @@ pub struct RunArgs {
         long,
         visible_alias = "timeout",
         default_value = "10s",
-        value_parser = distlock_cli::parse_wait
+        value_parser = crate::args::parse_wait
     )]
     pub wait: Duration,
     /// Do not wait: one attempt (--wait 0), as flock's -n.
@@ -130,7 +130,7 @@ pub struct RunArgs {
     pub conflict_exit_code: u8,
     /// Fixed lease: the lock expires after it and is not renewed. Without it the watchdog
     /// renews the lock while the command runs.
-    #[arg(long, value_parser = distlock_cli::parse_duration)]
+    #[arg(long, value_parser = crate::args::parse_duration)]
     pub lease: Option<Duration>,
     /// What to do if the lease is lost while the command runs [default: term; with
     /// --at-most: ignore].
@@ -139,14 +139,14 @@ pub struct RunArgs {
     /// With --on-lost term: send the command SIGKILL if it still runs this long after the
     /// SIGTERM of a lost lease [default: 10s]. Signals sent to distlock are forwarded as
     /// they are, without escalation.
-    #[arg(long, value_name = "DURATION", value_parser = distlock_cli::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::parse_duration)]
     pub kill_after: Option<Duration>,
     /// Job mode: the lock lives at most this long (ShedLock's lockAtMostFor: `10m`, or
     /// ISO-8601 as ShedLock writes it, `PT10M`); never waits.
-    #[arg(long, value_parser = distlock_cli::parse_duration, conflicts_with_all = ["lease", "wait"])]
+    #[arg(long, value_parser = crate::args::parse_duration, conflicts_with_all = ["lease", "wait"])]
     pub at_most: Option<Duration>,
     /// Job mode: keep the lock at least this long from the start (lockAtLeastFor).
-    #[arg(long, value_parser = distlock_cli::parse_wait, requires = "at_most")]
+    #[arg(long, value_parser = crate::args::parse_wait, requires = "at_most")]
     pub at_least: Option<Duration>,
     /// Job mode: the environment part of the key job-lock:<env>:NAME.
     #[arg(long, default_value = "default", requires = "at_most")]
