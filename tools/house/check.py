@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The house's promises, checked: no library source file over 600 lines, and no module cycle.
+"""The house's promises, checked: no library source file over 600 lines, no module cycle, and
+every library file named in doc/design.md's source tree (so a newcomer's map stays true).
 
 A module cycle is a circle of modules that reach each other's items (through `crate::` or
 `super::` paths), leaving out a module's reach into its own ancestors and descendants (a
@@ -133,6 +134,31 @@ def check(root: pathlib.Path) -> list:
     return breaches
 
 
+TREE_HEADING = "The source tree (`crates/distlock/src/`):"
+
+
+def tree_text(design: pathlib.Path) -> str:
+    """The text block after the design doc's source-tree heading."""
+    text = design.read_text()
+    start = text.index("```text\n", text.index(TREE_HEADING)) + len("```text\n")
+    return text[start:text.index("```", start)]
+
+
+def unmapped(root: pathlib.Path, tree: str) -> list:
+    """The library files the tree does not name: a file is named by its path (as an entry or
+    anywhere in the text, e.g. `keys/tests.rs`) or by an entry for a directory above it
+    (`blocking/`: the entry describes its files)."""
+    dirs = [l.split()[0] for l in tree.splitlines() if l[:1].strip() and l.split()[0].endswith("/")]
+    missing = []
+    for f in sorted(root.rglob("*.rs")):
+        rel = f.relative_to(root).as_posix()
+        named = re.search(r"(?<![\w/.])" + re.escape(rel) + r"(?![\w/])", tree)
+        if named or any(rel.startswith(d) for d in dirs):
+            continue
+        missing.append(f"{rel} is not in doc/design.md's source tree")
+    return missing
+
+
 def self_test():
     """The check fails where it should: a file of 601 lines, a circle of two siblings (and
     not a parent with its child, nor a test block)."""
@@ -150,6 +176,8 @@ def self_test():
         assert any("b.rs: 601 lines" in b for b in found), found
         assert any("module cycle among a, b" in b for b in found), found
         assert len(found) == 2, found
+        tree = "lib.rs   the root\nb.rs     b\na/       mod.rs and c.rs\n"
+        assert unmapped(root, tree) == ["d.rs is not in doc/design.md's source tree"], unmapped(root, tree)
 
 
 def main(argv):
@@ -158,6 +186,9 @@ def main(argv):
         return 0
     roots = [pathlib.Path(a) for a in argv[1:]] or [pathlib.Path("crates/distlock/src")]
     breaches = [b for r in roots for b in check(r)]
+    if not argv[1:]:
+        design = pathlib.Path("doc/design.md")
+        breaches += unmapped(roots[0], tree_text(design))
     for b in breaches:
         print(b)
     return 1 if breaches else 0
