@@ -35,7 +35,6 @@ use crate::connect::Options;
 use crate::embedded::{url_or_embedded, Topology};
 use crate::exit;
 use crate::out::outln;
-use distlock::Release;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {

@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::{Event, Mode, Op, Recorder, Type};
 use crate::resource::Resource;
-use distlock::Release;
 
 /// What the tasks do with each grant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -362,7 +361,7 @@ impl Task {
     }
 
     /// One acquire, and with a grant the workload's work and the release.
-    async fn cycle<G: distlock::Lease<Released = ()>>(
+    async fn cycle<G: distlock::Lease + distlock::Release<Released = ()>>(
         &self,
         mode: Mode,
         acquire: impl Future<Output = distlock::Result<Option<G>>>,
@@ -685,7 +684,7 @@ impl Task {
     }
 
     /// Acquire, record the grant of `kind`, hold it for `time` and release it.
-    async fn renewed_hold<G: distlock::Lease<Released = ()>>(
+    async fn renewed_hold<G: distlock::Lease + distlock::Release<Released = ()>>(
         &self,
         kind: &str,
         key: &str,

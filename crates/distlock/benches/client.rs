@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use distlock::__bench;
-use distlock::Release;
 
 fn commands(c: &mut Criterion) {
     let mut g = c.benchmark_group("build");

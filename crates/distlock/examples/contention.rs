@@ -15,7 +15,6 @@
 
 use std::time::{Duration, Instant};
 
-use distlock::Release;
 use distlock_test::RedisServer;
 
 const TASKS: usize = 16;

@@ -14,7 +14,7 @@
 //! watchdog renewal of one lock). One pair runs before the N counted ones (connections,
 //! scripts, counters of the slots warmed up); the program prints `done N` at the end.
 
-use distlock::{Lease, Release};
+use distlock::Lease;
 use std::time::Duration;
 
 #[tokio::main]

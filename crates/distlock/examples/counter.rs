@@ -9,7 +9,6 @@
 //! The read and the write are two separate commands, so without mutual exclusion two
 //! processes would overwrite each other's increments.
 
-use distlock::Release;
 use redis::AsyncCommands;
 
 #[tokio::main]

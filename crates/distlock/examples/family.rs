@@ -14,7 +14,6 @@
 //! Each prints one line when it has done its part (`granted`, `granted <token>`, `held <id>`, `open`,
 //! `counted <left>`), then holds or exits.
 
-use distlock::Release;
 use std::time::Duration;
 
 #[tokio::main]

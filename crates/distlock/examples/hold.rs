@@ -7,7 +7,6 @@
 //!
 //! Prints `held <fencing token>` once the lock is granted, then sleeps forever.
 
-use distlock::Lease;
 use std::time::Duration;
 
 #[tokio::main]

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use distlock::{Lease, Release};
+use distlock::Lease;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 #[tokio::main]

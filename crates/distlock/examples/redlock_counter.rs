@@ -9,7 +9,6 @@
 
 use std::time::Duration;
 
-use distlock::Release;
 use redis::AsyncCommands;
 
 #[tokio::main]

@@ -7,7 +7,6 @@
 
 use std::time::{Duration, Instant};
 
-use distlock::Release;
 use distlock_test::RedisServer;
 
 const PAIRS: usize = 2000;

@@ -10,7 +10,6 @@
 
 use std::time::{Duration, Instant};
 
-use distlock::Release;
 use distlock_test::{ClusterSet, RedisServer, SentinelSet};
 
 const PAIRS: usize = 3000;

@@ -1,13 +1,14 @@
-//! [`Release`] and [`Lease`]: the verbs every guard shares.
+//! [`Release`], [`Lease`] and [`Fenced`]: the verbs guards share.
 
 use std::future::Future;
 use std::time::Duration;
 
 use crate::error::Result;
+use crate::lock::{FencingToken, Owner};
 
 mod sealed {
-    /// Only distlock's guards implement [`Release`](super::Release) and
-    /// [`Lease`](super::Lease).
+    /// Only distlock's guards implement [`Release`](super::Release),
+    /// [`Lease`](super::Lease) and [`Fenced`](super::Fenced).
     pub trait Sealed {}
 }
 pub(crate) use sealed::Sealed;
@@ -48,18 +49,20 @@ pub trait Release: Sealed + std::fmt::Debug + Send + Sync + Sized + 'static {
     fn release(self) -> impl Future<Output = Result<Self::Released>> + Send;
 }
 
-/// A guard whose hold has a lease on the server: it may be lost, extended and released.
+/// A hold with a lease on the server: it may be lost and extended.
 ///
-/// Its implementors are listed below. A [`SemaphorePermit`](crate::SemaphorePermit) is not one:
-/// its permit has no lease (Redisson's `RSemaphore`), so what it cannot do does not compile.
-/// Sealed.
+/// Its implementors are listed below: every guard whose hold has a lease, and a
+/// [`JobLease`](crate::JobLease) (a job's view of its guard's lease, which the guard
+/// releases). A [`SemaphorePermit`](crate::SemaphorePermit) is not one: its permit has no
+/// lease (Redisson's `RSemaphore`), so what it cannot do does not compile. Releasing is
+/// [`Release`]'s; a function that also releases asks for both. Sealed.
 ///
 /// # Examples
-/// Run work under any lease, stopping when it is lost:
+/// Run work under any lease, stopping when it is lost, then release:
 /// ```no_run
-/// use distlock::Lease;
+/// use distlock::{Lease, Release};
 ///
-/// async fn guarded<L: Lease>(lease: L, work: impl std::future::Future<Output = ()>)
+/// async fn guarded<L: Lease + Release>(lease: L, work: impl std::future::Future<Output = ()>)
 ///     -> distlock::Result<()>
 /// {
 ///     tokio::select! {
@@ -69,7 +72,7 @@ pub trait Release: Sealed + std::fmt::Debug + Send + Sync + Sized + 'static {
 ///     lease.release().await.map(|_| ())
 /// }
 /// ```
-pub trait Lease: Release {
+pub trait Lease: Sealed + Send + Sync {
     /// Whether the lease is known lost. No I/O.
     fn is_lost(&self) -> bool;
 
@@ -96,4 +99,31 @@ pub trait Lease: Release {
     /// # Cancel safety
     /// Cancel safe: an extension sent twice sets the same lease.
     fn extend(&self, lease: Duration) -> impl Future<Output = Result<()>> + Send + '_;
+}
+
+/// A grant of the lock family, which carries a fencing token: the guards of
+/// [`Lock`](crate::Lock), [`FairLock`](crate::FairLock) and [`RwLock`](crate::RwLock).
+///
+/// Pass [`fencing_token`](Fenced::fencing_token) with every write to the protected resource
+/// and have it refuse a token below the last it accepted (Kleppmann's fencing tokens): a
+/// holder that paused past its lease is then refused. Sealed.
+///
+/// # Examples
+/// ```no_run
+/// use distlock::Fenced;
+///
+/// fn write_with<G: Fenced>(guard: &G, row: &str) -> String {
+///     format!("UPDATE t SET v = '{row}', token = {} WHERE token < {0}", guard.fencing_token())
+/// }
+/// ```
+pub trait Fenced: Sealed {
+    /// The fencing token of this grant: larger than every token granted before it in the
+    /// lock's hash slot, across restarts and failovers. No I/O.
+    fn fencing_token(&self) -> FencingToken;
+
+    /// The owner this grant holds for. No I/O.
+    fn owner(&self) -> &Owner;
+
+    /// The owner's hold count right after this grant (1 for a first grant). No I/O.
+    fn hold_count(&self) -> u32;
 }

@@ -125,7 +125,7 @@ pub use job::{
 };
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
-pub use lease::{Lease, Release};
+pub use lease::{Fenced, Lease, Release};
 pub use lock::{FairLock, FairLockGuard, DEFAULT_FAIR_LIVENESS};
 pub use lock::{FencingToken, Handoff, HolderInfo, Lock, LockGuard, LockMode, LockStatus, Owner};
 pub use lock::{MultiLock, MultiLockGuard};

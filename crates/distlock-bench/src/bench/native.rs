@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::report::{handoff_stats, num1, Line};
 use super::{server, Bench, PREFIX};
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// Concurrent tasks that acquire or release the many locks of `watchdog` and `memory`.
 const PARALLEL: usize = 64;

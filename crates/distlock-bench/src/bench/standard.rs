@@ -17,7 +17,6 @@ use serde_json::Value;
 use super::report::{self, handoff_stats, ns, num, Line};
 use super::{Bench, PREFIX};
 use distlock::Lock;
-use distlock::Release;
 
 /// When one locked section started, got the lock, and finished releasing it.
 #[derive(Clone, Copy, Debug)]

@@ -340,9 +340,28 @@ impl Drop for JobGuard {
 
 impl crate::lease::Sealed for JobGuard {}
 
-impl crate::Release for JobGuard {
-    type Released = ();
+impl crate::lease::Sealed for JobLease {}
 
+/// The job's view of the lease: the verbs above, through the trait.
+impl crate::Lease for JobLease {
+    fn is_lost(&self) -> bool {
+        JobLease::is_lost(self)
+    }
+
+    fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        JobLease::lost(self)
+    }
+
+    fn valid_until(&self) -> std::time::Instant {
+        JobLease::valid_until(self)
+    }
+
+    async fn extend(&self, lease: Duration) -> Result<()> {
+        JobLease::extend(self, lease).await
+    }
+}
+
+impl JobGuard {
     /// Release: delete the lock if it is ours, or, while `at_least_for` has not passed since
     /// the start, shorten its TTL to what remains of it. Never touches another holder's lock.
     ///
@@ -352,7 +371,7 @@ impl crate::Release for JobGuard {
     ///
     /// # Cancel safety
     /// A dropped release may or may not have happened; `at_most_for` ends it anyway.
-    async fn release(mut self) -> Result<()> {
+    pub async fn release(mut self) -> Result<()> {
         let g = self.inner.take().expect("released twice");
         self.keep_alive.take();
         g.client.registry().take_for_release(&self.hold, &g.name)?;
@@ -366,13 +385,6 @@ impl crate::Release for JobGuard {
         }
         released
     }
-}
-
-impl crate::Lease for JobGuard {
-    /// Whether the lock is known lost. No I/O.
-    fn is_lost(&self) -> bool {
-        self.inner().lease.is_lost()
-    }
 
     /// Resolves when the lock is lost: `at_most_for` (or the last extension) passed, an
     /// extension found another holder, or a force unlock ([`JobLock::force_unlock`](crate::JobLock::force_unlock),
@@ -381,8 +393,29 @@ impl crate::Lease for JobGuard {
     ///
     /// # Cancel safety
     /// Cancel safe: it only observes.
-    fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
         self.inner().lease.lost()
+    }
+}
+
+impl crate::Release for JobGuard {
+    type Released = ();
+
+    /// As [`JobGuard::release`].
+    async fn release(self) -> Result<()> {
+        JobGuard::release(self).await
+    }
+}
+
+impl crate::Lease for JobGuard {
+    /// Whether the lock is known lost. No I/O.
+    fn is_lost(&self) -> bool {
+        self.inner().lease.is_lost()
+    }
+
+    /// As [`JobGuard::lost`].
+    fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
+        JobGuard::lost(self)
     }
 
     /// Until when the lock is surely ours by the local monotonic clock (start + at_most_for,

@@ -23,7 +23,6 @@ use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
 use crate::scripts;
-use crate::Release;
 
 tokio::task_local! {
     /// Jobs (client id, env, name, lease) the current task runs under.
@@ -285,7 +284,6 @@ impl JobLock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// use std::time::Duration;
     /// let lock = client.job_lock("reindex").at_most_for(Duration::from_secs(300));
@@ -322,7 +320,6 @@ impl JobLock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// use std::time::Duration;
     /// let lock = client.job_lock("migrate").at_most_for(Duration::from_secs(600));

@@ -43,7 +43,6 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 ///
 /// # Examples
 /// ```no_run
-/// use distlock::Release;
 /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
 /// let lock = client.fair_lock("tickets");
 /// let guard = lock.acquire().await?;       // served in the order callers arrived
@@ -162,7 +161,6 @@ impl FairLock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let lock = client.fair_lock("printer");
     /// let guard = lock.acquire().await?;   // served in the order callers arrived
@@ -204,7 +202,6 @@ impl FairLock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// use std::time::Duration;
     ///
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {

@@ -92,6 +92,27 @@ macro_rules! hold_front {
                 self.hold.remaining().await
             }
 
+            /// Releases this hold now, as [`Release::release`](crate::Release::release) (the
+            /// same call, without the trait in scope).
+            ///
+            /// # Errors
+            /// As [`Release::release`](crate::Release::release) for this guard.
+            ///
+            /// # Cancel safety
+            /// A dropped release is finished in the background, as a dropped guard's.
+            pub async fn release(self) -> $crate::Result<()> {
+                self.hold.release().await
+            }
+
+            /// Resolves when the lease is lost, as [`Lease::lost`](crate::Lease::lost) (the
+            /// same call, without the trait in scope).
+            ///
+            /// # Cancel safety
+            /// Cancel safe: it only observes.
+            pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+                self.hold.lost()
+            }
+
             /// Stops tracking this hold without releasing it: no renewal, no release on drop.
             ///
             /// The lock stays until its lease ends (a plain lock's owner can also be
@@ -108,6 +129,20 @@ macro_rules! hold_front {
         }
 
         impl $crate::lease::Sealed for $guard {}
+
+        impl $crate::Fenced for $guard {
+            fn fencing_token(&self) -> $crate::FencingToken {
+                self.hold.fencing_token()
+            }
+
+            fn owner(&self) -> &$crate::Owner {
+                self.hold.owner()
+            }
+
+            fn hold_count(&self) -> u32 {
+                self.hold.hold_count()
+            }
+        }
 
         impl $crate::Release for $guard {
             type Released = ();

@@ -8,7 +8,6 @@ use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{FencingToken, Lock, LockGuard};
-use crate::Release;
 
 /// Several locks taken as one.
 ///
@@ -20,7 +19,6 @@ use crate::Release;
 ///
 /// # Examples
 /// ```no_run
-/// use distlock::Release;
 /// # async fn f(a: distlock::Client, b: distlock::Client) -> distlock::Result<()> {
 /// let multi = distlock::MultiLock::new([a.lock("order:7"), b.lock("order:7")])?;
 /// let guard = multi.acquire().await?;
@@ -103,7 +101,6 @@ impl MultiLock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// // Move stock between two warehouses: both or neither.
     /// let multi = distlock::MultiLock::new([
@@ -235,9 +232,7 @@ impl MultiLockGuard {
 
 impl crate::lease::Sealed for MultiLockGuard {}
 
-impl crate::Release for MultiLockGuard {
-    type Released = ();
-
+impl MultiLockGuard {
     /// Releases every member (one hold each), concurrently.
     ///
     /// # Errors
@@ -246,9 +241,27 @@ impl crate::Release for MultiLockGuard {
     ///
     /// # Cancel safety
     /// As [`LockGuard::release`](crate::LockGuard::release).
-    async fn release(self) -> Result<()> {
+    pub async fn release(self) -> Result<()> {
         let results = join_all(self.guards.into_iter().map(|g| g.release())).await;
         results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
+    }
+
+    /// Resolves when any member's lease is lost.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        let futures: Vec<_> = self.guards.iter().map(|g| Box::pin(g.lost())).collect();
+        select_all(futures).await;
+    }
+}
+
+impl crate::Release for MultiLockGuard {
+    type Released = ();
+
+    /// As [`MultiLockGuard::release`].
+    async fn release(self) -> Result<()> {
+        MultiLockGuard::release(self).await
     }
 }
 
@@ -258,13 +271,9 @@ impl crate::Lease for MultiLockGuard {
         self.guards.iter().any(|g| g.is_lost())
     }
 
-    /// Resolves when any member's lease is lost.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes.
+    /// As [`MultiLockGuard::lost`].
     async fn lost(&self) {
-        let futures: Vec<_> = self.guards.iter().map(|g| Box::pin(g.lost())).collect();
-        select_all(futures).await;
+        MultiLockGuard::lost(self).await
     }
 
     /// The earliest local validity deadline of the members.

@@ -37,7 +37,6 @@ use crate::error::Result;
 ///
 /// # Examples
 /// ```no_run
-/// use distlock::Release;
 /// # async fn f() -> distlock::Result<()> {
 /// let client = distlock::Client::connect("redis://127.0.0.1/").await?;
 /// let lock = client.lock("order:user:42");
@@ -176,7 +175,6 @@ impl Lock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let lock = client.lock("report:daily");
     /// let guard = lock.acquire().await?;   // Err(NotAcquired) after the default wait
@@ -204,7 +202,6 @@ impl Lock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// match client.lock("cache:rebuild").try_acquire().await? {
     ///     Some(guard) => {
@@ -237,7 +234,6 @@ impl Lock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// use std::time::Duration;
     ///
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
@@ -280,7 +276,6 @@ impl Lock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// use distlock::{Lock, Owner};
     ///
     /// async fn method1(lock: &Lock) -> distlock::Result<()> {

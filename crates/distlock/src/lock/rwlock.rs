@@ -48,7 +48,6 @@ pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
 ///
 /// # Examples
 /// ```no_run
-/// use distlock::Release;
 /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
 /// let rw = client.rw_lock("catalog");
 /// let r = rw.read().await?;        // many readers at once
@@ -172,7 +171,6 @@ impl RwLock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let rw = client.rw_lock("catalog");
     /// let r = rw.read().await?;        // other readers may hold it too
@@ -231,7 +229,6 @@ impl RwLock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let rw = client.rw_lock("catalog");
     /// let w = rw.write().await?;       // no reader and no other writer now
@@ -274,7 +271,6 @@ impl RwLock {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// use std::time::Duration;
     ///
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
@@ -337,7 +333,6 @@ impl RwLockWriteGuard {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
     /// let rw = client.rw_lock("catalog");
     /// let w = rw.write().await?;

@@ -196,9 +196,7 @@ async fn extend_quorum(
 
 impl crate::lease::Sealed for RedLockGuard {}
 
-impl crate::Release for RedLockGuard {
-    type Released = ();
-
+impl RedLockGuard {
     /// Release on every node, in parallel, each bounded by the node timeout (at least
     /// 100 ms). Only this owner's hold is removed: a node where another owner holds the lock
     /// is left alone.
@@ -212,7 +210,6 @@ impl crate::Release for RedLockGuard {
     ///
     /// # Examples
     /// ```no_run
-    /// use distlock::Release;
     /// # async fn f(redlock: distlock::RedLock) -> distlock::Result<()> {
     /// if let Some(guard) = redlock.try_acquire().await? {
     ///     // the work
@@ -222,7 +219,7 @@ impl crate::Release for RedLockGuard {
     /// }
     /// # Ok(()) }
     /// ```
-    async fn release(mut self) -> Result<()> {
+    pub async fn release(mut self) -> Result<()> {
         self.released = true;
         self.keep_alive.take();
         let released = release_everywhere(&self.redlock, &self.name, &self.owner).await;
@@ -232,6 +229,29 @@ impl crate::Release for RedLockGuard {
             Err(Error::not_held(&self.name, NotHeldReason::Gone))
         }
     }
+
+    /// Resolves when the validity ends (unless extended first).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        loop {
+            let until = *self.valid_until.lock().unwrap();
+            if Instant::now() >= until {
+                return;
+            }
+            tokio::time::sleep_until(until).await;
+        }
+    }
+}
+
+impl crate::Release for RedLockGuard {
+    type Released = ();
+
+    /// As [`RedLockGuard::release`].
+    async fn release(self) -> Result<()> {
+        RedLockGuard::release(self).await
+    }
 }
 
 impl crate::Lease for RedLockGuard {
@@ -240,18 +260,9 @@ impl crate::Lease for RedLockGuard {
         Instant::now() >= *self.valid_until.lock().unwrap()
     }
 
-    /// Resolves when the validity ends (unless extended first).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes.
+    /// As [`RedLockGuard::lost`].
     async fn lost(&self) {
-        loop {
-            let until = *self.valid_until.lock().unwrap();
-            if Instant::now() >= until {
-                return;
-            }
-            tokio::time::sleep_until(until).await;
-        }
+        RedLockGuard::lost(self).await
     }
 
     /// End of the validity by the local monotonic clock: start + TTL − elapsed − drift, or,

@@ -164,7 +164,6 @@ impl Names {
 ///
 /// # Examples
 /// ```no_run
-/// use distlock::Release;
 /// # async fn f(client: distlock::Client) -> distlock::Result<()> {
 /// let sem = client.semaphore("exports");
 /// sem.try_set_permits(3).await?;                 // at most 3 exports at once
@@ -536,9 +535,7 @@ impl Drop for SemaphorePermit {
 
 impl crate::lease::Sealed for SemaphorePermit {}
 
-impl crate::Release for SemaphorePermit {
-    type Released = u64;
-
+impl SemaphorePermit {
     /// Give the permits back and wake waiters. Returns the permits available afterwards.
     ///
     /// # Errors
@@ -549,7 +546,7 @@ impl crate::Release for SemaphorePermit {
     ///
     /// # Cancel safety
     /// A dropped release may or may not have happened.
-    async fn release(mut self) -> Result<u64> {
+    pub async fn release(mut self) -> Result<u64> {
         let n = self.names.take().expect("released twice");
         let Some(hold) = &self.hold else {
             // Zero permits: nothing to give back.
@@ -557,5 +554,14 @@ impl crate::Release for SemaphorePermit {
         };
         n.client.registry().take_for_release(hold, &n.name)?;
         n.add(self.permits, Some(&self.grant)).await
+    }
+}
+
+impl crate::Release for SemaphorePermit {
+    type Released = u64;
+
+    /// As [`SemaphorePermit::release`].
+    async fn release(self) -> Result<u64> {
+        SemaphorePermit::release(self).await
     }
 }

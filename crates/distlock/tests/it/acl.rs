@@ -6,7 +6,7 @@ use std::time::Duration;
 use distlock::{Client, ErrorKind};
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// Create `user` with password `pw` and the given ACL rules; a client logged in as it.
 async fn client_as(server: &RedisServer, user: &str, rules: &[&str]) -> Client {

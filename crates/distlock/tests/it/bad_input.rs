@@ -3,7 +3,7 @@ use std::time::Duration;
 use distlock::{Client, ErrorKind, Owner};
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_names_and_durations_are_refused_and_change_nothing() {

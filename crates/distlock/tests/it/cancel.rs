@@ -1,7 +1,6 @@
 use std::time::Duration;
 
 use crate::util::*;
-use distlock::Release;
 
 /// Aborting an acquire mid-wait leaves no hold, no subscription and no keys.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@ use distlock_test::testing::wait_until;
 use distlock_test::ClusterSet;
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// Whether a waiter on `name` is subscribed to its wake channel on the master now serving
 /// its slot, within 5 s (its client follows the slot after a failover).

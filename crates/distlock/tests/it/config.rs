@@ -6,7 +6,6 @@ use std::time::Duration;
 use distlock::{Config, ErrorKind};
 
 use crate::util::*;
-use distlock::Release;
 
 /// A config file in Redisson's shape (a single server by address, a password apart, a key
 /// prefix, durations as humantime writes them) builds a client that locks under that prefix;

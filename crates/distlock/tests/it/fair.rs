@@ -7,7 +7,6 @@ use distlock::layout::fair_waiters;
 use distlock::FairLock;
 
 use crate::util::*;
-use distlock::Release;
 
 /// A task that acquires `lock` (waiting the default wait) and returns the guard.
 fn spawn_acquire(lock: &FairLock) -> tokio::task::JoinHandle<distlock::FairLockGuard> {

@@ -5,7 +5,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::util::*;
-use distlock::{Lease, Release};
 
 /// The server drops the subscription connection: the hub reconnects, subscribes again, and a
 /// waiter still gets the lock within milliseconds of the release.

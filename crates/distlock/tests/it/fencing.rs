@@ -5,7 +5,7 @@ use distlock::layout::{fencing_counter, key_slot, legacy_fencing_counter, slot_t
 use rand::RngExt;
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// Tokens strictly increase across 1,000 grants, with releases and expiries in between.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

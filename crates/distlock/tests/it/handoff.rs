@@ -466,7 +466,7 @@ async fn a_timed_out_waiter_takes_or_gives_back_a_racing_hand_off() {
 }
 
 /// What the shared hand-off test bodies need of a guard: its lease verbs, token and owner.
-pub(crate) trait Granted: distlock::Lease<Released = ()> {
+pub(crate) trait Granted: distlock::Lease + distlock::Release<Released = ()> {
     fn token(&self) -> distlock::FencingToken;
     fn owner_field(&self) -> &str;
     fn held(&self) -> impl std::future::Future<Output = distlock::Result<bool>> + Send;

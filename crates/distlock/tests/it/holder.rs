@@ -9,7 +9,6 @@ use distlock::layout::HOLDER_FIELD;
 use distlock::{Client, ErrorKind, HolderInfo};
 
 use crate::util::*;
-use distlock::Release;
 
 async fn client_named(server: &RedisServer, app: &str) -> Client {
     Client::builder()

@@ -6,7 +6,6 @@ use std::time::Duration;
 use distlock::{kind, ErrorKind, InspectedKind, Inspection};
 
 use crate::util::*;
-use distlock::Release;
 
 const WAIT: Duration = Duration::from_secs(10);
 

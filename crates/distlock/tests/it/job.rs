@@ -7,7 +7,7 @@ use std::time::Duration;
 use distlock::{holds_job_lock, spawn_every, ErrorKind, NotHeldReason};
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_instance_is_skipped_while_the_first_runs() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use distlock::{Client, ErrorKind};
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// What holds the name before the other kind tries it.
 #[derive(Clone, Copy, Debug, PartialEq)]

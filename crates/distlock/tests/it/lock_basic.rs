@@ -3,7 +3,7 @@ use std::time::Duration;
 use distlock::{ErrorKind, NotHeldReason};
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// One owner at a time, whoever asks; free again after the release. On every topology.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// Deleting the key behind the holder's back fires `lost()` at the next renewal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,6 @@ use distlock::{Client, ErrorKind, LockGuard};
 use proptest::prelude::*;
 
 use crate::util::*;
-use distlock::Release;
 
 #[derive(Clone, Debug)]
 enum Op {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use distlock::MultiLock;
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 async fn three() -> (Vec<RedisServer>, Vec<distlock::Client>) {
     let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();

@@ -13,7 +13,7 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// A closed span: its name and fields (as text).
 type Closed = (String, HashMap<String, String>);

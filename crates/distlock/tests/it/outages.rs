@@ -9,7 +9,6 @@ use distlock::{Client, ErrorKind, NotHeldReason};
 use tokio::time::Instant;
 
 use crate::util::*;
-use distlock::{Lease, Release};
 
 /// Command timeout of the clients below: a 300 ms timeout gives a 2.2 s latch window and
 /// a 1.4 s resend window (latch − timeout − 500 ms).

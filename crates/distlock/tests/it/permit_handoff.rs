@@ -9,7 +9,7 @@ use distlock::{LeasedPermit, LeasedSemaphore};
 
 use crate::redisson::{permit_member, query, zscore};
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 fn queued(server: &RedisServer, name: &str) -> u64 {
     cmd(server, &["ZCARD", &permit_queue(name)])

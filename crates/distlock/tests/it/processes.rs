@@ -5,7 +5,6 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::util::*;
-use distlock::Release;
 
 /// 3 processes × 100 increments of a GET/SET counter under one lock: the exact total.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

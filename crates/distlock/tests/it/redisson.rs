@@ -19,7 +19,6 @@ use futures_util::StreamExt;
 use tokio::time::Instant;
 
 use crate::util::*;
-use distlock::Release;
 
 /// One of Redisson's scripts, as a fixture file.
 #[derive(Clone, Copy)]

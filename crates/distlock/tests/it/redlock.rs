@@ -5,7 +5,7 @@ use std::time::Duration;
 use distlock::{ErrorKind, RedLockNodes};
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 async fn nodes(n: usize) -> (Vec<RedisServer>, Vec<distlock::Client>) {
     let servers: Vec<RedisServer> = (0..n).map(|_| RedisServer::start()).collect();

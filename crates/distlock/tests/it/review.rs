@@ -1,7 +1,6 @@
 //! Regressions for defects found in review: each test failed before its fix.
 
 use crate::util::*;
-use distlock::Release;
 
 /// `acquire_as` on a fair (or read-write) lock used to hand out a second guard for the same
 /// single hold. It does not compile now (a `FairLock` has no `acquire_as`, a read guard no

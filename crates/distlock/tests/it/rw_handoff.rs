@@ -9,7 +9,6 @@ use distlock::{RwLock, RwLockWriteGuard};
 
 use crate::handoff::{cancelled_waiters_leave_no_lock, timed_out_waiters_leave_no_lock, Queued};
 use crate::util::*;
-use distlock::Release;
 
 /// The writers queued for `name`'s write lock, first in line first.
 fn queued(server: &RedisServer, name: &str) -> Vec<String> {

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::util::*;
-use distlock::Release;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_readers_at_once_writer_alone() {

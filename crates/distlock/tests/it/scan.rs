@@ -3,7 +3,6 @@
 use std::collections::HashSet;
 
 use crate::util::*;
-use distlock::Release;
 
 /// Every match on one server, sorted; a small bound stops early and says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

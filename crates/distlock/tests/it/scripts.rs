@@ -7,7 +7,6 @@ use distlock::layout::{
 };
 
 use crate::util::*;
-use distlock::Release;
 
 fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<i64> {
     let mut con = server.connection();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use distlock::ErrorKind;
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// 32 tasks, 5 permits: never more than 5 holders at once. On every topology.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

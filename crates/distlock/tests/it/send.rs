@@ -8,12 +8,12 @@
 
 use std::time::Duration;
 
+use distlock::Lease;
 use distlock::{
     Client, ClientBuilder, CountDownLatch, FairLock, JobGuard, JobLock, LeasedPermit,
     LeasedSemaphore, Lock, LockGuard, MultiLock, MultiLockGuard, Owner, RedLock, RedLockGuard,
     RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit,
 };
-use distlock::{Lease, Release};
 
 fn send<T: Send>(_: &T) {}
 fn send_sync<T: Send + Sync>() {}

@@ -9,7 +9,7 @@ use distlock_test::testing::wait_until;
 use distlock_test::SentinelSet;
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// The data servers that are not the current master.
 fn replicas(set: &SentinelSet) -> Vec<&RedisServer> {

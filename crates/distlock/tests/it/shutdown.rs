@@ -7,7 +7,6 @@ use std::time::Duration;
 use distlock::ErrorKind;
 
 use crate::util::*;
-use distlock::Release;
 
 /// Run the `return_while_holding` example (`bin`) once per run number at the same time —
 /// lock `<prefix><run>`, a multi-thread runtime for even runs and a current-thread one for

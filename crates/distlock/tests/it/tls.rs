@@ -3,7 +3,6 @@
 use distlock::{Client, ErrorKind};
 
 use crate::util::*;
-use distlock::Release;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_work_over_tls() {

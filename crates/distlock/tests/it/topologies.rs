@@ -7,7 +7,7 @@ use std::time::Duration;
 use distlock::{Client, MultiLock};
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// A client of `deployment` whose watchdog lease is short (renewals every 100 ms).
 async fn watched_client(deployment: &Deployment) -> Client {

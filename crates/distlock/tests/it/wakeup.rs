@@ -3,7 +3,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::util::*;
-use distlock::Release;
 
 /// A waiter blocked on a held lock gets it within a few milliseconds of the release, far
 /// below the 30 s TTL it would otherwise wait out.

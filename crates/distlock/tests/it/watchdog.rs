@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use crate::util::*;
-use distlock::{Lease, Release};
+use distlock::Lease;
 
 /// A holder that works for 3× the watchdog lease keeps the lock; after release no renewal
 /// brings the key back.

@@ -60,7 +60,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use crate::connect::Options;
 use crate::exit;
 use crate::out::errln;
-use distlock::Lease;
+use distlock::{Fenced, Lease, Release};
 
 /// The sections of `distlock run --help` after the options: CMD's environment, exit status.
 pub const AFTER_HELP: &str = "\
@@ -426,20 +426,20 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
         return under(&args, held, None, on_lost, kill_after, signals).await;
     }
     // A plain, fair, read or write lock, each with its own guard type and fencing token.
-    macro_rules! locked {
-        ($attempt:expr) => {{
-            let held = acquired($attempt.await, &args)?;
-            let token = held.as_ref().map(|g| g.fencing_token());
-            under(&args, held, token, on_lost, kill_after, signals).await
-        }};
-    }
     let name = args.name.as_str();
     if args.fair {
         let mut lock = client.fair_lock(name);
         if let Some(lease) = args.lease {
             lock = lock.lease(lease);
         }
-        return locked!(lock.try_acquire_for(args.wait));
+        return locked(
+            &args,
+            lock.try_acquire_for(args.wait).await,
+            on_lost,
+            kill_after,
+            signals,
+        )
+        .await;
     }
     if args.read || args.write {
         let mut rw = client.rw_lock(name);
@@ -447,15 +447,50 @@ pub async fn run(opts: &Options, args: RunArgs) -> Result<u8> {
             rw = rw.lease(lease);
         }
         if args.read {
-            return locked!(rw.try_read_for(args.wait));
+            return locked(
+                &args,
+                rw.try_read_for(args.wait).await,
+                on_lost,
+                kill_after,
+                signals,
+            )
+            .await;
         }
-        return locked!(rw.try_write_for(args.wait));
+        return locked(
+            &args,
+            rw.try_write_for(args.wait).await,
+            on_lost,
+            kill_after,
+            signals,
+        )
+        .await;
     }
     let mut lock = client.lock(name);
     if let Some(lease) = args.lease {
         lock = lock.lease(lease);
     }
-    locked!(lock.try_acquire_for(args.wait))
+    locked(
+        &args,
+        lock.try_acquire_for(args.wait).await,
+        on_lost,
+        kill_after,
+        signals,
+    )
+    .await
+}
+
+/// Run CMD under a lock of the lock family (`attempt`: its acquire's outcome), with the
+/// grant's fencing token.
+async fn locked<G: Lease + Release<Released = ()> + Fenced>(
+    args: &RunArgs,
+    attempt: distlock::Result<Option<G>>,
+    on_lost: OnLost,
+    kill_after: Duration,
+    signals: Signals<'_>,
+) -> Result<u8> {
+    let held = acquired(attempt, args)?;
+    let token = held.as_ref().map(|g| g.fencing_token());
+    under(args, held, token, on_lost, kill_after, signals).await
 }
 
 /// The signals `run` forwards to CMD: SIGINT, SIGTERM, SIGHUP.
@@ -468,7 +503,7 @@ type Signals<'a> = (
 /// Run CMD under `held` (any [`distlock::Lease`]; `None`: not acquired, exit with the
 /// conflict code), with the lock's fencing `token` where its kind has one (see the module
 /// docs), or hold it until signalled when there is no command.
-async fn under<L: Lease<Released = ()>>(
+async fn under<L: Lease + Release<Released = ()>>(
     args: &RunArgs,
     held: Option<L>,
     token: Option<distlock::FencingToken>,
@@ -572,7 +607,7 @@ async fn under<L: Lease<Released = ()>>(
 /// Without a command: print `<name> <token>` (`<name>` where the kind has no token), then
 /// hold the lock until SIGINT, SIGTERM or SIGHUP (release, exit 0) or until it is lost (exit
 /// 125, as distlock could not keep it).
-async fn hold<L: Lease<Released = ()>>(
+async fn hold<L: Lease + Release<Released = ()>>(
     name: &str,
     held: L,
     token: Option<distlock::FencingToken>,

@@ -120,9 +120,7 @@ impl Drop for LeasedPermit {
 
 impl crate::lease::Sealed for LeasedPermit {}
 
-impl crate::Release for LeasedPermit {
-    type Released = ();
-
+impl LeasedPermit {
     /// Give the permit back and wake waiters.
     ///
     /// # Errors
@@ -131,7 +129,7 @@ impl crate::Release for LeasedPermit {
     ///
     /// # Cancel safety
     /// Cancel safe in effect: giving back twice is refused by the id.
-    async fn release(mut self) -> Result<()> {
+    pub async fn release(mut self) -> Result<()> {
         let sem = self.sem.take().expect("released twice");
         self.keep_alive.take();
         sem.names
@@ -147,6 +145,23 @@ impl crate::Release for LeasedPermit {
             }
         }
     }
+
+    /// Resolves when the lease ends without an extension (or an extension found it gone).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        self.lease.lost().await
+    }
+}
+
+impl crate::Release for LeasedPermit {
+    type Released = ();
+
+    /// As [`LeasedPermit::release`].
+    async fn release(self) -> Result<()> {
+        LeasedPermit::release(self).await
+    }
 }
 
 impl crate::Lease for LeasedPermit {
@@ -156,12 +171,9 @@ impl crate::Lease for LeasedPermit {
         self.lease.is_lost()
     }
 
-    /// Resolves when the lease ends without an extension (or an extension found it gone).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes.
+    /// As [`LeasedPermit::lost`].
     async fn lost(&self) {
-        self.lease.lost().await
+        LeasedPermit::lost(self).await
     }
 
     /// Until when the permit is surely ours by the local monotonic clock.
