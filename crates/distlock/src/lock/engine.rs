@@ -35,10 +35,10 @@ impl LockCore {
         wait_ms: u64,
         give_back: bool,
     ) -> Result<bool> {
-        // A plain lock's waiters queue only where it hands off; only where the lock hands
-        // off can a waiter hold what it never learnt of.
+        // Where the lock hands nothing off, a plain lock's waiters do not queue; and only where
+        // it hands off can a waiter hold what it never learnt of.
         let hands_off = self.hands_off();
-        if self.inner.raw.plain().is_some() && !hands_off {
+        if !hands_off && self.inner.raw.queues_only_to_hand_off() {
             return Ok(false);
         }
         let give_back = give_back && hands_off;

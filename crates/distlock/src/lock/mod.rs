@@ -65,10 +65,6 @@ impl fmt::Debug for LockCore {
 }
 
 impl LockCore {
-    pub(crate) fn new(client: Client, name: String) -> LockCore {
-        LockCore::with_raw(client, name, Arc::new(raw::Plain::default()))
-    }
-
     /// A lock of the kind `raw` (plain, fair, read or write side).
     pub(crate) fn with_raw(client: Client, name: String, raw: Arc<dyn RawLock>) -> LockCore {
         let names = Names::new(&*raw, client.key_prefix(), name);
@@ -106,32 +102,6 @@ impl LockCore {
                 contention: Default::default(),
             }),
         }
-    }
-
-    /// As [`Lock::handoff`].
-    pub(crate) fn handoff(&self, handoff: Handoff) -> LockCore {
-        let handoff = match handoff {
-            Handoff::Retakes(0) => Handoff::Fifo,
-            h => h,
-        };
-        if self.inner.raw.plain().is_some_and(|p| p.handoff == handoff) {
-            return self.clone();
-        }
-        let mut plain = self.inner.raw.plain().unwrap_or_default();
-        plain.handoff = handoff;
-        self.rekind(Arc::new(plain))
-    }
-
-    /// As [`Lock::liveness_timeout`].
-    pub(crate) fn liveness_timeout(&self, liveness: Duration) -> LockCore {
-        let mut plain = self.inner.raw.plain().unwrap_or_default();
-        plain.liveness = liveness.max(Duration::from_millis(3));
-        self.rekind(Arc::new(plain))
-    }
-
-    /// As [`Lock::handoff_setting`].
-    pub(crate) fn handoff_setting(&self) -> Handoff {
-        self.inner.raw.plain().unwrap_or_default().handoff
     }
 
     /// As [`Lock::name`].
@@ -265,9 +235,7 @@ impl Client {
     ///
     /// No I/O; the name is checked when the lock is first used.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock {
-            core: LockCore::new(self.clone(), name.into()),
-        }
+        Lock::new(self.clone(), name.into())
     }
 
     /// A fresh owner `<client-uuid>:<n>`, never returned before by this client.

@@ -1,6 +1,7 @@
 //! [`Lock`]: the plain reentrant lock, a typed front over the lock family's engine.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
@@ -50,6 +51,8 @@ use crate::error::Result;
 #[derive(Clone)]
 pub struct Lock {
     pub(crate) core: LockCore,
+    /// Its kind's settings (hand-off, waiters' liveness), kept here so no raw kind is asked.
+    settings: raw::Plain,
 }
 
 impl fmt::Debug for Lock {
@@ -59,6 +62,26 @@ impl fmt::Debug for Lock {
 }
 
 impl Lock {
+    /// The plain lock `name` of `client`, with the default settings.
+    pub(crate) fn new(client: Client, name: String) -> Lock {
+        let settings = raw::Plain::default();
+        Lock {
+            core: LockCore::with_raw(client, name, Arc::new(settings)),
+            settings,
+        }
+    }
+
+    /// This lock with other settings, under the same lease (the same lock when unchanged).
+    fn with(&self, settings: raw::Plain) -> Lock {
+        if settings == self.settings {
+            return self.clone();
+        }
+        Lock {
+            core: self.core.rekind(Arc::new(settings)),
+            settings,
+        }
+    }
+
     /// Returns the same lock with an explicit lease.
     ///
     /// Guards it grants expire after `lease` unless extended, and no watchdog renews them
@@ -67,6 +90,7 @@ impl Lock {
     pub fn lease(&self, lease: Duration) -> Lock {
         Lock {
             core: self.core.lease(lease),
+            settings: self.settings,
         }
     }
 
@@ -79,9 +103,14 @@ impl Lock {
     /// per lock name across a fleet: a handle with hand-off off neither queues nor respects the
     /// queue. `Retakes(0)` is stored as `Fifo`. No I/O.
     pub fn handoff(&self, handoff: Handoff) -> Lock {
-        Lock {
-            core: self.core.handoff(handoff),
-        }
+        let handoff = match handoff {
+            Handoff::Retakes(0) => Handoff::Fifo,
+            h => h,
+        };
+        self.with(raw::Plain {
+            handoff,
+            ..self.settings
+        })
     }
 
     /// Returns the same lock with another liveness timeout for its queued waiters.
@@ -92,14 +121,15 @@ impl Lock {
     /// a waiter that died just after its last attempt blocks the lock no longer than it would
     /// have kept its place). Each waiter attempts once per third of it. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
-        Lock {
-            core: self.core.liveness_timeout(liveness),
-        }
+        self.with(raw::Plain {
+            liveness: liveness.max(Duration::from_millis(3)),
+            ..self.settings
+        })
     }
 
     /// The hand-off policy set with [`Lock::handoff`](crate::Lock::handoff).
     pub fn handoff_setting(&self) -> Handoff {
-        self.core.handoff_setting()
+        self.settings.handoff
     }
 
     /// The name given to [`Client::lock`].

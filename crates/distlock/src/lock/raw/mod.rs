@@ -234,9 +234,10 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     /// Where a waiter of `owner` is woken, and how.
     fn wake(&self, n: &Names, owner: &Owner) -> (String, Wake);
 
-    /// The plain lock's settings, when this is the plain lock.
-    fn plain(&self) -> Option<Plain> {
-        None
+    /// Whether its waiters queue only to be handed the lock (the plain lock's: where it hands
+    /// nothing off, they do not queue, and leave nothing behind).
+    fn queues_only_to_hand_off(&self) -> bool {
+        false
     }
 
     /// How long a waiter queued for direct hand-off stays live without a new attempt (a

@@ -13,7 +13,7 @@ use crate::lock::{Handoff, Owner};
 use crate::scripts;
 
 /// The plain reentrant lock.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Plain {
     pub(crate) handoff: Handoff,
     /// How long a queued waiter stays live without a new attempt.
@@ -66,8 +66,8 @@ impl RawLock for Plain {
         (n.channel.clone(), Wake::OneOnZero)
     }
 
-    fn plain(&self) -> Option<Plain> {
-        Some(*self)
+    fn queues_only_to_hand_off(&self) -> bool {
+        true
     }
 
     fn handoff_liveness(&self) -> Option<Duration> {
