@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mutation check: plant each bug of mutants.txt alone and require its tests to fail.
 
-Usage: tools/mutants/run.py [--only unit] [ID ...]   (no ID: every mutant)
+Usage: tools/mutants/run.py [--only unit | --first] [ID ...]   (no ID: every mutant)
        tools/mutants/run.py --check             (every mutant still applies: seconds)
        tools/mutants/run.py --update-doc LOG ...
 
@@ -15,6 +15,11 @@ not apply), 0 when every one was caught. The tree must be clean of edits to the 
 `--only unit` runs each mutant's `unit:` filters alone (the model check, `unit: model::check`,
 among them), skipping mutants without one: a quick check of what the model catches. Each
 line it prints ends with `[unit only]`.
+
+`--first` stops at each mutant's first catcher (the library's unit tests, the CLI's, the
+doctests, then the integration tests): a mutant a unit test catches builds no integration
+test binary. CI runs it so; its lines end with `[first catcher]`, and give the table its
+"model" cells but not its "caught by" (a full run lists every catcher).
 
 `--update-doc LOG ...` rewrites the mutation table of doc/reliability.md from the lines that
 runs printed (saved with `tee`): per mutant, "caught by" from a full run's line (the model's
@@ -77,7 +82,7 @@ def broken(out):
     return "error[" in out or "could not compile" in out
 
 
-def run(m, only=None):
+def run(m, only=None, first=False):
     unapplied = unappliable([m])
     if unapplied:
         return "NOT APPLIED", unapplied[0]
@@ -120,7 +125,7 @@ def run(m, only=None):
                 not any(is_model(c) for c in caught):
             took = time.monotonic() - started
             return "SURVIVED", f"{took:.0f} s: the model check passed (the mutant names it)"
-        if "tests" not in m or only:
+        if "tests" not in m or only or (first and caught):
             took = time.monotonic() - started
             if caught:
                 return "caught", f"{took:.0f} s by {', '.join(caught)}"
@@ -146,6 +151,7 @@ def run(m, only=None):
 DOC = ROOT / "doc" / "reliability.md"
 TABLE_HEAD = "| mutant | the planted bug | caught by | model |"
 UNIT_ONLY = "[unit only]"
+FIRST = "[first catcher]"
 
 
 def split_top(text):
@@ -198,7 +204,7 @@ def update_doc(logs):
                 continue
             names = catchers(detail) if verdict == "caught" else []
             model[mid] = [n.removeprefix("unit ") for n in names if is_model(n)]
-            if UNIT_ONLY not in line:
+            if UNIT_ONLY not in line and FIRST not in line:
                 full[mid] = [n for n in names if not is_model(n)]
     text = DOC.read_text()
     lines = text.splitlines()
@@ -277,7 +283,9 @@ def main():
         for line in bad:
             print(line)
         sys.exit(1 if bad else 0)
-    only = None
+    only, first = None, False
+    if args[:1] == ["--first"]:
+        first, args = True, args[1:]
     if args[:1] == ["--only"]:
         if args[1:2] != ["unit"]:
             sys.exit("--only takes `unit`")
@@ -294,9 +302,9 @@ def main():
         if only and only not in m:
             continue
         ran += 1
-        verdict, detail = run(m, only)
+        verdict, detail = run(m, only, first)
         bad += verdict != "caught"
-        tail = f" {UNIT_ONLY}" if only else ""
+        tail = f" {UNIT_ONLY}" if only else f" {FIRST}" if first else ""
         print(f"{verdict:12} {m['id']}: {detail}{tail}", flush=True)
     print(f"{bad} of {ran} mutants not caught")
     sys.exit(1 if bad else 0)
