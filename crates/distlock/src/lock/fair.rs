@@ -141,6 +141,39 @@ impl FairLock {
         self.core.key()
     }
 
+    /// The lock's wake channel, `redisson_lock__channel:{key}` (its waiters are woken on
+    /// channels of their own, Redisson's `RFairLock` layout).
+    pub fn channel(&self) -> &str {
+        self.core.channel()
+    }
+
+    /// Returns the key of the fencing counter this lock draws its tokens from, as
+    /// [`Lock::fencing_counter_key`](crate::Lock::fencing_counter_key).
+    pub fn fencing_counter_key(&self) -> String {
+        self.core.fencing_counter_key()
+    }
+
+    /// The client this lock belongs to.
+    pub fn client(&self) -> &Client {
+        self.core.client()
+    }
+
+    /// The explicit lease, if one was set with [`FairLock::lease`].
+    pub fn lease_setting(&self) -> Option<Duration> {
+        self.core.lease_setting()
+    }
+
+    /// Time left on the lock's lease, whoever holds it: `None` when it is free or has no TTL.
+    ///
+    /// # Errors
+    /// As [`FairLock::is_locked`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn remaining(&self) -> Result<Option<Duration>> {
+        self.core.remaining().await
+    }
+
     /// Acquires the lock in turn, waiting at most the client's default wait.
     ///
     /// The wait is [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait) (60

@@ -11,6 +11,8 @@ pub(crate) mod raw;
 mod request;
 mod rwlock;
 mod status;
+#[cfg(test)]
+mod tests;
 mod types;
 
 use std::fmt;

@@ -155,6 +155,55 @@ impl RwLock {
         self.read.name()
     }
 
+    /// The Redis key: key prefix + name.
+    pub fn key(&self) -> &str {
+        self.read.key()
+    }
+
+    /// The wake channel, `redisson_rwlock:{key}` (Redisson's `RReadWriteLock`'s).
+    pub fn channel(&self) -> &str {
+        self.read.channel()
+    }
+
+    /// Returns the key of the fencing counter this lock draws its tokens from, as
+    /// [`Lock::fencing_counter_key`](crate::Lock::fencing_counter_key).
+    pub fn fencing_counter_key(&self) -> String {
+        self.read.fencing_counter_key()
+    }
+
+    /// The client this lock belongs to.
+    pub fn client(&self) -> &Client {
+        self.read.client()
+    }
+
+    /// The explicit lease of its holds, if one was set with [`RwLock::lease`].
+    pub fn lease_setting(&self) -> Option<Duration> {
+        self.read.lease_setting()
+    }
+
+    /// Whether anyone holds the lock, for reading or writing (the key exists).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a bad name; server
+    /// failures.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn is_locked(&self) -> Result<bool> {
+        self.read.is_locked().await
+    }
+
+    /// Time left on the lock's lease, whoever holds it: `None` when it is free or has no TTL.
+    ///
+    /// # Errors
+    /// As [`RwLock::is_locked`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: read-only.
+    pub async fn remaining(&self) -> Result<Option<Duration>> {
+        self.read.remaining().await
+    }
+
     /// Takes a read hold for a fresh owner, waiting at most the client's default wait.
     ///
     /// The wait is [`ClientBuilder::default_wait`](crate::ClientBuilder::default_wait) (60

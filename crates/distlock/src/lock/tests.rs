@@ -1,0 +1,45 @@
+//! The lock family's fronts cannot drift apart: each has the verbs users expect of all of them.
+
+/// The public verbs of the front defined in `file` (`pub fn` and `pub async fn` of its source).
+fn verbs(file: &str) -> Vec<String> {
+    let path = format!("{}/src/lock/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("the front's source");
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let rest = l
+                .strip_prefix("pub fn ")
+                .or_else(|| l.strip_prefix("pub async fn "))?;
+            Some(rest.split(['(', '<']).next()?.to_string())
+        })
+        .collect()
+}
+
+/// `Lock`, `FairLock` and `RwLock` each have the verbs every lock of the family answers:
+/// its names, its client, its lease setting, whether and how long it is held, its status and
+/// the operator's force unlock. A front that lacks one fails here with its name.
+#[test]
+fn every_front_has_the_verbs_every_lock_has() {
+    const SHARED: &[&str] = &[
+        "name",
+        "key",
+        "channel",
+        "fencing_counter_key",
+        "client",
+        "lease",
+        "lease_setting",
+        "handoff",
+        "is_locked",
+        "remaining",
+        "status",
+        "force_unlock",
+    ];
+    for file in ["plain.rs", "fair.rs", "rwlock.rs"] {
+        let have = verbs(file);
+        let missing: Vec<&&str> = SHARED
+            .iter()
+            .filter(|v| !have.iter().any(|h| h == *v))
+            .collect();
+        assert!(missing.is_empty(), "lock/{file} lacks {missing:?}");
+    }
+}
