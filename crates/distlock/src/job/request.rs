@@ -68,11 +68,9 @@ pub(crate) fn release_call(
     value: &str,
     keep_ms: u64,
 ) -> ReleaseRequest {
-    {
-        let mut inv = scripts::JOB_RELEASE.prepare_invoke();
-        inv.key(key).arg(value).arg(keep_ms);
-        ReleaseRequest::new(context, inv)
-    }
+    let mut inv = scripts::JOB_RELEASE.prepare_invoke();
+    inv.key(key).arg(value).arg(keep_ms);
+    ReleaseRequest::new(context, inv)
 }
 
 /// The ownership-checked extension of the lock at `key` holding `value` to `ttl_ms` ms from

@@ -99,33 +99,29 @@ impl LeasedKeys {
     /// hand-off queue entry ([`queue_entry`]), `0` for one attempt that lets the queue go
     /// first, empty without hand-off.
     pub(crate) fn acquire(&self, id: &str, lease_ms: u64, entry: &str) -> Invocation<'static> {
-        let mut inv = scripts::LEASED_ACQUIRE.prepare_invoke();
+        let mut inv = self.call(&scripts::LEASED_ACQUIRE, id);
+        inv.arg(lease_ms).arg(entry);
+        inv
+    }
+
+    /// A call of `script` over the six keys of an acquire or release, in their order, with
+    /// permit `id` as its first argument.
+    fn call(&self, script: &'static scripts::Script, id: &str) -> Invocation<'static> {
+        let mut inv = script.prepare_invoke();
         inv.key(&self.key)
             .key(&self.leases)
             .key(&self.channel)
             .key(&self.old_leases)
             .key(&self.queue)
             .key(&self.waiters)
-            .arg(member(id))
-            .arg(lease_ms)
-            .arg(entry);
+            .arg(member(id));
         inv
     }
 
     /// The give-back of permit `id` (idempotent: by id), handing it to the first live queued
     /// waiter; it also takes `id` out of the hand-off queue.
     pub(crate) fn release(&self, context: String, id: &str) -> ReleaseRequest {
-        {
-            let mut inv = scripts::LEASED_RELEASE.prepare_invoke();
-            inv.key(&self.key)
-                .key(&self.leases)
-                .key(&self.channel)
-                .key(&self.old_leases)
-                .key(&self.queue)
-                .key(&self.waiters)
-                .arg(member(id));
-            ReleaseRequest::new(context, inv)
-        }
+        ReleaseRequest::new(context, self.call(&scripts::LEASED_RELEASE, id))
     }
 
     /// The extension of permit `id`'s lease to `lease_ms` ms from now.

@@ -128,22 +128,20 @@ impl RawLock for Fair {
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
-        {
-            let mut inv = scripts::FAIR_RELEASE.prepare_invoke();
-            inv.key(&n.key)
-                .key(queue_key(n))
-                .key(timeout_key(n))
-                .key(c.latch)
-                .key(liveness_key(n))
-                .key(&n.counter)
-                .key(keys::fair_waiters(&n.key))
-                .arg(c.lease_ms)
-                .arg(c.owner.as_str())
-                .arg(c.latch_ms)
-                .arg(&n.channel)
-                .arg(c.floor);
-            inv
-        }
+        let mut inv = scripts::FAIR_RELEASE.prepare_invoke();
+        inv.key(&n.key)
+            .key(queue_key(n))
+            .key(timeout_key(n))
+            .key(c.latch)
+            .key(liveness_key(n))
+            .key(&n.counter)
+            .key(keys::fair_waiters(&n.key))
+            .arg(c.lease_ms)
+            .arg(c.owner.as_str())
+            .arg(c.latch_ms)
+            .arg(&n.channel)
+            .arg(c.floor);
+        inv
     }
 
     fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {

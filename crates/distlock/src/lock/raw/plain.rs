@@ -134,22 +134,20 @@ impl RawLock for Plain {
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
-        {
-            let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
-            inv.key(&n.key)
-                .key(&n.channel)
-                .key(c.latch)
-                .key(&n.counter)
-                .key(keys::redisson_fenced_token(&n.key))
-                .key(keys::lock_queue(&n.key))
-                .key(keys::lock_waiters(&n.key))
-                .arg(c.lease_ms)
-                .arg(c.owner.as_str())
-                .arg(c.latch_ms)
-                .arg(c.floor)
-                .arg(self.retakes());
-            inv
-        }
+        let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
+        inv.key(&n.key)
+            .key(&n.channel)
+            .key(c.latch)
+            .key(&n.counter)
+            .key(keys::redisson_fenced_token(&n.key))
+            .key(keys::lock_queue(&n.key))
+            .key(keys::lock_waiters(&n.key))
+            .arg(c.lease_ms)
+            .arg(c.owner.as_str())
+            .arg(c.latch_ms)
+            .arg(c.floor)
+            .arg(self.retakes());
+        inv
     }
 
     fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {

@@ -109,20 +109,18 @@ impl RawLock for Read {
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
-        {
-            let mut inv = scripts::RW_READ_RELEASE.prepare_invoke();
-            inv.key(&n.key)
-                .key(&n.channel)
-                .key(read_prefix(n, c.owner))
-                .key(keys::hash_tagged(&n.key))
-                .key(c.latch)
-                .keys(handoff_keys(n))
-                .arg(UNLOCK_MESSAGE)
-                .arg(c.owner.as_str())
-                .arg(c.latch_ms)
-                .arg(c.floor);
-            inv
-        }
+        let mut inv = scripts::RW_READ_RELEASE.prepare_invoke();
+        inv.key(&n.key)
+            .key(&n.channel)
+            .key(read_prefix(n, c.owner))
+            .key(keys::hash_tagged(&n.key))
+            .key(c.latch)
+            .keys(handoff_keys(n))
+            .arg(UNLOCK_MESSAGE)
+            .arg(c.owner.as_str())
+            .arg(c.latch_ms)
+            .arg(c.floor);
+        inv
     }
 
     fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {
@@ -211,19 +209,17 @@ impl RawLock for Write {
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
         let field = self.field(c.owner);
-        {
-            let mut inv = scripts::RW_WRITE_RELEASE.prepare_invoke();
-            inv.key(&n.key)
-                .key(&n.channel)
-                .key(c.latch)
-                .keys(handoff_keys(n))
-                .arg("1")
-                .arg(c.lease_ms)
-                .arg(&field)
-                .arg(c.latch_ms)
-                .arg(c.floor);
-            inv
-        }
+        let mut inv = scripts::RW_WRITE_RELEASE.prepare_invoke();
+        inv.key(&n.key)
+            .key(&n.channel)
+            .key(c.latch)
+            .keys(handoff_keys(n))
+            .arg("1")
+            .arg(c.lease_ms)
+            .arg(&field)
+            .arg(c.latch_ms)
+            .arg(c.floor);
+        inv
     }
 
     fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath> {
