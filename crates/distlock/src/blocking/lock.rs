@@ -339,8 +339,13 @@ impl FairLock {
     }
 
     /// This lock with direct hand-off on or off, as [`crate::FairLock::handoff`]. No I/O.
-    pub fn handoff(&self, on: bool) -> FairLock {
-        FairLock::new(self.inner.handoff(on), self.rt.clone())
+    pub fn handoff(&self, handoff: impl Into<crate::Handoff>) -> FairLock {
+        FairLock::new(self.inner.handoff(handoff), self.rt.clone())
+    }
+
+    /// The hand-off policy, as [`crate::FairLock::handoff_setting`].
+    pub fn handoff_setting(&self) -> crate::Handoff {
+        self.inner.handoff_setting()
     }
 
     /// The lock's name.
@@ -419,8 +424,13 @@ impl RwLock {
 
     /// This lock with direct hand-off to writers on or off, as [`crate::RwLock::handoff`].
     /// No I/O.
-    pub fn handoff(&self, on: bool) -> RwLock {
-        RwLock::new(self.inner.handoff(on), self.rt.clone())
+    pub fn handoff(&self, handoff: impl Into<crate::Handoff>) -> RwLock {
+        RwLock::new(self.inner.handoff(handoff), self.rt.clone())
+    }
+
+    /// The writers' hand-off policy, as [`crate::RwLock::handoff_setting`].
+    pub fn handoff_setting(&self) -> crate::Handoff {
+        self.inner.handoff_setting()
     }
 
     /// The lock's name.

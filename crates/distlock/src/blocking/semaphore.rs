@@ -185,8 +185,13 @@ impl LeasedSemaphore {
 
     /// The same semaphore with direct hand-off on or off, as
     /// [`crate::LeasedSemaphore::handoff`]. No I/O.
-    pub fn handoff(&self, on: bool) -> LeasedSemaphore {
-        LeasedSemaphore::new(self.inner.handoff(on), self.rt.clone())
+    pub fn handoff(&self, handoff: impl Into<crate::Handoff>) -> LeasedSemaphore {
+        LeasedSemaphore::new(self.inner.handoff(handoff), self.rt.clone())
+    }
+
+    /// The hand-off policy, as [`crate::LeasedSemaphore::handoff_setting`].
+    pub fn handoff_setting(&self) -> crate::Handoff {
+        self.inner.handoff_setting()
     }
 
     /// Returns the same semaphore with another liveness timeout for its queued waiters, as

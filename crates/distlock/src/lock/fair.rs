@@ -6,7 +6,7 @@ use crate::client::Client;
 use crate::error::Result;
 use std::sync::Arc;
 
-use super::{FairLockGuard, LockCore, LockStatus};
+use super::{FairLockGuard, Handoff, LockCore, LockStatus};
 use crate::lock::raw::Fair;
 
 /// Default time a queued waiter stays in line without renewing: 5 s.
@@ -115,20 +115,28 @@ impl FairLock {
         })
     }
 
-    /// The same lock with direct hand-off on (`true`, the default) or off (`false`). No I/O.
+    /// Returns the same lock with direct hand-off on ([`Handoff::Fifo`], the default) or off
+    /// ([`Handoff::Off`]; `true` and `false` convert to them). No I/O.
     ///
-    /// On: a queued waiter of this handle has an entry beside the queue
+    /// A fair lock hands off in arrival order only: [`Handoff::Retakes`] is taken as
+    /// [`Handoff::Fifo`] ([`FairLock::handoff_setting`] says so). On: a queued waiter of this handle has an entry beside the queue
     /// (`distlock_fair_waiters:{<name>}`), and the release that finds it at the head grants
     /// it the lock and announces the grant on its client's channel: the waiter holds the lock
     /// when the message arrives. Off: Redisson's `RFairLock` behaviour for this handle's
     /// waiters: the release wakes the head on its own channel, and the head takes the lock by
     /// an attempt of its own. Either way the queue's order is kept. Deployments whose grants
     /// replicas confirm hand nothing off either way.
-    pub fn handoff(&self, on: bool) -> FairLock {
+    pub fn handoff(&self, handoff: impl Into<Handoff>) -> FairLock {
         self.with(Fair {
-            handoff: on,
+            handoff: handoff.into().is_on(),
             ..self.settings
         })
+    }
+
+    /// The hand-off policy set with [`FairLock::handoff`]: [`Handoff::Fifo`] or
+    /// [`Handoff::Off`].
+    pub fn handoff_setting(&self) -> Handoff {
+        self.settings.handoff.into()
     }
 
     /// The lock's name.

@@ -7,7 +7,7 @@ use crate::error::Result;
 use std::sync::Arc;
 
 use super::guard::hold_front;
-use super::{Hold, LockCore, LockStatus};
+use super::{Handoff, Hold, LockCore, LockStatus};
 use crate::lock::raw::{Read, Write};
 
 /// Default time a waiting writer holds readers back without renewing: 5 s.
@@ -62,6 +62,8 @@ pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
 pub struct RwLock {
     read: LockCore,
     write: LockCore,
+    /// Its writers' hand-off policy (kept here so no raw kind is asked).
+    handoff: Handoff,
 }
 
 impl Client {
@@ -78,6 +80,7 @@ impl Client {
                     handoff: true,
                 }),
             ),
+            handoff: Handoff::Fifo,
         }
     }
 }
@@ -127,11 +130,15 @@ impl RwLock {
         RwLock {
             read: self.read.lease(lease),
             write: self.write.lease(lease),
+            handoff: self.handoff,
         }
     }
 
-    /// The same lock with direct hand-off to writers on (`true`, the default) or off
-    /// (`false`). No I/O.
+    /// Returns the same lock with direct hand-off to writers on ([`Handoff::Fifo`], the
+    /// default) or off ([`Handoff::Off`]; `true` and `false` convert to them). No I/O.
+    ///
+    /// Writers are handed the lock in arrival order only: [`Handoff::Retakes`] is taken as
+    /// [`Handoff::Fifo`] ([`RwLock::handoff_setting`] says so).
     ///
     /// On: a writer that waits queues beside the lock (`distlock_rwlock_queue:{<name>}`), and
     /// the release that frees the lock grants it to the first live queued writer itself, as
@@ -140,14 +147,22 @@ impl RwLock {
     /// a release wakes them all to attempt again. Writers queued by other handles are still
     /// served first: an attempt that finds the lock free while one of them waits hands it to
     /// that writer. Deployments whose grants replicas confirm hand nothing off either way.
-    pub fn handoff(&self, on: bool) -> RwLock {
+    pub fn handoff(&self, handoff: impl Into<Handoff>) -> RwLock {
+        let handoff = handoff.into().in_order();
         RwLock {
             read: self.read.clone(),
             write: self.write.rekind(Arc::new(Write {
                 liveness: DEFAULT_WRITER_LIVENESS,
-                handoff: on,
+                handoff: handoff.is_on(),
             })),
+            handoff,
         }
+    }
+
+    /// The hand-off policy of its writers, set with [`RwLock::handoff`]: [`Handoff::Fifo`]
+    /// or [`Handoff::Off`].
+    pub fn handoff_setting(&self) -> Handoff {
+        self.handoff
     }
 
     /// The lock's name.

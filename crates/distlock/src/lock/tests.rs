@@ -29,6 +29,7 @@ fn every_front_has_the_verbs_every_lock_has() {
         "lease",
         "lease_setting",
         "handoff",
+        "handoff_setting",
         "is_locked",
         "remaining",
         "status",
@@ -42,4 +43,18 @@ fn every_front_has_the_verbs_every_lock_has() {
             .collect();
         assert!(missing.is_empty(), "lock/{file} lacks {missing:?}");
     }
+}
+
+/// Every front's `handoff` takes a [`Handoff`](super::Handoff) (a `bool` converts, as the
+/// fair, read-write and leased kinds took one before): `true` is `Fifo`, `false` `Off`; the
+/// kinds that hand off in arrival order only take `Retakes` as `Fifo`.
+#[test]
+fn a_handoff_policy_converts_and_keeps_arrival_order_where_the_kind_has_no_other() {
+    use super::Handoff;
+    assert_eq!(Handoff::from(true), Handoff::Fifo);
+    assert_eq!(Handoff::from(false), Handoff::Off);
+    assert_eq!(Handoff::Retakes(3).in_order(), Handoff::Fifo);
+    assert_eq!(Handoff::Off.in_order(), Handoff::Off);
+    assert_eq!(Handoff::Fifo.in_order(), Handoff::Fifo);
+    assert!(Handoff::Retakes(3).is_on() && Handoff::Fifo.is_on() && !Handoff::Off.is_on());
 }

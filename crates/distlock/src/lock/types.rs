@@ -175,6 +175,35 @@ pub enum Handoff {
     Off,
 }
 
+/// `true` is [`Handoff::Fifo`], `false` [`Handoff::Off`]: what the fair lock's, the
+/// read-write lock's and the leased semaphore's `handoff` took before they took a
+/// [`Handoff`].
+impl From<bool> for Handoff {
+    fn from(on: bool) -> Handoff {
+        if on {
+            Handoff::Fifo
+        } else {
+            Handoff::Off
+        }
+    }
+}
+
+impl Handoff {
+    /// Whether waiters queue to be handed the lock (every policy but [`Handoff::Off`]).
+    pub fn is_on(self) -> bool {
+        self != Handoff::Off
+    }
+
+    /// The policy of a kind that hands off in strict arrival order only (all but the plain
+    /// lock): [`Handoff::Retakes`] is [`Handoff::Fifo`] there.
+    pub(crate) fn in_order(self) -> Handoff {
+        match self {
+            Handoff::Off => Handoff::Off,
+            _ => Handoff::Fifo,
+        }
+    }
+}
+
 impl FencingToken {
     /// The token's value: `generation × 2^64 + sequence`.
     pub fn get(self) -> u128 {

@@ -11,7 +11,7 @@ use crate::conn::pubsub::{HandedOff, Wake};
 use crate::conn::Resend;
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::lock::DEFAULT_FAIR_LIVENESS;
+use crate::lock::{Handoff, DEFAULT_FAIR_LIVENESS};
 use crate::registry::ReleaseRequest;
 use crate::scripts;
 use crate::watchdog::LeaseState;
@@ -115,18 +115,26 @@ impl LeasedSemaphore {
         self.lease.unwrap_or(self.names.client.watchdog_lease())
     }
 
-    /// Returns the same semaphore with direct hand-off on or off.
+    /// Returns the same semaphore with direct hand-off on ([`Handoff::Fifo`], the default) or
+    /// off ([`Handoff::Off`]; `true` and `false` convert to them).
     ///
-    /// On (`true`, the default), waiters queue, and a release grants its permit to the first
-    /// live queued waiter; an acquire lets queued waiters go first. Off (`false`) is Redisson's
+    /// Permits are handed over in arrival order only: [`Handoff::Retakes`] is taken as
+    /// [`Handoff::Fifo`] ([`LeasedSemaphore::handoff_setting`] says so). On, waiters queue, and a release grants its permit to the first
+    /// live queued waiter; an acquire lets queued waiters go first. Off is Redisson's
     /// `RPermitExpirableSemaphore` behaviour: a release wakes every waiter, and the first
     /// attempt to arrive takes the permit. One setting per semaphore name across a fleet: a
     /// handle with hand-off off neither queues nor lets the queue go first. No I/O.
-    pub fn handoff(&self, on: bool) -> LeasedSemaphore {
+    pub fn handoff(&self, handoff: impl Into<Handoff>) -> LeasedSemaphore {
         LeasedSemaphore {
-            handoff: on,
+            handoff: handoff.into().is_on(),
             ..self.clone()
         }
+    }
+
+    /// The hand-off policy set with [`LeasedSemaphore::handoff`]: [`Handoff::Fifo`] or
+    /// [`Handoff::Off`].
+    pub fn handoff_setting(&self) -> Handoff {
+        self.handoff.into()
     }
 
     /// Returns the same semaphore with another liveness timeout for its queued waiters.
