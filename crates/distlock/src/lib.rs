@@ -12,14 +12,15 @@
 //! - [`JobLock`]: scheduled work once per cluster, ShedLock's format, safe release.
 //! - [`MultiLock`]: several locks (on one or several servers) taken all or nothing;
 //!   [`RedLock`]: the Redlock algorithm over independent masters.
-//! - [`Release`] and [`Lease`]: the verbs every guard shares (`release`; `lost`, `is_lost`,
-//!   `valid_until`, `extend`), one vocabulary for every kind, and generic code over guards.
+//! - [`Release`], [`Lease`] and [`Fenced`]: the verbs guards share (`release`; `lost`,
+//!   `is_lost`, `valid_until`, `extend`; `fencing_token`, `owner`, `hold_count`), one
+//!   vocabulary for every kind, and generic code over guards. The commonest, `release` and
+//!   `lost`, are every guard's own methods too: no import needed for them.
 //! - [`Client`]: one multiplexed command connection, one shared subscription connection and
 //!   one watchdog task per client.
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use distlock::{Lease, Release}; // the guards' verbs: lost, extend, release, …
 //!
 //! # async fn f() -> distlock::Result<()> {
 //! let client = distlock::Client::connect("redis://127.0.0.1:6379/").await?;
