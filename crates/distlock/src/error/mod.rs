@@ -295,7 +295,7 @@ impl Error {
         self
     }
 
-    /// This error with `hint` after its message ("<message>: <hint>").
+    /// This error with `hint` after its message (`<message>: <hint>`).
     pub(crate) fn with_hint(mut self, hint: &str) -> Self {
         self.message = format!("{}: {hint}", self.message);
         self

@@ -375,7 +375,7 @@ impl LockCore {
     }
 
     /// The script call that releases one hold of `owner` (with a fresh request id for its
-    /// unlock latch): sent by [`Lock::release_hold`], by a dropped guard's background
+    /// unlock latch): sent by [`LockCore::release_hold`], by a dropped guard's background
     /// release, and at shutdown.
     pub(crate) fn release_request(&self, owner: &Owner, lease: Duration) -> ReleaseRequest {
         let n = &self.inner.names;

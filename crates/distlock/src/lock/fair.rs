@@ -32,7 +32,7 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 /// arrival order (Redisson rewrites every waiter's timeout on each grant).
 ///
 /// A release that finds a distlock waiter at the head of the queue hands it the lock directly,
-/// as [`Handoff::Fifo`](crate::Handoff::Fifo) does for [`Lock`](crate::Lock): the release script grants it
+/// as [`Handoff::Fifo`] does for [`Lock`](crate::Lock): the release script grants it
 /// (hold count 1, a fresh fencing token, an initial lease of the waiter's lease, ending at the
 /// latest at its liveness deadline, until the new holder sets its full lease) and announces
 /// it on the waiter's client channel, so the waiter holds the lock when the message arrives:

@@ -45,9 +45,8 @@ pub(crate) struct LockCore {
 
 pub(crate) struct LockInner {
     pub(crate) client: Client,
-    /// Shared with the releases built from this handle ([`ReleaseRequest::later`]).
-    ///
-    /// [`ReleaseRequest::later`]: crate::registry::ReleaseRequest::later
+    /// Shared with the releases built from this handle (a release's full call is built from
+    /// them only when a send needs it: [`LockCore::release_request`]).
     pub(crate) names: Arc<Names>,
     pub(crate) lease: Option<Duration>,
     /// What this kind of lock runs (plain, fair, read or write).

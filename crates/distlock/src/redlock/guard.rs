@@ -142,7 +142,7 @@ impl Drop for RedLockGuard {
 }
 
 /// Extend `name` held by `owner` to `lease` on every node; counts only with a quorum within
-/// the validity (see [`RedLockGuard::extend`]).
+/// the validity (see `Lease::extend` of [`RedLockGuard`]).
 async fn extend_quorum(
     redlock: &RedLock,
     name: &str,

@@ -270,7 +270,7 @@ impl<'a> Invocation<'a> {
         keys.first().map_or(&[][..], Vec::as_slice)
     }
 
-    /// Add a key (KEYS[n]).
+    /// Add a key (`KEYS[n]`).
     pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
         debug_assert!(self.later.is_none(), "a call built later takes no keys");
         key.write_redis_args(&mut self.keys);
@@ -285,7 +285,7 @@ impl<'a> Invocation<'a> {
         self
     }
 
-    /// Add an argument (ARGV[n]).
+    /// Add an argument (`ARGV[n]`).
     pub(crate) fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
         debug_assert!(
             self.later.is_none(),

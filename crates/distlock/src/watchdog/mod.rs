@@ -42,7 +42,7 @@ pub(crate) enum Renewal {
 }
 
 impl Renewal {
-    /// `lock_renew.lua`'s ARGV[2] for this renewal: the mode field the renewed hash must
+    /// `lock_renew.lua`'s `ARGV[2]` for this renewal: the mode field the renewed hash must
     /// have (`''`: none, a plain or fair lock; `'write'`: a write hold). `None` for a read
     /// hold, which `rw_read_renew.lua` renews.
     pub(crate) fn hash_mode(&self) -> Option<&'static str> {

@@ -68,7 +68,7 @@ pub(crate) struct Channel {
     /// [`Wake::Notice`]: what runs for each message.
     pub(super) handler: Option<Handler>,
     /// `None` until the server first answered the subscription, then whether it is usable
-    /// (`Some(false)`: denied). Every local subscriber's [`Subscription::ready`] waits for
+    /// (`Some(false)`: denied). Every local subscriber's [`Subscription::ready`](super::Subscription::ready) waits for
     /// it, not only the first's: a message published before the server subscription is
     /// active reaches nobody.
     pub(super) confirmed: watch::Sender<Option<bool>>,

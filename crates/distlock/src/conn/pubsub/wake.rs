@@ -10,7 +10,7 @@ pub(crate) enum Wake {
     /// Latches and semaphores: every message wakes every waiter.
     All,
     /// A plain or fair lock's grant channel: `h;<token>;<initial lease ms>;<owner>` is a direct
-    /// hand-off to the waiter of that owner, delivered to its [`GrantWatch`](super::hub::GrantWatch) only. A leased
+    /// hand-off to the waiter of that owner, delivered to its [`GrantWatch`](super::channel::GrantWatch) only. A leased
     /// semaphore's is the same with the permit's expiry for the token and its id for the
     /// owner.
     Grant,

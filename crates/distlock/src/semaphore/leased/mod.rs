@@ -415,7 +415,7 @@ struct LeasedRequest {
     /// not meet the next grant). Never changes where waiters queue (no replica confirms).
     id: std::sync::Mutex<String>,
     lease_ms: u64,
-    /// leased_acquire.lua's ARGV[3]: the queue entry of a waiter that queues, `0` for one
+    /// `leased_acquire.lua`'s `ARGV[3]`: the queue entry of a waiter that queues, `0` for one
     /// attempt that lets the queue go first, empty without hand-off.
     entry: String,
     /// Where hand-offs to this waiter are announced, and its permit id: `None` when it does
