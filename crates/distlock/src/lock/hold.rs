@@ -200,8 +200,8 @@ impl Hold {
 }
 
 impl Hold {
-    /// Whether the lease is known lost (by a renewal, or its local deadline passed). No I/O;
-    /// [`Hold::is_held`] asks the server.
+    /// Whether the lease is known lost (by a renewal, a force-unlock notice, or its local
+    /// deadline passed). No I/O; [`Hold::is_held`] asks the server.
     pub(crate) fn is_lost(&self) -> bool {
         self.state().registration.lease().is_lost()
     }
