@@ -55,7 +55,7 @@ pub(crate) struct State {
     /// Owners minted so far (each acquire mints one).
     pub(crate) minted: u32,
     /// The highest token granted so far, and whether a grant came in at or below it.
-    /// Per lock name (in the order of `LockModel::distinct_locks`).
+    /// Per lock name, at the name's `LockModel::lock_index` (other entries stay `None`).
     pub(crate) max_token: Vec<Option<u128>>,
     pub(crate) regressed: bool,
     /// A step on one lock name changed a key that is not that name's (but for its slot's

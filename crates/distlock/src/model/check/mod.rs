@@ -95,24 +95,19 @@ impl LockModel {
         Names::new(&*self.raw(client), "", self.locks[client].to_string())
     }
 
-    /// The distinct lock names, in the order clients first take them.
-    pub(super) fn distinct_locks(&self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = Vec::new();
-        for name in &self.locks {
-            if !names.contains(name) {
-                names.push(name);
-            }
-        }
-        names
-    }
-
-    /// The index of client `client`'s lock name among [`Self::distinct_locks`].
+    /// The index of client `client`'s lock name: the first client that takes that name (no
+    /// allocation: it runs for every grant of every explored state).
     pub(super) fn lock_index(&self, client: usize) -> usize {
         let name = self.locks[client];
-        self.distinct_locks()
+        self.locks
             .iter()
             .position(|n| *n == name)
             .expect("a client's name")
+    }
+
+    /// Whether the clients take more than one name.
+    pub(super) fn several_names(&self) -> bool {
+        self.locks.iter().any(|n| *n != self.locks[0])
     }
 }
 
@@ -283,8 +278,7 @@ impl LockModel {
         Some(s)
     }
 
-    /// Record a grant of `token` on lock name `name` (an index of
-    /// [`Self::distinct_locks`]): above every earlier grant's on that name (tokens increase).
+    /// Record a grant of `token` on lock name `name` (its [`Self::lock_index`]): above every earlier grant's on that name (tokens increase).
     fn record_token(state: &mut State, name: usize, token: u128) {
         let max = &mut state.max_token[name];
         if max.is_some_and(|max| token <= max) {
@@ -317,7 +311,7 @@ impl Model for LockModel {
             clients: vec![Phase::Idle; n],
             left: vec![self.cycles; n],
             minted: 0,
-            max_token: vec![None; self.distinct_locks().len()],
+            max_token: vec![None; self.locks.len()],
             crossed: false,
             regressed: false,
             script_error: None,

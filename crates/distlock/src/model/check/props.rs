@@ -86,7 +86,8 @@ pub(super) fn properties(m: &LockModel) -> Vec<Property<LockModel>> {
 /// one beside a shared (read) hold.
 fn exclusive(m: &LockModel, s: &State) -> bool {
     let now = s.ks.now_ms();
-    m.distinct_locks().into_iter().all(|name| {
+    let firsts = (0..m.locks.len()).filter(|&c| m.lock_index(c) == c);
+    firsts.map(|c| m.locks[c]).all(|name| {
         let holding = |exclusive: bool| {
             s.clients
                 .iter()

@@ -113,7 +113,7 @@ impl LockModel {
     /// a lock (its hash, channels, queues, waiter entries, latches) holds its name, and the
     /// only key that names of one slot share is the slot's fencing counter.
     pub(super) fn changed_another_name(&self, last: &State, s: &State, name: &str) -> bool {
-        if self.distinct_locks().len() < 2 {
+        if !self.several_names() {
             return false;
         }
         let keys = last.ks.keys.keys().chain(s.ks.keys.keys());
