@@ -112,8 +112,10 @@ pub trait Lease: Sealed + Send + Sync {
 /// ```no_run
 /// use distlock::Fenced;
 ///
-/// fn write_with<G: Fenced>(guard: &G, row: &str) -> String {
-///     format!("UPDATE t SET v = '{row}', token = {} WHERE token < {0}", guard.fencing_token())
+/// // The statement's parameters: the resource keeps the row only under a newer token
+/// // (`UPDATE t SET v = $1, token = $2 WHERE id = $3 AND token < $2`).
+/// fn token_param<G: Fenced>(guard: &G) -> String {
+///     guard.fencing_token().to_string()
 /// }
 /// ```
 pub trait Fenced: Sealed {
