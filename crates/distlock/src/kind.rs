@@ -166,3 +166,61 @@ mod tests {
         assert_eq!(documented, super::ALL);
     }
 }
+
+/// The kind of hold a [`HoldGuard`](crate::HoldGuard) is, at the type level: [`Plain`],
+/// [`Fair`], [`Read`] or [`Write`]. Sealed: these four are all there are.
+///
+/// Each names the handle its guards came from ([`HoldKind::Lock`]).
+pub trait HoldKind: crate::lease::Sealed + Send + Sync + 'static {
+    /// The handle a guard of this kind returns from [`HoldGuard::lock`](crate::HoldGuard::lock).
+    type Lock: Clone + std::fmt::Debug + Send + Sync + 'static;
+    /// The name of the guard type, as `Debug` prints it (`LockGuard`, …).
+    const GUARD: &'static str;
+}
+
+/// A hold of a plain lock ([`Lock`](crate::Lock)): [`LockGuard`](crate::LockGuard) is
+/// `HoldGuard<Plain>`. Never constructed; a type-level name.
+#[derive(Debug)]
+pub enum Plain {}
+
+/// A hold of a fair lock ([`FairLock`](crate::FairLock)): [`FairLockGuard`](crate::FairLockGuard)
+/// is `HoldGuard<Fair>`. Never constructed; a type-level name.
+#[derive(Debug)]
+pub enum Fair {}
+
+/// A read hold of a read-write lock ([`RwLock`](crate::RwLock)):
+/// [`RwLockReadGuard`](crate::RwLockReadGuard) is `HoldGuard<Read>`. Never constructed; a
+/// type-level name.
+#[derive(Debug)]
+pub enum Read {}
+
+/// A write hold of a read-write lock ([`RwLock`](crate::RwLock)):
+/// [`RwLockWriteGuard`](crate::RwLockWriteGuard) is `HoldGuard<Write>`. Never constructed; a
+/// type-level name.
+#[derive(Debug)]
+pub enum Write {}
+
+impl crate::lease::Sealed for Plain {}
+impl crate::lease::Sealed for Fair {}
+impl crate::lease::Sealed for Read {}
+impl crate::lease::Sealed for Write {}
+
+impl HoldKind for Plain {
+    type Lock = crate::Lock;
+    const GUARD: &'static str = "LockGuard";
+}
+
+impl HoldKind for Fair {
+    type Lock = crate::FairLock;
+    const GUARD: &'static str = "FairLockGuard";
+}
+
+impl HoldKind for Read {
+    type Lock = crate::RwLock;
+    const GUARD: &'static str = "RwLockReadGuard";
+}
+
+impl HoldKind for Write {
+    type Lock = crate::RwLock;
+    const GUARD: &'static str = "RwLockWriteGuard";
+}

@@ -3,7 +3,6 @@
 mod contention;
 mod engine;
 mod fair;
-mod guard;
 mod hold;
 mod multi;
 mod plain;
@@ -28,8 +27,8 @@ use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD};
 use raw::{Names, Queue, RawLock};
 
 pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
-pub use guard::{FairLockGuard, LockGuard};
 pub(crate) use hold::Hold;
+pub use hold::{FairLockGuard, HoldGuard, LockGuard};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use plain::Lock;
 pub(crate) use raw::{Attempt, Mode};

@@ -6,8 +6,8 @@ use crate::client::Client;
 use crate::error::Result;
 use std::sync::Arc;
 
-use super::guard::hold_front;
-use super::{Handoff, Hold, LockCore, LockStatus};
+use super::{Handoff, HoldGuard, LockCore, LockStatus};
+use crate::kind;
 use crate::lock::raw::{Read, Write};
 
 /// Default time a waiting writer holds readers back without renewing: 5 s.
@@ -87,7 +87,8 @@ impl Client {
 
 /// A read hold of an [`RwLock`].
 ///
-/// `LockGuard`'s accessors, `lost()`, `extend()` and `is_held()`, typed re-entry, and no upgrade —
+/// The verbs of every [`HoldGuard`]; each grant, a re-entry too, draws a fresh fencing token
+/// (the lock's hash keeps none, to stay readable by Redisson's scripts). There is no upgrade:
 /// a reader asking for the write lock would wait for itself, so there is no such method:
 ///
 /// ```compile_fail
@@ -103,25 +104,13 @@ impl Client {
 /// let again = read.lock().acquire_as(read.owner()).await?; // an RwLock has no acquire_as
 /// # Ok(()) }
 /// ```
-#[must_use = "dropping the guard releases the read lock at once"]
-#[clippy::has_significant_drop]
-pub struct RwLockReadGuard {
-    hold: Hold,
-    lock: RwLock,
-}
+pub type RwLockReadGuard = HoldGuard<kind::Read>;
 
 /// A write hold of an [`RwLock`].
 ///
-/// `LockGuard`'s accessors, typed re-entry, and [`downgrade`](RwLockWriteGuard::downgrade).
-#[must_use = "dropping the guard releases the write lock at once"]
-#[clippy::has_significant_drop]
-pub struct RwLockWriteGuard {
-    hold: Hold,
-    lock: RwLock,
-}
-
-hold_front!(RwLockReadGuard, RwLock);
-hold_front!(RwLockWriteGuard, RwLock);
+/// The verbs of every [`HoldGuard`], and [`downgrade`](HoldGuard::downgrade) to a read hold;
+/// each grant, a re-entry too, draws a fresh fencing token.
+pub type RwLockWriteGuard = HoldGuard<kind::Write>;
 
 impl RwLock {
     /// Returns the same lock with an explicit lease for its holds (a [`Duration`], no
@@ -377,7 +366,7 @@ impl RwLock {
     }
 }
 
-impl RwLockWriteGuard {
+impl HoldGuard<kind::Write> {
     /// Takes a read hold with this writer's owner.
     ///
     /// Releasing the write hold afterwards leaves the read hold, a downgrade.
@@ -408,9 +397,9 @@ impl RwLockWriteGuard {
     /// # Ok(()) }
     /// ```
     pub async fn downgrade(&self) -> Result<RwLockReadGuard> {
-        let read = &self.lock.read;
-        read.nest_as(self.hold.owner(), self.hold.lease())
+        let read = &self.lock().read;
+        read.nest_as(self.owner(), self.lease())
             .await
-            .map(|hold| RwLockReadGuard::new(hold, self.lock.clone()))
+            .map(|hold| RwLockReadGuard::new(hold, self.lock().clone()))
     }
 }
