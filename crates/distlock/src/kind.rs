@@ -178,15 +178,25 @@ pub trait HoldKind: crate::lease::Sealed + Send + Sync + 'static {
     const GUARD: &'static str;
 }
 
-/// A hold of a plain lock ([`Lock`](crate::Lock)): [`LockGuard`](crate::LockGuard) is
-/// `HoldGuard<Plain>`. Never constructed; a type-level name.
+/// The kind of lock a [`LockHandle`](crate::LockHandle) is, at the type level: [`Plain`],
+/// [`Fair`] or [`ReadWrite`]. Sealed: these three are all there are.
+pub trait LockKind: crate::lease::Sealed + Send + Sync + 'static {}
+
+/// A plain lock and its holds: [`Lock`](crate::Lock) is `LockHandle<Plain>`,
+/// [`LockGuard`](crate::LockGuard) `HoldGuard<Plain>`. Never constructed; a type-level name.
 #[derive(Debug)]
 pub enum Plain {}
 
-/// A hold of a fair lock ([`FairLock`](crate::FairLock)): [`FairLockGuard`](crate::FairLockGuard)
-/// is `HoldGuard<Fair>`. Never constructed; a type-level name.
+/// A fair lock and its holds: [`FairLock`](crate::FairLock) is `LockHandle<Fair>`,
+/// [`FairLockGuard`](crate::FairLockGuard) `HoldGuard<Fair>`. Never constructed; a type-level
+/// name.
 #[derive(Debug)]
 pub enum Fair {}
+
+/// A read-write lock: [`RwLock`](crate::RwLock) is `LockHandle<ReadWrite>`; its holds are
+/// [`Read`] and [`Write`]. Never constructed; a type-level name.
+#[derive(Debug)]
+pub enum ReadWrite {}
 
 /// A read hold of a read-write lock ([`RwLock`](crate::RwLock)):
 /// [`RwLockReadGuard`](crate::RwLockReadGuard) is `HoldGuard<Read>`. Never constructed; a
@@ -204,6 +214,11 @@ impl crate::lease::Sealed for Plain {}
 impl crate::lease::Sealed for Fair {}
 impl crate::lease::Sealed for Read {}
 impl crate::lease::Sealed for Write {}
+impl crate::lease::Sealed for ReadWrite {}
+
+impl LockKind for Plain {}
+impl LockKind for Fair {}
+impl LockKind for ReadWrite {}
 
 impl HoldKind for Plain {
     type Lock = crate::Lock;

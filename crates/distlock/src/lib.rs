@@ -127,7 +127,7 @@ pub use job::{
 pub use keys::{MAX_NAME_LEN, MAX_PERMITS};
 pub use latch::CountDownLatch;
 pub use lease::{Fenced, Lease, Release};
-pub use lock::{FairLock, FairLockGuard, HoldGuard, DEFAULT_FAIR_LIVENESS};
+pub use lock::{FairLock, FairLockGuard, HoldGuard, LockHandle, DEFAULT_FAIR_LIVENESS};
 pub use lock::{FencingToken, Handoff, HolderInfo, Lock, LockGuard, LockMode, LockStatus, Owner};
 pub use lock::{MultiLock, MultiLockGuard};
 pub use lock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};

@@ -218,21 +218,25 @@ impl LockCore {
         Ok(attempt)
     }
 
-    /// Acquire for `owner` (a fresh one when `None`) through the crate's acquire driver.
-    pub(super) async fn acquire_inner(
+    /// Acquire for `owner` (a fresh one when `None`), waiting at most the client's default
+    /// wait: [`ErrorKind::NotAcquired`] when it elapsed.
+    pub(super) async fn acquire(&self, owner: Option<Owner>, mode: Mode) -> Result<Hold> {
+        let wait = self.inner.client.default_wait();
+        self.acquire_for(owner, mode, wait)
+            .await?
+            .ok_or_else(|| self.not_acquired(wait))
+    }
+
+    /// Acquire for `owner` (a fresh one when `None`) through the crate's acquire driver,
+    /// waiting at most `wait` (zero: one attempt): `None` when it elapsed. `Mode::As` is for
+    /// plain locks only, which their types ensure (only `Lock` has `acquire_as`).
+    pub(super) async fn acquire_for(
         &self,
         owner: Option<Owner>,
         mode: Mode,
         wait: Duration,
     ) -> Result<Option<Hold>> {
         self.check()?;
-        if mode == Mode::As && !self.inner.raw.acquire_as_allowed() {
-            // Reachable only through a fair or read-write guard's `lock()`.
-            return Err(Error::invalid(
-                "acquiring as a given owner is for plain locks; re-enter a fair or read-write \
-                 lock through its guard",
-            ));
-        }
         let lease = self.effective_lease()?;
         let owner = owner.unwrap_or_else(|| self.inner.client.new_owner());
         let (channel, wake) = self.inner.raw.wake(&self.inner.names, &owner);
@@ -263,6 +267,21 @@ impl LockCore {
         let granted = acquire(&self.inner.client, request, wait).await?;
         Ok(granted
             .map(|grant| self.granted(owner, grant.hold_count, grant.token, lease, grant.since)))
+    }
+
+    /// A hold of this lock for `owner`, who has one now (handed over from another process),
+    /// without adding one.
+    pub(super) async fn adopt(&self, owner: Owner) -> Result<Hold> {
+        self.check()?;
+        let started = Instant::now();
+        let (count, token, pttl) = self.inspect(&owner).await?;
+        if count == 0 {
+            return Err(Error::not_held(&self.inner.names.name, NotHeldReason::Gone));
+        }
+        let lease = self.effective_lease()?;
+        let pttl = Duration::from_millis(pttl.max(0) as u64);
+        let valid_until = started + pttl.saturating_sub(keys::drift(lease));
+        Ok(self.guard(owner, count, token, lease, valid_until))
     }
 
     pub(super) fn granted(
@@ -417,7 +436,7 @@ impl LockCore {
 
     /// Whether this kind's re-entries carry an acquire latch (and can be undone by it).
     pub(super) fn reentry_latched(&self) -> bool {
-        self.inner.raw.acquire_as_allowed()
+        self.inner.raw.reentry_latched()
     }
 
     /// Release one hold of `owner`, confirmed by replicas where the deployment asks for it.

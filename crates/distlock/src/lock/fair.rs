@@ -6,8 +6,9 @@ use crate::client::Client;
 use crate::error::Result;
 use std::sync::Arc;
 
-use super::{FairLockGuard, Handoff, LockCore, LockStatus};
-use crate::lock::raw::Fair;
+use super::{FairLockGuard, Handoff, LockCore, LockHandle, LockStatus, Mode};
+use crate::kind::Fair;
+use crate::lock::raw;
 
 /// Default time a queued waiter stays in line without renewing: 5 s.
 ///
@@ -64,43 +65,28 @@ pub const DEFAULT_FAIR_LIVENESS: Duration = Duration::from_secs(5);
 /// let guard: distlock::LockGuard = client.fair_lock("tickets").acquire().await?;
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
-pub struct FairLock {
-    core: LockCore,
-    /// Its kind's settings (liveness, hand-off), kept here so no raw kind is asked.
-    settings: Fair,
-}
+pub type FairLock = LockHandle<Fair>;
 
 impl Client {
     /// The fair lock called `name`. No I/O.
     pub fn fair_lock(&self, name: impl Into<String>) -> FairLock {
-        let settings = Fair {
+        let raw = raw::Fair {
             liveness: DEFAULT_FAIR_LIVENESS,
             handoff: true,
         };
-        FairLock {
-            core: LockCore::with_raw(self.clone(), name.into(), Arc::new(settings)),
-            settings,
-        }
+        let core = LockCore::with_raw(self.clone(), name.into(), Arc::new(raw));
+        LockHandle::from_parts(core, None, Handoff::Fifo, DEFAULT_FAIR_LIVENESS)
     }
 }
 
-impl FairLock {
-    /// Returns the same lock with an explicit lease (a [`Duration`], no watchdog), as
-    /// [`Lock::lease`](crate::Lock::lease). No I/O.
-    pub fn lease(&self, lease: Duration) -> FairLock {
-        FairLock {
-            core: self.core.lease(lease),
-            settings: self.settings,
-        }
-    }
-
+impl LockHandle<Fair> {
     /// This lock with other settings, under the same lease.
-    fn with(&self, fair: Fair) -> FairLock {
-        FairLock {
-            core: self.core.rekind(Arc::new(fair)),
-            settings: fair,
-        }
+    fn with(&self, handoff: Handoff, liveness: Duration) -> FairLock {
+        let raw = raw::Fair {
+            liveness,
+            handoff: handoff.is_on(),
+        };
+        LockHandle::from_parts(self.core.rekind(Arc::new(raw)), None, handoff, liveness)
     }
 
     /// Returns the same lock with another liveness timeout for queued waiters.
@@ -109,10 +95,7 @@ impl FairLock {
     /// not re-attempted within it is skipped. A shorter one skips crashed waiters sooner, and
     /// costs one attempt per third of it per waiter. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> FairLock {
-        self.with(Fair {
-            liveness: liveness.max(Duration::from_millis(3)),
-            ..self.settings
-        })
+        self.with(self.handoff, liveness.max(Duration::from_millis(3)))
     }
 
     /// Returns the same lock with direct hand-off on ([`Handoff::Fifo`], the default) or off
@@ -127,59 +110,7 @@ impl FairLock {
     /// an attempt of its own. Either way the queue's order is kept. Deployments whose grants
     /// replicas confirm hand nothing off either way.
     pub fn handoff(&self, handoff: impl Into<Handoff>) -> FairLock {
-        self.with(Fair {
-            handoff: handoff.into().is_on(),
-            ..self.settings
-        })
-    }
-
-    /// The hand-off policy set with [`FairLock::handoff`]: [`Handoff::Fifo`] or
-    /// [`Handoff::Off`].
-    pub fn handoff_setting(&self) -> Handoff {
-        self.settings.handoff.into()
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &str {
-        self.core.name()
-    }
-
-    /// The Redis key: key prefix + name.
-    pub fn key(&self) -> &str {
-        self.core.key()
-    }
-
-    /// The lock's wake channel, `redisson_lock__channel:{key}` (its waiters are woken on
-    /// channels of their own, Redisson's `RFairLock` layout).
-    pub fn channel(&self) -> &str {
-        self.core.channel()
-    }
-
-    /// Returns the key of the fencing counter this lock draws its tokens from, as
-    /// [`Lock::fencing_counter_key`](crate::Lock::fencing_counter_key).
-    pub fn fencing_counter_key(&self) -> String {
-        self.core.fencing_counter_key()
-    }
-
-    /// The client this lock belongs to.
-    pub fn client(&self) -> &Client {
-        self.core.client()
-    }
-
-    /// The explicit lease, if one was set with [`FairLock::lease`].
-    pub fn lease_setting(&self) -> Option<Duration> {
-        self.core.lease_setting()
-    }
-
-    /// Time left on the lock's lease, whoever holds it: `None` when it is free or has no TTL.
-    ///
-    /// # Errors
-    /// As [`FairLock::is_locked`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: read-only.
-    pub async fn remaining(&self) -> Result<Option<Duration>> {
-        self.core.remaining().await
+        self.with(handoff.into().in_order(), self.liveness)
     }
 
     /// Acquires the lock in turn, waiting at most the client's default wait.
@@ -210,8 +141,8 @@ impl FairLock {
     /// # Ok(()) }
     /// ```
     pub async fn acquire(&self) -> Result<FairLockGuard> {
-        let hold = self.core.acquire().await?;
-        Ok(FairLockGuard::new(hold, self.clone()))
+        let hold = self.core.acquire(None, Mode::New).await?;
+        Ok(self.guard(hold))
     }
 
     /// Makes one attempt, without joining the queue.
@@ -224,8 +155,11 @@ impl FairLock {
     /// # Cancel safety
     /// As [`FairLock::acquire`].
     pub async fn try_acquire(&self) -> Result<Option<FairLockGuard>> {
-        let hold = self.core.try_acquire().await?;
-        Ok(hold.map(|hold| FairLockGuard::new(hold, self.clone())))
+        let hold = self
+            .core
+            .acquire_for(None, Mode::New, Duration::ZERO)
+            .await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Joins the queue and waits at most `wait` for its turn.
@@ -257,19 +191,8 @@ impl FairLock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<FairLockGuard>> {
-        let hold = self.core.try_acquire_for(wait).await?;
-        Ok(hold.map(|hold| FairLockGuard::new(hold, self.clone())))
-    }
-
-    /// Whether anyone holds the lock.
-    ///
-    /// # Errors
-    /// As [`Lock::is_locked`](crate::Lock::is_locked).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: read-only.
-    pub async fn is_locked(&self) -> Result<bool> {
-        self.core.is_locked().await
+        let hold = self.core.acquire_for(None, Mode::New, wait).await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Deletes the lock whoever holds it and wakes the head waiter, as Redisson's
@@ -285,7 +208,7 @@ impl FairLock {
     /// # Cancel safety
     /// Cancel safe: idempotent.
     pub async fn force_unlock(&self) -> Result<bool> {
-        self.core.force_unlock().await
+        self.force_unlock_whole().await
     }
 
     /// Holders, TTL, token and the queue of waiting owners ([`LockStatus::queue`]).

@@ -3,6 +3,7 @@
 mod contention;
 mod engine;
 mod fair;
+mod handle;
 mod hold;
 mod multi;
 mod plain;
@@ -18,15 +19,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::client::Client;
-use crate::conn::Resend;
-use crate::error::{Error, ErrorKind, NotHeldReason, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD};
 use raw::{Names, Queue, RawLock};
 
 pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};
+pub use handle::LockHandle;
 pub(crate) use hold::Hold;
 pub use hold::{FairLockGuard, HoldGuard, LockGuard};
 pub use multi::{MultiLock, MultiLockGuard};
@@ -91,7 +90,7 @@ impl LockCore {
         l
     }
 
-    /// As [`Lock::lease`].
+    /// This lock with an explicit lease for its holds.
     pub(crate) fn lease(&self, lease: Duration) -> LockCore {
         LockCore {
             inner: Arc::new(LockInner {
@@ -102,130 +101,6 @@ impl LockCore {
                 contention: Default::default(),
             }),
         }
-    }
-
-    /// As [`Lock::name`].
-    pub(crate) fn name(&self) -> &str {
-        &self.inner.names.name
-    }
-
-    /// As [`Lock::key`].
-    pub(crate) fn key(&self) -> &str {
-        &self.inner.names.key
-    }
-
-    /// As [`Lock::channel`].
-    pub(crate) fn channel(&self) -> &str {
-        &self.inner.names.channel
-    }
-
-    /// As [`Lock::fencing_counter_key`].
-    pub(crate) fn fencing_counter_key(&self) -> String {
-        self.inner.names.counter.clone()
-    }
-
-    /// As [`Lock::client`].
-    pub(crate) fn client(&self) -> &Client {
-        &self.inner.client
-    }
-
-    /// As [`Lock::lease_setting`].
-    pub(crate) fn lease_setting(&self) -> Option<Duration> {
-        self.inner.lease
-    }
-
-    /// As [`Lock::acquire`].
-    pub(crate) async fn acquire(&self) -> Result<Hold> {
-        let wait = self.inner.client.default_wait();
-        self.try_acquire_for(wait)
-            .await?
-            .ok_or_else(|| self.not_acquired(wait))
-    }
-
-    /// As [`Lock::try_acquire`].
-    pub(crate) async fn try_acquire(&self) -> Result<Option<Hold>> {
-        self.acquire_inner(None, Mode::New, Duration::ZERO).await
-    }
-
-    /// As [`Lock::try_acquire_for`].
-    pub(crate) async fn try_acquire_for(&self, wait: Duration) -> Result<Option<Hold>> {
-        self.acquire_inner(None, Mode::New, wait).await
-    }
-
-    /// As [`Lock::acquire_as`].
-    pub(crate) async fn acquire_as(&self, owner: &Owner) -> Result<Hold> {
-        let wait = self.inner.client.default_wait();
-        self.try_acquire_as(owner, wait)
-            .await?
-            .ok_or_else(|| self.not_acquired(wait))
-    }
-
-    /// As [`Lock::try_acquire_as`].
-    pub(crate) async fn try_acquire_as(
-        &self,
-        owner: &Owner,
-        wait: Duration,
-    ) -> Result<Option<Hold>> {
-        self.acquire_inner(Some(owner.clone()), Mode::As, wait)
-            .await
-    }
-
-    /// As [`Lock::adopt`].
-    pub(crate) async fn adopt(&self, owner: Owner) -> Result<Hold> {
-        self.check()?;
-        let started = Instant::now();
-        let (count, token, pttl) = self.inspect(&owner).await?;
-        if count == 0 {
-            return Err(Error::not_held(&self.inner.names.name, NotHeldReason::Gone));
-        }
-        let lease = self.effective_lease()?;
-        let pttl = Duration::from_millis(pttl.max(0) as u64);
-        let valid_until = started + pttl.saturating_sub(keys::drift(lease));
-        Ok(self.guard(owner, count, token, lease, valid_until))
-    }
-
-    /// As [`Lock::is_locked`].
-    pub(crate) async fn is_locked(&self) -> Result<bool> {
-        self.check()?;
-        self.backend()
-            .query(
-                &self.context("is_locked"),
-                redis::cmd("EXISTS").arg(&self.inner.names.key),
-            )
-            .await
-    }
-
-    /// As [`Lock::remaining`].
-    pub(crate) async fn remaining(&self) -> Result<Option<Duration>> {
-        self.check()?;
-        let pttl: i64 = self
-            .backend()
-            .query(
-                &self.context("remaining"),
-                redis::cmd("PTTL").arg(&self.inner.names.key),
-            )
-            .await?;
-        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
-    }
-
-    /// As [`Lock::force_unlock`].
-    pub(crate) async fn force_unlock(&self) -> Result<bool> {
-        self.check()?;
-        let floor = self
-            .backend()
-            .grant_floor(self.inner.client.fencing_floor());
-        let inv = self.inner.raw.force_unlock(&self.inner.names, &floor);
-        // {1, <owner field>...} when deleted, {0} when there was no lock.
-        let mut reply: Vec<String> = self
-            .backend()
-            .eval(&self.context("force_unlock"), &inv, Resend::Few)
-            .await?;
-        if reply.first().map(String::as_str) != Some("1") {
-            return Ok(false);
-        }
-        reply.remove(0);
-        crate::notice::tell_holders(self.backend(), &self.inner.names.key, &reply).await;
-        Ok(true)
     }
 }
 

@@ -1,12 +1,12 @@
 //! [`Lock`]: the plain reentrant lock, a typed front over the lock family's engine.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
 use crate::client::Client;
 use crate::error::Result;
+use crate::kind::Plain;
 
 /// A reentrant distributed lock named by a string.
 ///
@@ -48,50 +48,27 @@ use crate::error::Result;
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
-pub struct Lock {
-    pub(crate) core: LockCore,
-    /// Its kind's settings (hand-off, waiters' liveness), kept here so no raw kind is asked.
-    settings: raw::Plain,
-}
+pub type Lock = LockHandle<Plain>;
 
-impl fmt::Debug for Lock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.core.fmt(f)
-    }
-}
-
-impl Lock {
+impl LockHandle<Plain> {
     /// The plain lock `name` of `client`, with the default settings.
     pub(crate) fn new(client: Client, name: String) -> Lock {
         let settings = raw::Plain::default();
-        Lock {
-            core: LockCore::with_raw(client, name, Arc::new(settings)),
-            settings,
-        }
+        LockHandle::from_parts(
+            LockCore::with_raw(client, name, Arc::new(settings)),
+            None,
+            settings.handoff,
+            settings.liveness,
+        )
     }
 
     /// This lock with other settings, under the same lease (the same lock when unchanged).
-    fn with(&self, settings: raw::Plain) -> Lock {
-        if settings == self.settings {
+    fn with(&self, handoff: Handoff, liveness: Duration) -> Lock {
+        if (handoff, liveness) == (self.handoff, self.liveness) {
             return self.clone();
         }
-        Lock {
-            core: self.core.rekind(Arc::new(settings)),
-            settings,
-        }
-    }
-
-    /// Returns the same lock with an explicit lease.
-    ///
-    /// Guards it grants expire after `lease` unless extended, and no watchdog renews them
-    /// (Redisson's `lock(leaseTime, unit)`). The lease is a [`Duration`] in whole milliseconds,
-    /// checked (at least 1 ms, at most 365 days) when the lock is acquired. No I/O.
-    pub fn lease(&self, lease: Duration) -> Lock {
-        Lock {
-            core: self.core.lease(lease),
-            settings: self.settings,
-        }
+        let raw = raw::Plain { handoff, liveness };
+        LockHandle::from_parts(self.core.rekind(Arc::new(raw)), None, handoff, liveness)
     }
 
     /// Returns the same lock with another hand-off policy for its waiters.
@@ -102,15 +79,12 @@ impl Lock {
     /// frees the lock and wakes a waiter, whose attempt may lose to a barging acquire). One setting
     /// per lock name across a fleet: a handle with hand-off off neither queues nor respects the
     /// queue. `Retakes(0)` is stored as `Fifo`. No I/O.
-    pub fn handoff(&self, handoff: Handoff) -> Lock {
-        let handoff = match handoff {
+    pub fn handoff(&self, handoff: impl Into<Handoff>) -> Lock {
+        let handoff = match handoff.into() {
             Handoff::Retakes(0) => Handoff::Fifo,
             h => h,
         };
-        self.with(raw::Plain {
-            handoff,
-            ..self.settings
-        })
+        self.with(handoff, self.liveness)
     }
 
     /// Returns the same lock with another liveness timeout for its queued waiters.
@@ -121,49 +95,7 @@ impl Lock {
     /// a waiter that died just after its last attempt blocks the lock no longer than it would
     /// have kept its place). Each waiter attempts once per third of it. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
-        self.with(raw::Plain {
-            liveness: liveness.max(Duration::from_millis(3)),
-            ..self.settings
-        })
-    }
-
-    /// The hand-off policy set with [`Lock::handoff`](crate::Lock::handoff).
-    pub fn handoff_setting(&self) -> Handoff {
-        self.settings.handoff
-    }
-
-    /// The name given to [`Client::lock`].
-    pub fn name(&self) -> &str {
-        self.core.name()
-    }
-
-    /// The Redis key: key prefix + name.
-    pub fn key(&self) -> &str {
-        self.core.key()
-    }
-
-    /// The wake channel: `redisson_lock__channel:{key}`.
-    pub fn channel(&self) -> &str {
-        self.core.channel()
-    }
-
-    /// Returns the key of the fencing counter this lock draws its tokens from.
-    ///
-    /// The counter of the lock key's cluster hash slot,
-    /// `<key prefix>distlock:fencing-counter:{<slot tag>}` ([`keys::fencing_counter`]), shared with
-    /// the other names in that slot.
-    pub fn fencing_counter_key(&self) -> String {
-        self.core.fencing_counter_key()
-    }
-
-    /// The client this lock belongs to.
-    pub fn client(&self) -> &Client {
-        self.core.client()
-    }
-
-    /// The explicit lease, if one was set with [`Lock::lease`](crate::Lock::lease).
-    pub fn lease_setting(&self) -> Option<Duration> {
-        self.core.lease_setting()
+        self.with(self.handoff, liveness.max(Duration::from_millis(3)))
     }
 
     /// Acquires the lock for a fresh owner, waiting at most the client's default wait.
@@ -213,10 +145,8 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn acquire(&self) -> Result<LockGuard> {
-        self.core
-            .acquire()
-            .await
-            .map(|hold| LockGuard::new(hold, self.clone()))
+        let hold = self.core.acquire(None, Mode::New).await?;
+        Ok(self.guard(hold))
     }
 
     /// Makes one attempt for a fresh owner: `Ok(None)` when another owner holds the lock.
@@ -243,10 +173,11 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.core
-            .try_acquire()
-            .await
-            .map(|hold| hold.map(|hold| LockGuard::new(hold, self.clone())))
+        let hold = self
+            .core
+            .acquire_for(None, Mode::New, Duration::ZERO)
+            .await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Acquires the lock for a fresh owner, waiting at most `wait`: `Ok(None)` when the wait
@@ -277,10 +208,8 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.core
-            .try_acquire_for(wait)
-            .await
-            .map(|hold| hold.map(|hold| LockGuard::new(hold, self.clone())))
+        let hold = self.core.acquire_for(None, Mode::New, wait).await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Acquires the lock as `owner`, waiting at most the client's default wait.
@@ -321,10 +250,8 @@ impl Lock {
     /// }
     /// ```
     pub async fn acquire_as(&self, owner: &Owner) -> Result<LockGuard> {
-        self.core
-            .acquire_as(owner)
-            .await
-            .map(|hold| LockGuard::new(hold, self.clone()))
+        let hold = self.core.acquire(Some(owner.clone()), Mode::As).await?;
+        Ok(self.guard(hold))
     }
 
     /// Acquires the lock as `owner` like [`Lock::acquire_as`](crate::Lock::acquire_as), waiting
@@ -338,10 +265,11 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`](crate::Lock::acquire).
     pub async fn try_acquire_as(&self, owner: &Owner, wait: Duration) -> Result<Option<LockGuard>> {
-        self.core
-            .try_acquire_as(owner, wait)
-            .await
-            .map(|hold| hold.map(|hold| LockGuard::new(hold, self.clone())))
+        let hold = self
+            .core
+            .acquire_for(Some(owner.clone()), Mode::As, wait)
+            .await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Takes over a hold that `owner` has now, without adding one.
@@ -357,32 +285,8 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn adopt(&self, owner: Owner) -> Result<LockGuard> {
-        self.core
-            .adopt(owner)
-            .await
-            .map(|hold| LockGuard::new(hold, self.clone()))
-    }
-
-    /// Whether anyone holds the lock (the key exists), whoever it is.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a bad name; server failures.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: read-only.
-    pub async fn is_locked(&self) -> Result<bool> {
-        self.core.is_locked().await
-    }
-
-    /// Time left on the lock's lease, whoever holds it: `None` when it is free or has no TTL.
-    ///
-    /// # Errors
-    /// As [`Lock::is_locked`](crate::Lock::is_locked).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: read-only.
-    pub async fn remaining(&self) -> Result<Option<Duration>> {
-        self.core.remaining().await
+        let hold = self.core.adopt(owner).await?;
+        Ok(self.guard(hold))
     }
 
     /// Deletes the lock whoever holds it and wakes its waiters (Redisson's `forceUnlock`).
@@ -407,7 +311,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe: one script, idempotent.
     pub async fn force_unlock(&self) -> Result<bool> {
-        self.core.force_unlock().await
+        self.force_unlock_whole().await
     }
 
     /// Reads a snapshot of the lock as the server sees it.

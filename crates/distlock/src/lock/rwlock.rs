@@ -6,8 +6,8 @@ use crate::client::Client;
 use crate::error::Result;
 use std::sync::Arc;
 
-use super::{Handoff, HoldGuard, LockCore, LockStatus};
-use crate::kind;
+use super::{Handoff, HoldGuard, LockCore, LockHandle, LockStatus, Mode};
+use crate::kind::{self, ReadWrite};
 use crate::lock::raw::{Read, Write};
 
 /// Default time a waiting writer holds readers back without renewing: 5 s.
@@ -58,30 +58,22 @@ pub const DEFAULT_WRITER_LIVENESS: Duration = Duration::from_secs(5);
 /// r.release().await?;
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
-pub struct RwLock {
-    read: LockCore,
-    write: LockCore,
-    /// Its writers' hand-off policy (kept here so no raw kind is asked).
-    handoff: Handoff,
-}
+pub type RwLock = LockHandle<ReadWrite>;
 
 impl Client {
     /// The read-write lock called `name`. No I/O.
     pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
         let name = name.into();
-        RwLock {
-            read: LockCore::with_raw(self.clone(), name.clone(), Arc::new(Read)),
-            write: LockCore::with_raw(
-                self.clone(),
-                name,
-                Arc::new(Write {
-                    liveness: DEFAULT_WRITER_LIVENESS,
-                    handoff: true,
-                }),
-            ),
-            handoff: Handoff::Fifo,
-        }
+        let write = Write {
+            liveness: DEFAULT_WRITER_LIVENESS,
+            handoff: true,
+        };
+        LockHandle::from_parts(
+            LockCore::with_raw(self.clone(), name.clone(), Arc::new(Read)),
+            Some(LockCore::with_raw(self.clone(), name, Arc::new(write))),
+            Handoff::Fifo,
+            DEFAULT_WRITER_LIVENESS,
+        )
     }
 }
 
@@ -112,15 +104,12 @@ pub type RwLockReadGuard = HoldGuard<kind::Read>;
 /// each grant, a re-entry too, draws a fresh fencing token.
 pub type RwLockWriteGuard = HoldGuard<kind::Write>;
 
-impl RwLock {
-    /// Returns the same lock with an explicit lease for its holds (a [`Duration`], no
-    /// watchdog), as [`Lock::lease`](crate::Lock::lease). No I/O.
-    pub fn lease(&self, lease: Duration) -> RwLock {
-        RwLock {
-            read: self.read.lease(lease),
-            write: self.write.lease(lease),
-            handoff: self.handoff,
-        }
+impl LockHandle<ReadWrite> {
+    /// The write side's engine.
+    fn writer(&self) -> &LockCore {
+        self.write
+            .as_ref()
+            .expect("a read-write lock has a write side")
     }
 
     /// Returns the same lock with direct hand-off to writers on ([`Handoff::Fifo`], the
@@ -138,74 +127,11 @@ impl RwLock {
     /// that writer. Deployments whose grants replicas confirm hand nothing off either way.
     pub fn handoff(&self, handoff: impl Into<Handoff>) -> RwLock {
         let handoff = handoff.into().in_order();
-        RwLock {
-            read: self.read.clone(),
-            write: self.write.rekind(Arc::new(Write {
-                liveness: DEFAULT_WRITER_LIVENESS,
-                handoff: handoff.is_on(),
-            })),
-            handoff,
-        }
-    }
-
-    /// The hand-off policy of its writers, set with [`RwLock::handoff`]: [`Handoff::Fifo`]
-    /// or [`Handoff::Off`].
-    pub fn handoff_setting(&self) -> Handoff {
-        self.handoff
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &str {
-        self.read.name()
-    }
-
-    /// The Redis key: key prefix + name.
-    pub fn key(&self) -> &str {
-        self.read.key()
-    }
-
-    /// The wake channel, `redisson_rwlock:{key}` (Redisson's `RReadWriteLock`'s).
-    pub fn channel(&self) -> &str {
-        self.read.channel()
-    }
-
-    /// Returns the key of the fencing counter this lock draws its tokens from, as
-    /// [`Lock::fencing_counter_key`](crate::Lock::fencing_counter_key).
-    pub fn fencing_counter_key(&self) -> String {
-        self.read.fencing_counter_key()
-    }
-
-    /// The client this lock belongs to.
-    pub fn client(&self) -> &Client {
-        self.read.client()
-    }
-
-    /// The explicit lease of its holds, if one was set with [`RwLock::lease`].
-    pub fn lease_setting(&self) -> Option<Duration> {
-        self.read.lease_setting()
-    }
-
-    /// Whether anyone holds the lock, for reading or writing (the key exists).
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a bad name; server
-    /// failures.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: read-only.
-    pub async fn is_locked(&self) -> Result<bool> {
-        self.read.is_locked().await
-    }
-
-    /// Time left on the lock's lease, whoever holds it: `None` when it is free or has no TTL.
-    ///
-    /// # Errors
-    /// As [`RwLock::is_locked`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: read-only.
-    pub async fn remaining(&self) -> Result<Option<Duration>> {
-        self.read.remaining().await
+        let write = self.writer().rekind(Arc::new(Write {
+            liveness: self.liveness,
+            handoff: handoff.is_on(),
+        }));
+        LockHandle::from_parts(self.core.clone(), Some(write), handoff, self.liveness)
     }
 
     /// Takes a read hold for a fresh owner, waiting at most the client's default wait.
@@ -232,10 +158,8 @@ impl RwLock {
     /// # Ok(()) }
     /// ```
     pub async fn read(&self) -> Result<RwLockReadGuard> {
-        self.read
-            .acquire()
-            .await
-            .map(|hold| RwLockReadGuard::new(hold, self.clone()))
+        let hold = self.core.acquire(None, Mode::New).await?;
+        Ok(self.guard(hold))
     }
 
     /// Makes one attempt at a read hold: `Ok(None)` when a writer holds the lock or waits
@@ -247,8 +171,11 @@ impl RwLock {
     /// # Cancel safety
     /// As [`RwLock::read`].
     pub async fn try_read(&self) -> Result<Option<RwLockReadGuard>> {
-        let hold = self.read.try_acquire().await?;
-        Ok(hold.map(|hold| RwLockReadGuard::new(hold, self.clone())))
+        let hold = self
+            .core
+            .acquire_for(None, Mode::New, Duration::ZERO)
+            .await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Takes a read hold, waiting at most `wait` (a [`Duration`]; zero: one attempt).
@@ -261,8 +188,8 @@ impl RwLock {
     /// # Cancel safety
     /// As [`RwLock::read`].
     pub async fn try_read_for(&self, wait: Duration) -> Result<Option<RwLockReadGuard>> {
-        let hold = self.read.try_acquire_for(wait).await?;
-        Ok(hold.map(|hold| RwLockReadGuard::new(hold, self.clone())))
+        let hold = self.core.acquire_for(None, Mode::New, wait).await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Takes the write hold for a fresh owner, waiting at most the client's default wait.
@@ -290,10 +217,8 @@ impl RwLock {
     /// # Ok(()) }
     /// ```
     pub async fn write(&self) -> Result<RwLockWriteGuard> {
-        self.write
-            .acquire()
-            .await
-            .map(|hold| RwLockWriteGuard::new(hold, self.clone()))
+        let hold = self.writer().acquire(None, Mode::New).await?;
+        Ok(self.guard(hold))
     }
 
     /// Makes one attempt at the write hold, without registering as a waiting writer.
@@ -306,8 +231,11 @@ impl RwLock {
     /// # Cancel safety
     /// As [`RwLock::write`].
     pub async fn try_write(&self) -> Result<Option<RwLockWriteGuard>> {
-        let hold = self.write.try_acquire().await?;
-        Ok(hold.map(|hold| RwLockWriteGuard::new(hold, self.clone())))
+        let hold = self
+            .writer()
+            .acquire_for(None, Mode::New, Duration::ZERO)
+            .await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Takes the write hold, waiting at most `wait`: `Ok(None)` when it elapsed.
@@ -337,8 +265,8 @@ impl RwLock {
     /// # Ok(()) }
     /// ```
     pub async fn try_write_for(&self, wait: Duration) -> Result<Option<RwLockWriteGuard>> {
-        let hold = self.write.try_acquire_for(wait).await?;
-        Ok(hold.map(|hold| RwLockWriteGuard::new(hold, self.clone())))
+        let hold = self.writer().acquire_for(None, Mode::New, wait).await?;
+        Ok(hold.map(|hold| self.guard(hold)))
     }
 
     /// Mode (`read`/`write`), holders, TTL and waiting writers.
@@ -349,7 +277,7 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe: read-only.
     pub async fn status(&self) -> Result<LockStatus> {
-        self.write.status().await
+        self.writer().status().await
     }
 
     /// Delete the lock whoever holds it and wake every waiter.
@@ -362,7 +290,7 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe: idempotent.
     pub async fn force_unlock(&self) -> Result<bool> {
-        self.write.force_unlock().await
+        self.force_unlock_whole().await
     }
 }
 
@@ -397,9 +325,7 @@ impl HoldGuard<kind::Write> {
     /// # Ok(()) }
     /// ```
     pub async fn downgrade(&self) -> Result<RwLockReadGuard> {
-        let read = &self.lock().read;
-        read.nest_as(self.owner(), self.lease())
-            .await
-            .map(|hold| RwLockReadGuard::new(hold, self.lock().clone()))
+        let hold = self.lock().core.nest_as(self.owner(), self.lease()).await?;
+        Ok(self.lock().guard(hold))
     }
 }

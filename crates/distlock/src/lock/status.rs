@@ -7,7 +7,7 @@ impl LockCore {
     pub(crate) async fn status(&self) -> Result<LockStatus> {
         self.check()?;
         let client = &self.inner.client;
-        let counter_key = self.fencing_counter_key();
+        let counter_key = self.inner.names.counter.clone();
         let mut pipe = redis::pipe();
         pipe.cmd("TYPE")
             .arg(&self.inner.names.key)

@@ -271,9 +271,10 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     /// when the call has none.
     fn release_fast(&self, n: &Names, c: &ReleaseCall<'_>) -> Option<crate::scripts::FastPath>;
 
-    /// Whether a caller-given owner may acquire (`Lock::acquire_as`): only the plain lock's
-    /// script keeps an acquire latch for it; the others re-enter through their guards.
-    fn acquire_as_allowed(&self) -> bool {
+    /// Whether this kind's re-entries carry an acquire latch (and so can be undone by it): the
+    /// plain lock's script keeps one (`Lock::acquire_as` and re-entry); the others re-enter
+    /// through their guards without one.
+    fn reentry_latched(&self) -> bool {
         false
     }
 

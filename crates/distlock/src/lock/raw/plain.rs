@@ -155,7 +155,7 @@ impl RawLock for Plain {
         fast_release(&scripts::LOCK_RELEASE_FAST, n, c, c.owner.as_str())
     }
 
-    fn acquire_as_allowed(&self) -> bool {
+    fn reentry_latched(&self) -> bool {
         true
     }
 
