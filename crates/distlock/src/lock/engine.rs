@@ -20,7 +20,6 @@ use crate::keys;
 use crate::registry::ReleaseRequest;
 use crate::scripts::{self, reply, Invocation};
 
-use super::contention::*;
 use super::request::*;
 
 impl LockCore {

@@ -1,6 +1,5 @@
 //! [`Lock`], its guard and value types, the lock family's engine and its raw kinds.
 
-mod contention;
 mod engine;
 mod fair;
 mod handle;
@@ -51,7 +50,7 @@ pub(crate) struct LockInner {
     pub(crate) raw: Arc<dyn RawLock>,
     /// When this handle last met another holder or a waiter (its fast paths are skipped
     /// for a while after).
-    pub(crate) contention: contention::Contention,
+    pub(crate) contention: request::Contention,
 }
 
 impl fmt::Debug for LockCore {
