@@ -268,7 +268,6 @@ where
     Fut: Future<Output = Result<()>>,
 {
     if let Err(e) = grant.confirm(&context).await {
-        grant.failed(&e);
         // Frees the set-aside connection; the give-back goes over the client's own.
         drop(grant);
         if let Err(u) = undo().await {

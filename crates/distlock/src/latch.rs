@@ -149,9 +149,14 @@ impl CountDownLatch {
         );
         // Idempotent through its request latch: resent until answered within the resend
         // window (never counted down twice).
-        let (left, _): (i64, bool) = self
+        let left: i64 = self
             .client
-            .eval_latched(&self.key, self.context("count down"), &inv)
+            .backend()
+            .eval(
+                self.context("count down"),
+                &inv,
+                self.client.latched(&self.key),
+            )
             .await?;
         Ok(left.max(0) as u64)
     }

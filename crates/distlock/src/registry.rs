@@ -213,15 +213,15 @@ impl HoldRegistry {
             let request = sentinel.request.as_ref().expect("armed");
             let inv = request.invocation();
             let key = request.route_key();
-            let r = match resend_for {
-                None => backend.eval::<redis::Value>(&request.context, &inv, Resend::Few).await,
+            let rule = match resend_for {
+                None => Resend::Few,
                 // Confirmed by replicas where the deployment asks for it, as every latched
                 // write.
-                Some(limit) => backend
-                    .eval_confirmed::<redis::Value>(key, &request.context, &inv, limit)
-                    .await
-                    .map(|(v, _)| v),
+                Some(left) => Resend::Confirmed { key, left },
             };
+            let r = backend
+                .eval::<redis::Value>(&request.context, &inv, rule)
+                .await;
             if let Err(e) = r {
                 tracing::warn!(what = %request.context, error = format_args!("{e:#}"), "background release failed");
             }

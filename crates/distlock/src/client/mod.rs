@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conn::pubsub::Hub;
-use crate::conn::Backend;
 pub use crate::conn::PubSubMode;
+use crate::conn::{Backend, Resend};
 use crate::error::{Error, Result};
 use crate::registry::HoldRegistry;
 use crate::watchdog::Leases;
@@ -207,9 +207,9 @@ impl Client {
         latch_ttl_ms_for(self.inner.command_timeout.as_millis() as u64)
     }
 
-    /// Send a request whose latch makes it idempotent (a release, a count-down) until the
-    /// server answers, within [`Client::resolve_window`]; after that the error says the
-    /// outcome is unknown. Also says whether it was sent more than once.
+    /// The rule ([`Backend::eval`]) of a request whose latch makes it idempotent (a release,
+    /// a count-down): resent until the server answers, within [`Client::resolve_window`];
+    /// after that the error says the outcome is unknown.
     ///
     /// No resend goes out after the window: a send that reached the server after its latch
     /// expired would be applied a second time. A send still queued on a stalled server runs
@@ -217,31 +217,21 @@ impl Client {
     ///
     /// Where the deployment confirms writes with replicas (Sentinel, Cluster), each send is
     /// confirmed by `WAIT` and resent (same request id) until it is
-    /// ([`Backend::eval_confirmed`](crate::conn::Backend::eval_confirmed)); `key` routes it.
-    pub(crate) async fn eval_latched<T: redis::FromRedisValue>(
-        &self,
-        key: &str,
-        context: impl fmt::Display,
-        inv: &crate::scripts::Invocation<'_>,
-    ) -> Result<(T, bool)> {
-        self.inner
-            .backend
-            .eval_confirmed(key, context, inv, self.resolve_window())
-            .await
+    /// ([`Resend::Confirmed`]); `key` routes it.
+    pub(crate) fn latched<'k>(&self, key: &'k str) -> Resend<'k> {
+        Resend::Confirmed {
+            key,
+            left: self.resolve_window(),
+        }
     }
 
-    /// [`Client::eval_latched`] without waiting for replicas: the give-back of a grant that
-    /// did not count (unconfirmed, cancelled, of unknown outcome), where the replicas may be
-    /// what is missing.
-    pub(crate) async fn eval_latched_unconfirmed<T: redis::FromRedisValue>(
-        &self,
-        context: impl fmt::Display,
-        inv: &crate::scripts::Invocation<'_>,
-    ) -> Result<(T, bool)> {
-        self.inner
-            .backend
-            .eval_resolving(context, inv, self.resolve_window())
-            .await
+    /// [`Client::latched`] without waiting for replicas: the give-back of a grant that did not
+    /// count (unconfirmed, cancelled, of unknown outcome), where the replicas may be what is
+    /// missing.
+    pub(crate) fn latched_unconfirmed(&self) -> Resend<'static> {
+        Resend::Within {
+            left: self.resolve_window(),
+        }
     }
 
     /// How long a latch-protected request is resent: until its last send, waiting its

@@ -1,12 +1,13 @@
 //! The connection layer, and the seam between distlock and a Redis deployment.
 //!
 //! Every command, script and pipeline of a client goes through its [`Backend`]
-//! (`backend.rs`: the resend rules), which sends over a [`Connection`]: a [`Deployment`]
+//! (`backend.rs`: the resend rules, one verb per kind of request: `eval` for every script),
+//! which sends over a [`Connection`]: a [`Deployment`]
 //! (`deployment.rs`: standalone, Sentinel or Cluster, one method per question whose answer
 //! differs between them) and a [`Route`] (shared, pinned to a grant connection, or
 //! redirected by `ASK`). Each deployment's own behaviour is in `standalone.rs`,
 //! `sentinel.rs` (a master found and followed through Redis Sentinel) and `cluster.rs`
-//! (Redis Cluster). Grants and their confirmation by replicas are in `grant.rs` (the
+//! (Redis Cluster). Grants and their confirmation by replicas are in `backend.rs` too (the
 //! connections set aside for them in `grant_slots.rs`); every subscription goes through the
 //! [`pubsub::Hub`]. The settings every connection is opened with ([`ConnectSettings`], of
 //! which [`PubSubMode`]) are declared here. Scripts route by their first key (redis-rs's cluster client does so), and
@@ -21,7 +22,6 @@ use std::time::Duration;
 mod backend;
 mod cluster;
 mod deployment;
-mod grant;
 mod grant_slots;
 pub(crate) mod naming;
 pub(crate) mod pubsub;
@@ -32,9 +32,8 @@ mod standalone;
 mod target;
 mod url;
 
-pub(crate) use backend::Backend;
+pub(crate) use backend::{Backend, GrantChannel, Sent};
 pub(crate) use deployment::Connection;
-pub(crate) use grant::GrantChannel;
 pub use redact::redact_url;
 pub(crate) use resend::Resend;
 pub(crate) use target::Target;

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::error::{Error, ErrorKind};
+
 /// The pauses before the first resends of a request that failed; every later one waits a
 /// second.
 pub(super) const RESEND_DELAYS: [Duration; 3] = [
@@ -53,9 +55,23 @@ pub(crate) fn classify(e: &redis::RedisError) -> Failure {
     }
 }
 
-/// How a request may be sent again after a failure that allows it.
+/// What [`Failure`] a failed send of a [`Resend::Confirmed`] write is, as its send loop or
+/// its `WAIT` reported it: a broken connection ([`ErrorKind::Connection`], whatever the driver
+/// said: the send loop has resent what it could over that connection) or too few replicas
+/// ([`ErrorKind::NotReplicated`]: the write may be lost by a failover) left the write
+/// unconfirmed and may be sent again, over a fresh connection; anything else is final.
+pub(crate) fn classify_unconfirmed(e: &Error) -> Failure {
+    match e.kind() {
+        ErrorKind::NotReplicated | ErrorKind::Connection => Failure::Unanswered,
+        _ => Failure::Final,
+    }
+}
+
+/// How a request may be sent again after a failure that allows it, and whether replicas must
+/// confirm it: the one argument of [`Backend::eval`](super::Backend::eval) that says how a
+/// script is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Resend {
+pub(crate) enum Resend<'k> {
     /// Never: a request that must not run twice, whose caller cannot know whether it ran.
     Never,
     /// Up to [`RESEND_DELAYS`]`.len()` times, after those pauses: an idempotent request
@@ -65,12 +81,42 @@ pub(crate) enum Resend {
     /// last resend going out at the window's end: a request that a request latch makes
     /// idempotent, whose outcome the caller must resolve when no send was answered.
     Within { left: Duration },
+    /// As [`Resend::Within`], for a latched write that replicas must confirm where the
+    /// deployment asks for it (releases, count-downs, permits added): each send goes over a
+    /// connection set aside for `key`'s master and is followed there by `WAIT`; a send whose
+    /// answer or confirmation does not come ([`classify_unconfirmed`]) is sent again, over a
+    /// fresh connection and with the same request id, until it is confirmed or `left` runs
+    /// out. Where grants are not confirmed, exactly [`Resend::Within`].
+    Confirmed { key: &'k str, left: Duration },
+}
+
+impl Resend<'_> {
+    /// This rule `elapsed` after the first send: what remains of its window.
+    pub(crate) fn after(self, elapsed: Duration) -> Self {
+        match self {
+            Resend::Within { left } => Resend::Within {
+                left: left.saturating_sub(elapsed),
+            },
+            Resend::Confirmed { key, left } => Resend::Confirmed {
+                key,
+                left: left.saturating_sub(elapsed),
+            },
+            other => other,
+        }
+    }
+
+    /// Whether the rule resends within a window, after which the caller must resolve a
+    /// request whose sends went unanswered (its error says the outcome is unknown).
+    pub(crate) fn latched(self) -> bool {
+        matches!(self, Resend::Within { .. } | Resend::Confirmed { .. })
+    }
 }
 
 /// After failure `failure` of send number `attempt` (0: the first send), the pause before
 /// sending the request again, or `None` when the failure goes back to the caller. `pinned`:
 /// the send went over a connection set aside for one grant, which does not reconnect (the
-/// caller sends the grant again over a fresh one).
+/// caller sends the grant again over a fresh one; a [`Resend::Confirmed`] write's resends
+/// take a fresh connection each, so its loop passes `false`).
 pub(crate) fn resend_after(
     failure: Failure,
     rule: Resend,
@@ -83,13 +129,15 @@ pub(crate) fn resend_after(
     match rule {
         Resend::Never => None,
         Resend::Few => RESEND_DELAYS.get(attempt).copied(),
-        Resend::Within { left } if left.is_zero() => None,
-        Resend::Within { left } => Some(resend_delay(attempt).min(left)),
+        Resend::Within { left } | Resend::Confirmed { left, .. } if left.is_zero() => None,
+        Resend::Within { left } | Resend::Confirmed { left, .. } => {
+            Some(resend_delay(attempt).min(left))
+        }
     }
 }
 
 /// Pause before resend number `attempt` (0-based): 10 ms, 100 ms, 400 ms, then every second.
-pub(super) fn resend_delay(attempt: usize) -> Duration {
+fn resend_delay(attempt: usize) -> Duration {
     RESEND_DELAYS
         .get(attempt)
         .copied()
@@ -108,6 +156,37 @@ mod tests {
 
     fn server(kind: S, text: &'static str) -> RedisError {
         RedisError::from((K::Server(kind), text))
+    }
+
+    /// A window shrinks by the time since the first send, to zero; the other rules stay.
+    #[test]
+    fn a_rule_later_has_what_remains_of_its_window() {
+        let ms = Duration::from_millis;
+        let table = [
+            (Resend::Never, Resend::Never),
+            (Resend::Few, Resend::Few),
+            (
+                Resend::Within { left: ms(5_000) },
+                Resend::Within { left: ms(3_000) },
+            ),
+            (
+                Resend::Within { left: ms(1_000) },
+                Resend::Within { left: ms(0) },
+            ),
+            (
+                Resend::Confirmed {
+                    key: "k",
+                    left: ms(5_000),
+                },
+                Resend::Confirmed {
+                    key: "k",
+                    left: ms(3_000),
+                },
+            ),
+        ];
+        for (rule, expected) in table {
+            assert_eq!(rule.after(ms(2_000)), expected, "{rule:?}");
+        }
     }
 
     /// Each error the driver gives, and what it says about the request.
@@ -145,12 +224,40 @@ mod tests {
         }
     }
 
+    /// A confirmed write's failures: resent after a broken connection (outcome unknown or
+    /// not) or too few replicas, never after the server's answer.
+    #[test]
+    fn unconfirmed_writes_are_classified_by_whether_a_resend_may_confirm_them() {
+        use Failure::*;
+        let connection = || Error::new(ErrorKind::Connection, "broken");
+        let table = [
+            (connection(), Unanswered),
+            (connection().outcome_unknown(), Unanswered),
+            (Error::not_replicated("release", 0, 1), Unanswered),
+            (
+                Error::from_redis("release", io(io::ErrorKind::ConnectionReset)),
+                Unanswered,
+            ),
+            (Error::new(ErrorKind::Backend, "ERR script"), Final),
+            (Error::new(ErrorKind::NoPermission, "NOPERM"), Final),
+            (Error::new(ErrorKind::WrongType, "WRONGTYPE"), Final),
+            (Error::unexpected("shape"), Final),
+        ];
+        for (e, expected) in table {
+            assert_eq!(classify_unconfirmed(&e), expected, "{e:?}");
+        }
+    }
+
     /// The resend rule, row by row: (failure, rule, attempt, pinned) → pause or give up.
     #[test]
     fn a_failed_send_is_resent_by_its_rule() {
         use Failure::*;
         let ms = Duration::from_millis;
         let within = |left| Resend::Within { left: ms(left) };
+        let confirmed = |left| Resend::Confirmed {
+            key: "k",
+            left: ms(left),
+        };
         let table = [
             // Nothing is resent after the server's answer, whatever the rule.
             (Final, Resend::Few, 0, false, None),
@@ -172,6 +279,12 @@ mod tests {
             // A connection set aside for one grant: the caller resends over a fresh one.
             (Unanswered, Resend::Few, 0, true, None),
             (Refused, within(5_000), 0, true, None),
+            // Confirmed: as a window (its loop takes a fresh connection for every resend).
+            (Final, confirmed(5_000), 0, false, None),
+            (Unanswered, confirmed(5_000), 0, false, Some(ms(10))),
+            (Unanswered, confirmed(5_000), 4, false, Some(ms(1_000))),
+            (Unanswered, confirmed(250), 3, false, Some(ms(250))),
+            (Unanswered, confirmed(0), 0, false, None),
         ];
         for (failure, rule, attempt, pinned, expected) in table {
             assert_eq!(

@@ -66,8 +66,13 @@ impl GuardInner {
         let context = format!("extend job {:?}", self.name);
         let mut grant = self.client.backend().for_grant(&self.key).await?;
         let r: i64 = grant
-            .eval_then_confirm(&context, &inv, |r: &i64| *r == 1)
-            .await?;
+            .backend
+            .eval(&context, &inv, Resend::Few)
+            .await
+            .inspect_err(|e| grant.failed(e))?;
+        if r == 1 {
+            grant.confirm(&context).await?;
+        }
         match r {
             1 => {
                 self.lease

@@ -481,15 +481,15 @@ impl LockCore {
         let request = self.release_request(owner, lease);
         let client = &self.inner.client;
         let inv = request.invocation();
-        let (r, resent): (i64, bool) = if confirmed {
-            client
-                .eval_latched(&self.inner.names.key, &request.context, &inv)
-                .await?
+        let rule = if confirmed {
+            client.latched(&self.inner.names.key)
         } else {
-            client
-                .eval_latched_unconfirmed(&request.context, &inv)
-                .await?
+            client.latched_unconfirmed()
         };
+        let conn::Sent { value: r, resent } = client
+            .backend()
+            .eval::<conn::Sent<i64>>(&request.context, &inv, rule)
+            .await?;
         if inv.fast_deferred() {
             self.inner.contention.seen();
         }
@@ -549,8 +549,13 @@ impl LockCore {
         let context = self.context("extend");
         let mut grant = self.backend().for_grant(key).await?;
         let r: Vec<i64> = grant
-            .eval_then_confirm(&context, &inv, |r: &Vec<i64>| r.first() == Some(&1))
-            .await?;
+            .backend
+            .eval(&context, &inv, conn::Resend::Few)
+            .await
+            .inspect_err(|e| grant.failed(e))?;
+        if r.first() == Some(&1) {
+            grant.confirm(&context).await?;
+        }
         r.first()
             .copied()
             .ok_or_else(|| Error::unexpected(format!("{context}: empty reply")))

@@ -133,9 +133,14 @@ impl Names {
         let request = self.add_request(permits, grant);
         // Idempotent through its request latch: resent until answered within the resend
         // window (never added twice).
-        let (v, _): (i64, bool) = self
+        let v: i64 = self
             .client
-            .eval_latched(&self.key, &request.context, &request.invocation())
+            .backend()
+            .eval(
+                &request.context,
+                &request.invocation(),
+                self.client.latched(&self.key),
+            )
             .await?;
         Ok(v.max(0) as u64)
     }
@@ -431,9 +436,10 @@ impl Acquire for PermitRequest {
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.backend().for_grant(&n.key).await?;
-        let (got, _): (i64, bool) = grant
+        let left = n.client.resolve_window();
+        let got: i64 = grant
             .backend
-            .eval_resolving(&context, &inv, n.client.resolve_window())
+            .eval(&context, &inv, Resend::Within { left })
             .await
             .inspect_err(|e| grant.failed(e))?;
         if got == reply::CANCELLED {
@@ -451,8 +457,10 @@ impl Acquire for PermitRequest {
             *self.latch.lock().unwrap() = grant_latch(n);
             let request = self.give_back_request(&latch);
             // Not confirmed itself: the replicas may be what is missing.
+            let rule = n.client.latched_unconfirmed();
             n.client
-                .eval_latched_unconfirmed::<i64>(&request.context, &request.invocation())
+                .backend()
+                .eval::<i64>(&request.context, &request.invocation(), rule)
                 .await?;
             Ok(())
         })

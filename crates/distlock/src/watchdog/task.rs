@@ -290,7 +290,6 @@ async fn renew_chunk_in_span(
             let confirmed = match grant.confirm("watchdog renewal").await {
                 Ok(()) => true,
                 Err(e) => {
-                    grant.failed(&e);
                     tracing::warn!(
                         error = format_args!("{e:#}"),
                         locks = chunk.len(),

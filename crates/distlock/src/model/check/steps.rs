@@ -197,7 +197,7 @@ impl LockModel {
         let r = send(&mut s.ks, &inv, fast);
         if !lost && self.deploy.waits() {
             // WAIT: the release is resent until the replica acknowledges it
-            // (`eval_confirmed`); a reply that came is one the replica has.
+            // (`Resend::Confirmed`); a reply that came is one the replica has.
             s.servers.replicate(&s.ks);
         }
         match r {

@@ -1,5 +1,6 @@
 //! [`LeasedPermit`]: one permit of a [`LeasedSemaphore`], its extension and release.
 
+use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::keys;
 use crate::registry::HoldId;
@@ -43,8 +44,13 @@ async fn extend_permit(
     let context = sem.names.context("extend");
     let mut grant = sem.names.client.backend().for_grant(&sem.names.key).await?;
     let r: Vec<i64> = grant
-        .eval_then_confirm(&context, &inv, |r: &Vec<i64>| r.first() == Some(&1))
-        .await?;
+        .backend
+        .eval(&context, &inv, Resend::Few)
+        .await
+        .inspect_err(|e| grant.failed(e))?;
+    if r.first() == Some(&1) {
+        grant.confirm(&context).await?;
+    }
     if r.first() == Some(&1) {
         state.set_valid_until(started + lease.saturating_sub(keys::drift(lease)));
         Ok(())
