@@ -51,11 +51,46 @@ impl JobLock {
         JobLock { inner, rt }
     }
 
-    fn guard(&self, guard: crate::JobGuard) -> JobGuard {
-        JobGuard(Held::new(guard, self.rt.clone()))
+    /// Takes the job lock, waiting up to the client's default wait, as [`crate::JobLock::acquire`].
+    ///
+    /// The calling thread sleeps while it waits; a release elsewhere wakes it.
+    ///
+    /// # Errors
+    /// As [`crate::JobLock::acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire(&self) -> Result<JobGuard> {
+        self.rt.acquire(self.inner.acquire(), JobGuard)
     }
 
-    acquire_verbs!("JobLock" => JobGuard);
+    /// Takes the job lock if no other instance holds it, never waiting, as
+    /// [`crate::JobLock::try_acquire`].
+    ///
+    /// `Ok(None)` when another instance holds it.
+    ///
+    /// # Errors
+    /// As [`crate::JobLock::try_acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire(&self) -> Result<Option<JobGuard>> {
+        self.rt.try_acquire(self.inner.try_acquire(), JobGuard)
+    }
+
+    /// Takes the job lock, waiting at most `wait`, as [`crate::JobLock::try_acquire_for`].
+    ///
+    /// `Ok(None)` when the wait elapsed.
+    ///
+    /// # Errors
+    /// As [`crate::JobLock::try_acquire_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<JobGuard>> {
+        self.rt
+            .try_acquire(self.inner.try_acquire_for(wait), JobGuard)
+    }
 
     /// The environment part of the key, as [`crate::JobLock::environment`].
     pub fn environment(self, env: impl Into<String>) -> Self {
@@ -160,10 +195,33 @@ impl JobGuard {
 
     /// Until when the lock is surely ours by the local monotonic clock.
     pub fn valid_until(&self) -> std::time::Instant {
-        crate::Lease::valid_until(self.0.get())
+        self.0.valid_until()
     }
 
-    lost_verbs!();
+    /// Returns whether the lock's lease is known lost, without I/O, as the async guard's
+    /// [`is_lost`](crate::Lease::is_lost).
+    pub fn is_lost(&self) -> bool {
+        self.0.is_lost()
+    }
+
+    /// Blocks until the lock's lease is lost.
+    ///
+    /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
+    /// wait).
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost(&self) {
+        self.0.lost()
+    }
+
+    /// Block until the lock's lease is lost or `timeout` passed: `true` when it was lost.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.0.lost_timeout(timeout)
+    }
 
     /// Sets the lock's TTL to `lease` from now if still ours, as
     /// [`crate::JobGuard::extend`](crate::Lease::extend).
@@ -174,7 +232,7 @@ impl JobGuard {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.block_on(crate::Lease::extend(self.0.get(), lease))
+        self.0.extend(lease)
     }
 
     /// Extends the lock to `at_most_for` from now and keeps it at least `at_least_for` from

@@ -45,105 +45,27 @@
 //! }
 //! ```
 
-/// `acquire`, `try_acquire` and `try_acquire_for` of a blocking primitive whose `inner` is
-/// the async `$async` and whose `guard` wraps its async guard in `$guard`.
-macro_rules! acquire_verbs {
-    ($async:literal => $guard:ty) => {
-        #[doc = concat!("Acquires, waiting up to the client's default wait, as [`crate::", $async, "::acquire`].")]
-        ///
-        /// The calling thread sleeps while it waits; a release elsewhere wakes it.
-        ///
-        /// # Errors
-        #[doc = concat!("As [`crate::", $async, "::acquire`].")]
-        ///
-        /// # Panics
-        /// Inside an async runtime (see the [module docs](super#panics)).
-        pub fn acquire(&self) -> Result<$guard> {
-            self.rt.block_on(self.inner.acquire()).map(|g| self.guard(g))
-        }
-
-        #[doc = concat!("Makes one attempt, never waits, as [`crate::", $async, "::try_acquire`].")]
-        ///
-        /// `Ok(None)` when it is taken.
-        ///
-        /// # Errors
-        #[doc = concat!("As [`crate::", $async, "::try_acquire`].")]
-        ///
-        /// # Panics
-        /// Inside an async runtime (see the [module docs](super#panics)).
-        pub fn try_acquire(&self) -> Result<Option<$guard>> {
-            Ok(self.rt.block_on(self.inner.try_acquire())?.map(|g| self.guard(g)))
-        }
-
-        #[doc = concat!("Acquires, waiting at most `wait`, as [`crate::", $async, "::try_acquire_for`].")]
-        ///
-        /// `Ok(None)` when it elapsed.
-        ///
-        /// # Errors
-        #[doc = concat!("As [`crate::", $async, "::try_acquire_for`].")]
-        ///
-        /// # Panics
-        /// Inside an async runtime (see the [module docs](super#panics)).
-        pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<$guard>> {
-            Ok(self.rt.block_on(self.inner.try_acquire_for(wait))?.map(|g| self.guard(g)))
-        }
-    };
-}
-
-/// `is_lost`, `lost` and `lost_timeout` of a blocking guard (`self.0`: a [`Held`]) whose async guard
-/// has a `lost()` future.
-macro_rules! lost_verbs {
-    () => {
-        /// Returns whether the lease is known lost, without I/O (as the async guard's
-        /// [`is_lost`](crate::Lease::is_lost)).
-        pub fn is_lost(&self) -> bool {
-            crate::Lease::is_lost(self.0.get())
-        }
-
-        /// Blocks until the lease is lost.
-        ///
-        /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
-        /// wait).
-        ///
-        /// # Panics
-        /// Inside an async runtime (see the [module docs](super#panics)).
-        pub fn lost(&self) {
-            self.0.block_on(crate::Lease::lost(self.0.get()))
-        }
-
-        /// Block until the lease is lost or `timeout` passed: `true` when it was lost.
-        ///
-        /// # Panics
-        /// Inside an async runtime (see the [module docs](super#panics)).
-        pub fn lost_timeout(&self, timeout: Duration) -> bool {
-            self.0.block_on(async {
-                tokio::time::timeout(timeout, crate::Lease::lost(self.0.get()))
-                    .await
-                    .is_ok()
-            })
-        }
-    };
-}
-
+mod hold;
 mod job;
 mod latch;
 mod lock;
 mod multi;
 #[cfg(test)]
 mod parity;
+mod rwlock;
 mod semaphore;
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+pub use hold::{FairLockGuard, HoldGuard, LockGuard, RwLockReadGuard, RwLockWriteGuard};
 pub use job::{JobGuard, JobLock};
 pub use latch::CountDownLatch;
-pub use lock::{
-    FairLock, FairLockGuard, Lock, LockGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
-};
+pub use lock::{FairLock, Lock};
 pub use multi::{MultiLock, MultiLockGuard, RedLock, RedLockGuard, RedLockNodes};
+pub use rwlock::RwLock;
 pub use semaphore::{LeasedPermit, LeasedSemaphore, Semaphore, SemaphorePermit};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -216,6 +138,34 @@ impl Rt {
             .as_ref()
             .expect("runtime lives until dropped")
             .block_on(future)
+    }
+
+    /// Run `acquire` (an async handle's acquire) to completion and `wrap` the guard it gives,
+    /// held on this runtime, in its blocking form.
+    ///
+    /// # Panics
+    /// Inside an async runtime, as [`Rt::block_on`].
+    fn acquire<G: crate::Release, B>(
+        &self,
+        acquire: impl Future<Output = Result<G>>,
+        wrap: impl FnOnce(Held<G>) -> B,
+    ) -> Result<B> {
+        let guard = self.block_on(acquire)?;
+        Ok(wrap(Held::new(guard, self.clone())))
+    }
+
+    /// [`Rt::acquire`] for an attempt that may give nothing (`Ok(None)`: taken, or the wait
+    /// elapsed).
+    ///
+    /// # Panics
+    /// Inside an async runtime, as [`Rt::block_on`].
+    fn try_acquire<G: crate::Release, B>(
+        &self,
+        attempt: impl Future<Output = Result<Option<G>>>,
+        wrap: impl FnOnce(Held<G>) -> B,
+    ) -> Result<Option<B>> {
+        let guard = self.block_on(attempt)?;
+        Ok(guard.map(|g| wrap(Held::new(g, self.clone()))))
     }
 
     /// A guard's drop: run `release` and wait for it (bounded), where this thread may block;
@@ -299,6 +249,35 @@ impl<G: crate::Release> Held<G> {
 
     fn into_inner(mut self) -> G {
         self.guard.take().expect("guard present until released")
+    }
+}
+
+/// The verbs of a guard with a lease, blocking where the async guard awaits: each blocking
+/// guard's own methods of these names call them.
+impl<G: crate::Release + crate::Lease> Held<G> {
+    fn valid_until(&self) -> Instant {
+        crate::Lease::valid_until(self.get())
+    }
+
+    fn is_lost(&self) -> bool {
+        crate::Lease::is_lost(self.get())
+    }
+
+    fn lost(&self) {
+        self.block_on(crate::Lease::lost(self.get()))
+    }
+
+    /// `true` when the lease was lost within `timeout`.
+    fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.block_on(async {
+            tokio::time::timeout(timeout, crate::Lease::lost(self.get()))
+                .await
+                .is_ok()
+        })
+    }
+
+    fn extend(&self, lease: Duration) -> Result<()> {
+        self.block_on(crate::Lease::extend(self.get(), lease))
     }
 }
 
@@ -453,36 +432,113 @@ impl fmt::Debug for ClientBuilder {
     }
 }
 
-/// Builder methods that set the async builder's setting of the same name.
-macro_rules! forward {
-    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
-        #[doc = concat!("As [`crate::ClientBuilder::", stringify!($name), "`].")]
-        pub fn $name(mut self, $($arg: $ty),*) -> Self {
-            self.inner = self.inner.$name($($arg),*);
-            self
-        }
-    )*};
-}
-
 impl ClientBuilder {
-    forward! {
-        url(url: impl Into<String>);
-        replica_acks(n: u32);
-        replica_ack_timeout(timeout: Duration);
-        pubsub_mode(mode: PubSubMode);
-        sentinel_auth(user: Option<&str>, password: &str);
-        key_prefix(prefix: impl Into<String>);
-        watchdog_lease(lease: Duration);
-        default_wait(wait: Duration);
-        command_timeout(timeout: Duration);
-        connect_timeout(timeout: Duration);
-        require_noeviction(require: bool);
-        metrics_lock_names(by_name: bool);
-        app_name(name: impl Into<String>);
-        password(password: impl Into<String>);
-        username(user: impl Into<String>);
-        tls_ca_cert(pem: impl Into<Vec<u8>>);
-        redis_client(client: redis::Client);
+    /// This builder with `set` applied to its async settings.
+    fn map(mut self, set: impl FnOnce(crate::ClientBuilder) -> crate::ClientBuilder) -> Self {
+        self.inner = set(self.inner);
+        self
+    }
+
+    /// Sets the server URL: one server, a Sentinel deployment or a Cluster, as
+    /// [`crate::ClientBuilder::url`].
+    pub fn url(self, url: impl Into<String>) -> Self {
+        self.map(|b| b.url(url))
+    }
+
+    /// Sets how many replicas must confirm a grant before it counts, as
+    /// [`crate::ClientBuilder::replica_acks`].
+    pub fn replica_acks(self, n: u32) -> Self {
+        self.map(|b| b.replica_acks(n))
+    }
+
+    /// Sets how long a grant waits for its replicas' confirmations, as
+    /// [`crate::ClientBuilder::replica_ack_timeout`].
+    pub fn replica_ack_timeout(self, timeout: Duration) -> Self {
+        self.map(|b| b.replica_ack_timeout(timeout))
+    }
+
+    /// Sets which pub/sub carries wake-ups on a Redis Cluster, as
+    /// [`crate::ClientBuilder::pubsub_mode`].
+    pub fn pubsub_mode(self, mode: PubSubMode) -> Self {
+        self.map(|b| b.pubsub_mode(mode))
+    }
+
+    /// Sets credentials for the sentinels of a `redis-sentinel://` URL, as
+    /// [`crate::ClientBuilder::sentinel_auth`].
+    pub fn sentinel_auth(self, user: Option<&str>, password: &str) -> Self {
+        self.map(|b| b.sentinel_auth(user, password))
+    }
+
+    /// Sets a prefix put before every name to form its key, as
+    /// [`crate::ClientBuilder::key_prefix`].
+    pub fn key_prefix(self, prefix: impl Into<String>) -> Self {
+        self.map(|b| b.key_prefix(prefix))
+    }
+
+    /// Sets the lease of locks acquired without an explicit lease, as
+    /// [`crate::ClientBuilder::watchdog_lease`].
+    pub fn watchdog_lease(self, lease: Duration) -> Self {
+        self.map(|b| b.watchdog_lease(lease))
+    }
+
+    /// Sets how long an `acquire` waits before failing with `NotAcquired`, as
+    /// [`crate::ClientBuilder::default_wait`].
+    pub fn default_wait(self, wait: Duration) -> Self {
+        self.map(|b| b.default_wait(wait))
+    }
+
+    /// Sets the timeout of one command (a guard's drop waits at most twice it), as
+    /// [`crate::ClientBuilder::command_timeout`].
+    pub fn command_timeout(self, timeout: Duration) -> Self {
+        self.map(|b| b.command_timeout(timeout))
+    }
+
+    /// Sets the timeout for establishing a connection, as
+    /// [`crate::ClientBuilder::connect_timeout`].
+    pub fn connect_timeout(self, timeout: Duration) -> Self {
+        self.map(|b| b.connect_timeout(timeout))
+    }
+
+    /// Refuses servers that may evict lock keys (with `true`), as
+    /// [`crate::ClientBuilder::require_noeviction`].
+    pub fn require_noeviction(self, require: bool) -> Self {
+        self.map(|b| b.require_noeviction(require))
+    }
+
+    /// Labels the acquire metrics with the lock's name too (with `true`), as
+    /// [`crate::ClientBuilder::metrics_lock_names`].
+    pub fn metrics_lock_names(self, by_name: bool) -> Self {
+        self.map(|b| b.metrics_lock_names(by_name))
+    }
+
+    /// Sets the application name this client reports to the server and records with its grants, as
+    /// [`crate::ClientBuilder::app_name`].
+    pub fn app_name(self, name: impl Into<String>) -> Self {
+        self.map(|b| b.app_name(name))
+    }
+
+    /// Sets the password of the data servers, given apart from the URL, as
+    /// [`crate::ClientBuilder::password`].
+    pub fn password(self, password: impl Into<String>) -> Self {
+        self.map(|b| b.password(password))
+    }
+
+    /// Sets the ACL user name of the data servers, given apart from the URL, as
+    /// [`crate::ClientBuilder::username`].
+    pub fn username(self, user: impl Into<String>) -> Self {
+        self.map(|b| b.username(user))
+    }
+
+    /// Checks `rediss://` servers against the CA certificates in `pem`, as
+    /// [`crate::ClientBuilder::tls_ca_cert`].
+    pub fn tls_ca_cert(self, pem: impl Into<Vec<u8>>) -> Self {
+        self.map(|b| b.tls_ca_cert(pem))
+    }
+
+    /// Sets the server by a `redis::Client` the application already has, as
+    /// [`crate::ClientBuilder::redis_client`].
+    pub fn redis_client(self, client: redis::Client) -> Self {
+        self.map(|b| b.redis_client(client))
     }
 
     /// Sets the number of worker threads of the client's runtime.

@@ -60,11 +60,52 @@ impl MultiLock {
         })
     }
 
-    fn guard(&self, guard: crate::MultiLockGuard) -> MultiLockGuard {
-        MultiLockGuard(Held::new(guard, self.rt.clone()), self.runtimes.clone())
+    /// The guard over `held`, keeping every member's runtime alive.
+    fn guard(&self, held: Held<crate::MultiLockGuard>) -> MultiLockGuard {
+        MultiLockGuard(held, self.runtimes.clone())
     }
 
-    acquire_verbs!("MultiLock" => MultiLockGuard);
+    /// Acquires every member (all or nothing), waiting up to the client's default wait, as
+    /// [`crate::MultiLock::acquire`].
+    ///
+    /// The calling thread sleeps while it waits; a release elsewhere wakes it.
+    ///
+    /// # Errors
+    /// As [`crate::MultiLock::acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire(&self) -> Result<MultiLockGuard> {
+        self.rt.acquire(self.inner.acquire(), |h| self.guard(h))
+    }
+
+    /// Makes one attempt at every member, never waiting, as [`crate::MultiLock::try_acquire`].
+    ///
+    /// `Ok(None)` when a member is held elsewhere (the members taken are given back).
+    ///
+    /// # Errors
+    /// As [`crate::MultiLock::try_acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire(&self) -> Result<Option<MultiLockGuard>> {
+        self.rt
+            .try_acquire(self.inner.try_acquire(), |h| self.guard(h))
+    }
+
+    /// Acquires every member, waiting at most `wait`, as [`crate::MultiLock::try_acquire_for`].
+    ///
+    /// `Ok(None)` when the wait elapsed.
+    ///
+    /// # Errors
+    /// As [`crate::MultiLock::try_acquire_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<MultiLockGuard>> {
+        self.rt
+            .try_acquire(self.inner.try_acquire_for(wait), |h| self.guard(h))
+    }
 }
 
 /// Every member of a [`MultiLock`], held.
@@ -98,10 +139,33 @@ impl MultiLockGuard {
 
     /// The earliest local validity deadline of the members.
     pub fn valid_until(&self) -> std::time::Instant {
-        crate::Lease::valid_until(self.0.get())
+        self.0.valid_until()
     }
 
-    lost_verbs!();
+    /// Returns whether a member's lease is known lost, without I/O, as the async guard's
+    /// [`is_lost`](crate::Lease::is_lost).
+    pub fn is_lost(&self) -> bool {
+        self.0.is_lost()
+    }
+
+    /// Blocks until a member's lease is lost.
+    ///
+    /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
+    /// wait).
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost(&self) {
+        self.0.lost()
+    }
+
+    /// Block until a member's lease is lost or `timeout` passed: `true` when it was lost.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.0.lost_timeout(timeout)
+    }
 
     /// Re-enter every member, as [`crate::MultiLockGuard::reenter`].
     ///
@@ -124,7 +188,7 @@ impl MultiLockGuard {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.block_on(crate::Lease::extend(self.0.get(), lease))
+        self.0.extend(lease)
     }
 
     /// Release every member, as [`crate::MultiLockGuard::release`](crate::Release::release).
@@ -322,10 +386,33 @@ impl RedLockGuard {
 
     /// End of the validity by the local monotonic clock.
     pub fn valid_until(&self) -> std::time::Instant {
-        crate::Lease::valid_until(self.0.get())
+        self.0.valid_until()
     }
 
-    lost_verbs!();
+    /// Returns whether the lock's lease is known lost, without I/O, as the async guard's
+    /// [`is_lost`](crate::Lease::is_lost).
+    pub fn is_lost(&self) -> bool {
+        self.0.is_lost()
+    }
+
+    /// Blocks until the lock's lease is lost.
+    ///
+    /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
+    /// wait).
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost(&self) {
+        self.0.lost()
+    }
+
+    /// Block until the lock's lease is lost or `timeout` passed: `true` when it was lost.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.0.lost_timeout(timeout)
+    }
 
     /// Extend on a quorum, as [`crate::RedLockGuard::extend`](crate::Lease::extend).
     ///
@@ -335,7 +422,7 @@ impl RedLockGuard {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.block_on(crate::Lease::extend(self.0.get(), lease))
+        self.0.extend(lease)
     }
 
     /// Have a watchdog extend the lock while the guard lives, as

@@ -5,8 +5,10 @@
 //! Methods are found in `impl Type { … }` blocks (`pub fn` and `pub async fn`), in
 //! `impl Lease for Type` / `impl Release for Type` (the async guards' verbs), in the
 //! `macro_rules!` bodies those blocks invoke, and in macros invoked with the type as first
-//! argument (`hold_front!(LockGuard, Lock)`). A file under `src/blocking/` is the blocking
-//! side; any other file the async side.
+//! argument (`some_front!(LockGuard, Lock)`). A type that is an alias of a generic one
+//! (`pub type LockGuard = HoldGuard<Plain>;`) has the methods of `impl<K> HoldGuard<K>` and
+//! of `impl HoldGuard<Plain>`, not those of `impl HoldGuard<Write>`. A file under
+//! `src/blocking/` is the blocking side; any other file the async side.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -14,6 +16,9 @@ use std::path::Path;
 /// The types compared, by name (the same on both sides).
 const TYPES: &[&str] = &[
     "ClientBuilder",
+    "Lock",
+    "FairLock",
+    "RwLock",
     "LockGuard",
     "FairLockGuard",
     "RwLockReadGuard",
@@ -57,6 +62,36 @@ const ALLOWED: &[(&str, &str, Side, &str)] = &[
         "into_async",
         Side::Blocking,
         "hands the async guard underneath over",
+    ),
+    (
+        "RwLockReadGuard",
+        "into_async",
+        Side::Blocking,
+        "hands the async guard underneath over",
+    ),
+    (
+        "RwLockWriteGuard",
+        "into_async",
+        Side::Blocking,
+        "hands the async guard underneath over",
+    ),
+    (
+        "Lock",
+        "as_async",
+        Side::Blocking,
+        "the async handle underneath, for code that mixes both",
+    ),
+    (
+        "FairLock",
+        "as_async",
+        Side::Blocking,
+        "the async handle underneath, for code that mixes both",
+    ),
+    (
+        "RwLock",
+        "as_async",
+        Side::Blocking,
+        "the async handle underneath, for code that mixes both",
     ),
     (
         "LockGuard",
@@ -266,9 +301,71 @@ fn methods(body: &str, any_fn: bool, macros: &BTreeMap<String, String>) -> BTree
     out
 }
 
+/// `s` split after the `<…>` that opens it (nested brackets counted): (what is inside,
+/// the rest); `None` when `s` does not start with `<`.
+fn generics(s: &str) -> Option<(&str, &str)> {
+    let s = s.strip_prefix('<')?;
+    let mut depth = 1;
+    for (i, c) in s.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((&s[..i], &s[i + 1..]));
+                }
+            }
+            _ => {}
+        }
+    }
+    Some((s, ""))
+}
+
+/// A type as written (`crate::HoldGuard<kind::Write>`): its name without the path
+/// (`HoldGuard`) and its arguments' names without their paths (`["Write"]`).
+fn type_name(ty: &str) -> (&str, Vec<&str>) {
+    let ty = ty.trim();
+    let (path, args) = match ty.find('<') {
+        Some(k) => (&ty[..k], generics(&ty[k..]).map_or("", |(a, _)| a)),
+        None => (ty, ""),
+    };
+    let args = args
+        .split(',')
+        .map(|a| {
+            let a = a.trim();
+            a.rsplit("::").next().unwrap_or(a).trim()
+        })
+        .filter(|a| !a.is_empty())
+        .collect();
+    (path.rsplit("::").next().unwrap_or(path).trim(), args)
+}
+
+/// The aliases in `text` of a type in `TYPES`: `pub type LockGuard = HoldGuard<Plain>;` is
+/// (`LockGuard`, `HoldGuard<Plain>`).
+fn aliases(text: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    for i in words(text, "type") {
+        let rest = &text[i + "type".len()..];
+        let name = ident(rest);
+        if let (true, Some((_, def))) =
+            (text[..i].trim_end().ends_with("pub"), rest.split_once('='))
+        {
+            if TYPES.contains(&name) {
+                out.push((name, def.split(';').next().unwrap_or(def)));
+            }
+        }
+    }
+    out
+}
+
 /// Public methods of every type named in `TYPES`, on one side.
 fn methods_of(files: &[(bool, String)], blocking: bool) -> BTreeMap<String, BTreeSet<String>> {
     let macros = macros(files);
+    let aliases: Vec<_> = files
+        .iter()
+        .filter(|(b, _)| *b == blocking)
+        .flat_map(|(_, text)| aliases(text))
+        .collect();
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let add_impls = |text: &str, out: &mut BTreeMap<String, BTreeSet<String>>| {
         for i in words(text, "impl") {
@@ -278,17 +375,41 @@ fn methods_of(files: &[(bool, String)], blocking: bool) -> BTreeMap<String, BTre
             };
             let head = &text[i + 4..head_end];
             // `impl<…> Trait for Type`, `impl Type`, `impl $crate::Release for $guard`.
-            let head = match head.trim_start().strip_prefix('<') {
-                Some(h) => h.split_once('>').map_or(h, |(_, r)| r),
-                None => head,
+            let (params, head) = match generics(head.trim_start()) {
+                Some((params, rest)) => (params, rest),
+                None => ("", head),
             };
+            let params: Vec<&str> = params
+                .split(',')
+                .filter_map(|p| p.split(':').next())
+                .map(str::trim)
+                .collect();
             let (trait_, ty) = match head.split_once(" for ") {
                 Some((t, ty)) => (Some(t.trim()), ty.trim()),
                 None => (None, head.trim()),
             };
-            let ty = ty.rsplit("::").next().unwrap_or(ty);
-            let ty = ty.split('<').next().unwrap_or(ty).trim();
-            if !TYPES.contains(&ty) {
+            let (ty, args) = type_name(ty);
+            // The type itself, or each alias of it whose arguments the impl's cover (a
+            // parameter of the impl covers any).
+            let names: Vec<&str> = if TYPES.contains(&ty) {
+                vec![ty]
+            } else {
+                let covers = |def: &str| {
+                    let (base, alias_args) = type_name(def);
+                    base == ty
+                        && alias_args.len() == args.len()
+                        && alias_args
+                            .iter()
+                            .zip(&args)
+                            .all(|(a, b)| a == b || params.contains(b))
+                };
+                aliases
+                    .iter()
+                    .filter(|(_, def)| covers(def))
+                    .map(|(name, _)| *name)
+                    .collect()
+            };
+            if names.is_empty() {
                 continue;
             }
             let any_fn = match trait_ {
@@ -296,11 +417,12 @@ fn methods_of(files: &[(bool, String)], blocking: bool) -> BTreeMap<String, BTre
                 Some(t) if t.ends_with("Lease") || t.ends_with("Release") => true,
                 Some(_) => continue,
             };
-            out.entry(ty.to_string()).or_default().extend(methods(
-                block(text, head_end),
-                any_fn,
-                &macros,
-            ));
+            let found = methods(block(text, head_end), any_fn, &macros);
+            for name in names {
+                out.entry(name.to_string())
+                    .or_default()
+                    .extend(found.iter().cloned());
+            }
         }
     };
     for (is_blocking, text) in files {
@@ -422,6 +544,54 @@ fn a_setter_on_one_builder_only_is_found() {
     assert_eq!(
         problems,
         ["ClientBuilder::brand_new: only on the Async side"],
+        "{problems:?}"
+    );
+}
+
+/// An alias of a generic guard has the verbs of the generic impls and of its own kind's,
+/// not another kind's: `downgrade` is the write guard's alone, on both sides.
+#[test]
+fn an_alias_has_its_kinds_verbs_only() {
+    let files = sources();
+    for blocking in [false, true] {
+        let side = methods_of(&files, blocking);
+        for ty in [
+            "LockGuard",
+            "FairLockGuard",
+            "RwLockReadGuard",
+            "RwLockWriteGuard",
+        ] {
+            let verbs = &side[ty];
+            assert!(
+                verbs.contains("reenter"),
+                "{ty} (blocking {blocking}): {verbs:?}"
+            );
+            assert_eq!(
+                verbs.contains("downgrade"),
+                ty == "RwLockWriteGuard",
+                "{ty} (blocking {blocking}): {verbs:?}"
+            );
+        }
+    }
+}
+
+/// The scanner sees a verb added to one side's generic guard, under each of its aliases.
+#[test]
+fn a_verb_on_one_generic_guard_only_is_found() {
+    let mut files = sources();
+    files.push((
+        false,
+        strip("impl<K: HoldKind> HoldGuard<K> {\n    /// New.\n    pub fn brand_new(&self) {}\n}"),
+    ));
+    let problems = differences(&files);
+    assert_eq!(
+        problems,
+        [
+            "LockGuard::brand_new: only on the Async side",
+            "FairLockGuard::brand_new: only on the Async side",
+            "RwLockReadGuard::brand_new: only on the Async side",
+            "RwLockWriteGuard::brand_new: only on the Async side",
+        ],
         "{problems:?}"
     );
 }

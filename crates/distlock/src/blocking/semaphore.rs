@@ -29,11 +29,46 @@ impl Semaphore {
         Semaphore { inner, rt }
     }
 
-    fn guard(&self, permit: crate::SemaphorePermit) -> SemaphorePermit {
-        SemaphorePermit(Held::new(permit, self.rt.clone()))
+    /// Takes one permit, waiting up to the client's default wait, as [`crate::Semaphore::acquire`].
+    ///
+    /// The calling thread sleeps while it waits; a release elsewhere wakes it.
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn acquire(&self) -> Result<SemaphorePermit> {
+        self.rt.acquire(self.inner.acquire(), SemaphorePermit)
     }
 
-    acquire_verbs!("Semaphore" => SemaphorePermit);
+    /// Takes one permit if one is free now, never waiting, as [`crate::Semaphore::try_acquire`].
+    ///
+    /// `Ok(None)` when none is free.
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::try_acquire`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire(&self) -> Result<Option<SemaphorePermit>> {
+        self.rt
+            .try_acquire(self.inner.try_acquire(), SemaphorePermit)
+    }
+
+    /// Takes one permit, waiting at most `wait`, as [`crate::Semaphore::try_acquire_for`].
+    ///
+    /// `Ok(None)` when the wait elapsed.
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::try_acquire_for`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<SemaphorePermit>> {
+        self.rt
+            .try_acquire(self.inner.try_acquire_for(wait), SemaphorePermit)
+    }
 
     /// The semaphore's name.
     pub fn name(&self) -> &str {
@@ -94,8 +129,7 @@ impl Semaphore {
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire_many(&self, permits: u64) -> Result<SemaphorePermit> {
         self.rt
-            .block_on(self.inner.acquire_many(permits))
-            .map(|p| self.guard(p))
+            .acquire(self.inner.acquire_many(permits), SemaphorePermit)
     }
 
     /// `permits` permits at once, waiting at most `wait`, as
@@ -111,10 +145,10 @@ impl Semaphore {
         permits: u64,
         wait: Duration,
     ) -> Result<Option<SemaphorePermit>> {
-        let p = self
-            .rt
-            .block_on(self.inner.try_acquire_many_for(permits, wait))?;
-        Ok(p.map(|p| self.guard(p)))
+        self.rt.try_acquire(
+            self.inner.try_acquire_many_for(permits, wait),
+            SemaphorePermit,
+        )
     }
 }
 
@@ -350,10 +384,33 @@ impl LeasedPermit {
 
     /// Until when the permit is surely ours by the local monotonic clock.
     pub fn valid_until(&self) -> std::time::Instant {
-        crate::Lease::valid_until(self.0.get())
+        self.0.valid_until()
     }
 
-    lost_verbs!();
+    /// Returns whether the permit's lease is known lost, without I/O, as the async permit's
+    /// [`is_lost`](crate::Lease::is_lost).
+    pub fn is_lost(&self) -> bool {
+        self.0.is_lost()
+    }
+
+    /// Blocks until the permit's lease is lost.
+    ///
+    /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
+    /// wait).
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost(&self) {
+        self.0.lost()
+    }
+
+    /// Block until the permit's lease is lost or `timeout` passed: `true` when it was lost.
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module docs](super#panics)).
+    pub fn lost_timeout(&self, timeout: Duration) -> bool {
+        self.0.lost_timeout(timeout)
+    }
 
     /// Sets the permit's lease to `lease` from now, as
     /// [`crate::LeasedPermit::extend`](crate::Lease::extend).
@@ -364,7 +421,7 @@ impl LeasedPermit {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.block_on(crate::Lease::extend(self.0.get(), lease))
+        self.0.extend(lease)
     }
 
     /// Has the client's watchdog extend the permit while it is held, as
