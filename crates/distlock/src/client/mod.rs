@@ -196,6 +196,11 @@ impl Client {
         self.inner.seq.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// A fresh owner `<client-uuid>:<n>`, never returned before by this client.
+    pub fn new_owner(&self) -> crate::Owner {
+        crate::Owner::from_parts(self.id_str(), self.next_seq())
+    }
+
     pub(crate) fn request_id(&self) -> String {
         let n = self.next_seq();
         format!("{}:r{n}", self.inner.id_str)

@@ -6,7 +6,7 @@ use crate::client::Client;
 use crate::error::Result;
 use std::sync::Arc;
 
-use super::{FairLockGuard, Handoff, LockCore, LockHandle, LockStatus, Mode};
+use super::{FairLockGuard, Handoff, HoldGuard, LockCore, LockHandle, LockStatus, Mode};
 use crate::kind::Fair;
 use crate::lock::raw;
 
@@ -142,7 +142,7 @@ impl LockHandle<Fair> {
     /// ```
     pub async fn acquire(&self) -> Result<FairLockGuard> {
         let hold = self.core.acquire(None, Mode::New).await?;
-        Ok(self.guard(hold))
+        Ok(HoldGuard::new(hold, self.clone()))
     }
 
     /// Makes one attempt, without joining the queue.
@@ -159,7 +159,7 @@ impl LockHandle<Fair> {
             .core
             .acquire_for(None, Mode::New, Duration::ZERO)
             .await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Joins the queue and waits at most `wait` for its turn.
@@ -192,7 +192,7 @@ impl LockHandle<Fair> {
     /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<FairLockGuard>> {
         let hold = self.core.acquire_for(None, Mode::New, wait).await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Deletes the lock whoever holds it and wakes the head waiter, as Redisson's

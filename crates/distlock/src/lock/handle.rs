@@ -6,11 +6,11 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use super::{Handoff, Hold, HoldGuard, LockCore};
+use super::{Handoff, LockCore};
 use crate::client::Client;
 use crate::conn::Resend;
 use crate::error::Result;
-use crate::kind::{HoldKind, LockKind};
+use crate::kind::LockKind;
 
 /// A lock of the lock family, typed by its kind `K`: [`Lock`](crate::Lock) (`LockHandle<Plain>`),
 /// [`FairLock`](crate::FairLock) (`LockHandle<Fair>`) and [`RwLock`](crate::RwLock)
@@ -66,11 +66,6 @@ impl<K: LockKind> LockHandle<K> {
             liveness,
             kind: PhantomData,
         }
-    }
-
-    /// The guard of kind `H` over `hold`, which this handle granted.
-    pub(super) fn guard<H: HoldKind<Lock = Self>>(&self, hold: Hold) -> HoldGuard<H> {
-        HoldGuard::new(hold, self.clone())
     }
 
     /// The side force-unlock and status ask: the write side of a read-write lock, the lock

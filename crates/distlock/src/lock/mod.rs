@@ -102,18 +102,3 @@ impl LockCore {
         }
     }
 }
-
-impl Client {
-    /// Returns the reentrant lock called `name` (the Redis key is the key prefix followed by
-    /// `name`).
-    ///
-    /// No I/O; the name is checked when the lock is first used.
-    pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into())
-    }
-
-    /// A fresh owner `<client-uuid>:<n>`, never returned before by this client.
-    pub fn new_owner(&self) -> Owner {
-        Owner::from_parts(self.id_str(), self.next_seq())
-    }
-}

@@ -50,18 +50,23 @@ use crate::kind::Plain;
 /// ```
 pub type Lock = LockHandle<Plain>;
 
-impl LockHandle<Plain> {
-    /// The plain lock `name` of `client`, with the default settings.
-    pub(crate) fn new(client: Client, name: String) -> Lock {
+impl Client {
+    /// Returns the reentrant lock called `name` (the Redis key is the key prefix followed by
+    /// `name`).
+    ///
+    /// No I/O; the name is checked when the lock is first used.
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
         let settings = raw::Plain::default();
         LockHandle::from_parts(
-            LockCore::with_raw(client, name, Arc::new(settings)),
+            LockCore::with_raw(self.clone(), name.into(), Arc::new(settings)),
             None,
             settings.handoff,
             settings.liveness,
         )
     }
+}
 
+impl LockHandle<Plain> {
     /// This lock with other settings, under the same lease (the same lock when unchanged).
     fn with(&self, handoff: Handoff, liveness: Duration) -> Lock {
         if (handoff, liveness) == (self.handoff, self.liveness) {
@@ -146,7 +151,7 @@ impl LockHandle<Plain> {
     /// ```
     pub async fn acquire(&self) -> Result<LockGuard> {
         let hold = self.core.acquire(None, Mode::New).await?;
-        Ok(self.guard(hold))
+        Ok(HoldGuard::new(hold, self.clone()))
     }
 
     /// Makes one attempt for a fresh owner: `Ok(None)` when another owner holds the lock.
@@ -177,7 +182,7 @@ impl LockHandle<Plain> {
             .core
             .acquire_for(None, Mode::New, Duration::ZERO)
             .await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Acquires the lock for a fresh owner, waiting at most `wait`: `Ok(None)` when the wait
@@ -209,7 +214,7 @@ impl LockHandle<Plain> {
     /// ```
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
         let hold = self.core.acquire_for(None, Mode::New, wait).await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Acquires the lock as `owner`, waiting at most the client's default wait.
@@ -251,7 +256,7 @@ impl LockHandle<Plain> {
     /// ```
     pub async fn acquire_as(&self, owner: &Owner) -> Result<LockGuard> {
         let hold = self.core.acquire(Some(owner.clone()), Mode::As).await?;
-        Ok(self.guard(hold))
+        Ok(HoldGuard::new(hold, self.clone()))
     }
 
     /// Acquires the lock as `owner` like [`Lock::acquire_as`](crate::Lock::acquire_as), waiting
@@ -269,7 +274,7 @@ impl LockHandle<Plain> {
             .core
             .acquire_for(Some(owner.clone()), Mode::As, wait)
             .await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Takes over a hold that `owner` has now, without adding one.
@@ -286,7 +291,7 @@ impl LockHandle<Plain> {
     /// Cancel safe: it only reads.
     pub async fn adopt(&self, owner: Owner) -> Result<LockGuard> {
         let hold = self.core.adopt(owner).await?;
-        Ok(self.guard(hold))
+        Ok(HoldGuard::new(hold, self.clone()))
     }
 
     /// Deletes the lock whoever holds it and wakes its waiters (Redisson's `forceUnlock`).

@@ -159,7 +159,7 @@ impl LockHandle<ReadWrite> {
     /// ```
     pub async fn read(&self) -> Result<RwLockReadGuard> {
         let hold = self.core.acquire(None, Mode::New).await?;
-        Ok(self.guard(hold))
+        Ok(HoldGuard::new(hold, self.clone()))
     }
 
     /// Makes one attempt at a read hold: `Ok(None)` when a writer holds the lock or waits
@@ -175,7 +175,7 @@ impl LockHandle<ReadWrite> {
             .core
             .acquire_for(None, Mode::New, Duration::ZERO)
             .await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Takes a read hold, waiting at most `wait` (a [`Duration`]; zero: one attempt).
@@ -189,7 +189,7 @@ impl LockHandle<ReadWrite> {
     /// As [`RwLock::read`].
     pub async fn try_read_for(&self, wait: Duration) -> Result<Option<RwLockReadGuard>> {
         let hold = self.core.acquire_for(None, Mode::New, wait).await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Takes the write hold for a fresh owner, waiting at most the client's default wait.
@@ -218,7 +218,7 @@ impl LockHandle<ReadWrite> {
     /// ```
     pub async fn write(&self) -> Result<RwLockWriteGuard> {
         let hold = self.writer().acquire(None, Mode::New).await?;
-        Ok(self.guard(hold))
+        Ok(HoldGuard::new(hold, self.clone()))
     }
 
     /// Makes one attempt at the write hold, without registering as a waiting writer.
@@ -235,7 +235,7 @@ impl LockHandle<ReadWrite> {
             .writer()
             .acquire_for(None, Mode::New, Duration::ZERO)
             .await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Takes the write hold, waiting at most `wait`: `Ok(None)` when it elapsed.
@@ -266,7 +266,7 @@ impl LockHandle<ReadWrite> {
     /// ```
     pub async fn try_write_for(&self, wait: Duration) -> Result<Option<RwLockWriteGuard>> {
         let hold = self.writer().acquire_for(None, Mode::New, wait).await?;
-        Ok(hold.map(|hold| self.guard(hold)))
+        Ok(hold.map(|hold| HoldGuard::new(hold, self.clone())))
     }
 
     /// Mode (`read`/`write`), holders, TTL and waiting writers.
@@ -326,6 +326,6 @@ impl HoldGuard<kind::Write> {
     /// ```
     pub async fn downgrade(&self) -> Result<RwLockReadGuard> {
         let hold = self.lock().core.nest_as(self.owner(), self.lease()).await?;
-        Ok(self.lock().guard(hold))
+        Ok(HoldGuard::new(hold, self.lock().clone()))
     }
 }
