@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::time::Duration;
 
-use super::{Held, Rt};
+use super::{Guard, Rt};
 use crate::error::Result;
 use crate::JobHolder;
 
@@ -61,7 +61,7 @@ impl JobLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire(&self) -> Result<JobGuard> {
-        self.rt.acquire(self.inner.acquire(), JobGuard)
+        self.rt.acquire(self.inner.acquire())
     }
 
     /// Takes the job lock if no other instance holds it, never waiting, as
@@ -75,7 +75,7 @@ impl JobLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire(&self) -> Result<Option<JobGuard>> {
-        self.rt.try_acquire(self.inner.try_acquire(), JobGuard)
+        self.rt.try_acquire(self.inner.try_acquire())
     }
 
     /// Takes the job lock, waiting at most `wait`, as [`crate::JobLock::try_acquire_for`].
@@ -88,8 +88,7 @@ impl JobLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<JobGuard>> {
-        self.rt
-            .try_acquire(self.inner.try_acquire_for(wait), JobGuard)
+        self.rt.try_acquire(self.inner.try_acquire_for(wait))
     }
 
     /// The environment part of the key, as [`crate::JobLock::environment`].
@@ -168,71 +167,26 @@ impl JobLock {
     }
 }
 
-/// A held job lock, blocking form of [`crate::JobGuard`].
+/// A held job lock, blocking form of [`crate::JobGuard`]: a [`Guard`] over it.
 ///
-/// Released by [`release`](JobGuard::release) or when dropped (synchronously, bounded by twice the
-/// command timeout; see the [module docs](super)).
-#[must_use = "dropping the guard releases the job lock at once"]
-#[clippy::has_significant_drop]
-#[derive(Debug)]
-pub struct JobGuard(Held<crate::JobGuard>);
+/// Released by [`release`](Guard::release) (kept until `at_least_for` passed) or when dropped
+/// (synchronously, bounded by twice the command timeout; see the [module docs](super)).
+pub type JobGuard = Guard<crate::JobGuard>;
 
-impl JobGuard {
+impl Guard<crate::JobGuard> {
     /// The value this guard wrote: `ADDED:<time>@<host>:<uuid>`.
     pub fn value(&self) -> &str {
-        self.0.get().value()
+        self.get().value()
     }
 
     /// The key: `<prefix>job-lock:<env>:<name>`.
     pub fn key(&self) -> &str {
-        self.0.get().key()
+        self.get().key()
     }
 
     /// The environment the job runs in.
     pub fn environment(&self) -> &str {
-        self.0.get().environment()
-    }
-
-    /// Until when the lock is surely ours by the local monotonic clock.
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.0.valid_until()
-    }
-
-    /// Returns whether the lock's lease is known lost, without I/O, as the async guard's
-    /// [`is_lost`](crate::Lease::is_lost).
-    pub fn is_lost(&self) -> bool {
-        self.0.is_lost()
-    }
-
-    /// Blocks until the lock's lease is lost.
-    ///
-    /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
-    /// wait).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost(&self) {
-        self.0.lost()
-    }
-
-    /// Block until the lock's lease is lost or `timeout` passed: `true` when it was lost.
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.0.lost_timeout(timeout)
-    }
-
-    /// Sets the lock's TTL to `lease` from now if still ours, as
-    /// [`crate::JobGuard::extend`](crate::Lease::extend).
-    ///
-    /// # Errors
-    /// As [`crate::JobGuard::extend`](crate::Lease::extend).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.extend(lease)
+        self.get().environment()
     }
 
     /// Extends the lock to `at_most_for` from now and keeps it at least `at_least_for` from
@@ -244,19 +198,6 @@ impl JobGuard {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn extend_active(&self, at_most_for: Duration, at_least_for: Duration) -> Result<()> {
-        self.0
-            .block_on(self.0.get().extend_active(at_most_for, at_least_for))
-    }
-
-    /// Releases the lock, kept until `at_least_for` passed, as
-    /// [`crate::JobGuard::release`](crate::Release::release).
-    ///
-    /// # Errors
-    /// As [`crate::JobGuard::release`](crate::Release::release).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn release(self) -> Result<()> {
-        self.0.release()
+        self.block_on(self.get().extend_active(at_most_for, at_least_for))
     }
 }

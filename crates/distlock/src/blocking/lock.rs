@@ -1,33 +1,27 @@
-//! Blocking forms of the plain and fair locks: [`Lock`] and [`FairLock`] (their guards are
-//! in `hold.rs`, the read-write lock in `rwlock.rs`).
+//! Blocking forms of the plain and fair locks, [`Lock`] and [`FairLock`]: each kind's own verbs
+//! (the shared ones are in `handle.rs`, their guards in `hold.rs`, the read-write lock in
+//! `rwlock.rs`).
 
-use std::fmt;
 use std::time::Duration;
 
-use super::{Client, FairLockGuard, HoldGuard, LockGuard, Rt};
+use super::{FairLockGuard, LockGuard, LockHandle};
 use crate::error::Result;
+use crate::kind::{Fair, Plain};
 use crate::{LockStatus, Owner};
 
-/// A reentrant lock, blocking form of [`crate::Lock`] (Redisson's `RLock` layout).
+/// A reentrant lock, blocking form of [`crate::Lock`] (Redisson's `RLock` layout): a
+/// [`LockHandle`] of kind [`Plain`].
 ///
-/// Cheap to clone. Made by [`Client::lock`].
-#[derive(Clone)]
-pub struct Lock {
-    inner: crate::Lock,
-    pub(super) rt: Rt,
-}
+/// Cheap to clone. Made by [`Client::lock`](super::Client::lock).
+pub type Lock = LockHandle<Plain>;
 
-impl fmt::Debug for Lock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("blocking::Lock").field(&self.inner).finish()
-    }
-}
+/// A fair (FIFO) lock, blocking form of [`crate::FairLock`]: a [`LockHandle`] of kind
+/// [`Fair`].
+///
+/// Cheap to clone. Made by [`Client::fair_lock`](super::Client::fair_lock).
+pub type FairLock = LockHandle<Fair>;
 
-impl Lock {
-    pub(super) fn new(inner: crate::Lock, rt: Rt) -> Lock {
-        Lock { inner, rt }
-    }
-
+impl LockHandle<Plain> {
     /// Acquires the lock for a fresh owner, waiting up to the client's default wait, as
     /// [`crate::Lock::acquire`].
     ///
@@ -40,7 +34,7 @@ impl Lock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire(&self) -> Result<LockGuard> {
-        self.rt.acquire(self.inner.acquire(), HoldGuard)
+        self.rt.acquire(self.inner.acquire())
     }
 
     /// Makes one attempt for a fresh owner, never waiting, as [`crate::Lock::try_acquire`].
@@ -53,7 +47,7 @@ impl Lock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.rt.try_acquire(self.inner.try_acquire(), HoldGuard)
+        self.rt.try_acquire(self.inner.try_acquire())
     }
 
     /// Acquires the lock for a fresh owner, waiting at most `wait`, as
@@ -67,8 +61,7 @@ impl Lock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.rt
-            .try_acquire(self.inner.try_acquire_for(wait), HoldGuard)
+        self.rt.try_acquire(self.inner.try_acquire_for(wait))
     }
 
     /// Acquire as `owner` (re-entering if it holds the lock already), as
@@ -80,7 +73,7 @@ impl Lock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire_as(&self, owner: &Owner) -> Result<LockGuard> {
-        self.rt.acquire(self.inner.acquire_as(owner), HoldGuard)
+        self.rt.acquire(self.inner.acquire_as(owner))
     }
 
     /// Acquires the lock as `owner` (re-entering if it holds it already), waiting at most
@@ -94,8 +87,7 @@ impl Lock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire_as(&self, owner: &Owner, wait: Duration) -> Result<Option<LockGuard>> {
-        self.rt
-            .try_acquire(self.inner.try_acquire_as(owner, wait), HoldGuard)
+        self.rt.try_acquire(self.inner.try_acquire_as(owner, wait))
     }
 
     /// Take over a hold that `owner` has now, as [`crate::Lock::adopt`].
@@ -106,92 +98,19 @@ impl Lock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn adopt(&self, owner: Owner) -> Result<LockGuard> {
-        self.rt.acquire(self.inner.adopt(owner), HoldGuard)
-    }
-
-    /// This lock with an explicit lease, as [`crate::Lock::lease`].
-    pub fn lease(&self, lease: Duration) -> Lock {
-        Lock::new(self.inner.lease(lease), self.rt.clone())
+        self.rt.acquire(self.inner.adopt(owner))
     }
 
     /// This lock with another hand-off policy for its waiters, as [`crate::Lock::handoff`].
     /// No I/O.
     pub fn handoff(&self, handoff: crate::Handoff) -> Lock {
-        Lock::new(self.inner.handoff(handoff), self.rt.clone())
+        LockHandle::new(self.inner.handoff(handoff), self.rt.clone())
     }
 
     /// Returns this lock with another liveness timeout for its queued waiters, as
     /// [`crate::Lock::liveness_timeout`]. No I/O.
     pub fn liveness_timeout(&self, liveness: Duration) -> Lock {
-        Lock::new(self.inner.liveness_timeout(liveness), self.rt.clone())
-    }
-
-    /// The hand-off policy, as [`crate::Lock::handoff_setting`].
-    pub fn handoff_setting(&self) -> crate::Handoff {
-        self.inner.handoff_setting()
-    }
-
-    /// The explicit lease, if one was set with [`Lock::lease`], as
-    /// [`crate::Lock::lease_setting`].
-    pub fn lease_setting(&self) -> Option<Duration> {
-        self.inner.lease_setting()
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    /// The lock's Redis key.
-    pub fn key(&self) -> &str {
-        self.inner.key()
-    }
-
-    /// The lock's wake channel, as [`crate::Lock::channel`].
-    pub fn channel(&self) -> &str {
-        self.inner.channel()
-    }
-
-    /// Returns the key of the fencing counter this lock draws its tokens from, as
-    /// [`crate::Lock::fencing_counter_key`].
-    pub fn fencing_counter_key(&self) -> String {
-        self.inner.fencing_counter_key()
-    }
-
-    /// The blocking client this lock belongs to (a clone, sharing its runtime and
-    /// connections).
-    pub fn client(&self) -> Client {
-        Client {
-            inner: self.inner.client().clone(),
-            rt: self.rt.clone(),
-        }
-    }
-
-    /// The async lock underneath.
-    pub fn as_async(&self) -> &crate::Lock {
-        &self.inner
-    }
-
-    /// Whether anyone holds the lock, as [`crate::Lock::is_locked`].
-    ///
-    /// # Errors
-    /// As [`crate::Lock::is_locked`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn is_locked(&self) -> Result<bool> {
-        self.rt.block_on(self.inner.is_locked())
-    }
-
-    /// Time left on the holder's lease, as [`crate::Lock::remaining`].
-    ///
-    /// # Errors
-    /// As [`crate::Lock::remaining`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn remaining(&self) -> Result<Option<Duration>> {
-        self.rt.block_on(self.inner.remaining())
+        LockHandle::new(self.inner.liveness_timeout(liveness), self.rt.clone())
     }
 
     /// Delete the lock whoever holds it, as [`crate::Lock::force_unlock`].
@@ -217,28 +136,7 @@ impl Lock {
     }
 }
 
-/// A fair (FIFO) lock, blocking form of [`crate::FairLock`].
-///
-/// Cheap to clone. Made by [`Client::fair_lock`].
-#[derive(Clone)]
-pub struct FairLock {
-    inner: crate::FairLock,
-    rt: Rt,
-}
-
-impl fmt::Debug for FairLock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("blocking::FairLock")
-            .field(&self.inner)
-            .finish()
-    }
-}
-
-impl FairLock {
-    pub(super) fn new(inner: crate::FairLock, rt: Rt) -> FairLock {
-        FairLock { inner, rt }
-    }
-
+impl LockHandle<Fair> {
     /// Acquires the lock in turn (first come, first served), waiting up to the client's
     /// default wait, as [`crate::FairLock::acquire`].
     ///
@@ -252,7 +150,7 @@ impl FairLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire(&self) -> Result<FairLockGuard> {
-        self.rt.acquire(self.inner.acquire(), HoldGuard)
+        self.rt.acquire(self.inner.acquire())
     }
 
     /// Makes one attempt, without joining the queue, as [`crate::FairLock::try_acquire`].
@@ -265,7 +163,7 @@ impl FairLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire(&self) -> Result<Option<FairLockGuard>> {
-        self.rt.try_acquire(self.inner.try_acquire(), HoldGuard)
+        self.rt.try_acquire(self.inner.try_acquire())
     }
 
     /// Acquires the lock in turn, waiting in the queue at most `wait`, as
@@ -279,92 +177,18 @@ impl FairLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<FairLockGuard>> {
-        self.rt
-            .try_acquire(self.inner.try_acquire_for(wait), HoldGuard)
-    }
-
-    /// This lock with an explicit lease, as [`crate::FairLock::lease`].
-    pub fn lease(&self, lease: Duration) -> FairLock {
-        FairLock::new(self.inner.lease(lease), self.rt.clone())
+        self.rt.try_acquire(self.inner.try_acquire_for(wait))
     }
 
     /// This lock with another waiter liveness timeout, as
     /// [`crate::FairLock::liveness_timeout`].
     pub fn liveness_timeout(&self, liveness: Duration) -> FairLock {
-        FairLock::new(self.inner.liveness_timeout(liveness), self.rt.clone())
+        LockHandle::new(self.inner.liveness_timeout(liveness), self.rt.clone())
     }
 
     /// This lock with direct hand-off on or off, as [`crate::FairLock::handoff`]. No I/O.
     pub fn handoff(&self, handoff: impl Into<crate::Handoff>) -> FairLock {
-        FairLock::new(self.inner.handoff(handoff), self.rt.clone())
-    }
-
-    /// The hand-off policy, as [`crate::FairLock::handoff_setting`].
-    pub fn handoff_setting(&self) -> crate::Handoff {
-        self.inner.handoff_setting()
-    }
-
-    /// The explicit lease, if one was set with [`FairLock::lease`], as
-    /// [`crate::FairLock::lease_setting`].
-    pub fn lease_setting(&self) -> Option<Duration> {
-        self.inner.lease_setting()
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    /// The lock's Redis key.
-    pub fn key(&self) -> &str {
-        self.inner.key()
-    }
-
-    /// The lock's wake channel, as [`crate::FairLock::channel`].
-    pub fn channel(&self) -> &str {
-        self.inner.channel()
-    }
-
-    /// Returns the key of the fencing counter this lock draws its tokens from, as
-    /// [`crate::FairLock::fencing_counter_key`].
-    pub fn fencing_counter_key(&self) -> String {
-        self.inner.fencing_counter_key()
-    }
-
-    /// The blocking client this lock belongs to (a clone, sharing its runtime and
-    /// connections).
-    pub fn client(&self) -> Client {
-        Client {
-            inner: self.inner.client().clone(),
-            rt: self.rt.clone(),
-        }
-    }
-
-    /// The async lock underneath.
-    pub fn as_async(&self) -> &crate::FairLock {
-        &self.inner
-    }
-
-    /// Whether anyone holds the lock, as [`crate::FairLock::is_locked`].
-    ///
-    /// # Errors
-    /// As [`crate::FairLock::is_locked`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn is_locked(&self) -> Result<bool> {
-        self.rt.block_on(self.inner.is_locked())
-    }
-
-    /// Time left on the holder's lease, as [`crate::FairLock::remaining`].
-    ///
-    /// # Errors
-    /// As [`crate::FairLock::remaining`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn remaining(&self) -> Result<Option<Duration>> {
-        self.rt.block_on(self.inner.remaining())
+        LockHandle::new(self.inner.handoff(handoff), self.rt.clone())
     }
 
     /// Deletes the lock whoever holds it and wakes the head waiter, as

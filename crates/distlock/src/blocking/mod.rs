@@ -11,7 +11,10 @@
 //! expires silently).
 //!
 //! The structure follows mini-redis's blocking client: a thin synchronous facade whose
-//! methods are `runtime.block_on(async_method)`.
+//! methods are `runtime.block_on(async_method)`. Its types mirror the async ones: every guard
+//! is a [`Guard`] over its async guard ([`LockGuard`] is `Guard<distlock::LockGuard>`,
+//! [`JobGuard`] is `Guard<distlock::JobGuard>`, …), and the lock family's handles are
+//! [`LockHandle`]s of the async handle's kind ([`Lock`] is `LockHandle<Plain>`, …).
 //!
 //! Guards release when dropped, synchronously: the drop sends the release and waits for it,
 //! bounded by twice the client's command timeout (a failure or timeout is logged; the lease
@@ -45,6 +48,8 @@
 //! }
 //! ```
 
+mod guard;
+mod handle;
 mod hold;
 mod job;
 mod latch;
@@ -58,8 +63,10 @@ mod semaphore;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+pub use guard::Guard;
+pub use handle::LockHandle;
 pub use hold::{FairLockGuard, HoldGuard, LockGuard, RwLockReadGuard, RwLockWriteGuard};
 pub use job::{JobGuard, JobLock};
 pub use latch::CountDownLatch;
@@ -140,18 +147,17 @@ impl Rt {
             .block_on(future)
     }
 
-    /// Run `acquire` (an async handle's acquire) to completion and `wrap` the guard it gives,
-    /// held on this runtime, in its blocking form.
+    /// Run `acquire` (an async handle's acquire) to completion and hold the guard it gives
+    /// on this runtime, in its blocking form.
     ///
     /// # Panics
     /// Inside an async runtime, as [`Rt::block_on`].
-    fn acquire<G: crate::Release, B>(
+    fn acquire<G: crate::Release>(
         &self,
         acquire: impl Future<Output = Result<G>>,
-        wrap: impl FnOnce(Held<G>) -> B,
-    ) -> Result<B> {
+    ) -> Result<Guard<G>> {
         let guard = self.block_on(acquire)?;
-        Ok(wrap(Held::new(guard, self.clone())))
+        Ok(Guard::new(guard, self.clone()))
     }
 
     /// [`Rt::acquire`] for an attempt that may give nothing (`Ok(None)`: taken, or the wait
@@ -159,13 +165,12 @@ impl Rt {
     ///
     /// # Panics
     /// Inside an async runtime, as [`Rt::block_on`].
-    fn try_acquire<G: crate::Release, B>(
+    fn try_acquire<G: crate::Release>(
         &self,
         attempt: impl Future<Output = Result<Option<G>>>,
-        wrap: impl FnOnce(Held<G>) -> B,
-    ) -> Result<Option<B>> {
+    ) -> Result<Option<Guard<G>>> {
         let guard = self.block_on(attempt)?;
-        Ok(guard.map(|g| wrap(Held::new(g, self.clone()))))
+        Ok(guard.map(|g| Guard::new(g, self.clone())))
     }
 
     /// A guard's drop: run `release` and wait for it (bounded), where this thread may block;
@@ -207,95 +212,6 @@ impl Drop for RtInner {
             runtime.shutdown_background();
         } else {
             runtime.shutdown_timeout(self.drop_bound);
-        }
-    }
-}
-
-/// An async guard with the runtime it runs on; releases it synchronously when dropped.
-struct Held<G: crate::Release> {
-    guard: Option<G>,
-    rt: Rt,
-}
-
-impl<G: crate::Release> Held<G> {
-    fn new(guard: G, rt: Rt) -> Held<G> {
-        Held {
-            guard: Some(guard),
-            rt,
-        }
-    }
-
-    /// Another guard on the same runtime (a re-entry, a downgrade).
-    fn wrap<H: crate::Release>(&self, guard: H) -> Held<H> {
-        Held::new(guard, self.rt.clone())
-    }
-
-    fn get(&self) -> &G {
-        self.guard.as_ref().expect("guard present until released")
-    }
-
-    fn get_mut(&mut self) -> &mut G {
-        self.guard.as_mut().expect("guard present until released")
-    }
-
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.rt.block_on(future)
-    }
-
-    fn release(mut self) -> Result<G::Released> {
-        let guard = self.guard.take().expect("guard present until released");
-        self.rt.block_on(guard.release())
-    }
-
-    fn into_inner(mut self) -> G {
-        self.guard.take().expect("guard present until released")
-    }
-}
-
-/// The verbs of a guard with a lease, blocking where the async guard awaits: each blocking
-/// guard's own methods of these names call them.
-impl<G: crate::Release + crate::Lease> Held<G> {
-    fn valid_until(&self) -> Instant {
-        crate::Lease::valid_until(self.get())
-    }
-
-    fn is_lost(&self) -> bool {
-        crate::Lease::is_lost(self.get())
-    }
-
-    fn lost(&self) {
-        self.block_on(crate::Lease::lost(self.get()))
-    }
-
-    /// `true` when the lease was lost within `timeout`.
-    fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.block_on(async {
-            tokio::time::timeout(timeout, crate::Lease::lost(self.get()))
-                .await
-                .is_ok()
-        })
-    }
-
-    fn extend(&self, lease: Duration) -> Result<()> {
-        self.block_on(crate::Lease::extend(self.get(), lease))
-    }
-}
-
-impl<G: crate::Release> fmt::Debug for Held<G> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.guard {
-            Some(g) => g.fmt(f),
-            None => f.write_str("released"),
-        }
-    }
-}
-
-impl<G: crate::Release> Drop for Held<G> {
-    fn drop(&mut self) {
-        if let Some(guard) = self.guard.take() {
-            let what = format!("{guard:?}");
-            self.rt
-                .release_on_drop(&what, guard, crate::Release::release);
         }
     }
 }

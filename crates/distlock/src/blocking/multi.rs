@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{Held, Lock, Rt, DEFAULT_WORKER_THREADS};
+use super::{Guard, Lock, Rt, DEFAULT_WORKER_THREADS};
 use crate::error::{Error, Result};
 use crate::{FencingToken, LockStatus, Owner};
 
@@ -60,9 +60,9 @@ impl MultiLock {
         })
     }
 
-    /// The guard over `held`, keeping every member's runtime alive.
-    fn guard(&self, held: Held<crate::MultiLockGuard>) -> MultiLockGuard {
-        MultiLockGuard(held, self.runtimes.clone())
+    /// `guard`, keeping every member's runtime alive.
+    fn guard(&self, guard: Guard<crate::MultiLockGuard>) -> MultiLockGuard {
+        guard.keeping(self.runtimes.clone())
     }
 
     /// Acquires every member (all or nothing), waiting up to the client's default wait, as
@@ -76,7 +76,7 @@ impl MultiLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire(&self) -> Result<MultiLockGuard> {
-        self.rt.acquire(self.inner.acquire(), |h| self.guard(h))
+        self.rt.acquire(self.inner.acquire()).map(|g| self.guard(g))
     }
 
     /// Makes one attempt at every member, never waiting, as [`crate::MultiLock::try_acquire`].
@@ -89,8 +89,8 @@ impl MultiLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire(&self) -> Result<Option<MultiLockGuard>> {
-        self.rt
-            .try_acquire(self.inner.try_acquire(), |h| self.guard(h))
+        let g = self.rt.try_acquire(self.inner.try_acquire())?;
+        Ok(g.map(|g| self.guard(g)))
     }
 
     /// Acquires every member, waiting at most `wait`, as [`crate::MultiLock::try_acquire_for`].
@@ -103,68 +103,27 @@ impl MultiLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<MultiLockGuard>> {
-        self.rt
-            .try_acquire(self.inner.try_acquire_for(wait), |h| self.guard(h))
+        let g = self.rt.try_acquire(self.inner.try_acquire_for(wait))?;
+        Ok(g.map(|g| self.guard(g)))
     }
 }
 
-/// Every member of a [`MultiLock`], held.
+/// Every member of a [`MultiLock`], held: blocking form of [`crate::MultiLockGuard`], a
+/// [`Guard`] over it.
 ///
-/// Blocking form of [`crate::MultiLockGuard`], released by [`release`](MultiLockGuard::release) or
-/// when dropped (synchronously; see the [module docs](super)).
-#[must_use = "dropping the guard releases every member at once"]
-#[clippy::has_significant_drop]
-pub struct MultiLockGuard(
-    Held<crate::MultiLockGuard>,
-    /// The other members' client runtimes, kept alive until the release (dropped after it).
-    Vec<Rt>,
-);
+/// It keeps the other members' client runtimes alive until its release. Released by
+/// [`release`](Guard::release) or when dropped (synchronously; see the [module docs](super)).
+pub type MultiLockGuard = Guard<crate::MultiLockGuard>;
 
-impl fmt::Debug for MultiLockGuard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl MultiLockGuard {
+impl Guard<crate::MultiLockGuard> {
     /// The members' fencing tokens, in acquisition order.
     pub fn fencing_tokens(&self) -> Vec<FencingToken> {
-        self.0.get().fencing_tokens()
+        self.get().fencing_tokens()
     }
 
     /// The members' hold counts right after the grant, in acquisition order.
     pub fn hold_counts(&self) -> Vec<u32> {
-        self.0.get().hold_counts()
-    }
-
-    /// The earliest local validity deadline of the members.
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.0.valid_until()
-    }
-
-    /// Returns whether a member's lease is known lost, without I/O, as the async guard's
-    /// [`is_lost`](crate::Lease::is_lost).
-    pub fn is_lost(&self) -> bool {
-        self.0.is_lost()
-    }
-
-    /// Blocks until a member's lease is lost.
-    ///
-    /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
-    /// wait).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost(&self) {
-        self.0.lost()
-    }
-
-    /// Block until a member's lease is lost or `timeout` passed: `true` when it was lost.
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.0.lost_timeout(timeout)
+        self.get().hold_counts()
     }
 
     /// Re-enter every member, as [`crate::MultiLockGuard::reenter`].
@@ -175,31 +134,8 @@ impl MultiLockGuard {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn reenter(&self) -> Result<MultiLockGuard> {
-        let g = self.0.block_on(self.0.get().reenter())?;
-        Ok(MultiLockGuard(self.0.wrap(g), self.1.clone()))
-    }
-
-    /// Sets every member's TTL to `lease` from now, as
-    /// [`crate::MultiLockGuard::extend`](crate::Lease::extend).
-    ///
-    /// # Errors
-    /// As [`crate::MultiLockGuard::extend`](crate::Lease::extend).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.extend(lease)
-    }
-
-    /// Release every member, as [`crate::MultiLockGuard::release`](crate::Release::release).
-    ///
-    /// # Errors
-    /// As [`crate::MultiLockGuard::release`](crate::Release::release).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn release(self) -> Result<()> {
-        self.0.release()
+        let g = self.block_on(self.get().reenter())?;
+        Ok(self.wrap(g))
     }
 }
 
@@ -297,10 +233,6 @@ impl fmt::Debug for RedLock {
 }
 
 impl RedLock {
-    fn guard(&self, guard: crate::RedLockGuard) -> RedLockGuard {
-        RedLockGuard(Held::new(guard, self.rt.clone()))
-    }
-
     /// The lock's name.
     pub fn name(&self) -> &str {
         self.inner.name()
@@ -314,10 +246,7 @@ impl RedLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire(&self) -> Result<Option<RedLockGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire())?
-            .map(|g| self.guard(g)))
+        self.rt.try_acquire(self.inner.try_acquire())
     }
 
     /// Rounds until a quorum grants or `wait` passed, as [`crate::RedLock::try_acquire_for`].
@@ -328,10 +257,7 @@ impl RedLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<RedLockGuard>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire_for(wait))?
-            .map(|g| self.guard(g)))
+        self.rt.try_acquire(self.inner.try_acquire_for(wait))
     }
 
     /// Rounds until a quorum grants, up to the default wait, as [`crate::RedLock::acquire`].
@@ -342,9 +268,7 @@ impl RedLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire(&self) -> Result<RedLockGuard> {
-        self.rt
-            .block_on(self.inner.acquire())
-            .map(|g| self.guard(g))
+        self.rt.acquire(self.inner.acquire())
     }
 
     /// Each node's view of the lock, as [`crate::RedLock::status`].
@@ -359,70 +283,26 @@ impl RedLock {
     }
 }
 
-/// A RedLock held by a quorum, blocking form of [`crate::RedLockGuard`].
+/// A RedLock held by a quorum, blocking form of [`crate::RedLockGuard`]: a [`Guard`] over it.
 ///
-/// Released by [`release`](RedLockGuard::release) or when dropped (synchronously; see the [module
-/// docs](super)).
-#[must_use = "dropping the guard releases the lock at once"]
-#[clippy::has_significant_drop]
-#[derive(Debug)]
-pub struct RedLockGuard(Held<crate::RedLockGuard>);
+/// Released by [`release`](Guard::release) (on every node) or when dropped (synchronously; see
+/// the [module docs](super)).
+pub type RedLockGuard = Guard<crate::RedLockGuard>;
 
-impl RedLockGuard {
+impl Guard<crate::RedLockGuard> {
     /// The owner field written on the nodes.
     pub fn owner(&self) -> &Owner {
-        self.0.get().owner()
+        self.get().owner()
     }
 
     /// Per node, the fencing token it issued, or `None` where it did not grant.
     pub fn node_tokens(&self) -> &[Option<FencingToken>] {
-        self.0.get().node_tokens()
+        self.get().node_tokens()
     }
 
     /// Nodes that granted this lock.
     pub fn granted_nodes(&self) -> usize {
-        self.0.get().granted_nodes()
-    }
-
-    /// End of the validity by the local monotonic clock.
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.0.valid_until()
-    }
-
-    /// Returns whether the lock's lease is known lost, without I/O, as the async guard's
-    /// [`is_lost`](crate::Lease::is_lost).
-    pub fn is_lost(&self) -> bool {
-        self.0.is_lost()
-    }
-
-    /// Blocks until the lock's lease is lost.
-    ///
-    /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
-    /// wait).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost(&self) {
-        self.0.lost()
-    }
-
-    /// Block until the lock's lease is lost or `timeout` passed: `true` when it was lost.
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.0.lost_timeout(timeout)
-    }
-
-    /// Extend on a quorum, as [`crate::RedLockGuard::extend`](crate::Lease::extend).
-    ///
-    /// # Errors
-    /// As [`crate::RedLockGuard::extend`](crate::Lease::extend).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.extend(lease)
+        self.get().granted_nodes()
     }
 
     /// Have a watchdog extend the lock while the guard lives, as
@@ -431,18 +311,6 @@ impl RedLockGuard {
     /// # Errors
     /// As [`crate::RedLockGuard::keep_alive`].
     pub fn keep_alive(&mut self, lease: Duration) -> Result<()> {
-        let _runtime = self.0.rt.enter();
-        self.0.get_mut().keep_alive(lease)
-    }
-
-    /// Release on every node, as [`crate::RedLockGuard::release`](crate::Release::release).
-    ///
-    /// # Errors
-    /// As [`crate::RedLockGuard::release`](crate::Release::release).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn release(self) -> Result<()> {
-        self.0.release()
+        self.with_mut(|g| g.keep_alive(lease))
     }
 }

@@ -1,34 +1,20 @@
-//! Blocking form of the read-write lock: [`RwLock`] (its guards are in `hold.rs`).
+//! Blocking form of the read-write lock, [`RwLock`]: its own verbs (the shared ones are in
+//! `handle.rs`, its guards in `hold.rs`).
 
-use std::fmt;
 use std::time::Duration;
 
-use super::{Client, HoldGuard, Rt, RwLockReadGuard, RwLockWriteGuard};
+use super::{LockHandle, RwLockReadGuard, RwLockWriteGuard};
 use crate::error::Result;
+use crate::kind::ReadWrite;
 use crate::LockStatus;
 
-/// A read-write lock, blocking form of [`crate::RwLock`] (Redisson's `RReadWriteLock` layout).
+/// A read-write lock, blocking form of [`crate::RwLock`] (Redisson's `RReadWriteLock` layout):
+/// a [`LockHandle`] of kind [`ReadWrite`].
 ///
-/// Cheap to clone. Made by [`Client::rw_lock`].
-#[derive(Clone)]
-pub struct RwLock {
-    inner: crate::RwLock,
-    rt: Rt,
-}
+/// Cheap to clone. Made by [`Client::rw_lock`](super::Client::rw_lock).
+pub type RwLock = LockHandle<ReadWrite>;
 
-impl fmt::Debug for RwLock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("blocking::RwLock")
-            .field(&self.inner)
-            .finish()
-    }
-}
-
-impl RwLock {
-    pub(super) fn new(inner: crate::RwLock, rt: Rt) -> RwLock {
-        RwLock { inner, rt }
-    }
-
+impl LockHandle<ReadWrite> {
     /// A read hold, waiting up to the client's default wait, as [`crate::RwLock::read`].
     ///
     /// # Errors
@@ -37,7 +23,7 @@ impl RwLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn read(&self) -> Result<RwLockReadGuard> {
-        self.rt.acquire(self.inner.read(), HoldGuard)
+        self.rt.acquire(self.inner.read())
     }
 
     /// A read hold if one is free now, as [`crate::RwLock::try_read`].
@@ -48,7 +34,7 @@ impl RwLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_read(&self) -> Result<Option<RwLockReadGuard>> {
-        self.rt.try_acquire(self.inner.try_read(), HoldGuard)
+        self.rt.try_acquire(self.inner.try_read())
     }
 
     /// A read hold, waiting at most `wait`, as [`crate::RwLock::try_read_for`].
@@ -59,8 +45,7 @@ impl RwLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_read_for(&self, wait: Duration) -> Result<Option<RwLockReadGuard>> {
-        self.rt
-            .try_acquire(self.inner.try_read_for(wait), HoldGuard)
+        self.rt.try_acquire(self.inner.try_read_for(wait))
     }
 
     /// The write hold, waiting up to the client's default wait, as [`crate::RwLock::write`].
@@ -71,7 +56,7 @@ impl RwLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn write(&self) -> Result<RwLockWriteGuard> {
-        self.rt.acquire(self.inner.write(), HoldGuard)
+        self.rt.acquire(self.inner.write())
     }
 
     /// The write hold if it is free now, as [`crate::RwLock::try_write`].
@@ -82,7 +67,7 @@ impl RwLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_write(&self) -> Result<Option<RwLockWriteGuard>> {
-        self.rt.try_acquire(self.inner.try_write(), HoldGuard)
+        self.rt.try_acquire(self.inner.try_write())
     }
 
     /// The write hold, waiting at most `wait`, as [`crate::RwLock::try_write_for`].
@@ -93,88 +78,13 @@ impl RwLock {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_write_for(&self, wait: Duration) -> Result<Option<RwLockWriteGuard>> {
-        self.rt
-            .try_acquire(self.inner.try_write_for(wait), HoldGuard)
-    }
-
-    /// This lock with an explicit lease, as [`crate::RwLock::lease`].
-    pub fn lease(&self, lease: Duration) -> RwLock {
-        RwLock::new(self.inner.lease(lease), self.rt.clone())
+        self.rt.try_acquire(self.inner.try_write_for(wait))
     }
 
     /// This lock with direct hand-off to writers on or off, as [`crate::RwLock::handoff`].
     /// No I/O.
     pub fn handoff(&self, handoff: impl Into<crate::Handoff>) -> RwLock {
-        RwLock::new(self.inner.handoff(handoff), self.rt.clone())
-    }
-
-    /// The writers' hand-off policy, as [`crate::RwLock::handoff_setting`].
-    pub fn handoff_setting(&self) -> crate::Handoff {
-        self.inner.handoff_setting()
-    }
-
-    /// The explicit lease of its holds, if one was set with [`RwLock::lease`], as
-    /// [`crate::RwLock::lease_setting`].
-    pub fn lease_setting(&self) -> Option<Duration> {
-        self.inner.lease_setting()
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    /// The lock's Redis key.
-    pub fn key(&self) -> &str {
-        self.inner.key()
-    }
-
-    /// The lock's wake channel, as [`crate::RwLock::channel`].
-    pub fn channel(&self) -> &str {
-        self.inner.channel()
-    }
-
-    /// Returns the key of the fencing counter this lock draws its tokens from, as
-    /// [`crate::RwLock::fencing_counter_key`].
-    pub fn fencing_counter_key(&self) -> String {
-        self.inner.fencing_counter_key()
-    }
-
-    /// The blocking client this lock belongs to (a clone, sharing its runtime and
-    /// connections).
-    pub fn client(&self) -> Client {
-        Client {
-            inner: self.inner.client().clone(),
-            rt: self.rt.clone(),
-        }
-    }
-
-    /// The async lock underneath.
-    pub fn as_async(&self) -> &crate::RwLock {
-        &self.inner
-    }
-
-    /// Whether anyone holds the lock, for reading or writing, as
-    /// [`crate::RwLock::is_locked`].
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::is_locked`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn is_locked(&self) -> Result<bool> {
-        self.rt.block_on(self.inner.is_locked())
-    }
-
-    /// Time left on the lock's lease, whoever holds it, as [`crate::RwLock::remaining`].
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::remaining`].
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn remaining(&self) -> Result<Option<Duration>> {
-        self.rt.block_on(self.inner.remaining())
+        LockHandle::new(self.inner.handoff(handoff), self.rt.clone())
     }
 
     /// Holders and TTL, as [`crate::RwLock::status`].

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{Held, Rt};
+use super::{Guard, Rt};
 use crate::error::Result;
 
 /// A counting semaphore, blocking form of [`crate::Semaphore`].
@@ -39,7 +39,7 @@ impl Semaphore {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire(&self) -> Result<SemaphorePermit> {
-        self.rt.acquire(self.inner.acquire(), SemaphorePermit)
+        self.rt.acquire(self.inner.acquire())
     }
 
     /// Takes one permit if one is free now, never waiting, as [`crate::Semaphore::try_acquire`].
@@ -52,8 +52,7 @@ impl Semaphore {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire(&self) -> Result<Option<SemaphorePermit>> {
-        self.rt
-            .try_acquire(self.inner.try_acquire(), SemaphorePermit)
+        self.rt.try_acquire(self.inner.try_acquire())
     }
 
     /// Takes one permit, waiting at most `wait`, as [`crate::Semaphore::try_acquire_for`].
@@ -66,8 +65,7 @@ impl Semaphore {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<SemaphorePermit>> {
-        self.rt
-            .try_acquire(self.inner.try_acquire_for(wait), SemaphorePermit)
+        self.rt.try_acquire(self.inner.try_acquire_for(wait))
     }
 
     /// The semaphore's name.
@@ -128,8 +126,7 @@ impl Semaphore {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire_many(&self, permits: u64) -> Result<SemaphorePermit> {
-        self.rt
-            .acquire(self.inner.acquire_many(permits), SemaphorePermit)
+        self.rt.acquire(self.inner.acquire_many(permits))
     }
 
     /// `permits` permits at once, waiting at most `wait`, as
@@ -145,44 +142,28 @@ impl Semaphore {
         permits: u64,
         wait: Duration,
     ) -> Result<Option<SemaphorePermit>> {
-        self.rt.try_acquire(
-            self.inner.try_acquire_many_for(permits, wait),
-            SemaphorePermit,
-        )
+        self.rt
+            .try_acquire(self.inner.try_acquire_many_for(permits, wait))
     }
 }
 
-/// Permits taken from a [`Semaphore`], blocking form of [`crate::SemaphorePermit`].
+/// Permits taken from a [`Semaphore`], blocking form of [`crate::SemaphorePermit`]: a
+/// [`Guard`] over it, without a lease.
 ///
-/// Given back by [`release`](SemaphorePermit::release) or when dropped (synchronously, bounded by
-/// twice the command timeout; see the [module docs](super)).
-#[must_use = "dropping the permit gives it back at once"]
-#[clippy::has_significant_drop]
-#[derive(Debug)]
-pub struct SemaphorePermit(Held<crate::SemaphorePermit>);
+/// Given back by [`release`](Guard::release) (which answers the permits available after it) or
+/// when dropped (synchronously, bounded by twice the command timeout; see the [module
+/// docs](super)).
+pub type SemaphorePermit = Guard<crate::SemaphorePermit>;
 
-impl SemaphorePermit {
+impl Guard<crate::SemaphorePermit> {
     /// How many permits this guard holds.
     pub fn permits(&self) -> u64 {
-        self.0.get().permits()
-    }
-
-    /// Gives the permits back, as [`crate::SemaphorePermit::release`](crate::Release::release).
-    ///
-    /// The permits available after it.
-    ///
-    /// # Errors
-    /// As [`crate::SemaphorePermit::release`](crate::Release::release).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn release(self) -> Result<u64> {
-        self.0.release()
+        self.get().permits()
     }
 
     /// Keep the permits taken for good, as [`crate::SemaphorePermit::forget`].
     pub fn forget(self) -> u64 {
-        self.0.into_inner().forget()
+        self.into_async().forget()
     }
 }
 
@@ -206,10 +187,6 @@ impl fmt::Debug for LeasedSemaphore {
 impl LeasedSemaphore {
     pub(super) fn new(inner: crate::LeasedSemaphore, rt: Rt) -> LeasedSemaphore {
         LeasedSemaphore { inner, rt }
-    }
-
-    fn permit(&self, permit: crate::LeasedPermit) -> LeasedPermit {
-        LeasedPermit(Held::new(permit, self.rt.clone()))
     }
 
     /// The semaphore's name.
@@ -335,9 +312,7 @@ impl LeasedSemaphore {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn acquire(&self) -> Result<LeasedPermit> {
-        self.rt
-            .block_on(self.inner.acquire())
-            .map(|p| self.permit(p))
+        self.rt.acquire(self.inner.acquire())
     }
 
     /// A permit if one is free now, as [`crate::LeasedSemaphore::try_acquire`].
@@ -348,10 +323,7 @@ impl LeasedSemaphore {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire(&self) -> Result<Option<LeasedPermit>> {
-        Ok(self
-            .rt
-            .block_on(self.inner.try_acquire())?
-            .map(|p| self.permit(p)))
+        self.rt.try_acquire(self.inner.try_acquire())
     }
 
     /// A permit, waiting at most `wait`, as [`crate::LeasedSemaphore::try_acquire_for`].
@@ -362,66 +334,21 @@ impl LeasedSemaphore {
     /// # Panics
     /// Inside an async runtime (see the [module docs](super#panics)).
     pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<LeasedPermit>> {
-        let p = self.rt.block_on(self.inner.try_acquire_for(wait))?;
-        Ok(p.map(|p| self.permit(p)))
+        self.rt.try_acquire(self.inner.try_acquire_for(wait))
     }
 }
 
-/// A permit of a [`LeasedSemaphore`], blocking form of [`crate::LeasedPermit`].
+/// A permit of a [`LeasedSemaphore`], blocking form of [`crate::LeasedPermit`]: a [`Guard`]
+/// over it, with a lease.
 ///
-/// Given back by [`release`](LeasedPermit::release) or when dropped (synchronously, bounded by
-/// twice the command timeout; see the [module docs](super)).
-#[must_use = "dropping the permit gives it back at once"]
-#[clippy::has_significant_drop]
-#[derive(Debug)]
-pub struct LeasedPermit(Held<crate::LeasedPermit>);
+/// Given back by [`release`](Guard::release) or when dropped (synchronously, bounded by twice
+/// the command timeout; see the [module docs](super)).
+pub type LeasedPermit = Guard<crate::LeasedPermit>;
 
-impl LeasedPermit {
+impl Guard<crate::LeasedPermit> {
     /// The permit's id.
     pub fn id(&self) -> &str {
-        self.0.get().id()
-    }
-
-    /// Until when the permit is surely ours by the local monotonic clock.
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.0.valid_until()
-    }
-
-    /// Returns whether the permit's lease is known lost, without I/O, as the async permit's
-    /// [`is_lost`](crate::Lease::is_lost).
-    pub fn is_lost(&self) -> bool {
-        self.0.is_lost()
-    }
-
-    /// Blocks until the permit's lease is lost.
-    ///
-    /// Never returns while it is kept (see [`lost_timeout`](Self::lost_timeout) for a bounded
-    /// wait).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost(&self) {
-        self.0.lost()
-    }
-
-    /// Block until the permit's lease is lost or `timeout` passed: `true` when it was lost.
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn lost_timeout(&self, timeout: Duration) -> bool {
-        self.0.lost_timeout(timeout)
-    }
-
-    /// Sets the permit's lease to `lease` from now, as
-    /// [`crate::LeasedPermit::extend`](crate::Lease::extend).
-    ///
-    /// # Errors
-    /// As [`crate::LeasedPermit::extend`](crate::Lease::extend).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.0.extend(lease)
+        self.get().id()
     }
 
     /// Has the client's watchdog extend the permit while it is held, as
@@ -430,18 +357,6 @@ impl LeasedPermit {
     /// # Errors
     /// As [`crate::LeasedPermit::keep_alive`].
     pub fn keep_alive(&mut self, lease: Duration) -> Result<()> {
-        let _runtime = self.0.rt.enter();
-        self.0.get_mut().keep_alive(lease)
-    }
-
-    /// Give the permit back, as [`crate::LeasedPermit::release`](crate::Release::release).
-    ///
-    /// # Errors
-    /// As [`crate::LeasedPermit::release`](crate::Release::release).
-    ///
-    /// # Panics
-    /// Inside an async runtime (see the [module docs](super#panics)).
-    pub fn release(self) -> Result<()> {
-        self.0.release()
+        self.with_mut(|p| p.keep_alive(lease))
     }
 }
