@@ -103,7 +103,7 @@ impl LockHandle<Plain> {
 
     /// This lock with another hand-off policy for its waiters, as [`crate::Lock::handoff`].
     /// No I/O.
-    pub fn handoff(&self, handoff: crate::Handoff) -> Lock {
+    pub fn handoff(&self, handoff: impl Into<crate::Handoff>) -> Lock {
         LockHandle::new(self.inner.handoff(handoff), self.rt.clone())
     }
 
