@@ -23,7 +23,7 @@ feed() {
   esac
   if grep -q "errors: [1-9]" $T/run.log; then echo "$1: $(cat $T/run.log)" >&2; exit 1; fi
 }
-for p in ${@:-lock fair read write semaphore leased latch job extend}; do
+for p in ${@:-lock fair read write semaphore leased latch job extend bare}; do
   per_pair $N1 $N2 feed $p
   echo "$p: $PER instructions per pair"
 done

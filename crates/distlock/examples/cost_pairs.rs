@@ -11,7 +11,9 @@
 //! `leased` (acquire + release of one permit of a 1-permit semaphore, one name), `latch` (one
 //! count-down of a latch set to N), `job` (acquire + release of a job lock, `at_most_for` 30
 //! s, a name of its own per pair), `extend` (one extension of a held plain lock's lease, as a
-//! watchdog renewal of one lock). One pair runs before the N counted ones (connections,
+//! watchdog renewal of one lock), `bare` (the bare lock, for comparison: `SET NX PX` of a
+//! fresh UUID and a compare-and-delete script, over one redis-rs connection, a name of its
+//! own per pair). One pair runs before the N counted ones (connections,
 //! scripts, counters of the slots warmed up); the program prints `done N` at the end.
 
 use distlock::Lease;
@@ -26,9 +28,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let n: u64 = n.parse()?;
     let client = distlock::Client::connect(url).await?;
+    // The bare lock's connection and compare-and-delete script.
+    let bare = redis::Client::open(url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    let unlock = redis::Script::new(
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+    );
     let lease = Duration::from_secs(30);
     let pair = |i: u64| {
         let client = client.clone();
+        let (mut bare, unlock) = (bare.clone(), unlock.clone());
         let primitive = primitive.clone();
         async move {
             let name = format!("cost:{i}");
@@ -54,6 +64,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "job" => {
                     let job = client.job_lock(name).at_most_for(lease);
                     job.try_acquire().await?.expect("free").release().await?;
+                }
+                "bare" => {
+                    let value = uuid::Uuid::new_v4().to_string();
+                    let set: Option<String> = redis::cmd("SET")
+                        .arg(&name)
+                        .arg(&value)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(30_000)
+                        .query_async(&mut bare)
+                        .await?;
+                    assert!(set.is_some(), "the bare lock {name} was free");
+                    let deleted: i64 = unlock
+                        .key(&name)
+                        .arg(&value)
+                        .invoke_async(&mut bare)
+                        .await?;
+                    assert_eq!(deleted, 1);
                 }
                 "extend" => {
                     // The lock of "cost:extend" is taken once, in the warm-up pair.

@@ -6,7 +6,10 @@
 //! force-unlock scripts answer the owner fields they deleted (`<client-id>:<owner>[:write]`);
 //! the client that force-unlocked then publishes `l;<field length>;<field>;<key>` (the
 //! length in bytes: an owner may contain `;`) on each holder client's
-//! channel. A notice is a claim, not proof: any client allowed to `PUBLISH` on the channel
+//! channel. A job lock's value names its holder's client (`ADDED:<time>@<host>:<client-id>`),
+//! so a job lock's force unlock publishes `j;<value length>;<value>;<key>` there too (and on
+//! the job's own channel, [`keys::job_notice_channel`], where older distlock versions' guards
+//! listen). A notice is a claim, not proof: any client allowed to `PUBLISH` on the channel
 //! can send one. A client that hears one asks the server (`HEXISTS` of the field; a job
 //! lock's `GET`, compared with the value the guard wrote) and fires the lost signal of its
 //! lease on that key and field (the watchdog's lease states) only when the hold is gone. A
@@ -18,23 +21,62 @@ use crate::conn::Backend;
 use crate::keys;
 use crate::scripts::Publish;
 
-/// The notice payload for the lease of `field` on `key`.
-fn payload(field: &str, key: &str) -> String {
-    format!("l;{};{field};{key}", field.len())
+/// A lost-lease notice, as [`parse`] reads it from a payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Notice<'a> {
+    /// `l;…`: the hold of owner `field` on the lock `key`.
+    Lock { field: &'a str, key: &'a str },
+    /// `j;…`: the job lock `key` holding `value`.
+    Job { value: &'a str, key: &'a str },
 }
 
-/// The `(field, key)` of a notice payload; `None` for anything else. The length is decimal
-/// digits without a sign or a leading zero, as [`payload`] writes it.
-pub(crate) fn parse(payload: &[u8]) -> Option<(&str, &str)> {
+/// A [`Notice`] that owns its text (for the task that checks it with the server).
+pub(crate) enum OwnedNotice {
+    Lock { field: String, key: String },
+    Job { value: String, key: String },
+}
+
+impl Notice<'_> {
+    pub(crate) fn to_owned(self) -> OwnedNotice {
+        match self {
+            Notice::Lock { field, key } => OwnedNotice::Lock {
+                field: field.to_string(),
+                key: key.to_string(),
+            },
+            Notice::Job { value, key } => OwnedNotice::Job {
+                value: value.to_string(),
+                key: key.to_string(),
+            },
+        }
+    }
+}
+
+/// The notice payload of kind `tag` (`l` or `j`) for `what` (an owner field or a job value)
+/// on `key`.
+fn payload(tag: char, what: &str, key: &str) -> String {
+    format!("{tag};{};{what};{key}", what.len())
+}
+
+/// The notice in a payload; `None` for anything else. The length is decimal digits without a
+/// sign or a leading zero, as [`payload`] writes it.
+pub(crate) fn parse(payload: &[u8]) -> Option<Notice<'_>> {
     let text = std::str::from_utf8(payload).ok()?;
-    let (len, rest) = text.strip_prefix("l;")?.split_once(';')?;
+    let (tag, rest) = text.split_at_checked(2)?;
+    let (len, rest) = rest.split_once(';')?;
     if len.is_empty() || len.starts_with('0') || !len.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let len: usize = len.parse().ok()?;
-    let field = rest.get(..len)?;
+    let what = rest.get(..len)?;
     let key = rest.get(len..)?.strip_prefix(';')?;
-    (!field.is_empty() && !key.is_empty()).then_some((field, key))
+    if what.is_empty() || key.is_empty() {
+        return None;
+    }
+    match tag {
+        "l;" => Some(Notice::Lock { field: what, key }),
+        "j;" => Some(Notice::Job { value: what, key }),
+        _ => None,
+    }
 }
 
 /// Tell the clients of `fields` (owner fields deleted from `key`) that their holds are gone:
@@ -43,19 +85,36 @@ pub(crate) fn parse(payload: &[u8]) -> Option<(&str, &str)> {
 pub(crate) async fn tell_holders(backend: &Backend, key: &str, fields: &[String]) {
     let notices = fields.iter().filter_map(|field| {
         let (client, _) = field.split_once(':')?;
-        Some((keys::client_notice_channel(client), payload(field, key)))
+        Some((
+            keys::client_notice_channel(client),
+            payload('l', field, key),
+        ))
     });
     publish(backend, notices.collect()).await;
 }
 
 /// Tell the holder of a job lock (`key`) that a force unlock deleted its `value`: on the
-/// job's notice channel, where the guard that wrote `value` listens. As [`tell_holders`].
+/// notice channel of the client the value names, where the guard that wrote `value` hears
+/// it, and on the job's own channel, where older distlock versions' guards listen. As
+/// [`tell_holders`].
 pub(crate) async fn tell_job_holder(backend: &Backend, key: &str, value: &str) {
-    publish(
-        backend,
-        vec![(keys::job_notice_channel(key), value.to_string())],
-    )
-    .await;
+    let mut notices = vec![(keys::job_notice_channel(key), value.to_string())];
+    if let Some(client) = value_client(value) {
+        notices.push((
+            keys::client_notice_channel(client),
+            payload('j', value, key),
+        ));
+    }
+    publish(backend, notices).await;
+}
+
+/// The client a job-lock value names: the UUID after the host in `ADDED:<time>@<host>:<id>`
+/// (this version writes its client's id there; ShedLock writes none, distlock 0.1 a fresh
+/// id per grant, which names no client and so reaches nobody).
+fn value_client(value: &str) -> Option<&str> {
+    let (_, who) = value.strip_prefix("ADDED:")?.split_once('@')?;
+    let (_, id) = who.rsplit_once(':')?;
+    uuid::Uuid::parse_str(id).is_ok().then_some(id)
 }
 
 /// Whether the server says the hold of `field` on `key` is gone (a notice's check before
@@ -130,23 +189,40 @@ async fn publish(backend: &Backend, notices: Vec<(String, String)>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, payload};
+    use super::{parse, payload, Notice};
 
     #[test]
     fn notices_parse_back_whatever_the_key_holds() {
-        let p = payload("c1:7;x:write", "locks;{a}:b");
+        let lock = |field, key| Some(Notice::Lock { field, key });
+        let p = payload('l', "c1:7;x:write", "locks;{a}:b");
         assert_eq!(p, "l;12;c1:7;x:write;locks;{a}:b");
-        assert_eq!(parse(p.as_bytes()), Some(("c1:7;x:write", "locks;{a}:b")));
+        assert_eq!(parse(p.as_bytes()), lock("c1:7;x:write", "locks;{a}:b"));
         // A non-ASCII owner: the length counts bytes.
-        let p = payload("c1:ünï", "k");
+        let p = payload('l', "c1:ünï", "k");
         assert_eq!(p, "l;8;c1:ünï;k");
-        assert_eq!(parse(p.as_bytes()), Some(("c1:ünï", "k")));
+        assert_eq!(parse(p.as_bytes()), lock("c1:ünï", "k"));
+        // A job lock's value, with the `;` and `:` a value may hold.
+        let p = payload(
+            'j',
+            "ADDED:2026-11-29T06:00:51.627Z@vm:c;1",
+            "job-lock:default:x",
+        );
+        assert_eq!(
+            parse(p.as_bytes()),
+            Some(Notice::Job {
+                value: "ADDED:2026-11-29T06:00:51.627Z@vm:c;1",
+                key: "job-lock:default:x"
+            })
+        );
         for bad in [
             "",
             "l;",
             "l;1;f;",
             "l;0;;k",
             "h;1;f;k",
+            "j;",
+            "j;0;;k",
+            "jj;1;f;k",
             "l;1;f",
             "l;9;f;k",
             "l;x;f;k",

@@ -127,6 +127,7 @@ impl ClientBuilder {
             metrics_lock_names: self.metrics_lock_names,
             runtime: tokio::runtime::Handle::current(),
             seq: AtomicU64::new(0),
+            job_stamp: AtomicU64::new(0),
             redacted_url: redacted,
             eviction_policy,
             holder_meta: me.holder_meta,

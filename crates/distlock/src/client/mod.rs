@@ -74,6 +74,9 @@ pub(crate) struct ClientInner {
     /// characters.
     holder_meta: String,
     seq: AtomicU64,
+    /// The latest job-lock value time this client wrote, in ms since the epoch
+    /// ([`Client::job_stamp`]).
+    job_stamp: AtomicU64,
     redacted_url: String,
     eviction_policy: Option<String>,
     app_name: String,
@@ -199,6 +202,29 @@ impl Client {
     /// A fresh owner `<client-uuid>:<n>`, never returned before by this client.
     pub fn new_owner(&self) -> crate::Owner {
         crate::Owner::from_parts(self.id_str(), self.next_seq())
+    }
+
+    /// The time to write into a fresh job-lock value: now by the wall clock, in whole
+    /// milliseconds, but later than every value time this client wrote before, so that no
+    /// two values this client writes are equal (a job lock's value names its client, and a
+    /// release deletes only the value its guard wrote).
+    pub(crate) fn job_stamp(&self) -> std::time::SystemTime {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut last = self.inner.job_stamp.load(Ordering::Relaxed);
+        loop {
+            let next = now.max(last + 1);
+            match self.inner.job_stamp.compare_exchange_weak(
+                last,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return std::time::UNIX_EPOCH + Duration::from_millis(next),
+                Err(seen) => last = seen,
+            }
+        }
     }
 
     pub(crate) fn request_id(&self) -> String {

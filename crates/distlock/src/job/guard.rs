@@ -26,9 +26,6 @@ pub struct JobGuard {
     pub(super) keep_alive: Option<KeepAlive>,
     /// This job lock in the client's registry (released at shutdown if still held).
     pub(super) hold: HoldId,
-    /// The job's notice channel, listened on while the guard lives: a force unlock of this
-    /// grant fires its lost signal.
-    pub(super) _notices: crate::conn::pubsub::Subscription,
 }
 
 pub(crate) struct GuardInner {
@@ -268,18 +265,23 @@ impl JobGuard {
                 })
             })
         };
-        self.keep_alive = Some(me.client.leases().keep_alive(
-            format!("job {:?}", me.name),
-            me.at_most_for,
-            me.at_most_for / 2,
-            me.lease.clone(),
-            renew,
-        ));
+        self.keep_alive = Some(
+            me.client
+                .leases()
+                .keep_alive(
+                    format!("job {:?}", me.name),
+                    me.at_most_for,
+                    me.at_most_for / 2,
+                    me.lease.clone(),
+                    renew,
+                )
+                .hears(me.key.clone(), me.value.clone()),
+        );
     }
 
     /// Without keep-alive: have the client's watchdog check every third of `at_most_for`
     /// (one `GET`) that the job lock still holds this guard's value, so that a force unlock
-    /// whose notice cannot reach this client (an ACL without `&distlock_job:*`), a key
+    /// whose notice cannot reach this client (an ACL without `&distlock_client:*`), a key
     /// deleted by hand or a ShedLock unlock from another service (which publishes nothing)
     /// fires the lost signal within a third of the lease, as a renewal would find it.
     pub(super) fn start_check(&mut self) {
@@ -295,16 +297,21 @@ impl JobGuard {
                 })
             })
         };
-        self.keep_alive = Some(me.client.leases().keep_alive(
-            format!("job {:?}", me.name),
-            Duration::ZERO,
-            me.at_most_for / 3,
-            me.lease.clone(),
-            check,
-        ));
+        self.keep_alive = Some(
+            me.client
+                .leases()
+                .keep_alive(
+                    format!("job {:?}", me.name),
+                    Duration::ZERO,
+                    me.at_most_for / 3,
+                    me.lease.clone(),
+                    check,
+                )
+                .hears(me.key.clone(), me.value.clone()),
+        );
     }
 
-    /// The value this guard wrote: `ADDED:<time>@<host>:<uuid>`.
+    /// The value this guard wrote: `ADDED:<time>@<host>:<client-id>`.
     pub fn value(&self) -> &str {
         &self.inner().value
     }
@@ -460,31 +467,6 @@ impl super::JobLock {
             crate::kind::JOB_LOCK,
             key.clone(),
         ));
-        // Listen for a force unlock of this very grant while the guard lives; a notice is
-        // checked with the server (anyone with PUBLISH rights on the channel can send one).
-        let notices = {
-            let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
-            let backend = self.client.backend().clone();
-            self.client.hub().listen(
-                &keys::job_notice_channel(&key),
-                crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
-                    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                        return;
-                    };
-                    if payload != value.as_bytes() {
-                        return;
-                    }
-                    let (lease, value, key) = (lease.clone(), value.clone(), key.clone());
-                    let backend = backend.clone();
-                    runtime.spawn(async move {
-                        if crate::notice::job_hold_gone(&backend, &key, &value).await {
-                            tracing::debug!("job lock force-unlocked: lease lost");
-                            lease.mark_lost();
-                        }
-                    });
-                })),
-            )
-        };
         let inner = Arc::new(GuardInner {
             client: self.client.clone(),
             key,
@@ -505,7 +487,6 @@ impl super::JobLock {
             inner: Some(inner),
             keep_alive: None,
             hold,
-            _notices: notices,
         };
         if self.keep_alive {
             guard.start_keep_alive();

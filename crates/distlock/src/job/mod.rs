@@ -151,7 +151,9 @@ pub struct JobHolder {
     pub locked_at: String,
     /// The holder's hostname.
     pub host: String,
-    /// The holder's grant id, when present (absent in values written by older ShedLocks).
+    /// The id after the host, when present: the holding distlock client's
+    /// ([`Client::id`]; older distlock versions wrote a fresh id per grant); absent in
+    /// ShedLock's values.
     pub id: Option<String>,
     /// Time left until the lock expires.
     pub ttl: Option<Duration>,
@@ -499,9 +501,9 @@ impl JobLock {
     ///
     /// An operator clears a stuck job with it, as by deleting ShedLock's key by hand (`distlock
     /// unlock --force NAME --env ENV`). Returns whether it was held. A distlock holder's guard
-    /// hears of it on the job's notice channel
-    /// ([`layout::job_notice_channel`](crate::layout::job_notice_channel)) within a round trip
-    /// or two: its [`lost`](crate::Lease::lost) signal fires, and its release answers
+    /// hears of it on its client's notice channel (the value names the client:
+    /// [`layout::client_notice_channel`](crate::layout::client_notice_channel)) within a
+    /// round trip or two: its [`lost`](crate::Lease::lost) signal fires, and its release answers
     /// [`ErrorKind::NotHeld`]. A ShedLock holder is not told.
     ///
     /// # Errors

@@ -41,7 +41,9 @@ impl JobRequest {
     }
 }
 
-/// A fresh ShedLock value, `ADDED:<time>@<host>:<uuid>`, written by a grant made at `at`.
+/// A fresh ShedLock value, `ADDED:<time>@<host>:<client-id>`, written by a grant made at `at`
+/// by the client `id` (which never writes the same time twice: [`Client::job_stamp`]), so
+/// that a force unlock can tell that client ([`crate::notice::tell_job_holder`]).
 pub(crate) fn job_value(at: SystemTime, host: &str, id: uuid::Uuid) -> String {
     format!("ADDED:{}@{host}:{id}", humantime::format_rfc3339_millis(at))
 }
@@ -69,7 +71,11 @@ pub(crate) fn release_call(
     keep_ms: u64,
 ) -> ReleaseRequest {
     let mut inv = scripts::JOB_RELEASE.prepare_invoke();
-    inv.key(key).arg(value).arg(keep_ms);
+    inv.key(key).arg(value);
+    // Deleting now is the script's default: no argument for it.
+    if keep_ms > 0 {
+        inv.arg(keep_ms);
+    }
     ReleaseRequest::new(context, inv)
 }
 
@@ -102,7 +108,7 @@ impl Acquire for JobRequest {
             let mut last = self.value.lock().unwrap();
             let first = last.0.is_empty();
             if first || last.1 {
-                last.0 = job_value(SystemTime::now(), &self.host, uuid::Uuid::new_v4());
+                last.0 = job_value(self.client.job_stamp(), &self.host, self.client.id());
             }
             last.1 = false;
             (last.0.clone(), first)

@@ -340,8 +340,9 @@ pub fn client_notice_channel(client_id: &str) -> String {
 
 /// Returns the notice channel of a job lock: `distlock_job:{<key>}`.
 ///
-/// Its holder's guard listens while it holds the lock; a force unlock publishes the value it
-/// deleted there, which fires the lost signal of the guard that wrote that value. distlock's own:
+/// A force unlock publishes the value it deleted there, for the guards of distlock 0.1,
+/// which listen on it while they hold the lock; this version's guards hear on their
+/// client's notice channel ([`client_notice_channel`]), named by the value. distlock's own:
 /// ShedLock has no channel.
 pub fn job_notice_channel(key: &str) -> String {
     prefixed("distlock_job", key)

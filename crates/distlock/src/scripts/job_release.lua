@@ -6,7 +6,8 @@
 --
 -- KEYS[1]  job lock key job-lock:<env>:<name> (string)
 -- ARGV[1]  our value ADDED:<iso-8601>@<host>:<uuid>
--- ARGV[2]  remaining at-least-for time in ms (0: delete now)
+-- ARGV[2]  remaining at-least-for time in ms; absent or 0: delete now (the common case,
+--          sent without it: one argument less)
 --
 -- Returns  1   deleted
 --          0   kept until the at-least-for time (TTL shortened to ARGV[2], never lengthened)
@@ -15,19 +16,21 @@
 -- Errors   WRONGTYPE when KEYS[1] holds another type (before any write).
 
 local current = redis.call('get', KEYS[1])
-if current == false then
-  return -1
-end
 if current ~= ARGV[1] then
+  if current == false then
+    return -1
+  end
   return -2
 end
-local keep = tonumber(ARGV[2])
-if keep > 0 then
-  local pttl = redis.call('pttl', KEYS[1])
-  if pttl < 0 or pttl > keep then
-    redis.call('pexpire', KEYS[1], keep)
+if ARGV[2] ~= nil then
+  local keep = tonumber(ARGV[2])
+  if keep > 0 then
+    local pttl = redis.call('pttl', KEYS[1])
+    if pttl < 0 or pttl > keep then
+      redis.call('pexpire', KEYS[1], keep)
+    end
+    return 0
   end
-  return 0
 end
 redis.call('del', KEYS[1])
 return 1

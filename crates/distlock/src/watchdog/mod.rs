@@ -25,6 +25,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::conn::Backend;
+use crate::notice::{Notice, OwnedNotice};
 
 mod task;
 
@@ -219,6 +220,9 @@ struct Kept {
     renew: Renew,
     state: Arc<LeaseState>,
     what: String,
+    /// The job lock key and value whose force-unlock notice fires this lease's lost signal
+    /// ([`KeepAlive::hears`]).
+    notice: Option<(String, String)>,
 }
 
 /// A kept lease's registration: dropping it stops the renewal.
@@ -236,6 +240,18 @@ impl std::fmt::Debug for KeepAlive {
 impl Drop for KeepAlive {
     fn drop(&mut self) {
         self.shared.kept.lock().unwrap().remove(&self.id);
+    }
+}
+
+impl KeepAlive {
+    /// Have a force-unlock notice of the job lock `key` holding `value` (on the client's
+    /// notice channel, see [`crate::notice`]) fire this lease's lost signal, once the server
+    /// confirms the value is gone.
+    pub(crate) fn hears(self, key: String, value: String) -> KeepAlive {
+        if let Some(kept) = self.shared.kept.lock().unwrap().get_mut(&self.id) {
+            kept.notice = Some((key, value));
+        }
+        self
     }
 }
 
@@ -390,6 +406,7 @@ impl Leases {
                 renew,
                 state,
                 what,
+                notice: None,
             },
         );
         self.shared.kept_added.notify_one();
@@ -419,22 +436,44 @@ impl Leases {
     pub(crate) fn notice_handler(&self, backend: Backend) -> crate::conn::pubsub::Handler {
         let shared = self.shared.clone();
         crate::conn::pubsub::Handler(Arc::new(move |payload: &[u8]| {
-            let Some((field, key)) = crate::notice::parse(payload) else {
+            let Some(notice) = crate::notice::parse(payload) else {
                 return;
             };
-            let lease = shared
-                .entries
-                .lock()
-                .unwrap()
-                .get(&(key.to_string(), field.to_string()))
-                .map(|e| e.lease.clone());
+            let lease = match notice {
+                Notice::Lock { field, key } => shared
+                    .entries
+                    .lock()
+                    .unwrap()
+                    .get(&(key.to_string(), field.to_string()))
+                    .map(|e| e.lease.clone()),
+                Notice::Job { value, key } => shared
+                    .kept
+                    .lock()
+                    .unwrap()
+                    .values()
+                    .find(|k| {
+                        k.notice
+                            .as_ref()
+                            .is_some_and(|(k, v)| k == key && v == value)
+                    })
+                    .map(|k| k.state.clone()),
+            };
             let (Some(lease), Ok(runtime)) = (lease, tokio::runtime::Handle::try_current()) else {
                 return;
             };
-            let (backend, key, field) = (backend.clone(), key.to_string(), field.to_string());
+            let backend = backend.clone();
+            let notice = notice.to_owned();
             runtime.spawn(async move {
-                if crate::notice::lock_hold_gone(&backend, &key, &field).await {
-                    tracing::debug!(lock = %key, "lock force-unlocked: lease lost");
+                let (gone, key) = match &notice {
+                    OwnedNotice::Lock { field, key } => {
+                        (crate::notice::lock_hold_gone(&backend, key, field).await, key)
+                    }
+                    OwnedNotice::Job { value, key } => {
+                        (crate::notice::job_hold_gone(&backend, key, value).await, key)
+                    }
+                };
+                if gone {
+                    tracing::debug!(lock = %key, "force-unlocked: lease lost");
                     lease.mark_lost();
                 } else {
                     tracing::debug!(lock = %key, "a lost-lease notice for a hold the server still has; ignored");

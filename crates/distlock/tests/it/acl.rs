@@ -450,7 +450,8 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                     .await
                     .unwrap();
                 let g = ja.try_acquire().await.unwrap().expect("free");
-                let channel = distlock::layout::job_notice_channel(g.key());
+                // A job lock's holder hears a force unlock on its client's notice channel.
+                let channel = distlock::layout::client_notice_channel(&a.id().to_string());
                 assert!(
                     eventually(Duration::from_secs(2), || numsub(&server, &channel) == 1).await,
                     "{}",

@@ -9,6 +9,35 @@ use distlock::{holds_job_lock, spawn_every, ErrorKind, NotHeldReason};
 use crate::util::*;
 use distlock::Lease;
 
+/// A job lock's value names its client (`ADDED:<time>@<host>:<client-id>`), so one client's
+/// grants of one job lock must never write the same value twice: a stale guard's release
+/// compares the value and would delete a newer grant that wrote the same. Forty grants in a
+/// row (several per millisecond) write forty values, each naming the client, with times
+/// that increase.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_clients_job_values_never_repeat() {
+    let (_server, client) = setup().await;
+    let lock = client
+        .job_lock("burst")
+        .at_most_for(Duration::from_secs(10));
+    let mut values = Vec::new();
+    for _ in 0..40 {
+        let guard = lock.try_acquire().await.unwrap().expect("free");
+        values.push(guard.value().to_string());
+        guard.release().await.unwrap();
+    }
+    let id = client.id().to_string();
+    for v in &values {
+        let holder = distlock::JobHolder::parse(v, None).expect("a ShedLock value");
+        assert_eq!(holder.id.as_deref(), Some(id.as_str()), "{v}");
+    }
+    let mut distinct = values.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), values.len(), "a value repeated: {values:?}");
+    assert_eq!(distinct, values, "value times go back: {values:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_instance_is_skipped_while_the_first_runs() {
     let (server, client) = setup().await;
@@ -489,9 +518,12 @@ async fn nested_run_and_holds_job_lock() {
 async fn run_with_hands_the_job_its_lease() {
     let (server, client) = setup().await;
     let operator = client_for(&server).await;
+    let client_id = client.id().to_string();
+    // A long at_most_for: the watchdog looks again only after 20 s (or renews after 30 s),
+    // so a lost signal within 4 s is the force unlock's notice.
     let lock = client
         .job_lock("leased")
-        .at_most_for(Duration::from_secs(2));
+        .at_most_for(Duration::from_secs(60));
     let inner_lock = lock.clone();
     let key = lock.key();
     // Borrowed: the server must outlive the task (the release after it).
@@ -511,7 +543,9 @@ async fn run_with_hands_the_job_its_lease() {
                 "the outer run's lease"
             );
             assert!(!lease.is_lost());
-            let channel = distlock::layout::job_notice_channel(lease.key());
+            // The notice comes on the holder client's own channel (its value names the
+            // client), well before the watchdog's next look (a third of at_most_for).
+            let channel = distlock::layout::client_notice_channel(&client_id);
             assert!(eventually(Duration::from_secs(5), || numsub(server, &channel) == 1).await);
             assert!(operator.job_lock("leased").force_unlock().await.unwrap());
             tokio::time::timeout(Duration::from_secs(4), lease.lost())

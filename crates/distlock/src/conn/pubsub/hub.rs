@@ -258,22 +258,16 @@ async fn reconcile(conn: &mut Conn, shared: &Shared, name: &str) -> redis::Redis
     Ok(true)
 }
 
-/// The one WARN of a client whose ACL denies a channel, saying what is lost: a notice
-/// channel's denial (the client's own, or a job lock's) leaves force unlocks to be learnt at
-/// the next renewal or check instead of at once; a wake-up channel's leaves waiters polling.
+/// The one WARN of a client whose ACL denies a channel, saying what is lost: the notice
+/// channel's denial leaves force unlocks (of locks and job locks) to be learnt at the next
+/// renewal or check instead of at once; a wake-up channel's leaves waiters polling.
 fn denied_warning(shared: &Shared, name: &str) {
-    let client = name.starts_with("distlock_client:");
-    let notices = client || name.starts_with("distlock_job:");
-    let (what, pattern, flag) = if notices {
+    let (what, pattern, flag) = if name.starts_with("distlock_client:") {
         (
             "lost-lease notices: a force unlock of this client's holds fires their lost() \
              only at the next renewal (a job lock's at its next check, a third of \
              at_most_for) instead of at once",
-            if client {
-                "&distlock_client:*"
-            } else {
-                "&distlock_job:*"
-            },
+            "&distlock_client:*",
             &shared.notice_denial_logged,
         )
     } else {
