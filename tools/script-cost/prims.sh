@@ -5,7 +5,8 @@
 # client's start-up and warm-up pair cancel).
 #
 # usage: tools/script-cost/prims.sh [PRIMITIVE ...]   (default: all of cost_pairs.rs's)
-#   redisson:PRIMITIVE  the same pairs as Redisson sends them (redisson.py)
+#   redisson:PRIMITIVE  the same pairs as Redisson sends them (redisson.py), one command at a
+#                       time as cost_pairs sends distlock's (each reply read before the next)
 #   N1, N2   the two counts (default 200 and 600)
 # Needs redis-server, redis-cli, valgrind and a release build of the example
 # (cargo build --release --example cost_pairs, which this runs first).
@@ -18,7 +19,7 @@ source "$HERE/callgrind.sh"
 # per_pair's feed: feed PRIMITIVE N PORT.
 feed() {
   case $1 in
-    redisson:*) python3 "$HERE/redisson.py" "${1#redisson:}" "$2" | redis-cli -p $3 --pipe > $T/run.log ;;
+    redisson:*) python3 "$HERE/redisson.py" "${1#redisson:}" "$2" "$3" > $T/run.log ;;
     *) "$BIN" redis://127.0.0.1:$3/ "$1" "$2" > $T/run.log ;;
   esac
   if grep -q "errors: [1-9]" $T/run.log; then echo "$1: $(cat $T/run.log)" >&2; exit 1; fi
