@@ -207,6 +207,7 @@ pub mod __bench {
             client_id: "bench",
             handoff: true,
             fast: false,
+            clock: None,
         };
         lock::Plain::default()
             .acquire(&names(key), &call)

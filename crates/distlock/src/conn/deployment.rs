@@ -188,8 +188,20 @@ impl Deployment {
     /// READONLY: the master was demoted; or an unreachable master) the sentinels are asked
     /// at once.
     pub(crate) fn request_failed(&self) {
-        if let Deployment::Sentinel(m) = self {
-            m.nudge();
+        match self {
+            Deployment::Sentinel(m) => m.nudge(),
+            // The server may have restarted: the grants after it read its clock again.
+            Deployment::Standalone(s) => s.clock.forget(),
+            Deployment::Cluster { .. } => {}
+        }
+    }
+
+    /// The clock reading of the server every request goes to (one server); `None` elsewhere
+    /// (Sentinel and Cluster grants read `TIME` for their generation's tokens).
+    pub(crate) fn clock(&self) -> Option<Arc<super::standalone::ServerClock>> {
+        match self {
+            Deployment::Standalone(s) => Some(s.clock.clone()),
+            _ => None,
         }
     }
 

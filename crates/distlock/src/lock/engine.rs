@@ -139,6 +139,13 @@ impl LockCore {
         // prelude.lua's next_token).
         let mut grant = client.backend().for_grant(&self.inner.names.key).await?;
         let floor = grant.floor(client.fencing_floor());
+        // One server: the clock as a grant last read it, so that this grant need not read it
+        // (`ServerClock`; the token is its value, never later than the server's clock).
+        let clock = grant
+            .backend
+            .deployment()
+            .clock()
+            .filter(|_| !floor.contains(':'));
         let call = AcquireCall {
             owner,
             mode,
@@ -151,11 +158,14 @@ impl LockCore {
             client_id: client.id_str(),
             handoff: self.hands_off(),
             fast: self.inner.contention.calm(),
+            clock: clock.as_ref().and_then(|c| c.estimate()),
         };
         let (raw, names) = (&*self.inner.raw, &self.inner.names);
         let resend = raw.resend(mode);
         // With a fast path, the full script's call is built only if a send needs it.
-        let inv = match raw.acquire_fast(names, &call) {
+        let fast = raw.acquire_fast(names, &call);
+        let fast_sent = fast.is_some();
+        let inv = match fast {
             Some(fast) => Invocation::later(Arc::new(|| raw.acquire(names, &call)), fast),
             None => raw.acquire(names, &call),
         };
@@ -170,6 +180,7 @@ impl LockCore {
         };
         let sent: Result<Vec<String>> = grant.backend.eval(&context, &inv, rule).await;
         let r = sent.inspect_err(|e| grant.failed(e))?;
+        let arrived = Instant::now();
         let attempt = match parse_attempt(&r) {
             Ok(a) => a,
             Err(Some(reply::CANCELLED)) => {
@@ -200,6 +211,15 @@ impl LockCore {
         // requests go to the full scripts for a while.
         if inv.fast_deferred() || matches!(attempt, Attempt::Held { .. }) {
             self.inner.contention.seen();
+        }
+        // A fast path's grant that read TIME: its token is the server's clock, a reading for
+        // the grants after it (a full script's token may be the counter's, not the clock).
+        if let (Some(clock), Attempt::Granted { token, .. }) = (&clock, &attempt) {
+            if call.clock.is_none() && fast_sent && !inv.fast_deferred() {
+                if let Ok(us) = u64::try_from(*token) {
+                    clock.read(us, arrived);
+                }
+            }
         }
         if let Attempt::Granted { hold_count, .. } = attempt {
             // Not confirmed by the replicas: give back what this attempt holds before

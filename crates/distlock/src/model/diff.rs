@@ -173,6 +173,7 @@ fn calls(step: &Step, n: usize, last_id: &mut String) -> Vec<Call> {
                 client_id,
                 handoff: kind.queues(),
                 fast: *fast,
+                clock: None,
             };
             let full = raw.acquire(&names, &call);
             let inv = super::with_fast(full, raw.acquire_fast(&names, &call));

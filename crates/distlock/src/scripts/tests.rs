@@ -441,10 +441,16 @@ fn the_fast_path_twins_differ_only_where_their_kinds_do() {
         (
             "lock_acquire_fast.lua",
             "fair_acquire_fast.lua",
-            &[(
-                "'distlock_lock_queue:' .. tag, 'redisson_lock_token:' .. tag",
-                "'redisson_lock_queue:' .. tag, 'redisson_lock_timeout:' .. tag",
-            )],
+            &[
+                (
+                    "'distlock_lock_queue:' .. tag, 'redisson_lock_token:' .. tag",
+                    "'redisson_lock_queue:' .. tag, 'redisson_lock_timeout:' .. tag",
+                ),
+                (
+                    "fast_token(KEYS[2], ARGV[5], ARGV[4])",
+                    "fast_token(KEYS[2], ARGV[4])",
+                ),
+            ],
         ),
         (
             "rw_write_acquire_fast.lua",
@@ -466,7 +472,7 @@ fn the_fast_path_twins_differ_only_where_their_kinds_do() {
                     "redis.call('exists', key, 'distlock_rwlock_writers:' .. tag,\n    'distlock_rwlock_queue:' .. tag) > 0",
                 ),
                 (
-                    "local token, secs = fast_token(KEYS[2], ARGV[4])",
+                    "local token, secs = fast_token(KEYS[2], ARGV[5], ARGV[4])",
                     "local token = fast_token(KEYS[2], ARGV[3])",
                 ),
                 (

@@ -102,6 +102,44 @@ async fn tokens_rise_across_a_restart_from_an_old_snapshot() {
     g.release().await.unwrap();
 }
 
+/// The same across a restart for a client that stays connected, whose grants take the server's
+/// clock from its last reading rather than reading `TIME` (one server): its tokens before the
+/// restart were never ahead of the server's clock, and the restart's broken connection has it
+/// read the clock again, so its first token after the restart is above every token before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connected_clients_tokens_rise_across_a_restart_from_an_old_snapshot() {
+    let mut server = RedisServer::options().persistent().start();
+    let client = client_for(&server).await;
+    for i in 0..5 {
+        let name = format!("r{i}");
+        client
+            .lock(name)
+            .acquire()
+            .await
+            .unwrap()
+            .release()
+            .await
+            .unwrap();
+    }
+    let _: () = cmd(&server, &["SAVE"]);
+    let mut highest = 0;
+    // Grants in quick succession, each within the life of the one before's clock reading.
+    for i in 0..200 {
+        let g = client.lock(format!("r{}", i % 5)).acquire().await.unwrap();
+        highest = highest.max(g.fencing_token().get());
+        g.release().await.unwrap();
+    }
+    server.restart();
+    let g = client.lock("r0").acquire().await.unwrap();
+    assert!(
+        g.fencing_token().get() > highest,
+        "token {} after restart, {} before",
+        g.fencing_token(),
+        highest
+    );
+    g.release().await.unwrap();
+}
+
 /// A holder paused past its lease (SIGSTOP of its process is modelled by not renewing) is
 /// exposed by its token: the next holder's token is larger, so a resource that keeps the
 /// highest token seen refuses the stale writer.

@@ -266,9 +266,53 @@ fn acquire_fast_above(
     owner: &str,
     floor: Option<&str>,
 ) -> redis::Value {
-    let mut extra = vec!["fast;h;1"];
+    acquire_fast_with(server, key, owner, "", floor)
+}
+
+/// [`acquire_fast`] with the client's estimate of the server's clock (`""`: none, the script
+/// reads `TIME`) and a token floor.
+fn acquire_fast_with(
+    server: &RedisServer,
+    key: &str,
+    owner: &str,
+    clock: &str,
+    floor: Option<&str>,
+) -> redis::Value {
+    let mut extra = vec!["fast;h;1", clock];
     extra.extend(floor);
     fast_eval(server, "lock_acquire_fast.lua", key, owner, &extra)
+}
+
+/// The plain lock's fast acquire takes the client's clock estimate for the token instead of
+/// reading `TIME`, but only above the slot's counter (it never issues a token at or below
+/// one issued before): at or below it, it answers nil and changes nothing; and the holder
+/// record's time is the estimate's seconds.
+#[test]
+fn the_plain_fast_acquire_takes_the_clients_clock_estimate_above_the_counter() {
+    let server = RedisServer::start();
+    let counter = fencing_counter("", "est");
+    let now: u128 = {
+        let t: Vec<String> = cmd(&server, &["TIME"]);
+        format!("{}{:0>6}", t[0], t[1]).parse().unwrap()
+    };
+    cmd::<()>(&server, &["SET", &counter, &now.to_string()]);
+    for behind in [now - 1, now] {
+        nil_and_unchanged(
+            &server,
+            &format!("estimate {behind} at counter {now}"),
+            || acquire_fast_with(&server, "est", "c:1", &behind.to_string(), None),
+        );
+    }
+    let estimate = (now + 5).to_string();
+    let token = token_of(&acquire_fast_with(&server, "est", "c:1", &estimate, None));
+    assert_eq!(token, estimate);
+    assert_eq!(cmd::<String>(&server, &["GET", &counter]), estimate);
+    let holder: String = cmd(&server, &["HGET", "est", "distlock:holder"]);
+    assert_eq!(
+        holder,
+        format!("fast;h;1;{}", &estimate[..estimate.len() - 6])
+    );
+    assert_eq!(release_fast(&server, "est", "c:1"), redis::Value::Int(1));
 }
 
 /// `lock_release_fast.lua` at `key` for `owner`.

@@ -124,7 +124,14 @@ impl RawLock for Fair {
 
     fn acquire_fast(&self, n: &Names, c: &AcquireCall<'_>) -> Option<crate::scripts::FastPath> {
         // The common case (a free lock, nobody queued): fair_acquire_fast.lua.
-        fast_acquire(&scripts::FAIR_ACQUIRE_FAST, n, c, c.owner.as_str(), true)
+        fast_acquire(
+            &scripts::FAIR_ACQUIRE_FAST,
+            n,
+            c,
+            c.owner.as_str(),
+            true,
+            false,
+        )
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {

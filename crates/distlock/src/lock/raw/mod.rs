@@ -77,6 +77,9 @@ pub(crate) struct AcquireCall<'a> {
     pub(crate) handoff: bool,
     /// Whether to try the kind's fast path first (the lock handle met no contention lately).
     pub(crate) fast: bool,
+    /// The client's estimate of the server's clock in microseconds, for the plain lock's fast
+    /// path (`ServerClock`, one server only); `None`: the script reads `TIME`.
+    pub(crate) clock: Option<u64>,
 }
 
 impl AcquireCall<'_> {
@@ -110,7 +113,8 @@ fn granted_once(token: redis::Value) -> redis::Value {
 
 /// The fast path of an acquire (`script`, one of the `*_acquire_fast.lua`: the lock key and the
 /// slot's counter; the lease, the owner's `field`, the holder metadata where the kind records a
-/// holder, the floor unless it is `0`), for a fresh owner's attempt on a lock handle that met no
+/// holder, the client's clock estimate (`''` for none) where the script takes one (`clock`:
+/// the plain lock's), the floor unless it is `0`), for a fresh owner's attempt on a lock handle that met no
 /// contention lately; `None` otherwise. The floor carries the deployment's generation, if any
 /// (`fast.lua`'s `fast_token` handles each in its common case).
 pub(crate) fn fast_acquire(
@@ -119,6 +123,7 @@ pub(crate) fn fast_acquire(
     c: &AcquireCall<'_>,
     field: &str,
     holder: bool,
+    clock: bool,
 ) -> Option<crate::scripts::FastPath> {
     if !c.fast || c.mode != Mode::New {
         return None;
@@ -127,6 +132,12 @@ pub(crate) fn fast_acquire(
     fast.key(&n.key).key(&n.counter).arg(c.lease_ms).arg(field);
     if holder {
         fast.arg(c.holder);
+    }
+    if clock {
+        match c.clock {
+            Some(us) => fast.arg(us),
+            None => fast.arg(""),
+        };
     }
     if c.floor != "0" {
         fast.arg(c.floor);

@@ -130,7 +130,14 @@ impl RawLock for Plain {
 
     fn acquire_fast(&self, n: &Names, c: &AcquireCall<'_>) -> Option<crate::scripts::FastPath> {
         // The common case (a free lock nobody queues for): lock_acquire_fast.lua.
-        fast_acquire(&scripts::LOCK_ACQUIRE_FAST, n, c, c.owner.as_str(), true)
+        fast_acquire(
+            &scripts::LOCK_ACQUIRE_FAST,
+            n,
+            c,
+            c.owner.as_str(),
+            true,
+            true,
+        )
     }
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {

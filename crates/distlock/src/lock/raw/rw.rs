@@ -105,6 +105,7 @@ impl RawLock for Read {
             c,
             c.owner.as_str(),
             false,
+            false,
         )
     }
 
@@ -203,6 +204,7 @@ impl RawLock for Write {
             n,
             c,
             &self.field(c.owner),
+            false,
             false,
         )
     }

@@ -141,6 +141,9 @@ impl LockModel {
             // Where replicas confirm grants, nothing is handed off (`Lock::hands_off`).
             handoff: !self.deploy.waits(),
             fast,
+            // The engine's estimate of the server's clock at its best: the clock itself (a
+            // reading no later than it; see `ServerClock`), on one server only.
+            clock: (!s.servers.floor().contains(':')).then_some(s.ks.now_us),
         };
         let full = raw.acquire(&names, &call);
         super::with_fast(full, raw.acquire_fast(&names, &call))
