@@ -163,7 +163,7 @@ impl JobLease {
         &self.inner.key
     }
 
-    /// The value the guard wrote: `ADDED:<time>@<host>:<uuid>`.
+    /// The value the guard wrote: `ADDED:<time>@<host>:<client-id>`.
     pub fn value(&self) -> &str {
         &self.inner.value
     }

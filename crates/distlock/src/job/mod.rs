@@ -84,7 +84,7 @@ fn running_under(client: &Client, env: &str, name: &str) -> Option<JobLease> {
 /// [`try_acquire`](JobLock::try_acquire).
 ///
 /// A job lock is a string key `<key prefix>job-lock:<env>:<name>` holding
-/// `ADDED:<ISO-8601 UTC>@<hostname>:<uuid>`, set with `SET NX PX <at_most_for>`: the formats of
+/// `ADDED:<ISO-8601 UTC>@<hostname>:<client-id>`, set with `SET NX PX <at_most_for>`: the formats of
 /// ShedLock's Redis provider, so a Java service using ShedLock on the same Redis sees the
 /// same lock. The job does not wait: if another instance holds the lock, this instance skips
 /// the run ([`JobLock::run`] returns `Ok(None)`). For code that must hold the lock itself,
@@ -145,7 +145,7 @@ impl fmt::Debug for JobLock {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct JobHolder {
-    /// The whole value, `ADDED:<time>@<host>[:<uuid>]`.
+    /// The whole value, `ADDED:<time>@<host>[:<id>]`.
     pub value: String,
     /// When the holder took the lock, as it wrote it (ISO-8601 UTC, the holder's clock).
     pub locked_at: String,
