@@ -471,7 +471,7 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
     }
 }
 
-/// A job holder whose ACL denies the job's notice channel still learns of a force unlock
+/// A job holder whose ACL denies its client's notice channel still learns of a force unlock
 /// within a third of `at_most_for` (its watchdog check finds the value gone), where before it
 /// ran to the end of its job never told; another instance could run the job meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
