@@ -139,13 +139,13 @@ impl LockCore {
         // prelude.lua's next_token).
         let mut grant = client.backend().for_grant(&self.inner.names.key).await?;
         let floor = grant.floor(client.fencing_floor());
-        // One server: the clock as a grant last read it, so that this grant need not read it
-        // (`ServerClock`; the token is its value, never later than the server's clock).
-        let clock = grant
-            .backend
-            .deployment()
-            .clock()
-            .filter(|_| !floor.contains(':'));
+        // A fresh owner's fast path on one server: the clock as a grant last read it, so that
+        // this grant need not read it (`ServerClock`; the token is its value, never later than
+        // the server's clock).
+        let fast = self.inner.contention.calm();
+        let clock = (fast && mode == Mode::New && !floor.contains(':'))
+            .then(|| grant.backend.deployment().clock())
+            .flatten();
         let call = AcquireCall {
             owner,
             mode,
@@ -157,15 +157,13 @@ impl LockCore {
             holder: client.holder_meta(),
             client_id: client.id_str(),
             handoff: self.hands_off(),
-            fast: self.inner.contention.calm(),
+            fast,
             clock: clock.as_ref().and_then(|c| c.estimate()),
         };
         let (raw, names) = (&*self.inner.raw, &self.inner.names);
         let resend = raw.resend(mode);
         // With a fast path, the full script's call is built only if a send needs it.
-        let fast = raw.acquire_fast(names, &call);
-        let fast_sent = fast.is_some();
-        let inv = match fast {
+        let inv = match raw.acquire_fast(names, &call) {
             Some(fast) => Invocation::later(Arc::new(|| raw.acquire(names, &call)), fast),
             None => raw.acquire(names, &call),
         };
@@ -180,7 +178,6 @@ impl LockCore {
         };
         let sent: Result<Vec<String>> = grant.backend.eval(&context, &inv, rule).await;
         let r = sent.inspect_err(|e| grant.failed(e))?;
-        let arrived = Instant::now();
         let attempt = match parse_attempt(&r) {
             Ok(a) => a,
             Err(Some(reply::CANCELLED)) => {
@@ -212,12 +209,14 @@ impl LockCore {
         if inv.fast_deferred() || matches!(attempt, Attempt::Held { .. }) {
             self.inner.contention.seen();
         }
-        // A fast path's grant that read TIME: its token is the server's clock, a reading for
-        // the grants after it (a full script's token may be the counter's, not the clock).
+        // A grant by the fast script itself that read TIME: its token is the server's clock, a
+        // reading for the grants after it. Never a full script's token (a resend's, or after a
+        // nil): it may be the counter's, ahead of the clock. Its arrival is taken now, a little
+        // after the reply: later makes the estimate lower, never ahead.
         if let (Some(clock), Attempt::Granted { token, .. }) = (&clock, &attempt) {
-            if call.clock.is_none() && fast_sent && !inv.fast_deferred() {
+            if call.clock.is_none() && inv.fast_answered() {
                 if let Ok(us) = u64::try_from(*token) {
-                    clock.read(us, arrived);
+                    clock.read(us, Instant::now());
                 }
             }
         }

@@ -166,8 +166,8 @@ pub(crate) struct FastPath {
     call: Box<Invocation<'static>>,
     /// The fast script's reply in the full script's shape.
     reply: fn(Value) -> Value,
-    /// Where the request stands: [`UNSENT`], [`SENT`] or [`DEFERRED`] (shared by the clones of
-    /// the invocation that carry the same request).
+    /// Where the request stands: [`UNSENT`], [`SENT`], [`DEFERRED`] or [`ANSWERED`] (shared by
+    /// the clones of the invocation that carry the same request).
     state: Arc<AtomicU8>,
 }
 
@@ -177,6 +177,8 @@ const UNSENT: u8 = 0;
 const SENT: u8 = 1;
 /// The fast script answered nil: the full script ran.
 const DEFERRED: u8 = 2;
+/// The fast script's own answer is the request's reply (neither nil nor a resend's).
+const ANSWERED: u8 = 3;
 
 impl FastPath {
     /// `call` (a fast script's call) for a request not sent yet; `reply` puts a non-nil answer
@@ -189,13 +191,14 @@ impl FastPath {
         }
     }
 
-    /// The fast script's answer `v` in the full script's shape, or `None` (recorded as
-    /// deferred) when it is nil and the full script must run.
+    /// The fast script's answer `v` in the full script's shape (recorded as answered), or
+    /// `None` (recorded as deferred) when it is nil and the full script must run.
     fn answer<T: FromRedisValue>(&self, v: Value) -> Option<redis::RedisResult<T>> {
         if v == Value::Nil {
             self.state.store(DEFERRED, Ordering::Release);
             return None;
         }
+        self.state.store(ANSWERED, Ordering::Release);
         Some(T::from_redis_value((self.reply)(v)).map_err(Into::into))
     }
 }
@@ -297,9 +300,19 @@ impl<'a> Invocation<'a> {
 
     /// Whether this request's fast path answered nil, leaving it to the full script.
     pub(crate) fn fast_deferred(&self) -> bool {
+        self.fast_state() == Some(DEFERRED)
+    }
+
+    /// Whether the reply came from this request's fast script itself: not nil, and not from
+    /// the full script a resend (after a broken connection) or a nil answer went to.
+    pub(crate) fn fast_answered(&self) -> bool {
+        self.fast_state() == Some(ANSWERED)
+    }
+
+    fn fast_state(&self) -> Option<u8> {
         self.later
             .as_ref()
-            .is_some_and(|l| l.fast.state.load(Ordering::Acquire) == DEFERRED)
+            .map(|l| l.fast.state.load(Ordering::Acquire))
     }
 
     /// The fast path to send now: only on the request's first send.
