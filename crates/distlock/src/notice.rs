@@ -99,22 +99,13 @@ pub(crate) async fn tell_holders(backend: &Backend, key: &str, fields: &[String]
 /// [`tell_holders`].
 pub(crate) async fn tell_job_holder(backend: &Backend, key: &str, value: &str) {
     let mut notices = vec![(keys::job_notice_channel(key), value.to_string())];
-    if let Some(client) = value_client(value) {
+    if let Some((_, _, Some(client))) = keys::job_value_parts(value) {
         notices.push((
             keys::client_notice_channel(client),
             payload('j', value, key),
         ));
     }
     publish(backend, notices).await;
-}
-
-/// The client a job-lock value names: the UUID after the host in `ADDED:<time>@<host>:<id>`
-/// (this version writes its client's id there; ShedLock writes none, distlock 0.1 a fresh
-/// id per grant, which names no client and so reaches nobody).
-fn value_client(value: &str) -> Option<&str> {
-    let (_, who) = value.strip_prefix("ADDED:")?.split_once('@')?;
-    let (_, id) = who.rsplit_once(':')?;
-    uuid::Uuid::parse_str(id).is_ok().then_some(id)
 }
 
 /// Whether the server says the hold of `field` on `key` is gone (a notice's check before

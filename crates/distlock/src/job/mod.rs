@@ -162,19 +162,12 @@ pub struct JobHolder {
 impl JobHolder {
     /// Parse a ShedLock value; `None` when it does not start with `ADDED:` and contain `@`.
     pub fn parse(value: &str, ttl: Option<Duration>) -> Option<JobHolder> {
-        let rest = value.strip_prefix("ADDED:")?;
-        let (locked_at, who) = rest.split_once('@')?;
-        let (host, id) = match who.rsplit_once(':') {
-            Some((host, id)) if uuid::Uuid::parse_str(id).is_ok() => {
-                (host.to_string(), Some(id.to_string()))
-            }
-            _ => (who.to_string(), None),
-        };
+        let (locked_at, host, id) = crate::keys::job_value_parts(value)?;
         Some(JobHolder {
             value: value.to_string(),
             locked_at: locked_at.to_string(),
-            host,
-            id,
+            host: host.to_string(),
+            id: id.map(str::to_string),
             ttl,
         })
     }

@@ -320,6 +320,18 @@ pub fn job_lock(env: &str, name: &str) -> String {
     format!("{}:{env}:{name}", JOB_LOCK_PREFIX)
 }
 
+/// The parts of a job lock's value `ADDED:<time>@<host>[:<id>]` (ShedLock's, with distlock's
+/// id after the host): the time as written, the host, and the id when what follows the last
+/// `:` is a UUID (this version's holder client's id; distlock 0.1 wrote a fresh one per
+/// grant, ShedLock none). `None` when it does not start with `ADDED:` and contain `@`.
+pub(crate) fn job_value_parts(value: &str) -> Option<(&str, &str, Option<&str>)> {
+    let (locked_at, who) = value.strip_prefix("ADDED:")?.split_once('@')?;
+    Some(match who.rsplit_once(':') {
+        Some((host, id)) if uuid::Uuid::parse_str(id).is_ok() => (locked_at, host, Some(id)),
+        _ => (locked_at, who, None),
+    })
+}
+
 /// Returns the grant channel of one client's waiters of a plain or fair lock.
 ///
 /// `distlock_lock_grant:{key}:<client id>`. A release that hands the lock to a waiter publishes
