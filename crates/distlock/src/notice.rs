@@ -21,29 +21,25 @@ use crate::conn::Backend;
 use crate::keys;
 use crate::scripts::Publish;
 
-/// A lost-lease notice, as [`parse`] reads it from a payload.
+/// A lost-lease notice, as [`parse`] reads it from a payload (`S`: `&str`), or owned by the
+/// task that checks it with the server (`S`: `String`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Notice<'a> {
+pub(crate) enum Notice<S> {
     /// `l;…`: the hold of owner `field` on the lock `key`.
-    Lock { field: &'a str, key: &'a str },
+    Lock { field: S, key: S },
     /// `j;…`: the job lock `key` holding `value`.
-    Job { value: &'a str, key: &'a str },
+    Job { value: S, key: S },
 }
 
-/// A [`Notice`] that owns its text (for the task that checks it with the server).
-pub(crate) enum OwnedNotice {
-    Lock { field: String, key: String },
-    Job { value: String, key: String },
-}
-
-impl Notice<'_> {
-    pub(crate) fn to_owned(self) -> OwnedNotice {
+impl Notice<&str> {
+    /// This notice with its text owned.
+    pub(crate) fn to_owned(self) -> Notice<String> {
         match self {
-            Notice::Lock { field, key } => OwnedNotice::Lock {
+            Notice::Lock { field, key } => Notice::Lock {
                 field: field.to_string(),
                 key: key.to_string(),
             },
-            Notice::Job { value, key } => OwnedNotice::Job {
+            Notice::Job { value, key } => Notice::Job {
                 value: value.to_string(),
                 key: key.to_string(),
             },
@@ -59,7 +55,7 @@ fn payload(tag: char, what: &str, key: &str) -> String {
 
 /// The notice in a payload; `None` for anything else. The length is decimal digits without a
 /// sign or a leading zero, as [`payload`] writes it.
-pub(crate) fn parse(payload: &[u8]) -> Option<Notice<'_>> {
+pub(crate) fn parse(payload: &[u8]) -> Option<Notice<&str>> {
     let text = std::str::from_utf8(payload).ok()?;
     let (tag, rest) = text.split_at_checked(2)?;
     let (len, rest) = rest.split_once(';')?;

@@ -25,7 +25,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::conn::Backend;
-use crate::notice::{Notice, OwnedNotice};
+use crate::notice::Notice;
 
 mod task;
 
@@ -465,10 +465,10 @@ impl Leases {
             let notice = notice.to_owned();
             runtime.spawn(async move {
                 let (gone, key) = match &notice {
-                    OwnedNotice::Lock { field, key } => {
+                    Notice::Lock { field, key } => {
                         (crate::notice::lock_hold_gone(&backend, key, field).await, key)
                     }
-                    OwnedNotice::Job { value, key } => {
+                    Notice::Job { value, key } => {
                         (crate::notice::job_hold_gone(&backend, key, value).await, key)
                     }
                 };
