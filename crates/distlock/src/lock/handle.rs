@@ -81,11 +81,12 @@ impl<K: LockKind> LockHandle<K> {
     /// in whole milliseconds, checked (at least 1 ms, at most 365 days) when the lock is
     /// acquired. No I/O.
     pub fn lease(&self, lease: Duration) -> Self {
-        LockHandle {
-            core: self.core.lease(lease),
-            write: self.write.as_ref().map(|w| w.lease(lease)),
-            ..self.clone()
-        }
+        LockHandle::from_parts(
+            self.core.lease(lease),
+            self.write.as_ref().map(|w| w.lease(lease)),
+            self.handoff,
+            self.liveness,
+        )
     }
 
     /// The explicit lease, if one was set with [`lease`](LockHandle::lease).
