@@ -112,7 +112,7 @@ pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_WAIT, DEFAULT_WATCHDOG_LEASE,
 };
 pub use config::{ClusterServers, Config, SentinelServers, SingleServer};
-pub use conn::redact_url;
+pub use conn::{redact_url, ScriptCalls};
 pub use duration::parse_duration;
 pub use error::{Error, ErrorKind, Fix, NodeFailure, NotHeldReason, Result};
 pub use inspect::{InspectedKind, Inspection};

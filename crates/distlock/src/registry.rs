@@ -346,7 +346,7 @@ fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
                 .and_then(|mut con| {
                     con.set_read_timeout(Some(fb.command_timeout))?;
                     con.set_write_timeout(Some(fb.command_timeout))?;
-                    request.invocation().invoke_blocking::<redis::Value>(&mut con, fb.backend.publish())
+                    request.invocation().invoke_blocking::<redis::Value>(&mut con, fb.backend.via())
                 });
             let _ = tx.send((request.context, r));
         });

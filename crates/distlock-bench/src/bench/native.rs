@@ -284,7 +284,7 @@ pub async fn watchdog(b: &Bench) -> Result<Line> {
     };
     let server_commands = sum(&|_| true);
     let commands = sum(&|k| is_top_level(k));
-    let renewal_calls = sum(&|k| k.starts_with("eval"));
+    let renewal_calls = sum(&|k| k.starts_with("eval") || k == "fcall");
     let periods = wall.as_secs_f64() / period.as_secs_f64().max(1e-9);
     let per_period = |x: u64| {
         if periods > 0.0 {
@@ -374,7 +374,14 @@ pub async fn waiters(b: &Bench) -> Result<Line> {
 
     let bar = b.bar("waiters: subscribe", w);
     let before = command_calls(&mut con).await?;
-    let attempts_before = before.get("evalsha").copied().unwrap_or(0);
+    // Script calls: FCALLs where the client runs Redis Functions, EVALSHAs otherwise.
+    let scripts = |calls: &std::collections::HashMap<String, u64>| {
+        ["evalsha", "fcall"]
+            .iter()
+            .map(|c| calls.get(*c).copied().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let attempts_before = scripts(&before);
     let setup = Instant::now();
     let mut tasks = Vec::new();
     for i in 0..w as usize {
@@ -400,11 +407,7 @@ pub async fn waiters(b: &Bench) -> Result<Line> {
     let all_waiting_limit = Duration::from_secs(30).max(s.wait);
     let (all_waiting, attempts) = loop {
         let now = command_calls(&mut con).await?;
-        let attempts = now
-            .get("evalsha")
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(attempts_before);
+        let attempts = scripts(&now).saturating_sub(attempts_before);
         bar.set_position(attempts / 2);
         if attempts >= 2 * w {
             break (true, attempts);

@@ -130,6 +130,8 @@ async fn show(opts: &Options, client: &distlock::Client, args: &StatusArgs) -> R
         for hint in hints {
             outln!("{hint}")?;
         }
+        // How this client called the server's scripts: Redis Functions or EVALSHA, and why.
+        outln!("scripts: {}", client.script_calls())?;
         if let Some(policy) = client.eviction_policy().filter(|p| *p != "noeviction") {
             // Lock keys carry TTLs: any eviction policy may drop a held lock.
             outln!(

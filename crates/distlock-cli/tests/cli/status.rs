@@ -61,6 +61,10 @@ fn status_shows_who_holds_a_lock() {
         let out = output(c);
         assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
         let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("\nscripts: FCALL (Redis Functions, library distlock_"),
+            "{name}: how scripts run, in {stdout}"
+        );
         let prefix = format!(
             "  holder: app distlock on {} pid {pid}, held for ",
             distlock_test::testing::host_name()

@@ -303,6 +303,12 @@ impl Client {
         self.inner.app_name()
     }
 
+    /// How this client calls its scripts (Redis Functions or `EVALSHA`) and why, as
+    /// [`crate::Client::script_calls`].
+    pub fn script_calls(&self) -> crate::ScriptCalls {
+        self.inner.script_calls()
+    }
+
     /// Returns the name of this client's connections (`distlock:<app>:<host>:<pid>`), as
     /// [`crate::Client::connection_name`].
     pub fn connection_name(&self) -> &str {
@@ -419,6 +425,12 @@ impl ClientBuilder {
     /// [`crate::ClientBuilder::require_noeviction`].
     pub fn require_noeviction(self, require: bool) -> Self {
         self.map(|b| b.require_noeviction(require))
+    }
+
+    /// Lets the client run its scripts as Redis Functions where it can (default `true`), as
+    /// [`crate::ClientBuilder::redis_functions`].
+    pub fn redis_functions(self, allow: bool) -> Self {
+        self.map(|b| b.redis_functions(allow))
     }
 
     /// Labels the acquire metrics with the lock's name too (with `true`), as

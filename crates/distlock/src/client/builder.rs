@@ -23,6 +23,7 @@ pub struct ClientBuilder {
     pub(super) command_timeout: Duration,
     pub(super) connect_timeout: Duration,
     pub(super) require_noeviction: bool,
+    pub(super) redis_functions: bool,
     pub(super) metrics_lock_names: bool,
     pub(super) sentinel_auth: Option<String>,
     /// [`ClientBuilder::redis_client`], as given.
@@ -140,6 +141,7 @@ impl Default for ClientBuilder {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             require_noeviction: false,
+            redis_functions: true,
             metrics_lock_names: false,
             sentinel_auth: None,
             redis_client: None,
@@ -164,6 +166,7 @@ impl fmt::Debug for ClientBuilder {
             .field("command_timeout", &self.command_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("require_noeviction", &self.require_noeviction)
+            .field("redis_functions", &self.redis_functions)
             .field("metrics_lock_names", &self.metrics_lock_names)
             .field("replica_acks", &self.replica_acks)
             .field("replica_ack_timeout", &self.replica_ack_timeout)
@@ -391,6 +394,21 @@ impl ClientBuilder {
     /// [`ErrorKind::OutOfMemory`] and nothing is written.
     pub fn require_noeviction(mut self, require: bool) -> Self {
         self.require_noeviction = require;
+        self
+    }
+
+    /// Lets the client run its scripts as Redis Functions where it can.
+    ///
+    /// Default `true`: at connect, a server with Redis Functions (Redis 7+, Valkey) whose
+    /// user may run `FUNCTION LOAD` and `FCALL` gets one library of distlock's scripts
+    /// (`distlock_<hash>`, one per distlock version and pub/sub variant; it stays in the
+    /// server's data, replicated and persisted like a key, until `FUNCTION DELETE`), and every
+    /// script is called with `FCALL`, which costs the server less per call than `EVALSHA`.
+    /// `false` keeps the server's function libraries untouched and calls every script with
+    /// `EVALSHA`, as Redisson does. Either way the scripts are the same. A Redis Cluster
+    /// always uses `EVALSHA`. [`Client::script_calls`] says which was chosen and why.
+    pub fn redis_functions(mut self, allow: bool) -> Self {
+        self.redis_functions = allow;
         self
     }
 

@@ -75,6 +75,7 @@ impl ClientBuilder {
             pubsub: self.pubsub,
             client_name: me.connection_name.clone(),
             tls_ca,
+            functions: self.redis_functions,
         };
         let (backend, subscriber) = match Backend::connect(target, &settings, &redacted).await {
             Ok(c) => c,
@@ -468,6 +469,10 @@ async fn read_fencing_floor(
 /// queued on a stalled server, where a `NOSCRIPT` answer would come back to nobody and the
 /// request would silently not run. Failures are left to the per-call fallback.
 async fn preload_scripts(backend: &Backend) {
+    if backend.via().functions {
+        // The library holds them all.
+        return;
+    }
     let mut pipe = redis::pipe();
     for script in crate::scripts::ALL {
         pipe.cmd("SCRIPT")

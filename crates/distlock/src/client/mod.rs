@@ -301,6 +301,13 @@ impl Client {
         self.inner.eviction_policy.as_deref()
     }
 
+    /// How this client calls its scripts — Redis Functions (`FCALL`) or `EVALSHA` — and
+    /// why, as chosen at connect (see [`ScriptCalls`](crate::ScriptCalls) and
+    /// [`ClientBuilder::redis_functions`]).
+    pub fn script_calls(&self) -> crate::ScriptCalls {
+        self.inner.backend.script_calls()
+    }
+
     /// The server's URL with any password replaced by `***`.
     pub fn redacted_url(&self) -> &str {
         &self.inner.redacted_url

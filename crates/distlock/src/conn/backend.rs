@@ -12,14 +12,17 @@ use super::deployment::{Connection, Deployment, Route, SCAN_COUNT};
 use super::grant_slots::GrantSlotGuard;
 use super::resend::{classify, classify_unconfirmed, resend_after, Failure, Resend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::scripts::{Invocation as ScriptInvocation, Publish};
+use crate::scripts::{Invocation as ScriptInvocation, Publish, Via};
 
 /// The command side of a client (or of one grant): resend rules over a [`Connection`].
 #[derive(Clone)]
 pub(crate) struct Backend {
     pub(super) conn: Connection,
-    /// Which variant of the scripts runs: how they publish wake-ups.
-    pub(super) publish: Publish,
+    /// How the scripts are called: which variant runs (how they publish wake-ups), and
+    /// whether as Redis Functions.
+    pub(super) via: Via,
+    /// How the scripts are called, and why, as chosen at connect.
+    pub(super) calls: crate::ScriptCalls,
 }
 
 impl Backend {
@@ -35,7 +38,17 @@ impl Backend {
 
     /// How this backend's scripts publish wake-ups.
     pub(crate) fn publish(&self) -> Publish {
-        self.publish
+        self.via.publish
+    }
+
+    /// How this backend calls its scripts.
+    pub(crate) fn via(&self) -> Via {
+        self.via
+    }
+
+    /// How the scripts are called, and why, as chosen at connect.
+    pub(crate) fn script_calls(&self) -> crate::ScriptCalls {
+        self.calls
     }
 
     /// Whether every script call must keep its keys in one hash slot
@@ -138,9 +151,9 @@ impl Backend {
         invocation: &ScriptInvocation<'_>,
         rule: Resend<'_>,
     ) -> Result<(T, bool)> {
-        let publish = self.publish;
+        let via = self.via;
         self.send(context, rule, |mut conn| async move {
-            invocation.invoke_async::<T>(&mut conn, publish).await
+            invocation.invoke_async::<T>(&mut conn, via).await
         })
         .await
     }
@@ -265,7 +278,7 @@ impl Backend {
     /// it was sent more than once. A failure where a send may have run unanswered, when no
     /// resend follows, is an error whose outcome is unknown (under a window,
     /// [`Resend::latched`]: the caller resolves it through the request's latch).
-    async fn send<T, F, Fut>(
+    pub(super) async fn send<T, F, Fut>(
         &self,
         context: impl fmt::Display,
         rule: Resend<'_>,
@@ -395,7 +408,8 @@ impl Backend {
         Ok(GrantChannel {
             backend: Backend {
                 conn: Connection { deployment, route },
-                publish: self.publish,
+                via: self.via,
+                calls: self.calls,
             },
             generation,
             wait,

@@ -56,6 +56,46 @@ pub(crate) struct ConnectSettings {
     /// The CA certificates (PEM) that `rediss://` servers are checked against instead of
     /// Mozilla's roots ([`crate::ClientBuilder::tls_ca_cert`]).
     pub tls_ca: Option<Arc<[u8]>>,
+    /// Whether scripts may run as Redis Functions ([`crate::ClientBuilder::redis_functions`]).
+    pub functions: bool,
+}
+
+/// How a client calls distlock's Lua scripts on the server, chosen at connect
+/// ([`Client::script_calls`](crate::Client::script_calls)).
+///
+/// Where the server has Redis Functions (Redis 7+, Valkey) and the user may load and call
+/// them (`+function|load +fcall`), the client loads one library of every script
+/// (`FUNCTION LOAD`, named `distlock_<hash>`: one per distlock version and pub/sub variant,
+/// shown by `FUNCTION LIST`, kept by the server's persistence and replicated like data) and
+/// calls its functions with `FCALL`, which costs the server less per call than `EVALSHA`.
+/// Otherwise — Redis 6.2, a user without those rules, a Redis Cluster, or
+/// [`ClientBuilder::redis_functions(false)`](crate::ClientBuilder::redis_functions) — it
+/// calls the same scripts with `EVALSHA`, as Redisson does. Both run the same script text,
+/// so clients of either kind share every lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScriptCalls {
+    /// `FCALL` of the functions of the library named `library` (`distlock_<hash>`).
+    Functions {
+        /// The library's name, as `FUNCTION LIST` shows it.
+        library: &'static str,
+    },
+    /// `EVALSHA` (an `EVAL` where the server does not have the script cached).
+    Evalsha {
+        /// Why not functions, in words.
+        reason: &'static str,
+    },
+}
+
+impl std::fmt::Display for ScriptCalls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScriptCalls::Functions { library } => {
+                write!(f, "FCALL (Redis Functions, library {library})")
+            }
+            ScriptCalls::Evalsha { reason } => write!(f, "EVALSHA ({reason})"),
+        }
+    }
 }
 
 /// Which pub/sub carries wake-ups on a Redis Cluster.

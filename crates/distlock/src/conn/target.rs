@@ -10,7 +10,9 @@ use super::url::insecure_as_fragment;
 use super::ConnectSettings;
 use super::{cluster, sentinel};
 use crate::error::{Error, ErrorKind, Result};
-use crate::scripts::Publish;
+use crate::scripts::functions::{self, Library};
+use crate::scripts::{Publish, Via};
+use crate::ScriptCalls;
 
 /// Where a client connects: a standalone server, or a master behind Redis Sentinel.
 #[derive(Debug)]
@@ -154,16 +156,36 @@ impl Backend {
                     (Deployment::Cluster { conn, nodes }, publish)
                 }
             };
-            let backend = Backend {
+            let cluster = matches!(deployment, Deployment::Cluster { .. });
+            let mut backend = Backend {
                 conn: Connection {
                     deployment,
                     route: Route::Shared,
                 },
-                publish,
+                via: Via {
+                    publish,
+                    functions: false,
+                },
+                calls: ScriptCalls::Evalsha {
+                    reason: "not chosen yet",
+                },
             };
             backend
                 .query::<String>(&context, &redis::cmd("PING"))
                 .await?;
+            backend.calls = if !settings.functions {
+                ScriptCalls::Evalsha {
+                    reason: "Redis Functions turned off (ClientBuilder::redis_functions)",
+                }
+            } else if cluster {
+                ScriptCalls::Evalsha {
+                    reason: "Redis Cluster: scripts run by EVALSHA, which every master caches on first use",
+                }
+            } else {
+                load_functions(&backend, &context).await?
+            };
+            backend.via.functions = matches!(backend.calls, ScriptCalls::Functions { .. });
+            tracing::debug!(calls = ?backend.calls, "{context}: how scripts are called");
             let subscriber = Subscriber::new(backend.clone(), settings.client_name.clone());
             Ok::<_, Error>((backend, subscriber))
         };
@@ -178,4 +200,50 @@ impl Backend {
             )),
         }
     }
+}
+
+/// Load the client's library of functions (`FUNCTION LOAD`; one loaded already by another
+/// client of this version is used as it is) and call its probe (`FCALL`): how the scripts
+/// are called, `EVALSHA` where the server has no functions (before Redis 7), the user may
+/// not load or call them (`NOPERM`) or the load fails otherwise (a read-only replica, a full
+/// server). Only a connection failure is an error.
+async fn load_functions(backend: &Backend, context: &str) -> Result<ScriptCalls> {
+    let library = Library::of(backend.via.publish);
+    let answer = |cmd: redis::Cmd| async move {
+        backend
+            .send(context, super::Resend::Few, |mut conn| {
+                let cmd = cmd.clone();
+                async move {
+                    Ok::<_, redis::RedisError>(cmd.query_async::<redis::Value>(&mut conn).await)
+                }
+            })
+            .await
+            .map(|(v, _)| v)
+    };
+    let refused = |e: &redis::RedisError| {
+        let reason = if functions::unsupported(e) {
+            "the server has no Redis Functions (before Redis 7)"
+        } else if e.code() == Some("NOPERM") {
+            "the ACL user may not run FUNCTION LOAD or FCALL"
+        } else {
+            tracing::info!(error = %e, "{context}: loading distlock's Redis Functions failed; scripts run by EVALSHA");
+            "FUNCTION LOAD or FCALL failed"
+        };
+        ScriptCalls::Evalsha { reason }
+    };
+    let mut load = redis::cmd("FUNCTION");
+    load.arg("LOAD").arg(library.code());
+    match answer(load).await? {
+        Ok(_) => {}
+        Err(e) if functions::already_loaded(&e) => {}
+        Err(e) => return Ok(refused(&e)),
+    }
+    let mut probe = redis::cmd("FCALL");
+    probe.arg(library.probe()).arg(0);
+    Ok(match answer(probe).await? {
+        Ok(_) => ScriptCalls::Functions {
+            library: library.name(),
+        },
+        Err(e) => refused(&e),
+    })
 }

@@ -95,10 +95,22 @@ const BODIES: [&str; 3] = [
     "  redis.pcall('publish', channel, message)\n  redis.pcall('spublish', channel, message)\n",
 ];
 
-/// One script in its three publish variants: the text as run and its SHA-1.
+/// How a client calls its scripts, chosen at connect: which publish variant, and whether
+/// through its variant's Redis Functions library ([`functions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Via {
+    /// Which variant of the scripts runs: how they publish wake-ups.
+    pub(crate) publish: Publish,
+    /// `FCALL` of the library's functions (loaded at connect), else `EVALSHA`.
+    pub(crate) functions: bool,
+}
+
+/// One script in its three publish variants: the text as run, its SHA-1, and the name of
+/// its function in the variant's library (made on first use).
 pub(crate) struct Script {
     texts: [String; 3],
     hashes: [String; 3],
+    functions: [std::sync::OnceLock<String>; 3],
 }
 
 impl Script {
@@ -107,7 +119,22 @@ impl Script {
         assert!(classic.contains(CLASSIC_BODY), "publish.lua not joined");
         let texts = BODIES.map(|body| classic.replacen(CLASSIC_BODY, body, 1));
         let hashes = std::array::from_fn(|i| redis::Script::new(&texts[i]).get_hash().to_string());
-        Script { texts, hashes }
+        Script {
+            texts,
+            hashes,
+            functions: Default::default(),
+        }
+    }
+
+    /// The SHA-1 of the text run in `mode`.
+    pub(crate) fn hash(&self, mode: Publish) -> &str {
+        &self.hashes[mode.index()]
+    }
+
+    /// The name of this script's function in `mode`'s library.
+    fn function(&self, mode: Publish) -> &str {
+        self.functions[mode.index()]
+            .get_or_init(|| functions::Library::of(mode).function(self.hash(mode)))
     }
 
     /// The text run in `mode`.
@@ -351,64 +378,10 @@ impl<'a> Invocation<'a> {
         Self::command("EVAL", script.text(mode), keys, args)
     }
 
-    /// Run it: `EVALSHA`, and on `NOSCRIPT` one `EVAL` on the same connection (which also
-    /// caches the script there). On the request's first send its fast path goes first, when
-    /// it has one.
-    pub(crate) async fn invoke_async<T: FromRedisValue>(
-        &self,
-        con: &mut impl redis::aio::ConnectionLike,
-        mode: Publish,
-    ) -> redis::RedisResult<T> {
-        if let Some(fast) = self.fast_first() {
-            let v = fast.call.send_async(con, mode).await?;
-            if let Some(answer) = fast.answer(v) {
-                return answer;
-            }
-        }
-        self.send_async(con, mode).await
-    }
-
-    /// `EVALSHA`, and on `NOSCRIPT` one `EVAL`.
-    async fn send_async<T: FromRedisValue>(
-        &self,
-        con: &mut impl redis::aio::ConnectionLike,
-        mode: Publish,
-    ) -> redis::RedisResult<T> {
-        match self.evalsha(mode).query_async(con).await {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                self.eval(mode).query_async(con).await
-            }
-            r => r,
-        }
-    }
-
-    /// [`Invocation::invoke_async`] over a blocking connection.
-    pub(crate) fn invoke_blocking<T: FromRedisValue>(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        mode: Publish,
-    ) -> redis::RedisResult<T> {
-        if let Some(fast) = self.fast_first() {
-            let v = fast.call.send_blocking(con, mode)?;
-            if let Some(answer) = fast.answer(v) {
-                return answer;
-            }
-        }
-        self.send_blocking(con, mode)
-    }
-
-    /// `EVALSHA`, and on `NOSCRIPT` one `EVAL`, over a blocking connection.
-    fn send_blocking<T: FromRedisValue>(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        mode: Publish,
-    ) -> redis::RedisResult<T> {
-        match self.evalsha(mode).query(con) {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                self.eval(mode).query(con)
-            }
-            r => r,
-        }
+    /// `FCALL` of the function of the variant for `mode` in its library.
+    pub(crate) fn fcall(&self, mode: Publish) -> Cmd {
+        let (script, keys, args) = self.full();
+        Self::command("FCALL", script.function(mode), keys, args)
     }
 }
 
@@ -573,5 +546,7 @@ scripts! {
     LATCH_CANCEL => "latch_cancel.lua",
 }
 
+pub(crate) mod functions;
+mod send;
 #[cfg(test)]
 mod tests;

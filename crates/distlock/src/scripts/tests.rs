@@ -491,3 +491,33 @@ fn the_fast_path_twins_differ_only_where_their_kinds_do() {
         assert_eq!(code, code_of(to), "{to} is {from} but for the listed lines");
     }
 }
+
+/// Each publish variant's library registers every script under a name of its own, and names
+/// differ between variants (a server may hold the libraries of clients of each variant).
+#[test]
+fn every_script_has_a_function_of_its_own_in_each_variants_library() {
+    use super::functions::Library;
+    let mut libraries = std::collections::HashSet::new();
+    for mode in [Publish::Classic, Publish::Sharded, Publish::Both] {
+        let library = Library::of(mode);
+        assert!(
+            libraries.insert(library.name().to_string()),
+            "{}",
+            library.name()
+        );
+        assert!(library
+            .code()
+            .starts_with(&format!("#!lua name={}\n", library.name())));
+        let mut names = std::collections::HashSet::new();
+        for script in ALL {
+            let name = script.function(mode).to_string();
+            assert!(names.insert(name.clone()), "{name} twice");
+            let registered = format!(
+                "redis.register_function('{name}', function(KEYS, ARGV)\n{}\nend)\n",
+                script.text(mode)
+            );
+            assert!(library.code().contains(&registered), "{name}");
+        }
+        assert!(library.code().contains(&library.probe()));
+    }
+}

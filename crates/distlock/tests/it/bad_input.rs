@@ -230,7 +230,7 @@ async fn acquire_times_out_with_not_acquired() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_whose_braces_are_no_hash_tag_are_refused() {
     let (server, client) = setup().await;
-    let calls_before = evalsha_calls(&server);
+    let calls_before = script_calls(&server);
     for name in ["a{b", "{}x", "x}{y", "x}y"] {
         let errors = [
             client.lock(name).try_acquire().await.err(),
@@ -252,7 +252,7 @@ async fn names_whose_braces_are_no_hash_tag_are_refused() {
         }
     }
     assert_eq!(
-        evalsha_calls(&server),
+        script_calls(&server),
         calls_before,
         "a refused name reached the server"
     );

@@ -222,7 +222,7 @@ async fn a_fair_waiter_with_handoff_off_is_woken_not_handed_the_lock() {
         .liveness_timeout(Duration::from_secs(2))
         .lease(Duration::from_secs(20));
     let held = lock.acquire().await.unwrap();
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     let waiter = spawn_acquire(&off);
     waiter_settled(&server, before).await;
     assert_eq!(queue_len(&server, "fair-off"), 1);
@@ -245,7 +245,7 @@ async fn a_fair_waiter_with_handoff_off_is_woken_not_handed_the_lock() {
         .expect("the waiter was not woken")
         .unwrap();
     assert!(
-        evalsha_calls(&server) >= 2,
+        script_calls(&server) >= 2,
         "the waiter took the lock by an attempt of its own"
     );
     assert!(got.fencing_token() > token);

@@ -86,7 +86,7 @@ pub(crate) async fn handed_to_the_first_waiter<L: Queued>(
     release_scripts: u64,
 ) -> L::Guard {
     let key = waiter_lock.key().to_string();
-    let before = evalsha_calls(server);
+    let before = script_calls(server);
     let waiter = {
         let lock = waiter_lock.clone();
         tokio::spawn(async move { lock.take().await })
@@ -109,7 +109,7 @@ pub(crate) async fn handed_to_the_first_waiter<L: Queued>(
     // The hand-off message is only a claim: the waiter has the server confirm it with one
     // attempt of its own (which finds the hold and sets the full lease).
     assert_eq!(
-        evalsha_calls(server),
+        script_calls(server),
         release_scripts + 1,
         "the release's scripts and one confirming attempt of the waiter's"
     );
@@ -144,7 +144,7 @@ async fn a_hash_tagged_name_is_handed_off_on_its_own_channel() {
         .lease(Duration::from_secs(20))
         .liveness_timeout(Duration::from_secs(30));
     let held = lock.acquire().await.unwrap();
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     let waiter = spawn_acquire(&lock);
     assert!(
         queued_within(&server, &key, 1, Duration::from_secs(2)).await,
@@ -161,7 +161,7 @@ async fn a_hash_tagged_name_is_handed_off_on_its_own_channel() {
     // script at once, without trying the fast path (which would answer nil: queued).
     // (And the waiter's one confirming attempt.)
     assert_eq!(
-        evalsha_calls(&server),
+        script_calls(&server),
         2,
         "the release and one confirming attempt of the waiter's"
     );
@@ -182,7 +182,7 @@ async fn a_release_skips_the_fast_path_while_a_waiter_of_its_handle_waits() {
         .lock("long-wait")
         .liveness_timeout(Duration::from_secs(30));
     let held = lock.acquire().await.unwrap();
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     let waiter = spawn_acquire(&lock);
     assert!(queued_within(&server, "long-wait", 1, Duration::from_secs(2)).await);
     waiter_settled(&server, before).await;
@@ -194,7 +194,7 @@ async fn a_release_skips_the_fast_path_while_a_waiter_of_its_handle_waits() {
         .expect("the waiter was not handed the lock")
         .unwrap();
     // The full release at once, and the waiter's confirming attempt.
-    assert_eq!(evalsha_calls(&server), 2, "a fast path was tried first");
+    assert_eq!(script_calls(&server), 2, "a fast path was tried first");
     got.release().await.unwrap();
 }
 

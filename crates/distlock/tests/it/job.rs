@@ -340,13 +340,13 @@ async fn try_acquire_for_and_acquire_poll_within_the_wait() {
         .unwrap()
         .expect("free");
 
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     assert!(lock
         .try_acquire_for(Duration::ZERO)
         .await
         .unwrap()
         .is_none());
-    assert_eq!(evalsha_calls(&server) - before, 1, "zero wait: one attempt");
+    assert_eq!(script_calls(&server) - before, 1, "zero wait: one attempt");
 
     let start = tokio::time::Instant::now();
     assert!(lock
@@ -397,11 +397,11 @@ async fn try_acquire_for_and_acquire_poll_within_the_wait() {
 
     // A second acquire after the release goes through at once: one attempt, ShedLock's own
     // `SET NX PX` (a fresh value needs no script).
-    let (scripts, sets) = (evalsha_calls(&server), command_calls(&server, "set"));
+    let (scripts, sets) = (script_calls(&server), command_calls(&server, "set"));
     let g = lock.acquire().await.unwrap();
     assert_eq!(
         (
-            evalsha_calls(&server) - scripts,
+            script_calls(&server) - scripts,
             command_calls(&server, "set") - sets
         ),
         (0, 1),

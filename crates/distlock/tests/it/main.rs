@@ -12,6 +12,7 @@ mod config;
 mod fair;
 mod faults;
 mod fencing;
+mod functions;
 mod handoff;
 mod hints;
 mod holder;

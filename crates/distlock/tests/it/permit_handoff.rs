@@ -49,7 +49,7 @@ async fn a_release_hands_the_permit_to_the_first_waiter() {
         .leased_semaphore("direct")
         .liveness_timeout(Duration::from_secs(30));
     let held = hold_the_only_permit(&sem, Duration::from_secs(60)).await;
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     let waiter = spawn_acquire(&sem);
     assert!(queued_within(&server, "direct", 1, Duration::from_secs(2)).await);
     assert!(exists(&server, &permit_waiters("direct")));
@@ -64,7 +64,7 @@ async fn a_release_hands_the_permit_to_the_first_waiter() {
     // The hand-off message is only a claim: the waiter has the server confirm it (the
     // extension to its full lease).
     assert_eq!(
-        evalsha_calls(&server),
+        script_calls(&server),
         2,
         "the release and the waiter's one confirming extension"
     );

@@ -57,7 +57,7 @@ async fn a_write_release_hands_the_lock_to_the_queued_writer() {
         .rw_lock("rw-h")
         .lease(distlock::DEFAULT_WRITER_LIVENESS);
     let held = rw.write().await.unwrap();
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     let waiter = spawn_write(&rw);
     assert!(queued_within(&server, "rw-h", 1, Duration::from_secs(2)).await);
     waiter_settled(&server, before).await;
@@ -69,7 +69,7 @@ async fn a_write_release_hands_the_lock_to_the_queued_writer() {
         .expect("the queued writer was not handed the lock")
         .unwrap();
     assert_eq!(
-        evalsha_calls(&server),
+        script_calls(&server),
         2,
         "the release and the writer's confirming attempt alone ran scripts"
     );
@@ -95,7 +95,7 @@ async fn a_writer_with_handoff_off_is_woken_not_handed_the_lock() {
     let (server, client) = setup().await;
     let rw = client.rw_lock("rw-off");
     let held = rw.write().await.unwrap();
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     let waiter = spawn_write(&rw.handoff(false));
     waiter_settled(&server, before).await;
     assert!(!exists(&server, &rwlock_queue("rw-off")), "it queued");
@@ -111,7 +111,7 @@ async fn a_writer_with_handoff_off_is_woken_not_handed_the_lock() {
         .expect("the writer was not woken")
         .unwrap();
     assert!(
-        evalsha_calls(&server) >= 2,
+        script_calls(&server) >= 2,
         "the writer took the lock by an attempt of its own"
     );
     assert_eq!(
@@ -129,7 +129,7 @@ async fn the_last_read_release_hands_the_lock_to_the_queued_writer() {
     let (server, client) = setup().await;
     let rw = client.rw_lock("rw-r");
     let (r1, r2) = (rw.read().await.unwrap(), rw.read().await.unwrap());
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     let waiter = spawn_write(&rw);
     assert!(queued_within(&server, "rw-r", 1, Duration::from_secs(2)).await);
     waiter_settled(&server, before).await;
@@ -144,7 +144,7 @@ async fn the_last_read_release_hands_the_lock_to_the_queued_writer() {
         .expect("the queued writer was not handed the lock")
         .unwrap();
     assert_eq!(
-        evalsha_calls(&server),
+        script_calls(&server),
         2,
         "the release and the writer's confirming attempt alone ran scripts"
     );

@@ -7,6 +7,7 @@ use distlock::layout::{
 };
 
 use crate::util::*;
+use distlock::Client;
 
 fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<i64> {
     let mut con = server.connection();
@@ -586,7 +587,15 @@ fn the_fast_acquire_counts_on_only_in_its_own_generation() {
 /// one answered nil for a held lock.
 #[tokio::test]
 async fn the_common_case_sends_only_the_fast_scripts() {
-    let (server, client) = setup().await;
+    let server = RedisServer::start();
+    // Scripts by EVALSHA, so that the script cache shows which were sent (a client that runs
+    // Redis Functions sends the same scripts, as functions of one library).
+    let client = Client::builder()
+        .url(server.url())
+        .redis_functions(false)
+        .build()
+        .await
+        .unwrap();
     let files = [
         "lock_acquire_fast.lua",
         "lock_release_fast.lua",
@@ -766,7 +775,15 @@ fn the_read_locks_fast_paths_grant_and_release_or_change_nothing() {
 /// flush, the full ones are never cached).
 #[tokio::test]
 async fn uncontended_write_read_and_fair_locks_send_only_the_fast_scripts() {
-    let (server, client) = setup().await;
+    let server = RedisServer::start();
+    // Scripts by EVALSHA, so that the script cache shows which were sent (a client that runs
+    // Redis Functions sends the same scripts, as functions of one library).
+    let client = Client::builder()
+        .url(server.url())
+        .redis_functions(false)
+        .build()
+        .await
+        .unwrap();
     cmd::<()>(&server, &["SCRIPT", "FLUSH"]);
     client
         .rw_lock("fast-rw")

@@ -181,7 +181,7 @@ async fn bad_semaphore_inputs_are_refused() {
 async fn zero_permits_are_a_no_op() {
     let (server, client) = setup().await;
     let sem = client.semaphore("zero");
-    let before = evalsha_calls(&server);
+    let before = script_calls(&server);
     let none = sem.acquire_many(0).await.unwrap();
     assert_eq!(none.permits(), 0);
     assert!(sem
@@ -191,7 +191,7 @@ async fn zero_permits_are_a_no_op() {
         .is_some());
     assert_eq!(none.release().await.unwrap(), 0);
     assert_eq!(sem.add_permits(0).await.unwrap(), 0);
-    assert_eq!(evalsha_calls(&server), before, "no script ran");
+    assert_eq!(script_calls(&server), before, "no script ran");
     assert!(
         keys(&server).is_empty(),
         "nothing written: {:?}",

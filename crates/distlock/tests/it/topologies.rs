@@ -365,3 +365,37 @@ async fn totals_survive_a_failover() {
         );
     }
 }
+
+/// Scripts run as Redis Functions on a standalone server and through Sentinel where the
+/// server has them (Redis 7+, Valkey), by `EVALSHA` on older servers and on a Cluster; a
+/// lock cycles either way, by the calls the client says it makes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_are_called_as_the_server_allows() {
+    for topology in topologies() {
+        let (deployment, client) = setup_on(topology).await;
+        let calls = client.script_calls();
+        let functions = matches!(calls, distlock::ScriptCalls::Functions { .. });
+        let has_functions = distlock_test::server_major_version() >= 7;
+        assert_eq!(
+            functions,
+            has_functions && !matches!(topology, Topology::Cluster),
+            "{topology:?}: {calls}"
+        );
+        if !has_functions {
+            assert!(
+                matches!(topology, Topology::Cluster)
+                    || calls.to_string().contains("before Redis 7"),
+                "{topology:?}: {calls}"
+            );
+        }
+        let node = deployment.node_for("sc-cycle");
+        let command = if functions { "fcall" } else { "evalsha" };
+        let before = command_calls(node, command);
+        let guard = client.lock("sc-cycle").acquire().await.unwrap();
+        guard.release().await.unwrap();
+        assert!(
+            command_calls(node, command) >= before + 2,
+            "{topology:?}: {command} not called"
+        );
+    }
+}

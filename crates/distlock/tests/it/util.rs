@@ -329,7 +329,7 @@ pub fn deadline_ahead(server: &RedisServer, deadline: u64) -> (u64, u64) {
     (deadline, now)
 }
 
-/// Waits (up to 5 s) until `server` has run at least two more `EVALSHA`s than `before` and
+/// Waits (up to 5 s) until `server` has run at least two more script calls than `before` and
 /// then no more for 250 ms: a waiter's attempt before its subscriptions (preceded by its fast
 /// path's, which answers nil, when its lock handle had met no contention) and the one after
 /// they were confirmed, after which it waits for a message (or its recheck, seconds away in
@@ -338,10 +338,10 @@ pub fn deadline_ahead(server: &RedisServer, deadline: u64) -> (u64, u64) {
 pub async fn waiter_settled(server: &RedisServer, before: u64) {
     const QUIET: Duration = Duration::from_millis(250);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    let (mut last, mut since) = (evalsha_calls(server), tokio::time::Instant::now());
+    let (mut last, mut since) = (script_calls(server), tokio::time::Instant::now());
     loop {
         let now = tokio::time::Instant::now();
-        let calls = evalsha_calls(server);
+        let calls = script_calls(server);
         if calls != last {
             (last, since) = (calls, now);
         } else if calls >= before + 2 && now - since >= QUIET {
@@ -356,10 +356,10 @@ pub async fn waiter_settled(server: &RedisServer, before: u64) {
     }
 }
 
-/// The number of `EVALSHA` calls `server` counted (`INFO commandstats`; 0 when none since
-/// start or `CONFIG RESETSTAT`).
-pub fn evalsha_calls(server: &RedisServer) -> u64 {
-    command_calls(server, "evalsha")
+/// The number of script calls `server` counted — `FCALL`s (Redis Functions) and `EVALSHA`s
+/// (`INFO commandstats`; 0 when none since start or `CONFIG RESETSTAT`).
+pub fn script_calls(server: &RedisServer) -> u64 {
+    command_calls(server, "fcall") + command_calls(server, "evalsha")
 }
 
 /// How many times `server` ran `command` (`INFO commandstats`, which counts the commands

@@ -50,18 +50,19 @@ async fn watchdog_renews_many_locks_in_batches() {
         guards.push(client.lock(format!("many:{i}")).acquire().await.unwrap());
     }
     let before: String = cmd(&server, &["INFO", "commandstats"]);
-    let evalsha_calls = |info: &str| -> u64 {
+    // Script calls: FCALLs (Redis Functions) and EVALSHAs.
+    let script_calls = |info: &str| -> u64 {
         info.lines()
-            .find(|l| l.starts_with("cmdstat_evalsha:"))
-            .and_then(|l| l.split("calls=").nth(1))
-            .and_then(|v| v.split(',').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+            .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_fcall:"))
+            .filter_map(|l| l.split("calls=").nth(1))
+            .filter_map(|v| v.split(',').next())
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum()
     };
     // The scenario: two lease periods of renewals, counted.
     tokio::time::sleep(lease * 2).await;
     let after: String = cmd(&server, &["INFO", "commandstats"]);
-    let calls = evalsha_calls(&after) - evalsha_calls(&before);
+    let calls = script_calls(&after) - script_calls(&before);
     // 2 lease periods = ~6 renewal rounds × 3 batches of ≤ 500.
     assert!(
         calls > 0 && calls <= 30,

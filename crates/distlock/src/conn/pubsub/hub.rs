@@ -480,6 +480,7 @@ mod tests {
             pubsub: PubSubMode::Auto,
             client_name: "distlock:test".into(),
             tls_ca: None,
+            functions: true,
         };
         let target = Target::parse(&server.url(), None, None).unwrap();
         let (_backend, subscriber) = Backend::connect(target, &settings, "test").await.unwrap();
