@@ -36,62 +36,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
     );
     let lease = Duration::from_secs(30);
-    let pair = |i: u64| {
-        let client = client.clone();
-        let (mut bare, unlock) = (bare.clone(), unlock.clone());
-        let primitive = primitive.clone();
-        async move {
-            let name = format!("cost:{i}");
-            match primitive.as_str() {
-                "lock" => client.lock(name).acquire().await?.release().await?,
-                "fair" => client.fair_lock(name).acquire().await?.release().await?,
-                "read" => client.rw_lock(name).read().await?.release().await?,
-                "write" => client.rw_lock(name).write().await?.release().await?,
-                "semaphore" => {
-                    client.semaphore("cost").acquire().await?.release().await?;
-                }
-                "leased" => {
-                    let permit = client
-                        .leased_semaphore("cost")
-                        .lease(lease)
-                        .acquire()
-                        .await?;
-                    permit.release().await?;
-                }
-                "latch" => {
-                    client.count_down_latch("cost").count_down().await?;
-                }
-                "job" => {
-                    let job = client.job_lock(name).at_most_for(lease);
-                    job.try_acquire().await?.expect("free").release().await?;
-                }
-                "bare" => {
-                    let value = uuid::Uuid::new_v4().to_string();
-                    let set: Option<String> = redis::cmd("SET")
-                        .arg(&name)
-                        .arg(&value)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(30_000)
-                        .query_async(&mut bare)
-                        .await?;
-                    assert!(set.is_some(), "the bare lock {name} was free");
-                    let deleted: i64 = unlock
-                        .key(&name)
-                        .arg(&value)
-                        .invoke_async(&mut bare)
-                        .await?;
-                    assert_eq!(deleted, 1);
-                }
-                "extend" => {
-                    // The lock of "cost:extend" is taken once, in the warm-up pair.
-                    EXTENDED.get().expect("held").extend(lease).await?;
-                }
-                other => return Err(format!("unknown primitive {other}").into()),
-            }
-            Ok::<(), Box<dyn std::error::Error>>(())
-        }
-    };
     match primitive.as_str() {
         "semaphore" => {
             client.semaphore("cost").try_set_permits(1).await?;
@@ -108,11 +52,120 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => {}
     }
+    // Each primitive's pair is a future of its own type, sized by what it awaits (one async
+    // block for every primitive would be as large as the largest, and moving it would be
+    // counted against each).
+    let c = &client;
+    match primitive.as_str() {
+        "lock" => {
+            pairs(n, |i| async move {
+                c.lock(format!("cost:{i}")).acquire().await?.release().await
+            })
+            .await?
+        }
+        "fair" => {
+            pairs(n, |i| async move {
+                c.fair_lock(format!("cost:{i}"))
+                    .acquire()
+                    .await?
+                    .release()
+                    .await
+            })
+            .await?
+        }
+        "read" => {
+            pairs(n, |i| async move {
+                c.rw_lock(format!("cost:{i}")).read().await?.release().await
+            })
+            .await?
+        }
+        "write" => {
+            pairs(n, |i| async move {
+                c.rw_lock(format!("cost:{i}"))
+                    .write()
+                    .await?
+                    .release()
+                    .await
+            })
+            .await?
+        }
+        "semaphore" => {
+            pairs(n, |_| async move {
+                c.semaphore("cost").acquire().await?.release().await
+            })
+            .await?
+        }
+        "leased" => {
+            pairs(n, |_| async move {
+                let permit = c.leased_semaphore("cost").lease(lease).acquire().await?;
+                permit.release().await
+            })
+            .await?
+        }
+        "latch" => {
+            pairs(n, |_| async move {
+                c.count_down_latch("cost").count_down().await
+            })
+            .await?
+        }
+        "job" => {
+            pairs(n, |i| async move {
+                let job = c.job_lock(format!("cost:{i}")).at_most_for(lease);
+                job.try_acquire().await?.expect("free").release().await
+            })
+            .await?
+        }
+        // The lock of "cost:extend" is taken once, before the pairs.
+        "extend" => {
+            pairs(n, |_| async move {
+                EXTENDED.get().expect("held").extend(lease).await
+            })
+            .await?
+        }
+        "bare" => {
+            let unlock = &unlock;
+            pairs(n, |i| {
+                let mut bare = bare.clone();
+                async move {
+                    let name = format!("cost:{i}");
+                    let value = uuid::Uuid::new_v4().to_string();
+                    let set: Option<String> = redis::cmd("SET")
+                        .arg(&name)
+                        .arg(&value)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(30_000)
+                        .query_async(&mut bare)
+                        .await?;
+                    assert!(set.is_some(), "the bare lock {name} was free");
+                    let deleted: i64 = unlock
+                        .key(&name)
+                        .arg(&value)
+                        .invoke_async(&mut bare)
+                        .await?;
+                    assert_eq!(deleted, 1);
+                    Ok::<(), redis::RedisError>(())
+                }
+            })
+            .await?
+        }
+        other => return Err(format!("unknown primitive {other}").into()),
+    }
+    println!("done {n}");
+    Ok(())
+}
+
+/// One warm-up pair (`i` = `u64::MAX`), then `n` pairs, one after another.
+async fn pairs<F, Fut, T, E>(n: u64, mut pair: F) -> Result<(), Box<dyn std::error::Error>>
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+    E: std::error::Error + 'static,
+{
     pair(u64::MAX).await?;
     for i in 0..n {
         pair(i).await?;
     }
-    println!("done {n}");
     Ok(())
 }
 
