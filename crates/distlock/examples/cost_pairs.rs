@@ -60,7 +60,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     match primitive.as_str() {
         "lock" => {
             pairs(n, |i| async move {
-                c.lock(format!("cost:{}", i % NAMES)).acquire().await?.release().await
+                c.lock(format!("cost:{}", i % NAMES))
+                    .acquire()
+                    .await?
+                    .release()
+                    .await
             })
             .await?
         }
@@ -76,7 +80,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         "read" => {
             pairs(n, |i| async move {
-                c.rw_lock(format!("cost:{}", i % NAMES)).read().await?.release().await
+                c.rw_lock(format!("cost:{}", i % NAMES))
+                    .read()
+                    .await?
+                    .release()
+                    .await
             })
             .await?
         }

@@ -179,7 +179,7 @@ impl Backend {
                 }
             } else if cluster {
                 ScriptCalls::Evalsha {
-                    reason: "Redis Cluster: scripts run by EVALSHA, which every master caches on first use",
+                    reason: "Redis Cluster: a node that lost the library would be reloaded through every master, so scripts run by EVALSHA, which each node caches on first use",
                 }
             } else {
                 load_functions(&backend, &context).await?
