@@ -30,6 +30,7 @@ pub use hold::{FairLockGuard, HoldGuard, LockGuard};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use plain::Lock;
 pub(crate) use raw::{Attempt, Mode};
+pub(crate) use request::Contention;
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, DEFAULT_WRITER_LIVENESS};
 pub use types::{FencingToken, Handoff, HolderInfo, LockMode, LockStatus, Owner};
 

@@ -137,9 +137,16 @@ impl Keyspace {
         Reply::Int(removed)
     }
 
+    /// `ZADD key [NX] score member [score member ...]` (the option the scripts use: NX, add
+    /// only members not there yet, leaving the others' scores).
     pub(super) fn zadd(&mut self, rest: &[Vec<u8>]) -> Reply {
+        let nx = rest[1].eq_ignore_ascii_case(b"nx");
+        let members = &rest[1 + usize::from(nx)..];
+        if members.is_empty() || members.len() % 2 == 1 {
+            return Reply::err("ERR syntax error");
+        }
         let mut pairs = Vec::new();
-        for pair in rest[1..].chunks(2) {
+        for pair in members.chunks(2) {
             match parse_f64(&pair[0]) {
                 Some(s) => pairs.push((s, pair[1].clone())),
                 None => return Reply::err(NOT_FLOAT),
@@ -153,6 +160,9 @@ impl Keyspace {
         };
         let mut added = 0;
         for (score, member) in pairs {
+            if nx && z.contains_key(&member) {
+                continue;
+            }
             if z.insert(member, score).is_none() {
                 added += 1;
             }

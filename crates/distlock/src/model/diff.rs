@@ -119,6 +119,7 @@ fn step(kind: BoxedStrategy<Take>) -> impl Strategy<Value = Step> {
                 Just(vec!["DEL", "N"]),
                 Just(vec!["RPUSH", "N", "x"]),
                 Just(vec!["ZADD", "N", "1", "m"]),
+                Just(vec!["ZADD", "N", "NX", "2", "m"]),
                 Just(vec!["SADD", "N", "m"]),
                 Just(vec!["HSET", "N", "mode", "write", "c0:1:write", "1"]),
             ])

@@ -306,7 +306,7 @@ impl Keyspace {
             "rpush" if arity(2) => self.push(&rest[0], &rest[1..]),
             "lpop" if rest.len() == 1 => self.lpop(&rest[0]),
             "lrem" if rest.len() == 3 => self.lrem(rest),
-            "zadd" if rest.len() >= 3 && rest.len() % 2 == 1 => self.zadd(rest),
+            "zadd" if rest.len() >= 3 => self.zadd(rest),
             "zscore" if rest.len() == 2 => self.with_zset(&rest[0], |z| {
                 z.get(&rest[1])
                     .map_or(Reply::Nil, |s| Reply::bulk(fmt_score(*s)))

@@ -4,21 +4,26 @@
 //! (`semaphore::calls::LeasedKeys`).
 //!
 //! Modelled: an acquire under a permit id, queued for hand-off when refused (each attempt
-//! renews its place), its reply delivered or lost (a lost one is resent under the same id); a
+//! renews its place), its reply delivered or lost (a lost one is resent under the same id),
+//! its first attempt's first send trying the fast path (`leased_acquire_fast.lua`) as the
+//! engine's does, resends and later attempts going to the full script; a
 //! grant found by an attempt with its lease cut short confirmed by extending it to the lease
 //! asked for (`extend_to_lease`), as is a hand-off message (which only makes the waiter ask
 //! the server, so it may come at any step); a waiter that gives up and leaves the queue
-//! (giving back a hand-off that raced it); renewal (leased_extend.lua); release by id, its
-//! reply lost and resent; a crash (the permit returns when its lease ends); time jumping to
-//! the next deadline (a lease, a waiter's liveness, a holder's local validity).
+//! (giving back a hand-off that raced it); renewal (leased_extend.lua); release by id (its
+//! first send through the fast path while the holder counts on its lease, as the engine
+//! decides), its reply lost and resent; a crash (the permit returns when its lease ends);
+//! time jumping to the next deadline (a lease, a waiter's liveness, a holder's local
+//! validity).
 //!
 //! Properties, in every state: the available count and the leases add up to the size ("count
 //! conserved": a resent acquire or release applied twice breaks it); no more live leases than
 //! the size, no more clients holding with a valid lease than the size, and every such client's
 //! lease lives on the server at least as long as it counts on ("live permits"); no script
 //! errs; an attempt is never refused while its own permit is live ("a resend finds its
-//! grant"); the hand-off queue's keys live no longer than a waiter's liveness ("no leak"); and
-//! some path gets every client through its cycle.
+//! grant"); a release answers 1 only for a lease still running (the fast path reads no
+//! clock; part of "scripts run"); the hand-off queue's keys live no longer than a waiter's
+//! liveness ("no leak"); and some path gets every client through its cycle.
 
 use stateright::{Model, Property};
 
@@ -155,8 +160,15 @@ impl LeasedModel {
             &format!("c{client}"),
             &id(n),
         );
-        let inv = keys_().acquire(&id(n), LEASE_MS, &entry);
-        let r = counts::send(&mut s.ks, &inv, false);
+        // A fresh id's first send tries the fast path, as the engine's first attempt does;
+        // a resend or a later attempt (which may find a hand-off) the full script.
+        let fresh = matches!(s.clients[client], Phase::Idle);
+        let k = keys_();
+        let inv = super::with_fast(
+            k.acquire(&id(n), LEASE_MS, &entry),
+            fresh.then(|| k.acquire_fast(&id(n), LEASE_MS)),
+        );
+        let r = counts::send(&mut s.ks, &inv, fresh);
         if lost {
             if matches!(r, Reply::Error(_)) {
                 s.error = Some(format!("acquire: {r:?}"));
@@ -203,15 +215,23 @@ impl LeasedModel {
         };
     }
 
-    /// The release (or a waiter's leaving) of permit `n`, by id.
-    fn release(&self, s: &mut State, n: u32) -> Option<bool> {
-        let request = keys_().release("model".into(), &id(n));
-        match counts::send(&mut s.ks, &request.invocation(), false) {
-            Reply::Int(1 | GONE) => Some(true),
-            other => {
-                s.error = Some(format!("release: {other:?}"));
-                None
+    /// The release (or a waiter's leaving) of permit `n`, by id; `fast`: a first send of a
+    /// holder that counts on its lease still (as `LeasedSemaphore::release_request` decides),
+    /// which tries the fast path. A reply other than 1 or GONE, or 1 for a lease that was not
+    /// running (the fast path reads no clock: its caller must know the lease runs), is an
+    /// error of the state.
+    fn release(&self, s: &mut State, n: u32, fast: bool) {
+        let now = s.ks.now_ms();
+        let running = leases(&s.ks)
+            .iter()
+            .any(|(m, at)| *m == member(&id(n)) && *at > now);
+        let request = std::sync::Arc::new(keys_()).release("model".into(), &id(n), fast);
+        match counts::send(&mut s.ks, &request.invocation(), fast) {
+            Reply::Int(1) if !running => {
+                s.error = Some("release: 1 for a lease that is not running".into());
             }
+            Reply::Int(1 | GONE) => {}
+            other => s.error = Some(format!("release: {other:?}")),
         }
     }
 }
@@ -302,7 +322,7 @@ impl Model for LeasedModel {
                 let Phase::Waiting { id } = s.clients[client] else {
                     return None;
                 };
-                self.release(&mut s, id)?;
+                self.release(&mut s, id, false);
                 end_cycle(&mut s, client);
             }
             Action::HandedOff { client } => {
@@ -349,8 +369,16 @@ impl Model for LeasedModel {
                         self.attempt(&mut s, client, id, now, lost);
                     }
                     Phase::Confirming { id } => self.confirm(&mut s, client, id),
-                    Phase::Holding { id, .. } | Phase::Releasing { id } => {
-                        self.release(&mut s, id)?;
+                    Phase::Holding { id, valid_until } => {
+                        self.release(&mut s, id, valid_until > now);
+                        if lost {
+                            s.clients[client] = Phase::Releasing { id };
+                        } else {
+                            end_cycle(&mut s, client);
+                        }
+                    }
+                    Phase::Releasing { id } => {
+                        self.release(&mut s, id, false);
                         if lost {
                             s.clients[client] = Phase::Releasing { id };
                         } else {

@@ -31,7 +31,11 @@
 //! directly. Counted on Redis 7.0 (`tools/script-cost`), an
 //! uncontended plain-lock acquire + release costs the server about 110,000 instructions this
 //! way, against 171,800 through the full scripts. With a token generation (Sentinel, Cluster)
-//! the acquires' fast path counts on in the counter's own generation only.
+//! the acquires' fast path counts on in the counter's own generation only. The leased
+//! semaphore has the same pair (`leased_acquire_fast.lua`: an available permit for a permit id
+//! never sent before, nobody queued; `leased_release_fast.lua`: a permit whose holder still
+//! counts on its lease, nobody queued): about 101,000 instructions per pair against 186,000
+//! through the full scripts.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -531,6 +535,12 @@ scripts! {
     SEMAPHORE_RELEASE => "semaphore_release.lua",
     /// Take every available permit.
     SEMAPHORE_DRAIN => "semaphore_drain.lua" with "shapes.lua",
+    /// The leased semaphore's common acquire (a permit available to a fresh id, nobody
+    /// queued), or nil.
+    LEASED_ACQUIRE_FAST => "leased_acquire_fast.lua",
+    /// The leased semaphore's common release (a permit its holder counts on, nobody queued),
+    /// or nil.
+    LEASED_RELEASE_FAST => "leased_release_fast.lua",
     /// Take one leased permit, reclaiming expired ones; queue for a hand-off when refused.
     LEASED_ACQUIRE => "leased_acquire.lua" with "prelude.lua" "kinds.lua" "leases.lua" "permit_queue.lua",
     /// Give back a leased permit (to the first queued waiter, when there is one), or leave

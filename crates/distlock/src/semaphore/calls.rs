@@ -2,9 +2,11 @@
 //! that everything that sends them — the engine, and the model of the protocol in tests —
 //! builds the same call.
 
+use std::sync::Arc;
+
 use crate::keys;
 use crate::registry::ReleaseRequest;
-use crate::scripts::{self, Invocation};
+use crate::scripts::{self, FastPath, Invocation};
 
 /// A semaphore's set-up: `permits` permits if it has none yet.
 pub(crate) fn set_permits(key: &str, channel: &str, permits: u64) -> Invocation<'static> {
@@ -104,6 +106,25 @@ impl LeasedKeys {
         inv
     }
 
+    /// The fast path of an acquire of permit `id` that was never sent before, with a lease of
+    /// `lease_ms` ms (`leased_acquire_fast.lua`: an available permit, nobody queued).
+    pub(crate) fn acquire_fast(&self, id: &str, lease_ms: u64) -> FastPath {
+        let mut inv = scripts::LEASED_ACQUIRE_FAST.prepare_invoke();
+        inv.key(&self.key)
+            .key(&self.leases)
+            .arg(member(id))
+            .arg(lease_ms);
+        FastPath::new(inv, whole_lease)
+    }
+
+    /// The fast path of the give-back of permit `id`, for a permit whose holder still counts
+    /// on its lease (`leased_release_fast.lua`: nobody queued).
+    pub(crate) fn release_fast(&self, id: &str) -> FastPath {
+        let mut inv = scripts::LEASED_RELEASE_FAST.prepare_invoke();
+        inv.key(&self.key).key(&self.leases).arg(member(id));
+        FastPath::new(inv, |v| v)
+    }
+
     /// A call of `script` over the six keys of an acquire or release, in their order, with
     /// permit `id` as its first argument.
     fn call(&self, script: &'static scripts::Script, id: &str) -> Invocation<'static> {
@@ -119,9 +140,21 @@ impl LeasedKeys {
     }
 
     /// The give-back of permit `id` (idempotent: by id), handing it to the first live queued
-    /// waiter; it also takes `id` out of the hand-off queue.
-    pub(crate) fn release(&self, context: String, id: &str) -> ReleaseRequest {
-        ReleaseRequest::new(context, self.call(&scripts::LEASED_RELEASE, id))
+    /// waiter; it also takes `id` out of the hand-off queue. `fast`: try
+    /// [`LeasedKeys::release_fast`] first, for a permit whose holder still counts on its
+    /// lease (the full call is then built only if a send needs it).
+    pub(crate) fn release(
+        self: &Arc<Self>,
+        context: String,
+        id: &str,
+        fast: bool,
+    ) -> ReleaseRequest {
+        if !fast {
+            return ReleaseRequest::new(context, self.call(&scripts::LEASED_RELEASE, id));
+        }
+        let (keys, owned) = (self.clone(), id.to_string());
+        let full = Arc::new(move || keys.call(&scripts::LEASED_RELEASE, &owned));
+        ReleaseRequest::new(context, Invocation::later(full, self.release_fast(id)))
     }
 
     /// The extension of permit `id`'s lease to `lease_ms` ms from now.
@@ -133,6 +166,20 @@ impl LeasedKeys {
             .arg(lease_ms);
         inv
     }
+}
+
+/// The time left of a lease granted whole, as `leased_acquire.lua` reports a grant's: above
+/// any lease asked for, so it is never taken for a lease a hand-off cut short.
+pub(crate) const WHOLE_LEASE: i64 = i64::MAX;
+
+/// A fast acquire's expiry (`leased_acquire_fast.lua`) in its full script's reply shape
+/// `{1, expiry_ms, left_ms}`: the fast path grants the whole lease ([`WHOLE_LEASE`]).
+fn whole_lease(expiry: redis::Value) -> redis::Value {
+    redis::Value::Array(vec![
+        redis::Value::Int(1),
+        expiry,
+        redis::Value::Int(WHOLE_LEASE),
+    ])
 }
 
 /// The hand-off queue entry of a waiter for permit `id`, of client `client_id`, whose place

@@ -868,3 +868,168 @@ fn the_fair_locks_fast_paths_grant_and_release_or_change_nothing() {
         cmd::<()>(&server, &["DEL", key]);
     }
 }
+
+/// `leased_acquire_fast.lua` of semaphore `lease` for permit `id` (16 bytes), lease 30 s.
+fn leased_fast(server: &RedisServer, id: &str) -> redis::Value {
+    eval(
+        server,
+        "leased_acquire_fast.lua",
+        &["lease", "{lease}:timeout"],
+        &[id, "30000"],
+    )
+}
+
+/// `leased_release_fast.lua` of semaphore `lease` for permit `id`.
+fn leased_release_fast(server: &RedisServer, id: &str) -> redis::Value {
+    eval(
+        server,
+        "leased_release_fast.lua",
+        &["lease", "{lease}:timeout"],
+        &[id],
+    )
+}
+
+/// The leased semaphore's fast paths take an available permit as the full acquire does (the
+/// count less one, the id in Redisson's leases zset at server time + lease, the leases given
+/// the count's TTL) and give it back (the id out, the count plus one); the full acquire of the
+/// same id then answers the grant. An id leased already (a resend's full script ran first),
+/// no available permit, a count that is no count, a queued waiter or the old leases key:
+/// nil, nothing changed. A leases key of another type is refused before any write.
+#[test]
+fn the_leased_fast_paths_grant_and_release_or_change_nothing() {
+    let server = RedisServer::start();
+    let (a, b) = ("0123456789abcdef", "fedcba9876543210");
+    let leases = "{lease}:timeout";
+    cmd::<()>(&server, &["SET", "lease", "2"]);
+    let before = server_time_ms(&server);
+    let expiry = match leased_fast(&server, a) {
+        redis::Value::Int(e) => e as u64,
+        other => panic!("a fast grant: {other:?}"),
+    };
+    assert!(
+        expiry >= before + 30_000 && expiry <= server_time_ms(&server) + 30_000,
+        "{expiry}"
+    );
+    assert_eq!(cmd::<String>(&server, &["GET", "lease"]), "1");
+    assert_eq!(
+        cmd::<u64>(&server, &["ZSCORE", leases, a]),
+        expiry,
+        "Redisson's member and score"
+    );
+    assert_eq!(cmd::<i64>(&server, &["PTTL", leases]), -1);
+    nil_and_unchanged(&server, "its id leased already", || leased_fast(&server, a));
+    let full: Vec<i64> = redis::cmd("EVAL")
+        .arg(source("leased_acquire.lua"))
+        .arg(6)
+        .arg(&["lease", leases, "redisson_sc:{lease}"][..])
+        .arg(
+            &[
+                "redisson__timeout__set:{lease}",
+                "distlock_permit_queue:{lease}",
+                "distlock_permit_waiters:{lease}",
+            ][..],
+        )
+        .arg(&[a, "30000", ""][..])
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(
+        full[..2],
+        [1, expiry as i64],
+        "the full script finds its grant"
+    );
+    // The leases live as long as a count with a TTL.
+    cmd::<()>(&server, &["PEXPIRE", "lease", "60000"]);
+    assert!(matches!(leased_fast(&server, b), redis::Value::Int(_)));
+    assert!(cmd::<i64>(&server, &["PTTL", leases]) > 59_000);
+    cmd::<()>(&server, &["PERSIST", "lease"]);
+    cmd::<()>(&server, &["PERSIST", leases]);
+    nil_and_unchanged(&server, "no permit available", || leased_fast(&server, "x"));
+    for count in ["-1", "3.5", "02", "bob", "1234567890123456789"] {
+        cmd::<()>(&server, &["SET", "lease", count]);
+        nil_and_unchanged(&server, count, || leased_fast(&server, "x"));
+    }
+    cmd::<()>(&server, &["DEL", "lease"]);
+    nil_and_unchanged(&server, "no count", || leased_fast(&server, "x"));
+    cmd::<()>(&server, &["HSET", "lease", "c:1", "1"]);
+    nil_and_unchanged(&server, "a lock's hash", || leased_fast(&server, "x"));
+    cmd::<()>(&server, &["SET", "lease", "1"]);
+    for key in [
+        "distlock_permit_queue:{lease}",
+        "redisson__timeout__set:{lease}",
+    ] {
+        cmd::<()>(&server, &["ZADD", key, "1", "w"]);
+        nil_and_unchanged(&server, key, || leased_fast(&server, "x"));
+        if key.contains("queue") {
+            nil_and_unchanged(&server, "a release with a queue", || {
+                leased_release_fast(&server, a)
+            });
+        }
+        cmd::<()>(&server, &["DEL", key]);
+    }
+    // The releases: the count back, published; an id not leased (given back already).
+    assert_eq!(leased_release_fast(&server, a), redis::Value::Int(1));
+    assert_eq!(cmd::<String>(&server, &["GET", "lease"]), "2");
+    assert!(cmd::<Option<String>>(&server, &["ZSCORE", leases, a]).is_none());
+    nil_and_unchanged(&server, "given back already", || {
+        leased_release_fast(&server, a)
+    });
+    assert_eq!(leased_release_fast(&server, b), redis::Value::Int(1));
+    assert!(!exists(&server, leases));
+    // A leases key of another type: refused, the count unchanged.
+    cmd::<()>(&server, &["SET", leases, "x"]);
+    let refused = redis::cmd("EVAL")
+        .arg(source("leased_acquire_fast.lua"))
+        .arg(2)
+        .arg(&["lease", leases][..])
+        .arg(&[a, "30000"][..])
+        .query::<redis::Value>(&mut server.connection())
+        .unwrap_err();
+    assert_eq!(refused.code(), Some("WRONGTYPE"), "{refused}");
+    assert_eq!(cmd::<String>(&server, &["GET", "lease"]), "3");
+}
+
+/// An uncontended leased permit is taken and given back by the fast scripts alone (the full
+/// scripts never sent: not cached after a flush); an acquire that finds no permit, and the
+/// release of a permit whose lease its holder no longer counts on, run the full scripts.
+#[tokio::test]
+async fn an_uncontended_leased_permit_sends_only_the_fast_scripts() {
+    let (server, client) = setup().await;
+    let files = [
+        "leased_acquire_fast.lua",
+        "leased_release_fast.lua",
+        "leased_acquire.lua",
+        "leased_release.lua",
+    ];
+    let sem = client.leased_semaphore("fastp");
+    sem.try_set_permits(1).await.unwrap();
+    cmd::<()>(&server, &["SCRIPT", "FLUSH"]);
+    let permit = sem.acquire().await.unwrap();
+    permit.release().await.unwrap();
+    assert_eq!(cached(&server, &files), [1, 1, 0, 0], "{files:?}");
+    let permit = sem
+        .lease(std::time::Duration::from_millis(50))
+        .acquire()
+        .await
+        .unwrap();
+    // Another handle (this one met no contention, so its release may still try the fast
+    // path) finds no permit.
+    let other = client.leased_semaphore("fastp");
+    assert!(other.try_acquire().await.unwrap().is_none());
+    assert_eq!(cached(&server, &files), [1, 1, 1, 0], "{files:?}");
+    // The lease ends on the server, after the holder's own deadline; nothing reclaims it.
+    permit.lost().await;
+    assert!(
+        eventually(std::time::Duration::from_secs(1), || {
+            let now = server_time_ms(&server).to_string();
+            cmd::<u64>(&server, &["ZCOUNT", "{fastp}:timeout", "-inf", &now]) == 1
+        })
+        .await,
+        "the lease did not end on the server"
+    );
+    assert_eq!(
+        permit.release().await.unwrap_err().kind(),
+        distlock::ErrorKind::NotHeld,
+        "a lease that ended is not given back as held"
+    );
+    assert_eq!(cached(&server, &files), [1, 1, 1, 1], "{files:?}");
+}

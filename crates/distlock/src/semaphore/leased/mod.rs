@@ -11,13 +11,14 @@ use crate::conn::pubsub::{HandedOff, Wake};
 use crate::conn::Resend;
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::lock::{Handoff, DEFAULT_FAIR_LIVENESS};
+use crate::lock::{Contention, Handoff, DEFAULT_FAIR_LIVENESS};
 use crate::registry::ReleaseRequest;
-use crate::scripts;
+use crate::scripts::{self, Invocation};
 use crate::watchdog::LeaseState;
 #[cfg(doc)]
 use crate::ErrorKind;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -54,6 +55,9 @@ pub struct LeasedSemaphore {
     lease: Option<Duration>,
     /// Its keys, and the script calls over them (made once per handle, shared by clones).
     keys: Arc<LeasedKeys>,
+    /// When the handle last met contention (a refused attempt, a fast path that answered
+    /// nil): its requests skip the fast paths for a while after (shared by clones).
+    contention: Arc<Contention>,
 }
 
 impl Client {
@@ -68,6 +72,7 @@ impl Client {
             liveness: DEFAULT_FAIR_LIVENESS,
             lease: None,
             keys,
+            contention: Arc::default(),
         }
     }
 }
@@ -370,40 +375,52 @@ impl LeasedSemaphore {
             entry,
             id: std::sync::Mutex::new(id),
             lease_ms,
+            fresh: AtomicBool::new(true),
         };
         let got = acquire(&n.client, request, wait).await?;
-        Ok(got.map(|(started, id)| LeasedPermit {
-            hold: {
-                let (sem, id) = (self.clone(), id.clone());
-                n.client.registry().register(
-                    crate::kind::LEASED_SEMAPHORE,
-                    Arc::new(move || sem.release_request(&id)),
-                )
-            },
-            sem: Some(self.clone()),
-            id,
-            lease: Arc::new(LeaseState::new(
+        Ok(got.map(|(started, id)| {
+            let lease = Arc::new(LeaseState::new(
                 started + lease.saturating_sub(keys::drift(lease)),
                 crate::kind::LEASED_SEMAPHORE,
                 self.names.name.clone(),
-            )),
-            keep_alive: None,
+            ));
+            LeasedPermit {
+                hold: {
+                    let (sem, id, lease) = (self.clone(), id.clone(), lease.clone());
+                    n.client.registry().register(
+                        crate::kind::LEASED_SEMAPHORE,
+                        Arc::new(move || sem.release_request(&id, Some(&lease))),
+                    )
+                },
+                sem: Some(self.clone()),
+                id,
+                lease,
+                keep_alive: None,
+            }
         }))
     }
 
     /// The script call that gives back the permit `id` (idempotent: by id), handing it to
-    /// the first live queued waiter; it also takes `id` out of the hand-off queue.
-    fn release_request(&self, id: &str) -> ReleaseRequest {
-        self.calls().release(self.names.context("release"), id)
+    /// the first live queued waiter; it also takes `id` out of the hand-off queue. With the
+    /// permit's `lease` still counted on (its holder's deadline ahead, which ends before the
+    /// server's expiry) and no contention met lately, `leased_release_fast.lua` is tried
+    /// first: the lease is running, so it reads no clock.
+    pub(super) fn release_request(&self, id: &str, lease: Option<&LeaseState>) -> ReleaseRequest {
+        let fast = lease.is_some_and(LeaseState::counted_on) && self.contention.calm();
+        self.keys.release(self.names.context("release"), id, fast)
     }
 
-    async fn release_id(&self, id: &str) -> Result<i64> {
-        let request = self.release_request(id);
-        self.names
-            .client
-            .backend()
-            .eval(&request.context, &request.invocation(), Resend::Few)
-            .await
+    /// Give back the permit `id` ([`LeasedSemaphore::release_request`]).
+    async fn release_id(&self, id: &str, lease: Option<&LeaseState>) -> Result<i64> {
+        let request = self.release_request(id, lease);
+        let inv = request.invocation();
+        let backend = self.names.client.backend();
+        let r = backend.eval(&request.context, &inv, Resend::Few).await;
+        if inv.fast_deferred() {
+            // A queue: the releases and acquires of the next while go to the full scripts.
+            self.contention.seen();
+        }
+        r
     }
 }
 
@@ -418,6 +435,9 @@ struct LeasedRequest {
     /// `leased_acquire.lua`'s `ARGV[3]`: the queue entry of a waiter that queues, `0` for one
     /// attempt that lets the queue go first, empty without hand-off.
     entry: String,
+    /// No attempt was sent yet: the first tries `leased_acquire_fast.lua` (a later one, its id
+    /// queued or handed off, would find only nil there).
+    fresh: AtomicBool,
     /// Where hand-offs to this waiter are announced, and its permit id: `None` when it does
     /// not queue.
     grant: Option<(String, String)>,
@@ -501,7 +521,7 @@ impl Acquire for LeasedRequest {
             return;
         }
         let id = self.id.lock().unwrap().clone();
-        if let Err(e) = self.sem.release_id(&id).await {
+        if let Err(e) = self.sem.release_id(&id, None).await {
             tracing::warn!(
                 semaphore = %self.sem.names.name,
                 error = format_args!("{e:#}"),
@@ -513,7 +533,18 @@ impl Acquire for LeasedRequest {
     async fn attempt(&self, started: Instant) -> Result<Step<Self::Grant>> {
         let n = &self.sem.names;
         let id = self.id.lock().unwrap().clone();
-        let inv = self.sem.calls().acquire(&id, self.lease_ms, &self.entry);
+        let calls = self.sem.calls();
+        // A calm handle's first attempt tries the fast path (the full call built only if a
+        // send needs it); a later one the full script, which answers a hand-off to its id.
+        let fast = self.fresh.swap(false, Ordering::Relaxed) && self.sem.contention.calm();
+        let inv = if fast {
+            Invocation::later(
+                Arc::new(|| calls.acquire(&id, self.lease_ms, &self.entry)),
+                calls.acquire_fast(&id, self.lease_ms),
+            )
+        } else {
+            calls.acquire(&id, self.lease_ms, &self.entry)
+        };
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.backend().for_grant(&n.key).await?;
@@ -522,12 +553,16 @@ impl Acquire for LeasedRequest {
             .eval(&context, &inv, Resend::Few)
             .await
             .inspect_err(|e| grant.failed(e))?;
+        if inv.fast_deferred() || r.first() == Some(&0) {
+            self.sem.contention.seen();
+        }
+        drop(inv);
         Ok(match r.as_slice() {
             [1, _, left] => {
                 // Not confirmed: released by id; the next attempt asks for a new id.
                 confirm_grant(grant, &context, || async {
                     *self.id.lock().unwrap() = new_permit_id();
-                    self.sem.release_id(&id).await.map(|_| ())
+                    self.sem.release_id(&id, None).await.map(|_| ())
                 })
                 .await?;
                 if self.grant.is_some() && *left < self.lease_ms as i64 {
@@ -556,7 +591,7 @@ impl Acquire for LeasedRequest {
         let client = &self.sem.names.client;
         client.registry().release_in_background(
             client.backend(),
-            self.sem.release_request(&self.id.lock().unwrap()),
+            self.sem.release_request(&self.id.lock().unwrap(), None),
         );
     }
 }

@@ -119,7 +119,7 @@ impl Drop for LeasedPermit {
         client
             .registry()
             .release_dropped(client.backend(), &self.hold, || {
-                sem.release_request(&self.id)
+                sem.release_request(&self.id, Some(&self.lease))
             });
     }
 }
@@ -142,7 +142,7 @@ impl LeasedPermit {
             .client
             .registry()
             .take_for_release(&self.hold, &sem.names.name)?;
-        match sem.release_id(&self.id).await? {
+        match sem.release_id(&self.id, Some(&self.lease)).await? {
             1 => Ok(()),
             _ => {
                 // Already back in the pool: the lease was lost.
