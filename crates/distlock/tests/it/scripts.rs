@@ -993,7 +993,14 @@ fn the_leased_fast_paths_grant_and_release_or_change_nothing() {
 /// release of a permit whose lease its holder no longer counts on, run the full scripts.
 #[tokio::test]
 async fn an_uncontended_leased_permit_sends_only_the_fast_scripts() {
-    let (server, client) = setup().await;
+    let server = RedisServer::start();
+    // Scripts by EVALSHA, so that the script cache shows which were sent.
+    let client = Client::builder()
+        .url(server.url())
+        .redis_functions(false)
+        .build()
+        .await
+        .unwrap();
     let files = [
         "leased_acquire_fast.lua",
         "leased_release_fast.lua",
