@@ -278,11 +278,7 @@ pub(crate) fn count_down_call(
     latch_ms: u64,
 ) -> scripts::Invocation<'static> {
     let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
-    inv.key(key)
-        .key(channel)
-        .key(request_latch)
-        .arg("0")
-        .arg(latch_ms);
+    inv.key(key).key(channel).key(request_latch).arg(latch_ms);
     inv
 }
 

@@ -4,7 +4,8 @@
 //!
 //! Modelled: each counter sends one count-down under a fresh request latch; its reply is
 //! delivered or lost, and a lost one is resent with the same request latch within the resend
-//! window (past it the outcome is unknown and the caller is told); a waiter reads the count
+//! window (past it the outcome is unknown and the caller is told); a first send held up on
+//! its way and run later (after its resends, or before them); a waiter reads the count
 //! (`GET`, as `CountDownLatch::wait_for` does) at any step, as a wake-up or its re-check would
 //! make it; a client crashes; time jumps to the next deadline (a request latch's TTL, a resend
 //! window's end).
@@ -50,6 +51,10 @@ pub(super) struct State {
     lost_left: u8,
     crashes_left: u8,
     reads_left: u8,
+    /// A count-down's first send held up on its way (client, sent at ms), run later; and how
+    /// many more may be.
+    stalled: Option<(usize, u64)>,
+    stalls_left: u8,
     error: Option<String>,
 }
 
@@ -57,8 +62,19 @@ crate::model::trace::traced!(State);
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Action {
-    Send { client: usize, lost: bool },
-    Crash { client: usize },
+    Send {
+        client: usize,
+        lost: bool,
+    },
+    /// Counter `client`'s count-down is held up on its way (the client sees no reply).
+    Stall {
+        client: usize,
+    },
+    /// The held-up count-down reaches the server, its reply to no one.
+    Deliver,
+    Crash {
+        client: usize,
+    },
     Tick,
 }
 
@@ -69,17 +85,22 @@ pub(super) struct LatchModel {
     pub(super) lost: u8,
     pub(super) crashes: u8,
     pub(super) reads: u8,
+    pub(super) stalls: u8,
+}
+
+/// Counter `client`'s count-down (one per counter, under one request latch).
+fn call(client: usize) -> crate::scripts::Invocation<'static> {
+    count_down_call(
+        KEY,
+        &keys::latch_channel(KEY),
+        &keys::latch_count_down_latch(KEY, &format!("c{client}:r1")),
+        LATCH_MS,
+    )
 }
 
 impl LatchModel {
     fn count_down(&self, s: &mut State, client: usize, since: u64, lost: bool) {
-        let inv = count_down_call(
-            KEY,
-            &keys::latch_channel(KEY),
-            &keys::latch_count_down_latch(KEY, &format!("c{client}:r1")),
-            LATCH_MS,
-        );
-        match counts::send(&mut s.ks, &inv, false) {
+        match counts::send(&mut s.ks, &call(client), false) {
             Reply::Int(v) if v >= 0 => {
                 s.counted[client] = true;
                 s.clients[client] = if lost {
@@ -118,6 +139,8 @@ impl Model for LatchModel {
             lost_left: self.lost,
             crashes_left: self.crashes,
             reads_left: self.reads,
+            stalled: None,
+            stalls_left: self.stalls,
             error: None,
         }]
     }
@@ -144,9 +167,16 @@ impl Model for LatchModel {
                     }
                 }
             }
+            // The counters are alike: the first one's send is the one held up.
+            if client == 0 && *phase == Phase::Counter && s.stalls_left > 0 {
+                actions.push(Action::Stall { client });
+            }
             if s.crashes_left > 0 {
                 actions.push(Action::Crash { client });
             }
+        }
+        if s.stalled.is_some() {
+            actions.push(Action::Deliver);
         }
         actions.push(Action::Tick);
     }
@@ -166,6 +196,20 @@ impl Model for LatchModel {
                     .collect();
                 counts::tick(&mut s.ks, windows)?;
                 return Some(s);
+            }
+            Action::Stall { client } => {
+                s.stalls_left -= 1;
+                s.stalled = Some((client, now));
+                s.clients[client] = Phase::CountingDown { since: now };
+            }
+            Action::Deliver => {
+                let (client, _) = s.stalled.take()?;
+                // Its reply reaches no one; the server ran it (or answered it from the
+                // request latch, having run it before).
+                match counts::send(&mut s.ks, &call(client), false) {
+                    Reply::Int(v) if v >= 0 => s.counted[client] = true,
+                    other => s.error = Some(format!("count down: {other:?}")),
+                }
             }
             Action::Crash { client } => {
                 s.crashes_left -= 1;
@@ -228,7 +272,10 @@ impl Model for LatchModel {
     }
 
     fn within_boundary(&self, s: &State) -> bool {
-        s.ks.now_us <= START_US + 2 * LATCH_MS * 1000
+        // A held-up send arrives within a latch lifetime.
+        s.stalled
+            .is_none_or(|(_, at)| s.ks.now_ms() < at + LATCH_MS)
+            && s.ks.now_us <= START_US + 2 * LATCH_MS * 1000
     }
 }
 
@@ -238,7 +285,7 @@ mod tests {
 
     /// A latch of three, three counters and a waiter (with `DISTLOCK_MODEL_DEEP` set: of
     /// four, four counters): every interleaving of the count-downs, lost replies and
-    /// their resends, a crash, the waiter's reads and time passing.
+    /// their resends, a held-up send, a crash, the waiter's reads and time passing.
     #[test]
     fn the_latch_keeps_its_properties_in_every_interleaving() {
         let deep = counts::deep();
@@ -254,6 +301,7 @@ mod tests {
                 lost: 2,
                 crashes: 1,
                 reads: 3,
+                stalls: 1,
             },
         );
     }
