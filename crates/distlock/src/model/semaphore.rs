@@ -7,8 +7,10 @@
 //! one is resent under the same latch within the resend window, and given back past it), a
 //! waiter that gives up (the give-back of mode '1', which tombstones a latch that has not run),
 //! a release under a fresh request latch (resent with the same latch within its window), a
-//! crash (a plain semaphore's permits are not owned: a crashed holder's are gone for good, as
-//! in Redisson), and time jumping to the next deadline (a latch's TTL, a resend window's end).
+//! first send of an acquire or of a release held up on its way and run later (after its
+//! resends, its release or its give-back, or before them), a crash (a plain semaphore's
+//! permits are not owned: a crashed holder's are gone for good, as in Redisson), and time
+//! jumping to the next deadline (a latch's TTL, a resend window's end).
 //!
 //! Properties, in every state: the permits taken (as the server answered, replies lost or not)
 //! and the available count add up to the permits set ("count conserved": a resend applied
@@ -76,14 +78,23 @@ pub(super) struct State {
     crashes_left: u8,
     cancels_left: u8,
     waits_left: Vec<u8>,
-    /// An acquire held up on its way (client, grant latch, sent at ms), run later; and how
+    /// A first send held up on its way (client, the request, sent at ms), run later; and how
     /// many more may be.
-    stalled: Option<(usize, u32, u64)>,
+    stalled: Option<(usize, HeldUp, u64)>,
     stalls_left: u8,
     error: Option<String>,
 }
 
 crate::model::trace::traced!(State);
+
+/// A request whose first send is held up on its way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum HeldUp {
+    /// An acquire under grant latch `req`.
+    Acquire { req: u32 },
+    /// The release, under request latch `rel`, of the permit granted under `req`.
+    Release { req: u32, rel: u32 },
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Action {
@@ -92,11 +103,12 @@ pub(super) enum Action {
         client: usize,
         lost: bool,
     },
-    /// Client `client`'s acquire is held up on its way (the client sees no reply).
+    /// Client `client`'s acquire (when idle) or release (when holding) is held up on its way
+    /// (the client sees no reply).
     Stall {
         client: usize,
     },
-    /// The held-up acquire reaches the server, its reply to no one.
+    /// The held-up send reaches the server, its reply to no one.
     Deliver,
     /// A waiter gives up: it gives back what its acquire may have got.
     Cancel {
@@ -163,16 +175,7 @@ impl SemaphoreModel {
     }
 
     fn release(&self, s: &mut State, client: usize, req: u32, rel: u32, since: u64, lost: bool) {
-        let request = calls::release(
-            "model".into(),
-            KEY,
-            &keys::semaphore_channel(KEY),
-            keys::semaphore_release_latch(KEY, &format!("c{client}:r{rel}")),
-            Some(&grant_latch(client, req)),
-            1,
-            LATCH_MS,
-        );
-        match counts::send(&mut s.ks, &request.invocation(), false) {
+        match counts::send(&mut s.ks, &release_call(client, req, rel), false) {
             Reply::Int(v) if v >= 0 => {
                 s.taken[client] = false;
                 if lost {
@@ -206,6 +209,20 @@ impl SemaphoreModel {
             other => s.error = Some(format!("give back: {other:?}")),
         }
     }
+}
+
+/// Client `client`'s release, under request latch `rel`, of the permit granted under `req`.
+fn release_call(client: usize, req: u32, rel: u32) -> crate::scripts::Invocation<'static> {
+    calls::release(
+        "model".into(),
+        KEY,
+        &keys::semaphore_channel(KEY),
+        keys::semaphore_release_latch(KEY, &format!("c{client}:r{rel}")),
+        Some(&grant_latch(client, req)),
+        1,
+        LATCH_MS,
+    )
+    .invocation()
 }
 
 fn end_cycle(s: &mut State, client: usize) {
@@ -261,7 +278,12 @@ impl Model for SemaphoreModel {
             if acquiring && s.cancels_left > 0 {
                 actions.push(Action::Cancel { client });
             }
-            if *phase == Phase::Idle && s.left[client] > 0 && s.stalls_left > 0 {
+            let stalls = match phase {
+                Phase::Idle => s.left[client] > 0,
+                Phase::Holding { .. } => true,
+                _ => false,
+            };
+            if stalls && s.stalls_left > 0 {
                 actions.push(Action::Stall { client });
             }
             if !matches!(phase, Phase::Idle) && s.crashes_left > 0 {
@@ -307,23 +329,48 @@ impl Model for SemaphoreModel {
             Action::Stall { client } => {
                 s.stalls_left -= 1;
                 s.minted += 1;
-                let req = s.minted;
-                s.stalled = Some((client, req, now));
-                s.clients[client] = Phase::Acquiring { req, since: now };
+                let id = s.minted;
+                if let Phase::Holding { req } = s.clients[client] {
+                    s.stalled = Some((client, HeldUp::Release { req, rel: id }, now));
+                    s.clients[client] = Phase::Releasing {
+                        req,
+                        rel: id,
+                        since: now,
+                    };
+                } else {
+                    s.stalled = Some((client, HeldUp::Acquire { req: id }, now));
+                    s.clients[client] = Phase::Acquiring {
+                        req: id,
+                        since: now,
+                    };
+                }
             }
             Action::Deliver => {
-                let (client, req, _) = s.stalled.take()?;
-                let inv = acquire_call(client, req);
+                let (client, held, _) = s.stalled.take()?;
                 let before = counts::count(&s.ks, KEY.as_bytes());
-                match counts::send(&mut s.ks, &inv, false) {
-                    // Its reply reaches no one: what it did is what the count says (a grant
-                    // answered from its latch takes nothing).
-                    Reply::Int(1 | 0 | CANCELLED) => {
-                        if counts::count(&s.ks, KEY.as_bytes()) < before {
-                            s.taken[client] = true;
+                // Its reply reaches no one: what it did is what the count says (a request
+                // answered from its latch takes and gives back nothing).
+                match held {
+                    HeldUp::Acquire { req } => {
+                        match counts::send(&mut s.ks, &acquire_call(client, req), false) {
+                            Reply::Int(1 | 0 | CANCELLED) => {
+                                if counts::count(&s.ks, KEY.as_bytes()) < before {
+                                    s.taken[client] = true;
+                                }
+                            }
+                            other => s.error = Some(format!("acquire: {other:?}")),
                         }
                     }
-                    other => s.error = Some(format!("acquire: {other:?}")),
+                    HeldUp::Release { req, rel } => {
+                        match counts::send(&mut s.ks, &release_call(client, req, rel), false) {
+                            Reply::Int(v) if v >= 0 => {
+                                if counts::count(&s.ks, KEY.as_bytes()) > before {
+                                    s.taken[client] = false;
+                                }
+                            }
+                            other => s.error = Some(format!("release: {other:?}")),
+                        }
+                    }
                 }
             }
             Action::Crash { client } => {
@@ -410,13 +457,20 @@ impl Model for SemaphoreModel {
                 },
             ),
             // Every permit taken is held, or on its way back, by a client that will give
-            // it back: none is taken for a request its client gave up (a crashed holder's
-            // permits are gone for good, by design).
+            // it back or by its release's send still on its way: none is taken for a request
+            // its client gave up (a crashed holder's permits are gone for good, by design).
             Property::always("no permit lost", |_, s: &State| {
                 s.clients
                     .iter()
                     .zip(&s.taken)
-                    .all(|(c, taken)| !taken || *c != Phase::Idle)
+                    .enumerate()
+                    .all(|(i, (c, taken))| {
+                        let returning = matches!(
+                            s.stalled,
+                            Some((client, HeldUp::Release { .. }, _)) if client == i
+                        );
+                        !taken || *c != Phase::Idle || returning
+                    })
             }),
             Property::always("scripts run", |_, s: &State| s.error.is_none()),
             Property::always("no leak", |_, s: &State| {
@@ -440,7 +494,7 @@ impl Model for SemaphoreModel {
 
     fn within_boundary(&self, s: &State) -> bool {
         // A held-up send arrives within a latch lifetime (the grant latch, or its tombstone,
-        // lives ten).
+        // lives ten; a release latch one, from the release's first run, which is later).
         s.stalled
             .is_none_or(|(_, _, at)| s.ks.now_ms() < at + LATCH_MS)
             && s.ks.now_us <= START_US + (GRANT_MS + LATCH_MS) * 1000
@@ -453,7 +507,8 @@ mod tests {
 
     /// Two clients, one permit (with `DISTLOCK_MODEL_DEEP` set: three clients, two
     /// permits): every interleaving of their acquires and releases, with
-    /// lost replies, a held-up send, a give-up, a crash and time passing.
+    /// lost replies, a held-up send (an acquire's or a release's), a give-up, a crash and
+    /// time passing.
     #[test]
     fn the_semaphore_keeps_its_properties_in_every_interleaving() {
         let deep = counts::deep();

@@ -531,8 +531,10 @@ scripts! {
     SEMAPHORE_SET => "semaphore_set.lua",
     /// Take k permits, all or nothing, recording the grant.
     SEMAPHORE_ACQUIRE => "semaphore_acquire.lua" with "kinds.lua",
-    /// Give back permits (optionally only a recorded grant).
+    /// Give back permits, at most once per request.
     SEMAPHORE_RELEASE => "semaphore_release.lua",
+    /// Give back the permits of an acquire of unknown outcome (tombstone).
+    SEMAPHORE_GIVE_BACK => "semaphore_give_back.lua",
     /// Take every available permit.
     SEMAPHORE_DRAIN => "semaphore_drain.lua" with "shapes.lua",
     /// The leased semaphore's common acquire (a permit available to a fresh id, nobody

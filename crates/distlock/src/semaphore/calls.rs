@@ -30,7 +30,7 @@ pub(crate) fn acquire(
 
 /// A semaphore's give-back of `permits` permits, at most once through its request latch
 /// `release_latch` (which lives `latch_ms` ms); `grant`: the grant latch of the permits given
-/// back, deleted with them.
+/// back, cut to `latch_ms` with them.
 pub(crate) fn release(
     context: String,
     key: &str,
@@ -45,7 +45,7 @@ pub(crate) fn release(
     if let Some(latch) = grant {
         inv.key(latch);
     }
-    inv.arg(permits).arg("0").arg(latch_ms);
+    inv.arg(permits).arg(latch_ms);
     ReleaseRequest::new(context, inv)
 }
 
@@ -59,16 +59,13 @@ pub(crate) fn give_back(
     permits: u64,
     latch_ms: u64,
 ) -> ReleaseRequest {
-    {
-        let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
-        inv.key(key)
-            .key(channel)
-            .key(grant_latch)
-            .arg(permits)
-            .arg("1")
-            .arg(latch_ms);
-        ReleaseRequest::new(context, inv)
-    }
+    let mut inv = scripts::SEMAPHORE_GIVE_BACK.prepare_invoke();
+    inv.key(key)
+        .key(channel)
+        .key(grant_latch)
+        .arg(permits)
+        .arg(latch_ms);
+    ReleaseRequest::new(context, inv)
 }
 
 /// The keys of a leased semaphore whose count is at `key`, and its calls.

@@ -116,7 +116,8 @@ async fn an_untrusted_certificate_says_to_give_the_ca() {
 }
 
 /// A semaphore whose key holds a user's string (not a count): every verb says so
-/// (`WrongType`), instead of "unexpected reply", a raw Lua error or a server error.
+/// (`WrongType`), instead of "unexpected reply", a raw Lua error or a server error, and
+/// leaves no request record behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_semaphore_over_a_string_that_is_not_a_count_says_so() {
     let (server, client) = setup().await;
@@ -138,6 +139,11 @@ async fn a_semaphore_over_a_string_that_is_not_a_count_says_so() {
         );
         let v: String = cmd(&server, &["GET", "sem"]);
         assert_eq!(v, value, "the user's value is unchanged");
+        let records: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_*"]);
+        assert!(
+            records.is_empty(),
+            "{value}: request records left: {records:?}"
+        );
     }
 }
 

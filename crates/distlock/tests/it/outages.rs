@@ -370,7 +370,8 @@ async fn eviction_policy_is_read_and_can_be_required() {
 
 /// Why the policy matters, measured: under `allkeys-lru` and memory pressure held locks are
 /// evicted (and the renewal then reports them lost). Under `noeviction` a full server
-/// refuses the acquire with `OutOfMemory` and writes nothing.
+/// refuses the acquire with `OutOfMemory` and writes nothing, and so the semaphore's acquire
+/// and release and the latch's count-down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_locks() {
     // allkeys-lru: hold 5 locks, then fill the server.
@@ -411,6 +412,12 @@ async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_l
         .arg("noeviction")
         .start();
     let client = client_for(&full).await;
+    // A semaphore with a permit held and one free, and a latch, set up while there is room.
+    let sem = client.semaphore("sem");
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let held = sem.acquire().await.unwrap();
+    let latch = client.count_down_latch("latch");
+    assert!(latch.try_set_count(3).await.unwrap());
     let mut con = data_connection(&full.url()).await;
     // Fill with large values, then with small ones (a refused large SET frees its query
     // buffer again), until even a small write is refused.
@@ -438,6 +445,21 @@ async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_l
         .expect_err("no room");
     assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{err}");
     assert!(!cmd::<bool>(&full, &["EXISTS", "order"]));
+    // The counts too: the semaphore's acquire and release and the latch's count-down are
+    // refused as such, and nothing is taken, given back or counted.
+    let records = |what: &str| -> Vec<String> { cmd(&full, &["KEYS", what]) };
+    let grants = records("distlock_semaphore_grant:*").len();
+    let err = sem.try_acquire().await.expect_err("no room");
+    assert_eq!(err.kind(), ErrorKind::OutOfMemory, "acquire: {err}");
+    let err = held.release().await.expect_err("no room");
+    assert_eq!(err.kind(), ErrorKind::OutOfMemory, "release: {err}");
+    let err = latch.count_down().await.expect_err("no room");
+    assert_eq!(err.kind(), ErrorKind::OutOfMemory, "count down: {err}");
+    assert_eq!(cmd::<String>(&full, &["GET", "sem"]), "1");
+    assert_eq!(cmd::<String>(&full, &["GET", "latch"]), "3");
+    assert_eq!(records("distlock_semaphore_grant:*").len(), grants);
+    assert!(records("distlock_semaphore_release:*").is_empty());
+    assert!(records("distlock_latch_count_down:*").is_empty());
 }
 
 /// Request records (the latches that make resends idempotent) are kept only where a resend
