@@ -54,7 +54,8 @@ impl Library {
         let name = format!("distlock_{tag}");
         let mut code = format!(
             "#!lua name={name}\n\
-             redis.register_function('dl_{tag}_{PROBE}', function() return 1 end)\n"
+             redis.register_function{{function_name='dl_{tag}_{PROBE}', \
+             callback=function() return 1 end, flags={{'no-writes'}}}}\n"
         );
         for script in ALL {
             let script: &Script = script;
@@ -96,6 +97,17 @@ fn function_name(tag: &str, sha: &str) -> String {
 pub(crate) fn not_found(e: &redis::RedisError) -> bool {
     e.detail()
         .is_some_and(|d| d.starts_with("Function not found"))
+}
+
+/// Whether `e` is a refusal of an `FCALL` before its function ran: a function without flags
+/// counts as a write, so a server at `maxmemory` with a policy that refuses writes (`OOM`),
+/// one whose last save failed (`MISCONF`) or one short of `min-replicas-to-write`
+/// (`NOREPLICAS`) refuses the call whatever the script would do. An `EVAL` of the same script
+/// is refused only at its first such write, as every script was before functions: a release,
+/// which frees memory, still runs on a full server. (A refusal inside a running script names
+/// it: `script: …`.)
+pub(crate) fn refused_before_running(e: &redis::RedisError) -> bool {
+    matches!(e.code(), Some("OOM" | "MISCONF" | "NOREPLICAS")) && !e.to_string().contains("script:")
 }
 
 /// Whether `e` is the answer of a server without Redis Functions (Redis 6.2: an unknown

@@ -18,11 +18,15 @@ impl Invocation<'_> {
     }
 
     /// What follows a first command answered by `e`, on the same connection: `EVAL` of the
-    /// full text after `NOSCRIPT`, and after `Function not found` (the server lost the
+    /// full text after `NOSCRIPT` or an `FCALL` refused before its function ran
+    /// ([`functions::refused_before_running`]), and after `Function not found` (the server lost the
     /// library) the library's `FUNCTION LOAD` (its answer ignored: the `EVAL` runs the script
     /// whatever it says) before it; `None` for any other answer.
     fn recovery(&self, via: Via, e: &redis::RedisError) -> Option<(Option<Cmd>, Cmd)> {
         if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) {
+            return Some((None, self.eval(via.publish)));
+        }
+        if via.functions && functions::refused_before_running(e) {
             return Some((None, self.eval(via.publish)));
         }
         if via.functions && functions::not_found(e) {

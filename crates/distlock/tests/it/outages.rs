@@ -404,10 +404,11 @@ async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_l
     eprintln!("allkeys-lru, 4 MB, 20 MB written: {evicted} of 5 held locks evicted");
     assert!(evicted > 0, "expected evictions under allkeys-lru");
 
-    // noeviction: a full server refuses, with nothing written.
+    // noeviction: a full server refuses, with nothing written. (4 MB: the client's Redis
+    // Functions library takes about 1 MB of it.)
     let full = RedisServer::options()
         .arg("--maxmemory")
-        .arg("2mb")
+        .arg("4mb")
         .arg("--maxmemory-policy")
         .arg("noeviction")
         .start();
@@ -418,6 +419,8 @@ async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_l
     let held = sem.acquire().await.unwrap();
     let latch = client.count_down_latch("latch");
     assert!(latch.try_set_count(3).await.unwrap());
+    // A lock held, and one held by the watchdog, while there is room.
+    let lock_held = client.lock("held").acquire().await.unwrap();
     let mut con = data_connection(&full.url()).await;
     // Fill with large values, then with small ones (a refused large SET frees its query
     // buffer again), until even a small write is refused.
@@ -460,6 +463,14 @@ async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_l
     assert_eq!(records("distlock_semaphore_grant:*").len(), grants);
     assert!(records("distlock_semaphore_release:*").is_empty());
     assert!(records("distlock_latch_count_down:*").is_empty());
+    // A release frees memory and still runs on the full server (its script's first write is
+    // a DEL, which a full server allows), also when scripts are Redis Functions, which a full
+    // server refuses whole: the client then runs the script by EVAL.
+    lock_held
+        .release()
+        .await
+        .expect("a release runs on a full server");
+    assert!(!cmd::<bool>(&full, &["EXISTS", "held"]));
 }
 
 /// Request records (the latches that make resends idempotent) are kept only where a resend
