@@ -9,8 +9,8 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::raw::{
-    inspect_call, not_held_reason, parse_attempt, parse_inspect, renew_call, AcquireCall, Attempt,
-    Mode, ReleaseCall, Resend,
+    inspect_call, not_held_reason, parse_attempt, parse_inspect, renew_call, renew_reply,
+    AcquireCall, Attempt, Mode, ReleaseCall, Resend,
 };
 use super::{FencingToken, Hold, LockCore, Owner};
 use crate::acquire::{acquire, confirm_grant};
@@ -567,16 +567,16 @@ impl LockCore {
         // they did not confirm fails with NotReplicated and moves no local deadline.
         let context = self.context("extend");
         let mut grant = self.backend().for_grant(key).await?;
-        let r: Vec<i64> = grant
+        let r: redis::Value = grant
             .backend
             .eval(&context, &inv, conn::Resend::Few)
             .await
             .inspect_err(|e| grant.failed(e))?;
-        if r.first() == Some(&1) {
+        let code =
+            renew_reply(&r).ok_or_else(|| Error::unexpected(format!("{context}: reply {r:?}")))?;
+        if code == 1 {
             grant.confirm(&context).await?;
         }
-        r.first()
-            .copied()
-            .ok_or_else(|| Error::unexpected(format!("{context}: empty reply")))
+        Ok(code)
     }
 }

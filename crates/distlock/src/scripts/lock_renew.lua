@@ -1,5 +1,5 @@
 -- lock_renew.lua: renew the leases of many held locks of one kind in one call (the
--- watchdog's batch), or extend one (LockGuard::extend).
+-- watchdog's batch). One lock (LockGuard::extend, a batch of one) is lock_renew_one.lua's.
 --
 -- Redisson's renewExpirationAsync over n locks at once, which RedissonWriteLock also uses
 -- for its '<owner>:write' field; here each hash is first checked to be the caller's kind.

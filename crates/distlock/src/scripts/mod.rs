@@ -474,8 +474,10 @@ scripts! {
     LOCK_RELEASE => "lock_release.lua" with "prelude.lua" "handoff.lua",
     /// Leave a plain lock's hand-off queue, giving back a hand-off that raced the leave.
     LOCK_LEAVE => "lock_leave.lua" with "prelude.lua" "handoff.lua",
-    /// Renew many leases at once (watchdog) or extend one.
+    /// Renew many leases at once (the watchdog's batch).
     LOCK_RENEW => "lock_renew.lua",
+    /// Renew one lease (an extension, or a watchdog batch of one), answered by an integer.
+    LOCK_RENEW_ONE => "lock_renew_one.lua",
     /// Delete a lock whoever holds it and wake its waiters.
     LOCK_FORCE_UNLOCK => "lock_force_unlock.lua" with "kinds.lua" "shapes.lua",
     /// One owner's hold count, token and TTL.

@@ -5,7 +5,8 @@
 //! Locks acquired without an explicit lease are renewed by one task per client: every
 //! `watchdog lease / 3` (Redisson's `internalLockLeaseTime / 3`, 10 s of 30 s) it renews all
 //! of them with one `lock_renew.lua` call per 500 locks — per hash slot and 500 locks where
-//! the backend needs single-slot scripts (Redis Cluster) — all calls issued together so they
+//! the backend needs single-slot scripts (Redis Cluster); `lock_renew_one.lua` for a batch of
+//! one — all calls issued together so they
 //! share round trips, instead of Redisson's one timer and one round trip per lock. A renewal that finds the lock gone or held by another owner
 //! fires the lost signal at once; renewals that keep failing let the local deadline pass,
 //! which fires it too.
@@ -32,11 +33,11 @@ mod task;
 /// What the watchdog (and `extend`) runs to renew one hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Renewal {
-    /// `lock_renew.lua` on the hash field of a plain or fair lock (a hash without a mode
-    /// field).
+    /// `lock_renew.lua` (`lock_renew_one.lua` alone) on the hash field of a plain or fair
+    /// lock (a hash without a mode field).
     Hash,
-    /// `lock_renew.lua` on the `<owner>:write` field of a read-write lock's hash whose mode
-    /// is `write`.
+    /// `lock_renew.lua` (`lock_renew_one.lua` alone) on the `<owner>:write` field of a
+    /// read-write lock's hash whose mode is `write`.
     Write,
     /// `rw_read_renew.lua`, with the owner's read-hold key prefix.
     Read { prefix: String },
@@ -44,8 +45,9 @@ pub(crate) enum Renewal {
 
 impl Renewal {
     /// `lock_renew.lua`'s `ARGV[2]` for this renewal: the mode field the renewed hash must
-    /// have (`''`: none, a plain or fair lock; `'write'`: a write hold). `None` for a read
-    /// hold, which `rw_read_renew.lua` renews.
+    /// have (`''`: none, a plain or fair lock; `'write'`: a write hold; `lock_renew_one.lua`
+    /// takes the same as its `ARGV[3]`, absent for `''`). `None` for a read hold, which
+    /// `rw_read_renew.lua` renews.
     pub(crate) fn hash_mode(&self) -> Option<&'static str> {
         match self {
             Renewal::Hash => Some(""),

@@ -12,6 +12,7 @@ use super::{EntryKey, LeaseState, Renew, Renewal, Shared, BATCH};
 use crate::conn::Backend;
 use crate::conn::Resend;
 use crate::keys::{self, drift};
+use crate::lock::raw::renew_one_call;
 use crate::scripts;
 
 pub(super) async fn run(
@@ -252,25 +253,33 @@ async fn renew_chunk_in_span(
     span: &tracing::Span,
 ) -> bool {
     let started = Instant::now();
-    let mut inv = match hash_mode {
-        Some(mode) => {
-            let mut inv = scripts::LOCK_RENEW.prepare_invoke();
-            inv.arg(lease_ms).arg(mode);
-            inv
-        }
-        None => {
-            let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
-            inv.arg(lease_ms);
+    // A plain, fair or write hold alone in its batch: `lock_renew_one.lua`, whose integer
+    // reply costs the server less than the batch's array.
+    let inv = match (chunk, hash_mode) {
+        ([(_, (key, field), _, _)], Some(_)) => renew_one_call(key, lease_ms, field, hash_mode),
+        _ => {
+            let mut inv = match hash_mode {
+                Some(mode) => {
+                    let mut inv = scripts::LOCK_RENEW.prepare_invoke();
+                    inv.arg(lease_ms).arg(mode);
+                    inv
+                }
+                None => {
+                    let mut inv = scripts::RW_READ_RENEW.prepare_invoke();
+                    inv.arg(lease_ms);
+                    inv
+                }
+            };
+            for (_, (key, field), prefix, _) in chunk {
+                inv.key(key.as_str());
+                inv.arg(field.as_str());
+                if hash_mode.is_none() {
+                    inv.arg(prefix.as_str());
+                }
+            }
             inv
         }
     };
-    for (_, (key, field), prefix, _) in chunk {
-        inv.key(key.as_str());
-        inv.arg(field.as_str());
-        if hash_mode.is_none() {
-            inv.arg(prefix.as_str());
-        }
-    }
     // Where grants must be confirmed by replicas, so must renewals: an unconfirmed renewal
     // moves no local deadline (the lease runs out locally unless a later one is confirmed).
     // The chunk is one hash slot: its first key routes the grant connection.
@@ -282,8 +291,14 @@ async fn renew_chunk_in_span(
     };
     let sent = grant
         .backend
-        .eval::<Vec<i64>>("watchdog renewal", &inv, Resend::Few)
+        .eval::<redis::Value>("watchdog renewal", &inv, Resend::Few)
         .await
+        .and_then(|v| match &v {
+            // One renewal's integer (`lock_renew_one.lua`).
+            redis::Value::Int(code) => Ok(vec![*code]),
+            _ => redis::from_redis_value::<Vec<i64>>(v)
+                .map_err(|e| crate::Error::unexpected(format!("watchdog renewal: reply {e}"))),
+        })
         .inspect_err(|e| grant.failed(e));
     match sent {
         Ok(results) if results.len() == chunk.len() => {

@@ -1040,3 +1040,89 @@ async fn an_uncontended_leased_permit_sends_only_the_fast_scripts() {
     );
     assert_eq!(cached(&server, &files), [1, 1, 1, 1], "{files:?}");
 }
+
+/// `lock_renew_one.lua` (an extension, a watchdog batch of one) answers every case as
+/// `lock_renew.lua` answers a batch of that one key, an integer for an array of one, and
+/// extends the same keys: the owner's plain or write hold; a lock gone; another owner's;
+/// another kind's hash with a field of the owner's name (a read-write lock's for a plain
+/// renewal, a plain lock's or one read-held for a write renewal); a key of another type.
+#[test]
+fn the_one_key_renewal_answers_as_a_batch_of_one() {
+    let server = RedisServer::start();
+    let (plain, write) = ("c:1", "c:1:write");
+    // (case, the key's contents: a hash's fields, or a string; the renewal's kind, field)
+    let cases: [(&str, &[&str], &str, &str); 8] = [
+        (
+            "plain held",
+            &["c:1", "1", "distlock:fencing-token", "7"],
+            "",
+            plain,
+        ),
+        ("plain gone", &[], "", plain),
+        ("plain, another owner's", &["d:1", "1"], "", plain),
+        (
+            "plain in a read-write hash",
+            &["mode", "read", "c:1", "1"],
+            "",
+            plain,
+        ),
+        (
+            "write held",
+            &["mode", "write", "c:1:write", "1"],
+            "write",
+            write,
+        ),
+        ("write in a plain hash", &["c:1:write", "1"], "write", write),
+        (
+            "write in a read-held hash",
+            &["mode", "read", "c:1:write", "1"],
+            "write",
+            write,
+        ),
+        ("a string", &["a string"], "", plain),
+    ];
+    for (case, contents, mode, field) in cases {
+        let mut seen = Vec::new();
+        for one in [true, false] {
+            let _: i64 = cmd(&server, &["DEL", "r1"]);
+            match contents {
+                [] => {}
+                [value] => cmd(&server, &["SET", "r1", value]),
+                fields => {
+                    let mut hset = vec!["HSET", "r1"];
+                    hset.extend(fields);
+                    let _: i64 = cmd(&server, &hset);
+                }
+            }
+            let _: i64 = cmd(&server, &["PEXPIRE", "r1", "20000"]);
+            let code = if one {
+                let mut args = vec!["1000", field];
+                if !mode.is_empty() {
+                    args.push(mode);
+                }
+                match eval(&server, "lock_renew_one.lua", &["r1"], &args) {
+                    redis::Value::Int(code) => code,
+                    other => panic!("{case}: lock_renew_one.lua answered {other:?}"),
+                }
+            } else {
+                match eval(&server, "lock_renew.lua", &["r1"], &["1000", mode, field]) {
+                    redis::Value::Array(codes) if codes.len() == 1 => match codes[0] {
+                        redis::Value::Int(code) => code,
+                        _ => panic!("{case}: lock_renew.lua answered {codes:?}"),
+                    },
+                    other => panic!("{case}: lock_renew.lua answered {other:?}"),
+                }
+            };
+            let pttl: i64 = cmd(&server, &["PTTL", "r1"]);
+            seen.push((code, pttl > 1000));
+        }
+        assert_eq!(seen[0], seen[1], "{case}: one key, then a batch of one");
+        let renewed = matches!(case, "plain held" | "write held");
+        let want = match case {
+            _ if renewed => 1,
+            "plain gone" => -1,
+            _ => -2,
+        };
+        assert_eq!(seen[0], (want, !renewed && case != "plain gone"), "{case}");
+    }
+}

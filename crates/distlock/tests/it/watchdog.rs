@@ -236,3 +236,97 @@ async fn every_kind_the_watchdog_renews_is_held_across_three_renewals() {
     permit.release().await.unwrap();
     job.release().await.unwrap();
 }
+
+/// A watchdog batch (one `lock_renew.lua` call) renews only the holds it still has: of three
+/// plain locks, the one taken over by another owner and the one whose hash became a
+/// read-write lock's with a field of the holder's name are reported lost and keep the TTL
+/// their new owner gave them; of two write holds, the one whose hash became a plain lock's
+/// with a field named like the write hold's likewise. The others stay held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_renews_only_the_holds_it_still_has() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(900);
+    let client = client_with_watchdog(&server, lease).await;
+    let keep = client.lock("wb:keep").acquire().await.unwrap();
+    let taken = client.lock("wb:taken").acquire().await.unwrap();
+    let plain_kind = client.lock("wb:kind").acquire().await.unwrap();
+    let write_keep = client.rw_lock("wb:wkeep").write().await.unwrap();
+    let write_kind = client.rw_lock("wb:wkind").write().await.unwrap();
+    let plain_field = plain_kind.owner().as_str().to_string();
+    let write_field = format!("{}:write", write_kind.owner().as_str());
+    // Each replaced by someone else's hash with a 20 s TTL, which a renewal would cut.
+    for (key, fields) in [
+        ("wb:taken", vec!["someone-else:1", "1"]),
+        ("wb:kind", vec!["mode", "read", plain_field.as_str(), "1"]),
+        ("wb:wkind", vec![write_field.as_str(), "1"]),
+    ] {
+        let mut hset = vec!["HSET", key];
+        hset.extend(fields);
+        let _: i64 = cmd(&server, &["DEL", key]);
+        let _: i64 = cmd(&server, &hset);
+        let _: i64 = cmd(&server, &["PEXPIRE", key, "20000"]);
+    }
+    let wait = |what: &'static str, lost: bool| assert!(lost, "{what}: lost() did not fire");
+    wait(
+        "taken",
+        tokio::time::timeout(Duration::from_secs(3), taken.lost())
+            .await
+            .is_ok(),
+    );
+    wait(
+        "plain in a read-write hash",
+        tokio::time::timeout(Duration::from_secs(3), plain_kind.lost())
+            .await
+            .is_ok(),
+    );
+    wait(
+        "write in a plain hash",
+        tokio::time::timeout(Duration::from_secs(3), write_kind.lost())
+            .await
+            .is_ok(),
+    );
+    // The scenario: two more lease periods, which only renewals survive.
+    tokio::time::sleep(lease * 2).await;
+    for key in ["wb:taken", "wb:kind", "wb:wkind"] {
+        let pttl: i64 = cmd(&server, &["PTTL", key]);
+        assert!(pttl > 15_000, "{key}: its 20 s TTL was cut to {pttl} ms");
+    }
+    for (key, lost) in [
+        ("wb:keep", keep.is_lost()),
+        ("wb:wkeep", write_keep.is_lost()),
+    ] {
+        assert!(!lost, "{key}: lost() fired while renewed");
+        let pttl: i64 = cmd(&server, &["PTTL", key]);
+        assert!(pttl > 0, "{key} was not renewed");
+    }
+    let _ = (taken.forget(), plain_kind.forget(), write_kind.forget());
+    keep.release().await.unwrap();
+    write_keep.release().await.unwrap();
+}
+
+/// A lock alone in its batch is renewed by `lock_renew_one.lua`: a plain lock and a write
+/// lock, each its client's only hold, are held across three renewals and more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_plain_or_write_hold_is_renewed() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(600);
+    let plain_client = client_with_watchdog(&server, lease).await;
+    let write_client = client_with_watchdog(&server, lease).await;
+    let plain = plain_client.lock("lone:plain").acquire().await.unwrap();
+    let write = write_client.rw_lock("lone:write").write().await.unwrap();
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < lease * 4 {
+        for key in ["lone:plain", "lone:write"] {
+            let pttl: i64 = cmd(&server, &["PTTL", key]);
+            assert!(
+                pttl > 0,
+                "{key}: the lease ran out while held (pttl {pttl}) after {:?}",
+                start.elapsed()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!plain.is_lost() && !write.is_lost());
+    plain.release().await.unwrap();
+    write.release().await.unwrap();
+}

@@ -354,8 +354,9 @@ pub(crate) fn parse_attempt(r: &[String]) -> std::result::Result<Attempt, Option
 }
 
 /// The call that extends `owner`'s hold of the lock `n` to `lease_ms` ms (one renewal; the
-/// watchdog batches many): `lock_renew.lua` for a plain, fair or write hold (the hash mode the
-/// kind asks for), `rw_read_renew.lua` for a read hold.
+/// watchdog batches many): `lock_renew_one.lua` for a plain, fair or write hold (the hash
+/// mode the kind asks for), `rw_read_renew.lua` for a read hold. Its reply, an integer or an
+/// array of one, is read by [`renew_reply`].
 pub(crate) fn renew_call(
     raw: &dyn RawLock,
     n: &Names,
@@ -372,13 +373,38 @@ pub(crate) fn renew_call(
             inv
         }
         hash @ (Renewal::Hash | Renewal::Write) => {
-            let mut inv = crate::scripts::LOCK_RENEW.prepare_invoke();
-            inv.key(&n.key)
-                .arg(lease_ms)
-                .arg(hash.hash_mode().unwrap_or_default())
-                .arg(raw.field(owner));
-            inv
+            renew_one_call(&n.key, lease_ms, &raw.field(owner), hash.hash_mode())
         }
+    }
+}
+
+/// `lock_renew_one.lua`'s call: renew the hold of `field` on `key` to `lease_ms` ms, the hash
+/// being of the kind `hash_mode` names ([`Renewal::hash_mode`]: `Some("")` a plain or fair
+/// lock, sent as no argument; `Some("write")` a write hold).
+pub(crate) fn renew_one_call(
+    key: &str,
+    lease_ms: u64,
+    field: &str,
+    hash_mode: Option<&str>,
+) -> crate::scripts::Invocation<'static> {
+    let mut inv = crate::scripts::LOCK_RENEW_ONE.prepare_invoke();
+    inv.key(key).arg(lease_ms).arg(field);
+    if let Some(mode) = hash_mode.filter(|m| !m.is_empty()) {
+        inv.arg(mode);
+    }
+    inv
+}
+
+/// A renewal's code from its reply: `lock_renew_one.lua`'s integer, or the first element of
+/// `rw_read_renew.lua`'s array; `None` for anything else.
+pub(crate) fn renew_reply(v: &redis::Value) -> Option<i64> {
+    match v {
+        redis::Value::Int(code) => Some(*code),
+        redis::Value::Array(codes) if codes.len() == 1 => match codes[0] {
+            redis::Value::Int(code) => Some(code),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

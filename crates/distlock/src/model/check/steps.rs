@@ -6,7 +6,7 @@ use crate::model::counts;
 
 use super::{end_cycle, owner, send, strings, LockModel, LEASE_MS, LIVENESS_MS};
 use crate::keys;
-use crate::lock::raw::{inspect_call, parse_inspect, renew_call};
+use crate::lock::raw::{inspect_call, parse_inspect, renew_call, renew_reply};
 use crate::model::keyspace::{Reply, Val};
 use crate::model::state::{Phase, State};
 use crate::model::take::Take;
@@ -33,8 +33,9 @@ impl LockModel {
         let names = self.names(client);
         let holder = owner(client, o);
         let inv = renew_call(&*raw, &names, &holder, LEASE_MS);
-        match send(&mut s.ks, &inv, false) {
-            Reply::Array(r) if r.first() == Some(&Reply::Int(1)) => {
+        let reply = send(&mut s.ks, &inv, false);
+        match renew_reply(&reply.to_value()) {
+            Some(1) => {
                 if !there {
                     s.revived = true;
                 }
@@ -46,11 +47,11 @@ impl LockModel {
                     *valid_until = (*valid_until).max(counts::valid_until(now_ms, LEASE_MS));
                 }
             }
-            Reply::Array(_) => {
+            Some(_) => {
                 // Found gone or taken: lost() fires; the client gives up this hold.
                 end_cycle(s, client);
             }
-            other => s.script_error = Some(format!("renewal: {other:?}")),
+            None => s.script_error = Some(format!("renewal: {reply:?}")),
         }
         Some(())
     }
