@@ -4,7 +4,8 @@
 -- renewal).
 --
 -- Redisson's renewExpirationAsync (HEXISTS of the owner's field, PEXPIRE), with the hash
--- first checked to be the caller's kind.
+-- first checked to be the caller's kind. It wakes nobody, so it runs without publish.lua
+-- (whose helper every run would define).
 --
 -- KEYS[1]  lock key (a hash)
 -- ARGV[1]  lease in milliseconds

@@ -7,7 +7,9 @@
 //!
 //! Every script is run with `publish.lua` joined in front (its `publish(channel, message)` is
 //! how scripts wake waiters), in one of three variants chosen by the client's
-//! [`Publish`] mode: `PUBLISH`, `SPUBLISH` or both. Scripts marked `with "prelude.lua"` also
+//! [`Publish`] mode: `PUBLISH`, `SPUBLISH` or both — except those marked `(no_publish)`, which
+//! never wake anyone and run alone (defining the helper costs every run of a script: about
+//! 1,000 instructions on Redis 7.0, a thirtieth of a renewal). Scripts marked `with "prelude.lua"` also
 //! get `prelude.lua` (local helper functions: exact fencing tokens from the lock's per-slot
 //! counter, server time in ms from one `TIME` per run, a TTL that must not fail half-way)
 //! joined in front of their text at build time; the scripts that delete or rewrite a key
@@ -118,10 +120,15 @@ pub(crate) struct Script {
 }
 
 impl Script {
-    /// The variants of `classic` (the text with `publish.lua` as written joined in front).
+    /// The variants of `classic` (the text with `publish.lua` as written joined in front; or,
+    /// for a script that publishes nothing, the text alone, the same in every variant).
     fn new(classic: &str) -> Script {
-        assert!(classic.contains(CLASSIC_BODY), "publish.lua not joined");
-        let texts = BODIES.map(|body| classic.replacen(CLASSIC_BODY, body, 1));
+        let texts = if classic.contains(CLASSIC_BODY) {
+            BODIES.map(|body| classic.replacen(CLASSIC_BODY, body, 1))
+        } else {
+            assert!(!classic.contains("publish("), "publish.lua not joined");
+            std::array::from_fn(|_| classic.to_string())
+        };
         let hashes = std::array::from_fn(|i| redis::Script::new(&texts[i]).get_hash().to_string());
         Script {
             texts,
@@ -396,13 +403,23 @@ pub(crate) fn variant_hashes(file: &str) -> Option<&'static [String; 3]> {
     Some(&script.hashes)
 }
 
+/// `publish.lua`, joined in front of a script unless it is marked `(no_publish)`.
+macro_rules! publish_helper {
+    () => {
+        include_str!("publish.lua")
+    };
+    (no_publish) => {
+        ""
+    };
+}
+
 macro_rules! scripts {
-    ($($(#[$doc:meta])* $name:ident => $file:literal $(with $($prelude:literal)+)?,)*) => {
+    ($($(#[$doc:meta])* $name:ident => $file:literal $(with $($prelude:literal)+)? $(($alone:ident))?,)*) => {
         $(
             $(#[$doc])*
             pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
                 Script::new(concat!(
-                    include_str!("publish.lua"),
+                    publish_helper!($($alone)?),
                     $($(include_str!($prelude),)+)?
                     include_str!($file)
                 ))
@@ -418,7 +435,7 @@ macro_rules! scripts {
         /// that run them directly.
         pub(crate) const RUNNABLE: &[(&str, &str)] = &[$((
             $file,
-            concat!(include_str!("publish.lua"), $($(include_str!($prelude),)+)? include_str!($file)),
+            concat!(publish_helper!($($alone)?), $($(include_str!($prelude),)+)? include_str!($file)),
         ),)*];
     };
 }
@@ -477,7 +494,7 @@ scripts! {
     /// Renew many leases at once (the watchdog's batch).
     LOCK_RENEW => "lock_renew.lua",
     /// Renew one lease (an extension, or a watchdog batch of one), answered by an integer.
-    LOCK_RENEW_ONE => "lock_renew_one.lua",
+    LOCK_RENEW_ONE => "lock_renew_one.lua" (no_publish),
     /// Delete a lock whoever holds it and wake its waiters.
     LOCK_FORCE_UNLOCK => "lock_force_unlock.lua" with "kinds.lua" "shapes.lua",
     /// One owner's hold count, token and TTL.

@@ -1,5 +1,6 @@
 -- publish.lua: how the scripts wake waiters. Not a script of its own: scripts/mod.rs joins it
--- in front of every script; it reads no KEYS or ARGV and defines one local function.
+-- in front of every script (but those marked `(no_publish)`, which wake nobody); it reads no
+-- KEYS or ARGV and defines one local function.
 --
 -- publish(channel, message)
 --          PUBLISH message on channel (classic pub/sub). The client runs a variant of each

@@ -132,7 +132,16 @@ fn the_prelude_has_a_header_and_comes_first_in_every_script_that_uses_it() {
             || uses_rw_handoff;
         let uses_kinds = own.contains("wrong_kind(");
         let uses_shapes = own.contains("lock_hash(") || own.contains("count_of(");
-        let mut expected = PUBLISH.to_string();
+        // Every script that publishes has the helper; one marked `no_publish` runs alone.
+        let mut expected = if run.starts_with(PUBLISH) {
+            PUBLISH.to_string()
+        } else {
+            assert!(
+                !own.contains("publish("),
+                "{file}: publishes without publish.lua"
+            );
+            String::new()
+        };
         if file.ends_with("_fast.lua") {
             assert!(
                 !uses && !uses_kinds && !uses_shapes && !uses_leases && !uses_handoff,
@@ -403,17 +412,28 @@ fn a_full_call_is_built_only_when_a_send_needs_it() {
 #[test]
 fn each_publish_mode_runs_its_own_variant() {
     assert_eq!(ALL.len(), RUNNABLE.len());
+    let mut alone = 0;
     for script in ALL {
         let classic = script.text(Publish::Classic);
         let sharded = script.text(Publish::Sharded);
         let both = script.text(Publish::Both);
         assert!(RUNNABLE.iter().any(|(_, s)| *s == classic));
+        if !classic.contains("local function publish(") {
+            // A script that publishes nothing (`no_publish`): one text for every mode.
+            assert!(!classic.contains("publish(") && classic == sharded && classic == both);
+            alone += 1;
+            continue;
+        }
         assert!(!sharded.contains("pcall('publish'"), "{sharded}");
         assert!(sharded.contains("pcall('spublish', channel, message)"));
         assert!(both.contains("pcall('publish'") && both.contains("pcall('spublish'"));
         // Only the helper's body differs.
         assert_eq!(classic.lines().count() + 1, both.lines().count());
     }
+    assert_eq!(
+        alone, 1,
+        "lock_renew_one.lua alone runs without publish.lua"
+    );
 }
 
 /// A script's code: its lines without comments or blank lines.
