@@ -137,12 +137,7 @@ async fn a_user_who_may_not_load_functions_calls_evalsha() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turned_off_functions_load_nothing() {
     let server = RedisServer::start();
-    let client = Client::builder()
-        .url(server.url())
-        .redis_functions(false)
-        .build()
-        .await
-        .unwrap();
+    let client = evalsha_client(&server).await;
     assert!(
         matches!(client.script_calls(), ScriptCalls::Evalsha { reason } if reason.contains("redis_functions")),
         "{}",

@@ -7,7 +7,6 @@ use distlock::layout::{
 };
 
 use crate::util::*;
-use distlock::Client;
 
 fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<i64> {
     let mut con = server.connection();
@@ -588,14 +587,7 @@ fn the_fast_acquire_counts_on_only_in_its_own_generation() {
 #[tokio::test]
 async fn the_common_case_sends_only_the_fast_scripts() {
     let server = RedisServer::start();
-    // Scripts by EVALSHA, so that the script cache shows which were sent (a client that runs
-    // Redis Functions sends the same scripts, as functions of one library).
-    let client = Client::builder()
-        .url(server.url())
-        .redis_functions(false)
-        .build()
-        .await
-        .unwrap();
+    let client = evalsha_client(&server).await;
     let files = [
         "lock_acquire_fast.lua",
         "lock_release_fast.lua",
@@ -776,14 +768,7 @@ fn the_read_locks_fast_paths_grant_and_release_or_change_nothing() {
 #[tokio::test]
 async fn uncontended_write_read_and_fair_locks_send_only_the_fast_scripts() {
     let server = RedisServer::start();
-    // Scripts by EVALSHA, so that the script cache shows which were sent (a client that runs
-    // Redis Functions sends the same scripts, as functions of one library).
-    let client = Client::builder()
-        .url(server.url())
-        .redis_functions(false)
-        .build()
-        .await
-        .unwrap();
+    let client = evalsha_client(&server).await;
     cmd::<()>(&server, &["SCRIPT", "FLUSH"]);
     client
         .rw_lock("fast-rw")
@@ -994,13 +979,7 @@ fn the_leased_fast_paths_grant_and_release_or_change_nothing() {
 #[tokio::test]
 async fn an_uncontended_leased_permit_sends_only_the_fast_scripts() {
     let server = RedisServer::start();
-    // Scripts by EVALSHA, so that the script cache shows which were sent.
-    let client = Client::builder()
-        .url(server.url())
-        .redis_functions(false)
-        .build()
-        .await
-        .unwrap();
+    let client = evalsha_client(&server).await;
     let files = [
         "leased_acquire_fast.lua",
         "leased_release_fast.lua",

@@ -19,6 +19,18 @@ pub async fn setup() -> (RedisServer, Client) {
     (server, client)
 }
 
+/// A client of `server` that calls its scripts by `EVALSHA`, not as Redis Functions
+/// (`ClientBuilder::redis_functions(false)`): the server's script cache then shows which
+/// scripts were sent.
+pub async fn evalsha_client(server: &RedisServer) -> Client {
+    Client::builder()
+        .url(server.url())
+        .redis_functions(false)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// A client on `server` with the default settings.
 pub async fn client_for(server: &RedisServer) -> Client {
     Client::builder()
