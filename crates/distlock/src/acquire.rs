@@ -137,7 +137,7 @@ pub(crate) async fn acquire<A: Acquire>(
     let name_label = client.metrics_lock_names().then(|| name.to_string());
     let started = Instant::now();
     let mut waited_from = None;
-    let got = acquire_in_span(client, request, wait, kind, &mut waited_from)
+    let got = acquire_in_span(client, request, (started, wait), kind, &mut waited_from)
         .instrument(span.clone())
         .await;
     let took = started.elapsed();
@@ -178,19 +178,19 @@ pub(crate) async fn acquire<A: Acquire>(
 async fn acquire_in_span<A: Acquire>(
     client: &Client,
     request: A,
-    wait: Duration,
+    (started, wait): (Instant, Duration),
     kind: &'static str,
     waited_from: &mut Option<Instant>,
 ) -> Result<Option<A::Grant>> {
     client.check_open()?;
     keys::check_wait(wait)?;
-    let deadline = Instant::now() + wait;
+    let deadline = started + wait;
     let mut pending = Pending(Some(request));
     let req = pending.0.as_ref().expect("armed");
     let got = wait_loop(
         client,
         (req.wake(), req.handoff()),
-        deadline,
+        (started, deadline),
         req.recheck(),
         (kind, waited_from, &|| req.waiting()),
         move |started| req.attempt(started),
@@ -209,14 +209,15 @@ async fn acquire_in_span<A: Acquire>(
     if got.is_ok() || refused {
         let req = pending.0.take().expect("armed");
         if refused {
-            req.leave().await;
+            // Boxed: rarely taken, and as large as an attempt.
+            Box::pin(req.leave()).await;
         }
     } else if got.as_ref().is_err_and(|e| e.kind() == ErrorKind::Closed) {
         // Refused because the client shut down: its shutdown's releases may have handed a
         // lock to this waiter. Leave (giving that back) before answering, so the caller
         // finds it free; the guard's give-back still runs for an attempt of unknown outcome.
         if let Some(req) = pending.0.as_ref() {
-            req.leave().await;
+            Box::pin(req.leave()).await;
         }
     }
     got
@@ -270,7 +271,8 @@ where
     if let Err(e) = grant.confirm(&context).await {
         // Frees the set-aside connection; the give-back goes over the client's own.
         drop(grant);
-        if let Err(u) = undo().await {
+        // Boxed: a give-back is as large as a release, and rarely runs.
+        if let Err(u) = Box::pin(undo()).await {
             tracing::warn!(%context, error = format_args!("{u:#}"), "giving back an unconfirmed grant failed; its lease or the give-back latch ends it");
         }
         return Err(e);
@@ -293,9 +295,10 @@ pub(crate) enum Step<T> {
 
 /// Run `attempt` until it is done or `deadline` passes (`Ok(None)`); wake-ups come from
 /// `wake`'s channel (none: poll every `recheck`). `attempt` gets the instant a grant it makes
-/// counts its lease from: its own start, or — after attempts whose answer never came (a
-/// broken connection) — the start of the earliest of those, since one of them may have been
-/// granted, and a later attempt that finds that grant does not move every kind's TTL.
+/// counts its lease from: its own start (the first attempt's is the caller's `started`, read
+/// a little before it), or — after attempts whose answer never came (a broken connection) —
+/// the start of the earliest of those, since one of them may have been granted, and a later
+/// attempt that finds that grant does not move every kind's TTL.
 /// `recheck` bounds every nap (liveness heartbeats, lost messages). With a grant channel
 /// (`handoff`: channel, owner) a waiter also takes hand-offs announced there, through
 /// `handed_off`, without an attempt of its own. From the first attempt
@@ -304,10 +307,101 @@ pub(crate) enum Step<T> {
 /// unreachable server is not contention).
 async fn wait_loop<T, F, Fut, H, HFut>(
     client: &Client,
+    channels: Channels<'_>,
+    (started, deadline): (Instant, Instant),
+    recheck: Duration,
+    (kind, waited_from, on_wait): (&'static str, &mut Option<Instant>, &(dyn Fn() + Sync)),
+    mut attempt: F,
+    handed_off: H,
+) -> Result<Option<T>>
+where
+    F: FnMut(Instant) -> Fut,
+    Fut: Future<Output = Result<Step<T>>>,
+    H: FnMut(HandedOff) -> HFut,
+    HFut: Future<Output = Result<Step<T>>>,
+{
+    // The first attempt counts its lease from the caller's start (no later than its own).
+    // Its future is the only one in the caller's: the wait, rarely taken, is boxed, so that
+    // an uncontended acquire moves and polls a small future.
+    let mut wait = Waiting {
+        since: Some(started),
+        unreachable: None,
+        backoff: MIN_BACKOFF,
+        waiting: None,
+    };
+    match attempt(started).await {
+        Ok(Step::Done(v)) => return Ok(Some(v)),
+        Ok(Step::Wait(_)) => {
+            wait.since = None;
+            if Instant::now() < deadline {
+                wait.contended(kind, waited_from, on_wait);
+            }
+        }
+        Err(e) if rides_out(&e) => {
+            tracing::debug!(
+                error = format_args!("{e:#}"),
+                "waiter: server unreachable; retrying until the deadline"
+            );
+            wait.unreachable = Some(e);
+        }
+        Err(e) => return Err(e),
+    }
+    if Instant::now() >= deadline {
+        return wait.unreachable.map_or(Ok(None), Err);
+    }
+    Box::pin(wait_on(
+        client,
+        channels,
+        deadline,
+        recheck,
+        (kind, waited_from, on_wait),
+        wait,
+        attempt,
+        handed_off,
+    ))
+    .await
+}
+
+/// A wait loop's state between attempts.
+struct Waiting {
+    /// The instant the next attempt's grant counts its lease from: the start of the earliest
+    /// attempt not answered since (see [`wait_loop`]); `None`: the next attempt's own start.
+    since: Option<Instant>,
+    /// The error of the latest attempt while the server is unreachable: returned if the
+    /// deadline passes before it answers again.
+    unreachable: Option<Error>,
+    backoff: Duration,
+    /// Counted as waiting (metrics) from the first attempt that found it taken: not while
+    /// the server is unreachable.
+    waiting: Option<metrics::Waiting>,
+}
+
+impl Waiting {
+    /// An attempt found it taken: from the first such, the request counts as waiting.
+    fn contended(
+        &mut self,
+        kind: &'static str,
+        waited_from: &mut Option<Instant>,
+        on_wait: &(dyn Fn() + Sync),
+    ) {
+        if self.waiting.is_none() {
+            *waited_from = Some(Instant::now());
+            self.waiting = Some(metrics::Waiting::start(kind));
+            on_wait();
+        }
+    }
+}
+
+/// [`wait_loop`] after a first attempt that was not granted: subscribe, and attempt again on
+/// every wake-up, hand-off or nap until done or `deadline`.
+#[allow(clippy::too_many_arguments)]
+async fn wait_on<T, F, Fut, H, HFut>(
+    client: &Client,
     (wake, handoff): Channels<'_>,
     deadline: Instant,
     recheck: Duration,
     (kind, waited_from, on_wait): (&'static str, &mut Option<Instant>, &(dyn Fn() + Sync)),
+    mut wait: Waiting,
     mut attempt: F,
     mut handed_off: H,
 ) -> Result<Option<T>>
@@ -317,47 +411,6 @@ where
     H: FnMut(HandedOff) -> HFut,
     HFut: Future<Output = Result<Step<T>>>,
 {
-    // Every attempt is passed the instant its grant's lease counts from: its own start, or
-    // the start of the earliest attempt not answered since (see `since`).
-    let mut since: Option<Instant> = None;
-    let mut attempt = move |since: &mut Option<Instant>| {
-        let started = *since.get_or_insert_with(Instant::now);
-        attempt(started)
-    };
-    // The error of the latest attempt while the server is unreachable: returned if the
-    // deadline passes before it answers again.
-    let mut unreachable: Option<Error> = None;
-    let mut backoff = MIN_BACKOFF;
-    // Counted as waiting (metrics) from the first attempt that found it taken: not while
-    // the server is unreachable.
-    let mut waiting = None;
-    let mut contended = |waiting: &mut Option<metrics::Waiting>| {
-        if waiting.is_none() {
-            *waited_from = Some(Instant::now());
-            *waiting = Some(metrics::Waiting::start(kind));
-            on_wait();
-        }
-    };
-    match attempt(&mut since).await {
-        Ok(Step::Done(v)) => return Ok(Some(v)),
-        Ok(Step::Wait(_)) => {
-            since = None;
-            if Instant::now() < deadline {
-                contended(&mut waiting);
-            }
-        }
-        Err(e) if rides_out(&e) => {
-            tracing::debug!(
-                error = format_args!("{e:#}"),
-                "waiter: server unreachable; retrying until the deadline"
-            );
-            unreachable = Some(e);
-        }
-        Err(e) => return Err(e),
-    }
-    if Instant::now() >= deadline {
-        return unreachable.map_or(Ok(None), Err);
-    }
     let confirm = deadline
         .saturating_duration_since(Instant::now())
         .min(client.command_timeout());
@@ -390,13 +443,14 @@ where
         if let Some(w) = watch {
             let _ = w.take();
         }
-        let hint = match attempt(&mut since).await {
+        let started = *wait.since.get_or_insert_with(Instant::now);
+        let hint = match attempt(started).await {
             Ok(Step::Done(v)) => return Ok(Some(v)),
             Ok(Step::Wait(hint)) => {
-                contended(&mut waiting);
-                since = None;
-                unreachable = None;
-                backoff = MIN_BACKOFF;
+                wait.contended(kind, waited_from, on_wait);
+                wait.since = None;
+                wait.unreachable = None;
+                wait.backoff = MIN_BACKOFF;
                 hint
             }
             Err(e) if rides_out(&e) => {
@@ -404,9 +458,9 @@ where
                     error = format_args!("{e:#}"),
                     "waiter: server unreachable; retrying until the deadline"
                 );
-                unreachable = Some(e);
-                let pause = backoff;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+                wait.unreachable = Some(e);
+                let pause = wait.backoff;
+                wait.backoff = (wait.backoff * 2).min(MAX_BACKOFF);
                 Some(pause)
             }
             Err(e) => return Err(e),
@@ -419,7 +473,7 @@ where
                     return Ok(Some(v));
                 }
             }
-            return unreachable.map_or(Ok(None), Err);
+            return wait.unreachable.map_or(Ok(None), Err);
         }
         let mut nap = (deadline - now).min(recheck);
         if let Some(h) = hint {

@@ -85,8 +85,12 @@ impl Backend {
     {
         let r = send(self.conn.clone()).await;
         if let Err(e) = &r {
-            if let Some(target) = self.ask_target(e).await {
-                return send(target).await;
+            // Boxed: only a Cluster's migrating slot answers ASK, and following it may open a
+            // connection, a future far larger than the send's.
+            if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::Ask) {
+                if let Some(target) = Box::pin(self.ask_target(e)).await {
+                    return Box::pin(send(target)).await;
+                }
             }
         }
         r
@@ -105,6 +109,12 @@ impl Backend {
             deployment: self.conn.deployment.clone(),
             route: Route::Asking(c),
         })
+    }
+
+    /// Whether this backend sends to a single server (no Sentinel, no Cluster): its grants
+    /// go over its own connection, and nothing asks replicas to confirm them.
+    fn is_standalone(&self) -> bool {
+        matches!(self.conn.deployment, Deployment::Standalone(_))
     }
 
     /// Whether this backend sends over a connection set aside for one grant.
@@ -135,8 +145,16 @@ impl Backend {
         rule: Resend<'_>,
     ) -> Result<R> {
         let (value, resent) = match rule {
+            // A single server has no replicas to confirm: resent over its own connection
+            // within the window, as `send_confirmed` does where nothing is to be confirmed.
+            Resend::Confirmed { left, .. } if self.is_standalone() => {
+                self.send_script(context, invocation, Resend::Within { left })
+                    .await?
+            }
+            // Boxed: it may set a connection aside, WAIT and pause between sends, a future
+            // far larger than a send's.
             Resend::Confirmed { key, left } => {
-                self.send_confirmed(key, context, invocation, left).await?
+                Box::pin(self.send_confirmed(key, context, invocation, left)).await?
             }
             rule => self.send_script(context, invocation, rule).await?,
         };
@@ -308,7 +326,8 @@ impl Backend {
             match resend_after(failure, rule, attempt, self.pinned()) {
                 Some(pause) => {
                     tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending (same request)");
-                    tokio::time::sleep(pause).await;
+                    // Boxed: a timer is large, and only a failed send waits.
+                    Box::pin(tokio::time::sleep(pause)).await;
                     attempt += 1;
                 }
                 None => {
@@ -359,6 +378,12 @@ impl GrantChannel {
         self.backend.deployment().grant_failed();
     }
 
+    /// Whether [`GrantChannel::confirm`] asks the replicas anything (else it answers `Ok` at
+    /// once).
+    pub(crate) fn confirms(&self) -> bool {
+        self.wait.is_some()
+    }
+
     /// After a write sent over this channel (a grant, or an extension that found its hold):
     /// `WAIT` for the replicas on the connection that made it. `Ok` when no confirmation is
     /// asked for or enough replicas confirmed; [`ErrorKind::NotReplicated`] otherwise (the
@@ -396,7 +421,13 @@ impl Backend {
     /// replicas — a backend over a connection set aside for it, held until the returned
     /// value drops, with the `WAIT` to send after the grant ([`Deployment::grant_target`](super::deployment::Deployment::grant_target)).
     pub(crate) async fn for_grant(&self, key: &str) -> Result<GrantChannel> {
-        let (deployment, generation, set_aside) = self.conn.deployment.grant_target(key).await?;
+        // A single server's grant goes over its own connection: no I/O. (The others' futures,
+        // which may open a connection or ask the sentinels, are boxed: they would make every
+        // grant's future as large as theirs.)
+        let (deployment, generation, set_aside) = match &self.conn.deployment {
+            Deployment::Standalone(_) => (self.conn.deployment.clone(), 0, None),
+            d => Box::pin(d.grant_target(key)).await?,
+        };
         let (route, wait, slot) = match set_aside {
             Some(s) => (
                 Route::Pinned(s.conn),

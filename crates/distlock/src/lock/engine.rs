@@ -220,18 +220,22 @@ impl LockCore {
                 }
             }
         }
-        if let Attempt::Granted { hold_count, .. } = attempt {
+        match attempt {
             // Not confirmed by the replicas: give back what this attempt holds before
-            // answering, so that a retry by the same owner cannot find it.
-            confirm_grant(grant, &context, || async {
-                let holds = if mode == Mode::New { hold_count } else { 1 };
-                let lease = Duration::from_millis(lease_ms);
-                for _ in 0..holds {
-                    self.give_back_hold(owner, lease).await?;
-                }
-                Ok(())
-            })
-            .await?;
+            // answering, so that a retry by the same owner cannot find it. (Boxed: only
+            // where replicas confirm grants.)
+            Attempt::Granted { hold_count, .. } if grant.confirms() => {
+                Box::pin(confirm_grant(grant, &context, || async {
+                    let holds = if mode == Mode::New { hold_count } else { 1 };
+                    let lease = Duration::from_millis(lease_ms);
+                    for _ in 0..holds {
+                        self.give_back_hold(owner, lease).await?;
+                    }
+                    Ok(())
+                }))
+                .await?;
+            }
+            _ => {}
         }
         Ok(attempt)
     }

@@ -179,7 +179,7 @@ impl Acquire for LockRequest {
                 && Instant::now() >= started + lease.saturating_sub(keys::drift(lease))
             {
                 tracing::debug!(lock = %self.lock.inner.names.name, "grant learnt after its lease could have run out; giving it back");
-                let _ = self.lock.give_back_hold(&self.owner, lease).await;
+                let _ = Box::pin(self.lock.give_back_hold(&self.owner, lease)).await;
                 return Ok(Step::Wait(None));
             }
         }

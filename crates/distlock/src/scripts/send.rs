@@ -63,16 +63,24 @@ impl Invocation<'_> {
     ) -> redis::RedisResult<T> {
         match self.first_command(via).query_async(con).await {
             Err(e) => match self.recovery(via, &e) {
-                Some((load, eval)) => {
-                    if let Some(load) = load {
-                        let _: redis::RedisResult<redis::Value> = load.query_async(con).await;
-                    }
-                    eval.query_async(con).await
-                }
+                // Boxed: once per script and connection, and two commands' futures.
+                Some((load, eval)) => Box::pin(Self::recover_async(con, load, eval)).await,
                 None => Err(e),
             },
             r => r,
         }
+    }
+
+    /// The recovery [`Invocation::recovery`] chose: `load` (its answer ignored), then `eval`.
+    async fn recover_async<T: FromRedisValue>(
+        con: &mut impl redis::aio::ConnectionLike,
+        load: Option<Cmd>,
+        eval: Cmd,
+    ) -> redis::RedisResult<T> {
+        if let Some(load) = load {
+            let _: redis::RedisResult<redis::Value> = load.query_async(con).await;
+        }
+        eval.query_async(con).await
     }
 
     /// [`Invocation::invoke_async`] over a blocking connection.
