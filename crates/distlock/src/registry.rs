@@ -55,6 +55,11 @@ impl ReleaseRequest {
     pub(crate) fn invocation(&self) -> crate::scripts::Invocation<'static> {
         self.call.clone()
     }
+
+    /// The script call itself, for its one sender (a clone of it is the same request).
+    pub(crate) fn call(&self) -> &crate::scripts::Invocation<'static> {
+        &self.call
+    }
 }
 
 /// How a registered hold is released: builds a fresh request (with a fresh request id) each

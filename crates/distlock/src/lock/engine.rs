@@ -164,7 +164,7 @@ impl LockCore {
         let resend = raw.resend(mode);
         // With a fast path, the full script's call is built only if a send needs it.
         let inv = match raw.acquire_fast(names, &call) {
-            Some(fast) => Invocation::later(Arc::new(|| raw.acquire(names, &call)), fast),
+            Some(fast) => Invocation::later(|| raw.acquire(names, &call), fast),
             None => raw.acquire(names, &call),
         };
         let rule = match resend {
@@ -442,7 +442,7 @@ impl LockCore {
         let (raw, names) = (self.inner.raw.clone(), self.inner.names.clone());
         let owner = owner.clone();
         let (lease_ms, latch_ms) = (call.lease_ms, call.latch_ms);
-        let build = Arc::new(move || {
+        let build = move || {
             let call = ReleaseCall {
                 owner: &owner,
                 lease_ms,
@@ -452,7 +452,7 @@ impl LockCore {
                 fast: false,
             };
             raw.release(&names, &call)
-        });
+        };
         ReleaseRequest::new(context, Invocation::later(build, fast))
     }
 
@@ -503,7 +503,7 @@ impl LockCore {
     ) -> Result<()> {
         let request = self.release_request(owner, lease);
         let client = &self.inner.client;
-        let inv = request.invocation();
+        let inv = request.call();
         let rule = if confirmed {
             client.latched(&self.inner.names.key)
         } else {
@@ -511,7 +511,7 @@ impl LockCore {
         };
         let conn::Sent { value: r, resent } = client
             .backend()
-            .eval::<conn::Sent<i64>>(&request.context, &inv, rule)
+            .eval::<conn::Sent<i64>>(&request.context, inv, rule)
             .await?;
         if inv.fast_deferred() {
             self.inner.contention.seen();

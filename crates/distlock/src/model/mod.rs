@@ -41,7 +41,7 @@ fn with_fast(
     match fast {
         Some(fast) => {
             let full = std::sync::Arc::new(full);
-            crate::scripts::Invocation::later(std::sync::Arc::new(move || (*full).clone()), fast)
+            crate::scripts::Invocation::later(move || (*full).clone(), fast)
         }
         None => full,
     }

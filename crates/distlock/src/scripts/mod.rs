@@ -42,7 +42,9 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
 
-use redis::{Cmd, FromRedisValue, RedisWrite, ToRedisArgs, Value};
+use redis::{Cmd, FromRedisValue, ToRedisArgs, Value};
+
+use packed::{Call, Packed, PackedWriter};
 
 /// How scripts publish wake-ups: which variant of each script a client runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -143,7 +145,7 @@ impl Script {
     }
 
     /// The name of this script's function in `mode`'s library.
-    fn function(&self, mode: Publish) -> &str {
+    pub(super) fn function(&self, mode: Publish) -> &str {
         self.functions[mode.index()]
             .get_or_init(|| functions::Library::of(mode).function(self.hash(mode)))
     }
@@ -158,9 +160,7 @@ impl Script {
     pub(crate) fn prepare_invoke(&'static self) -> Invocation<'static> {
         Invocation {
             script: self,
-            // Room for the keys and arguments of most scripts without regrowing.
-            keys: Vec::with_capacity(8),
-            args: Vec::with_capacity(8),
+            packed: Packed::default(),
             later: None,
         }
     }
@@ -170,17 +170,12 @@ impl Script {
 #[cfg(test)]
 pub(crate) type Parts = (&'static Script, Vec<Vec<u8>>, Vec<Vec<u8>>);
 
-/// Builds a request's full call when it is first needed (see [`Invocation::later`]); the
-/// lifetime is that of what it borrows.
-pub(crate) type Build<'a> = Arc<dyn Fn() -> Invocation<'static> + Send + Sync + 'a>;
-
 /// One call of a script: its keys and arguments, or how to build them (`'a`: what the
 /// builder borrows).
 #[derive(Clone)]
 pub(crate) struct Invocation<'a> {
     script: &'static Script,
-    keys: Vec<Vec<u8>>,
-    args: Vec<Vec<u8>>,
+    packed: Packed,
     later: Option<Later<'a>>,
 }
 
@@ -190,8 +185,17 @@ pub(crate) struct Invocation<'a> {
 #[derive(Clone)]
 struct Later<'a> {
     fast: FastPath,
-    build: Build<'a>,
+    /// Where the request stands, and how its full call is built: one allocation, shared by
+    /// the clones of the invocation that carry the same request.
+    shared: Arc<Shared<dyn Fn() -> Invocation<'static> + Send + Sync + 'a>>,
     built: std::sync::OnceLock<Box<Invocation<'static>>>,
+}
+
+/// What the clones of one request share ([`Later`]): `state`, [`UNSENT`], [`SENT`],
+/// [`DEFERRED`] or [`ANSWERED`], and the builder of its full call.
+struct Shared<B: ?Sized> {
+    state: AtomicU8,
+    build: B,
 }
 
 /// A short script sent in place of a request's full script on the request's first send only:
@@ -201,12 +205,10 @@ struct Later<'a> {
 /// field, its latch) whichever script ran first.
 #[derive(Clone)]
 pub(crate) struct FastPath {
-    call: Box<Invocation<'static>>,
+    script: &'static Script,
+    packed: Packed,
     /// The fast script's reply in the full script's shape.
     reply: fn(Value) -> Value,
-    /// Where the request stands: [`UNSENT`], [`SENT`], [`DEFERRED`] or [`ANSWERED`] (shared by
-    /// the clones of the invocation that carry the same request).
-    state: Arc<AtomicU8>,
 }
 
 /// A [`FastPath`]'s request not sent yet.
@@ -222,54 +224,71 @@ impl FastPath {
     /// `call` (a fast script's call) for a request not sent yet; `reply` puts a non-nil answer
     /// of it in the full script's reply shape.
     pub(crate) fn new(call: Invocation<'static>, reply: fn(Value) -> Value) -> FastPath {
+        debug_assert!(call.later.is_none(), "a fast path is a plain call");
         FastPath {
-            call: Box::new(call),
+            script: call.script,
+            packed: call.packed,
             reply,
-            state: Arc::new(AtomicU8::new(UNSENT)),
         }
     }
 
+    /// The fast script's call, to send.
+    fn call(&self) -> Call<'_> {
+        Call {
+            script: self.script,
+            packed: &self.packed,
+        }
+    }
+}
+
+impl Later<'_> {
     /// The fast script's answer `v` in the full script's shape (recorded as answered), or
     /// `None` (recorded as deferred) when it is nil and the full script must run.
     fn answer<T: FromRedisValue>(&self, v: Value) -> Option<redis::RedisResult<T>> {
         if v == Value::Nil {
-            self.state.store(DEFERRED, Ordering::Release);
+            self.shared.state.store(DEFERRED, Ordering::Release);
             return None;
         }
-        self.state.store(ANSWERED, Ordering::Release);
-        Some(T::from_redis_value((self.reply)(v)).map_err(Into::into))
+        self.shared.state.store(ANSWERED, Ordering::Release);
+        Some(T::from_redis_value((self.fast.reply)(v)).map_err(Into::into))
     }
 }
 
 impl<'a> Invocation<'a> {
     /// A request that tries `fast` on its first send and builds its full call with `build`
-    /// only when a send needs it (the fast path answered nil, or a resend). Invocations given
-    /// clones of one [`FastPath`] are one request: only the first send of any of them tries
-    /// the fast path. `build` must give the same call every time: each of them builds its
-    /// own.
-    pub(crate) fn later(build: Build<'a>, fast: FastPath) -> Invocation<'a> {
+    /// only when a send needs it (the fast path answered nil, or a resend). Clones of the
+    /// invocation are one request: only the first send of any of them tries the fast path.
+    /// `build` must give the same call every time: each clone builds its own.
+    pub(crate) fn later(
+        build: impl Fn() -> Invocation<'static> + Send + Sync + 'a,
+        fast: FastPath,
+    ) -> Invocation<'a> {
         Invocation {
             // Not sent: the built call carries its own script.
-            script: fast.call.script,
-            keys: Vec::new(),
-            args: Vec::new(),
+            script: fast.script,
+            packed: Packed::default(),
             later: Some(Later {
                 fast,
-                build,
+                shared: Arc::new(Shared {
+                    state: AtomicU8::new(UNSENT),
+                    build,
+                }),
                 built: std::sync::OnceLock::new(),
             }),
         }
     }
 
-    /// The full call's script, keys and arguments: this call's, or those of the call built
-    /// for it.
-    fn full(&self) -> (&'static Script, &[Vec<u8>], &[Vec<u8>]) {
+    /// The full call: this call, or the call built for it.
+    fn full(&self) -> Call<'_> {
         match &self.later {
-            Some(later) => {
-                let built = later.built.get_or_init(|| Box::new((later.build)()));
-                (built.script, &built.keys, &built.args)
-            }
-            None => (self.script, &self.keys, &self.args),
+            Some(later) => later
+                .built
+                .get_or_init(|| Box::new((later.shared.build)()))
+                .full(),
+            None => Call {
+                script: self.script,
+                packed: &self.packed,
+            },
         }
     }
 
@@ -277,18 +296,14 @@ impl<'a> Invocation<'a> {
     /// model of the protocol, which runs them.
     #[cfg(test)]
     pub(crate) fn parts(&self) -> Parts {
-        let (script, keys, args) = self.full();
-        (script, keys.to_vec(), args.to_vec())
+        self.full().parts()
     }
 
     /// The fast path's script, keys and arguments, when the call has one (whether or not it
     /// was sent), for the model.
     #[cfg(test)]
     pub(crate) fn fast_parts(&self) -> Option<Parts> {
-        self.later.as_ref().map(|l| {
-            let c = &l.fast.call;
-            (c.script, c.keys.clone(), c.args.clone())
-        })
+        self.later.as_ref().map(|l| l.fast.call().parts())
     }
 
     /// The fast path's reply `v` in the full script's shape (as the connection layer gives
@@ -304,17 +319,20 @@ impl<'a> Invocation<'a> {
     /// The key the call is routed by: its script's first key (for a call built later, its
     /// fast path's, the same lock key); a Cluster sends the call to that key's master.
     pub(crate) fn route_key(&self) -> &[u8] {
-        let keys = match &self.later {
-            Some(later) => &later.fast.call.keys,
-            None => &self.keys,
+        let packed = match &self.later {
+            Some(later) => &later.fast.packed,
+            None => &self.packed,
         };
-        keys.first().map_or(&[][..], Vec::as_slice)
+        packed.keys().next().unwrap_or(&[])
     }
 
     /// Add a key (`KEYS[n]`).
     pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
         debug_assert!(self.later.is_none(), "a call built later takes no keys");
-        key.write_redis_args(&mut self.keys);
+        key.write_redis_args(&mut PackedWriter {
+            packed: &mut self.packed,
+            arg: false,
+        });
         self
     }
 
@@ -332,7 +350,10 @@ impl<'a> Invocation<'a> {
             self.later.is_none(),
             "a call built later takes no arguments"
         );
-        arg.write_redis_args(&mut self.args);
+        arg.write_redis_args(&mut PackedWriter {
+            packed: &mut self.packed,
+            arg: true,
+        });
         self
     }
 
@@ -350,49 +371,28 @@ impl<'a> Invocation<'a> {
     fn fast_state(&self) -> Option<u8> {
         self.later
             .as_ref()
-            .map(|l| l.fast.state.load(Ordering::Acquire))
+            .map(|l| l.shared.state.load(Ordering::Acquire))
     }
 
-    /// The fast path to send now: only on the request's first send.
-    fn fast_first(&self) -> Option<&FastPath> {
-        self.later.as_ref().map(|l| &l.fast).filter(|f| {
-            f.state
+    /// The request's fast path, to send now: only on the request's first send.
+    fn fast_first(&self) -> Option<&Later<'a>> {
+        self.later.as_ref().filter(|l| {
+            l.shared
+                .state
                 .compare_exchange(UNSENT, SENT, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
         })
     }
 
-    fn command(verb: &str, script: &str, keys: &[Vec<u8>], args: &[Vec<u8>]) -> Cmd {
-        // Sized at once: the command is built on every send.
-        let data =
-            verb.len() + script.len() + 4 + keys.iter().chain(args).map(Vec::len).sum::<usize>();
-        let mut cmd = Cmd::with_capacity(3 + keys.len() + args.len(), data);
-        cmd.arg(verb).arg(script).arg(keys.len());
-        for k in keys {
-            cmd.write_arg(k);
-        }
-        for a in args {
-            cmd.write_arg(a);
-        }
-        cmd
-    }
-
     /// `EVALSHA` of the variant for `mode` (of the full call, built now if it is built later).
     pub(crate) fn evalsha(&self, mode: Publish) -> Cmd {
-        let (script, keys, args) = self.full();
-        Self::command("EVALSHA", &script.hashes[mode.index()], keys, args)
+        self.full().evalsha(mode)
     }
 
     /// `EVAL` of the variant for `mode` (the full text).
+    #[cfg(test)]
     pub(crate) fn eval(&self, mode: Publish) -> Cmd {
-        let (script, keys, args) = self.full();
-        Self::command("EVAL", script.text(mode), keys, args)
-    }
-
-    /// `FCALL` of the function of the variant for `mode` in its library.
-    pub(crate) fn fcall(&self, mode: Publish) -> Cmd {
-        let (script, keys, args) = self.full();
-        Self::command("FCALL", script.function(mode), keys, args)
+        self.full().eval(mode)
     }
 }
 
@@ -578,6 +578,7 @@ scripts! {
 }
 
 pub(crate) mod functions;
+mod packed;
 mod send;
 #[cfg(test)]
 mod tests;

@@ -5,11 +5,11 @@
 
 use redis::{Cmd, FromRedisValue};
 
-use super::{functions, Invocation, Via};
+use super::{functions, Call, Invocation, Via};
 
-impl Invocation<'_> {
+impl Call<'_> {
     /// The first command of a send by `via`: `FCALL` or `EVALSHA`.
-    fn first_command(&self, via: Via) -> Cmd {
+    fn first_command(self, via: Via) -> Cmd {
         if via.functions {
             self.fcall(via.publish)
         } else {
@@ -22,7 +22,7 @@ impl Invocation<'_> {
     /// ([`functions::refused_before_running`]), and after `Function not found` (the server lost the
     /// library) the library's `FUNCTION LOAD` (its answer ignored: the `EVAL` runs the script
     /// whatever it says) before it; `None` for any other answer.
-    fn recovery(&self, via: Via, e: &redis::RedisError) -> Option<(Option<Cmd>, Cmd)> {
+    fn recovery(self, via: Via, e: &redis::RedisError) -> Option<(Option<Cmd>, Cmd)> {
         if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) {
             return Some((None, self.eval(via.publish)));
         }
@@ -38,70 +38,26 @@ impl Invocation<'_> {
         None
     }
 
-    /// Run it: `FCALL` or `EVALSHA` as `via` says, and on `NOSCRIPT` (or `Function not
-    /// found`) one `EVAL` on the same connection (which also caches the script there). On
-    /// the request's first send its fast path goes first, when it has one.
-    pub(crate) async fn invoke_async<T: FromRedisValue>(
-        &self,
-        con: &mut impl redis::aio::ConnectionLike,
-        via: Via,
-    ) -> redis::RedisResult<T> {
-        if let Some(fast) = self.fast_first() {
-            let v = fast.call.send_async(con, via).await?;
-            if let Some(answer) = fast.answer(v) {
-                return answer;
-            }
-        }
-        self.send_async(con, via).await
-    }
-
     /// `FCALL` or `EVALSHA`, and on `NOSCRIPT` (or `Function not found`) one `EVAL`.
     async fn send_async<T: FromRedisValue>(
-        &self,
+        self,
         con: &mut impl redis::aio::ConnectionLike,
         via: Via,
     ) -> redis::RedisResult<T> {
         match self.first_command(via).query_async(con).await {
             Err(e) => match self.recovery(via, &e) {
                 // Boxed: once per script and connection, and two commands' futures.
-                Some((load, eval)) => Box::pin(Self::recover_async(con, load, eval)).await,
+                Some((load, eval)) => Box::pin(recover_async(con, load, eval)).await,
                 None => Err(e),
             },
             r => r,
         }
     }
 
-    /// The recovery [`Invocation::recovery`] chose: `load` (its answer ignored), then `eval`.
-    async fn recover_async<T: FromRedisValue>(
-        con: &mut impl redis::aio::ConnectionLike,
-        load: Option<Cmd>,
-        eval: Cmd,
-    ) -> redis::RedisResult<T> {
-        if let Some(load) = load {
-            let _: redis::RedisResult<redis::Value> = load.query_async(con).await;
-        }
-        eval.query_async(con).await
-    }
-
-    /// [`Invocation::invoke_async`] over a blocking connection.
-    pub(crate) fn invoke_blocking<T: FromRedisValue>(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        via: Via,
-    ) -> redis::RedisResult<T> {
-        if let Some(fast) = self.fast_first() {
-            let v = fast.call.send_blocking(con, via)?;
-            if let Some(answer) = fast.answer(v) {
-                return answer;
-            }
-        }
-        self.send_blocking(con, via)
-    }
-
     /// `FCALL` or `EVALSHA`, and on `NOSCRIPT` (or `Function not found`) one `EVAL`, over a
     /// blocking connection.
     fn send_blocking<T: FromRedisValue>(
-        &self,
+        self,
         con: &mut dyn redis::ConnectionLike,
         via: Via,
     ) -> redis::RedisResult<T> {
@@ -117,5 +73,51 @@ impl Invocation<'_> {
             },
             r => r,
         }
+    }
+}
+
+/// The recovery [`Call::recovery`] chose: `load` (its answer ignored), then `eval`.
+async fn recover_async<T: FromRedisValue>(
+    con: &mut impl redis::aio::ConnectionLike,
+    load: Option<Cmd>,
+    eval: Cmd,
+) -> redis::RedisResult<T> {
+    if let Some(load) = load {
+        let _: redis::RedisResult<redis::Value> = load.query_async(con).await;
+    }
+    eval.query_async(con).await
+}
+
+impl Invocation<'_> {
+    /// Run it: `FCALL` or `EVALSHA` as `via` says, and on `NOSCRIPT` (or `Function not
+    /// found`) one `EVAL` on the same connection (which also caches the script there). On
+    /// the request's first send its fast path goes first, when it has one.
+    pub(crate) async fn invoke_async<T: FromRedisValue>(
+        &self,
+        con: &mut impl redis::aio::ConnectionLike,
+        via: Via,
+    ) -> redis::RedisResult<T> {
+        if let Some(later) = self.fast_first() {
+            let v = later.fast.call().send_async(con, via).await?;
+            if let Some(answer) = later.answer(v) {
+                return answer;
+            }
+        }
+        self.full().send_async(con, via).await
+    }
+
+    /// [`Invocation::invoke_async`] over a blocking connection.
+    pub(crate) fn invoke_blocking<T: FromRedisValue>(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        via: Via,
+    ) -> redis::RedisResult<T> {
+        if let Some(later) = self.fast_first() {
+            let v = later.fast.call().send_blocking(con, via)?;
+            if let Some(answer) = later.answer(v) {
+                return answer;
+            }
+        }
+        self.full().send_blocking(con, via)
     }
 }
