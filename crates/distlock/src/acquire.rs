@@ -189,7 +189,8 @@ async fn acquire_in_span<A: Acquire>(
     let req = pending.0.as_ref().expect("armed");
     let got = wait_loop(
         client,
-        (req.wake(), req.handoff()),
+        // Named only for a wait: an acquire granted at once needs neither channel.
+        || (req.wake(), req.handoff()),
         (started, deadline),
         req.recheck(),
         (kind, waited_from, &|| req.waiting()),
@@ -305,9 +306,9 @@ pub(crate) enum Step<T> {
 /// that finds it taken with the deadline ahead, the loop sets `waited_from` to then, calls
 /// `on_wait` and counts itself in the `distlock_waiting` gauge of `kind` while it waits (an
 /// unreachable server is not contention).
-async fn wait_loop<T, F, Fut, H, HFut>(
+async fn wait_loop<'c, T, F, Fut, H, HFut>(
     client: &Client,
-    channels: Channels<'_>,
+    channels: impl FnOnce() -> Channels<'c>,
     (started, deadline): (Instant, Instant),
     recheck: Duration,
     (kind, waited_from, on_wait): (&'static str, &mut Option<Instant>, &(dyn Fn() + Sync)),
@@ -351,7 +352,7 @@ where
     }
     Box::pin(wait_on(
         client,
-        channels,
+        channels(),
         deadline,
         recheck,
         (kind, waited_from, on_wait),

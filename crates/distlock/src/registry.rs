@@ -31,18 +31,51 @@ tokio::task_local! {
 /// send's result or finds nothing left to release), and what it releases, for logs.
 pub(crate) struct ReleaseRequest {
     /// What is released, for logs (`release "orders"`).
-    pub(crate) context: String,
+    pub(crate) context: What,
     /// The call; every invocation sent is a clone of it (a fast path, if any, is tried on
     /// the first send of any of them only).
     call: crate::scripts::Invocation<'static>,
 }
 
+/// What a release releases, for logs and errors: its text, or an operation and the name of
+/// what it is on (formatted only when a message needs it: every lock release builds one).
+pub(crate) enum What {
+    Text(String),
+    /// An operation on a named primitive (its name as `name` gives it).
+    Named {
+        op: &'static str,
+        name: Arc<dyn AsRef<str> + Send + Sync>,
+    },
+}
+
+impl From<String> for What {
+    fn from(text: String) -> What {
+        What::Text(text)
+    }
+}
+
+impl std::fmt::Display for What {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            What::Text(text) => f.write_str(text),
+            What::Named { op, name } => crate::error::Ctx {
+                op,
+                name: (**name).as_ref(),
+            }
+            .fmt(f),
+        }
+    }
+}
+
 impl ReleaseRequest {
     pub(crate) fn new(
-        context: String,
+        context: impl Into<What>,
         call: crate::scripts::Invocation<'static>,
     ) -> ReleaseRequest {
-        ReleaseRequest { context, call }
+        ReleaseRequest {
+            context: context.into(),
+            call,
+        }
     }
 
     /// The key the request is routed by (its script's first key; a Cluster sends it to that

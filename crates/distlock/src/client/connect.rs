@@ -120,7 +120,7 @@ impl ClientBuilder {
             leases,
             _notices: notices,
             backend,
-            fencing_floor,
+            fencing_floor: fencing_floor.into(),
             key_prefix: self.key_prefix,
             watchdog_lease: self.watchdog_lease,
             default_wait: self.default_wait,

@@ -61,7 +61,7 @@ pub(crate) struct ClientInner {
     /// Floor of a fencing counter that does not exist yet: the legacy server-wide counter
     /// (`<prefix>distlock:fencing-counter`) as read at connect, a decimal string, `"0"` when
     /// absent. Passed to every granting script (see `keys::legacy_fencing_counter`).
-    fencing_floor: String,
+    fencing_floor: Arc<str>,
     watchdog_lease: Duration,
     default_wait: Duration,
     command_timeout: Duration,
@@ -170,7 +170,7 @@ impl Client {
     /// The floor of a fencing counter that does not exist yet: the legacy server-wide
     /// counter as read at connect, a decimal string, `"0"` when absent (see
     /// `keys::legacy_fencing_counter`).
-    pub(crate) fn fencing_floor(&self) -> &str {
+    pub(crate) fn fencing_floor(&self) -> &Arc<str> {
         &self.inner.fencing_floor
     }
 

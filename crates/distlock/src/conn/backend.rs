@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::FromRedisValue;
@@ -452,11 +453,13 @@ impl Backend {
     /// hands the lock to a waiter), without I/O: as [`GrantChannel::floor`] of a grant on
     /// this backend, with the Sentinel master's config epoch as the client last saw it (an
     /// older generation than the counter's counts on in the counter's; see prelude.lua).
-    pub(crate) fn grant_floor(&self, floor: &str) -> String {
+    pub(crate) fn grant_floor(&self, floor: &Arc<str>) -> Arc<str> {
         let deployment = self.deployment();
-        deployment
-            .token_floor(floor, deployment.generation())
-            .into_owned()
+        match deployment.token_floor(floor, deployment.generation()) {
+            // The client's own floor, shared: no copy on a single server.
+            Cow::Borrowed(_) => floor.clone(),
+            Cow::Owned(f) => f.into(),
+        }
     }
 
     /// Whether grants on this backend may be confirmed by replicas (`WAIT`): Sentinel or

@@ -365,6 +365,24 @@ impl Error {
     }
 }
 
+/// An operation on a named lock, for error messages (names longer than 80 bytes are cut).
+pub(crate) struct Ctx<'a> {
+    pub(crate) op: &'static str,
+    pub(crate) name: &'a str,
+}
+
+impl fmt::Display for Ctx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name;
+        if name.len() > 80 {
+            let prefix = prefix_at_most(name, 80);
+            write!(f, "{} {:?}…", self.op, prefix)
+        } else {
+            write!(f, "{} {name:?}", self.op)
+        }
+    }
+}
+
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
 pub(crate) fn prefix_at_most(s: &str, max: usize) -> &str {
     let end = (0..=max.min(s.len()))

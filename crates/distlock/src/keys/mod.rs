@@ -4,10 +4,12 @@
 //! `<prefix>:{<name>}`, or `<prefix>:<name>` when the name already carries a `{hash tag}`, so
 //! that every key one script touches hashes to the lock's cluster slot.
 
-use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+#[cfg(test)]
+use slots::CRC16;
+pub use slots::{hash_tag, key_slot, slot_tag, SLOTS};
 
 /// Redisson `RFairLock`'s queue of waiting owners, a list: `redisson_lock_queue:{<name>}`.
 pub const FAIR_QUEUE_PREFIX: &str = "redisson_lock_queue";
@@ -106,32 +108,33 @@ pub(crate) const UNLOCK_MESSAGE: &str = "0";
 
 /// Redisson's `prefixName(prefix, name)`.
 pub(crate) fn prefixed(prefix: &str, key: &str) -> String {
-    tagged(Some(prefix), key, None)
+    tagged(Some(prefix), key, &[])
 }
 
 /// [`prefixed`], then `:<tail>`.
 fn prefixed_with(prefix: &str, key: &str, tail: &str) -> String {
-    tagged(Some(prefix), key, Some(tail))
+    tagged(Some(prefix), key, &[tail])
 }
 
 /// Redisson's `suffixName(name, suffix)`: `{<key>}:<suffix>`, or `<key>:<suffix>` when the key
 /// already carries a `{hash tag}`.
 pub(crate) fn suffixed(key: &str, suffix: &str) -> String {
-    tagged(None, key, Some(suffix))
+    tagged(None, key, &[suffix])
 }
 
 /// `{<key>}`, or the key itself when it already carries a `{hash tag}`.
 pub(crate) fn hash_tagged(key: &str) -> String {
-    tagged(None, key, None)
+    tagged(None, key, &[])
 }
 
-/// `[<prefix>:]{<key>}[:<tail>]`, the key without braces added when it already carries a
-/// `{hash tag}`: every helper name's one rule, built in one allocation (these names are
-/// built on every request; `format!` took about ten times as long).
-fn tagged(prefix: Option<&str>, key: &str, tail: Option<&str>) -> String {
+/// `[<prefix>:]{<key>}[:<tail>]` (the tail's parts joined), the key without braces added
+/// when it already carries a `{hash tag}`: every helper name's one rule, built in one
+/// allocation (these names are built on every request; `format!` took about ten times as
+/// long).
+fn tagged(prefix: Option<&str>, key: &str, tail: &[&str]) -> String {
     let braces = !key.contains('{');
-    let len = prefix.map_or(0, |p| p.len() + 1) + key.len() + 2 + tail.map_or(0, |t| t.len() + 1);
-    let mut s = String::with_capacity(len);
+    let tail_len: usize = tail.iter().map(|t| t.len()).sum();
+    let mut s = String::with_capacity(prefix.map_or(0, |p| p.len() + 1) + key.len() + 3 + tail_len);
     if let Some(prefix) = prefix {
         s.push_str(prefix);
         s.push(':');
@@ -143,9 +146,9 @@ fn tagged(prefix: Option<&str>, key: &str, tail: Option<&str>) -> String {
     if braces {
         s.push('}');
     }
-    if let Some(tail) = tail {
+    if !tail.is_empty() {
         s.push(':');
-        s.push_str(tail);
+        tail.iter().for_each(|t| s.push_str(t));
     }
     s
 }
@@ -192,6 +195,38 @@ pub fn redisson_fenced_token(key: &str) -> String {
 /// that a resent release answers the first send's result instead of taking a second hold away).
 pub fn unlock_latch(key: &str, request_id: &str) -> String {
     prefixed_with(UNLOCK_LATCH_PREFIX, key, request_id)
+}
+
+/// [`unlock_latch`] of the request id `<client id>:r<n>` ([`Client::request_id`]'s form),
+/// built in one allocation.
+///
+/// [`Client::request_id`]: crate::Client
+pub(crate) fn unlock_latch_of(key: &str, client_id: &str, n: u64) -> String {
+    tagged(
+        Some(UNLOCK_LATCH_PREFIX),
+        key,
+        &[client_id, ":r", Digits::default().of(n)],
+    )
+}
+
+/// The decimal digits of a `u64`, written without an allocation.
+#[derive(Default)]
+pub(crate) struct Digits([u8; 20]);
+
+impl Digits {
+    /// `n` in decimal, in this buffer.
+    pub(crate) fn of(&mut self, mut n: u64) -> &str {
+        let mut i = self.0.len();
+        loop {
+            i -= 1;
+            self.0[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        std::str::from_utf8(&self.0[i..]).expect("ASCII digits")
+    }
 }
 
 /// Returns the acquire latch of one re-entrant acquire request:
@@ -385,99 +420,6 @@ pub fn permit_grant_channel(key: &str, client_id: &str) -> String {
     prefixed_with("distlock_permit_grant", key, client_id)
 }
 
-/// Number of Redis Cluster hash slots.
-pub const SLOTS: u16 = 16384;
-
-/// CRC16/XMODEM (poly 0x1021, init 0, no reflection), the checksum Redis Cluster hashes keys
-/// with.
-const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
-
-/// Returns the part of `key` Redis Cluster hashes.
-///
-/// The text between the first `{` and the first `}` after it, when that is not empty; otherwise the
-/// whole key (redis.io cluster spec, "Hash tags").
-pub fn hash_tag(key: &[u8]) -> &[u8] {
-    if let Some(open) = key.iter().position(|&b| b == b'{') {
-        let rest = &key[open + 1..];
-        if let Some(close) = rest.iter().position(|&b| b == b'}') {
-            if close > 0 {
-                return &rest[..close];
-            }
-        }
-    }
-    key
-}
-
-/// Returns the Redis Cluster hash slot of `key`.
-///
-/// CRC16/XMODEM of its [hash tag](hash_tag) (or of the whole key) mod 16384, as `CLUSTER KEYSLOT`
-/// answers.
-pub fn key_slot(key: impl AsRef<[u8]>) -> u16 {
-    CRC16.checksum(hash_tag(key.as_ref())) % SLOTS
-}
-
-/// Characters of the slot tags, in the order they are enumerated (ASCII order).
-const TAG_ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-/// Longest slot tag: every slot has an alphanumeric string of at most 3 characters.
-const TAG_MAX_LEN: usize = 3;
-
-/// [`slot_tag`]'s table, one tag per slot, zero-padded; computed once, on first use (about a
-/// millisecond: 62 + 62² + 62³ checksums of at most 3 bytes).
-static SLOT_TAGS: LazyLock<Box<[[u8; TAG_MAX_LEN]]>> = LazyLock::new(|| {
-    let mut tags = vec![[0u8; TAG_MAX_LEN]; SLOTS as usize];
-    let mut missing = SLOTS as usize;
-    let mut buf = [0u8; TAG_MAX_LEN];
-    for len in 1..=TAG_MAX_LEN {
-        // Every string of `len` characters, in lexicographic order: an odometer over
-        // TAG_ALPHABET, the last character turning fastest.
-        let mut digits = [0usize; TAG_MAX_LEN];
-        'strings: loop {
-            for (b, &d) in buf.iter_mut().zip(&digits[..len]) {
-                *b = TAG_ALPHABET[d];
-            }
-            let tag = &mut tags[usize::from(CRC16.checksum(&buf[..len]) % SLOTS)];
-            if tag[0] == 0 {
-                tag[..len].copy_from_slice(&buf[..len]);
-                missing -= 1;
-            }
-            let mut i = len;
-            loop {
-                if i == 0 {
-                    break 'strings;
-                }
-                i -= 1;
-                digits[i] += 1;
-                if digits[i] < TAG_ALPHABET.len() {
-                    break;
-                }
-                digits[i] = 0;
-            }
-        }
-    }
-    assert_eq!(
-        missing, 0,
-        "a slot without a tag of at most {TAG_MAX_LEN} characters"
-    );
-    tags.into_boxed_slice()
-});
-
-/// Returns the slot tag of `slot`.
-///
-/// The first alphanumeric string whose CRC16/XMODEM mod 16384 is `slot`, enumerating shorter
-/// strings first and strings of one length in ASCII order (`0`–`9`, `A`–`Z`, `a`–`z`). So `{<tag>}`
-/// in a key puts the key in `slot`. At most 3 characters. Part of the wire contract: the fencing
-/// counter key of a slot is named by it.
-///
-/// # Panics
-/// When `slot` is 16384 or more.
-pub fn slot_tag(slot: u16) -> &'static str {
-    assert!(slot < SLOTS, "slot {slot} out of range 0..{SLOTS}");
-    let tag = &SLOT_TAGS[usize::from(slot)];
-    let len = tag.iter().position(|&b| b == 0).unwrap_or(TAG_MAX_LEN);
-    std::str::from_utf8(&tag[..len]).expect("alphanumeric")
-}
-
 /// Returns the fencing counter a lock draws its tokens from.
 ///
 /// One per cluster hash slot, `<key prefix>distlock:fencing-counter:{<tag>}` with `<tag>` the
@@ -491,11 +433,16 @@ pub fn slot_tag(slot: u16) -> &'static str {
 /// to that tag's slot, the counter included. A prefix with an unmatched or empty `{`, e.g.
 /// `"a{b"`, leaves the counter (and Redisson's helper keys) in other slots than the lock.
 pub fn fencing_counter(key_prefix: &str, lock_key: &str) -> String {
-    format!(
-        "{key_prefix}{}:{{{}}}",
-        FENCING_COUNTER_PREFIX,
-        slot_tag(key_slot(lock_key))
-    )
+    // Built on every lock handle: pushed, not formatted.
+    let tag = slot_tag(key_slot(lock_key));
+    let mut s =
+        String::with_capacity(key_prefix.len() + FENCING_COUNTER_PREFIX.len() + tag.len() + 3);
+    s.push_str(key_prefix);
+    s.push_str(FENCING_COUNTER_PREFIX);
+    s.push_str(":{");
+    s.push_str(tag);
+    s.push('}');
+    s
 }
 
 /// Returns the server-wide fencing counter of distlock before per-slot counters.
@@ -596,5 +543,6 @@ pub(crate) fn first_chars(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
+mod slots;
 #[cfg(test)]
 mod tests;

@@ -198,3 +198,27 @@ fn the_fencing_counter_hashes_to_the_lock_slot() {
 fn drift_is_one_percent_plus_two_ms() {
     assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
 }
+
+/// The names built without formatting are the formatted ones: a request's unlock latch, a
+/// fencing counter, and the digits they use.
+#[test]
+fn names_built_in_one_allocation_match_the_formatted_ones() {
+    for n in [0, 1, 9, 10, 99, 1234567890, u64::MAX] {
+        assert_eq!(Digits::default().of(n), n.to_string());
+        for key in ["orders", "{user:1}:orders", ""] {
+            assert_eq!(
+                unlock_latch_of(key, "c-1", n),
+                unlock_latch(key, &format!("c-1:r{n}"))
+            );
+        }
+    }
+    for (prefix, key) in [("", "orders"), ("app:", "{user:1}:orders"), ("p{x}", "a")] {
+        assert_eq!(
+            fencing_counter(prefix, key),
+            format!(
+                "{prefix}{FENCING_COUNTER_PREFIX}:{{{}}}",
+                slot_tag(key_slot(key))
+            )
+        );
+    }
+}

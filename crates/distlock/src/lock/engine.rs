@@ -17,7 +17,7 @@ use crate::acquire::{acquire, confirm_grant};
 use crate::conn;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::keys;
-use crate::registry::ReleaseRequest;
+use crate::registry::{ReleaseRequest, What};
 use crate::scripts::{self, reply, Invocation};
 
 use super::request::*;
@@ -261,7 +261,6 @@ impl LockCore {
         self.check()?;
         let lease = self.effective_lease()?;
         let owner = owner.unwrap_or_else(|| self.inner.client.new_owner());
-        let (channel, wake) = self.inner.raw.wake(&self.inner.names, &owner);
         let request = LockRequest {
             lock: self.clone(),
             owner: owner.clone(),
@@ -278,11 +277,9 @@ impl LockCore {
             } else {
                 (wait.as_millis() as u64).max(1)
             },
-            channel,
-            wake,
-            grant_channel: (mode == Mode::New && !wait.is_zero() && self.hands_off()).then(|| {
-                keys::lock_grant_channel(&self.inner.names.key, self.inner.client.id_str())
-            }),
+            wake: Default::default(),
+            takes_handoff: mode == Mode::New && !wait.is_zero() && self.hands_off(),
+            grant_channel: Default::default(),
             holder_seen: std::sync::Mutex::new(None),
             waiter: self.inner.contention.waiter(),
         };
@@ -420,7 +417,9 @@ impl LockCore {
     /// release, and at shutdown.
     pub(crate) fn release_request(&self, owner: &Owner, lease: Duration) -> ReleaseRequest {
         let n = &self.inner.names;
-        let latch = keys::unlock_latch(&n.key, &self.inner.client.request_id());
+        let client = &self.inner.client;
+        // The latch of a fresh request id (`Client::request_id`), in one allocation.
+        let latch = keys::unlock_latch_of(&n.key, client.id_str(), client.next_seq());
         let floor = self
             .backend()
             .grant_floor(self.inner.client.fencing_floor());
@@ -432,7 +431,10 @@ impl LockCore {
             floor: &floor,
             fast: self.inner.contention.calm(),
         };
-        let context = self.context("release").to_string();
+        let context = What::Named {
+            op: "release",
+            name: n.clone(),
+        };
         let Some(fast) = self.inner.raw.release_fast(n, &call) else {
             return ReleaseRequest::new(context, self.inner.raw.release(n, &call));
         };

@@ -56,9 +56,12 @@ impl Client {
     ///
     /// No I/O; the name is checked when the lock is first used.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        let settings = raw::Plain::default();
+        // The default settings' kind, shared by every handle made with them.
+        static DEFAULT: std::sync::LazyLock<Arc<raw::Plain>> =
+            std::sync::LazyLock::new(|| Arc::new(raw::Plain::default()));
+        let settings = **DEFAULT;
         LockHandle::from_parts(
-            LockCore::with_raw(self.clone(), name.into(), Arc::new(settings)),
+            LockCore::with_raw(self.clone(), name.into(), DEFAULT.clone()),
             None,
             settings.handoff,
             settings.liveness,

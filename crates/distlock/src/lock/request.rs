@@ -1,8 +1,7 @@
 //! One acquire of a lock-family hold ([`LockRequest`]), for the crate's acquire driver; a
 //! handle's contention memory ([`Contention`]: its fast paths are skipped for a while after)
-//! and the operation names of error messages ([`Ctx`]).
+//! and the operation names of error messages ([`Ctx`], from `error`).
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +11,7 @@ use super::raw::{parse_token, Attempt, Mode, NO_TTL_RECHECK};
 use super::{LockCore, Owner};
 use crate::acquire::{Acquire, Step};
 use crate::conn::pubsub::{HandedOff, Wake};
+pub(crate) use crate::error::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{self};
 
@@ -27,11 +27,14 @@ pub(super) struct LockRequest {
     pub(super) lease_ms: u64,
     /// The whole wait in ms; 0 for a single attempt (no queue).
     pub(super) wait_ms: u64,
-    pub(super) channel: String,
-    pub(super) wake: Wake,
-    /// Where a release announces a direct hand-off to this waiter (a fair lock, or a plain
-    /// lock with hand-off on; a fresh owner that waits).
-    pub(super) grant_channel: Option<String>,
+    /// The wake channel and how it wakes, named when a wait first needs it (an acquire
+    /// granted at once never does).
+    pub(super) wake: std::sync::OnceLock<(String, Wake)>,
+    /// Whether this waiter takes direct hand-offs (a fair lock, or a plain lock with
+    /// hand-off on; a fresh owner that waits), and where a release announces one to it: its
+    /// grant channel, named when a wait first needs it.
+    pub(super) takes_handoff: bool,
+    pub(super) grant_channel: std::sync::OnceLock<String>,
     /// The highest token this request's refused attempts reported (another holder's, or the
     /// last one issued in the lock's slot): a hand-off message with a token at or below it
     /// was made before that attempt and has run out or been given back since (read late),
@@ -75,13 +78,23 @@ impl Acquire for LockRequest {
     }
 
     fn wake(&self) -> Option<(&str, Wake)> {
-        Some((&self.channel, self.wake))
+        let (channel, wake) = self.wake.get_or_init(|| {
+            self.lock
+                .inner
+                .raw
+                .wake(&self.lock.inner.names, &self.owner)
+        });
+        Some((channel, *wake))
     }
 
     fn handoff(&self) -> Option<(&str, &str)> {
-        self.grant_channel
-            .as_deref()
-            .map(|c| (c, self.owner.as_str()))
+        let lock = &self.lock.inner;
+        self.takes_handoff.then(|| {
+            let channel = self
+                .grant_channel
+                .get_or_init(|| keys::lock_grant_channel(&lock.names.key, lock.client.id_str()));
+            (channel.as_str(), self.owner.as_str())
+        })
     }
 
     /// A hand-off message is a claim, not a grant: anyone with `PUBLISH` rights on the
@@ -133,13 +146,11 @@ impl Acquire for LockRequest {
     }
 
     fn recheck(&self) -> Duration {
-        match (&self.grant_channel, self.lock.inner.raw.handoff_liveness()) {
+        match (self.takes_handoff, self.lock.inner.raw.handoff_liveness()) {
             // Queued for hand-off: each attempt renews the liveness deadline; and as a
             // hand-off's initial lease is at most the lease, re-attempting every third of it
             // means a hand-off read on time always has two thirds of it left (`handed_off`).
-            (Some(_), Some(liveness)) => {
-                (liveness / 3).min(Duration::from_millis(self.lease_ms) / 3)
-            }
+            (true, Some(liveness)) => (liveness / 3).min(Duration::from_millis(self.lease_ms) / 3),
             _ => self.lock.inner.raw.recheck(),
         }
     }
@@ -285,24 +296,6 @@ pub(super) fn outcome<T>(r: &Result<T>) -> &'static str {
         Err(e) if e.kind() == ErrorKind::NotHeld => "not_held",
         Err(e) if e.kind() == ErrorKind::NotReplicated => "not_replicated",
         Err(_) => "error",
-    }
-}
-
-/// An operation on a named lock, for error messages (names longer than 80 bytes are cut).
-pub(crate) struct Ctx<'a> {
-    pub(super) op: &'static str,
-    pub(super) name: &'a str,
-}
-
-impl fmt::Display for Ctx<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = self.name;
-        if name.len() > 80 {
-            let prefix = crate::error::prefix_at_most(name, 80);
-            write!(f, "{} {:?}…", self.op, prefix)
-        } else {
-            write!(f, "{} {name:?}", self.op)
-        }
     }
 }
 

@@ -22,7 +22,23 @@ pub struct Owner(Arc<str>);
 
 impl Owner {
     pub(crate) fn from_parts(client_id: &str, n: u64) -> Owner {
-        Owner(format!("{client_id}:{n}").into())
+        // Every acquire mints one: built on the stack (a client id is a UUID) and copied
+        // once into its `Arc`, not formatted.
+        let mut digits = crate::keys::Digits::default();
+        let n = digits.of(n);
+        let mut buf = [0u8; 64];
+        let len = client_id.len() + 1 + n.len();
+        if len > buf.len() {
+            return Owner(format!("{client_id}:{n}").into());
+        }
+        buf[..client_id.len()].copy_from_slice(client_id.as_bytes());
+        buf[client_id.len()] = b':';
+        buf[client_id.len() + 1..len].copy_from_slice(n.as_bytes());
+        Owner(
+            std::str::from_utf8(&buf[..len])
+                .expect("two strs and ':'")
+                .into(),
+        )
     }
 
     /// An owner from its string form `<client-id>:<owner-id>` (e.g. a Redisson
@@ -409,6 +425,18 @@ mod tests {
             proptest::prop_assert!(x >= 0);
             proptest::prop_assert_eq!(a.cmp(&b), x.cmp(&y));
             proptest::prop_assert_eq!(token(0, s1).as_i64(), Some(s1 as i64));
+        }
+    }
+
+    /// An owner minted from a client id and a number is `<client id>:<n>`, whatever their
+    /// lengths.
+    #[test]
+    fn owners_are_the_client_id_and_the_number() {
+        let uuid = "0b2c4d5e-6f70-4182-93a4-b5c6d7e8f901";
+        for id in [uuid, "c", &"x".repeat(80)] {
+            for n in [0, 7, u64::MAX] {
+                assert_eq!(Owner::from_parts(id, n).as_str(), format!("{id}:{n}"));
+            }
         }
     }
 

@@ -42,13 +42,22 @@ pub(crate) struct Names {
 impl Names {
     /// The names of the lock `name` of the kind `raw`, its key `<key_prefix><name>`.
     pub(crate) fn new(raw: &dyn RawLock, key_prefix: &str, name: String) -> Names {
-        let key = format!("{key_prefix}{name}");
+        let mut key = String::with_capacity(key_prefix.len() + name.len());
+        key.push_str(key_prefix);
+        key.push_str(&name);
         Names {
             channel: raw.channel(&key),
             counter: crate::keys::fencing_counter(key_prefix, &key),
             name,
             key,
         }
+    }
+}
+
+impl AsRef<str> for Names {
+    /// The name given by the user.
+    fn as_ref(&self) -> &str {
+        &self.name
     }
 }
 
