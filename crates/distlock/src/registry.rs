@@ -121,8 +121,9 @@ pub(crate) struct HoldId(u64);
 /// The live holds and background releases of one client.
 pub(crate) struct HoldRegistry {
     next: AtomicU64,
-    /// Each live hold's kind (for the `distlock_held` gauge) and releaser.
-    live: Mutex<HashMap<u64, (&'static str, Releaser)>>,
+    /// Each live hold's kind (for the `distlock_held` gauge) and releaser (a hold comes and
+    /// goes with every grant: a fast hasher).
+    live: Mutex<HashMap<u64, (&'static str, Releaser), foldhash::fast::RandomState>>,
     background: Arc<Background>,
     /// Scheduled-job loops ([`crate::spawn_every`]) still running.
     scheduled: Arc<Background>,
@@ -152,7 +153,7 @@ impl HoldRegistry {
     pub(crate) fn new(fallback: Fallback, runtime: tokio::runtime::Handle) -> HoldRegistry {
         HoldRegistry {
             next: AtomicU64::new(0),
-            live: Mutex::new(HashMap::new()),
+            live: Mutex::default(),
             background: Arc::new(Background::default()),
             scheduled: Arc::new(Background::default()),
             closing: tokio::sync::watch::Sender::new(false),

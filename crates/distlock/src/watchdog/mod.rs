@@ -179,7 +179,7 @@ struct Entry {
     renewal: Renewal,
     lease: Arc<LeaseState>,
     /// Where each of the `refs` guards was taken, one element per guard.
-    holders: Vec<Holder>,
+    holders: Holders,
 }
 
 /// Where a guard was taken, as far as a nested acquire can tell: the tokio task that
@@ -203,13 +203,46 @@ impl Holder {
     }
 }
 
+/// Where the guards of one lease were taken: the first inline (most leases have one guard, and
+/// every grant registers one), the others beside it.
+#[derive(Default)]
+struct Holders {
+    first: Option<Holder>,
+    more: Vec<Holder>,
+}
+
+impl Holders {
+    fn push(&mut self, h: Holder) {
+        match self.first {
+            None => self.first = Some(h),
+            Some(_) => self.more.push(h),
+        }
+    }
+
+    /// Take one `h` out, if there is one.
+    fn remove(&mut self, h: Holder) {
+        if self.first == Some(h) {
+            self.first = self.more.pop();
+        } else if let Some(i) = self.more.iter().position(|m| *m == h) {
+            self.more.swap_remove(i);
+        }
+    }
+
+    fn contains(&self, h: &Holder) -> bool {
+        self.first.as_ref() == Some(h) || self.more.contains(h)
+    }
+}
+
 type EntryKey = (String, String);
+
+/// The maps of a client's leases: looked up at every grant and release.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 #[derive(Default)]
 struct Shared {
-    entries: Mutex<HashMap<EntryKey, Entry>>,
+    entries: Mutex<Map<EntryKey, Entry>>,
     /// Leases with a renewal of their own (job locks, leased permits), by id.
-    kept: Mutex<HashMap<u64, Kept>>,
+    kept: Mutex<Map<u64, Kept>>,
     next_kept: std::sync::atomic::AtomicU64,
     /// Signalled when a kept lease is added, so the task wakes for an earlier due time.
     kept_added: Notify,
@@ -307,9 +340,7 @@ impl Drop for Registration {
                 return;
             }
             e.refs -= 1;
-            if let Some(i) = e.holders.iter().position(|h| *h == self.holder) {
-                e.holders.swap_remove(i);
-            }
+            e.holders.remove(self.holder);
             if self.renew {
                 e.renew_refs = e.renew_refs.saturating_sub(1);
             }
@@ -349,25 +380,27 @@ impl Leases {
         renewal: Option<Renewal>,
         kind: &'static str,
     ) -> Registration {
+        use std::collections::hash_map::Entry as Slot;
         let renew = renewal.is_some();
-        let entry_key = (key.to_string(), field.to_string());
+        let fresh = || Entry {
+            refs: 0,
+            renew_refs: 0,
+            renewal: Renewal::Hash,
+            lease: Arc::new(LeaseState::new(valid_until, kind, key.to_string())),
+            holders: Holders::default(),
+        };
         let mut map = self.shared.entries.lock().unwrap();
-        let entry = match map.get_mut(&entry_key) {
+        // One lookup: the key is hashed once.
+        let (entry_key, entry) = match map.entry((key.to_string(), field.to_string())) {
             // A lost or expired lease is not revived by a new grant: start a fresh state.
-            Some(e) if !*e.lease.lost.borrow() && e.lease.valid_until() > Instant::now() => e,
-            _ => {
-                map.insert(
-                    entry_key.clone(),
-                    Entry {
-                        refs: 0,
-                        renew_refs: 0,
-                        renewal: Renewal::Hash,
-                        lease: Arc::new(LeaseState::new(valid_until, kind, key.to_string())),
-                        holders: Vec::new(),
-                    },
-                );
-                map.get_mut(&entry_key).expect("just inserted")
+            Slot::Occupied(mut o) => {
+                let e = o.get();
+                if *e.lease.lost.borrow() || e.lease.valid_until() <= Instant::now() {
+                    o.insert(fresh());
+                }
+                (o.key().clone(), o.into_mut())
             }
+            Slot::Vacant(v) => (v.key().clone(), v.insert(fresh())),
         };
         entry.refs += 1;
         let holder = Holder::current();
@@ -504,5 +537,41 @@ impl Leases {
             .values()
             .filter(|e| e.renew_refs > 0)
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Holder, Holders};
+
+    /// The guards of one lease: each taken out once, in any order, the first included.
+    #[test]
+    fn holders_keep_one_element_per_guard() {
+        let (a, b, c) = (
+            Holder::current(),
+            Holder::Thread(
+                std::thread::spawn(|| std::thread::current().id())
+                    .join()
+                    .unwrap(),
+            ),
+            Holder::Thread(
+                std::thread::spawn(|| std::thread::current().id())
+                    .join()
+                    .unwrap(),
+            ),
+        );
+        let mut h = Holders::default();
+        for x in [a, b, a, c] {
+            h.push(x);
+        }
+        h.remove(a);
+        assert!(h.contains(&a) && h.contains(&b) && h.contains(&c));
+        h.remove(a);
+        assert!(!h.contains(&a) && h.contains(&b) && h.contains(&c));
+        h.remove(c);
+        h.remove(c);
+        assert!(h.contains(&b) && !h.contains(&c));
+        h.remove(b);
+        assert!(!h.contains(&b) && h.first.is_none() && h.more.is_empty());
     }
 }
