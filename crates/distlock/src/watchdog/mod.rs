@@ -19,10 +19,11 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::conn::Backend;
@@ -63,7 +64,11 @@ const BATCH: usize = 500;
 /// Local state of one held lease.
 #[derive(Debug)]
 pub(crate) struct LeaseState {
-    lost: watch::Sender<bool>,
+    /// Marked lost (once: [`LeaseState::mark_lost`]), and what wakes the [`LeaseState::lost`]
+    /// futures then: a flag and one `Notify`, made with every grant at no allocation (a
+    /// `watch` channel allocated, and woke eight shards when dropped).
+    lost: AtomicBool,
+    lost_signal: Notify,
     valid_until: Mutex<Instant>,
     /// The primitive's kind (`lock`, `leased_semaphore`, …) and what is leased (its key or
     /// name), for metrics and the lost-lease event.
@@ -77,7 +82,8 @@ pub(crate) struct LeaseState {
 impl LeaseState {
     pub(crate) fn new(valid_until: Instant, kind: &'static str, what: String) -> LeaseState {
         LeaseState {
-            lost: watch::Sender::new(false),
+            lost: AtomicBool::new(false),
+            lost_signal: Notify::new(),
             valid_until: Mutex::new(valid_until),
             kind,
             what,
@@ -120,7 +126,11 @@ impl LeaseState {
     /// Fire the lost signal (once: later calls change nothing), count the loss and report it
     /// as a WARN event `distlock.lease_lost` (fields `kind`, `what`).
     pub(crate) fn mark_lost(&self) {
-        if !self.lost.send_replace(true) && self.report_loss {
+        if self.lost.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.lost_signal.notify_waiters();
+        if self.report_loss {
             crate::metrics::lease_lost(self.kind);
             tracing::warn!(
                 name: "distlock.lease_lost",
@@ -139,7 +149,7 @@ impl LeaseState {
 
     /// Whether the lease is lost: marked, or its deadline passed (which marks it).
     pub(crate) fn is_lost(&self) -> bool {
-        if *self.lost.borrow() {
+        if self.lost.load(Ordering::Acquire) {
             return true;
         }
         let passed = Instant::now() >= self.valid_until();
@@ -151,9 +161,12 @@ impl LeaseState {
 
     /// Resolves when the lease is lost: marked by a renewal, or its deadline passed.
     pub(crate) async fn lost(&self) {
-        let mut rx = self.lost.subscribe();
         loop {
-            if *rx.borrow_and_update() {
+            // Registered before the flag is read: a mark in between wakes it.
+            let marked = self.lost_signal.notified();
+            tokio::pin!(marked);
+            marked.as_mut().enable();
+            if self.lost.load(Ordering::Acquire) {
                 return;
             }
             let deadline = self.valid_until();
@@ -162,11 +175,7 @@ impl LeaseState {
                 return;
             }
             tokio::select! {
-                r = rx.changed() => {
-                    if r.is_err() {
-                        std::future::pending::<()>().await;
-                    }
-                }
+                () = marked => {}
                 _ = tokio::time::sleep_until(deadline) => {}
             }
         }
@@ -395,7 +404,7 @@ impl Leases {
             // A lost or expired lease is not revived by a new grant: start a fresh state.
             Slot::Occupied(mut o) => {
                 let e = o.get();
-                if *e.lease.lost.borrow() || e.lease.valid_until() <= Instant::now() {
+                if e.lease.lost.load(Ordering::Acquire) || e.lease.valid_until() <= Instant::now() {
                     o.insert(fresh());
                 }
                 (o.key().clone(), o.into_mut())
