@@ -307,7 +307,8 @@ impl Backend {
         F: FnMut(Connection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        let started = tokio::time::Instant::now();
+        // Only a window needs the first send's start (a clock read per request otherwise).
+        let started = rule.latched().then(tokio::time::Instant::now);
         let mut attempt = 0usize;
         // Whether a send so far may have run without its answer reaching us.
         let mut unknown = false;
@@ -323,7 +324,7 @@ impl Backend {
                 self.conn.deployment.request_failed();
             }
             unknown |= failure == Failure::Unanswered;
-            let rule = rule.after(started.elapsed());
+            let rule = rule.after(started.map_or(Duration::ZERO, |s| s.elapsed()));
             match resend_after(failure, rule, attempt, self.pinned()) {
                 Some(pause) => {
                     tracing::debug!(%context, error = format_args!("{e:#}"), attempt, "resending (same request)");

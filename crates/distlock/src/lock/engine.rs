@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use super::raw::{
     inspect_call, not_held_reason, parse_attempt, parse_inspect, renew_call, renew_reply,
-    AcquireCall, Attempt, Mode, ReleaseCall, Resend,
+    AcquireCall, Attempt, Mode, ReleaseCall, Resend, Texts,
 };
 use super::{FencingToken, Hold, LockCore, Owner};
 use crate::acquire::{acquire, confirm_grant};
@@ -176,8 +176,12 @@ impl LockCore {
             },
             Resend::Never => conn::Resend::Never,
         };
-        let sent: Result<Vec<String>> = grant.backend.eval(&context, &inv, rule).await;
-        let r = sent.inspect_err(|e| grant.failed(e))?;
+        let sent: Result<redis::Value> = grant.backend.eval(&context, &inv, rule).await;
+        let value = sent.inspect_err(|e| grant.failed(e))?;
+        // Read as `Vec<String>` reads it, without allocating a string per element.
+        let r = Texts::of(&value)
+            .map_err(|e| Error::from_redis(&context.to_string(), e.into()))
+            .inspect_err(|e| grant.failed(e))?;
         let attempt = match parse_attempt(&r) {
             Ok(a) => a,
             Err(Some(reply::CANCELLED)) => {

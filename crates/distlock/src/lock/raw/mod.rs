@@ -8,6 +8,7 @@
 
 mod fair;
 mod plain;
+mod reply;
 mod rw;
 
 use std::fmt;
@@ -20,6 +21,7 @@ pub(crate) use crate::watchdog::Renewal;
 
 pub(crate) use fair::Fair;
 pub(crate) use plain::Plain;
+pub(crate) use reply::Texts;
 pub(crate) use rw::{Read, Write};
 
 /// Re-check interval while the holder's key has no TTL (a foreign lock set without expiry),
@@ -183,6 +185,7 @@ pub(crate) enum Resend {
 }
 
 /// What one acquire attempt found.
+#[derive(Debug)]
 pub(crate) enum Attempt {
     Granted {
         hold_count: u32,
@@ -338,26 +341,29 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
 /// An acquire script's reply (read as strings: the token may not fit an integer): a grant, a
 /// refusal with the holder's PTTL, or (as `Err`) a code for the caller to interpret (not
 /// held, would deadlock, cancelled; `None`: malformed).
-pub(crate) fn parse_attempt(r: &[String]) -> std::result::Result<Attempt, Option<i64>> {
+pub(crate) fn parse_attempt<S: AsRef<str>>(r: &[S]) -> std::result::Result<Attempt, Option<i64>> {
     match r {
-        [one, count, token] if one == "1" => match (count.parse::<u32>(), parse_token(token)) {
-            (Ok(count), Some(token)) if count > 0 => Ok(Attempt::Granted {
-                hold_count: count,
-                token,
-            }),
-            _ => Err(None),
-        },
+        [one, count, token] if one.as_ref() == "1" => {
+            match (count.as_ref().parse::<u32>(), parse_token(token.as_ref())) {
+                (Ok(count), Some(token)) if count > 0 => Ok(Attempt::Granted {
+                    hold_count: count,
+                    token,
+                }),
+                _ => Err(None),
+            }
+        }
         // A third element is a hint: the holder's token or the slot counter's value (a
         // Cluster counter's replication ID is read past); '' or anything else that is no
         // token gives none.
-        [zero, pttl, seen @ ..] if zero == "0" && seen.len() <= 1 => pttl
+        [zero, pttl, seen @ ..] if zero.as_ref() == "0" && seen.len() <= 1 => pttl
+            .as_ref()
             .parse()
             .map(|pttl_ms| Attempt::Held {
                 pttl_ms,
-                holder_token: seen.first().and_then(|s| parse_token(s)),
+                holder_token: seen.first().and_then(|s| parse_token(s.as_ref())),
             })
             .map_err(|_| None),
-        [code] => Err(code.parse().ok()),
+        [code] => Err(code.as_ref().parse().ok()),
         _ => Err(None),
     }
 }
