@@ -114,7 +114,7 @@ impl<K: LockKind> LockHandle<K> {
     /// or fair lock (a fair lock's waiters are woken on channels of their own),
     /// `redisson_rwlock:{key}` for a read-write lock.
     pub fn channel(&self) -> &str {
-        &self.core.inner.names.channel
+        self.core.inner.names.channel()
     }
 
     /// Returns the key of the fencing counter this lock draws its tokens from.

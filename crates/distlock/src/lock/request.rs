@@ -2,7 +2,6 @@
 //! handle's contention memory ([`Contention`]: its fast paths are skipped for a while after)
 //! and the operation names of error messages ([`Ctx`], from `error`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -310,7 +309,7 @@ pub(super) const CONTENTION_MEMORY: Duration = Duration::from_secs(2);
 pub(crate) struct Contention {
     pub(super) at: std::sync::atomic::AtomicU64,
     /// Requests of this handle refused at least once and not yet granted or given up.
-    pub(super) waiting: Arc<std::sync::atomic::AtomicUsize>,
+    pub(super) waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl Contention {
@@ -334,31 +333,35 @@ impl Contention {
         let at = self.at.load(std::sync::atomic::Ordering::Relaxed);
         at == 0 || Self::now_ms() - at >= CONTENTION_MEMORY.as_millis() as u64
     }
-
-    /// A mark for one request, counted among the waiters from [`Waiter::waits`] until it
-    /// is dropped.
-    pub(super) fn waiter(&self) -> Waiter {
-        Waiter {
-            count: self.waiting.clone(),
-            counted: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
 }
 
-/// One request's place among its lock handle's waiters ([`Contention::waiter`]).
+/// One request's place among its lock handle's waiters ([`Contention`]), counted among them
+/// from [`Waiter::waits`] until it is dropped.
 pub(super) struct Waiter {
-    pub(super) count: Arc<std::sync::atomic::AtomicUsize>,
+    /// The handle whose waiters it is counted among (its `Contention`).
+    pub(super) lock: LockCore,
     pub(super) counted: std::sync::atomic::AtomicBool,
 }
 
 impl Waiter {
+    /// A mark for one request of `lock`, not counted yet.
+    pub(super) fn of(lock: LockCore) -> Waiter {
+        Waiter {
+            lock,
+            counted: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     /// The request waits (counted once, however often it is refused).
     pub(super) fn waits(&self) {
         if !self
             .counted
             .swap(true, std::sync::atomic::Ordering::Relaxed)
         {
-            self.count
+            self.lock
+                .inner
+                .contention
+                .waiting
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
@@ -367,7 +370,10 @@ impl Waiter {
 impl Drop for Waiter {
     fn drop(&mut self) {
         if *self.counted.get_mut() {
-            self.count
+            self.lock
+                .inner
+                .contention
+                .waiting
                 .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
     }

@@ -17,7 +17,7 @@ impl LockCore {
             .arg(&counter_key)
             .cmd("PUBSUB")
             .arg("NUMSUB")
-            .arg(&self.inner.names.channel)
+            .arg(self.inner.names.channel())
             .cmd("GET")
             .arg(keys::redisson_fenced_token(&self.inner.names.key));
         // Waiters on a Redis 7 Cluster subscribe with SSUBSCRIBE, which NUMSUB does not
@@ -26,7 +26,7 @@ impl LockCore {
         if sharded {
             pipe.cmd("PUBSUB")
                 .arg("SHARDNUMSUB")
-                .arg(&self.inner.names.channel);
+                .arg(self.inner.names.channel());
         }
         #[allow(clippy::type_complexity)]
         let (kind, pttl, counter, numsub, fenced, shard_numsub): (

@@ -70,7 +70,7 @@ fn leave_invocation(
             Delete::GiveBack => "give-back",
             Delete::Force => "1",
         })
-        .arg(&n.channel)
+        .arg(n.channel())
         .arg(wait_ms)
         .arg(floor);
     inv
@@ -81,12 +81,15 @@ impl RawLock for Fair {
         crate::kind::FAIR_LOCK
     }
 
-    fn channel(&self, key: &str) -> String {
-        keys::lock_channel(key)
+    fn channel(&self) -> fn(&str) -> String {
+        keys::lock_channel
     }
 
     fn wake(&self, n: &Names, owner: &Owner) -> (String, Wake) {
-        (format!("{}:{}", n.channel, owner.as_str()), Wake::OneOnZero)
+        (
+            format!("{}:{}", n.channel(), owner.as_str()),
+            Wake::OneOnZero,
+        )
     }
 
     fn recheck(&self) -> Duration {
@@ -114,7 +117,7 @@ impl RawLock for Fair {
             .arg(self.liveness.as_millis() as u64)
             .arg(c.mode.short())
             .arg(if c.wait_ms > 0 { "1" } else { "0" })
-            .arg(&n.channel)
+            .arg(n.channel())
             .arg(c.floor)
             .arg(c.wait_ms)
             .arg(c.holder)
@@ -146,7 +149,7 @@ impl RawLock for Fair {
             .arg(c.lease_ms)
             .arg(c.owner.as_str())
             .arg(c.latch_ms)
-            .arg(&n.channel)
+            .arg(n.channel())
             .arg(c.floor);
         inv
     }

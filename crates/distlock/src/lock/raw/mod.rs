@@ -35,8 +35,10 @@ pub(crate) struct Names {
     pub(crate) name: String,
     /// Key prefix + name.
     pub(crate) key: String,
-    /// The kind's wake channel ([`RawLock::channel`]).
-    pub(crate) channel: String,
+    /// The kind's wake channel ([`RawLock::channel`]), named when first needed (an
+    /// uncontended acquire and release never need it).
+    channel: std::sync::OnceLock<String>,
+    channel_of: fn(&str) -> String,
     /// The fencing counter of the key's hash slot.
     pub(crate) counter: String,
 }
@@ -48,11 +50,17 @@ impl Names {
         key.push_str(key_prefix);
         key.push_str(&name);
         Names {
-            channel: raw.channel(&key),
+            channel: std::sync::OnceLock::new(),
+            channel_of: raw.channel(),
             counter: crate::keys::fencing_counter(key_prefix, &key),
             name,
             key,
         }
+    }
+
+    /// The kind's wake channel of this lock ([`RawLock::channel`]).
+    pub(crate) fn channel(&self) -> &str {
+        self.channel.get_or_init(|| (self.channel_of)(&self.key))
     }
 }
 
@@ -246,8 +254,8 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     /// The kind's name in tracing spans: `lock`, `fair_lock`, `read_lock`, `write_lock`.
     fn kind(&self) -> &'static str;
 
-    /// The wake channel of the lock `key`.
-    fn channel(&self, key: &str) -> String;
+    /// How the wake channel of a lock key is named (a function of the key alone).
+    fn channel(&self) -> fn(&str) -> String;
 
     /// The hash field `owner` holds the lock under.
     fn field(&self, owner: &Owner) -> String {
@@ -486,7 +494,7 @@ fn force_unlock_invocation(
     kind: &str,
 ) -> crate::scripts::Invocation<'static> {
     let mut inv = crate::scripts::LOCK_FORCE_UNLOCK.prepare_invoke();
-    inv.key(&n.key).key(&n.channel).arg(message).arg(kind);
+    inv.key(&n.key).key(n.channel()).arg(message).arg(kind);
     inv
 }
 

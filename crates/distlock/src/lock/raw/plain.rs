@@ -58,12 +58,12 @@ impl RawLock for Plain {
         crate::kind::LOCK
     }
 
-    fn channel(&self, key: &str) -> String {
-        keys::lock_channel(key)
+    fn channel(&self) -> fn(&str) -> String {
+        keys::lock_channel
     }
 
     fn wake(&self, n: &Names, _owner: &Owner) -> (String, Wake) {
-        (n.channel.clone(), Wake::OneOnZero)
+        (n.channel().to_string(), Wake::OneOnZero)
     }
 
     fn queues_only_to_hand_off(&self) -> bool {
@@ -143,7 +143,7 @@ impl RawLock for Plain {
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
         let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
         inv.key(&n.key)
-            .key(&n.channel)
+            .key(n.channel())
             .key(c.latch)
             .key(&n.counter)
             .key(keys::redisson_fenced_token(&n.key))
@@ -179,7 +179,7 @@ impl RawLock for Plain {
         }
         let mut inv = scripts::LOCK_LEAVE.prepare_invoke();
         inv.key(&n.key)
-            .key(&n.channel)
+            .key(n.channel())
             .key(&n.counter)
             .key(keys::redisson_fenced_token(&n.key))
             .key(keys::lock_queue(&n.key))

@@ -71,12 +71,12 @@ impl RawLock for Read {
         crate::kind::READ_LOCK
     }
 
-    fn channel(&self, key: &str) -> String {
-        rw_channel(key)
+    fn channel(&self) -> fn(&str) -> String {
+        rw_channel
     }
 
     fn wake(&self, n: &Names, _owner: &Owner) -> (String, Wake) {
-        (n.channel.clone(), Wake::All)
+        (n.channel().to_string(), Wake::All)
     }
 
     fn recheck(&self) -> Duration {
@@ -112,7 +112,7 @@ impl RawLock for Read {
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
         let mut inv = scripts::RW_READ_RELEASE.prepare_invoke();
         inv.key(&n.key)
-            .key(&n.channel)
+            .key(n.channel())
             .key(read_prefix(n, c.owner))
             .key(keys::hash_tagged(&n.key))
             .key(c.latch)
@@ -150,8 +150,8 @@ impl RawLock for Write {
         crate::kind::WRITE_LOCK
     }
 
-    fn channel(&self, key: &str) -> String {
-        rw_channel(key)
+    fn channel(&self) -> fn(&str) -> String {
+        rw_channel
     }
 
     fn field(&self, owner: &Owner) -> String {
@@ -159,7 +159,7 @@ impl RawLock for Write {
     }
 
     fn wake(&self, n: &Names, _owner: &Owner) -> (String, Wake) {
-        (n.channel.clone(), Wake::All)
+        (n.channel().to_string(), Wake::All)
     }
 
     fn recheck(&self) -> Duration {
@@ -213,7 +213,7 @@ impl RawLock for Write {
         let field = self.field(c.owner);
         let mut inv = scripts::RW_WRITE_RELEASE.prepare_invoke();
         inv.key(&n.key)
-            .key(&n.channel)
+            .key(n.channel())
             .key(c.latch)
             .keys(handoff_keys(n))
             .arg("1")
@@ -239,7 +239,7 @@ impl RawLock for Write {
     ) -> Option<crate::scripts::Invocation<'static>> {
         let mut inv = scripts::RW_WRITER_LEAVE.prepare_invoke();
         inv.key(writers_key(n))
-            .key(&n.channel)
+            .key(n.channel())
             .key(&n.key)
             .key(&n.counter)
             .key(keys::rwlock_queue(&n.key))
