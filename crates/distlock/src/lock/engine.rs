@@ -334,7 +334,7 @@ impl LockCore {
             .then(|| self.inner.raw.renewal(&self.inner.names, &owner));
         let registration = self.inner.client.leases().register(
             &self.inner.names.key,
-            &self.inner.raw.field(&owner),
+            self.inner.raw.field(&owner),
             valid_until,
             renewal,
             self.inner.raw.kind(),

@@ -71,9 +71,10 @@ pub(crate) struct LeaseState {
     lost_signal: Notify,
     valid_until: Mutex<Instant>,
     /// The primitive's kind (`lock`, `leased_semaphore`, …) and what is leased (its key or
-    /// name), for metrics and the lost-lease event.
+    /// name), for metrics and the lost-lease event; a lock's lease also its owner's field,
+    /// which with the key is its entry in the client's leases (empty for the others).
     kind: &'static str,
-    what: String,
+    what: EntryKey,
     /// Whether a loss is counted and reported (not for a state that only bounds a
     /// keep-alive's retries).
     report_loss: bool,
@@ -81,12 +82,18 @@ pub(crate) struct LeaseState {
 
 impl LeaseState {
     pub(crate) fn new(valid_until: Instant, kind: &'static str, what: String) -> LeaseState {
+        LeaseState::of_entry(valid_until, kind, (what, String::new()))
+    }
+
+    /// The state of the lock lease whose entry in the client's leases is `entry` (key,
+    /// field).
+    fn of_entry(valid_until: Instant, kind: &'static str, entry: EntryKey) -> LeaseState {
         LeaseState {
             lost: AtomicBool::new(false),
             lost_signal: Notify::new(),
             valid_until: Mutex::new(valid_until),
             kind,
-            what,
+            what: entry,
             report_loss: true,
         }
     }
@@ -135,7 +142,7 @@ impl LeaseState {
             tracing::warn!(
                 name: "distlock.lease_lost",
                 kind = self.kind,
-                what = %self.what,
+                what = %self.what.0,
                 "lease lost"
             );
         }
@@ -320,7 +327,6 @@ impl Drop for Leases {
 /// One guard's claim on a lease; dropping it stops renewal once no guard of the owner is left.
 pub(crate) struct Registration {
     shared: Arc<Shared>,
-    key: EntryKey,
     renew: bool,
     lease: Arc<LeaseState>,
     holder: Holder,
@@ -329,7 +335,7 @@ pub(crate) struct Registration {
 impl std::fmt::Debug for Registration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registration")
-            .field("key", &self.key.0)
+            .field("key", &self.lease.what.0)
             .field("renew", &self.renew)
             .finish()
     }
@@ -344,7 +350,9 @@ impl Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         let mut map = self.shared.entries.lock().unwrap();
-        if let Some(e) = map.get_mut(&self.key) {
+        // The lease's own copy of its entry's key: a registration keeps none.
+        let key = &self.lease.what;
+        if let Some(e) = map.get_mut(key) {
             if !Arc::ptr_eq(&e.lease, &self.lease) {
                 return;
             }
@@ -354,7 +362,7 @@ impl Drop for Registration {
                 e.renew_refs = e.renew_refs.saturating_sub(1);
             }
             if e.refs == 0 {
-                map.remove(&self.key);
+                map.remove(key);
             }
         }
     }
@@ -379,37 +387,44 @@ impl Leases {
         Leases { shared, task }
     }
 
-    /// Register a guard of `owner` on `key`, valid until `valid_until`; `renew` asks the
-    /// watchdog to keep it alive. Guards of one owner share one [`LeaseState`].
+    /// Register a guard of the owner whose hash field is `field` on `key`, valid until
+    /// `valid_until`; `renew` asks the watchdog to keep it alive. Guards of one owner share
+    /// one [`LeaseState`].
     pub(crate) fn register(
         &self,
         key: &str,
-        field: &str,
+        field: String,
         valid_until: Instant,
         renewal: Option<Renewal>,
         kind: &'static str,
     ) -> Registration {
         use std::collections::hash_map::Entry as Slot;
         let renew = renewal.is_some();
-        let fresh = || Entry {
+        // A fresh lease state keeps a copy of its entry's key (its registrations find the
+        // entry by it).
+        let fresh = |key: &EntryKey| Entry {
             refs: 0,
             renew_refs: 0,
             renewal: Renewal::Hash,
-            lease: Arc::new(LeaseState::new(valid_until, kind, key.to_string())),
+            lease: Arc::new(LeaseState::of_entry(valid_until, kind, key.clone())),
             holders: Holders::default(),
         };
         let mut map = self.shared.entries.lock().unwrap();
         // One lookup: the key is hashed once.
-        let (entry_key, entry) = match map.entry((key.to_string(), field.to_string())) {
+        let entry = match map.entry((key.to_string(), field)) {
             // A lost or expired lease is not revived by a new grant: start a fresh state.
             Slot::Occupied(mut o) => {
                 let e = o.get();
                 if e.lease.lost.load(Ordering::Acquire) || e.lease.valid_until() <= Instant::now() {
-                    o.insert(fresh());
+                    let e = fresh(o.key());
+                    o.insert(e);
                 }
-                (o.key().clone(), o.into_mut())
+                o.into_mut()
             }
-            Slot::Vacant(v) => (v.key().clone(), v.insert(fresh())),
+            Slot::Vacant(v) => {
+                let e = fresh(v.key());
+                v.insert(e)
+            }
         };
         entry.refs += 1;
         let holder = Holder::current();
@@ -423,7 +438,6 @@ impl Leases {
         drop(map);
         Registration {
             shared: self.shared.clone(),
-            key: entry_key,
             renew,
             lease,
             holder,
