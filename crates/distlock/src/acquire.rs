@@ -137,9 +137,13 @@ pub(crate) async fn acquire<A: Acquire>(
     let name_label = client.metrics_lock_names().then(|| name.to_string());
     let started = Instant::now();
     let mut waited_from = None;
-    let got = acquire_in_span(client, request, (started, wait), kind, &mut waited_from)
-        .instrument(span.clone())
-        .await;
+    let acquiring = acquire_in_span(client, request, (started, wait), kind, &mut waited_from);
+    // A span nobody records is not entered at every poll (nor the future moved into it).
+    let got = if span.is_disabled() {
+        acquiring.await
+    } else {
+        acquiring.instrument(span.clone()).await
+    };
     let took = started.elapsed();
     span.record("waited_ms", took.as_millis() as u64);
     let outcome = match &got {
@@ -193,7 +197,7 @@ async fn acquire_in_span<A: Acquire>(
         // Named only for a wait: an acquire granted at once needs neither channel.
         || (req.wake(), req.handoff()),
         (started, deadline),
-        req.recheck(),
+        || req.recheck(),
         (kind, waited_from, &|| req.waiting()),
         move |started| req.attempt(started),
         move |handed| req.handed_off(handed),
@@ -301,7 +305,8 @@ pub(crate) enum Step<T> {
 /// a little before it), or — after attempts whose answer never came (a broken connection) —
 /// the start of the earliest of those, since one of them may have been granted, and a later
 /// attempt that finds that grant does not move every kind's TTL.
-/// `recheck` bounds every nap (liveness heartbeats, lost messages). With a grant channel
+/// `recheck` (asked for when a wait begins, as the channels are) bounds every nap (liveness
+/// heartbeats, lost messages). With a grant channel
 /// (`handoff`: channel, owner) a waiter also takes hand-offs announced there, through
 /// `handed_off`, without an attempt of its own. From the first attempt
 /// that finds it taken with the deadline ahead, the loop sets `waited_from` to then, calls
@@ -311,7 +316,7 @@ async fn wait_loop<'c, T, F, Fut, H, HFut>(
     client: &Client,
     channels: impl FnOnce() -> Channels<'c>,
     (started, deadline): (Instant, Instant),
-    recheck: Duration,
+    recheck: impl FnOnce() -> Duration,
     (kind, waited_from, on_wait): (&'static str, &mut Option<Instant>, &(dyn Fn() + Sync)),
     mut attempt: F,
     handed_off: H,
@@ -355,7 +360,7 @@ where
         client,
         channels(),
         deadline,
-        recheck,
+        recheck(),
         (kind, waited_from, on_wait),
         wait,
         attempt,

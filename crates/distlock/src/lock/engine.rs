@@ -493,10 +493,13 @@ impl LockCore {
             give_back = !confirmed,
             outcome = tracing::field::Empty,
         );
-        let r = self
-            .release_hold_in_span(owner, lease, confirmed)
-            .instrument(span.clone())
-            .await;
+        let releasing = self.release_hold_in_span(owner, lease, confirmed);
+        // A span nobody records is not entered at every poll (nor the future moved into it).
+        let r = if span.is_disabled() {
+            releasing.await
+        } else {
+            releasing.instrument(span.clone()).await
+        };
         span.record("outcome", outcome(&r));
         r
     }

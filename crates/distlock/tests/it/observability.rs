@@ -378,3 +378,74 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
     );
     assert!(!denied("no wake-ups")(), "the WARN speaks of wake-ups");
 }
+
+/// An event's message (or name) and the span it was logged in (`None`: outside any span).
+type Logged = (String, Option<String>);
+
+/// Every event with the span it was logged in.
+#[derive(Clone, Default)]
+struct Parents(Arc<Mutex<Vec<Logged>>>);
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Parents {
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = Fields(HashMap::new());
+        event.record(&mut fields);
+        let what = fields
+            .0
+            .remove("message")
+            .unwrap_or_else(|| event.metadata().name().to_string());
+        let parent = ctx.event_span(event).map(|s| s.name().to_string());
+        self.0.lock().unwrap().push((what, parent));
+    }
+}
+
+/// What an acquire or a release logs while it runs is logged in its span: a nested
+/// acquire's warning in `distlock.acquire`, a release's resend (its first send unanswered)
+/// in `distlock.release`.
+#[tokio::test(flavor = "current_thread")]
+async fn an_acquires_and_a_releases_events_are_in_their_spans() {
+    let parents = Parents::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(parents.clone()));
+    let server = RedisServer::start();
+    let client = distlock::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    let held = client.lock("spanned").acquire().await.unwrap();
+    let nested = client
+        .lock("spanned")
+        .try_acquire_for(Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert!(nested.is_none());
+    let _: () = cmd(&server, &["CLIENT", "PAUSE", "900", "ALL"]);
+    // The first send goes unanswered; its resend finds the lock gone.
+    let _ = held.release().await;
+    let events = parents.0.lock().unwrap().clone();
+    let in_span = |needle: &str| -> Vec<Option<String>> {
+        events
+            .iter()
+            .filter(|(what, _)| what.contains(needle))
+            .map(|(_, parent)| parent.clone())
+            .collect()
+    };
+    let warned = in_span("waiting for a lock this task holds");
+    assert!(!warned.is_empty(), "{events:?}");
+    assert!(
+        warned
+            .iter()
+            .all(|p| p.as_deref() == Some("distlock.acquire")),
+        "{warned:?}"
+    );
+    let resent = in_span("resending");
+    assert!(!resent.is_empty(), "{events:?}");
+    assert!(
+        resent
+            .iter()
+            .all(|p| p.as_deref() == Some("distlock.release")),
+        "{resent:?}"
+    );
+}
