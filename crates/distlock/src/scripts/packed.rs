@@ -183,3 +183,63 @@ impl Call<'_> {
         self.command("FCALL", self.script.function(mode))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A call's keys and arguments, packed in one buffer, come out as added: each in its own
+    /// order, whether written whole, formatted, or piecemeal through `writer_for_next_arg`, and
+    /// empty ones too.
+    #[test]
+    fn keys_and_arguments_keep_their_order_and_bytes() {
+        use redis::RedisWrite;
+        let mut inv = crate::scripts::LOCK_RELEASE.prepare_invoke();
+        inv.key("k1")
+            .arg(42u64)
+            .key(b"".as_slice())
+            .arg("")
+            .arg("x".repeat(300));
+        inv.arg(-7i64).key("k3");
+        let mut w = crate::scripts::PackedWriter {
+            packed: &mut inv.packed,
+            arg: true,
+        };
+        w.write_arg_fmt(format_args!("{}-{}", "a", 1));
+        {
+            use std::io::Write;
+            let mut next = w.writer_for_next_arg();
+            next.write_all(b"pie").unwrap();
+            next.write_all(b"ce").unwrap();
+        }
+        let _ = w.writer_for_next_arg();
+        let (script, keys, args) = inv.parts();
+        assert!(std::ptr::eq(script, &*crate::scripts::LOCK_RELEASE));
+        assert_eq!(keys, [b"k1".to_vec(), Vec::new(), b"k3".to_vec()]);
+        assert_eq!(
+            args,
+            [
+                b"42".to_vec(),
+                Vec::new(),
+                "x".repeat(300).into_bytes(),
+                b"-7".to_vec(),
+                b"a-1".to_vec(),
+                b"piece".to_vec(),
+                Vec::new(),
+            ]
+        );
+        assert_eq!(inv.route_key(), b"k1");
+        let sent: Vec<Vec<u8>> = inv
+            .evalsha(crate::scripts::Publish::Classic)
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => b.to_vec(),
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(
+            &sent[2..6],
+            [b"3".to_vec(), b"k1".to_vec(), Vec::new(), b"k3".to_vec()]
+        );
+        assert_eq!(sent[6], b"42");
+        assert_eq!(sent.len(), 6 + 7);
+    }
+}

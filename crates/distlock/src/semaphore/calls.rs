@@ -150,7 +150,7 @@ impl LeasedKeys {
             return ReleaseRequest::new(context, self.call(&scripts::LEASED_RELEASE, id));
         }
         let (keys, owned) = (self.clone(), id.to_string());
-        let full = Arc::new(move || keys.call(&scripts::LEASED_RELEASE, &owned));
+        let full = move || keys.call(&scripts::LEASED_RELEASE, &owned);
         ReleaseRequest::new(context, Invocation::later(full, self.release_fast(id)))
     }
 

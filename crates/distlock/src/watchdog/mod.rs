@@ -151,7 +151,7 @@ impl LeaseState {
     /// Whether the holder still counts on the lease: not marked lost, its deadline ahead. A
     /// deadline that passed is not marked here (see [`LeaseState::is_lost`]).
     pub(crate) fn counted_on(&self) -> bool {
-        !*self.lost.borrow() && Instant::now() < self.valid_until()
+        !self.lost.load(Ordering::Acquire) && Instant::now() < self.valid_until()
     }
 
     /// Whether the lease is lost: marked, or its deadline passed (which marks it).

@@ -539,7 +539,7 @@ impl Acquire for LeasedRequest {
         let fast = self.fresh.swap(false, Ordering::Relaxed) && self.sem.contention.calm();
         let inv = if fast {
             Invocation::later(
-                Arc::new(|| calls.acquire(&id, self.lease_ms, &self.entry)),
+                || calls.acquire(&id, self.lease_ms, &self.entry),
                 calls.acquire_fast(&id, self.lease_ms),
             )
         } else {
