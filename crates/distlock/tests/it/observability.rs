@@ -109,12 +109,8 @@ impl Collector {
 /// time, the fencing token of a grant.
 #[tokio::test(flavor = "current_thread")]
 async fn spans_carry_kind_name_owner_token_and_outcome() {
-    // The process-wide default: a thread-scoped one races with the other tests' threads over
-    // tracing's per-callsite interest cache. Spans of other tests land here too; the names
-    // below are this test's own.
-    let collector = Collector::default();
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(collector.clone()))
-        .expect("no other test installs a global subscriber");
+    // Spans of other tests land here too; the names below are this test's own.
+    let collector = &recorded().0;
 
     let server = RedisServer::start();
     let client = client_with_watchdog(&server, Duration::from_millis(300)).await;
@@ -379,8 +375,26 @@ async fn spans_carry_kind_name_owner_token_and_outcome() {
     assert!(!denied("no wake-ups")(), "the WARN speaks of wake-ups");
 }
 
-/// An event's message (or name) and the span it was logged in (`None`: outside any span).
-type Logged = (String, Option<String>);
+/// The process-wide subscriber of this file's tests, installed once: a thread-scoped one
+/// races with the other tests' threads over tracing's per-callsite interest cache (a
+/// callsite first met on a thread without a subscriber is cached as never enabled).
+fn recorded() -> &'static (Collector, Parents) {
+    static RECORDED: std::sync::OnceLock<(Collector, Parents)> = std::sync::OnceLock::new();
+    RECORDED.get_or_init(|| {
+        let (collector, parents) = (Collector::default(), Parents::default());
+        tracing::subscriber::set_global_default(
+            tracing_subscriber::registry()
+                .with(collector.clone())
+                .with(parents.clone()),
+        )
+        .expect("no other test installs a global subscriber");
+        (collector, parents)
+    })
+}
+
+/// An event's message (or name), the span it was logged in (`None`: outside any span) and
+/// the thread that logged it.
+type Logged = (String, Option<String>, std::thread::ThreadId);
 
 /// Every event with the span it was logged in.
 #[derive(Clone, Default)]
@@ -395,7 +409,8 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Parents {
             .remove("message")
             .unwrap_or_else(|| event.metadata().name().to_string());
         let parent = ctx.event_span(event).map(|s| s.name().to_string());
-        self.0.lock().unwrap().push((what, parent));
+        let thread = std::thread::current().id();
+        self.0.lock().unwrap().push((what, parent, thread));
     }
 }
 
@@ -404,9 +419,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Parents {
 /// in `distlock.release`.
 #[tokio::test(flavor = "current_thread")]
 async fn an_acquires_and_a_releases_events_are_in_their_spans() {
-    let parents = Parents::default();
-    let _default =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(parents.clone()));
+    // Other tests log here too: this test's events are those of its own thread (a
+    // current-thread runtime).
+    let parents = &recorded().1;
+    let this = std::thread::current().id();
     let server = RedisServer::start();
     let client = distlock::Client::builder()
         .url(server.url())
@@ -424,12 +440,19 @@ async fn an_acquires_and_a_releases_events_are_in_their_spans() {
     let _: () = cmd(&server, &["CLIENT", "PAUSE", "900", "ALL"]);
     // The first send goes unanswered; its resend finds the lock gone.
     let _ = held.release().await;
-    let events = parents.0.lock().unwrap().clone();
+    let events: Vec<Logged> = parents
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, _, thread)| *thread == this)
+        .cloned()
+        .collect();
     let in_span = |needle: &str| -> Vec<Option<String>> {
         events
             .iter()
-            .filter(|(what, _)| what.contains(needle))
-            .map(|(_, parent)| parent.clone())
+            .filter(|(what, _, _)| what.contains(needle))
+            .map(|(_, parent, _)| parent.clone())
             .collect()
     };
     let warned = in_span("waiting for a lock this task holds");
