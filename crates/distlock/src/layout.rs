@@ -26,6 +26,17 @@ pub use crate::keys::{
     UNLOCK_LATCH_PREFIX,
 };
 
+/// The hash field that marks a plain lock whose direct hand-off queue may have a waiter.
+///
+/// Value `1`. distlock's acquire writes it into the lock hash when it queues a waiter behind
+/// the holder, and a grant (or a hand-off) made while the queue has entries writes it with the
+/// new hold; it goes with the key on the last release. A release that finds it hands the lock
+/// to the first live waiter instead of freeing it; one that does not find it frees the lock
+/// without reading the queue. Redisson's plain lock scripts only look at their own
+/// `<uuid>:<threadId>` field and delete the key on the last release, so they are not
+/// disturbed; distlock's scripts and `status` skip it when counting owners.
+pub const QUEUED_FIELD: &str = "distlock:queued";
+
 /// Every helper key named `<prefix>:…`, with the primitive it belongs to.
 const PREFIXED: &[(&str, HelperOf)] = &[
     (FAIR_QUEUE_PREFIX, HelperOf::FairLock),

@@ -21,6 +21,7 @@ use std::time::Duration;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{self, HOLDER_FIELD, TOKEN_FIELD};
+use crate::layout::QUEUED_FIELD;
 use raw::{Names, Queue, RawLock};
 
 pub use fair::{FairLock, DEFAULT_FAIR_LIVENESS};

@@ -95,6 +95,8 @@ impl LockCore {
                         status.fencing_token = raw::parse_token(&value).map(FencingToken);
                     } else if field == HOLDER_FIELD {
                         holder = Some(value);
+                    } else if field == QUEUED_FIELD {
+                        // The hand-off queue's mark (see layout::QUEUED_FIELD), not an owner.
                     } else if field == "mode" {
                         status.mode = LockMode::parse(&value);
                     } else if let Ok(holds) = value.parse() {

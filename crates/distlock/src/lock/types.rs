@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
 use crate::keys::{HOLDER_FIELD, TOKEN_FIELD};
+use crate::layout::QUEUED_FIELD;
 #[cfg(doc)]
 use crate::{ErrorKind, Lock};
 
@@ -47,11 +48,12 @@ impl Owner {
     /// # Errors
     /// [`ErrorKind::InvalidInput`] when either part is empty, the string has no `:`, is longer
     /// than 512 bytes, or is one of the reserved field names (the fencing token's, the
-    /// holder metadata's).
+    /// holder metadata's, the queued mark's).
     pub fn parse(s: &str) -> Result<Owner> {
         let valid = s.len() <= MAX_OWNER_LEN
             && s != TOKEN_FIELD
             && s != HOLDER_FIELD
+            && s != QUEUED_FIELD
             && matches!(s.rsplit_once(':'), Some((a, b)) if !a.is_empty() && !b.is_empty());
         if !valid {
             return Err(Error::invalid(format!(
@@ -488,6 +490,7 @@ mod tests {
     fn reserved_fields_are_not_owners() {
         assert!(Owner::parse(TOKEN_FIELD).is_err());
         assert!(Owner::parse(HOLDER_FIELD).is_err());
+        assert!(Owner::parse(QUEUED_FIELD).is_err());
         assert!(Owner::parse("distlock:holders").is_ok());
     }
 }

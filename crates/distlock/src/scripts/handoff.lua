@@ -15,6 +15,12 @@
 -- With a bound on re-takes (Handoff::Retakes), the waiters hash also holds
 --   distlock:retakes               the number of grants in a row that passed the queue's
 --                                  head; reset by a grant to the head
+-- The lock hash carries the queued field (distlock:queued, value '1') whenever a distlock
+-- holder holds the lock while the queue may have a waiter: written by lock_acquire.lua when
+-- it queues a waiter behind a holder and when it grants the lock while the queue exists, and
+-- by grant_to when the queue outlives its hand-off; it goes with the key. So the fast release
+-- (lock_release_fast.lua), finding no such field, frees the lock without reading the queue;
+-- a field left after the queue emptied only sends that release to lock_release.lua.
 -- Both keys expire with the last live entry (their TTL is reset to the liveness timeout by
 -- every attempt of a waiter), so a queue whose waiters all died leaves nothing behind. A
 -- hand-off grants the first live waiter the lock (hold count 1, a fresh fencing token, the
@@ -29,6 +35,9 @@
 -- TOKEN_FIELD, HOLDER_FIELD
 --          The lock hash's fencing-token field (distlock:fencing-token) and holder field
 --          (distlock:holder), as the client's distlock::layout constants.
+--
+-- QUEUED_FIELD
+--          The lock hash's queued field (distlock:queued), as distlock::layout::QUEUED_FIELD.
 --
 -- queue_helpers()
 --          A table of the helpers below (announce, hand_over, first_live_waiter, dequeue,
@@ -64,7 +73,8 @@
 --          Hand the free lock to the queued owner (entry as first_live_waiter returns it):
 --          hand_over with its initial_ms and liveness deadline, take it out of the queue and
 --          announce the grant to its client; counted (the caller's policy bounds re-takes):
---          also end the run of re-takes. (A strict-order caller leaves a count alone: a count
+--          also end the run of re-takes. The queued field is written when the queue is left
+--          with an entry. (A strict-order caller leaves a count alone: a count
 --          left too high only allows fewer re-takes.) Returns the token; nil (nothing granted,
 --          the lock deleted again) when the server refuses the PEXPIRE.
 --
@@ -83,6 +93,7 @@
 --          next_token (prelude.lua).
 
 local TOKEN_FIELD, HOLDER_FIELD = 'distlock:fencing-token', 'distlock:holder'
+local QUEUED_FIELD = 'distlock:queued'
 
 local function queue_helpers()
   local RETAKES = 'distlock:retakes'
@@ -162,6 +173,9 @@ local function queue_helpers()
       return nil
     end
     dequeue(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      redis.call('hset', lock, QUEUED_FIELD, 1)
+    end
     if counted then
       redis.call('hdel', waiters, RETAKES)
     end

@@ -9,7 +9,9 @@
 -- token issued in the same script, and idempotency under a resent request.
 --
 -- KEYS[1]  lock key: hash, field <client-uuid>:<owner-id> -> hold count, the token field
---          (distlock:fencing-token) and the holder field (distlock:holder), TTL = lease
+--          (distlock:fencing-token) and the holder field (distlock:holder), TTL = lease;
+--          the queued field (distlock:queued, handoff.lua) when a waiter is queued behind the
+--          holder or the lock is granted while its queue has entries
 -- KEYS[2]  fencing counter of the lock's slot (string, same slot):
 --          <prefix>distlock:fencing-counter:{<slot tag>}, last token issued in the slot
 -- KEYS[3]  acquire latch (string, same slot): result of this request, for resends (mode
@@ -128,6 +130,7 @@ if pttl == -2 then
       if token then
         if ARGV[8] ~= '' then
           q.enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[8], ARGV[6], now)
+          redis.call('hset', KEYS[1], QUEUED_FIELD, 1)
         end
         return {0, redis.call('pttl', KEYS[1]), token}
       end
@@ -141,7 +144,13 @@ if pttl == -2 then
   -- Free: grant. Token = max(last + 1, server time in microseconds), so tokens keep rising
   -- after a restart from an old snapshot or a failover to a lagging replica.
   local token = next_token(KEYS[2], ARGV[5], fenced)
-  redis.call('hset', KEYS[1], ARGV[2], 1, TOKEN_FIELD, token, HOLDER_FIELD, holder_value(ARGV[6]))
+  if queued and redis.call('exists', KEYS[5]) == 1 then
+    -- Granted past a queue that still has entries: its release must look at them.
+    redis.call('hset', KEYS[1], ARGV[2], 1, TOKEN_FIELD, token, HOLDER_FIELD,
+               holder_value(ARGV[6]), QUEUED_FIELD, 1)
+  else
+    redis.call('hset', KEYS[1], ARGV[2], 1, TOKEN_FIELD, token, HOLDER_FIELD, holder_value(ARGV[6]))
+  end
   local err = expire_or_undo(KEYS[1], ARGV[1], KEYS[1])
   if err then
     return err
@@ -181,6 +190,8 @@ if mode == 'nested' then
 end
 if ARGV[8] ~= '' then
   queue_helpers().enqueue(KEYS[5], KEYS[6], ARGV[2], ARGV[8], ARGV[6], now_ms())
+  -- The holder's release must hand the lock to the queue (handoff.lua's queued field).
+  redis.call('hset', KEYS[1], QUEUED_FIELD, 1)
 end
 local seen = redis.call('hget', KEYS[1], TOKEN_FIELD)
 if not seen then

@@ -11,7 +11,8 @@
 --          Whether key holds a lock hash. A lock hash (plain, fair, read-write; distlock's or
 --          Redisson's) has only these fields: 'distlock:fencing-token' (digits, or
 --          '<generation>:<sequence>'), 'distlock:holder' ('<app>;<host>;<pid>;<since>', plain
---          and fair locks), 'mode' ('read' | 'write', the read-write lock) and owner fields
+--          and fair locks), 'distlock:queued' ('1', plain locks: see handoff.lua), 'mode'
+--          ('read' | 'write', the read-write lock) and owner fields
 --          '<client-id>:<owner>[:write]' (they contain ':') whose values are hold counts
 --          (digits). Returns a force-unlock's reply and whether the hash has a mode field:
 --          {1, <owner field>...} and true or false for a lock hash; {0} when the key does not
@@ -59,6 +60,9 @@ local function lock_hash(key)
     elseif field == 'distlock:holder' then
       -- not an owner, though its name has a ':'
       ok = string.match(value, '^[^;]*;[^;]*;%d+;%d+') ~= nil
+    elseif field == 'distlock:queued' then
+      -- the hand-off queue's mark (handoff.lua), not an owner
+      ok = value == '1'
     elseif field == 'mode' then
       ok = value == 'read' or value == 'write'
       has_mode = true

@@ -188,6 +188,8 @@ fn the_hand_off_helpers_write_the_clients_field_names() {
         crate::keys::HOLDER_FIELD
     );
     assert!(HANDOFF.contains(&line), "handoff.lua: no {line}");
+    let queued = format!("local QUEUED_FIELD = '{}'", crate::layout::QUEUED_FIELD);
+    assert!(HANDOFF.contains(&queued), "handoff.lua: no {queued}");
     // The grant channel the scripts build is the one the client subscribes to.
     for key in ["orders", "{user}:orders"] {
         let channel = crate::keys::lock_grant_channel(key, "c");
@@ -336,6 +338,11 @@ fn the_fast_paths_name_keys_as_the_client_does() {
         "the timeout key's prefix is the tag, ':' and the owner"
     );
     assert!(fast("fair_release_fast.lua").contains("'redisson_lock_queue:' .. tag"));
+    // The plain release reads the queued field in place of the queue.
+    assert!(fast("lock_release_fast.lua").contains(&format!(
+        "redis.call('hmget', key, ARGV[1], 'mode', '{}')",
+        crate::layout::QUEUED_FIELD
+    )));
 }
 
 /// Only a request's first send tries its fast path, whichever clone of the invocation
@@ -464,7 +471,12 @@ fn the_fast_path_twins_differ_only_where_their_kinds_do() {
             "lock_release_fast.lua",
             "fair_release_fast.lua",
             &[
-                ("'distlock_lock_queue:'", "'redisson_lock_queue:'"),
+                ("'mode', 'distlock:queued')", "'mode')"),
+                ("or f[2] or f[3] then", "or f[2] then"),
+                (
+                    "end\nredis.call('del', key)",
+                    "end\nif redis.call('exists', 'redisson_lock_queue:' .. tag) == 1 then\n  return nil\nend\nredis.call('del', key)",
+                ),
                 ("\npublish('redisson_lock__channel:' .. tag, '0')", ""),
             ],
         ),

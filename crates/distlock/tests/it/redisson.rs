@@ -1351,13 +1351,14 @@ async fn mixed_fair_queue_keeps_fifo_with_java_clock_10s_ahead() {
 // Direct hand-off beside Redisson clients
 // ---------------------------------------------------------------------------------------
 
-/// The owner fields of a lock hash (what holds it), leaving out distlock's token and holder
-/// fields: at most one owner at any time.
+/// The owner fields of a lock hash (what holds it), leaving out distlock's token, holder and
+/// queued fields: at most one owner at any time.
 fn lock_owners(server: &RedisServer, key: &str) -> Vec<String> {
+    use distlock::layout::{HOLDER_FIELD, QUEUED_FIELD, TOKEN_FIELD};
     let fields: Vec<String> = cmd(server, &["HKEYS", key]);
     fields
         .into_iter()
-        .filter(|f| f != distlock::layout::TOKEN_FIELD && f != distlock::layout::HOLDER_FIELD)
+        .filter(|f| f != TOKEN_FIELD && f != HOLDER_FIELD && f != QUEUED_FIELD)
         .collect()
 }
 

@@ -3,12 +3,24 @@
 
 use distlock::layout::{
     acquire_latch, fair_waiters, fencing_counter, lock_queue, lock_waiters, redisson_fenced_token,
-    unlock_latch,
+    unlock_latch, QUEUED_FIELD,
 };
 
 use crate::util::*;
 
 fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<i64> {
+    acquire_queuing(server, owner, mode, request, "")
+}
+
+/// [`acquire`] with a queue entry `<liveness_ms>;<initial_ms>;<client-id>` (`""`: none): a
+/// refused caller joins the hand-off queue.
+fn acquire_queuing(
+    server: &RedisServer,
+    owner: &str,
+    mode: &str,
+    request: &str,
+    entry: &str,
+) -> Vec<i64> {
     let mut con = server.connection();
     redis::cmd("EVAL")
         .arg(source("lock_acquire.lua"))
@@ -26,7 +38,7 @@ fn acquire(server: &RedisServer, owner: &str, mode: &str, request: &str) -> Vec<
         .arg("0")
         .arg("scripts;h;1")
         .arg("fifo")
-        .arg("")
+        .arg(entry)
         .query(&mut con)
         .unwrap()
 }
@@ -453,13 +465,55 @@ fn the_fast_paths_leave_everything_else_to_the_full_scripts() {
         release_fast(&server, "idem", "c:1")
     });
     assert_eq!(release(&server, "c:1", "u1"), 0);
-    cmd::<()>(&server, &["ZADD", &lock_queue("idem"), "1", "c:5"]);
-    nil_and_unchanged(&server, "a queue", || release_fast(&server, "idem", "c:1"));
-    cmd::<()>(&server, &["DEL", &lock_queue("idem"), "idem"]);
+    // A waiter queued behind the holder marks the hash (the fast release reads no queue).
+    cmd::<()>(&server, &["HSET", "idem", QUEUED_FIELD, "1"]);
+    nil_and_unchanged(&server, "a queued waiter", || {
+        release_fast(&server, "idem", "c:1")
+    });
+    cmd::<()>(&server, &["DEL", "idem"]);
     cmd::<()>(&server, &["HSET", "idem", "mode", "read", "c:1", "1"]);
     nil_and_unchanged(&server, "a read lock", || {
         release_fast(&server, "idem", "c:1")
     });
+}
+
+/// The lock hash has the queued field whenever a waiter is queued behind its holder, so the
+/// fast release (which reads no queue) leaves such a release to the full one, which hands the
+/// lock over: a waiter queuing behind the holder writes it, and a hand-off that leaves
+/// waiters queued writes it with the new hold; a hand-off to the last waiter does not.
+#[test]
+fn a_queued_waiter_marks_the_lock_for_the_full_release() {
+    let server = RedisServer::start();
+    let queued =
+        |server: &RedisServer| -> Option<String> { cmd(server, &["HGET", "idem", QUEUED_FIELD]) };
+    assert_eq!(acquire(&server, "c:1", "new", "r1")[..2], [1, 1]);
+    assert_eq!(queued(&server), None, "nobody queued");
+    let waiting = "30000;30000;cl";
+    assert_eq!(acquire_queuing(&server, "c:2", "new", "r2", waiting)[0], 0);
+    assert_eq!(queued(&server).as_deref(), Some("1"), "a waiter queued");
+    nil_and_unchanged(&server, "a queued waiter", || {
+        release_fast(&server, "idem", "c:1")
+    });
+    assert_eq!(acquire_queuing(&server, "c:3", "new", "r3", waiting)[0], 0);
+    // The hand-off to c:2 leaves c:3 queued: the new hold is marked.
+    assert_eq!(release(&server, "c:1", "u1"), 1);
+    assert_eq!(
+        cmd::<Option<i64>>(&server, &["HGET", "idem", "c:2"]),
+        Some(1)
+    );
+    assert_eq!(queued(&server).as_deref(), Some("1"), "c:3 still queued");
+    nil_and_unchanged(&server, "a waiter left queued", || {
+        release_fast(&server, "idem", "c:2")
+    });
+    // The hand-off to the last waiter leaves the queue empty: no mark, the fast release frees.
+    assert_eq!(release(&server, "c:2", "u2"), 1);
+    assert_eq!(
+        cmd::<Option<i64>>(&server, &["HGET", "idem", "c:3"]),
+        Some(1)
+    );
+    assert_eq!(queued(&server), None, "nobody left queued");
+    assert_eq!(release_fast(&server, "idem", "c:3"), redis::Value::Int(1));
+    assert!(!exists(&server, "idem"));
 }
 
 /// `lock_acquire.lua` at `idem` for a fresh owner with the token `floor`; its token.
