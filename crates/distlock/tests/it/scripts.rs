@@ -480,7 +480,8 @@ fn the_fast_paths_leave_everything_else_to_the_full_scripts() {
 /// The lock hash has the queued field whenever a waiter is queued behind its holder, so the
 /// fast release (which reads no queue) leaves such a release to the full one, which hands the
 /// lock over: a waiter queuing behind the holder writes it, and a hand-off that leaves
-/// waiters queued writes it with the new hold; a hand-off to the last waiter does not.
+/// waiters queued writes it with the new hold, and so does a grant to the queue's head with
+/// waiters behind it; a hand-off to the last waiter does not.
 #[test]
 fn a_queued_waiter_marks_the_lock_for_the_full_release() {
     let server = RedisServer::start();
@@ -514,6 +515,19 @@ fn a_queued_waiter_marks_the_lock_for_the_full_release() {
     assert_eq!(queued(&server), None, "nobody left queued");
     assert_eq!(release_fast(&server, "idem", "c:3"), redis::Value::Int(1));
     assert!(!exists(&server, "idem"));
+    // The queue's head granted a lock whose holder's lease ran out, with a waiter behind it.
+    assert_eq!(acquire(&server, "c:4", "new", "r4")[..2], [1, 1]);
+    assert_eq!(acquire_queuing(&server, "c:5", "new", "r5", waiting)[0], 0);
+    assert_eq!(acquire_queuing(&server, "c:6", "new", "r6", waiting)[0], 0);
+    cmd::<()>(&server, &["DEL", "idem"]);
+    assert_eq!(
+        acquire_queuing(&server, "c:5", "new", "r5", waiting)[..2],
+        [1, 1]
+    );
+    assert_eq!(queued(&server).as_deref(), Some("1"), "c:6 still queued");
+    nil_and_unchanged(&server, "a grant past a waiter", || {
+        release_fast(&server, "idem", "c:5")
+    });
 }
 
 /// `lock_acquire.lua` at `idem` for a fresh owner with the token `floor`; its token.
