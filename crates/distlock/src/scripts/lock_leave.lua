@@ -12,6 +12,8 @@
 --          it and nobody will use it: give it back (whole); '0': only leave the queue
 -- ARGV[3]  token floor, as lock_acquire.lua's ARGV[5]
 --
+-- The lock hash's queued field (handoff.lua) is deleted when the queue is left empty.
+--
 -- Returns  1  a hold was given back: the lock went to the next live waiter (handoff.lua), or
 --             was deleted and the unlock message ('0', as Redisson's) published when none
 --             is left
@@ -21,6 +23,11 @@
 -- Uses prelude.lua and handoff.lua (joined in front by scripts/mod.rs).
 
 queue_helpers().dequeue(KEYS[5], KEYS[6], ARGV[1])
+if redis.call('exists', KEYS[5]) == 0 then
+  -- Nobody left queued: the holder's release may take its fast path again (handoff.lua's
+  -- queued field). pcall: a key of another type has no such field.
+  redis.pcall('hdel', KEYS[1], QUEUED_FIELD)
+end
 if ARGV[2] == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   redis.call('del', KEYS[1])
   if not hand_off(KEYS[1], KEYS[3], ARGV[3], KEYS[4], KEYS[5], KEYS[6], '') then
