@@ -298,7 +298,7 @@ fn acquire_fast_with(
 /// The plain lock's fast acquire takes the client's clock estimate for the token instead of
 /// reading `TIME`, but only above the slot's counter (it never issues a token at or below
 /// one issued before): at or below it, it answers nil and changes nothing; and the holder
-/// record's time is the estimate's seconds.
+/// record's time is the estimate's seconds. The counter is compared as a decimal.
 #[test]
 fn the_plain_fast_acquire_takes_the_clients_clock_estimate_above_the_counter() {
     let server = RedisServer::start();
@@ -325,6 +325,18 @@ fn the_plain_fast_acquire_takes_the_clients_clock_estimate_above_the_counter() {
         format!("fast;h;1;{}", &estimate[..estimate.len() - 6])
     );
     assert_eq!(release_fast(&server, "est", "c:1"), redis::Value::Int(1));
+    // Compared as decimals, not as strings alone: a counter with a digit more is ahead (with
+    // a leading zero it is left to the full script), one with fewer digits behind.
+    let later = (now + 10).to_string();
+    for ahead in [format!("{now}0"), format!("0{}", now + 20)] {
+        cmd::<()>(&server, &["SET", &counter, &ahead]);
+        nil_and_unchanged(&server, &format!("counter {ahead}"), || {
+            acquire_fast_with(&server, "est", "c:1", &later, None)
+        });
+    }
+    cmd::<()>(&server, &["SET", &counter, "5"]);
+    let token = token_of(&acquire_fast_with(&server, "est", "c:1", &later, None));
+    assert_eq!(token, later);
 }
 
 /// `lock_release_fast.lua` at `key` for `owner`.
