@@ -50,7 +50,7 @@ async fn a_name_without_a_key_is_free_with_its_fencing_counter() {
 }
 
 /// A held plain lock: its owner and hold count, who was granted it, its token and TTL; a
-/// second client's waiter counts.
+/// second client's waiter counts (queued: the hash's queued field is no owner).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lock_has_its_owner_holder_token_ttl_and_waiters() {
     let (server, client) = setup().await;
@@ -58,6 +58,8 @@ async fn a_held_lock_has_its_owner_holder_token_ttl_and_waiters() {
     let _again = guard.reenter().await.unwrap();
     let other = client_for(&server).await;
     let waiter = tokio::spawn(async move { other.lock("orders").acquire().await });
+    let queued = ["HEXISTS", "orders", distlock::layout::QUEUED_FIELD];
+    assert!(eventually(WAIT, || cmd::<bool>(&server, &queued)).await);
     let i = inspect_until(&client, "orders", |i| i.waiters == 1).await;
     let InspectedKind::Lock(s) = &i.kind else {
         panic!("{i:?}");

@@ -540,6 +540,18 @@ fn a_queued_waiter_marks_the_lock_for_the_full_release() {
     nil_and_unchanged(&server, "a grant past a waiter", || {
         release_fast(&server, "idem", "c:5")
     });
+    // A force unlock takes the lock hash with its queued field, which is no owner.
+    let forced = eval(
+        &server,
+        "lock_force_unlock.lua",
+        &["idem", "redisson_lock__channel:{idem}"],
+        &["0", "lock"],
+    );
+    let owners = vec![
+        redis::Value::Int(1),
+        redis::Value::BulkString(b"c:5".to_vec()),
+    ];
+    assert_eq!(forced, redis::Value::Array(owners));
 }
 
 /// `lock_acquire.lua` at `idem` for a fresh owner with the token `floor`; its token.
