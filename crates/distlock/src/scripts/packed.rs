@@ -79,7 +79,7 @@ impl Packed {
     }
 }
 
-/// Where a key's or argument's [`ToRedisArgs`] writes: a call's [`Packed`] buffer.
+/// Where a key's or argument's [`ToRedisArgs`](redis::ToRedisArgs) writes: a call's [`Packed`] buffer.
 pub(super) struct PackedWriter<'p> {
     pub(super) packed: &'p mut Packed,
     pub(super) arg: bool,

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// A script's reply as the strings `Vec<String>` reads from it, for [`parse_attempt`],
+/// A script's reply as the strings `Vec<String>` reads from it, for [`parse_attempt`](super::parse_attempt),
 /// without allocating for what the scripts answer (an array of integers and bulk strings):
 /// its first four elements (a longer reply is none of `parse_attempt`'s shapes either).
 pub(crate) struct Texts<'v> {
