@@ -27,9 +27,12 @@ tests apart), and "model" — the model tests that failed, from any run's line, 
 mutant the model does not catch, its `model:` note (why: outside the model's scope). Rows of
 mutants no log names keep their cells; mutants gone from mutants.txt lose their row.
 """
+import os
 import pathlib
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -72,9 +75,28 @@ def failures(out):
 
 
 def cargo(cmd):
-    """Run a cargo command at the root: its exit status and its output (stdout then stderr)."""
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    return r.returncode, r.stdout + r.stderr
+    """Run a cargo command at the root: its exit status and its output (stdout then stderr).
+
+    It runs in a process group of its own, its output in files rather than pipes, and every
+    process left in the group when it ends is killed: a test that a mutant makes fail can
+    leave a child behind (a waiter of a server that is gone) that would hold a pipe open, and
+    the run with it."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=err, start_new_session=True)
+        try:
+            status = p.wait(timeout=1800)
+        except subprocess.TimeoutExpired:
+            status = -1
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if status == -1:
+            p.wait()
+        out.seek(0)
+        err.seek(0)
+        text = out.read().decode(errors="replace") + err.read().decode(errors="replace")
+    return status, text
 
 
 def broken(out):

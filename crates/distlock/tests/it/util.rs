@@ -75,12 +75,39 @@ pub fn lock_keys(server: &RedisServer) -> Vec<String> {
 
 /// The `family` example running one primitive in a process of its own (`args`: the
 /// primitive, then its arguments), its stdout piped for [`first_line`].
-pub fn family(args: &[&str]) -> std::process::Child {
-    std::process::Command::new(example_bin("family"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the family example")
+pub fn family(args: &[&str]) -> KilledOnDrop {
+    KilledOnDrop(
+        std::process::Command::new(example_bin("family"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the family example"),
+    )
+}
+
+/// A child process killed (`SIGKILL`, which also ends a stopped one) when dropped: a test
+/// that fails part-way leaves no process behind waiting for a server that is gone (and
+/// holding the test run's output open).
+pub struct KilledOnDrop(pub std::process::Child);
+
+impl std::ops::Deref for KilledOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KilledOnDrop {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The first line `child` printed (with its newline), or "" when it printed none before its
