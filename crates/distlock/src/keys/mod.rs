@@ -205,27 +205,34 @@ pub(crate) fn unlock_latch_of(key: &str, client_id: &str, n: u64) -> String {
     tagged(
         Some(UNLOCK_LATCH_PREFIX),
         key,
-        &[client_id, ":r", Digits::default().of(n)],
+        &[client_id, ":r", Digits::of(n).as_str()],
     )
 }
 
-/// The decimal digits of a `u64`, written without an allocation.
-#[derive(Default)]
-pub(crate) struct Digits([u8; 20]);
+/// An integer's decimal digits, written without an allocation (by `itoa`) and kept beside
+/// the value that needs them: a request's number in its latch's name, an owner's number, an
+/// integer in a script's reply read as text.
+#[derive(Clone, Copy)]
+pub(crate) struct Digits {
+    bytes: [u8; 40],
+    len: u8,
+}
 
 impl Digits {
-    /// `n` in decimal, in this buffer.
-    pub(crate) fn of(&mut self, mut n: u64) -> &str {
-        let mut i = self.0.len();
-        loop {
-            i -= 1;
-            self.0[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        std::str::from_utf8(&self.0[i..]).expect("ASCII digits")
+    /// `n` in decimal (at most 40 bytes: `i128::MIN`).
+    pub(crate) fn of(n: impl itoa::Integer) -> Digits {
+        let mut buf = itoa::Buffer::new();
+        let s = buf.format(n);
+        let mut d = Digits {
+            bytes: [0; 40],
+            len: s.len() as u8,
+        };
+        d.bytes[..s.len()].copy_from_slice(s.as_bytes());
+        d
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).expect("ASCII digits")
     }
 }
 

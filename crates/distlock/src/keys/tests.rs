@@ -204,13 +204,16 @@ fn drift_is_one_percent_plus_two_ms() {
 #[test]
 fn names_built_in_one_allocation_match_the_formatted_ones() {
     for n in [0, 1, 9, 10, 99, 1234567890, u64::MAX] {
-        assert_eq!(Digits::default().of(n), n.to_string());
+        assert_eq!(Digits::of(n).as_str(), n.to_string());
         for key in ["orders", "{user:1}:orders", ""] {
             assert_eq!(
                 unlock_latch_of(key, "c-1", n),
                 unlock_latch(key, &format!("c-1:r{n}"))
             );
         }
+    }
+    for n in [-1i64, i64::MIN, i64::MAX] {
+        assert_eq!(Digits::of(n).as_str(), n.to_string());
     }
     for (prefix, key) in [("", "orders"), ("app:", "{user:1}:orders"), ("p{x}", "a")] {
         assert_eq!(

@@ -25,8 +25,8 @@ impl Owner {
     pub(crate) fn from_parts(client_id: &str, n: u64) -> Owner {
         // Every acquire mints one: built on the stack (a client id is a UUID) and copied
         // once into its `Arc`, not formatted.
-        let mut digits = crate::keys::Digits::default();
-        let n = digits.of(n);
+        let digits = crate::keys::Digits::of(n);
+        let n = digits.as_str();
         let mut buf = [0u8; 64];
         let len = client_id.len() + 1 + n.len();
         if len > buf.len() {

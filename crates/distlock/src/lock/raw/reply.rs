@@ -14,7 +14,7 @@ pub(crate) struct Texts<'v> {
 /// digits, or (a value of another type) its `String` conversion.
 pub(crate) enum Text<'v> {
     Str(&'v str),
-    Int { digits: [u8; 20], start: u8 },
+    Int(crate::keys::Digits),
     Owned(String),
 }
 
@@ -22,9 +22,7 @@ impl AsRef<str> for Text<'_> {
     fn as_ref(&self) -> &str {
         match self {
             Text::Str(s) => s,
-            Text::Int { digits, start } => {
-                std::str::from_utf8(&digits[usize::from(*start)..]).expect("ASCII digits")
-            }
+            Text::Int(digits) => digits.as_str(),
             Text::Owned(s) => s,
         }
     }
@@ -35,27 +33,7 @@ impl<'v> Text<'v> {
     fn of(v: &'v redis::Value) -> Result<Text<'v>, redis::ParsingError> {
         use redis::{FromRedisValue, Value};
         match v {
-            Value::Int(i) => {
-                let mut digits = [0u8; 20];
-                let mut start = digits.len();
-                let mut n = i.unsigned_abs();
-                loop {
-                    start -= 1;
-                    digits[start] = b'0' + (n % 10) as u8;
-                    n /= 10;
-                    if n == 0 {
-                        break;
-                    }
-                }
-                if *i < 0 {
-                    start -= 1;
-                    digits[start] = b'-';
-                }
-                Ok(Text::Int {
-                    digits,
-                    start: start as u8,
-                })
-            }
+            Value::Int(i) => Ok(Text::Int(crate::keys::Digits::of(*i))),
             Value::BulkString(b) => match std::str::from_utf8(b) {
                 Ok(s) => Ok(Text::Str(s)),
                 Err(_) => String::from_redis_value_ref(v).map(Text::Owned),
