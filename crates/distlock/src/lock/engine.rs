@@ -285,7 +285,7 @@ impl LockCore {
             takes_handoff: mode == Mode::New && !wait.is_zero() && self.hands_off(),
             grant_channel: Default::default(),
             holder_seen: std::sync::Mutex::new(None),
-            waiter: Waiter::of(self.clone()),
+            counted: Default::default(),
         };
         let granted = acquire(&self.inner.client, request, wait).await?;
         Ok(granted

@@ -39,9 +39,9 @@ pub(super) struct LockRequest {
     /// was made before that attempt and has run out or been given back since (read late),
     /// so it is not a grant.
     pub(super) holder_seen: std::sync::Mutex<Option<u128>>,
-    /// Counted among the handle's waiters once refused (its releases skip the fast paths
-    /// while it waits, however long).
-    pub(super) waiter: Waiter,
+    /// Counted among its handle's waiters ([`Contention`]) once refused, until it is dropped
+    /// (the handle's releases skip the fast paths while it waits, however long).
+    pub(super) counted: std::sync::atomic::AtomicBool,
 }
 
 /// A lock-family grant, as the acquire driver hands it back.
@@ -173,7 +173,7 @@ impl Acquire for LockRequest {
             })?;
         if let Attempt::Held { holder_token, .. } = attempt {
             if self.wait_ms > 0 {
-                self.waiter.waits();
+                self.waits();
             }
             if let Some(t) = holder_token {
                 let mut seen = self.holder_seen.lock().unwrap();
@@ -224,15 +224,15 @@ impl Acquire for LockRequest {
     }
 
     fn give_back(self) {
-        let LockRequest {
-            lock,
-            owner,
-            mode,
-            request_id,
-            wait_ms,
-            ..
-        } = self;
-        let request_id = request_id.into_inner().unwrap_or_else(|e| e.into_inner());
+        // The request itself goes (no longer counted as waiting) when this returns.
+        let (lock, owner, mode, wait_ms) = (
+            self.lock.clone(),
+            self.owner.clone(),
+            self.mode,
+            self.wait_ms,
+        );
+        let request_id =
+            std::mem::take(&mut *self.request_id.lock().unwrap_or_else(|e| e.into_inner()));
         // For a fresh owner, any hold it has is ours to give back entirely; a plain lock's
         // re-entrant request is undone through its acquire latch. A queued waiter (fair
         // lock, waiting writer) leaves the queue at once.
@@ -335,25 +335,10 @@ impl Contention {
     }
 }
 
-/// One request's place among its lock handle's waiters ([`Contention`]), counted among them
-/// from [`Waiter::waits`] until it is dropped.
-pub(super) struct Waiter {
-    /// The handle whose waiters it is counted among (its `Contention`).
-    pub(super) lock: LockCore,
-    pub(super) counted: std::sync::atomic::AtomicBool,
-}
-
-impl Waiter {
-    /// A mark for one request of `lock`, not counted yet.
-    pub(super) fn of(lock: LockCore) -> Waiter {
-        Waiter {
-            lock,
-            counted: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    /// The request waits (counted once, however often it is refused).
-    pub(super) fn waits(&self) {
+impl LockRequest {
+    /// The request waits: counted among its handle's waiters (once, however often it is
+    /// refused).
+    fn waits(&self) {
         if !self
             .counted
             .swap(true, std::sync::atomic::Ordering::Relaxed)
@@ -367,7 +352,7 @@ impl Waiter {
     }
 }
 
-impl Drop for Waiter {
+impl Drop for LockRequest {
     fn drop(&mut self) {
         if *self.counted.get_mut() {
             self.lock
