@@ -32,8 +32,8 @@ tokio::task_local! {
 pub(crate) struct ReleaseRequest {
     /// What is released, for logs (`release "orders"`).
     pub(crate) context: What,
-    /// The call; every invocation sent is a clone of it (a fast path, if any, is tried on
-    /// the first send of any of them only).
+    /// The call, sent as it is (its clones are the same request: a fast path, if any, is
+    /// tried on the first send of any of them only).
     call: crate::scripts::Invocation<'static>,
 }
 
@@ -84,12 +84,7 @@ impl ReleaseRequest {
         std::str::from_utf8(self.call.route_key()).unwrap_or("")
     }
 
-    /// The script call, for one send.
-    pub(crate) fn invocation(&self) -> crate::scripts::Invocation<'static> {
-        self.call.clone()
-    }
-
-    /// The script call itself, for its one sender (a clone of it is the same request).
+    /// The script call itself, to send (a clone of it is the same request).
     pub(crate) fn call(&self) -> &crate::scripts::Invocation<'static> {
         &self.call
     }
@@ -250,7 +245,7 @@ impl HoldRegistry {
             tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
         runtime.spawn(async move {
             let request = sentinel.request.as_ref().expect("armed");
-            let inv = request.invocation();
+            let inv = request.call();
             let key = request.route_key();
             let rule = match resend_for {
                 None => Resend::Few,
@@ -259,7 +254,7 @@ impl HoldRegistry {
                 Some(left) => Resend::Confirmed { key, left },
             };
             let r = backend
-                .eval::<redis::Value>(&request.context, &inv, rule)
+                .eval::<redis::Value>(&request.context, inv, rule)
                 .await;
             if let Err(e) = r {
                 tracing::warn!(what = %request.context, error = format_args!("{e:#}"), "background release failed");
@@ -297,8 +292,8 @@ impl HoldRegistry {
             let request = releaser();
             let backend = backend.clone();
             async move {
-                let inv = request.invocation();
-                let send = backend.eval::<redis::Value>(&request.context, &inv, Resend::Few);
+                let inv = request.call();
+                let send = backend.eval::<redis::Value>(&request.context, inv, Resend::Few);
                 match tokio::time::timeout(limit, send).await {
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => {
@@ -385,7 +380,7 @@ fn release_blocking(fallback: &Fallback, request: ReleaseRequest) {
                 .and_then(|mut con| {
                     con.set_read_timeout(Some(fb.command_timeout))?;
                     con.set_write_timeout(Some(fb.command_timeout))?;
-                    request.invocation().invoke_blocking::<redis::Value>(&mut con, fb.backend.via())
+                    request.call().invoke_blocking::<redis::Value>(&mut con, fb.backend.via())
                 });
             let _ = tx.send((request.context, r));
         });

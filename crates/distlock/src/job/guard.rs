@@ -127,7 +127,7 @@ impl GuardInner {
         let r: i64 = self
             .client
             .backend()
-            .eval(&request.context, &request.invocation(), Resend::Few)
+            .eval(&request.context, request.call(), Resend::Few)
             .await?;
         match r {
             0 | 1 => Ok(()),

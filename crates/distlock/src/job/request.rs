@@ -149,7 +149,7 @@ impl Acquire for JobRequest {
                 let request = self.release_request(&value);
                 self.client
                     .backend()
-                    .eval::<i64>(&request.context, &request.invocation(), Resend::Few)
+                    .eval::<i64>(&request.context, request.call(), Resend::Few)
                     .await
                     .map(|_| ())
             })

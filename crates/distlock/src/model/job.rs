@@ -173,7 +173,7 @@ impl JobModel {
     fn release(&self, s: &mut State, client: usize, v: u32, keep_ms: u64, lost: bool, give: bool) {
         let value = value(client, v);
         let request = release_call("model".into(), KEY, &value, keep_ms);
-        match owner_checked(s, &value, &request.invocation()) {
+        match owner_checked(s, &value, request.call()) {
             Reply::Int(0 | 1 | GONE | HELD_BY_OTHER) if lost => {
                 s.clients[client] = if give {
                     Phase::GivingBack { v }

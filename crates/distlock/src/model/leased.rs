@@ -226,7 +226,7 @@ impl LeasedModel {
             .iter()
             .any(|(m, at)| *m == member(&id(n)) && *at > now);
         let request = std::sync::Arc::new(keys_()).release("model".into(), &id(n), fast);
-        match counts::send(&mut s.ks, &request.invocation(), fast) {
+        match counts::send(&mut s.ks, request.call(), fast) {
             Reply::Int(1) if !running => {
                 s.error = Some("release: 1 for a lease that is not running".into());
             }

@@ -197,7 +197,7 @@ impl SemaphoreModel {
             1,
             GRANT_MS,
         );
-        match counts::send(&mut s.ks, &request.invocation(), false) {
+        match counts::send(&mut s.ks, request.call(), false) {
             Reply::Int(v) if v >= 0 || v == GONE => {
                 if v >= 0 {
                     s.taken[client] = false;
@@ -222,7 +222,8 @@ fn release_call(client: usize, req: u32, rel: u32) -> crate::scripts::Invocation
         1,
         LATCH_MS,
     )
-    .invocation()
+    .call()
+    .clone()
 }
 
 fn end_cycle(s: &mut State, client: usize) {

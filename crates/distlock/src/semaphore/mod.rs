@@ -138,7 +138,7 @@ impl Names {
             .backend()
             .eval(
                 &request.context,
-                &request.invocation(),
+                request.call(),
                 self.client.latched(&self.key),
             )
             .await?;
@@ -460,7 +460,7 @@ impl Acquire for PermitRequest {
             let rule = n.client.latched_unconfirmed();
             n.client
                 .backend()
-                .eval::<i64>(&request.context, &request.invocation(), rule)
+                .eval::<i64>(&request.context, request.call(), rule)
                 .await?;
             Ok(())
         })

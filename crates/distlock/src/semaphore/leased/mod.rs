@@ -413,9 +413,9 @@ impl LeasedSemaphore {
     /// Give back the permit `id` ([`LeasedSemaphore::release_request`]).
     async fn release_id(&self, id: &str, lease: Option<&LeaseState>) -> Result<i64> {
         let request = self.release_request(id, lease);
-        let inv = request.invocation();
+        let inv = request.call();
         let backend = self.names.client.backend();
-        let r = backend.eval(&request.context, &inv, Resend::Few).await;
+        let r = backend.eval(&request.context, inv, Resend::Few).await;
         if inv.fast_deferred() {
             // A queue: the releases and acquires of the next while go to the full scripts.
             self.contention.seen();
