@@ -423,13 +423,7 @@ impl Backend {
     /// replicas — a backend over a connection set aside for it, held until the returned
     /// value drops, with the `WAIT` to send after the grant ([`Deployment::grant_target`](super::deployment::Deployment::grant_target)).
     pub(crate) async fn for_grant(&self, key: &str) -> Result<GrantChannel> {
-        // A single server's grant goes over its own connection: no I/O. (The others' futures,
-        // which may open a connection or ask the sentinels, are boxed: they would make every
-        // grant's future as large as theirs.)
-        let (deployment, generation, set_aside) = match &self.conn.deployment {
-            Deployment::Standalone(_) => (self.conn.deployment.clone(), 0, None),
-            d => Box::pin(d.grant_target(key)).await?,
-        };
+        let (deployment, generation, set_aside) = self.conn.deployment.grant_target(key).await?;
         let (route, wait, slot) = match set_aside {
             Some(s) => (
                 Route::Pinned(s.conn),

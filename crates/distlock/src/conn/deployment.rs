@@ -242,17 +242,20 @@ impl Deployment {
         key: &str,
     ) -> Result<(Deployment, u64, Option<SetAside>)> {
         let failed = |e: String| Error::new(ErrorKind::Connection, format!("grant: {e}"));
+        // The others boxed: asking the sentinels or opening a connection is a future far
+        // larger than a single server's grant, which every acquire's future would carry.
         match self {
             Deployment::Standalone(_) => Ok((self.clone(), 0, None)),
             Deployment::Sentinel(m) => {
-                let (server, epoch, set_aside) = m.grant_connection().await.map_err(|e| {
-                    m.nudge();
-                    failed(e)
-                })?;
+                let (server, epoch, set_aside) =
+                    Box::pin(m.grant_connection()).await.map_err(|e| {
+                        m.nudge();
+                        failed(e)
+                    })?;
                 Ok((Deployment::Standalone(server), epoch, set_aside))
             }
             Deployment::Cluster { nodes, .. } => {
-                let set_aside = nodes.grant_connection(key).await.map_err(|e| {
+                let set_aside = Box::pin(nodes.grant_connection(key)).await.map_err(|e| {
                     nodes.mark_stale();
                     failed(e)
                 })?;
