@@ -6,6 +6,7 @@ mod leased;
 pub use leased::{LeasedPermit, LeasedSemaphore};
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,17 +15,17 @@ use tokio::time::Instant;
 use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
 use crate::client::Client;
 use crate::conn::pubsub::Wake;
-use crate::conn::Resend;
+use crate::conn::{Resend, Sent};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{self, MAX_PERMITS};
 use crate::registry::{HoldId, ReleaseRequest};
 use crate::scripts::{self, reply};
 
-/// Re-check interval while waiting, in case a wake-up message was lost.
 /// How many latch lifetimes a semaphore's grant latch (and its tombstone) lives, and how long
 /// a give-back of unknown outcome is resent.
 pub(crate) const GRANT_LATCH_LIFETIMES: u64 = 10;
 
+/// Re-check interval while waiting, in case a wake-up message was lost.
 pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
 pub(super) fn check_permits(what: &str, n: u64) -> Result<()> {
@@ -361,6 +362,7 @@ impl Semaphore {
         let request = PermitRequest {
             names: n.clone(),
             latch: std::sync::Mutex::new(grant_latch(n)),
+            resent: AtomicBool::new(false),
             permits,
         };
         let got = acquire(&n.client, request, wait).await?;
@@ -380,6 +382,12 @@ struct PermitRequest {
     /// still queued on a stalled server do nothing. A new one after a grant the replicas did
     /// not confirm (given back: its latch is a tombstone).
     latch: std::sync::Mutex<String>,
+    /// Whether an attempt under the current latch was sent more than once and not granted:
+    /// a send of it held up on its way (a stalled server, a broken connection's buffer) may
+    /// still run after the wait ends and take permits that have no lease, for no one. An
+    /// acquire that then gives up gives back through the latch (a tombstone, which makes
+    /// such a send do nothing).
+    resent: AtomicBool,
     permits: u64,
 }
 
@@ -437,18 +445,23 @@ impl Acquire for PermitRequest {
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.backend().for_grant(&n.key).await?;
         let left = n.client.resolve_window();
-        let got: i64 = grant
+        let sent: Sent<i64> = grant
             .backend
             .eval(&context, &inv, Resend::Within { left })
             .await
             .inspect_err(|e| grant.failed(e))?;
+        let got = sent.value;
         if got == reply::CANCELLED {
             // This latch was cancelled (an unconfirmed grant given back): a new one, and try
-            // again at once.
+            // again at once. The tombstone answers any send of the old one still on its way.
             *self.latch.lock().unwrap() = grant_latch(n);
+            self.resent.store(false, Ordering::Relaxed);
             return Ok(Step::Wait(Some(Duration::ZERO)));
         }
         if got != 1 {
+            if sent.resent {
+                self.resent.store(true, Ordering::Relaxed);
+            }
             return Ok(Step::Wait(None));
         }
         confirm_grant(grant, &context, || async {
@@ -468,10 +481,25 @@ impl Acquire for PermitRequest {
         Ok(Step::Done(latch))
     }
 
+    /// A wait that ended refused, after an attempt that was resent: the latch is given back
+    /// (see [`PermitRequest::resent`]) in the background, as a cancelled acquire's is.
+    fn leave(&self) -> impl std::future::Future<Output = ()> + Send {
+        if self.resent.swap(false, Ordering::Relaxed) {
+            self.give_back_in_background();
+        }
+        std::future::ready(())
+    }
+
     fn give_back(self) {
-        // Give the grant back if the acquire ran; tombstone its latch if it has not, so that
-        // a send still queued on a stalled server does nothing when it runs. Tracked like a
-        // release, so it is sent even when the runtime is shutting down.
+        self.give_back_in_background();
+    }
+}
+
+impl PermitRequest {
+    /// Give the grant back if the acquire ran; tombstone its latch if it has not, so that a
+    /// send still queued on a stalled server does nothing when it runs. Tracked like a
+    /// release, so it is sent even when the runtime is shutting down.
+    fn give_back_in_background(&self) {
         let latch = self.latch.lock().unwrap().clone();
         let request = self.give_back_request(&latch);
         let n = &self.names;

@@ -524,3 +524,57 @@ async fn not_acquired_names_the_permits_waited_for() {
         "{e}"
     );
 }
+
+/// An acquire whose wait elapses after an attempt that was resent (a pause past the command
+/// timeout) gives back through its grant latch: a send of that attempt still on its way
+/// could otherwise run later, when permits are free, and take one that has no lease, for no
+/// one. The give-back leaves the latch's tombstone, and such a send then takes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_that_gives_up_after_a_resend_leaves_a_late_send_nothing() {
+    let server = RedisServer::start();
+    // A 300 ms command timeout: a 900 ms pause makes the first attempt resent.
+    let client = distlock::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    let sem = client.semaphore("resent");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let _held = sem.acquire().await.unwrap();
+    let _: () = cmd(&server, &["CLIENT", "PAUSE", "900", "ALL"]);
+    let got = sem.try_acquire_for(Duration::from_millis(1_500)).await;
+    assert!(
+        matches!(got, Ok(None)),
+        "not acquired: {:?}",
+        got.map(|p| p.is_some())
+    );
+    // The give-back runs in the background: its tombstone is the latch of the attempt.
+    let mut tombstone = None;
+    for _ in 0..100 {
+        let latches: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_grant:*"]);
+        tombstone = latches.into_iter().find(|k| {
+            cmd::<Option<String>>(&server, &["GET", k]).is_some_and(|v| v.starts_with("undone:"))
+        });
+        if tombstone.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let tombstone = tombstone.expect("the resent attempt's latch given back (a tombstone)");
+    // Permits free again, then the held-up send of that attempt arrives: it takes nothing.
+    drop(_held);
+    for _ in 0..100 {
+        if sem.available_permits().await.unwrap() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let script = source("semaphore_acquire.lua");
+    let got: i64 = cmd(
+        &server,
+        &["EVAL", script, "2", "resent", &tombstone, "1", "50000"],
+    );
+    assert_eq!(got, -4, "the late send is told it was cancelled");
+    assert_eq!(sem.available_permits().await.unwrap(), 1, "it took nothing");
+}
