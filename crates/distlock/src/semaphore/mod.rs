@@ -397,6 +397,18 @@ fn grant_latch(n: &Names) -> String {
 }
 
 impl PermitRequest {
+    /// Give the grant back if the acquire ran; tombstone its latch if it has not, so that a
+    /// send still queued on a stalled server does nothing when it runs. Tracked like a
+    /// release, so it is sent even when the runtime is shutting down.
+    fn give_back_in_background(&self) {
+        let latch = self.latch.lock().unwrap().clone();
+        let (request, client) = (self.give_back_request(&latch), &self.names.client);
+        let horizon = client.latch_ttl() * GRANT_LATCH_LIFETIMES as u32;
+        client
+            .registry()
+            .give_back_in_background(client.backend(), request, horizon);
+    }
+
     /// The script call that gives back the grant recorded in `latch` (or tombstones it).
     fn give_back_request(&self, latch: &str) -> ReleaseRequest {
         let n = &self.names;
@@ -492,23 +504,6 @@ impl Acquire for PermitRequest {
 
     fn give_back(self) {
         self.give_back_in_background();
-    }
-}
-
-impl PermitRequest {
-    /// Give the grant back if the acquire ran; tombstone its latch if it has not, so that a
-    /// send still queued on a stalled server does nothing when it runs. Tracked like a
-    /// release, so it is sent even when the runtime is shutting down.
-    fn give_back_in_background(&self) {
-        let latch = self.latch.lock().unwrap().clone();
-        let request = self.give_back_request(&latch);
-        let n = &self.names;
-        let client = &n.client;
-        client.registry().give_back_in_background(
-            client.backend(),
-            request,
-            n.client.latch_ttl() * GRANT_LATCH_LIFETIMES as u32,
-        );
     }
 }
 
