@@ -235,11 +235,15 @@ local function next_token(counter_key, floor, fenced_key)
   if type(theirs) == 'table' then
     theirs = false
   end
-  -- The common case, last < now (and theirs < now), decided cheaply and still exactly:
-  -- converting decimals to doubles rounds monotonically, so tonumber(a) < tonumber(b) implies
-  -- a < b.
-  if string.find(last, '^%d+$') and tonumber(last) < tonumber(now) and
-      (not theirs or (string.find(theirs, '^%d+$') and tonumber(theirs) < tonumber(now))) then
+  -- The common case, last < now (and theirs < now), decided cheaply and still exactly, as
+  -- decimal strings (now has no leading zero): fewer digits, or as many and lower as a string
+  -- (digits collate in byte order). tonumber's parsing (strtod) of two 16-digit decimals cost
+  -- more than the rest of this path. Anything else (a leading zero with as many digits or
+  -- more) is left to the exact slow path.
+  local n = #now
+  if string.find(last, '^%d+$') and (#last < n or (#last == n and last < now)) and
+      (not theirs or (string.find(theirs, '^%d+$') and
+        (#theirs < n or (#theirs == n and theirs < now)))) then
     if theirs then
       redis.call('set', fenced_key, now, 'KEEPTTL')
     end

@@ -580,6 +580,45 @@ fn acquire_full_above(server: &RedisServer, owner: &str, floor: &str) -> String 
     token_of(&reply[2])
 }
 
+/// The full acquire's token compares the counter (and Redisson's `RFencedLock` counter) with
+/// the clock reading as decimals: a counter with a digit more is ahead and counted on from,
+/// one with a leading zero too, one with fewer digits is behind (the token is the reading).
+#[test]
+fn the_full_acquire_counts_on_from_a_counter_a_digit_ahead() {
+    let server = RedisServer::start();
+    let counter = fencing_counter("", "idem");
+    let now: u128 = {
+        let t: Vec<String> = cmd(&server, &["TIME"]);
+        format!("{}{:0>6}", t[0], t[1]).parse().unwrap()
+    };
+    let cases = [
+        (counter.clone(), format!("{now}0"), now * 10 + 1),
+        (
+            counter.clone(),
+            format!("0{}", now + 20_000_000),
+            now + 20_000_001,
+        ),
+        (
+            redisson_fenced_token("idem"),
+            format!("{now}0"),
+            now * 10 + 1,
+        ),
+    ];
+    for (i, (key, ahead, want)) in cases.into_iter().enumerate() {
+        cmd::<()>(&server, &["SET", &counter, "5"]);
+        cmd::<()>(&server, &["SET", &key, &ahead]);
+        let token: u128 = acquire_full_above(&server, &format!("c:{i}"), "0")
+            .parse()
+            .unwrap();
+        assert_eq!(token, want, "{key} at {ahead}");
+        cmd::<()>(&server, &["DEL", "idem", &redisson_fenced_token("idem")]);
+    }
+    // Fewer digits: behind the clock, the token is a reading (as many digits as now).
+    cmd::<()>(&server, &["SET", &counter, "5"]);
+    let token: u128 = acquire_full_above(&server, "c:9", "0").parse().unwrap();
+    assert!(token >= now && token < now * 10, "{token}");
+}
+
 /// With a generation (Sentinel's `<generation>:<floor>`, a Cluster's `cluster:<floor>`) the
 /// fast acquire counts on only in the counter's own generation, and on a Cluster only in a
 /// counter this node wrote (its replication ID after the token), as the full script would
