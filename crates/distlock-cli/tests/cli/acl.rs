@@ -29,7 +29,8 @@ const UNLOCK: &str = "+type +hgetall +del +publish";
 
 /// `distlock` as the ACL user `user` with `rules` besides [`COMMON`].
 fn as_user(server: &RedisServer, user: &str, rules: &[&str]) -> Command {
-    let mut setuser = vec!["ACL", "SETUSER", user, "on", ">pw"];
+    // `resetchannels`: Redis 6.2's users have every channel until told otherwise.
+    let mut setuser = vec!["ACL", "SETUSER", user, "resetchannels", "on", ">pw"];
     setuser.extend_from_slice(COMMON);
     setuser.extend_from_slice(rules);
     let _: () = cmd(server, &setuser);

@@ -15,8 +15,9 @@ impl Error {
             ErrorKind::Auth
         } else if code == "NOPERM"
             || err.to_string().contains("NOPERM")
-            // Redis < 7.2 words an ACL refusal inside a script this way.
+            // Redis < 7.2 words an ACL refusal inside a script this way, Valkey 8 the other.
             || err.to_string().contains("The user executing the script can't")
+            || err.to_string().contains("ACL failure in script")
         {
             ErrorKind::NoPermission
         } else if code == "OOM" || err.to_string().contains("OOM command not allowed") {

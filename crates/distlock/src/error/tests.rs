@@ -50,6 +50,21 @@ fn display_does_not_repeat_the_source() {
     assert!(!e.to_string().contains("READONLY"), "{e}");
     assert_eq!(format!("{e:#}").matches("READONLY").count(), 1, "{e:#}");
 
+    // An ACL refusal inside a script, as each server words it: NoPermission.
+    for text in [
+        "NOPERM User u has no permissions to run the 'pexpire' command",
+        "Error running script: The user executing the script can't run this command or subcommand",
+        "ACL failure in script: User u has no permissions to run the 'pexpire' command",
+    ] {
+        let err = redis::RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+            "script refused",
+            text.to_string(),
+        ));
+        let e = Error::from_redis("acquire \"x\"", err);
+        assert_eq!(e.kind(), ErrorKind::NoPermission, "{text}");
+    }
+
     // Errors without a source, unknown outcomes and node failures keep their text.
     let e = Error::new(ErrorKind::Connection, "release \"x\": no answer").outcome_unknown();
     assert_eq!(e.to_string(), format!("{e:#}"));

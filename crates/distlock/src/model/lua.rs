@@ -110,6 +110,8 @@ impl Engine {
                 Ok(t)
             })?,
         )?;
+        // Redis 7's: the scripts raise error tables there (Redis 6.2, without it, strings).
+        redis.set("REDIS_VERSION", "7.0.15")?;
         lua.globals().set("redis", redis)?;
         // redis.call raises the command's error reply as a Lua error whose value is the error
         // table (as Redis 7 does: a script's pcall(redis.call, …) gets the table), and a

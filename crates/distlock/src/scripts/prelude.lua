@@ -64,8 +64,9 @@
 --
 -- error_reply(msg)
 --          redis.error_reply(msg), with an ACL refusal worded as Redis before 7.2 words it
---          inside a script ("ERR The user executing the script can't ...") turned into the
---          NOPERM error Redis 7.2+ answers, so clients classify both alike.
+--          inside a script ("ERR The user executing the script can't ...", and Valkey 8's
+--          "ERR ACL failure in script: ...") turned into the NOPERM error Redis 7.2+ answers,
+--          so clients classify them alike.
 
 -- The TIME reply of this run, once now_ms or next_token asked for it.
 local time_reply
@@ -85,6 +86,16 @@ local TOKEN_MAX = '9223372036854775807'
 -- exact decimal-string arithmetic (Lua numbers are doubles, exact only below 2^53) and the
 -- tokens of a generation above 0. Returns dec_norm, dec_lt, dec_incr, generation_token.
 local function token_helpers()
+  -- Raise msg as the script's error reply. Redis 6.2 (no redis.REDIS_VERSION) takes only a
+  -- string from error(): its error handler cannot show a table, and answers a Lua error
+  -- about it instead; its reply then reads 'ERR Error running script ...: <msg>'.
+  local function raise(msg)
+    if redis.REDIS_VERSION == nil then
+      error(msg)
+    end
+    error(redis.error_reply(msg))
+  end
+
   -- A decimal integer without leading zeros, or nil when s is not one.
   local function dec_norm(s)
     if not string.find(s, '^%d+$') then
@@ -153,9 +164,9 @@ local function token_helpers()
     end
     local seq = dec_norm(last_seq)
     if seq == nil or not dec_lt(seq, TOKEN_MAX) then
-      error(redis.error_reply('ERR distlock: fencing counter ' .. counter_key .. ' holds "' ..
+      raise('ERR distlock: fencing counter ' .. counter_key .. ' holds "' ..
         string.sub(last or floor, 1, 40) .. '", not a token below 2^63; no token can be issued ' ..
-        '(fix or delete the key)'))
+        '(fix or delete the key)')
     end
     local gen, counted = dec_norm(generation), dec_norm(last_gen)
     if dec_lt(counted, gen) then
@@ -179,7 +190,7 @@ local function token_helpers()
     return token
   end
 
-  return dec_norm, dec_lt, dec_incr, generation_token
+  return dec_norm, dec_lt, dec_incr, generation_token, raise
 end
 
 local function next_token(counter_key, floor, fenced_key)
@@ -261,7 +272,7 @@ local function next_token(counter_key, floor, fenced_key)
     local _, _, _, generation_token = token_helpers()
     return generation_token(counter_key, floor or '0', '0')
   end
-  local dec_norm, dec_lt, dec_incr = token_helpers()
+  local dec_norm, dec_lt, dec_incr, _, raise = token_helpers()
 
   -- Put the counter back as it was found, and raise an error naming the bad key.
   local function refuse(key, value, is_counter, why)
@@ -279,11 +290,11 @@ local function next_token(counter_key, floor, fenced_key)
       what = what .. ' is new and starts above its floor (the legacy counter), which'
     end
     if why == 'nan' then
-      error(redis.error_reply(what .. ' holds "' .. shown .. '", not a decimal integer; no ' ..
-        'token can be issued (fix or delete the key)'))
+      raise(what .. ' holds "' .. shown .. '", not a decimal integer; no token can be issued ' ..
+        '(fix or delete the key)')
     end
-    error(redis.error_reply(what .. ' is at ' .. shown .. '; tokens end at ' .. TOKEN_MAX ..
-      ' (2^63 - 1), so no further token can be issued'))
+    raise(what .. ' is at ' .. shown .. '; tokens end at ' .. TOKEN_MAX ..
+      ' (2^63 - 1), so no further token can be issued')
   end
 
   local n = dec_norm(last)
@@ -335,7 +346,8 @@ local function holder_value(meta)
 end
 
 local function error_reply(msg)
-  if string.find(msg, "^ERR The user executing the script can't") then
+  if string.find(msg, "^ERR The user executing the script can't") or
+      string.find(msg, '^ERR ACL failure in script') then
     msg = 'NOPERM ' .. string.sub(msg, 5)
   end
   return redis.error_reply(msg)

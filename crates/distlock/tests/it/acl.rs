@@ -9,8 +9,18 @@ use crate::util::*;
 use distlock::Lease;
 
 /// Create `user` with password `pw` and the given ACL rules; a client logged in as it.
+/// `resetchannels` first: Redis 6.2's `reset` leaves a user every channel
+/// (`acl-pubsub-default allchannels`), and refuses a channel pattern after that.
 async fn client_as(server: &RedisServer, user: &str, rules: &[&str]) -> Client {
-    let mut args = vec!["ACL", "SETUSER", user, "reset", "on", ">pw"];
+    let mut args = vec![
+        "ACL",
+        "SETUSER",
+        user,
+        "reset",
+        "resetchannels",
+        "on",
+        ">pw",
+    ];
     args.extend_from_slice(rules);
     let _: () = cmd(server, &args);
     Client::builder()

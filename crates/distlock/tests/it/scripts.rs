@@ -1100,7 +1100,11 @@ fn the_leased_fast_paths_grant_and_release_or_change_nothing() {
         .arg(&[a, "30000"][..])
         .query::<redis::Value>(&mut server.connection())
         .unwrap_err();
-    assert_eq!(refused.code(), Some("WRONGTYPE"), "{refused}");
+    // Redis 6.2 wraps an error raised inside a script in ERR ("Error running script ...").
+    assert!(
+        refused.code() == Some("WRONGTYPE") || refused.to_string().contains("WRONGTYPE"),
+        "{refused}"
+    );
     assert_eq!(cmd::<String>(&server, &["GET", "lease"]), "3");
 }
 
