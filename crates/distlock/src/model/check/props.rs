@@ -73,6 +73,12 @@ pub(super) fn properties(m: &LockModel) -> Vec<Property<LockModel>> {
             |m: &LockModel, s: &State| dead_hand_off(m, s).is_none(),
         ));
     }
+    if m.takes.contains(&Take::Plain) {
+        props.push(Property::always(
+            "a plain lock held while waiters queue is marked for the full release",
+            |m: &LockModel, s: &State| unmarked_queue(m, s).is_none(),
+        ));
+    }
     if m.stuck {
         props.push(Property::always(
             "no stuck state",
@@ -217,5 +223,26 @@ fn dead_hand_off(m: &LockModel, s: &State) -> Option<(usize, u64)> {
         let prefix = format!("c{c}:");
         let handed = until > 0 && fields.iter().any(|(f, _)| f.starts_with(prefix.as_bytes()));
         (handed && expires > until).then_some((c, expires))
+    })
+}
+
+/// A plain lock held (its hash, without a mode field) while its hand-off queue has waiters,
+/// and without the queued field (`layout::QUEUED_FIELD`): its holder's fast release would
+/// free it and wake everyone instead of handing it to the queue's head. The name, if any.
+fn unmarked_queue(m: &LockModel, s: &State) -> Option<&'static str> {
+    let plain = (0..m.takes.len()).filter(|&c| m.takes[c] == Take::Plain);
+    plain.map(|c| m.locks[c]).find(|name| {
+        let Some(entry) = s.ks.entry(name.as_bytes()) else {
+            return false;
+        };
+        let crate::model::keyspace::Val::Hash(fields) = &entry.val else {
+            return false;
+        };
+        let marked = |f: &[u8]| f == b"mode" || f == crate::layout::QUEUED_FIELD.as_bytes();
+        // A queue key lives only while it has entries.
+        !fields.iter().any(|(f, _)| marked(f))
+            && s.ks
+                .entry(crate::keys::lock_queue(name).as_bytes())
+                .is_some()
     })
 }

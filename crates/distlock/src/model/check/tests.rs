@@ -79,6 +79,28 @@ fn the_plain_lock_keeps_its_properties_in_every_interleaving() {
     check("plain lock, 2 clients", vec![Take::Plain, Take::Plain]);
 }
 
+/// Three plain clients on one name, so that a hand-off can leave a waiter queued and a
+/// grant can go past a queued waiter: the lock stays marked for the full release while
+/// waiters queue (no lost reply, crash or renewal: the two-client check has those).
+#[test]
+fn three_plain_clients_keep_a_queued_lock_marked() {
+    let bounds = Bounds {
+        lost: 0,
+        crashes: 0,
+        renewals: 0,
+        waits: 1,
+        cancels: 0,
+    };
+    check_on(
+        "plain lock, 3 clients on one name",
+        vec![Take::Plain; 3],
+        vec!["m"; 3],
+        Deployment::Single,
+        false,
+        bounds,
+    );
+}
+
 /// The same for the fair lock.
 #[test]
 fn the_fair_lock_keeps_its_properties_in_every_interleaving() {
