@@ -426,12 +426,7 @@ async fn an_acquires_and_a_releases_events_are_in_their_spans() {
     let parents = &recorded().1;
     let this = std::thread::current().id();
     let server = RedisServer::start();
-    let client = distlock::Client::builder()
-        .url(server.url())
-        .command_timeout(Duration::from_millis(300))
-        .build()
-        .await
-        .unwrap();
+    let client = quick_client(&server).await;
     let held = client.lock("spanned").acquire().await.unwrap();
     let nested = client
         .lock("spanned")

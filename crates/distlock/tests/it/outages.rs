@@ -10,19 +10,6 @@ use tokio::time::Instant;
 
 use crate::util::*;
 
-/// Command timeout of the clients below: a 300 ms timeout gives a 2.2 s latch window and
-/// a 1.4 s resend window (latch − timeout − 500 ms).
-const TIMEOUT: Duration = Duration::from_millis(300);
-
-async fn quick_client(server: &RedisServer) -> Client {
-    Client::builder()
-        .url(server.url())
-        .command_timeout(TIMEOUT)
-        .build()
-        .await
-        .expect("connect to test server")
-}
-
 /// Pause every client of `server` for `ms` (the server stops answering, requests queue).
 fn client_pause(server: &RedisServer, ms: u64) {
     let _: () = cmd(server, &["CLIENT", "PAUSE", &ms.to_string(), "ALL"]);

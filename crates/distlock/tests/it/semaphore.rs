@@ -533,12 +533,7 @@ async fn not_acquired_names_the_permits_waited_for() {
 async fn an_acquire_that_gives_up_after_a_resend_leaves_a_late_send_nothing() {
     let server = RedisServer::start();
     // A 300 ms command timeout: a 900 ms pause makes the first attempt resent.
-    let client = distlock::Client::builder()
-        .url(server.url())
-        .command_timeout(Duration::from_millis(300))
-        .build()
-        .await
-        .unwrap();
+    let client = quick_client(&server).await;
     let sem = client.semaphore("resent");
     assert!(sem.try_set_permits(1).await.unwrap());
     let _held = sem.acquire().await.unwrap();

@@ -40,6 +40,21 @@ pub async fn client_for(server: &RedisServer) -> Client {
         .expect("connect to test server")
 }
 
+/// Command timeout of [`quick_client`]: a 300 ms timeout gives a 2.2 s latch window and a
+/// 1.4 s resend window (latch − timeout − 500 ms).
+pub const TIMEOUT: Duration = Duration::from_millis(300);
+
+/// A client with a short command timeout ([`TIMEOUT`]), so that a pause of the server (a
+/// `CLIENT PAUSE` of a second or so) makes its requests resent.
+pub async fn quick_client(server: &RedisServer) -> Client {
+    Client::builder()
+        .url(server.url())
+        .command_timeout(TIMEOUT)
+        .build()
+        .await
+        .expect("connect to test server")
+}
+
 /// A client whose watchdog lease is short, so renewal can be observed in a test.
 pub async fn client_with_watchdog(server: &RedisServer, lease: Duration) -> Client {
     Client::builder()
