@@ -141,13 +141,15 @@ impl CountDownLatch {
     /// ```
     pub async fn count_down(&self) -> Result<u64> {
         self.check_name()?;
+        let c = &self.client;
+        let record = c.record(keys::latch_count_down_latch, &self.key, c.latch_ttl_ms());
         let inv = count_down_call(
             &self.key,
             &self.channel,
-            &keys::latch_count_down_latch(&self.key, &self.client.request_id()),
-            self.client.latch_ttl_ms(),
+            &record,
+            crate::client::record_clock_ms(),
         );
-        // Idempotent through its request latch: resent until answered within the resend
+        // Idempotent through its request record: resent until answered within the resend
         // window (never counted down twice).
         let left: i64 = self
             .client
@@ -270,15 +272,19 @@ impl CountDownLatch {
 }
 
 /// The count-down of the latch at `key` (its channel `channel`), at most once through its
-/// request latch `request_latch`, which lives `latch_ms` ms.
+/// request record `record`, made at `now_ms` on the client's record clock.
 pub(crate) fn count_down_call(
     key: &str,
     channel: &str,
-    request_latch: &str,
-    latch_ms: u64,
+    record: &keys::Record,
+    now_ms: u64,
 ) -> scripts::Invocation<'static> {
     let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
-    inv.key(key).key(channel).key(request_latch).arg(latch_ms);
+    inv.key(key)
+        .key(channel)
+        .key(&record.key)
+        .arg(record.ttl(now_ms).0)
+        .arg(&record.field);
     inv
 }
 

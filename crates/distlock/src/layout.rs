@@ -19,9 +19,9 @@ pub use crate::keys::{
 pub use crate::keys::{
     ACQUIRE_LATCH_PREFIX, FAIR_LIVENESS_PREFIX, FAIR_QUEUE_PREFIX, FAIR_TIMEOUTS_PREFIX,
     FAIR_WAITERS_PREFIX, FENCING_COUNTER_PREFIX, JOB_LOCK_PREFIX, LATCH_COUNT_DOWN_LATCH_PREFIX,
-    LEGACY_SEMAPHORE_LEASES_PREFIX, LOCK_QUEUE_PREFIX, LOCK_WAITERS_PREFIX, PERMIT_QUEUE_PREFIX,
-    PERMIT_WAITERS_PREFIX, REDISSON_FENCED_TOKEN_PREFIX, RWLOCK_QUEUE_PREFIX,
-    RWLOCK_READ_TIMEOUT_SUFFIX, RWLOCK_WAITERS_PREFIX, RWLOCK_WRITERS_PREFIX,
+    LEGACY_REQUEST_RECORD_PREFIXES, LEGACY_SEMAPHORE_LEASES_PREFIX, LOCK_QUEUE_PREFIX,
+    LOCK_WAITERS_PREFIX, PERMIT_QUEUE_PREFIX, PERMIT_WAITERS_PREFIX, REDISSON_FENCED_TOKEN_PREFIX,
+    RWLOCK_QUEUE_PREFIX, RWLOCK_READ_TIMEOUT_SUFFIX, RWLOCK_WAITERS_PREFIX, RWLOCK_WRITERS_PREFIX,
     SEMAPHORE_GRANT_LATCH_PREFIX, SEMAPHORE_LEASES_SUFFIX, SEMAPHORE_RELEASE_LATCH_PREFIX,
     UNLOCK_LATCH_PREFIX,
 };
@@ -57,6 +57,9 @@ const PREFIXED: &[(&str, HelperOf)] = &[
     (SEMAPHORE_GRANT_LATCH_PREFIX, HelperOf::Semaphore),
     (SEMAPHORE_RELEASE_LATCH_PREFIX, HelperOf::Semaphore),
     (LATCH_COUNT_DOWN_LATCH_PREFIX, HelperOf::Latch),
+    (LEGACY_REQUEST_RECORD_PREFIXES[0], HelperOf::Semaphore),
+    (LEGACY_REQUEST_RECORD_PREFIXES[1], HelperOf::Semaphore),
+    (LEGACY_REQUEST_RECORD_PREFIXES[2], HelperOf::Latch),
     (FENCING_COUNTER_PREFIX, HelperOf::FencingCounter),
 ];
 
@@ -223,17 +226,17 @@ mod tests {
             ),
             (
                 "semaphore_grant_latch",
-                |k| semaphore_grant_latch(k, "r1"),
+                |k| semaphore_grant_latch(k, "c:0:0"),
                 HelperOf::Semaphore,
             ),
             (
                 "semaphore_release_latch",
-                |k| semaphore_release_latch(k, "r1"),
+                |k| semaphore_release_latch(k, "c:0:0"),
                 HelperOf::Semaphore,
             ),
             (
                 "latch_count_down_latch",
-                |k| latch_count_down_latch(k, "r1"),
+                |k| latch_count_down_latch(k, "c:0:0"),
                 HelperOf::Latch,
             ),
             (
@@ -286,6 +289,9 @@ mod tests {
             "distlock_semaphore_grant:{exports}:7",
             "distlock_semaphore_release:{exports}:7",
             "distlock_latch_count_down:{batch}:7",
+            "distlock_semaphore_grants:{exports}:6f1c0e1e-7b7a-4f55-9a59-1c0d9d7e0a11:3:0",
+            "distlock_semaphore_releases:{exports}:6f1c0e1e-7b7a-4f55-9a59-1c0d9d7e0a11:3:0",
+            "distlock_latch_count_downs:{batch}:6f1c0e1e-7b7a-4f55-9a59-1c0d9d7e0a11:3:0",
         ] {
             assert!(
                 matches!(classify(key), KeyRole::Helper { .. }),

@@ -227,6 +227,25 @@ impl Client {
         }
     }
 
+    /// A fresh request's record (see [`crate::keys::Record`]) over `key`, in the hashes
+    /// `hash(key, …)`, living at least `lifetime_ms` ms.
+    pub(crate) fn record(
+        &self,
+        hash: fn(&str, &str) -> String,
+        key: &str,
+        lifetime_ms: u64,
+    ) -> crate::keys::Record {
+        crate::keys::Record::new(
+            hash,
+            key,
+            &self.inner.id_str,
+            self.next_seq(),
+            record_clock_ms(),
+            self.latch_ttl_ms(),
+            lifetime_ms,
+        )
+    }
+
     pub(crate) fn request_id(&self) -> String {
         let n = self.next_seq();
         format!("{}:r{n}", self.inner.id_str)
@@ -465,6 +484,16 @@ impl redis::aio::ConnectionLike for RedisConnection {
     fn get_db(&self) -> i64 {
         self.0.get_db()
     }
+}
+
+/// The clock request records' epochs are counted on (ms): monotonic, from this process's
+/// first reading (a client's records are named by its id, fresh in every process).
+pub(crate) fn record_clock_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
 }
 
 /// [`Client::latch_ttl_ms`] for a command timeout of `command_timeout_ms` ms: every send may

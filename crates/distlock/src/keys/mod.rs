@@ -46,17 +46,15 @@ pub const PERMIT_WAITERS_PREFIX: &str = "distlock_permit_waiters";
 ///
 /// The scripts move them to [`semaphore_leases`].
 pub const LEGACY_SEMAPHORE_LEASES_PREFIX: &str = "redisson__timeout__set";
-/// distlock's latch of one semaphore acquire's grant:
-/// `distlock_semaphore_grant:{<name>}:<request-id>`.
-pub const SEMAPHORE_GRANT_LATCH_PREFIX: &str = "distlock_semaphore_grant";
-/// distlock's latch of one semaphore release request.
-///
-/// `distlock_semaphore_release:{<name>}:<request-id>`.
-pub const SEMAPHORE_RELEASE_LATCH_PREFIX: &str = "distlock_semaphore_release";
-/// distlock's latch of one count-down request of a latch.
-///
-/// `distlock_latch_count_down:{<name>}:<request-id>`.
-pub const LATCH_COUNT_DOWN_LATCH_PREFIX: &str = "distlock_latch_count_down";
+/// distlock's records of one client's semaphore acquires begun in one epoch and block:
+/// `distlock_semaphore_grants:{<name>}:<client-id>:<epoch>:<block>`, a set of request records.
+pub const SEMAPHORE_GRANT_LATCH_PREFIX: &str = "distlock_semaphore_grants";
+/// distlock's records of one client's semaphore releases begun in one epoch and block:
+/// `distlock_semaphore_releases:{<name>}:<client-id>:<epoch>:<block>`, a set of request records.
+pub const SEMAPHORE_RELEASE_LATCH_PREFIX: &str = "distlock_semaphore_releases";
+/// distlock's records of one client's count-downs of a latch begun in one epoch and block:
+/// `distlock_latch_count_downs:{<name>}:<client-id>:<epoch>:<block>`, a set of request records.
+pub const LATCH_COUNT_DOWN_LATCH_PREFIX: &str = "distlock_latch_count_downs";
 /// distlock's fencing counters.
 ///
 /// `distlock:fencing-counter:{<slot tag>}`, one per hash slot, and the server-wide
@@ -337,23 +335,22 @@ pub fn legacy_semaphore_leases(key: &str) -> String {
     prefixed(LEGACY_SEMAPHORE_LEASES_PREFIX, key)
 }
 
-/// Grant latch of one semaphore acquire request: `distlock_semaphore_grant:{key}:<id>`.
-pub fn semaphore_grant_latch(key: &str, request_id: &str) -> String {
-    prefixed_with(SEMAPHORE_GRANT_LATCH_PREFIX, key, request_id)
+/// One client's semaphore grant records of one epoch and block ([`Record`]):
+/// `distlock_semaphore_grants:{key}:<tail>`, `tail` = `<client-id>:<epoch>:<block>`.
+pub fn semaphore_grant_latch(key: &str, tail: &str) -> String {
+    prefixed_with(SEMAPHORE_GRANT_LATCH_PREFIX, key, tail)
 }
 
-/// Returns the latch of one semaphore release request.
-///
-/// `distlock_semaphore_release:{key}:<id>`, so that a resent release gives the permits back once.
-pub fn semaphore_release_latch(key: &str, request_id: &str) -> String {
-    prefixed_with(SEMAPHORE_RELEASE_LATCH_PREFIX, key, request_id)
+/// One client's semaphore release records of one epoch and block ([`Record`]):
+/// `distlock_semaphore_releases:{key}:<tail>`, `tail` = `<client-id>:<epoch>:<block>`.
+pub fn semaphore_release_latch(key: &str, tail: &str) -> String {
+    prefixed_with(SEMAPHORE_RELEASE_LATCH_PREFIX, key, tail)
 }
 
-/// Returns the latch of one count-down request of a latch.
-///
-/// `distlock_latch_count_down:{key}:<id>`, so that a resent count-down counts once.
-pub fn latch_count_down_latch(key: &str, request_id: &str) -> String {
-    prefixed_with(LATCH_COUNT_DOWN_LATCH_PREFIX, key, request_id)
+/// One client's count-down records of a latch of one epoch and block ([`Record`]):
+/// `distlock_latch_count_downs:{key}:<tail>`, `tail` = `<client-id>:<epoch>:<block>`.
+pub fn latch_count_down_latch(key: &str, tail: &str) -> String {
+    prefixed_with(LATCH_COUNT_DOWN_LATCH_PREFIX, key, tail)
 }
 
 /// The key of a job lock (ShedLock's format): `job-lock:<env>:<name>`, without the client's
@@ -550,6 +547,9 @@ pub(crate) fn first_chars(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
+mod record;
 mod slots;
+pub(crate) use record::Record;
+pub use record::LEGACY_REQUEST_RECORD_PREFIXES;
 #[cfg(test)]
 mod tests;

@@ -45,14 +45,14 @@ fn names_follow_redisson_prefix_name() {
 #[test]
 fn builders_name_what_the_call_sites_spelled_out() {
     for key in ["orders", "{user:1}:orders", "pre:{t}x"] {
-        let id = "6f1c0e1e:r7";
+        let id = "6f1c0e1e:3:0";
         assert_eq!(
             semaphore_grant_latch(key, id),
-            format!("{}:{id}", prefixed("distlock_semaphore_grant", key))
+            format!("{}:{id}", prefixed("distlock_semaphore_grants", key))
         );
         assert_eq!(
             semaphore_release_latch(key, id),
-            format!("{}:{id}", prefixed("distlock_semaphore_release", key))
+            format!("{}:{id}", prefixed("distlock_semaphore_releases", key))
         );
         assert_eq!(
             legacy_semaphore_leases(key),
@@ -60,12 +60,12 @@ fn builders_name_what_the_call_sites_spelled_out() {
         );
     }
     assert_eq!(
-        semaphore_grant_latch("orders", "c:r1"),
-        "distlock_semaphore_grant:{orders}:c:r1"
+        semaphore_grant_latch("orders", "c:3:0"),
+        "distlock_semaphore_grants:{orders}:c:3:0"
     );
     assert_eq!(
-        semaphore_release_latch("{u}x", "c:r1"),
-        "distlock_semaphore_release:{u}x:c:r1"
+        semaphore_release_latch("{u}x", "c:3:0"),
+        "distlock_semaphore_releases:{u}x:c:3:0"
     );
     assert_eq!(
         legacy_semaphore_leases("exports"),

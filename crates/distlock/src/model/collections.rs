@@ -263,4 +263,20 @@ impl Keyspace {
         }
         Reply::Int(added)
     }
+
+    pub(super) fn srem(&mut self, rest: &[Vec<u8>]) -> Reply {
+        let removed = match self.entry_mut(&rest[0]) {
+            None => return Reply::Int(0),
+            Some(Entry {
+                val: Val::Set(s), ..
+            }) => {
+                let before = s.len();
+                s.retain(|m| !rest[1..].contains(m));
+                before - s.len()
+            }
+            Some(_) => return Reply::err(WRONGTYPE),
+        };
+        self.drop_if_empty(&rest[0]);
+        Reply::Int(removed as i64)
+    }
 }

@@ -121,6 +121,10 @@ fn step(kind: BoxedStrategy<Take>) -> impl Strategy<Value = Step> {
                 Just(vec!["ZADD", "N", "1", "m"]),
                 Just(vec!["ZADD", "N", "NX", "2", "m"]),
                 Just(vec!["SADD", "N", "m"]),
+                Just(vec!["SADD", "N", "t", "m", "-65"]),
+                Just(vec!["SREM", "N", "m"]),
+                Just(vec!["SREM", "N", "t", "m", "-65"]),
+                Just(vec!["SISMEMBER", "N", "m"]),
                 Just(vec!["HSET", "N", "mode", "write", "c0:1:write", "1"]),
             ])
             .prop_map(|(name, cmd)| Step::Command(

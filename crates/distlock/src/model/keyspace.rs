@@ -327,6 +327,13 @@ impl Keyspace {
                 _ => Reply::err("ERR min or max is not a float"),
             },
             "sadd" if arity(2) => self.sadd(rest),
+            "srem" if arity(2) => self.srem(rest),
+            "sismember" if rest.len() == 2 => {
+                self.with_set(&rest[0], |s| Reply::Int(s.contains(&rest[1]) as i64))
+            }
+            "smembers" if rest.len() == 1 => self.with_set(&rest[0], |s| {
+                Reply::Array(s.iter().map(|m| Reply::bulk(m.clone())).collect())
+            }),
             "publish" | "spublish" if rest.len() == 2 => {
                 self.published.push(Message {
                     channel: rest[0].clone(),
@@ -352,9 +359,8 @@ impl Keyspace {
             | "decrby" | "incr" | "decr" | "time" | "hset" | "hget" | "hmget" | "hexists"
             | "hlen" | "hkeys" | "hgetall" | "hdel" | "hincrby" | "lindex" | "lrange" | "rpush"
             | "lpop" | "lrem" | "zadd" | "zscore" | "zcard" | "zrem" | "zincrby" | "zrange"
-            | "zremrangebyscore" | "zcount" | "sadd" | "publish" | "spublish" | "cluster" => {
-                wrong()
-            }
+            | "zremrangebyscore" | "zcount" | "sadd" | "srem" | "sismember" | "smembers"
+            | "publish" | "spublish" | "cluster" => wrong(),
             _ => Reply::Error(format!("ERR unknown command '{name}'")),
         }
     }
@@ -503,6 +509,16 @@ impl Keyspace {
             Some(Entry {
                 val: Val::List(l), ..
             }) => f(l),
+            Some(_) => Reply::err(WRONGTYPE),
+        }
+    }
+
+    pub(super) fn with_set(&mut self, key: &[u8], f: impl FnOnce(&Vec<Vec<u8>>) -> Reply) -> Reply {
+        match self.entry(key) {
+            None => f(&Vec::new()),
+            Some(Entry {
+                val: Val::Set(s), ..
+            }) => f(s),
             Some(_) => Reply::err(WRONGTYPE),
         }
     }

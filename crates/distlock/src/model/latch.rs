@@ -2,18 +2,18 @@
 //! down and one waiting for it to open, over the real scripts, with the calls built by the
 //! engine's own builders (`latch::count_down_call`, `latch::set_count_call`).
 //!
-//! Modelled: each counter sends one count-down under a fresh request latch; its reply is
-//! delivered or lost, and a lost one is resent with the same request latch within the resend
+//! Modelled: each counter sends one count-down under a fresh request record; its reply is
+//! delivered or lost, and a lost one is resent with the same request record within the resend
 //! window (past it the outcome is unknown and the caller is told); a first send held up on
 //! its way and run later (after its resends, or before them); a waiter reads the count
 //! (`GET`, as `CountDownLatch::wait_for` does) at any step, as a wake-up or its re-check would
-//! make it; a client crashes; time jumps to the next deadline (a request latch's TTL, a resend
+//! make it; a client crashes; time jumps to the next deadline (a record set's TTL, a resend
 //! window's end).
 //!
 //! Properties, in every state: the count is never below what the count-downs the server ran
 //! leave ("counted once": a resend counted twice breaks it), and the latch is open exactly when
 //! every count has been counted; a waiter sees it open only then ("opens once counted"); no
-//! script errs; every request latch has a TTL no longer than its documented one ("no leak");
+//! script errs; every record set has a TTL no longer than its documented one ("no leak");
 //! and some path gets every client through.
 
 use stateright::{Model, Property};
@@ -88,19 +88,24 @@ pub(super) struct LatchModel {
     pub(super) stalls: u8,
 }
 
-/// Counter `client`'s count-down (one per counter, under one request latch).
-fn call(client: usize) -> crate::scripts::Invocation<'static> {
-    count_down_call(
+/// Counter `client`'s count-down (one per counter, under one request record), first sent at
+/// `since` (ms).
+fn call(client: usize, since: u64) -> crate::scripts::Invocation<'static> {
+    let record = keys::Record::new(
+        keys::latch_count_down_latch,
         KEY,
-        &keys::latch_channel(KEY),
-        &keys::latch_count_down_latch(KEY, &format!("c{client}:r1")),
+        &format!("c{client}"),
+        1,
+        since,
         LATCH_MS,
-    )
+        LATCH_MS,
+    );
+    count_down_call(KEY, &keys::latch_channel(KEY), &record, since)
 }
 
 impl LatchModel {
     fn count_down(&self, s: &mut State, client: usize, since: u64, lost: bool) {
-        match counts::send(&mut s.ks, &call(client), false) {
+        match counts::send(&mut s.ks, &call(client, since), false) {
             Reply::Int(v) if v >= 0 => {
                 s.counted[client] = true;
                 s.clients[client] = if lost {
@@ -203,10 +208,10 @@ impl Model for LatchModel {
                 s.clients[client] = Phase::CountingDown { since: now };
             }
             Action::Deliver => {
-                let (client, _) = s.stalled.take()?;
+                let (client, at) = s.stalled.take()?;
                 // Its reply reaches no one; the server ran it (or answered it from the
-                // request latch, having run it before).
-                match counts::send(&mut s.ks, &call(client), false) {
+                // request record, having run it before).
+                match counts::send(&mut s.ks, &call(client, at), false) {
                     Reply::Int(v) if v >= 0 => s.counted[client] = true,
                     other => s.error = Some(format!("count down: {other:?}")),
                 }
@@ -262,7 +267,9 @@ impl Model for LatchModel {
             Property::always("no leak", |_, s: &State| {
                 let latch = keys::latch_count_down_latch(KEY, "");
                 counts::no_leak(&s.ks, &[KEY.as_bytes()], |k| {
-                    k.starts_with(latch.as_bytes()).then_some(LATCH_MS)
+                    // A record set lives to its epoch's end (one latch TTL at most), then the
+                    // records' lifetime and a latch TTL.
+                    k.starts_with(latch.as_bytes()).then_some(3 * LATCH_MS)
                 })
             }),
             Property::sometimes("every client done", |_, s: &State| {

@@ -373,15 +373,17 @@ mod tests {
         }
     }
 
-    /// The semaphore model's finding: an acquire held up on its way until after its client
-    /// resent it, got the permit and released it, reaches the server and takes the permit
-    /// again, for nobody (the release deleted its grant latch). Printed by the model check
-    /// over the mutant that brings the bug back, pasted as it was.
-    const SEMAPHORE_ACQUIRE_AFTER_ITS_RELEASE: &str =
-        include_str!("traces/semaphore_acquire_after_its_release.trace");
+    /// The semaphore model's finding: an acquire whose reply was lost takes the permit, its
+    /// client gives up past the resend window and gives back what the acquire may have got, but
+    /// the grant's record set has expired by then (it was given a TTL of one second, not its
+    /// epoch and the records' lifetime): the give-back finds no record and gives nothing back,
+    /// and the permit is taken for nobody. Printed by the model check over the mutant that
+    /// brings the bug back, pasted as it was.
+    const SEMAPHORE_GIVE_BACK_AFTER_ITS_RECORD_EXPIRED: &str =
+        include_str!("traces/semaphore_give_back_after_its_record_expired.trace");
 
-    /// The same for an acquire held up until after its client gave up and gave back what it
-    /// might have got (no tombstone read): the permit is taken for nobody.
+    /// An acquire held up until after its client gave up and gave back what it might have got
+    /// (no tombstone read): the permit is taken for nobody.
     const SEMAPHORE_ACQUIRE_AFTER_ITS_GIVE_BACK: &str =
         include_str!("traces/semaphore_acquire_after_its_give_back.trace");
 
@@ -389,8 +391,8 @@ mod tests {
     fn semaphore_findings() -> [(&'static str, &'static str); 2] {
         [
             (
-                SEMAPHORE_ACQUIRE_AFTER_ITS_RELEASE,
-                "semaphore-release-deletes-the-grant-latch",
+                SEMAPHORE_GIVE_BACK_AFTER_ITS_RECORD_EXPIRED,
+                "semaphore-grant-record-set-expires-early",
             ),
             (
                 SEMAPHORE_ACQUIRE_AFTER_ITS_GIVE_BACK,
@@ -423,10 +425,11 @@ mod tests {
     }
 
     /// The regression test of the semaphore findings: the same commands against a real server
-    /// with the scripts as they are — the held-up acquire takes nothing (its latch says it
-    /// was released, or given back), and the permit is there for the next client.
+    /// with the scripts as they are — the give-back finds the grant recorded and gives it back,
+    /// and the held-up acquire takes nothing (its record says it was given back): the permit is
+    /// there for the next client.
     #[test]
-    fn a_semaphore_acquire_held_up_until_after_its_release_or_give_back_takes_nothing() {
+    fn a_semaphore_give_back_finds_its_grant_and_a_held_up_acquire_takes_nothing() {
         for (text, _) in semaphore_findings() {
             let trace = Trace::parse(text);
             let mut replayed = replay(&trace, None);

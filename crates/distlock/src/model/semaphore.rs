@@ -71,6 +71,8 @@ pub(super) struct State {
     clients: Vec<Phase>,
     left: Vec<u8>,
     minted: u32,
+    /// When each request id was minted (ms; index: the id), which names its record set.
+    born: Vec<u64>,
     /// Per client, whether the server counts a permit taken by it (from the replies it gave,
     /// whether or not they reached the client).
     taken: Vec<bool>,
@@ -132,18 +134,46 @@ pub(super) struct SemaphoreModel {
     pub(super) stalls: u8,
 }
 
-fn grant_latch(client: usize, req: u32) -> String {
-    keys::semaphore_grant_latch(KEY, &format!("c{client}:r{req}"))
+/// The grant record of client `client`'s acquire `req`, begun at `born` (ms).
+fn grant_latch(client: usize, req: u32, born: u64) -> keys::Record {
+    keys::Record::new(
+        keys::semaphore_grant_latch,
+        KEY,
+        &format!("c{client}"),
+        req.into(),
+        born,
+        LATCH_MS,
+        GRANT_MS,
+    )
 }
 
-/// Client `client`'s acquire of one permit for request `req` (under its grant latch).
-fn acquire_call(client: usize, req: u32) -> crate::scripts::Invocation<'static> {
-    calls::acquire(KEY, &grant_latch(client, req), 1, GRANT_MS)
+/// Client `client`'s acquire of one permit for request `req` (under its grant record), the
+/// attempt sent first at `at` (ms).
+fn acquire_call(
+    s: &State,
+    client: usize,
+    req: u32,
+    at: u64,
+) -> crate::scripts::Invocation<'static> {
+    calls::acquire(KEY, &grant_latch(client, req, s.born[req as usize]), 1, at)
+}
+
+/// Mint a request id at the present time.
+fn mint(s: &mut State) -> u32 {
+    s.minted += 1;
+    let now = s.ks.now_ms();
+    s.born.push(now);
+    s.minted
 }
 
 impl SemaphoreModel {
+    /// `at`: when this attempt was first sent; `since`: when the request was.
     fn acquire(&self, s: &mut State, client: usize, req: u32, since: u64, lost: bool) {
-        let inv = acquire_call(client, req);
+        let at = match s.clients[client] {
+            Phase::Acquiring { since, .. } => since,
+            _ => s.ks.now_ms(),
+        };
+        let inv = acquire_call(s, client, req, at);
         let r = counts::send(&mut s.ks, &inv, false);
         match r {
             Reply::Int(1) => {
@@ -162,20 +192,18 @@ impl SemaphoreModel {
                 s.clients[client] = Phase::Waiting { req, next };
             }
             Reply::Int(CANCELLED) => {
-                // This latch was given back: a new one, and attempt again at once.
-                s.minted += 1;
+                // This record was given back: a new one, and attempt again at once.
+                let req = mint(s);
                 let next = s.ks.now_ms();
-                s.clients[client] = Phase::Waiting {
-                    req: s.minted,
-                    next,
-                };
+                s.clients[client] = Phase::Waiting { req, next };
             }
             other => s.error = Some(format!("acquire: {other:?}")),
         }
     }
 
     fn release(&self, s: &mut State, client: usize, req: u32, rel: u32, since: u64, lost: bool) {
-        match counts::send(&mut s.ks, &release_call(client, req, rel), false) {
+        let inv = release_call(s, client, rel);
+        match counts::send(&mut s.ks, &inv, false) {
             Reply::Int(v) if v >= 0 => {
                 s.taken[client] = false;
                 if lost {
@@ -193,9 +221,9 @@ impl SemaphoreModel {
             "model".into(),
             KEY,
             &keys::semaphore_channel(KEY),
-            &grant_latch(client, req),
+            &grant_latch(client, req, s.born[req as usize]),
             1,
-            GRANT_MS,
+            s.ks.now_ms(),
         );
         match counts::send(&mut s.ks, request.call(), false) {
             Reply::Int(v) if v >= 0 || v == GONE => {
@@ -211,16 +239,25 @@ impl SemaphoreModel {
     }
 }
 
-/// Client `client`'s release, under request latch `rel`, of the permit granted under `req`.
-fn release_call(client: usize, req: u32, rel: u32) -> crate::scripts::Invocation<'static> {
+/// Client `client`'s release under request record `rel` (built when it was first sent).
+fn release_call(s: &State, client: usize, rel: u32) -> crate::scripts::Invocation<'static> {
+    let born = s.born[rel as usize];
+    let record = keys::Record::new(
+        keys::semaphore_release_latch,
+        KEY,
+        &format!("c{client}"),
+        rel.into(),
+        born,
+        LATCH_MS,
+        LATCH_MS,
+    );
     calls::release(
         "model".into(),
         KEY,
         &keys::semaphore_channel(KEY),
-        keys::semaphore_release_latch(KEY, &format!("c{client}:r{rel}")),
-        Some(&grant_latch(client, req)),
+        &record,
         1,
-        LATCH_MS,
+        born,
     )
     .call()
     .clone()
@@ -245,6 +282,7 @@ impl Model for SemaphoreModel {
             clients: vec![Phase::Idle; self.clients],
             left: vec![self.cycles; self.clients],
             minted: 0,
+            born: vec![START_US / 1000],
             taken: vec![false; self.clients],
             lost_left: self.lost,
             crashes_left: self.crashes,
@@ -329,8 +367,7 @@ impl Model for SemaphoreModel {
             }
             Action::Stall { client } => {
                 s.stalls_left -= 1;
-                s.minted += 1;
-                let id = s.minted;
+                let id = mint(&mut s);
                 if let Phase::Holding { req } = s.clients[client] {
                     s.stalled = Some((client, HeldUp::Release { req, rel: id }, now));
                     s.clients[client] = Phase::Releasing {
@@ -353,7 +390,9 @@ impl Model for SemaphoreModel {
                 // answered from its latch takes and gives back nothing).
                 match held {
                     HeldUp::Acquire { req } => {
-                        match counts::send(&mut s.ks, &acquire_call(client, req), false) {
+                        let at = last.stalled.map_or(now, |(_, _, at)| at);
+                        let inv = acquire_call(&s, client, req, at);
+                        match counts::send(&mut s.ks, &inv, false) {
                             Reply::Int(1 | 0 | CANCELLED) => {
                                 if counts::count(&s.ks, KEY.as_bytes()) < before {
                                     s.taken[client] = true;
@@ -362,8 +401,9 @@ impl Model for SemaphoreModel {
                             other => s.error = Some(format!("acquire: {other:?}")),
                         }
                     }
-                    HeldUp::Release { req, rel } => {
-                        match counts::send(&mut s.ks, &release_call(client, req, rel), false) {
+                    HeldUp::Release { rel, .. } => {
+                        let inv = release_call(&s, client, rel);
+                        match counts::send(&mut s.ks, &inv, false) {
                             Reply::Int(v) if v >= 0 => {
                                 if counts::count(&s.ks, KEY.as_bytes()) > before {
                                     s.taken[client] = false;
@@ -392,8 +432,7 @@ impl Model for SemaphoreModel {
                 }
                 match s.clients[client].clone() {
                     Phase::Idle => {
-                        s.minted += 1;
-                        let req = s.minted;
+                        let req = mint(&mut s);
                         self.acquire(&mut s, client, req, now, lost);
                     }
                     Phase::Waiting { req, .. } if s.waits_left[client] > 0 => {
@@ -419,8 +458,7 @@ impl Model for SemaphoreModel {
                         }
                     }
                     Phase::Holding { req } => {
-                        s.minted += 1;
-                        let rel = s.minted;
+                        let rel = mint(&mut s);
                         self.release(&mut s, client, req, rel, now, lost);
                     }
                     Phase::Releasing { req, rel, since } if now < since + RESEND_MS => {
@@ -477,11 +515,13 @@ impl Model for SemaphoreModel {
             Property::always("no leak", |_, s: &State| {
                 let grant = keys::semaphore_grant_latch(KEY, "");
                 let release = keys::semaphore_release_latch(KEY, "");
+                // A record set lives to its epoch's end (one latch TTL at most), then its
+                // records' lifetime and a latch TTL.
                 counts::no_leak(&s.ks, &[KEY.as_bytes()], |k| {
                     if k.starts_with(grant.as_bytes()) {
-                        Some(GRANT_MS)
+                        Some(GRANT_MS + 2 * LATCH_MS)
                     } else if k.starts_with(release.as_bytes()) {
-                        Some(LATCH_MS)
+                        Some(3 * LATCH_MS)
                     } else {
                         None
                     }

@@ -111,7 +111,8 @@ impl Library {
 }
 
 /// The stateless helpers the library defines once, in this order (as the scripts join them):
-/// `publish.lua` in `publish`'s variant, then `kinds.lua`, `shapes.lua` and `fast.lua`.
+/// `publish.lua` in `publish`'s variant, then `kinds.lua`, `shapes.lua`, `fast.lua` and
+/// `records.lua`.
 fn shared(publish: Publish) -> Vec<String> {
     let publish_text = include_str!("publish.lua").replacen(
         super::CLASSIC_BODY,
@@ -128,6 +129,7 @@ const SHARED: &[&str] = &[
     include_str!("kinds.lua"),
     include_str!("shapes.lua"),
     include_str!("fast.lua"),
+    include_str!("records.lua"),
 ];
 
 /// A script's text without the shared helpers it starts with (any of them, in any order,

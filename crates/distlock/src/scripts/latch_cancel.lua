@@ -1,5 +1,5 @@
 -- latch_cancel.lua: cancel a request whose outcome its caller does not know, through the
--- request's latch (acquire latch of a re-entry, grant latch of a semaphore acquire).
+-- request's latch (the acquire latch of a re-entry).
 --
 -- A request that timed out may still be queued on a stalled server. Cancelling leaves a
 -- tombstone 'undone:<prior>' in its latch: if the request ran already, the caller learns its

@@ -458,6 +458,10 @@ const KINDS: &str = include_str!("kinds.lua");
 /// whoever holds it: the force-unlocks, a latch's delete, a semaphore's drain and size.
 #[cfg(test)]
 const SHAPES: &str = include_str!("shapes.lua");
+/// The reading back of a count-down's recorded count, joined (after the refusal of another
+/// kind's data) in front of the latch's count-down.
+#[cfg(test)]
+const RECORDS: &str = include_str!("records.lua");
 /// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
 #[cfg(test)]
 const LEASES: &str = include_str!("leases.lua");
@@ -543,7 +547,7 @@ scripts! {
     /// Set a latch's count if it has none.
     LATCH_SET => "latch_set.lua",
     /// Count a latch down; wake all at zero.
-    LATCH_COUNT_DOWN => "latch_count_down.lua" with "kinds.lua",
+    LATCH_COUNT_DOWN => "latch_count_down.lua" with "kinds.lua" "records.lua",
     /// Delete a latch; WRONGTYPE for a key that is not a latch's count.
     LATCH_DELETE => "latch_delete.lua" with "shapes.lua",
     /// Set a semaphore's permits if it has none.

@@ -1,17 +1,29 @@
 -- semaphore_acquire.lua: take k permits, all or nothing (Redisson's
--- RedissonSemaphore.tryAcquire), recording the grant in a latch so a resend or a cancelled
--- caller can tell whether it happened.
+-- RedissonSemaphore.tryAcquire), recording the grant in a request record so a resend or a
+-- cancelled caller can tell whether it happened.
+--
+-- A request's record is the member <request> of a record set: the client's grant records of
+-- the epoch in which the request began, and of its block of request numbers (every send of
+-- the request names the same set; see keys::Record). Every write adds the member 't' too,
+-- which is there from the set's creation on: SADD answering 2 says this write created the set,
+-- and it takes its TTL then (ARGV[3]: the epoch's end plus the records' lifetime). A send made
+-- after the epoch ended (an acquire that waited long, ARGV[4]) sets the TTL on every claim,
+-- to the lifetime from now (never shorter than what the set's other records need).
 --
 -- With enough permits, they are taken first (DECRBY refuses a string that is no integer,
--- writing nothing), then the grant latch is claimed with SET NX: a resend (its reply was lost,
--- or its first send is still on its way) or a request cancelled before it ran finds the latch
--- taken, gives the permits back at once and answers from the latch. Otherwise nothing is
--- written, and the latch answers a resend whose first send took the permits.
+-- writing nothing), then the record is claimed (SADD): a resend (its reply was lost, or its
+-- first send is still on its way) or a request cancelled before it ran finds the record
+-- taken, gives the permits back at once and answers from the record (the member u<request>
+-- is the give-back's tombstone). Otherwise nothing is written, and the record answers a
+-- resend whose first send took the permits.
 --
 -- KEYS[1]  semaphore key (string: available permits)
--- KEYS[2]  grant latch distlock_semaphore_grant:{<name>}:<request-id> (string k, PX)
+-- KEYS[2]  grant records distlock_semaphore_grants:{<name>}:<client-id>:<epoch>:<block> (set:
+--          't', the requests granted or given back, u<request> for each given back)
 -- ARGV[1]  permits k
--- ARGV[2]  latch TTL in ms
+-- ARGV[2]  the request's member (its number within the block)
+-- ARGV[3]  the TTL in ms KEYS[2] takes when this claim creates it
+-- ARGV[4]  '1' when the send was made after KEYS[2]'s epoch ended: every claim sets ARGV[3]
 --
 -- Returns  1 taken (or already taken by this request); 0 not enough permits;
 --          CANCELLED (-4): this request was cancelled (semaphore_give_back.lua) before it ran.
@@ -29,16 +41,20 @@ if n and n >= tonumber(ARGV[1]) then
     -- Refused, nothing written: a string that Lua reads as a number but INCRBY takes for no
     -- count ('3.5', '0x10'), or a full server (OOM), a user without the right (NOPERM).
     refused = v
-  elseif redis.call('set', KEYS[2], ARGV[1], 'nx', 'px', ARGV[2]) then
-    return 1
   else
-    -- The latch was taken: a resend, or a cancelled request. These permits go back.
+    local added = redis.call('sadd', KEYS[2], 't', ARGV[2])
+    if added > 0 then
+      if added == 2 or ARGV[4] == '1' then
+        redis.call('pexpire', KEYS[2], ARGV[3])
+      end
+      return 1
+    end
+    -- The record was taken: a resend, or a cancelled request. These permits go back.
     redis.call('incrby', KEYS[1], ARGV[1])
   end
 end
-local prior = redis.call('get', KEYS[2])
-if prior then
-  if string.sub(prior, 1, 7) == 'undone:' then
+if redis.call('sismember', KEYS[2], ARGV[2]) == 1 then
+  if redis.call('sismember', KEYS[2], 'u' .. ARGV[2]) == 1 then
     return -4
   end
   return 1

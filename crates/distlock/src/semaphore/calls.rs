@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::keys;
+use crate::keys::{self, Record};
 use crate::registry::ReleaseRequest;
 use crate::scripts::{self, FastPath, Invocation};
 
@@ -15,56 +15,58 @@ pub(crate) fn set_permits(key: &str, channel: &str, permits: u64) -> Invocation<
     inv
 }
 
-/// A semaphore's acquire of `permits` permits, recorded in its grant latch `grant_latch`
-/// (which lives `latch_ms` ms).
-pub(crate) fn acquire(
-    key: &str,
-    grant_latch: &str,
-    permits: u64,
-    latch_ms: u64,
-) -> Invocation<'static> {
+/// A semaphore's acquire of `permits` permits, recorded in its grant record `grant`, sent at
+/// `now_ms` on the client's record clock.
+pub(crate) fn acquire(key: &str, grant: &Record, permits: u64, now_ms: u64) -> Invocation<'static> {
+    let (ttl, late) = grant.ttl(now_ms);
     let mut inv = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
-    inv.key(key).key(grant_latch).arg(permits).arg(latch_ms);
+    inv.key(key)
+        .key(&grant.key)
+        .arg(permits)
+        .arg(&grant.field)
+        .arg(ttl)
+        .arg(if late { "1" } else { "0" });
     inv
 }
 
-/// A semaphore's give-back of `permits` permits, at most once through its request latch
-/// `release_latch` (which lives `latch_ms` ms); `grant`: the grant latch of the permits given
-/// back, cut to `latch_ms` with them.
+/// A semaphore's give-back of `permits` permits, at most once through its release record
+/// `record` (made at `now_ms` on the client's record clock).
 pub(crate) fn release(
     context: String,
     key: &str,
     channel: &str,
-    release_latch: String,
-    grant: Option<&str>,
+    record: &Record,
     permits: u64,
-    latch_ms: u64,
+    now_ms: u64,
 ) -> ReleaseRequest {
     let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
-    inv.key(key).key(channel).key(release_latch);
-    if let Some(latch) = grant {
-        inv.key(latch);
-    }
-    inv.arg(permits).arg(latch_ms);
+    inv.key(key)
+        .key(channel)
+        .key(&record.key)
+        .arg(permits)
+        .arg(&record.field)
+        .arg(record.ttl(now_ms).0);
     ReleaseRequest::new(context, inv)
 }
 
-/// The give-back of an acquire of unknown outcome whose grant latch is `grant_latch`: its
-/// permits back if it ran, a tombstone (living `latch_ms` ms) if it has not.
+/// The give-back, made at `now_ms` on the client's record clock, of an acquire of unknown
+/// outcome whose grant record is `grant`: its permits back if it ran, a tombstone if it has
+/// not.
 pub(crate) fn give_back(
     context: String,
     key: &str,
     channel: &str,
-    grant_latch: &str,
+    grant: &Record,
     permits: u64,
-    latch_ms: u64,
+    now_ms: u64,
 ) -> ReleaseRequest {
     let mut inv = scripts::SEMAPHORE_GIVE_BACK.prepare_invoke();
     inv.key(key)
         .key(channel)
-        .key(grant_latch)
+        .key(&grant.key)
         .arg(permits)
-        .arg(latch_ms);
+        .arg(&grant.field)
+        .arg(grant.ttl(now_ms).0);
     ReleaseRequest::new(context, inv)
 }
 

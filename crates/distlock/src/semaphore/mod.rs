@@ -13,16 +13,16 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
-use crate::client::Client;
+use crate::client::{record_clock_ms, Client};
 use crate::conn::pubsub::Wake;
 use crate::conn::{Resend, Sent};
 use crate::error::{Error, ErrorKind, Result};
-use crate::keys::{self, MAX_PERMITS};
+use crate::keys::{self, Record, MAX_PERMITS};
 use crate::registry::{HoldId, ReleaseRequest};
 use crate::scripts::{self, reply};
 
-/// How many latch lifetimes a semaphore's grant latch (and its tombstone) lives, and how long
-/// a give-back of unknown outcome is resent.
+/// How many latch lifetimes a semaphore's grant record (and its tombstone) lives at least, and
+/// how long a give-back of unknown outcome is resent.
 pub(crate) const GRANT_LATCH_LIFETIMES: u64 = 10;
 
 /// Re-check interval while waiting, in case a wake-up message was lost.
@@ -115,24 +115,23 @@ impl Names {
         }
     }
 
-    /// The script call that gives back `permits` (with a fresh request id for its latch);
-    /// `grant`: the grant latch of the permit given back, cut to the resend window (its caller
-    /// knows of the grant; only a send of the acquire held up on its way may still come).
-    fn add_request(&self, permits: u64, grant: Option<&str>) -> ReleaseRequest {
+    /// The script call that gives back `permits` (with a fresh request record).
+    fn add_request(&self, permits: u64) -> ReleaseRequest {
+        let c = &self.client;
+        let record = c.record(keys::semaphore_release_latch, &self.key, c.latch_ttl_ms());
         calls::release(
             self.context("release"),
             &self.key,
             &self.channel,
-            keys::semaphore_release_latch(&self.key, &self.client.request_id()),
-            grant,
+            &record,
             permits,
-            self.client.latch_ttl_ms(),
+            record_clock_ms(),
         )
     }
 
-    async fn add(&self, permits: u64, grant: Option<&str>) -> Result<u64> {
-        let request = self.add_request(permits, grant);
-        // Idempotent through its request latch: resent until answered within the resend
+    async fn add(&self, permits: u64) -> Result<u64> {
+        let request = self.add_request(permits);
+        // Idempotent through its request record: resent until answered within the resend
         // window (never added twice).
         let v: i64 = self
             .client
@@ -147,12 +146,11 @@ impl Names {
     }
 
     /// Register a live hold of `permits` in the client's registry (released at shutdown).
-    fn register_permits(&self, permits: u64, grant: &str) -> HoldId {
+    fn register_permits(&self, permits: u64) -> HoldId {
         let names = self.clone();
-        let grant = grant.to_string();
         self.client.registry().register(
             crate::kind::SEMAPHORE,
-            Arc::new(move || names.add_request(permits, Some(&grant))),
+            Arc::new(move || names.add_request(permits)),
         )
     }
 }
@@ -248,7 +246,7 @@ impl Semaphore {
         if permits == 0 {
             return self.names.available().await;
         }
-        self.names.add(permits, None).await
+        self.names.add(permits).await
     }
 
     /// Take every available permit; returns how many.
@@ -355,7 +353,6 @@ impl Semaphore {
             return Ok(Some(SemaphorePermit {
                 names: Some(n.clone()),
                 permits: 0,
-                grant: String::new(),
                 hold: None,
             }));
         }
@@ -366,11 +363,10 @@ impl Semaphore {
             permits,
         };
         let got = acquire(&n.client, request, wait).await?;
-        Ok(got.map(|grant| SemaphorePermit {
-            hold: Some(n.register_permits(permits, &grant)),
+        Ok(got.map(|_| SemaphorePermit {
+            hold: Some(n.register_permits(permits)),
             names: Some(n.clone()),
             permits,
-            grant,
         }))
     }
 }
@@ -378,22 +374,30 @@ impl Semaphore {
 /// One acquire of semaphore permits, for the crate's acquire driver.
 struct PermitRequest {
     names: Names,
-    /// The grant latch of this request: it answers a resend, and its tombstone makes a send
+    /// The grant record of this request: it answers a resend, and its tombstone makes a send
     /// still queued on a stalled server do nothing. A new one after a grant the replicas did
-    /// not confirm (given back: its latch is a tombstone).
-    latch: std::sync::Mutex<String>,
-    /// Whether an attempt under the current latch was sent more than once and not granted:
+    /// not confirm (given back: its record is a tombstone). Every attempt names the same
+    /// record (a send of an earlier attempt held up on its way finds it).
+    latch: std::sync::Mutex<Record>,
+    /// Whether an attempt under the current record was sent more than once and not granted:
     /// a send of it held up on its way (a stalled server, a broken connection's buffer) may
     /// still run after the wait ends and take permits that have no lease, for no one. An
-    /// acquire that then gives up gives back through the latch (a tombstone, which makes
+    /// acquire that then gives up gives back through the record (a tombstone, which makes
     /// such a send do nothing).
     resent: AtomicBool,
     permits: u64,
 }
 
-/// A fresh grant latch for an acquire of `n`.
-fn grant_latch(n: &Names) -> String {
-    keys::semaphore_grant_latch(&n.key, &n.client.request_id())
+/// A fresh grant record for an acquire of `n`. It outlives the give-back's resend horizon
+/// (ten latch lifetimes): a plain permit has no lease, so a grant whose record expired before
+/// the give-back reached the server would be lost for good.
+fn grant_latch(n: &Names) -> Record {
+    let c = &n.client;
+    c.record(
+        keys::semaphore_grant_latch,
+        &n.key,
+        c.latch_ttl_ms() * GRANT_LATCH_LIFETIMES,
+    )
 }
 
 impl PermitRequest {
@@ -410,7 +414,7 @@ impl PermitRequest {
     }
 
     /// The script call that gives back the grant recorded in `latch` (or tombstones it).
-    fn give_back_request(&self, latch: &str) -> ReleaseRequest {
+    fn give_back_request(&self, latch: &Record) -> ReleaseRequest {
         let n = &self.names;
         calls::give_back(
             n.context("give back"),
@@ -418,21 +422,14 @@ impl PermitRequest {
             &n.channel,
             latch,
             self.permits,
-            self.latch_ms(),
+            record_clock_ms(),
         )
-    }
-
-    /// The grant latch outlives the give-back's resend horizon (ten latch lifetimes): a
-    /// plain permit has no lease, so a grant whose record expired before the give-back
-    /// reached the server would be lost for good.
-    fn latch_ms(&self) -> u64 {
-        self.names.client.latch_ttl_ms() * GRANT_LATCH_LIFETIMES
     }
 }
 
 impl Acquire for PermitRequest {
-    /// The grant latch of the attempt that was granted.
-    type Grant = String;
+    /// Nothing: the grant's record is left to its hash's TTL.
+    type Grant = ();
 
     fn describe(&self) -> (&'static str, &str, Option<&str>) {
         (crate::kind::SEMAPHORE, &self.names.name, None)
@@ -446,13 +443,13 @@ impl Acquire for PermitRequest {
         RECHECK
     }
 
-    async fn attempt(&self, _started: Instant) -> Result<Step<String>> {
+    async fn attempt(&self, _started: Instant) -> Result<Step<()>> {
         // The grant latch answers a resend only while it lives: the request is resent within
         // the resend window only (as every latched request is); past it the outcome is
         // unknown, the wait stops, and the give-back returns what a send may have got.
         let n = &self.names;
         let latch = self.latch.lock().unwrap().clone();
-        let inv = calls::acquire(&n.key, &latch, self.permits, self.latch_ms());
+        let inv = calls::acquire(&n.key, &latch, self.permits, record_clock_ms());
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.backend().for_grant(&n.key).await?;
@@ -490,7 +487,7 @@ impl Acquire for PermitRequest {
             Ok(())
         })
         .await?;
-        Ok(Step::Done(latch))
+        Ok(Step::Done(()))
     }
 
     /// A wait that ended refused, after an attempt that was resent: the latch is given back
@@ -516,9 +513,6 @@ impl Acquire for PermitRequest {
 pub struct SemaphorePermit {
     names: Option<Names>,
     permits: u64,
-    /// The grant latch of the acquire, cut to the resend window by the release (a forgotten
-    /// permit's lives its ten latch lifetimes).
-    grant: String,
     /// These permits in the client's registry (given back at shutdown if still held); `None`
     /// for zero permits (nothing to give back).
     hold: Option<HoldId>,
@@ -558,9 +552,7 @@ impl Drop for SemaphorePermit {
         let client = &n.client;
         client
             .registry()
-            .release_dropped(client.backend(), hold, || {
-                n.add_request(self.permits, Some(&self.grant))
-            });
+            .release_dropped(client.backend(), hold, || n.add_request(self.permits));
     }
 }
 
@@ -584,7 +576,7 @@ impl SemaphorePermit {
             return n.available().await;
         };
         n.client.registry().take_for_release(hold, &n.name)?;
-        n.add(self.permits, Some(&self.grant)).await
+        n.add(self.permits).await
     }
 }
 

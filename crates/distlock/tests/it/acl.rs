@@ -192,13 +192,13 @@ pub const MINIMAL_ACL: &[(&str, &str)] = &[
         "+exists +get +set +del +hexists +hget +hmget +hset +hincrby +hdel +hkeys +hlen +pexpire \
          +pttl +publish +time +zadd +zrem +zscore +zrange +zcard +zremrangebyscore",
     ),
-    ("semaphore", "+exists +get +set +decrby +incrby +publish"),
+    ("semaphore", "+exists +get +set +decrby +incrby +publish +sadd +srem +sismember +pexpire +pttl"),
     (
         "leased_semaphore",
         "+exists +get +set +del +decrby +incrby +publish +time +pttl +pexpire +zadd +zrem \
          +zscore +zcard +zrange +zremrangebyscore +hget +hset +hdel",
     ),
-    ("count_down_latch", "+exists +get +set +del +decr +publish"),
+    ("count_down_latch", "+exists +get +set +del +decr +publish +sadd +srem +sismember +smembers +pexpire"),
     ("job_lock", "+get +set +del +type +pexpire +pttl"),
 ];
 

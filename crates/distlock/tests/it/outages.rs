@@ -455,7 +455,7 @@ async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_l
     // The counts too: the semaphore's acquire and release and the latch's count-down are
     // refused as such, and nothing is taken, given back or counted.
     let records = |what: &str| -> Vec<String> { cmd(&full, &["KEYS", what]) };
-    let grants = records("distlock_semaphore_grant:*").len();
+    let grants = records("distlock_semaphore_grants:*").len();
     let err = sem.try_acquire().await.expect_err("no room");
     assert_eq!(err.kind(), ErrorKind::OutOfMemory, "acquire: {err}");
     let err = held.release().await.expect_err("no room");
@@ -464,9 +464,9 @@ async fn a_full_server_refuses_acquires_with_out_of_memory_and_lru_evicts_held_l
     assert_eq!(err.kind(), ErrorKind::OutOfMemory, "count down: {err}");
     assert_eq!(cmd::<String>(&full, &["GET", "sem"]), "1");
     assert_eq!(cmd::<String>(&full, &["GET", "latch"]), "3");
-    assert_eq!(records("distlock_semaphore_grant:*").len(), grants);
-    assert!(records("distlock_semaphore_release:*").is_empty());
-    assert!(records("distlock_latch_count_down:*").is_empty());
+    assert_eq!(records("distlock_semaphore_grants:*").len(), grants);
+    assert!(records("distlock_semaphore_releases:*").is_empty());
+    assert!(records("distlock_latch_count_downs:*").is_empty());
     // A release frees memory and still runs on the full server (its script's first write is
     // a DEL, which a full server allows), also when scripts are Redis Functions, which a full
     // server refuses whole: the client then runs the script by EVAL.

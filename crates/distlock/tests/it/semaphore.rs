@@ -430,47 +430,52 @@ fn permit_cmd<T: redis::FromRedisValue>(
         .unwrap()
 }
 
-/// A released permit leaves one request record, its release latch (13 s by default): the
-/// acquire's grant latch, kept for ten latch lifetimes in case a give-back must find it, goes
-/// with the release. A held permit keeps its grant latch.
+/// A permit's acquire and release leave their request records as members of the client's
+/// record sets (one for grants, one for releases, per epoch and block of request numbers),
+/// each set with a TTL: at most its epoch (one latch TTL, 13 s by default) plus the records'
+/// lifetime (ten latch lifetimes for a grant, which a give-back of unknown outcome may need;
+/// one for a release) plus a latch TTL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_released_permit_leaves_only_its_release_latch() {
+async fn permits_leave_their_request_records_in_sets_with_ttls() {
     let (server, client) = setup().await;
     let sem = client.semaphore("records");
     assert!(sem.try_set_permits(2).await.unwrap());
-    let grants = |server: &RedisServer| -> Vec<String> {
-        cmd(server, &["KEYS", "distlock_semaphore_grant:*"])
+    let sets =
+        |server: &RedisServer, pattern: &str| -> Vec<String> { cmd(server, &["KEYS", pattern]) };
+    let members = |server: &RedisServer, pattern: &str| -> usize {
+        sets(server, pattern)
+            .iter()
+            .map(|k| cmd::<usize>(server, &["SCARD", k]) - 1)
+            .sum()
     };
     let pttl = |server: &RedisServer, key: &str| -> i64 { cmd(server, &["PTTL", key]) };
     let held = sem.acquire().await.unwrap();
-    assert_eq!(grants(&server).len(), 1, "the held permit's grant latch");
-    let held_latch = grants(&server).remove(0);
+    assert_eq!(members(&server, "distlock_semaphore_grants:*"), 1);
     for _ in 0..5 {
         sem.acquire().await.unwrap().release().await.unwrap();
     }
     held.release().await.unwrap();
-    // Each released permit's grant latch lives no longer than its release latch (the resend
-    // window), not the ten latch lifetimes of a grant not known to its caller.
-    let releases: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_release:*"]);
-    assert_eq!(releases.len(), 6);
-    let window = releases.iter().map(|k| pttl(&server, k)).max().unwrap();
-    assert!(window > 0);
-    let grants = grants(&server);
-    assert_eq!(grants.len(), 6, "{grants:?}");
-    assert!(grants.contains(&held_latch));
-    for g in &grants {
-        let left = pttl(&server, g);
-        assert!(
-            left > 0 && left <= window,
-            "{g}: {left} ms left, over {window}"
-        );
+    assert_eq!(members(&server, "distlock_semaphore_grants:*"), 6);
+    assert_eq!(members(&server, "distlock_semaphore_releases:*"), 6);
+    let latch = 13_000;
+    for (pattern, most) in [
+        ("distlock_semaphore_grants:*", 12 * latch),
+        ("distlock_semaphore_releases:*", 3 * latch),
+    ] {
+        for set in sets(&server, pattern) {
+            let left = pttl(&server, &set);
+            assert!(
+                left > 0 && left <= most,
+                "{set}: {left} ms left, over {most}"
+            );
+        }
     }
 }
 
 /// A send of an acquire held up on its way (its resend was granted, used and released first)
 /// that reaches the server after the release finds the grant recorded and takes nothing: the
 /// permit is not taken again for no one. (Found by the model check: the release used to
-/// delete the grant latch, and the held-up send then took a permit that nobody would ever
+/// delete the grant's record, and the held-up send then took a permit that nobody would ever
 /// give back.)
 #[tokio::test]
 async fn an_acquire_held_up_until_after_its_release_takes_nothing() {
@@ -478,15 +483,28 @@ async fn an_acquire_held_up_until_after_its_release_takes_nothing() {
     let sem = client.semaphore("held-up");
     assert!(sem.try_set_permits(2).await.unwrap());
     let permit = sem.acquire().await.unwrap();
-    let latches: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_grant:*"]);
-    assert_eq!(latches.len(), 1);
+    let sets: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_grants:*"]);
+    assert_eq!(sets.len(), 1);
+    let mut members: Vec<String> = cmd(&server, &["SMEMBERS", &sets[0]]);
+    members.retain(|m| m != "t");
+    assert_eq!(members.len(), 1);
     permit.release().await.unwrap();
     assert_eq!(sem.available_permits().await.unwrap(), 2);
-    // The held-up send: the same script call, the same grant latch, run now.
+    // The held-up send: the same script call, the same grant record, run now.
     let script = source("semaphore_acquire.lua");
     let got: i64 = cmd(
         &server,
-        &["EVAL", script, "2", "held-up", &latches[0], "1", "50000"],
+        &[
+            "EVAL",
+            script,
+            "2",
+            "held-up",
+            &sets[0],
+            "1",
+            &members[0],
+            "50000",
+            "0",
+        ],
     );
     assert_eq!(got, 1, "answered as the grant it was");
     assert_eq!(

@@ -189,7 +189,7 @@ impl LeasedSemaphore {
         if permits == 0 {
             return self.available_permits().await;
         }
-        self.names.add(permits, None).await
+        self.names.add(permits).await
     }
 
     /// Sets the number of permits to `permits` whatever it was, keeping the permits held now valid.
