@@ -113,7 +113,7 @@ impl CountDownLatch {
     ///
     /// At zero the latch key is deleted and every waiter, in every process, wakes (as
     /// Redisson's `RCountDownLatch.countDown`). Counting down an open latch does nothing.
-    /// Counted at most once: the request records its result in a short-lived request latch,
+    /// Counted at most once: the request records its result in a short-lived request record,
     /// which answers a resend after a broken connection.
     ///
     /// # Errors

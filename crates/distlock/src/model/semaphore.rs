@@ -2,21 +2,22 @@
 //! permits, over the real scripts, with the requests built by the engine's own builders
 //! (`semaphore::calls`).
 //!
-//! Modelled: an acquire under a grant latch (a refused one waits and attempts again under the
-//! same latch; one answered CANCELLED takes a new latch), its reply delivered or lost (a lost
-//! one is resent under the same latch within the resend window, and given back past it), a
-//! waiter that gives up (the give-back of mode '1', which tombstones a latch that has not run),
-//! a release under a fresh request latch (resent with the same latch within its window), a
+//! Modelled: an acquire under a grant record (a member of its client's record set of the epoch
+//! and block of its first send; a refused one waits and attempts again under the same record;
+//! one answered CANCELLED takes a new one), its reply delivered or lost (a lost one is resent
+//! under the same record within the resend window, and given back past it), a waiter that
+//! gives up (the give-back, which tombstones a record that has not run), a release under a
+//! fresh request record (resent with the same record within its window), a
 //! first send of an acquire or of a release held up on its way and run later (after its
 //! resends, its release or its give-back, or before them), a crash (a plain semaphore's
 //! permits are not owned: a crashed holder's are gone for good, as in Redisson), and time
-//! jumping to the next deadline (a latch's TTL, a resend window's end).
+//! jumping to the next deadline (a record set's TTL, a resend window's end).
 //!
 //! Properties, in every state: the permits taken (as the server answered, replies lost or not)
 //! and the available count add up to the permits set ("count conserved": a resend applied
 //! twice breaks it); no client holds a permit the server did not take, and no more than the
-//! permits are held at once; no script errs; every helper key (grant latches, release
-//! latches) has a TTL no longer than its documented one ("no leak"); and some path gets every
+//! permits are held at once; no script errs; every helper key (grant and release record sets)
+//! has a TTL no longer than its documented one ("no leak"); and some path gets every
 //! client through its cycle.
 
 use stateright::{Model, Property};
@@ -31,19 +32,19 @@ use crate::semaphore::calls;
 const KEY: &str = "s";
 /// A waiter's re-check interval (ms).
 const RECHECK_MS: u64 = crate::semaphore::RECHECK.as_millis() as u64;
-/// How long a grant latch lives (ms).
+/// How long a grant record lives at least (ms).
 const GRANT_MS: u64 = crate::semaphore::GRANT_LATCH_LIFETIMES * LATCH_MS;
 
 /// Where one client is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Phase {
     Idle,
-    /// An acquire under grant latch `req` whose reply was lost, first sent at `since` (ms).
+    /// An acquire under grant record `req` whose reply was lost, first sent at `since` (ms).
     Acquiring {
         req: u32,
         since: u64,
     },
-    /// Refused: attempts again under the same latch, at the latest at `next` (ms: its
+    /// Refused: attempts again under the same record, at the latest at `next` (ms: its
     /// re-check), and gives up (giving back) once its attempts are used up.
     Waiting {
         req: u32,
@@ -52,7 +53,7 @@ pub(super) enum Phase {
     Holding {
         req: u32,
     },
-    /// A release (request latch `rel`) whose reply was lost, first sent at `since`.
+    /// A release (request record `rel`) whose reply was lost, first sent at `since`.
     Releasing {
         req: u32,
         rel: u32,
@@ -92,9 +93,9 @@ crate::model::trace::traced!(State);
 /// A request whose first send is held up on its way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum HeldUp {
-    /// An acquire under grant latch `req`.
+    /// An acquire under grant record `req`.
     Acquire { req: u32 },
-    /// The release, under request latch `rel`, of the permit granted under `req`.
+    /// The release, under request record `rel`, of the permit granted under `req`.
     Release { req: u32, rel: u32 },
 }
 
@@ -387,7 +388,7 @@ impl Model for SemaphoreModel {
                 let (client, held, _) = s.stalled.take()?;
                 let before = counts::count(&s.ks, KEY.as_bytes());
                 // Its reply reaches no one: what it did is what the count says (a request
-                // answered from its latch takes and gives back nothing).
+                // answered from its record takes and gives back nothing).
                 match held {
                     HeldUp::Acquire { req } => {
                         let at = last.stalled.map_or(now, |(_, _, at)| at);
@@ -534,8 +535,8 @@ impl Model for SemaphoreModel {
     }
 
     fn within_boundary(&self, s: &State) -> bool {
-        // A held-up send arrives within a latch lifetime (the grant latch, or its tombstone,
-        // lives ten; a release latch one, from the release's first run, which is later).
+        // A held-up send arrives within a latch lifetime (a grant record, or its tombstone,
+        // lives ten at least; a release record one, from the release's first send).
         s.stalled
             .is_none_or(|(_, _, at)| s.ks.now_ms() < at + LATCH_MS)
             && s.ks.now_us <= START_US + (GRANT_MS + LATCH_MS) * 1000

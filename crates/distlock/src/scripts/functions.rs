@@ -7,11 +7,11 @@
 //! A function runs the script's text unchanged: each is registered as
 //! `function(KEYS, ARGV) <the script's text> end`, so its locals, helpers and replies are
 //! those it has under `EVALSHA`, fresh on every call — except the helpers joined at the front
-//! of many scripts that hold no state ([`SHARED`]: `publish.lua`, `fast.lua`, `kinds.lua`,
-//! `shapes.lua`, functions and constants only), which the library defines once, before the
-//! functions, instead of on every call (creating a helper's closure cost a run about 1,000
-//! instructions on Redis 7.0). `prelude.lua`, whose `TIME` reading is per run, and the
-//! helpers after it stay in each function. The library's name carries a hash of
+//! of scripts that hold no state ([`SHARED`]: `publish.lua`, `fast.lua`, `kinds.lua`,
+//! `shapes.lua`, `records.lua`, functions and constants only), which the library defines once,
+//! before the functions, instead of on every call (creating a helper's closure cost a run
+//! about 1,000 instructions on Redis 7.0). `prelude.lua`, whose `TIME` reading is per run, and
+//! the helpers after it stay in each function. The library's name carries a hash of
 //! every script in it (`distlock_<tag>`), and each function's name the library's tag and its
 //! script's hash (`dl_<tag>_<sha>`): two distlock versions with different scripts load two
 //! libraries side by side, and a library already loaded (by another client of the same

@@ -401,7 +401,7 @@ fn grant_latch(n: &Names) -> Record {
 }
 
 impl PermitRequest {
-    /// Give the grant back if the acquire ran; tombstone its latch if it has not, so that a
+    /// Give the grant back if the acquire ran; tombstone its record if it has not, so that a
     /// send still queued on a stalled server does nothing when it runs. Tracked like a
     /// release, so it is sent even when the runtime is shutting down.
     fn give_back_in_background(&self) {
@@ -444,7 +444,7 @@ impl Acquire for PermitRequest {
     }
 
     async fn attempt(&self, _started: Instant) -> Result<Step<()>> {
-        // The grant latch answers a resend only while it lives: the request is resent within
+        // The grant record answers a resend only while it lives: the request is resent within
         // the resend window only (as every latched request is); past it the outcome is
         // unknown, the wait stops, and the give-back returns what a send may have got.
         let n = &self.names;
@@ -461,7 +461,7 @@ impl Acquire for PermitRequest {
             .inspect_err(|e| grant.failed(e))?;
         let got = sent.value;
         if got == reply::CANCELLED {
-            // This latch was cancelled (an unconfirmed grant given back): a new one, and try
+            // This record was cancelled (an unconfirmed grant given back): a new one, and try
             // again at once. The tombstone answers any send of the old one still on its way.
             *self.latch.lock().unwrap() = grant_latch(n);
             self.resent.store(false, Ordering::Relaxed);
@@ -474,7 +474,7 @@ impl Acquire for PermitRequest {
             return Ok(Step::Wait(None));
         }
         confirm_grant(grant, &context, || async {
-            // A new latch whatever the give-back's fate: this one holds a grant or its
+            // A new record whatever the give-back's fate: this one holds a grant or its
             // tombstone.
             *self.latch.lock().unwrap() = grant_latch(n);
             let request = self.give_back_request(&latch);
@@ -564,7 +564,7 @@ impl SemaphorePermit {
     /// # Errors
     /// Server failures. When the server does not answer within the resend window the error
     /// says the outcome is unknown ([`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)):
-    /// the release was applied at most once (a request latch answers resends), and a send
+    /// the release was applied at most once (a request record answers resends), and a send
     /// still queued on a stalled server applies it when the server resumes.
     ///
     /// # Cancel safety
