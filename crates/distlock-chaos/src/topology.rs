@@ -209,6 +209,12 @@ impl Deployment {
                     .any(|p| key.strip_prefix(p).is_some_and(|k| k.starts_with(':')))
                 {
                     records += 1;
+                    // A record lives for a while, never for good: one without a TTL (a
+                    // record set whose creating claim gave it none) is an orphan.
+                    let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap_or(-2);
+                    if ttl == -1 {
+                        found.push((format!("request record {key} on {port} has no TTL"), false));
+                    }
                     continue;
                 }
                 if let Some((name, permits)) = semaphore {
@@ -263,14 +269,19 @@ impl Deployment {
 
 /// Key prefixes (before their `:`) of the request records the scripts keep for a while (with
 /// a TTL) so that a resent release or acquire is answered as the first one was (Redisson's
-/// unlock latch, distlock's acquire latch and semaphore grant/release records). Not every
-/// helper key ([`layout::classify`]): a queue, a waiter entry or a lease set left behind is
-/// an orphan.
-const REQUEST_RECORDS: [&str; 4] = [
+/// unlock latch, distlock's acquire latch, the record sets of semaphore grants, releases and
+/// latch count-downs, and the per-request records of older versions). Each must have a TTL.
+/// Not every helper key ([`layout::classify`]): a queue, a waiter entry or a lease set left
+/// behind is an orphan.
+const REQUEST_RECORDS: [&str; 8] = [
     layout::UNLOCK_LATCH_PREFIX,
     layout::ACQUIRE_LATCH_PREFIX,
     layout::SEMAPHORE_GRANT_LATCH_PREFIX,
     layout::SEMAPHORE_RELEASE_LATCH_PREFIX,
+    layout::LATCH_COUNT_DOWN_LATCH_PREFIX,
+    layout::LEGACY_REQUEST_RECORD_PREFIXES[0],
+    layout::LEGACY_REQUEST_RECORD_PREFIXES[1],
+    layout::LEGACY_REQUEST_RECORD_PREFIXES[2],
 ];
 
 /// A connection with short timeouts: a paused server must not hang the orchestrator.

@@ -13,7 +13,8 @@
 //! s, 64 names in turn), `extend` (one extension of a held plain lock's lease, as a
 //! watchdog renewal of one lock), `bare` (the bare lock, for comparison: `SET NX PX` of a
 //! fresh UUID and a compare-and-delete script, over one redis-rs connection, a name of its
-//! own per pair). One pair runs before the N counted ones (connections,
+//! own per pair), `mixed` (a `lock` pair and a `semaphore` pair in turn: minus `lock`, what a
+//! semaphore pair costs among other requests). One pair runs before the N counted ones (connections,
 //! scripts, counters of the slots warmed up); the program prints `done N` at the end.
 
 use distlock::Lease;
@@ -38,7 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let lease = Duration::from_secs(30);
     match primitive.as_str() {
-        "semaphore" => {
+        "semaphore" | "mixed" => {
             client.semaphore("cost").try_set_permits(1).await?;
         }
         "leased" => {
@@ -100,6 +101,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         "semaphore" => {
             pairs(n, |_| async move {
+                c.semaphore("cost").acquire().await?.release().await
+            })
+            .await?
+        }
+        // A lock pair and a semaphore pair, in turn: the semaphore's request records beside
+        // the client's other requests (minus "lock", the semaphore pair's share).
+        "mixed" => {
+            pairs(n, |i| async move {
+                c.lock(format!("cost:{}", i % NAMES))
+                    .acquire()
+                    .await?
+                    .release()
+                    .await?;
                 c.semaphore("cost").acquire().await?.release().await
             })
             .await?

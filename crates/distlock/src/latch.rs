@@ -141,14 +141,14 @@ impl CountDownLatch {
     /// ```
     pub async fn count_down(&self) -> Result<u64> {
         self.check_name()?;
-        let c = &self.client;
-        let record = c.record(keys::latch_count_down_latch, &self.key, c.latch_ttl_ms());
-        let inv = count_down_call(
-            &self.key,
-            &self.channel,
-            &record,
-            crate::client::record_clock_ms(),
-        );
+        // The record is taken at the first send (its set's epoch is the send's).
+        let (client, key) = (self.client.clone(), self.key.clone());
+        let inv =
+            scripts::Invocation::at_first_send(&scripts::LATCH_COUNT_DOWN, &self.key, move || {
+                let record =
+                    client.record(keys::RecordKind::CountDown, &key, client.latch_ttl_ms());
+                count_down_call(&key, &record, crate::client::record_clock_ms())
+            });
         // Idempotent through its request record: resent until answered within the resend
         // window (never counted down twice).
         let left: i64 = self
@@ -271,17 +271,15 @@ impl CountDownLatch {
     }
 }
 
-/// The count-down of the latch at `key` (its channel `channel`), at most once through its
-/// request record `record`, made at `now_ms` on the client's record clock.
+/// The count-down of the latch at `key` (the script names its channel), at most once through
+/// its request record `record`, made at `now_ms` on the client's record clock.
 pub(crate) fn count_down_call(
     key: &str,
-    channel: &str,
     record: &keys::Record,
     now_ms: u64,
 ) -> scripts::Invocation<'static> {
     let mut inv = scripts::LATCH_COUNT_DOWN.prepare_invoke();
     inv.key(key)
-        .key(channel)
         .key(&record.key)
         .arg(record.ttl(now_ms).0)
         .arg(&record.field);

@@ -128,6 +128,7 @@ impl ClientBuilder {
             metrics_lock_names: self.metrics_lock_names,
             runtime: tokio::runtime::Handle::current(),
             seq: AtomicU64::new(0),
+            record_seqs: Default::default(),
             job_stamp: AtomicU64::new(0),
             redacted_url: redacted,
             eviction_policy,

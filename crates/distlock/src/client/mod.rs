@@ -74,6 +74,10 @@ pub(crate) struct ClientInner {
     /// characters.
     holder_meta: String,
     seq: AtomicU64,
+    /// The request sequences of the semaphore's and the latch's records, one per
+    /// [`crate::keys::RecordKind`] (a record set holds a block of one kind's numbers: dense
+    /// whatever else the client sends).
+    record_seqs: [AtomicU64; 3],
     /// The latest job-lock value time this client wrote, in ms since the epoch
     /// ([`Client::job_stamp`]).
     job_stamp: AtomicU64,
@@ -227,19 +231,21 @@ impl Client {
         }
     }
 
-    /// A fresh request's record (see [`crate::keys::Record`]) over `key`, in the hashes
-    /// `hash(key, …)`, living at least `lifetime_ms` ms.
+    /// A fresh request's record of kind `kind` (see [`crate::keys::Record`]) over `key`,
+    /// living at least `lifetime_ms` ms: the next number of the kind's own sequence, in the
+    /// epoch of now (call it when the request is first sent).
     pub(crate) fn record(
         &self,
-        hash: fn(&str, &str) -> String,
+        kind: crate::keys::RecordKind,
         key: &str,
         lifetime_ms: u64,
     ) -> crate::keys::Record {
+        let seq = self.inner.record_seqs[kind.index()].fetch_add(1, Ordering::Relaxed);
         crate::keys::Record::new(
-            hash,
+            kind.set(),
             key,
             &self.inner.id_str,
-            self.next_seq(),
+            seq,
             record_clock_ms(),
             self.latch_ttl_ms(),
             lifetime_ms,

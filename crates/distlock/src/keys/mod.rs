@@ -549,7 +549,7 @@ pub(crate) fn first_chars(s: &str, n: usize) -> &str {
 
 mod record;
 mod slots;
-pub(crate) use record::Record;
 pub use record::LEGACY_REQUEST_RECORD_PREFIXES;
+pub(crate) use record::{Record, RecordKind};
 #[cfg(test)]
 mod tests;

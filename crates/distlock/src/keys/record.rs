@@ -10,18 +10,49 @@ pub const LEGACY_REQUEST_RECORD_PREFIXES: [&str; 3] = [
     "distlock_latch_count_down",
 ];
 /// How many consecutive request numbers of a client share a record set (within an epoch):
-/// see [`Record`]. The scripts' members are numbers below it (`records.lua` decodes a
-/// count-down's count with it).
+/// see [`Record`]. The scripts' request members are the numbers 1 to it (`latch_count_down.lua`
+/// encodes and decodes a count-down's count with it).
 pub(crate) const RECORD_BLOCK: u64 = 64;
 
+/// Which requests a record set holds: each kind counts its requests on a sequence of its
+/// own per client ([`crate::Client`]'s record sequences), so that a block of
+/// [`RECORD_BLOCK`] numbers is one set's worth of that kind's requests, however the client's
+/// other requests (locks, the other kinds) interleave with them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecordKind {
+    /// A semaphore acquire's grant (`distlock_semaphore_grants`).
+    Grant,
+    /// A semaphore release (`distlock_semaphore_releases`).
+    Release,
+    /// A latch count-down (`distlock_latch_count_downs`).
+    CountDown,
+}
+
+impl RecordKind {
+    /// The kind's record sets, `set(key, "<client-id>:<epoch>:<block>")`.
+    pub(crate) fn set(self) -> fn(&str, &str) -> String {
+        match self {
+            RecordKind::Grant => super::semaphore_grant_latch,
+            RecordKind::Release => super::semaphore_release_latch,
+            RecordKind::CountDown => super::latch_count_down_latch,
+        }
+    }
+
+    /// The index of the kind's sequence among a client's record sequences.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// Where one request of a counting primitive (a semaphore's acquire or release, a latch's
-/// count-down) is recorded: the member `field` (`<sequence> % RECORD_BLOCK`) of the set `key`,
+/// count-down) is recorded: the member `field` (`<sequence> % RECORD_BLOCK + 1`, never 0,
+/// the set's own member) of the set `key`,
 /// which holds the records of its client's requests begun in one epoch of its clock (epochs
 /// are one latch TTL long) whose sequence numbers share a block of [`RECORD_BLOCK`]
 /// (`<sequence> / RECORD_BLOCK`). Every send of the request names the same member of the same
 /// set.
 ///
-/// The scripts claim a record with one `SADD` of the member `t` and the request's member: its
+/// The scripts claim a record with one `SADD` of the member `0` and the request's member: its
 /// answer says whether the set was just created (both new), and that write gives the set its
 /// TTL: to the end of its epoch plus [`Record::keep_ms`], so that every record in it, written
 /// by a send made within the epoch and arriving within a latch TTL of it, lives at least its
@@ -60,7 +91,7 @@ impl Record {
         let epoch = now_ms / latch_ms;
         Record {
             key: set(key, &format!("{client_id}:{epoch}:{}", seq / RECORD_BLOCK)),
-            field: (seq % RECORD_BLOCK).to_string(),
+            field: (seq % RECORD_BLOCK + 1).to_string(),
             epoch_end_ms: (epoch + 1) * latch_ms,
             keep_ms: lifetime_ms + latch_ms,
         }

@@ -228,14 +228,14 @@ fn names_built_in_one_allocation_match_the_formatted_ones() {
 
 /// The scripts that pair a count-down's count with its request number multiply by the block
 /// of request numbers a record set holds (`latch_count_down.lua` writes the member,
-/// `records.lua` reads it back): both use [`super::record::RECORD_BLOCK`].
+/// and reads it back on a resend): both use [`super::record::RECORD_BLOCK`].
 #[test]
 fn the_count_down_records_are_encoded_with_the_block_size() {
     let block = super::record::RECORD_BLOCK;
     let write = include_str!("../scripts/latch_count_down.lua");
-    let read = include_str!("../scripts/records.lua");
-    assert!(write.contains(&format!("-(left * {block} + tonumber(ARGV[2]) + 1)")));
-    assert!(read.contains(&format!("if n % {block} == f then")));
+    let read = write;
+    assert!(write.contains(&format!("-(left * {block} + ARGV[2])")));
+    assert!(read.contains(&format!("if (n - 1) % {block} + 1 == f then")));
     assert!(read.contains(&format!("return (n - f) / {block}")));
 }
 
@@ -245,9 +245,24 @@ fn the_count_down_records_are_encoded_with_the_block_size() {
 fn a_record_names_one_set_and_member_and_its_ttl_covers_the_epoch() {
     let r = super::Record::new(semaphore_grant_latch, "s", "c", 130, 25_500, 1_000, 10_000);
     assert_eq!(r.key, "distlock_semaphore_grants:{s}:c:25:2");
-    assert_eq!(r.field, "2");
+    assert_eq!(r.field, "3");
     assert_eq!(r.ttl(25_500), (500 + 11_000, false));
     assert_eq!(r.ttl(25_999), (1 + 11_000, false));
     assert_eq!(r.ttl(26_000), (11_000, true));
     assert_eq!(r.ttl(90_000), (11_000, true));
+}
+
+/// The latch's count-down names the latch's channel itself (it is no key of the call), as
+/// the client does ([`super::latch_channel`]), where waiters listen.
+#[test]
+fn the_count_down_names_the_latch_channel_as_the_client_does() {
+    let src = include_str!("../scripts/latch_count_down.lua");
+    let (before, after) = super::latch_channel("\u{1}")
+        .split_once('\u{1}')
+        .map(|(b, a)| (b.to_string(), a.to_string()))
+        .expect("the key in the channel");
+    assert!(
+        src.contains(&format!("publish('{before}' .. KEYS[1] .. '{after}', '0')")),
+        "latch_count_down.lua names another channel than {before}<key>{after}"
+    );
 }

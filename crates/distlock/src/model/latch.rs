@@ -100,7 +100,7 @@ fn call(client: usize, since: u64) -> crate::scripts::Invocation<'static> {
         LATCH_MS,
         LATCH_MS,
     );
-    count_down_call(KEY, &keys::latch_channel(KEY), &record, since)
+    count_down_call(KEY, &record, since)
 }
 
 impl LatchModel {

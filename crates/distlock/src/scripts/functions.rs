@@ -8,7 +8,7 @@
 //! `function(KEYS, ARGV) <the script's text> end`, so its locals, helpers and replies are
 //! those it has under `EVALSHA`, fresh on every call — except the helpers joined at the front
 //! of scripts that hold no state ([`SHARED`]: `publish.lua`, `fast.lua`, `kinds.lua`,
-//! `shapes.lua`, `records.lua`, functions and constants only), which the library defines once,
+//! `shapes.lua`, functions and constants only), which the library defines once,
 //! before the functions, instead of on every call (creating a helper's closure cost a run
 //! about 1,000 instructions on Redis 7.0). `prelude.lua`, whose `TIME` reading is per run, and
 //! the helpers after it stay in each function. The library's name carries a hash of
@@ -111,8 +111,7 @@ impl Library {
 }
 
 /// The stateless helpers the library defines once, in this order (as the scripts join them):
-/// `publish.lua` in `publish`'s variant, then `kinds.lua`, `shapes.lua`, `fast.lua` and
-/// `records.lua`.
+/// `publish.lua` in `publish`'s variant, then `kinds.lua`, `shapes.lua` and `fast.lua`.
 fn shared(publish: Publish) -> Vec<String> {
     let publish_text = include_str!("publish.lua").replacen(
         super::CLASSIC_BODY,
@@ -129,7 +128,6 @@ const SHARED: &[&str] = &[
     include_str!("kinds.lua"),
     include_str!("shapes.lua"),
     include_str!("fast.lua"),
-    include_str!("records.lua"),
 ];
 
 /// A script's text without the shared helpers it starts with (any of them, in any order,

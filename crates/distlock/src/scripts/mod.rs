@@ -42,8 +42,12 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
 
-use redis::{Cmd, FromRedisValue, ToRedisArgs, Value};
+#[cfg(test)]
+use redis::Value;
+use redis::{Cmd, ToRedisArgs};
 
+pub(crate) use later::FastPath;
+use later::{Later, Shared, ANSWERED, DEFERRED, SENT, UNSENT};
 use packed::{Call, Packed, PackedWriter};
 
 /// How scripts publish wake-ups: which variant of each script a client runs.
@@ -179,81 +183,6 @@ pub(crate) struct Invocation<'a> {
     later: Option<Later<'a>>,
 }
 
-/// A request's fast path, tried first, and its full call, built only when a send needs it:
-/// when the fast path answered nil, or for a resend. An uncontended request never builds it
-/// (its keys, arguments and their allocations are most of the client's work per request).
-#[derive(Clone)]
-struct Later<'a> {
-    fast: FastPath,
-    /// Where the request stands, and how its full call is built: one allocation, shared by
-    /// the clones of the invocation that carry the same request.
-    shared: Arc<Shared<dyn Fn() -> Invocation<'static> + Send + Sync + 'a>>,
-    built: std::sync::OnceLock<Box<Invocation<'static>>>,
-}
-
-/// What the clones of one request share ([`Later`]): `state`, [`UNSENT`], [`SENT`],
-/// [`DEFERRED`] or [`ANSWERED`], and the builder of its full call.
-struct Shared<B: ?Sized> {
-    state: AtomicU8,
-    build: B,
-}
-
-/// A short script sent in place of a request's full script on the request's first send only:
-/// it does the common case with the least server work and answers nil, having changed
-/// nothing, for everything else, which the full script then does. A resend (after a broken
-/// connection) always goes to the full script, which recognises a resent request (its owner
-/// field, its latch) whichever script ran first.
-#[derive(Clone)]
-pub(crate) struct FastPath {
-    script: &'static Script,
-    packed: Packed,
-    /// The fast script's reply in the full script's shape.
-    reply: fn(Value) -> Value,
-}
-
-/// A [`FastPath`]'s request not sent yet.
-const UNSENT: u8 = 0;
-/// Sent once: any further send is a resend, for the full script.
-const SENT: u8 = 1;
-/// The fast script answered nil: the full script ran.
-const DEFERRED: u8 = 2;
-/// The fast script's own answer is the request's reply (neither nil nor a resend's).
-const ANSWERED: u8 = 3;
-
-impl FastPath {
-    /// `call` (a fast script's call) for a request not sent yet; `reply` puts a non-nil answer
-    /// of it in the full script's reply shape.
-    pub(crate) fn new(call: Invocation<'static>, reply: fn(Value) -> Value) -> FastPath {
-        debug_assert!(call.later.is_none(), "a fast path is a plain call");
-        FastPath {
-            script: call.script,
-            packed: call.packed,
-            reply,
-        }
-    }
-
-    /// The fast script's call, to send.
-    fn call(&self) -> Call<'_> {
-        Call {
-            script: self.script,
-            packed: &self.packed,
-        }
-    }
-}
-
-impl Later<'_> {
-    /// The fast script's answer `v` in the full script's shape (recorded as answered), or
-    /// `None` (recorded as deferred) when it is nil and the full script must run.
-    fn answer<T: FromRedisValue>(&self, v: Value) -> Option<redis::RedisResult<T>> {
-        if v == Value::Nil {
-            self.shared.state.store(DEFERRED, Ordering::Release);
-            return None;
-        }
-        self.shared.state.store(ANSWERED, Ordering::Release);
-        Some(T::from_redis_value((self.fast.reply)(v)).map_err(Into::into))
-    }
-}
-
 impl<'a> Invocation<'a> {
     /// A request that tries `fast` on its first send and builds its full call with `build`
     /// only when a send needs it (the fast path answered nil, or a resend). Clones of the
@@ -268,12 +197,40 @@ impl<'a> Invocation<'a> {
             script: fast.script,
             packed: Packed::default(),
             later: Some(Later {
-                fast,
+                fast: Some(fast),
                 shared: Arc::new(Shared {
                     state: AtomicU8::new(UNSENT),
+                    built: std::sync::OnceLock::new(),
                     build,
                 }),
-                built: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    /// A call of `script` routed by `route` (its first key) that `build` builds at its first
+    /// send, once for the request and every clone of it: for a call whose arguments depend
+    /// on when it is sent (a request record's epoch, taken at the first send).
+    pub(crate) fn at_first_send(
+        script: &'static Script,
+        route: &str,
+        build: impl Fn() -> Invocation<'static> + Send + Sync + 'a,
+    ) -> Invocation<'a> {
+        let mut packed = Packed::default();
+        route.write_redis_args(&mut PackedWriter {
+            packed: &mut packed,
+            arg: false,
+        });
+        Invocation {
+            // Not sent: the built call carries its own; `packed` holds the route key only.
+            script,
+            packed,
+            later: Some(Later {
+                fast: None,
+                shared: Arc::new(Shared {
+                    state: AtomicU8::new(UNSENT),
+                    built: std::sync::OnceLock::new(),
+                    build,
+                }),
             }),
         }
     }
@@ -282,6 +239,7 @@ impl<'a> Invocation<'a> {
     fn full(&self) -> Call<'_> {
         match &self.later {
             Some(later) => later
+                .shared
                 .built
                 .get_or_init(|| Box::new((later.shared.build)()))
                 .full(),
@@ -303,15 +261,18 @@ impl<'a> Invocation<'a> {
     /// was sent), for the model.
     #[cfg(test)]
     pub(crate) fn fast_parts(&self) -> Option<Parts> {
-        self.later.as_ref().map(|l| l.fast.call().parts())
+        self.later
+            .as_ref()
+            .and_then(|l| l.fast.as_ref())
+            .map(|f| f.call().parts())
     }
 
     /// The fast path's reply `v` in the full script's shape (as the connection layer gives
     /// it to the caller), for the model.
     #[cfg(test)]
     pub(crate) fn fast_shape(&self, v: Value) -> Value {
-        match &self.later {
-            Some(l) => (l.fast.reply)(v),
+        match self.later.as_ref().and_then(|l| l.fast.as_ref()) {
+            Some(f) => (f.reply)(v),
             None => v,
         }
     }
@@ -319,8 +280,8 @@ impl<'a> Invocation<'a> {
     /// The key the call is routed by: its script's first key (for a call built later, its
     /// fast path's, the same lock key); a Cluster sends the call to that key's master.
     pub(crate) fn route_key(&self) -> &[u8] {
-        let packed = match &self.later {
-            Some(later) => &later.fast.packed,
+        let packed = match self.later.as_ref().and_then(|l| l.fast.as_ref()) {
+            Some(fast) => &fast.packed,
             None => &self.packed,
         };
         packed.keys().next().unwrap_or(&[])
@@ -371,17 +332,20 @@ impl<'a> Invocation<'a> {
     fn fast_state(&self) -> Option<u8> {
         self.later
             .as_ref()
+            .filter(|l| l.fast.is_some())
             .map(|l| l.shared.state.load(Ordering::Acquire))
     }
 
     /// The request's fast path, to send now: only on the request's first send.
-    fn fast_first(&self) -> Option<&Later<'a>> {
-        self.later.as_ref().filter(|l| {
-            l.shared
-                .state
-                .compare_exchange(UNSENT, SENT, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        })
+    fn fast_first(&self) -> Option<(&Later<'a>, &FastPath)> {
+        let later = self.later.as_ref()?;
+        let fast = later.fast.as_ref()?;
+        later
+            .shared
+            .state
+            .compare_exchange(UNSENT, SENT, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+            .then_some((later, fast))
     }
 
     /// `EVALSHA` of the variant for `mode` (of the full call, built now if it is built later).
@@ -458,10 +422,6 @@ const KINDS: &str = include_str!("kinds.lua");
 /// whoever holds it: the force-unlocks, a latch's delete, a semaphore's drain and size.
 #[cfg(test)]
 const SHAPES: &str = include_str!("shapes.lua");
-/// The reading back of a count-down's recorded count, joined (after the refusal of another
-/// kind's data) in front of the latch's count-down.
-#[cfg(test)]
-const RECORDS: &str = include_str!("records.lua");
 /// The helpers joined (after the prelude) in front of the leased-semaphore scripts.
 #[cfg(test)]
 const LEASES: &str = include_str!("leases.lua");
@@ -547,7 +507,7 @@ scripts! {
     /// Set a latch's count if it has none.
     LATCH_SET => "latch_set.lua",
     /// Count a latch down; wake all at zero.
-    LATCH_COUNT_DOWN => "latch_count_down.lua" with "kinds.lua" "records.lua",
+    LATCH_COUNT_DOWN => "latch_count_down.lua" with "kinds.lua",
     /// Delete a latch; WRONGTYPE for a key that is not a latch's count.
     LATCH_DELETE => "latch_delete.lua" with "shapes.lua",
     /// Set a semaphore's permits if it has none.
@@ -582,6 +542,7 @@ scripts! {
 }
 
 pub(crate) mod functions;
+mod later;
 mod packed;
 mod send;
 #[cfg(test)]

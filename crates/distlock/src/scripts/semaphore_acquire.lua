@@ -2,26 +2,30 @@
 -- RedissonSemaphore.tryAcquire), recording the grant in a request record so a resend or a
 -- cancelled caller can tell whether it happened.
 --
--- A request's record is the member <request> of a record set: the client's grant records of
--- the epoch in which the request began, and of its block of request numbers (every send of
--- the request names the same set; see keys::Record). Every write adds the member 't' too,
--- which is there from the set's creation on: SADD answering 2 says this write created the set,
--- and it takes its TTL then (ARGV[3]: the epoch's end plus the records' lifetime). A send made
--- after the epoch ended (an acquire that waited long, ARGV[4]) sets the TTL on every claim,
--- to the lifetime from now (never shorter than what the set's other records need).
+-- A request's record is the member <request> (its number within its block plus one: 1 to
+-- 64) of a record set: the client's grant records of the epoch in which the request began,
+-- and of its block of its client's grant numbers (every send of the request names the same
+-- set; see keys::Record). Every write adds the member 0 too, which is there from the set's
+-- creation on: SADD answering 2 says this write created the set, and it takes its TTL then
+-- (ARGV[3]: the epoch's end plus the records' lifetime). A send made after the epoch ended
+-- (an acquire that waited long, ARGV[4]) sets the TTL on every claim, to the lifetime from
+-- now (never shorter than what the set's other records need). Every member is an integer, so
+-- that Redis 7.0 keeps the set an intset.
 --
 -- With enough permits, they are taken first (DECRBY refuses a string that is no integer,
 -- writing nothing), then the record is claimed (SADD): a resend (its reply was lost, or its
 -- first send is still on its way) or a request cancelled before it ran finds the record
--- taken, gives the permits back at once and answers from the record (the member u<request>
+-- taken, gives the permits back at once and answers from the record (the member -<request>
 -- is the give-back's tombstone). Otherwise nothing is written, and the record answers a
--- resend whose first send took the permits.
+-- resend whose first send took the permits. A claim the server refuses (a user without
+-- +sadd or +pexpire, a record key of another type) takes back what this run wrote (the
+-- permits, the claim) and answers the refusal: nothing changes, no set is left without TTL.
 --
 -- KEYS[1]  semaphore key (string: available permits)
 -- KEYS[2]  grant records distlock_semaphore_grants:{<name>}:<client-id>:<epoch>:<block> (set:
---          't', the requests granted or given back, u<request> for each given back)
+--          0, the requests granted or given back, -<request> for each given back)
 -- ARGV[1]  permits k
--- ARGV[2]  the request's member (its number within the block)
+-- ARGV[2]  the request's member (its number within the block plus one)
 -- ARGV[3]  the TTL in ms KEYS[2] takes when this claim creates it
 -- ARGV[4]  '1' when the send was made after KEYS[2]'s epoch ended: every claim sets ARGV[3]
 --
@@ -30,7 +34,8 @@
 -- Uses     wrong_kind from kinds.lua (joined in front by scripts/mod.rs).
 -- Errors   'WRONGTYPE distlock: the key holds a <type> ..., not a semaphore' when KEYS[1] holds
 --          another type (a lock's hash, …) or a string that is no count, before any write;
---          DECRBY's own refusal (OOM on a full server, NOPERM) as it is.
+--          DECRBY's own refusal (OOM on a full server, NOPERM) as it is; the record set's
+--          refusal (NOPERM, WRONGTYPE) as it is, with nothing changed.
 
 local value = redis.pcall('get', KEYS[1])
 local n = type(value) == 'string' and tonumber(value)
@@ -42,10 +47,28 @@ if n and n >= tonumber(ARGV[1]) then
     -- count ('3.5', '0x10'), or a full server (OOM), a user without the right (NOPERM).
     refused = v
   else
-    local added = redis.call('sadd', KEYS[2], 't', ARGV[2])
+    local added = redis.pcall('sadd', KEYS[2], '0', ARGV[2])
+    if type(added) == 'table' then
+      -- The record set refused the claim, which wrote nothing: the permits go back.
+      redis.call('incrby', KEYS[1], ARGV[1])
+      return added
+    end
     if added > 0 then
       if added == 2 or ARGV[4] == '1' then
-        redis.call('pexpire', KEYS[2], ARGV[3])
+        local e = redis.pcall('pexpire', KEYS[2], ARGV[3])
+        if type(e) == 'table' then
+          -- No TTL allowed: the claim goes (with the set, when the claim made it), and the
+          -- permits go back.
+          if added == 2 then
+            if type(redis.pcall('srem', KEYS[2], '0', ARGV[2])) == 'table' then
+              redis.pcall('del', KEYS[2])
+            end
+          else
+            redis.pcall('srem', KEYS[2], ARGV[2])
+          end
+          redis.call('incrby', KEYS[1], ARGV[1])
+          return e
+        end
       end
       return 1
     end
@@ -54,7 +77,7 @@ if n and n >= tonumber(ARGV[1]) then
   end
 end
 if redis.call('sismember', KEYS[2], ARGV[2]) == 1 then
-  if redis.call('sismember', KEYS[2], 'u' .. ARGV[2]) == 1 then
+  if redis.call('sismember', KEYS[2], -ARGV[2]) == 1 then
     return -4
   end
   return 1

@@ -97,9 +97,9 @@ impl Invocation<'_> {
         con: &mut impl redis::aio::ConnectionLike,
         via: Via,
     ) -> redis::RedisResult<T> {
-        if let Some(later) = self.fast_first() {
-            let v = later.fast.call().send_async(con, via).await?;
-            if let Some(answer) = later.answer(v) {
+        if let Some((later, fast)) = self.fast_first() {
+            let v = fast.call().send_async(con, via).await?;
+            if let Some(answer) = later.answer(fast, v) {
                 return answer;
             }
         }
@@ -112,9 +112,9 @@ impl Invocation<'_> {
         con: &mut dyn redis::ConnectionLike,
         via: Via,
     ) -> redis::RedisResult<T> {
-        if let Some(later) = self.fast_first() {
-            let v = later.fast.call().send_blocking(con, via)?;
-            if let Some(answer) = later.answer(v) {
+        if let Some((later, fast)) = self.fast_first() {
+            let v = fast.call().send_blocking(con, via)?;
+            if let Some(answer) = later.answer(fast, v) {
                 return answer;
             }
         }

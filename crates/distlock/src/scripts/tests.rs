@@ -2,8 +2,8 @@
 //! publish variants.
 
 use super::{
-    Publish, ALL, FAIR, FAST, HANDOFF, KINDS, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RECORDS,
-    RUNNABLE, RW_HANDOFF, SHAPES, SOURCES,
+    Publish, ALL, FAIR, FAST, HANDOFF, KINDS, LEASES, PERMIT_QUEUE, PRELUDE, PUBLISH, RUNNABLE,
+    RW_HANDOFF, SHAPES, SOURCES,
 };
 
 /// Every negative reply a script returns is cited by its name ([`super::reply`]) in that
@@ -132,7 +132,6 @@ fn the_prelude_has_a_header_and_comes_first_in_every_script_that_uses_it() {
             || uses_rw_handoff;
         let uses_kinds = own.contains("wrong_kind(");
         let uses_shapes = own.contains("lock_hash(") || own.contains("count_of(");
-        let uses_records = own.contains("recorded_left(");
         // Every script that publishes has the helper; one marked `no_publish` runs alone.
         let mut expected = if run.starts_with(PUBLISH) {
             PUBLISH.to_string()
@@ -160,9 +159,6 @@ fn the_prelude_has_a_header_and_comes_first_in_every_script_that_uses_it() {
         }
         if uses_shapes {
             expected.push_str(SHAPES);
-        }
-        if uses_records {
-            expected.push_str(RECORDS);
         }
         if uses_leases || uses_permit_queue {
             expected.push_str(LEASES);

@@ -30,7 +30,9 @@ pub(crate) fn acquire(key: &str, grant: &Record, permits: u64, now_ms: u64) -> I
 }
 
 /// A semaphore's give-back of `permits` permits, at most once through its release record
-/// `record` (made at `now_ms` on the client's record clock).
+/// `record` (made at `now_ms` on the client's record clock), for the model (the engine
+/// builds [`release_call`] at the first send).
+#[cfg(test)]
 pub(crate) fn release(
     context: String,
     key: &str,
@@ -39,6 +41,17 @@ pub(crate) fn release(
     permits: u64,
     now_ms: u64,
 ) -> ReleaseRequest {
+    ReleaseRequest::new(context, release_call(key, channel, record, permits, now_ms))
+}
+
+/// [`release`]'s script call.
+pub(crate) fn release_call(
+    key: &str,
+    channel: &str,
+    record: &Record,
+    permits: u64,
+    now_ms: u64,
+) -> Invocation<'static> {
     let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
     inv.key(key)
         .key(channel)
@@ -46,7 +59,7 @@ pub(crate) fn release(
         .arg(permits)
         .arg(&record.field)
         .arg(record.ttl(now_ms).0);
-    ReleaseRequest::new(context, inv)
+    inv
 }
 
 /// The give-back, made at `now_ms` on the client's record clock, of an acquire of unknown

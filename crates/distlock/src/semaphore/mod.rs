@@ -17,9 +17,9 @@ use crate::client::{record_clock_ms, Client};
 use crate::conn::pubsub::Wake;
 use crate::conn::{Resend, Sent};
 use crate::error::{Error, ErrorKind, Result};
-use crate::keys::{self, Record, MAX_PERMITS};
+use crate::keys::{self, Record, RecordKind, MAX_PERMITS};
 use crate::registry::{HoldId, ReleaseRequest};
-use crate::scripts::{self, reply};
+use crate::scripts::{self, reply, Invocation};
 
 /// How many latch lifetimes a semaphore's grant record (and its tombstone) lives at least, and
 /// how long a give-back of unknown outcome is resent.
@@ -115,18 +115,23 @@ impl Names {
         }
     }
 
-    /// The script call that gives back `permits` (with a fresh request record).
+    /// The script call that gives back `permits`, with a fresh request record taken at its
+    /// first send (a release built now and sent later, in the background or at shutdown,
+    /// names the record set of the epoch it is sent in, whose TTL covers its resends).
     fn add_request(&self, permits: u64) -> ReleaseRequest {
-        let c = &self.client;
-        let record = c.record(keys::semaphore_release_latch, &self.key, c.latch_ttl_ms());
-        calls::release(
-            self.context("release"),
-            &self.key,
-            &self.channel,
-            &record,
-            permits,
-            record_clock_ms(),
-        )
+        let names = self.clone();
+        let call = Invocation::at_first_send(&scripts::SEMAPHORE_RELEASE, &self.key, move || {
+            let c = &names.client;
+            let record = c.record(RecordKind::Release, &names.key, c.latch_ttl_ms());
+            calls::release_call(
+                &names.key,
+                &names.channel,
+                &record,
+                permits,
+                record_clock_ms(),
+            )
+        });
+        ReleaseRequest::new(self.context("release"), call)
     }
 
     async fn add(&self, permits: u64) -> Result<u64> {
@@ -394,7 +399,7 @@ struct PermitRequest {
 fn grant_latch(n: &Names) -> Record {
     let c = &n.client;
     c.record(
-        keys::semaphore_grant_latch,
+        RecordKind::Grant,
         &n.key,
         c.latch_ttl_ms() * GRANT_LATCH_LIFETIMES,
     )

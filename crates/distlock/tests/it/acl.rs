@@ -88,6 +88,88 @@ async fn acquire_without_pexpire_is_refused_and_leaves_no_key() {
 /// A user without channel rights (Redis 7 grants none by default: no `&*`) can still take
 /// and release locks: the release's wake-up is best effort, and the release is reported
 /// done instead of failing after the key was deleted.
+/// Every record set left on the server has a TTL (none for good).
+fn record_sets_have_ttls(server: &RedisServer) -> usize {
+    let sets: Vec<String> = cmd(server, &["KEYS", "distlock_*"]);
+    for set in &sets {
+        let ttl: i64 = cmd(server, &["PTTL", set]);
+        assert!(ttl > 0, "{set} has no TTL ({ttl})");
+    }
+    sets.len()
+}
+
+/// Users on the rules older versions documented for the semaphore and the latch (no set
+/// commands: their request records were string keys), and users allowed the set commands but
+/// not PEXPIRE: a semaphore acquire, a release and a count-down are refused with
+/// `NoPermission` and change nothing (the count stays, no record set is left without TTL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_and_latch_users_without_the_record_rights_change_nothing() {
+    let server = RedisServer::start();
+    let admin = client_for(&server).await;
+    let users: [(&str, &str, &str); 4] = [
+        (
+            "old_semaphore",
+            "semaphore",
+            "+exists +get +set +decrby +incrby +publish",
+        ),
+        (
+            "old_latch",
+            "latch",
+            "+exists +get +set +del +decr +publish",
+        ),
+        (
+            "nopexpire_semaphore",
+            "semaphore",
+            "+exists +get +set +decrby +incrby +publish +sadd +srem +sismember +pttl",
+        ),
+        (
+            "nopexpire_latch",
+            "latch",
+            "+exists +get +set +del +decr +publish +sadd +srem +sismember +smembers",
+        ),
+    ];
+    for (user, kind, rules) in users {
+        let mut all: Vec<&str> = COMMON_ACL.to_vec();
+        all.push("&*");
+        all.extend(rules.split_whitespace());
+        let c = client_as(&server, user, &all).await;
+        let name = format!("old-acl-{user}");
+        let count = |server: &RedisServer| -> Option<String> { cmd(server, &["GET", &name]) };
+        if kind == "semaphore" {
+            assert!(admin
+                .semaphore(name.as_str())
+                .try_set_permits(2)
+                .await
+                .unwrap());
+            let sem = c.semaphore(name.as_str());
+            let e = sem.try_acquire().await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NoPermission, "{user}: acquire: {e}");
+            assert_eq!(count(&server).as_deref(), Some("2"), "{user}: acquire");
+            let e = sem.add_permits(1).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NoPermission, "{user}: release: {e}");
+            assert_eq!(count(&server).as_deref(), Some("2"), "{user}: release");
+        } else {
+            assert!(admin
+                .count_down_latch(name.as_str())
+                .try_set_count(2)
+                .await
+                .unwrap());
+            let e = c
+                .count_down_latch(name.as_str())
+                .count_down()
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NoPermission, "{user}: count down: {e}");
+            assert_eq!(count(&server).as_deref(), Some("2"), "{user}: count down");
+        }
+        assert_eq!(
+            record_sets_have_ttls(&server),
+            0,
+            "{user}: a record set was left"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_without_channel_rights_is_reported_done() {
     let server = RedisServer::start();
@@ -196,7 +278,7 @@ pub const MINIMAL_ACL: &[(&str, &str)] = &[
     (
         "leased_semaphore",
         "+exists +get +set +del +decrby +incrby +publish +time +pttl +pexpire +zadd +zrem \
-         +zscore +zcard +zrange +zremrangebyscore +hget +hset +hdel",
+         +zscore +zcard +zrange +zremrangebyscore +hget +hset +hdel +sadd +srem",
     ),
     ("count_down_latch", "+exists +get +set +del +decr +publish +sadd +srem +sismember +smembers +pexpire"),
     ("job_lock", "+get +set +del +type +pexpire +pttl"),
@@ -417,6 +499,12 @@ async fn the_documented_minimal_acl_suffices_for_every_primitive() {
                     subscribed(format!("redisson_sc:{{{name}}}")),
                     released
                 );
+                // add_permits gives permits through the semaphore's release script, whose
+                // request record is a set member (+sadd, +srem).
+                let sc = a.leased_semaphore(name.as_str());
+                let before = sc.available_permits().await.unwrap();
+                let after = sc.add_permits(1).await.expect(&released("add permits"));
+                assert_eq!(after, before + 1, "{}", released("add permits"));
             }
             "count_down_latch" => {
                 let (la, lb) = (
