@@ -54,8 +54,9 @@ else
     mine = string.format('%s=%d', ARGV[2], left)
   end
   local added = redis.pcall('sadd', KEYS[2], '0', ARGV[2], mine)
+  -- (Compared with numbers only: a refusal is a table, equal to none of them.)
   local refused
-  if type(added) == 'table' then
+  if added ~= 2 and added ~= 0 and added ~= 1 and added ~= 3 then
     refused = added
   elseif added == 3 then
     refused = redis.pcall('pexpire', KEYS[2], ARGV[1])

@@ -48,29 +48,29 @@ if n and n >= tonumber(ARGV[1]) then
     refused = v
   else
     local added = redis.pcall('sadd', KEYS[2], '0', ARGV[2])
-    if type(added) == 'table' then
-      -- The record set refused the claim, which wrote nothing: the permits go back.
-      redis.call('incrby', KEYS[1], ARGV[1])
-      return added
+    -- (Compared with numbers only: a refusal is a table, equal to none of them.)
+    if added == 1 and ARGV[4] ~= '1' then
+      return 1
     end
-    if added > 0 then
-      if added == 2 or ARGV[4] == '1' then
-        local e = redis.pcall('pexpire', KEYS[2], ARGV[3])
-        if type(e) == 'table' then
-          -- No TTL allowed: the claim goes (with the set, when the claim made it), and the
-          -- permits go back.
-          if added == 2 then
-            if type(redis.pcall('srem', KEYS[2], '0', ARGV[2])) == 'table' then
-              redis.pcall('del', KEYS[2])
-            end
-          else
-            redis.pcall('srem', KEYS[2], ARGV[2])
+    if added ~= 0 then
+      local e = added
+      if added == 1 or added == 2 then
+        e = redis.pcall('pexpire', KEYS[2], ARGV[3])
+        if type(e) ~= 'table' then
+          return 1
+        end
+        -- No TTL allowed: the claim goes (with the set, when the claim made it).
+        if added == 2 then
+          if type(redis.pcall('srem', KEYS[2], '0', ARGV[2])) == 'table' then
+            redis.pcall('del', KEYS[2])
           end
-          redis.call('incrby', KEYS[1], ARGV[1])
-          return e
+        else
+          redis.pcall('srem', KEYS[2], ARGV[2])
         end
       end
-      return 1
+      -- The claim was refused (writing nothing), or taken back: the permits go back.
+      redis.call('incrby', KEYS[1], ARGV[1])
+      return e
     end
     -- The record was taken: a resend, or a cancelled request. These permits go back.
     redis.call('incrby', KEYS[1], ARGV[1])

@@ -31,22 +31,24 @@
 --          WRONGTYPE) as it is; nothing is changed.
 
 local added = redis.pcall('sadd', KEYS[3], '0', ARGV[2])
-if type(added) == 'table' then
-  -- The claim was refused, writing nothing.
-  return added
-end
 if added == 0 then
   -- A resend: the first send gave the permits back.
   local now = redis.pcall('get', KEYS[1])
   return type(now) == 'string' and tonumber(now) or 0
 end
+-- (Compared with numbers only: a refusal is a table, equal to none of them.)
+if added ~= 1 and added ~= 2 then
+  -- The claim was refused, writing nothing.
+  return added
+end
 local v
 if added == 2 then
   v = redis.pcall('pexpire', KEYS[3], ARGV[3])
+  if type(v) ~= 'table' then
+    v = nil
+  end
 end
-if type(v) ~= 'table' then
-  v = redis.pcall('incrby', KEYS[1], ARGV[1])
-end
+v = v or redis.pcall('incrby', KEYS[1], ARGV[1])
 if type(v) == 'table' then
   -- Not a count, or no TTL allowed: the claim goes too (with the set, when the claim made
   -- it), and the refusal is the answer.
