@@ -38,9 +38,10 @@
 --          refusal (NOPERM, WRONGTYPE) as it is, with nothing changed.
 
 local value = redis.pcall('get', KEYS[1])
-local n = type(value) == 'string' and tonumber(value)
+-- nil for no key (false) or another type (an error table), as for a string that is no number.
+local n = tonumber(value)
 local refused
-if n and n >= tonumber(ARGV[1]) then
+if n and n >= ARGV[1] + 0 then
   local v = redis.pcall('decrby', KEYS[1], ARGV[1])
   if type(v) == 'table' then
     -- Refused, nothing written: a string that Lua reads as a number but INCRBY takes for no
