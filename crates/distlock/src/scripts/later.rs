@@ -89,3 +89,39 @@ impl Later<'_> {
         Some(T::from_redis_value((fast.reply)(v)).map_err(Into::into))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::super::{Invocation, SEMAPHORE_RELEASE};
+
+    /// A call built at its first send is built once for the request and every clone of it
+    /// (a record taken from the clock names one set for every send), routed by its key
+    /// before it is built, and has no fast path.
+    #[test]
+    fn a_call_built_at_its_first_send_is_built_once_for_every_clone() {
+        let builds = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = builds.clone();
+        let inv = Invocation::at_first_send(&SEMAPHORE_RELEASE, "sem", move || {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            let mut full = SEMAPHORE_RELEASE.prepare_invoke();
+            full.key("sem").arg(n);
+            full
+        });
+        assert_eq!(inv.route_key(), b"sem");
+        assert!(inv.fast_first().is_none());
+        let clone = inv.clone();
+        assert_eq!(builds.load(Ordering::SeqCst), 0, "built before a send");
+        let (_, keys, args) = inv.parts();
+        let (_, clone_keys, clone_args) = clone.parts();
+        assert_eq!(
+            (clone_keys, clone_args),
+            (keys.clone(), args.clone()),
+            "a clone sends the same call"
+        );
+        assert_eq!(inv.parts().2, args);
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+        assert!(!inv.fast_deferred() && !inv.fast_answered());
+    }
+}
