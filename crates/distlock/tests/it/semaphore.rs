@@ -544,9 +544,9 @@ async fn not_acquired_names_the_permits_waited_for() {
 }
 
 /// An acquire whose wait elapses after an attempt that was resent (a pause past the command
-/// timeout) gives back through its grant latch: a send of that attempt still on its way
+/// timeout) gives back through its grant record: a send of that attempt still on its way
 /// could otherwise run later, when permits are free, and take one that has no lease, for no
-/// one. The give-back leaves the latch's tombstone, and such a send then takes nothing.
+/// one. The give-back leaves the record's tombstone, and such a send then takes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_that_gives_up_after_a_resend_leaves_a_late_send_nothing() {
     let server = RedisServer::start();
@@ -562,19 +562,22 @@ async fn an_acquire_that_gives_up_after_a_resend_leaves_a_late_send_nothing() {
         "not acquired: {:?}",
         got.map(|p| p.is_some())
     );
-    // The give-back runs in the background: its tombstone is the latch of the attempt.
-    let mut tombstone = None;
+    // The give-back runs in the background: its tombstone (-<member>) is in the attempt's
+    // grant records.
+    let mut found = None;
     for _ in 0..100 {
-        let latches: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_grant:*"]);
-        tombstone = latches.into_iter().find(|k| {
-            cmd::<Option<String>>(&server, &["GET", k]).is_some_and(|v| v.starts_with("undone:"))
+        let sets: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_grants:*"]);
+        found = sets.into_iter().find_map(|set| {
+            let members: Vec<i64> = cmd(&server, &["SMEMBERS", &set]);
+            let tombstone = members.into_iter().find(|m| *m < 0)?;
+            Some((set, (-tombstone).to_string()))
         });
-        if tombstone.is_some() {
+        if found.is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let tombstone = tombstone.expect("the resent attempt's latch given back (a tombstone)");
+    let (set, member) = found.expect("the resent attempt's record given back (a tombstone)");
     // Permits free again, then the held-up send of that attempt arrives: it takes nothing.
     drop(_held);
     for _ in 0..100 {
@@ -586,7 +589,9 @@ async fn an_acquire_that_gives_up_after_a_resend_leaves_a_late_send_nothing() {
     let script = source("semaphore_acquire.lua");
     let got: i64 = cmd(
         &server,
-        &["EVAL", script, "2", "resent", &tombstone, "1", "50000"],
+        &[
+            "EVAL", script, "2", "resent", &set, "1", &member, "50000", "0",
+        ],
     );
     assert_eq!(got, -4, "the late send is told it was cancelled");
     assert_eq!(sem.available_permits().await.unwrap(), 1, "it took nothing");
