@@ -10,7 +10,6 @@
 //! down: `main` returned), a blocking fallback sends the same request over a fresh
 //! synchronous connection, bounded by the connect and command timeouts.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -94,6 +93,40 @@ impl ReleaseRequest {
 /// time it is called.
 pub(crate) type Releaser = Arc<dyn Fn() -> ReleaseRequest + Send + Sync>;
 
+/// What releases one hold of an owner by its lease, with a fresh request each time: a lock
+/// handle's shared state, registered with each hold ([`HoldRegistry::register_holds`]).
+pub(crate) trait ReleasesHolds: Send + Sync {
+    fn release_hold_request(&self, owner: &Arc<str>, lease: Duration) -> ReleaseRequest;
+}
+
+/// How a live hold is released: by what releases it, its owner and lease (shared handles
+/// cloned, nothing allocated: every lock grant registers one), or by a [`Releaser`].
+enum Release {
+    Holds(Arc<dyn ReleasesHolds>, Arc<str>, Duration),
+    Built(Releaser),
+}
+
+impl Release {
+    /// A fresh request (with a fresh request id).
+    fn request(&self) -> ReleaseRequest {
+        match self {
+            Release::Holds(of, owner, lease) => of.release_hold_request(owner, *lease),
+            Release::Built(releaser) => releaser(),
+        }
+    }
+}
+
+/// The live holds: a slot each, reused once its hold is taken back (no hashing; a hold
+/// comes and goes with every grant).
+#[derive(Default)]
+struct Live {
+    /// A live hold's id (which tells a reused slot's hold from an earlier one), kind (for the
+    /// `distlock_held` gauge) and release.
+    slots: Vec<Option<(u64, &'static str, Release)>>,
+    /// The empty slots.
+    free: Vec<usize>,
+}
+
 /// What the blocking fallback needs to reach the server without the runtime.
 #[derive(Clone)]
 pub(crate) struct Fallback {
@@ -111,14 +144,15 @@ pub(crate) struct Fallback {
 
 /// A guard's registration; give it back with [`HoldRegistry::take`].
 #[derive(Debug)]
-pub(crate) struct HoldId(u64);
+pub(crate) struct HoldId {
+    id: u64,
+    slot: usize,
+}
 
 /// The live holds and background releases of one client.
 pub(crate) struct HoldRegistry {
     next: AtomicU64,
-    /// Each live hold's kind (for the `distlock_held` gauge) and releaser (a hold comes and
-    /// goes with every grant: a fast hasher).
-    live: Mutex<HashMap<u64, (&'static str, Releaser), foldhash::fast::RandomState>>,
+    live: Mutex<Live>,
     background: Arc<Background>,
     /// Scheduled-job loops ([`crate::spawn_every`]) still running.
     scheduled: Arc<Background>,
@@ -165,18 +199,62 @@ impl HoldRegistry {
 
     /// Register a live hold of `kind` (`lock`, `semaphore`, …) and how to release it.
     pub(crate) fn register(&self, kind: &'static str, releaser: Releaser) -> HoldId {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.live.lock().unwrap().insert(id, (kind, releaser));
-        crate::metrics::held(kind, 1);
-        HoldId(id)
+        self.insert(kind, Release::Built(releaser))
     }
 
-    /// Take a registration back (the guard is released, forgotten or dropped). Returns its
-    /// releaser, or `None` when shutdown released the hold already.
-    pub(crate) fn take(&self, id: &HoldId) -> Option<Releaser> {
-        let (kind, releaser) = self.live.lock().unwrap().remove(&id.0)?;
+    /// Register a live hold of `kind` that `of` releases: one hold of `owner` (its string)
+    /// with `lease`.
+    pub(crate) fn register_holds(
+        &self,
+        kind: &'static str,
+        of: Arc<dyn ReleasesHolds>,
+        owner: Arc<str>,
+        lease: Duration,
+    ) -> HoldId {
+        self.insert(kind, Release::Holds(of, owner, lease))
+    }
+
+    fn insert(&self, kind: &'static str, release: Release) -> HoldId {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let entry = Some((id, kind, release));
+        let slot = {
+            let mut live = self.live.lock().unwrap();
+            match live.free.pop() {
+                Some(slot) => {
+                    live.slots[slot] = entry;
+                    slot
+                }
+                None => {
+                    live.slots.push(entry);
+                    live.slots.len() - 1
+                }
+            }
+        };
+        crate::metrics::held(kind, 1);
+        HoldId { id, slot }
+    }
+
+    /// Take a registration back (the guard is released, forgotten or dropped): whether it was
+    /// still live (`false` when shutdown released the hold already).
+    pub(crate) fn take(&self, id: &HoldId) -> bool {
+        let taken = {
+            let mut live = self.live.lock().unwrap();
+            let slot = live
+                .slots
+                .get_mut(id.slot)
+                .filter(|s| s.as_ref().is_some_and(|(i, ..)| *i == id.id))
+                .and_then(Option::take);
+            if slot.is_some() {
+                live.free.push(id.slot);
+            }
+            slot
+        };
+        // Its release (shared handles) is dropped outside the lock.
+        let Some((_, kind, _)) = taken else {
+            return false;
+        };
         crate::metrics::held(kind, -1);
-        Some(releaser)
+        true
     }
 
     /// For a scheduled-job loop: the signal that shutdown began, and a token that counts the
@@ -189,9 +267,10 @@ impl HoldRegistry {
     /// A guard is released explicitly: take its registration back, or `NotHeld` (gone) when
     /// shutdown released the hold already (`name` names it in the error).
     pub(crate) fn take_for_release(&self, id: &HoldId, name: &str) -> Result<()> {
-        match self.take(id) {
-            Some(_) => Ok(()),
-            None => Err(Error::not_held(name, NotHeldReason::Gone)),
+        if self.take(id) {
+            Ok(())
+        } else {
+            Err(Error::not_held(name, NotHeldReason::Gone))
         }
     }
 
@@ -203,7 +282,7 @@ impl HoldRegistry {
         id: &HoldId,
         request: impl FnOnce() -> ReleaseRequest,
     ) {
-        if self.take(id).is_some() {
+        if self.take(id) {
             self.release_in_background(backend, request());
         }
     }
@@ -278,18 +357,22 @@ impl HoldRegistry {
         } else {
             idle(&self.scheduled).await;
         }
-        let live: Vec<Releaser> = self
-            .live
-            .lock()
-            .unwrap()
-            .drain()
-            .map(|(_, (kind, r))| {
-                crate::metrics::held(kind, -1);
-                r
-            })
-            .collect();
-        let releases = live.into_iter().map(|releaser| {
-            let request = releaser();
+        let live: Vec<Release> = {
+            let mut live = self.live.lock().unwrap();
+            let live = &mut *live;
+            live.free.clear();
+            live.free.extend(0..live.slots.len());
+            live.slots
+                .iter_mut()
+                .filter_map(Option::take)
+                .map(|(_, kind, r)| {
+                    crate::metrics::held(kind, -1);
+                    r
+                })
+                .collect()
+        };
+        let releases = live.into_iter().map(|release| {
+            let request = release.request();
             let backend = backend.clone();
             async move {
                 let inv = request.call();

@@ -105,7 +105,7 @@ impl ClientBuilder {
         );
         let inner = ClientInner {
             id,
-            id_str: id.to_string(),
+            id_str: id.to_string().into(),
             registry: HoldRegistry::new(
                 Fallback {
                     client: standalone,

@@ -50,7 +50,8 @@ pub struct Client {
 
 pub(crate) struct ClientInner {
     id: uuid::Uuid,
-    id_str: String,
+    /// Shared with the releases that name their unlock latch only when a send needs it.
+    id_str: Arc<str>,
     backend: Backend,
     hub: Hub,
     leases: Leases,
@@ -169,6 +170,11 @@ impl Client {
     /// The client's UUID as text, the first part of its owners and request ids.
     pub(crate) fn id_str(&self) -> &str {
         &self.inner.id_str
+    }
+
+    /// [`Client::id_str`], shared.
+    pub(crate) fn id_shared(&self) -> Arc<str> {
+        self.inner.id_str.clone()
     }
 
     /// The floor of a fencing counter that does not exist yet: the legacy server-wide

@@ -2,7 +2,6 @@
 //! re-enter, release, renew and inspect, for every kind. What differs between kinds comes
 //! from the raw layer ([`super::raw::RawLock`]); this module only drives it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -10,14 +9,14 @@ use tracing::Instrument;
 
 use super::raw::{
     inspect_call, not_held_reason, parse_attempt, parse_inspect, renew_call, renew_reply,
-    AcquireCall, Attempt, Mode, ReleaseCall, Resend, Texts,
+    AcquireCall, Attempt, Mode, Resend, Texts,
 };
 use super::{FencingToken, Hold, LockCore, Owner};
 use crate::acquire::{acquire, confirm_grant};
 use crate::conn;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::keys;
-use crate::registry::{ReleaseRequest, What};
+use crate::registry::ReleaseRequest;
 use crate::scripts::{self, reply, Invocation};
 
 use super::request::*;
@@ -334,18 +333,17 @@ impl LockCore {
             .then(|| self.inner.raw.renewal(&self.inner.names, &owner));
         let registration = self.inner.client.leases().register(
             &self.inner.names.key,
-            self.inner.raw.field(&owner),
+            self.inner.raw.shared_field(&owner),
             valid_until,
             renewal,
             self.inner.raw.kind(),
         );
-        let hold = {
-            let (lock, owner) = (self.clone(), owner.clone());
-            self.inner.client.registry().register(
-                self.inner.raw.kind(),
-                Arc::new(move || lock.release_request(&owner, lease)),
-            )
-        };
+        let hold = self.inner.client.registry().register_holds(
+            self.inner.raw.kind(),
+            self.inner.clone(),
+            owner.shared(),
+            lease,
+        );
         Hold::new(
             self.clone(),
             owner,
@@ -418,48 +416,9 @@ impl LockCore {
 
     /// The script call that releases one hold of `owner` (with a fresh request id for its
     /// unlock latch): sent by [`LockCore::release_hold`], by a dropped guard's background
-    /// release, and at shutdown.
+    /// release, and at shutdown ([`LockInner::release_request`](super::LockInner)).
     pub(crate) fn release_request(&self, owner: &Owner, lease: Duration) -> ReleaseRequest {
-        let n = &self.inner.names;
-        let client = &self.inner.client;
-        // The latch of a fresh request id (`Client::request_id`), in one allocation.
-        let latch = keys::unlock_latch_of(&n.key, client.id_str(), client.next_seq());
-        let floor = self
-            .backend()
-            .grant_floor(self.inner.client.fencing_floor());
-        let call = ReleaseCall {
-            owner,
-            lease_ms: lease.as_millis() as u64,
-            latch: &latch,
-            latch_ms: self.inner.client.latch_ttl_ms(),
-            floor: &floor,
-            fast: self.inner.contention.calm(),
-        };
-        let context = What::Named {
-            op: "release",
-            name: n.clone(),
-        };
-        let Some(fast) = self.inner.raw.release_fast(n, &call) else {
-            return ReleaseRequest::new(context, self.inner.raw.release(n, &call));
-        };
-        // With a fast path, the full script's call is built only if a send needs it (the
-        // same call each time: the latch and floor are fixed here). It holds the kind and
-        // the names, not the handle: a release in the background keeps no client alive.
-        let (raw, names) = (self.inner.raw.clone(), self.inner.names.clone());
-        let owner = owner.clone();
-        let (lease_ms, latch_ms) = (call.lease_ms, call.latch_ms);
-        let build = move || {
-            let call = ReleaseCall {
-                owner: &owner,
-                lease_ms,
-                latch: &latch,
-                latch_ms,
-                floor: &floor,
-                fast: false,
-            };
-            raw.release(&names, &call)
-        };
-        ReleaseRequest::new(context, Invocation::later(build, fast))
+        self.inner.release_request(owner, lease)
     }
 
     /// Whether this kind's re-entries carry an acquire latch (and can be undone by it).

@@ -85,7 +85,7 @@ impl Hold {
             ..
         } = self.state.take()?;
         drop(registration);
-        if lock.inner.client.registry().take(&hold).is_some() {
+        if lock.inner.client.registry().take(&hold) {
             Some(Ok((lock, owner, lease)))
         } else {
             Some(Err(lock))
@@ -131,7 +131,7 @@ impl Hold {
             .query(
                 &s.lock.context("is_held"),
                 redis::cmd("HEXISTS")
-                    .arg(&s.lock.inner.names.key)
+                    .arg(&*s.lock.inner.names.key)
                     .arg(s.lock.inner.raw.field(&s.owner)),
             )
             .await?;

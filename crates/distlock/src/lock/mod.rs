@@ -7,6 +7,7 @@ mod hold;
 mod multi;
 mod plain;
 pub(crate) mod raw;
+mod release;
 mod request;
 mod rwlock;
 mod status;

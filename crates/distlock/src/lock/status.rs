@@ -10,9 +10,9 @@ impl LockCore {
         let counter_key = self.inner.names.counter.clone();
         let mut pipe = redis::pipe();
         pipe.cmd("TYPE")
-            .arg(&self.inner.names.key)
+            .arg(&*self.inner.names.key)
             .cmd("PTTL")
-            .arg(&self.inner.names.key)
+            .arg(&*self.inner.names.key)
             .cmd("GET")
             .arg(&counter_key)
             .cmd("PUBSUB")
@@ -68,7 +68,7 @@ impl LockCore {
         })?;
         let mut status = LockStatus {
             name: self.inner.names.name.clone(),
-            key: self.inner.names.key.clone(),
+            key: self.inner.names.key.to_string(),
             holders: Vec::new(),
             ttl: (pttl >= 0).then(|| Duration::from_millis(pttl as u64)),
             fencing_token: None,
@@ -86,7 +86,7 @@ impl LockCore {
                     .backend()
                     .query(
                         &self.context("status"),
-                        redis::cmd("HGETALL").arg(&self.inner.names.key),
+                        redis::cmd("HGETALL").arg(&*self.inner.names.key),
                     )
                     .await?;
                 let mut holder = None;

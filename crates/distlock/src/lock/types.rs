@@ -67,6 +67,16 @@ impl Owner {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// [`Owner::as_str`], shared (no copy).
+    pub(crate) fn shared(&self) -> Arc<str> {
+        self.0.clone()
+    }
+
+    /// The owner whose [`Owner::shared`] string `s` is.
+    pub(crate) fn from_shared(s: Arc<str>) -> Owner {
+        Owner(s)
+    }
 }
 
 impl fmt::Display for Owner {

@@ -29,7 +29,11 @@ use tokio::time::Instant;
 use crate::conn::Backend;
 use crate::notice::Notice;
 
+mod holders;
 mod task;
+
+pub(crate) use holders::Holder;
+use holders::Holders;
 
 /// What the watchdog (and `extend`) runs to renew one hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,11 +74,11 @@ pub(crate) struct LeaseState {
     lost: AtomicBool,
     lost_signal: Notify,
     valid_until: Mutex<Instant>,
-    /// The primitive's kind (`lock`, `leased_semaphore`, …) and what is leased (its key or
-    /// name), for metrics and the lost-lease event; a lock's lease also its owner's field,
-    /// which with the key is its entry in the client's leases (empty for the others).
+    /// The primitive's kind (`lock`, `leased_semaphore`, …) and what is leased, for metrics
+    /// and the lost-lease event: its name, or a lock's entry in the client's leases (its key
+    /// and its owner's field, shared with the lock handle and the owner: no copies).
     kind: &'static str,
-    what: EntryKey,
+    what: Leased,
     /// Whether a loss is counted and reported (not for a state that only bounds a
     /// keep-alive's retries).
     report_loss: bool,
@@ -82,18 +86,22 @@ pub(crate) struct LeaseState {
 
 impl LeaseState {
     pub(crate) fn new(valid_until: Instant, kind: &'static str, what: String) -> LeaseState {
-        LeaseState::of_entry(valid_until, kind, (what, String::new()))
+        LeaseState::leasing(valid_until, kind, Leased::Named(what))
     }
 
     /// The state of the lock lease whose entry in the client's leases is `entry` (key,
     /// field).
     fn of_entry(valid_until: Instant, kind: &'static str, entry: EntryKey) -> LeaseState {
+        LeaseState::leasing(valid_until, kind, Leased::Entry(entry))
+    }
+
+    fn leasing(valid_until: Instant, kind: &'static str, what: Leased) -> LeaseState {
         LeaseState {
             lost: AtomicBool::new(false),
             lost_signal: Notify::new(),
             valid_until: Mutex::new(valid_until),
             kind,
-            what: entry,
+            what,
             report_loss: true,
         }
     }
@@ -142,7 +150,7 @@ impl LeaseState {
             tracing::warn!(
                 name: "distlock.lease_lost",
                 kind = self.kind,
-                what = %self.what.0,
+                what = self.what.name(),
                 "lease lost"
             );
         }
@@ -198,58 +206,29 @@ struct Entry {
     holders: Holders,
 }
 
-/// Where a guard was taken, as far as a nested acquire can tell: the tokio task that
-/// acquired (or re-entered, or adopted) it, or, outside any task (`block_on`, the blocking
-/// facade), the thread. A tokio task-local cannot carry it: one is set only around a future
-/// the library runs (as `JobLock::run` does for `holds_job_lock`), and a guard lives on in the
-/// caller's code after its acquire returns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Holder {
-    Task(tokio::task::Id),
-    Thread(std::thread::ThreadId),
+/// A lock lease's entry in the client's leases: the lock key and the owner's hash field.
+/// Shared: a grant's entry keeps its handle's key and (a plain, fair or read hold) its
+/// owner's own string, not copies of them.
+pub(crate) type EntryKey = (Arc<str>, Arc<str>);
+
+/// What a [`LeaseState`] leases.
+#[derive(Debug)]
+enum Leased {
+    /// A lease of another kind (job lock, leased permit): its name, for messages.
+    Named(String),
+    /// A lock lease: its entry in the client's leases.
+    Entry(EntryKey),
 }
 
-impl Holder {
-    /// The task (or, outside a task, the thread) running this call.
-    pub(crate) fn current() -> Holder {
-        match tokio::task::try_id() {
-            Some(id) => Holder::Task(id),
-            None => Holder::Thread(std::thread::current().id()),
+impl Leased {
+    /// The name (a lock's key) messages give it.
+    fn name(&self) -> &str {
+        match self {
+            Leased::Named(name) => name,
+            Leased::Entry((key, _)) => key,
         }
     }
 }
-
-/// Where the guards of one lease were taken: the first inline (most leases have one guard, and
-/// every grant registers one), the others beside it.
-#[derive(Default)]
-struct Holders {
-    first: Option<Holder>,
-    more: Vec<Holder>,
-}
-
-impl Holders {
-    fn push(&mut self, h: Holder) {
-        match self.first {
-            None => self.first = Some(h),
-            Some(_) => self.more.push(h),
-        }
-    }
-
-    /// Take one `h` out, if there is one.
-    fn remove(&mut self, h: Holder) {
-        if self.first == Some(h) {
-            self.first = self.more.pop();
-        } else if let Some(i) = self.more.iter().position(|m| *m == h) {
-            self.more.swap_remove(i);
-        }
-    }
-
-    fn contains(&self, h: &Holder) -> bool {
-        self.first.as_ref() == Some(h) || self.more.contains(h)
-    }
-}
-
-type EntryKey = (String, String);
 
 /// The maps of a client's leases: looked up at every grant and release.
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -335,7 +314,7 @@ pub(crate) struct Registration {
 impl std::fmt::Debug for Registration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registration")
-            .field("key", &self.lease.what.0)
+            .field("key", &self.lease.what.name())
             .field("renew", &self.renew)
             .finish()
     }
@@ -349,10 +328,14 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        // The lease's own entry key: a registration keeps none.
+        let Leased::Entry(key) = &self.lease.what else {
+            return;
+        };
         let mut map = self.shared.entries.lock().unwrap();
-        // The lease's own copy of its entry's key: a registration keeps none.
-        let key = &self.lease.what;
-        if let Some(e) = map.get_mut(key) {
+        // One lookup (the key hashed once), by a clone of the shared key.
+        if let std::collections::hash_map::Entry::Occupied(mut o) = map.entry(key.clone()) {
+            let e = o.get_mut();
             if !Arc::ptr_eq(&e.lease, &self.lease) {
                 return;
             }
@@ -362,7 +345,7 @@ impl Drop for Registration {
                 e.renew_refs = e.renew_refs.saturating_sub(1);
             }
             if e.refs == 0 {
-                map.remove(key);
+                o.remove();
             }
         }
     }
@@ -389,19 +372,18 @@ impl Leases {
 
     /// Register a guard of the owner whose hash field is `field` on `key`, valid until
     /// `valid_until`; `renew` asks the watchdog to keep it alive. Guards of one owner share
-    /// one [`LeaseState`].
+    /// one [`LeaseState`]. The entry shares `key` and `field`: no copy is made.
     pub(crate) fn register(
         &self,
-        key: &str,
-        field: String,
+        key: &Arc<str>,
+        field: Arc<str>,
         valid_until: Instant,
         renewal: Option<Renewal>,
         kind: &'static str,
     ) -> Registration {
         use std::collections::hash_map::Entry as Slot;
         let renew = renewal.is_some();
-        // A fresh lease state keeps a copy of its entry's key (its registrations find the
-        // entry by it).
+        // A fresh lease state keeps its entry's key (its registrations find the entry by it).
         let fresh = |key: &EntryKey| Entry {
             refs: 0,
             renew_refs: 0,
@@ -411,7 +393,7 @@ impl Leases {
         };
         let mut map = self.shared.entries.lock().unwrap();
         // One lookup: the key is hashed once.
-        let entry = match map.entry((key.to_string(), field)) {
+        let entry = match map.entry((key.clone(), field)) {
             // A lost or expired lease is not revived by a new grant: start a fresh state.
             Slot::Occupied(mut o) => {
                 let e = o.get();
@@ -490,7 +472,7 @@ impl Leases {
             .lock()
             .unwrap()
             .iter()
-            .any(|((k, _), e)| k == key && !e.lease.is_lost() && e.holders.contains(&here))
+            .any(|((k, _), e)| &**k == key && !e.lease.is_lost() && e.holders.contains(&here))
     }
 
     /// What the client's notice channel runs: a lost-lease notice (`notice::parse`) naming
@@ -508,7 +490,7 @@ impl Leases {
                     .entries
                     .lock()
                     .unwrap()
-                    .get(&(key.to_string(), field.to_string()))
+                    .get(&(Arc::<str>::from(key), Arc::<str>::from(field)))
                     .map(|e| e.lease.clone()),
                 Notice::Job { value, key } => shared
                     .kept
@@ -560,41 +542,5 @@ impl Leases {
             .values()
             .filter(|e| e.renew_refs > 0)
             .count()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Holder, Holders};
-
-    /// The guards of one lease: each taken out once, in any order, the first included.
-    #[test]
-    fn holders_keep_one_element_per_guard() {
-        let (a, b, c) = (
-            Holder::current(),
-            Holder::Thread(
-                std::thread::spawn(|| std::thread::current().id())
-                    .join()
-                    .unwrap(),
-            ),
-            Holder::Thread(
-                std::thread::spawn(|| std::thread::current().id())
-                    .join()
-                    .unwrap(),
-            ),
-        );
-        let mut h = Holders::default();
-        for x in [a, b, a, c] {
-            h.push(x);
-        }
-        h.remove(a);
-        assert!(h.contains(&a) && h.contains(&b) && h.contains(&c));
-        h.remove(a);
-        assert!(!h.contains(&a) && h.contains(&b) && h.contains(&c));
-        h.remove(c);
-        h.remove(c);
-        assert!(h.contains(&b) && !h.contains(&c));
-        h.remove(b);
-        assert!(!h.contains(&b) && h.first.is_none() && h.more.is_empty());
     }
 }

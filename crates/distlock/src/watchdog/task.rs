@@ -51,7 +51,7 @@ pub(super) async fn run(
             }
             // Grouped by hash slot where the deployment requires single-slot scripts.
             let slot = if backend.single_slot_scripts() {
-                keys::key_slot(&k.0)
+                keys::key_slot(k.0.as_bytes())
             } else {
                 0
             };
@@ -182,7 +182,7 @@ async fn check_explicit(backend: &Backend, shared: &Shared) {
     for chunk in explicit.chunks(batch) {
         let mut pipe = redis::pipe();
         for ((key, field), _) in chunk {
-            pipe.cmd("HEXISTS").arg(key).arg(field);
+            pipe.cmd("HEXISTS").arg(&**key).arg(&**field);
         }
         match backend
             .pipeline::<Vec<bool>>("lease check after reconnect", &pipe)
@@ -271,8 +271,8 @@ async fn renew_chunk_in_span(
                 }
             };
             for (_, (key, field), prefix, _) in chunk {
-                inv.key(key.as_str());
-                inv.arg(field.as_str());
+                inv.key(&**key);
+                inv.arg(&**field);
                 if hash_mode.is_none() {
                     inv.arg(prefix.as_str());
                 }
@@ -283,7 +283,7 @@ async fn renew_chunk_in_span(
     // Where grants must be confirmed by replicas, so must renewals: an unconfirmed renewal
     // moves no local deadline (the lease runs out locally unless a later one is confirmed).
     // The chunk is one hash slot: its first key routes the grant connection.
-    let first_key = chunk.first().map_or("", |(_, (key, _), _, _)| key.as_str());
+    let first_key = chunk.first().map_or("", |(_, (key, _), _, _)| &**key);
     let Ok(mut grant) = backend.for_grant(first_key).await else {
         span.record("outcome", "failed");
         crate::metrics::renewals(kind, 0, chunk.len() as u64);

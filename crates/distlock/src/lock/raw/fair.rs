@@ -58,7 +58,7 @@ fn leave_invocation(
     floor: &str,
 ) -> crate::scripts::Invocation<'static> {
     let mut inv = scripts::FAIR_LEAVE.prepare_invoke();
-    inv.key(&n.key)
+    inv.key(&*n.key)
         .key(queue_key(n))
         .key(timeout_key(n))
         .key(liveness_key(n))
@@ -106,7 +106,7 @@ impl RawLock for Fair {
             .map(|initial| format!("{initial};{}", c.client_id))
             .unwrap_or_default();
         let mut inv = scripts::FAIR_ACQUIRE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(queue_key(n))
             .key(timeout_key(n))
             .key(&n.counter)
@@ -139,7 +139,7 @@ impl RawLock for Fair {
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
         let mut inv = scripts::FAIR_RELEASE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(queue_key(n))
             .key(timeout_key(n))
             .key(c.latch)

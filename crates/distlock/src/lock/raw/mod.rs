@@ -12,6 +12,7 @@ mod reply;
 mod rw;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conn::pubsub::Wake;
@@ -33,8 +34,9 @@ pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
 pub(crate) struct Names {
     /// The name given by the user.
     pub(crate) name: String,
-    /// Key prefix + name.
-    pub(crate) key: String,
+    /// Key prefix + name (shared with the client's leases: a grant's entry there keeps it
+    /// without a copy).
+    pub(crate) key: Arc<str>,
     /// The kind's wake channel ([`RawLock::channel`]), named when first needed (an
     /// uncontended acquire and release never need it).
     channel: std::sync::OnceLock<String>,
@@ -46,9 +48,7 @@ pub(crate) struct Names {
 impl Names {
     /// The names of the lock `name` of the kind `raw`, its key `<key_prefix><name>`.
     pub(crate) fn new(raw: &dyn RawLock, key_prefix: &str, name: String) -> Names {
-        let mut key = String::with_capacity(key_prefix.len() + name.len());
-        key.push_str(key_prefix);
-        key.push_str(&name);
+        let key = concat_shared(key_prefix, &name);
         Names {
             channel: std::sync::OnceLock::new(),
             channel_of: raw.channel(),
@@ -62,6 +62,18 @@ impl Names {
     pub(crate) fn channel(&self) -> &str {
         self.channel.get_or_init(|| (self.channel_of)(&self.key))
     }
+}
+
+/// `a` followed by `b`, in one allocation (built on the stack when short).
+fn concat_shared(a: &str, b: &str) -> Arc<str> {
+    let mut buf = [0u8; 256];
+    let len = a.len() + b.len();
+    if len > buf.len() {
+        return format!("{a}{b}").into();
+    }
+    buf[..a.len()].copy_from_slice(a.as_bytes());
+    buf[a.len()..len].copy_from_slice(b.as_bytes());
+    std::str::from_utf8(&buf[..len]).expect("two strs").into()
 }
 
 impl AsRef<str> for Names {
@@ -115,7 +127,8 @@ impl AcquireCall<'_> {
 pub(crate) struct ReleaseCall<'a> {
     pub(crate) owner: &'a Owner,
     pub(crate) lease_ms: u64,
-    /// The unlock latch key of this request.
+    /// The unlock latch key of this request; empty for [`RawLock::release_fast`], which has
+    /// none (the latch is named only for the full call).
     pub(crate) latch: &'a str,
     pub(crate) latch_ms: u64,
     /// The token floor of a hand-off to a waiter ([`crate::conn::Backend::grant_floor`]).
@@ -148,7 +161,7 @@ pub(crate) fn fast_acquire(
         return None;
     }
     let mut fast = script.prepare_invoke();
-    fast.key(&n.key).key(&n.counter).arg(c.lease_ms).arg(field);
+    fast.key(&*n.key).key(&n.counter).arg(c.lease_ms).arg(field);
     if holder {
         fast.arg(c.holder);
     }
@@ -176,7 +189,7 @@ pub(crate) fn fast_release(
         return None;
     }
     let mut fast = script.prepare_invoke();
-    fast.key(&n.key).arg(field);
+    fast.key(&*n.key).arg(field);
     Some(crate::scripts::FastPath::new(fast, |v| v))
 }
 
@@ -260,6 +273,12 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     /// The hash field `owner` holds the lock under.
     fn field(&self, owner: &Owner) -> String {
         owner.as_str().to_string()
+    }
+
+    /// [`RawLock::field`], shared: the owner's own string where the field is the owner
+    /// (every kind but the write side of a read-write lock), for the client's leases.
+    fn shared_field(&self, owner: &Owner) -> Arc<str> {
+        owner.shared()
     }
 
     /// Where a waiter of `owner` is woken, and how.
@@ -389,7 +408,7 @@ pub(crate) fn renew_call(
     match raw.renewal(n, owner) {
         Renewal::Read { prefix } => {
             let mut inv = crate::scripts::RW_READ_RENEW.prepare_invoke();
-            inv.key(&n.key)
+            inv.key(&*n.key)
                 .arg(lease_ms)
                 .arg(owner.as_str())
                 .arg(prefix);
@@ -464,6 +483,20 @@ pub(crate) fn parse_inspect(r: &[String]) -> Option<(u32, u128, i64)> {
 /// counter adds `@<replication ID>` (hex) after the token, which is ignored. `None` when it is
 /// neither, or the sequence is not below 2^64.
 pub(crate) fn parse_token(s: &str) -> Option<u128> {
+    // The common token, a bare sequence of at most 19 digits (no generation, no replication
+    // ID: a single server's), read in one pass; it cannot overflow a u64.
+    if (1..=19).contains(&s.len()) {
+        let mut n = 0u64;
+        let digits = s.bytes().all(|b| {
+            let d = b.wrapping_sub(b'0');
+            // No overflow: at most 19 digits, and a non-digit ends the loop.
+            n = n * 10 + u64::from(d);
+            d <= 9
+        });
+        if digits {
+            return Some(u128::from(n));
+        }
+    }
     let s = match s.split_once('@') {
         Some((token, id)) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()) => token,
         Some(_) => return None,
@@ -494,7 +527,7 @@ fn force_unlock_invocation(
     kind: &str,
 ) -> crate::scripts::Invocation<'static> {
     let mut inv = crate::scripts::LOCK_FORCE_UNLOCK.prepare_invoke();
-    inv.key(&n.key).key(n.channel()).arg(message).arg(kind);
+    inv.key(&*n.key).key(n.channel()).arg(message).arg(kind);
     inv
 }
 
@@ -521,6 +554,21 @@ mod tests {
             "18446744073709551616",
         ] {
             assert_eq!(parse_token(bad), None, "{bad:?}");
+        }
+        // Bare sequences (read in one pass up to 19 digits) as `u64`'s parse reads them.
+        for s in [
+            "0",
+            "007",
+            "1764400000000001",
+            "9999999999999999999",
+            "18446744073709551615",
+            "+5",
+        ] {
+            assert_eq!(
+                parse_token(s),
+                s.parse::<u64>().ok().map(u128::from),
+                "{s:?}"
+            );
         }
     }
 }

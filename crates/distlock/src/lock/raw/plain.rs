@@ -84,8 +84,8 @@ impl RawLock for Plain {
         // A fresh owner's request needs no latch: pass the lock key in its place (it is
         // never read then, and shares the lock's cluster slot).
         let latch = match c.mode {
-            Mode::New => n.key.clone(),
-            _ => keys::acquire_latch(&n.key, c.request_id),
+            Mode::New => std::borrow::Cow::Borrowed(&*n.key),
+            _ => keys::acquire_latch(&n.key, c.request_id).into(),
         };
         // Only a fresh owner that waits joins the queue: the hand-off's owner is that
         // request's alone.
@@ -97,9 +97,9 @@ impl RawLock for Plain {
             })
             .unwrap_or_default();
         let mut inv = scripts::LOCK_ACQUIRE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(&n.counter)
-            .key(latch)
+            .key(&*latch)
             .key(keys::redisson_fenced_token(&n.key))
             .key(keys::lock_queue(&n.key))
             .key(keys::lock_waiters(&n.key))
@@ -142,7 +142,7 @@ impl RawLock for Plain {
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
         let mut inv = scripts::LOCK_RELEASE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(n.channel())
             .key(c.latch)
             .key(&n.counter)
@@ -178,7 +178,7 @@ impl RawLock for Plain {
             return None;
         }
         let mut inv = scripts::LOCK_LEAVE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(n.channel())
             .key(&n.counter)
             .key(keys::redisson_fenced_token(&n.key))

@@ -85,7 +85,7 @@ impl RawLock for Read {
 
     fn acquire(&self, n: &Names, c: &AcquireCall<'_>) -> crate::scripts::Invocation<'static> {
         let mut inv = scripts::RW_READ_ACQUIRE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(read_prefix(n, c.owner))
             .key(writers_key(n))
             .key(&n.counter)
@@ -111,7 +111,7 @@ impl RawLock for Read {
 
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
         let mut inv = scripts::RW_READ_RELEASE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(n.channel())
             .key(read_prefix(n, c.owner))
             .key(keys::hash_tagged(&n.key))
@@ -158,6 +158,10 @@ impl RawLock for Write {
         format!("{}:write", owner.as_str())
     }
 
+    fn shared_field(&self, owner: &Owner) -> std::sync::Arc<str> {
+        self.field(owner).into()
+    }
+
     fn wake(&self, n: &Names, _owner: &Owner) -> (String, Wake) {
         (n.channel().to_string(), Wake::All)
     }
@@ -181,7 +185,7 @@ impl RawLock for Write {
             .unwrap_or_default();
         let field = self.field(c.owner);
         let mut inv = scripts::RW_WRITE_ACQUIRE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(writers_key(n))
             .key(&n.counter)
             .key(keys::rwlock_queue(&n.key))
@@ -212,7 +216,7 @@ impl RawLock for Write {
     fn release(&self, n: &Names, c: &ReleaseCall<'_>) -> crate::scripts::Invocation<'static> {
         let field = self.field(c.owner);
         let mut inv = scripts::RW_WRITE_RELEASE.prepare_invoke();
-        inv.key(&n.key)
+        inv.key(&*n.key)
             .key(n.channel())
             .key(c.latch)
             .keys(handoff_keys(n))
@@ -240,7 +244,7 @@ impl RawLock for Write {
         let mut inv = scripts::RW_WRITER_LEAVE.prepare_invoke();
         inv.key(writers_key(n))
             .key(n.channel())
-            .key(&n.key)
+            .key(&*n.key)
             .key(&n.counter)
             .key(keys::rwlock_queue(&n.key))
             .key(keys::rwlock_waiters(&n.key))

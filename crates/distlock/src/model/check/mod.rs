@@ -473,7 +473,7 @@ impl Model for LockModel {
                 // The holder asks the server (the notice is only a claim): HEXISTS, as
                 // `notice` sends it (recorded for the timeline).
                 let field = self.raw(client).field(&owner(client, o)).into_bytes();
-                let key = self.names(client).key.into_bytes();
+                let key = self.names(client).key.as_bytes().to_vec();
                 let held = trace::exec(&mut s.ks, &[b"hexists".to_vec(), key, field]);
                 if held == Reply::Int(0) {
                     end_cycle(&mut s, client);

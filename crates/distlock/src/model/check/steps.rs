@@ -16,7 +16,7 @@ impl LockModel {
     /// hash, as `HEXISTS` finds it).
     pub(super) fn held(&self, s: &State, client: usize, o: u32) -> bool {
         let field = self.raw(client).field(&owner(client, o)).into_bytes();
-        let key = self.names(client).key.into_bytes();
+        let key = self.names(client).key.as_bytes().to_vec();
         s.ks.entry(&key)
             .is_some_and(|e| matches!(&e.val, Val::Hash(h) if h.iter().any(|(f, _)| *f == field)))
     }
