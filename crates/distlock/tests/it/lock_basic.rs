@@ -119,6 +119,26 @@ async fn reentrancy_method1_method2() {
     assert!(!exists);
 }
 
+/// Each release of a hold that is not the owner's last is its own request: two handles of one
+/// lock (each on its fast path, which defers to the full release) release one hold each, and
+/// neither is answered by the other's unlock latch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_of_held_holds_through_two_handles_are_two_requests() {
+    let (server, client) = setup().await;
+    let outer = client.lock("twice").try_acquire().await.unwrap().unwrap();
+    let owner = outer.owner().clone();
+    for _ in 0..2 {
+        let again = client.lock("twice").acquire_as(&owner).await.unwrap();
+        assert_eq!(again.hold_count(), 2);
+        again.release().await.unwrap();
+        let count: u64 = cmd(&server, &["HGET", "twice", owner.as_str()]);
+        assert_eq!(count, 1);
+    }
+    outer.release().await.unwrap();
+    let exists: bool = cmd(&server, &["EXISTS", "twice"]);
+    assert!(!exists);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_by_non_owner_is_refused_and_changes_nothing() {
     let (server, client) = setup().await;
