@@ -335,19 +335,22 @@ pub fn legacy_semaphore_leases(key: &str) -> String {
     prefixed(LEGACY_SEMAPHORE_LEASES_PREFIX, key)
 }
 
-/// One client's semaphore grant records of one epoch and block ([`Record`]):
+/// One client's semaphore grant records of one epoch and block of 64 requests (a set of
+/// integer members: the request numbers, and a tombstone for each given back):
 /// `distlock_semaphore_grants:{key}:<tail>`, `tail` = `<client-id>:<epoch>:<block>`.
 pub fn semaphore_grant_latch(key: &str, tail: &str) -> String {
     prefixed_with(SEMAPHORE_GRANT_LATCH_PREFIX, key, tail)
 }
 
-/// One client's semaphore release records of one epoch and block ([`Record`]):
+/// One client's semaphore release records of one epoch and block of 64 requests (a set of
+/// integer members: the request numbers applied):
 /// `distlock_semaphore_releases:{key}:<tail>`, `tail` = `<client-id>:<epoch>:<block>`.
 pub fn semaphore_release_latch(key: &str, tail: &str) -> String {
     prefixed_with(SEMAPHORE_RELEASE_LATCH_PREFIX, key, tail)
 }
 
-/// One client's count-down records of a latch of one epoch and block ([`Record`]):
+/// One client's count-down records of a latch of one epoch and block of 64 requests (a set
+/// of integer members: each request with the count it left):
 /// `distlock_latch_count_downs:{key}:<tail>`, `tail` = `<client-id>:<epoch>:<block>`.
 pub fn latch_count_down_latch(key: &str, tail: &str) -> String {
     prefixed_with(LATCH_COUNT_DOWN_LATCH_PREFIX, key, tail)

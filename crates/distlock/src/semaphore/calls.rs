@@ -44,7 +44,7 @@ pub(crate) fn release(
     ReleaseRequest::new(context, release_call(key, channel, record, permits, now_ms))
 }
 
-/// [`release`]'s script call.
+/// The script call of a release (`semaphore_release.lua`).
 pub(crate) fn release_call(
     key: &str,
     channel: &str,
