@@ -248,7 +248,7 @@ impl Client {
     ) -> crate::keys::Record {
         let seq = self.inner.record_seqs[kind.index()].fetch_add(1, Ordering::Relaxed);
         crate::keys::Record::new(
-            kind.set(),
+            kind,
             key,
             &self.inner.id_str,
             seq,

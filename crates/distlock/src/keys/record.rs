@@ -1,5 +1,7 @@
 //! Where the records of a semaphore's and a latch's requests live ([`Record`]).
 
+use super::Digits;
+
 /// The records of one semaphore grant, release or latch count-down as older distlock versions
 /// kept them, a string key per request: `distlock_semaphore_grant:{<name>}:<request-id>`,
 /// `distlock_semaphore_release:{…}:…`, `distlock_latch_count_down:{…}:…` (no longer written;
@@ -29,12 +31,13 @@ pub(crate) enum RecordKind {
 }
 
 impl RecordKind {
-    /// The kind's record sets, `set(key, "<client-id>:<epoch>:<block>")`.
-    pub(crate) fn set(self) -> fn(&str, &str) -> String {
+    /// The prefix of the kind's record sets (as [`super::semaphore_grant_latch`] and its
+    /// siblings name them): `<prefix>:{key}:<client-id>:<epoch>:<block>`.
+    fn prefix(self) -> &'static str {
         match self {
-            RecordKind::Grant => super::semaphore_grant_latch,
-            RecordKind::Release => super::semaphore_release_latch,
-            RecordKind::CountDown => super::latch_count_down_latch,
+            RecordKind::Grant => super::SEMAPHORE_GRANT_LATCH_PREFIX,
+            RecordKind::Release => super::SEMAPHORE_RELEASE_LATCH_PREFIX,
+            RecordKind::CountDown => super::LATCH_COUNT_DOWN_LATCH_PREFIX,
         }
     }
 
@@ -75,11 +78,12 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    /// The record of request `seq` of client `client_id` over `key`, begun at `now_ms` on the
-    /// client's record clock, in the set `set(key, "<client-id>:<epoch>:<block>")`, living at
-    /// least `lifetime_ms` ms; epochs are `latch_ms` long.
+    /// The record of request `seq` of `kind` of client `client_id` over `key`, begun at
+    /// `now_ms` on the client's record clock, in the kind's set
+    /// `<prefix>:{key}:<client-id>:<epoch>:<block>`, living at least `lifetime_ms` ms; epochs
+    /// are `latch_ms` long.
     pub(crate) fn new(
-        set: fn(&str, &str) -> String,
+        kind: RecordKind,
         key: &str,
         client_id: &str,
         seq: u64,
@@ -89,9 +93,12 @@ impl Record {
     ) -> Record {
         let latch_ms = latch_ms.max(1);
         let epoch = now_ms / latch_ms;
+        // Built in one allocation, as every helper name is (it is built per request).
+        let (epoch_digits, block) = (Digits::of(epoch), Digits::of(seq / RECORD_BLOCK));
+        let tail = [client_id, ":", epoch_digits.as_str(), ":", block.as_str()];
         Record {
-            key: set(key, &format!("{client_id}:{epoch}:{}", seq / RECORD_BLOCK)),
-            field: (seq % RECORD_BLOCK + 1).to_string(),
+            key: super::tagged(Some(kind.prefix()), key, &tail),
+            field: Digits::of(seq % RECORD_BLOCK + 1).as_str().to_string(),
             epoch_end_ms: (epoch + 1) * latch_ms,
             keep_ms: lifetime_ms + latch_ms,
         }

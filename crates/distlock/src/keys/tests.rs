@@ -232,18 +232,25 @@ fn names_built_in_one_allocation_match_the_formatted_ones() {
 #[test]
 fn the_count_down_records_are_encoded_with_the_block_size() {
     let block = super::record::RECORD_BLOCK;
-    let write = include_str!("../scripts/latch_count_down.lua");
-    let read = write;
-    assert!(write.contains(&format!("-(left * {block} + ARGV[2])")));
-    assert!(read.contains(&format!("if (n - 1) % {block} + 1 == f then")));
-    assert!(read.contains(&format!("return (n - f) / {block}")));
+    let script = include_str!("../scripts/latch_count_down.lua");
+    assert!(script.contains(&format!("-(left * {block} + ARGV[2])")));
+    assert!(script.contains(&format!("if (n - 1) % {block} + 1 == f then")));
+    assert!(script.contains(&format!("return (n - f) / {block}")));
 }
 
 /// A request's record names the same set and member at every send, and its set's TTL covers
 /// the epoch and the records' lifetime; a send after the epoch is late.
 #[test]
 fn a_record_names_one_set_and_member_and_its_ttl_covers_the_epoch() {
-    let r = super::Record::new(semaphore_grant_latch, "s", "c", 130, 25_500, 1_000, 10_000);
+    let r = super::Record::new(
+        super::RecordKind::Grant,
+        "s",
+        "c",
+        130,
+        25_500,
+        1_000,
+        10_000,
+    );
     assert_eq!(r.key, "distlock_semaphore_grants:{s}:c:25:2");
     assert_eq!(r.field, "3");
     assert_eq!(r.ttl(25_500), (500 + 11_000, false));

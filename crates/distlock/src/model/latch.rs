@@ -92,7 +92,7 @@ pub(super) struct LatchModel {
 /// `since` (ms).
 fn call(client: usize, since: u64) -> crate::scripts::Invocation<'static> {
     let record = keys::Record::new(
-        keys::latch_count_down_latch,
+        keys::RecordKind::CountDown,
         KEY,
         &format!("c{client}"),
         1,

@@ -138,7 +138,7 @@ pub(super) struct SemaphoreModel {
 /// The grant record of client `client`'s acquire `req`, begun at `born` (ms).
 fn grant_latch(client: usize, req: u32, born: u64) -> keys::Record {
     keys::Record::new(
-        keys::semaphore_grant_latch,
+        keys::RecordKind::Grant,
         KEY,
         &format!("c{client}"),
         req.into(),
@@ -244,7 +244,7 @@ impl SemaphoreModel {
 fn release_call(s: &State, client: usize, rel: u32) -> crate::scripts::Invocation<'static> {
     let born = s.born[rel as usize];
     let record = keys::Record::new(
-        keys::semaphore_release_latch,
+        keys::RecordKind::Release,
         KEY,
         &format!("c{client}"),
         rel.into(),
@@ -252,16 +252,7 @@ fn release_call(s: &State, client: usize, rel: u32) -> crate::scripts::Invocatio
         LATCH_MS,
         LATCH_MS,
     );
-    calls::release(
-        "model".into(),
-        KEY,
-        &keys::semaphore_channel(KEY),
-        &record,
-        1,
-        born,
-    )
-    .call()
-    .clone()
+    calls::release_call(KEY, &keys::semaphore_channel(KEY), &record, 1, born)
 }
 
 fn end_cycle(s: &mut State, client: usize) {

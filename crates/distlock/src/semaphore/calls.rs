@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::keys::{self, Record};
 use crate::registry::ReleaseRequest;
-use crate::scripts::{self, FastPath, Invocation};
+use crate::scripts::{self, FastPath, Invocation, Script};
 
 /// A semaphore's set-up: `permits` permits if it has none yet.
 pub(crate) fn set_permits(key: &str, channel: &str, permits: u64) -> Invocation<'static> {
@@ -29,22 +29,8 @@ pub(crate) fn acquire(key: &str, grant: &Record, permits: u64, now_ms: u64) -> I
     inv
 }
 
-/// A semaphore's give-back of `permits` permits, at most once through its release record
-/// `record` (made at `now_ms` on the client's record clock), for the model (the engine
-/// builds [`release_call`] at the first send).
-#[cfg(test)]
-pub(crate) fn release(
-    context: String,
-    key: &str,
-    channel: &str,
-    record: &Record,
-    permits: u64,
-    now_ms: u64,
-) -> ReleaseRequest {
-    ReleaseRequest::new(context, release_call(key, channel, record, permits, now_ms))
-}
-
-/// The script call of a release (`semaphore_release.lua`).
+/// The script call of a release of `permits` permits (`semaphore_release.lua`), at most once
+/// through its release record `record`, made at `now_ms` on the client's record clock.
 pub(crate) fn release_call(
     key: &str,
     channel: &str,
@@ -52,14 +38,14 @@ pub(crate) fn release_call(
     permits: u64,
     now_ms: u64,
 ) -> Invocation<'static> {
-    let mut inv = scripts::SEMAPHORE_RELEASE.prepare_invoke();
-    inv.key(key)
-        .key(channel)
-        .key(&record.key)
-        .arg(permits)
-        .arg(&record.field)
-        .arg(record.ttl(now_ms).0);
-    inv
+    recorded_return(
+        &scripts::SEMAPHORE_RELEASE,
+        key,
+        channel,
+        record,
+        permits,
+        now_ms,
+    )
 }
 
 /// The give-back, made at `now_ms` on the client's record clock, of an acquire of unknown
@@ -73,14 +59,36 @@ pub(crate) fn give_back(
     permits: u64,
     now_ms: u64,
 ) -> ReleaseRequest {
-    let mut inv = scripts::SEMAPHORE_GIVE_BACK.prepare_invoke();
+    let inv = recorded_return(
+        &scripts::SEMAPHORE_GIVE_BACK,
+        key,
+        channel,
+        grant,
+        permits,
+        now_ms,
+    );
+    ReleaseRequest::new(context, inv)
+}
+
+/// `script` (a release or a give-back, which take the same keys and arguments) returning
+/// `permits` permits to the semaphore at `key` at most once through `record`, made at
+/// `now_ms` on the client's record clock.
+fn recorded_return(
+    script: &'static Script,
+    key: &str,
+    channel: &str,
+    record: &Record,
+    permits: u64,
+    now_ms: u64,
+) -> Invocation<'static> {
+    let mut inv = script.prepare_invoke();
     inv.key(key)
         .key(channel)
-        .key(&grant.key)
+        .key(&record.key)
         .arg(permits)
-        .arg(&grant.field)
-        .arg(grant.ttl(now_ms).0);
-    ReleaseRequest::new(context, inv)
+        .arg(&record.field)
+        .arg(record.ttl(now_ms).0);
+    inv
 }
 
 /// The keys of a leased semaphore whose count is at `key`, and its calls.
