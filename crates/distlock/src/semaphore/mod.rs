@@ -2,24 +2,22 @@
 
 pub(crate) mod calls;
 mod leased;
+mod request;
 
 pub use leased::{LeasedPermit, LeasedSemaphore};
+use request::PermitRequest;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use crate::acquire::{acquire, confirm_grant, not_acquired, Acquire, Step};
+use crate::acquire::{acquire, not_acquired};
 use crate::client::{record_clock_ms, Client};
-use crate::conn::pubsub::Wake;
-use crate::conn::{Resend, Sent};
+use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::keys::{self, Record, RecordKind, MAX_PERMITS};
+use crate::keys::{self, RecordKind, MAX_PERMITS};
 use crate::registry::{HoldId, ReleaseRequest};
-use crate::scripts::{self, reply, Invocation};
+use crate::scripts::{self, Invocation};
 
 /// How many latch lifetimes a semaphore's grant record (and its tombstone) lives at least, and
 /// how long a give-back of unknown outcome is resent.
@@ -361,151 +359,13 @@ impl Semaphore {
                 hold: None,
             }));
         }
-        let request = PermitRequest {
-            names: n.clone(),
-            latch: std::sync::Mutex::new(grant_latch(n)),
-            resent: AtomicBool::new(false),
-            permits,
-        };
+        let request = PermitRequest::new(n.clone(), permits);
         let got = acquire(&n.client, request, wait).await?;
         Ok(got.map(|_| SemaphorePermit {
             hold: Some(n.register_permits(permits)),
             names: Some(n.clone()),
             permits,
         }))
-    }
-}
-
-/// One acquire of semaphore permits, for the crate's acquire driver.
-struct PermitRequest {
-    names: Names,
-    /// The grant record of this request: it answers a resend, and its tombstone makes a send
-    /// still queued on a stalled server do nothing. A new one after a grant the replicas did
-    /// not confirm (given back: its record is a tombstone). Every attempt names the same
-    /// record (a send of an earlier attempt held up on its way finds it).
-    latch: std::sync::Mutex<Record>,
-    /// Whether an attempt under the current record was sent more than once and not granted:
-    /// a send of it held up on its way (a stalled server, a broken connection's buffer) may
-    /// still run after the wait ends and take permits that have no lease, for no one. An
-    /// acquire that then gives up gives back through the record (a tombstone, which makes
-    /// such a send do nothing).
-    resent: AtomicBool,
-    permits: u64,
-}
-
-/// A fresh grant record for an acquire of `n`. It outlives the give-back's resend horizon
-/// (ten latch lifetimes): a plain permit has no lease, so a grant whose record expired before
-/// the give-back reached the server would be lost for good.
-fn grant_latch(n: &Names) -> Record {
-    let c = &n.client;
-    c.record(
-        RecordKind::Grant,
-        &n.key,
-        c.latch_ttl_ms() * GRANT_LATCH_LIFETIMES,
-    )
-}
-
-impl PermitRequest {
-    /// Give the grant back if the acquire ran; tombstone its record if it has not, so that a
-    /// send still queued on a stalled server does nothing when it runs. Tracked like a
-    /// release, so it is sent even when the runtime is shutting down.
-    fn give_back_in_background(&self) {
-        let latch = self.latch.lock().unwrap().clone();
-        let (request, client) = (self.give_back_request(&latch), &self.names.client);
-        let horizon = client.latch_ttl() * GRANT_LATCH_LIFETIMES as u32;
-        client
-            .registry()
-            .give_back_in_background(client.backend(), request, horizon);
-    }
-
-    /// The script call that gives back the grant recorded in `latch` (or tombstones it).
-    fn give_back_request(&self, latch: &Record) -> ReleaseRequest {
-        let n = &self.names;
-        calls::give_back(
-            n.context("give back"),
-            &n.key,
-            &n.channel,
-            latch,
-            self.permits,
-            record_clock_ms(),
-        )
-    }
-}
-
-impl Acquire for PermitRequest {
-    /// Nothing: the grant's record is left to its hash's TTL.
-    type Grant = ();
-
-    fn describe(&self) -> (&'static str, &str, Option<&str>) {
-        (crate::kind::SEMAPHORE, &self.names.name, None)
-    }
-
-    fn wake(&self) -> Option<(&str, Wake)> {
-        Some((&self.names.channel, Wake::All))
-    }
-
-    fn recheck(&self) -> Duration {
-        RECHECK
-    }
-
-    async fn attempt(&self, _started: Instant) -> Result<Step<()>> {
-        // The grant record answers a resend only while it lives: the request is resent within
-        // the resend window only (as every latched request is); past it the outcome is
-        // unknown, the wait stops, and the give-back returns what a send may have got.
-        let n = &self.names;
-        let latch = self.latch.lock().unwrap().clone();
-        let inv = calls::acquire(&n.key, &latch, self.permits, record_clock_ms());
-        let context = n.context("acquire");
-        // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
-        let mut grant = n.client.backend().for_grant(&n.key).await?;
-        let left = n.client.resolve_window();
-        let sent: Sent<i64> = grant
-            .backend
-            .eval(&context, &inv, Resend::Within { left })
-            .await
-            .inspect_err(|e| grant.failed(e))?;
-        let got = sent.value;
-        if got == reply::CANCELLED {
-            // This record was cancelled (an unconfirmed grant given back): a new one, and try
-            // again at once. The tombstone answers any send of the old one still on its way.
-            *self.latch.lock().unwrap() = grant_latch(n);
-            self.resent.store(false, Ordering::Relaxed);
-            return Ok(Step::Wait(Some(Duration::ZERO)));
-        }
-        if got != 1 {
-            if sent.resent {
-                self.resent.store(true, Ordering::Relaxed);
-            }
-            return Ok(Step::Wait(None));
-        }
-        confirm_grant(grant, &context, || async {
-            // A new record whatever the give-back's fate: this one holds a grant or its
-            // tombstone.
-            *self.latch.lock().unwrap() = grant_latch(n);
-            let request = self.give_back_request(&latch);
-            // Not confirmed itself: the replicas may be what is missing.
-            let rule = n.client.latched_unconfirmed();
-            n.client
-                .backend()
-                .eval::<i64>(&request.context, request.call(), rule)
-                .await?;
-            Ok(())
-        })
-        .await?;
-        Ok(Step::Done(()))
-    }
-
-    /// A wait that ended refused, after an attempt that was resent: the latch is given back
-    /// (see [`PermitRequest::resent`]) in the background, as a cancelled acquire's is.
-    fn leave(&self) -> impl std::future::Future<Output = ()> + Send {
-        if self.resent.swap(false, Ordering::Relaxed) {
-            self.give_back_in_background();
-        }
-        std::future::ready(())
-    }
-
-    fn give_back(self) {
-        self.give_back_in_background();
     }
 }
 

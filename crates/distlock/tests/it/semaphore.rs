@@ -565,27 +565,28 @@ async fn an_acquire_that_gives_up_after_a_resend_leaves_a_late_send_nothing() {
     // The give-back runs in the background: its tombstone (-<member>) is in the attempt's
     // grant records.
     let mut found = None;
-    for _ in 0..100 {
+    let given_back = eventually(Duration::from_secs(2), || {
         let sets: Vec<String> = cmd(&server, &["KEYS", "distlock_semaphore_grants:*"]);
         found = sets.into_iter().find_map(|set| {
             let members: Vec<i64> = cmd(&server, &["SMEMBERS", &set]);
             let tombstone = members.into_iter().find(|m| *m < 0)?;
             Some((set, (-tombstone).to_string()))
         });
-        if found.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let (set, member) = found.expect("the resent attempt's record given back (a tombstone)");
+        found.is_some()
+    })
+    .await;
+    assert!(
+        given_back,
+        "the resent attempt's record given back (a tombstone)"
+    );
+    let (set, member) = found.expect("found");
     // Permits free again, then the held-up send of that attempt arrives: it takes nothing.
     drop(_held);
-    for _ in 0..100 {
-        if sem.available_permits().await.unwrap() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let free = eventually(Duration::from_secs(2), || {
+        cmd::<String>(&server, &["GET", "resent"]) == "1"
+    })
+    .await;
+    assert!(free, "the held permit given back");
     let script = source("semaphore_acquire.lua");
     let got: i64 = cmd(
         &server,
