@@ -10,7 +10,7 @@
 //! down: `main` returned), a blocking fallback sends the same request over a fresh
 //! synchronous connection, bounded by the connect and command timeouts.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -125,6 +125,8 @@ struct Live {
     slots: Vec<Option<(u64, &'static str, Release)>>,
     /// The empty slots.
     free: Vec<usize>,
+    /// The next hold's id.
+    next: u64,
 }
 
 /// What the blocking fallback needs to reach the server without the runtime.
@@ -151,7 +153,6 @@ pub(crate) struct HoldId {
 
 /// The live holds and background releases of one client.
 pub(crate) struct HoldRegistry {
-    next: AtomicU64,
     live: Mutex<Live>,
     background: Arc<Background>,
     /// Scheduled-job loops ([`crate::spawn_every`]) still running.
@@ -181,7 +182,6 @@ impl Background {
 impl HoldRegistry {
     pub(crate) fn new(fallback: Fallback, runtime: tokio::runtime::Handle) -> HoldRegistry {
         HoldRegistry {
-            next: AtomicU64::new(0),
             live: Mutex::default(),
             background: Arc::new(Background::default()),
             scheduled: Arc::new(Background::default()),
@@ -215,11 +215,12 @@ impl HoldRegistry {
     }
 
     fn insert(&self, kind: &'static str, release: Release) -> HoldId {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let entry = Some((id, kind, release));
-        let slot = {
+        let (id, slot) = {
             let mut live = self.live.lock().unwrap();
-            match live.free.pop() {
+            let id = live.next;
+            live.next += 1;
+            let entry = Some((id, kind, release));
+            let slot = match live.free.pop() {
                 Some(slot) => {
                     live.slots[slot] = entry;
                     slot
@@ -228,7 +229,8 @@ impl HoldRegistry {
                     live.slots.push(entry);
                     live.slots.len() - 1
                 }
-            }
+            };
+            (id, slot)
         };
         crate::metrics::held(kind, 1);
         HoldId { id, slot }
@@ -359,12 +361,10 @@ impl HoldRegistry {
         }
         let live: Vec<Release> = {
             let mut live = self.live.lock().unwrap();
-            let live = &mut *live;
             live.free.clear();
-            live.free.extend(0..live.slots.len());
-            live.slots
-                .iter_mut()
-                .filter_map(Option::take)
+            std::mem::take(&mut live.slots)
+                .into_iter()
+                .flatten()
                 .map(|(_, kind, r)| {
                     crate::metrics::held(kind, -1);
                     r

@@ -4,6 +4,7 @@
 //! `<prefix>:{<name>}`, or `<prefix>:<name>` when the name already carries a `{hash tag}`, so
 //! that every key one script touches hashes to the lock's cluster slot.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -205,6 +206,25 @@ pub(crate) fn unlock_latch_of(key: &str, client_id: &str, n: u64) -> String {
         key,
         &[client_id, ":r", Digits::of(n).as_str()],
     )
+}
+
+/// `parts` joined, in one allocation of the shared string (built on the stack first when
+/// short): names built on every request (a lock's key with its prefix, a minted owner, a write
+/// hold's field) without formatting.
+pub(crate) fn concat_shared(parts: &[&str]) -> Arc<str> {
+    let mut buf = [0u8; 256];
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > buf.len() {
+        return parts.concat().into();
+    }
+    let mut at = 0;
+    for p in parts {
+        buf[at..at + p.len()].copy_from_slice(p.as_bytes());
+        at += p.len();
+    }
+    std::str::from_utf8(&buf[..len])
+        .expect("strs joined")
+        .into()
 }
 
 /// An integer's decimal digits, written without an allocation (by `itoa`) and kept beside

@@ -16,7 +16,6 @@ use crate::acquire::{acquire, confirm_grant};
 use crate::conn;
 use crate::error::{Error, ErrorKind, NotHeldReason, Result};
 use crate::keys;
-use crate::registry::ReleaseRequest;
 use crate::scripts::{self, reply, Invocation};
 
 use super::request::*;
@@ -333,7 +332,7 @@ impl LockCore {
             .then(|| self.inner.raw.renewal(&self.inner.names, &owner));
         let registration = self.inner.client.leases().register(
             &self.inner.names.key,
-            self.inner.raw.shared_field(&owner),
+            self.inner.raw.field(&owner),
             valid_until,
             renewal,
             self.inner.raw.kind(),
@@ -414,13 +413,6 @@ impl LockCore {
         );
     }
 
-    /// The script call that releases one hold of `owner` (with a fresh request id for its
-    /// unlock latch): sent by [`LockCore::release_hold`], by a dropped guard's background
-    /// release, and at shutdown ([`LockInner::release_request`](super::LockInner)).
-    pub(crate) fn release_request(&self, owner: &Owner, lease: Duration) -> ReleaseRequest {
-        self.inner.release_request(owner, lease)
-    }
-
     /// Whether this kind's re-entries carry an acquire latch (and can be undone by it).
     pub(super) fn reentry_latched(&self) -> bool {
         self.inner.raw.reentry_latched()
@@ -469,7 +461,7 @@ impl LockCore {
         lease: Duration,
         confirmed: bool,
     ) -> Result<()> {
-        let request = self.release_request(owner, lease);
+        let request = self.inner.release_request(owner, lease);
         let client = &self.inner.client;
         let inv = request.call();
         let rule = if confirmed {

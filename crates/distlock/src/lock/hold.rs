@@ -132,7 +132,7 @@ impl Hold {
                 &s.lock.context("is_held"),
                 redis::cmd("HEXISTS")
                     .arg(&*s.lock.inner.names.key)
-                    .arg(s.lock.inner.raw.field(&s.owner)),
+                    .arg(&*s.lock.inner.raw.field(&s.owner)),
             )
             .await?;
         if !held {
@@ -174,7 +174,7 @@ impl Drop for Hold {
             let client = &lock.inner.client;
             client
                 .registry()
-                .release_in_background(client.backend(), lock.release_request(&owner, lease));
+                .release_in_background(client.backend(), lock.inner.release_request(&owner, lease));
         }
     }
 }

@@ -46,7 +46,7 @@ pub(crate) struct LockCore {
 pub(crate) struct LockInner {
     pub(crate) client: Client,
     /// Shared with the releases built from this handle (a release's full call is built from
-    /// them only when a send needs it: [`LockCore::release_request`]).
+    /// them only when a send needs it: [`LockInner::release_request`]).
     pub(crate) names: Arc<Names>,
     pub(crate) lease: Option<Duration>,
     /// What this kind of lock runs (plain, fair, read or write).

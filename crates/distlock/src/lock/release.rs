@@ -19,7 +19,7 @@ impl LockInner {
         let n = &self.names;
         let client = &self.client;
         // A fresh request id (`Client::request_id`): its latch is named from it, in one
-        // allocation, when a call needs it (the fast path does not).
+        // allocation, when the full call is built (the fast path has none).
         let seq = client.next_seq();
         let floor = client.backend().grant_floor(client.fencing_floor());
         let call = ReleaseCall {
@@ -34,18 +34,11 @@ impl LockInner {
             op: "release",
             name: n.clone(),
         };
-        let Some(fast) = self.raw.release_fast(n, &call) else {
-            let latch = keys::unlock_latch_of(&n.key, client.id_str(), seq);
-            let call = ReleaseCall {
-                latch: &latch,
-                ..call
-            };
-            return ReleaseRequest::new(context, self.raw.release(n, &call));
-        };
-        // With a fast path, the full script's call is built only if a send needs it (the
-        // same call each time: the request id and floor are fixed here). It holds the kind,
-        // the names and the client's id, not the handle: a release in the background keeps
-        // no client alive.
+        let fast = self.raw.release_fast(n, &call);
+        // The full script's call, the same each time it is built (the request id and floor
+        // are fixed here): at once without a fast path, else only if a send needs it. It
+        // holds the kind, the names and the client's id, not the handle: a release in the
+        // background keeps no client alive.
         let (raw, names, id) = (self.raw.clone(), self.names.clone(), client.id_shared());
         let owner = owner.clone();
         let (lease_ms, latch_ms) = (call.lease_ms, call.latch_ms);
@@ -61,7 +54,10 @@ impl LockInner {
             };
             raw.release(&names, &call)
         };
-        ReleaseRequest::new(context, Invocation::later(build, fast))
+        match fast {
+            Some(fast) => ReleaseRequest::new(context, Invocation::later(build, fast)),
+            None => ReleaseRequest::new(context, build()),
+        }
     }
 }
 

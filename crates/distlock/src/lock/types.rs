@@ -26,20 +26,11 @@ impl Owner {
         // Every acquire mints one: built on the stack (a client id is a UUID) and copied
         // once into its `Arc`, not formatted.
         let digits = crate::keys::Digits::of(n);
-        let n = digits.as_str();
-        let mut buf = [0u8; 64];
-        let len = client_id.len() + 1 + n.len();
-        if len > buf.len() {
-            return Owner(format!("{client_id}:{n}").into());
-        }
-        buf[..client_id.len()].copy_from_slice(client_id.as_bytes());
-        buf[client_id.len()] = b':';
-        buf[client_id.len() + 1..len].copy_from_slice(n.as_bytes());
-        Owner(
-            std::str::from_utf8(&buf[..len])
-                .expect("two strs and ':'")
-                .into(),
-        )
+        Owner(crate::keys::concat_shared(&[
+            client_id,
+            ":",
+            digits.as_str(),
+        ]))
     }
 
     /// An owner from its string form `<client-id>:<owner-id>` (e.g. a Redisson

@@ -48,7 +48,7 @@ pub(crate) struct Names {
 impl Names {
     /// The names of the lock `name` of the kind `raw`, its key `<key_prefix><name>`.
     pub(crate) fn new(raw: &dyn RawLock, key_prefix: &str, name: String) -> Names {
-        let key = concat_shared(key_prefix, &name);
+        let key = crate::keys::concat_shared(&[key_prefix, &name]);
         Names {
             channel: std::sync::OnceLock::new(),
             channel_of: raw.channel(),
@@ -62,18 +62,6 @@ impl Names {
     pub(crate) fn channel(&self) -> &str {
         self.channel.get_or_init(|| (self.channel_of)(&self.key))
     }
-}
-
-/// `a` followed by `b`, in one allocation (built on the stack when short).
-fn concat_shared(a: &str, b: &str) -> Arc<str> {
-    let mut buf = [0u8; 256];
-    let len = a.len() + b.len();
-    if len > buf.len() {
-        return format!("{a}{b}").into();
-    }
-    buf[..a.len()].copy_from_slice(a.as_bytes());
-    buf[a.len()..len].copy_from_slice(b.as_bytes());
-    std::str::from_utf8(&buf[..len]).expect("two strs").into()
 }
 
 impl AsRef<str> for Names {
@@ -270,14 +258,9 @@ pub(crate) trait RawLock: Send + Sync + fmt::Debug + 'static {
     /// How the wake channel of a lock key is named (a function of the key alone).
     fn channel(&self) -> fn(&str) -> String;
 
-    /// The hash field `owner` holds the lock under.
-    fn field(&self, owner: &Owner) -> String {
-        owner.as_str().to_string()
-    }
-
-    /// [`RawLock::field`], shared: the owner's own string where the field is the owner
-    /// (every kind but the write side of a read-write lock), for the client's leases.
-    fn shared_field(&self, owner: &Owner) -> Arc<str> {
+    /// The hash field `owner` holds the lock under: the owner's own string (shared, as the
+    /// client's leases keep it) for every kind but the write side of a read-write lock.
+    fn field(&self, owner: &Owner) -> Arc<str> {
         owner.shared()
     }
 
@@ -459,7 +442,7 @@ pub(crate) fn inspect_call(
 ) -> crate::scripts::Invocation<'static> {
     let mut inv = crate::scripts::LOCK_INSPECT.prepare_invoke();
     inv.key(key)
-        .arg(raw.field(owner))
+        .arg(&*raw.field(owner))
         .arg(crate::keys::TOKEN_FIELD);
     inv
 }
@@ -483,19 +466,10 @@ pub(crate) fn parse_inspect(r: &[String]) -> Option<(u32, u128, i64)> {
 /// counter adds `@<replication ID>` (hex) after the token, which is ignored. `None` when it is
 /// neither, or the sequence is not below 2^64.
 pub(crate) fn parse_token(s: &str) -> Option<u128> {
-    // The common token, a bare sequence of at most 19 digits (no generation, no replication
-    // ID: a single server's), read in one pass; it cannot overflow a u64.
-    if (1..=19).contains(&s.len()) {
-        let mut n = 0u64;
-        let digits = s.bytes().all(|b| {
-            let d = b.wrapping_sub(b'0');
-            // No overflow: at most 19 digits, and a non-digit ends the loop.
-            n = n * 10 + u64::from(d);
-            d <= 9
-        });
-        if digits {
-            return Some(u128::from(n));
-        }
+    // The common token, a bare sequence (no generation, no replication ID: a single
+    // server's), read in one pass: `u64`'s parse stops at the first ':' or '@'.
+    if let Ok(sequence) = s.parse::<u64>() {
+        return Some(u128::from(sequence));
     }
     let s = match s.split_once('@') {
         Some((token, id)) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()) => token,
@@ -555,7 +529,7 @@ mod tests {
         ] {
             assert_eq!(parse_token(bad), None, "{bad:?}");
         }
-        // Bare sequences (read in one pass up to 19 digits) as `u64`'s parse reads them.
+        // Bare sequences (read in one pass) as `u64`'s parse reads them.
         for s in [
             "0",
             "007",

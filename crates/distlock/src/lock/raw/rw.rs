@@ -154,12 +154,8 @@ impl RawLock for Write {
         rw_channel
     }
 
-    fn field(&self, owner: &Owner) -> String {
-        format!("{}:write", owner.as_str())
-    }
-
-    fn shared_field(&self, owner: &Owner) -> std::sync::Arc<str> {
-        self.field(owner).into()
+    fn field(&self, owner: &Owner) -> std::sync::Arc<str> {
+        crate::keys::concat_shared(&[owner.as_str(), ":write"])
     }
 
     fn wake(&self, n: &Names, _owner: &Owner) -> (String, Wake) {
@@ -191,7 +187,7 @@ impl RawLock for Write {
             .key(keys::rwlock_queue(&n.key))
             .key(keys::rwlock_waiters(&n.key))
             .arg(c.lease_ms)
-            .arg(&field)
+            .arg(&*field)
             .arg(c.owner.as_str())
             .arg(c.mode.short())
             .arg(self.liveness.as_millis() as u64)
@@ -222,7 +218,7 @@ impl RawLock for Write {
             .keys(handoff_keys(n))
             .arg("1")
             .arg(c.lease_ms)
-            .arg(&field)
+            .arg(&*field)
             .arg(c.latch_ms)
             .arg(c.floor);
         inv

@@ -453,7 +453,8 @@ impl Model for LockModel {
                                     self.takes[client]
                                         .raw(Duration::from_millis(LIVENESS_MS))
                                         .field(&owner(client, *o))
-                                        .into_bytes(),
+                                        .as_bytes()
+                                        .to_vec(),
                                 );
                                 if fields.contains(&field) {
                                     *revoked = true;
@@ -472,7 +473,11 @@ impl Model for LockModel {
                 };
                 // The holder asks the server (the notice is only a claim): HEXISTS, as
                 // `notice` sends it (recorded for the timeline).
-                let field = self.raw(client).field(&owner(client, o)).into_bytes();
+                let field = self
+                    .raw(client)
+                    .field(&owner(client, o))
+                    .as_bytes()
+                    .to_vec();
                 let key = self.names(client).key.as_bytes().to_vec();
                 let held = trace::exec(&mut s.ks, &[b"hexists".to_vec(), key, field]);
                 if held == Reply::Int(0) {
