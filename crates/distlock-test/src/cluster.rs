@@ -122,25 +122,17 @@ impl ClusterSet {
             .iter()
             .map(|n| set.must(n, &["CLUSTER", "MYID"]))
             .collect();
-        let modern = crate::server_major_version() >= 7;
         for (master, (first, last)) in set.nodes.iter().zip(MASTER_SLOTS) {
-            if modern {
-                let (first, last) = (first.to_string(), last.to_string());
-                set.must::<()>(master, &["CLUSTER", "ADDSLOTSRANGE", &first, &last]);
-            } else {
-                // Redis 6.2: no ADDSLOTSRANGE; every slot named.
-                let slots: Vec<String> = (first..=last).map(|s| s.to_string()).collect();
-                let mut args = vec!["CLUSTER", "ADDSLOTS"];
-                args.extend(slots.iter().map(String::as_str));
-                set.must::<()>(master, &args);
-            }
+            let args = crate::testing::add_slots_command(first, last);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            set.must::<()>(master, &args);
         }
         let (first_port, first_bus) = (set.nodes[0].port().to_string(), set.bus_ports[0]);
         let first_bus = first_bus.to_string();
         for node in &set.nodes[1..] {
             // Redis 6.2's MEET takes no bus port: it is the data port + 10000 there.
             let mut meet = vec!["CLUSTER", "MEET", "127.0.0.1", &first_port];
-            if modern {
+            if crate::server_major_version() >= 7 {
                 meet.push(&first_bus);
             }
             set.must::<()>(node, &meet);

@@ -55,6 +55,24 @@ pub fn numsub(server: &RedisServer, channel: &str) -> u64 {
     classic + sharded
 }
 
+/// The command that assigns the hash slots `first..=last` to a Cluster node:
+/// `CLUSTER ADDSLOTSRANGE first last` on Redis 7 and later, `CLUSTER ADDSLOTS` naming every
+/// slot of the range before (Redis 6.2 has no `ADDSLOTSRANGE`). Run it with [`cmd`].
+pub fn add_slots_command(first: u16, last: u16) -> Vec<String> {
+    let mut args = vec!["CLUSTER".to_string()];
+    if crate::server_major_version() >= 7 {
+        args.extend([
+            "ADDSLOTSRANGE".to_string(),
+            first.to_string(),
+            last.to_string(),
+        ]);
+    } else {
+        args.push("ADDSLOTS".to_string());
+        args.extend((first..=last).map(|s| s.to_string()));
+    }
+    args
+}
+
 /// The server's clock (`TIME`) in milliseconds since the Unix epoch: compare it with
 /// expiry times that scripts computed from the same clock.
 pub fn server_time_ms(server: &RedisServer) -> u64 {

@@ -343,11 +343,10 @@ fn cluster_node() -> RedisServer {
         .start()
 }
 
-/// Every slot to `server` (`CLUSTER ADDSLOTS` naming each: Redis 6.2 has no `ADDSLOTSRANGE`).
+/// Every slot to `server`.
 fn add_every_slot(server: &RedisServer) {
-    let slots: Vec<String> = (0..16384).map(|s| s.to_string()).collect();
-    let mut args = vec!["CLUSTER", "ADDSLOTS"];
-    args.extend(slots.iter().map(String::as_str));
+    let args = distlock_test::testing::add_slots_command(0, 16383);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let _: () = cmd(server, &args);
 }
 
