@@ -13,9 +13,10 @@
 //! s, 64 names in turn), `extend` (one extension of a held plain lock's lease, as a
 //! watchdog renewal of one lock), `bare` (the bare lock, for comparison: `SET NX PX` of a
 //! fresh UUID and a compare-and-delete script, over one redis-rs connection, a name of its
-//! own per pair), `mixed` (a `lock` pair and a `semaphore` pair in turn: minus `lock`, what a
-//! semaphore pair costs among other requests). One pair runs before the N counted ones (connections,
-//! scripts, counters of the slots warmed up); the program prints `done N` at the end.
+//! own per pair), `mixed` (a `lock` pair and a `semaphore` pair in turn: minus `lock`, what
+//! a semaphore pair costs among other requests). One pair runs before the N counted ones
+//! (connections, scripts, counters of the slots warmed up); the program prints `done N` at
+//! the end.
 
 use distlock::Lease;
 use std::time::Duration;

@@ -110,7 +110,7 @@ pub enum HelperOf {
     ///
     /// Its lease set (Redisson's name and the one of older distlock versions) and hand-off queue.
     LeasedSemaphore,
-    /// A count-down latch (Redisson `RCountDownLatch`): the latches of count-down requests.
+    /// A count-down latch (Redisson `RCountDownLatch`): the record sets of count-down requests.
     Latch,
     /// A fencing counter (one per hash slot, shared by the locks of that slot; the server-wide
     /// one of older versions).
