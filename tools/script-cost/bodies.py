@@ -10,7 +10,9 @@ A distlock script is loaded as the library loads it: kinds.lua and publish.lua, 
 in front, defined once in the library, not on every call.
 
 usage: bodies.py BODY N PORT    (BODY: a key of BODIES; prints `errors: N` at the end)"""
-import os, socket, sys
+import os, sys
+
+from resp import Conn
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../crates/distlock/src/scripts')
 def script(name):
@@ -64,27 +66,8 @@ BODIES = {
 
 def main():
     body, n, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    conn = socket.create_connection(('127.0.0.1', port)).makefile('rwb')
-    errors = 0
-    def reply():
-        nonlocal errors
-        line = conn.readline()
-        kind, rest = line[:1], line[1:-2]
-        if kind == b'-':
-            errors += 1
-            print(line.decode(errors='replace'), file=sys.stderr)
-        elif kind == b'$' and int(rest) >= 0:
-            conn.read(int(rest) + 2)
-        elif kind == b'*' and int(rest) > 0:
-            for _ in range(int(rest)):
-                reply()
-    def cmd(*a):
-        b = [x if isinstance(x, bytes) else str(x).encode() for x in a]
-        conn.write(b'*%d\r\n' % len(b))
-        for x in b:
-            conn.write(b'$%d\r\n%s\r\n' % (len(x), x))
-        conn.flush()
-        reply()
+    conn = Conn(port, show_errors=True)
+    cmd = conn.cmd
     code, setup, keys, args = BODIES[body]
     helpers = script('kinds.lua') + script('publish.lua')
     cmd('FUNCTION', 'LOAD', 'REPLACE', f'#!lua name=bodies\n{helpers}\n'
@@ -95,6 +78,6 @@ def main():
         k = keys(i + 1) if callable(keys) else keys
         a = args(i + 1) if callable(args) else args
         cmd('FCALL', 'body', len(k), *k, *a)
-    print(f'errors: {errors}')
+    print(f'errors: {conn.errors}')
 
 main()

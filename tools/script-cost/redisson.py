@@ -18,33 +18,16 @@ With PORT, the commands go to 127.0.0.1:PORT one at a time, each reply read befo
 is sent, as a client that waits for its answers sends them (and as distlock's cost_pairs
 does); without it, they are written to stdout as RESP for `redis-cli --pipe` (pipelined,
 which spares the server an event-loop turn per command). Prints `errors: N` at the end."""
-import sys, hashlib, os, socket
+import sys, hashlib, os
+from resp import Conn, encode
 prim = sys.argv[1]; n = int(sys.argv[2]); out = sys.stdout.buffer
-conn = None
-errors = 0
-if len(sys.argv) > 3:
-    conn = socket.create_connection(('127.0.0.1', int(sys.argv[3]))).makefile('rwb')
-def reply():
-    """Read one RESP reply from `conn`, counting error replies."""
-    global errors
-    line = conn.readline()
-    kind, rest = line[:1], line[1:-2]
-    if kind == b'-':
-        errors += 1
-    elif kind == b'$' and int(rest) >= 0:
-        conn.read(int(rest) + 2)
-    elif kind == b'*' and int(rest) > 0:
-        for _ in range(int(rest)):
-            reply()
+conn = Conn(int(sys.argv[3])) if len(sys.argv) > 3 else None
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../crates/distlock/tests/it/redisson')
 def cmd(*a):
-    b = [x if isinstance(x, bytes) else str(x).encode() for x in a]
-    w = conn if conn else out
-    w.write(b"*%d\r\n" % len(b))
-    for x in b: w.write(b"$%d\r\n%s\r\n" % (len(x), x))
     if conn:
-        conn.flush()
-        reply()
+        conn.cmd(*a)
+    else:
+        out.write(encode(*a))
 shas = {}
 def load(name, text=None):
     text = text or open(f"{FIX}/{name}.lua").read()
@@ -114,4 +97,4 @@ for i in range(-1, n):
     elif prim == 'extend':
         ev('renew', ['cost:extend'], [30000, f'{u}:1'])
 if conn:
-    print(f"errors: {errors}")
+    print(f"errors: {conn.errors}")
