@@ -91,6 +91,15 @@ impl LockModel {
         self.takes[client].raw(Duration::from_millis(LIVENESS_MS))
     }
 
+    /// Client `client`'s field in its lock's hash for owner `o` (the kind's: `<owner>:write`
+    /// for a write hold).
+    pub(super) fn field(&self, client: usize, o: u32) -> Vec<u8> {
+        self.raw(client)
+            .field(&owner(client, o))
+            .as_bytes()
+            .to_vec()
+    }
+
     pub(super) fn names(&self, client: usize) -> Names {
         Names::new(&*self.raw(client), "", self.locks[client].to_string())
     }
@@ -449,13 +458,7 @@ impl Model for LockModel {
                                 owner: o, revoked, ..
                             } = phase
                             {
-                                let field = Reply::Bulk(
-                                    self.takes[client]
-                                        .raw(Duration::from_millis(LIVENESS_MS))
-                                        .field(&owner(client, *o))
-                                        .as_bytes()
-                                        .to_vec(),
-                                );
+                                let field = Reply::Bulk(self.field(client, *o));
                                 if fields.contains(&field) {
                                     *revoked = true;
                                 }
@@ -473,13 +476,11 @@ impl Model for LockModel {
                 };
                 // The holder asks the server (the notice is only a claim): HEXISTS, as
                 // `notice` sends it (recorded for the timeline).
-                let field = self
-                    .raw(client)
-                    .field(&owner(client, o))
-                    .as_bytes()
-                    .to_vec();
                 let key = self.names(client).key.as_bytes().to_vec();
-                let held = trace::exec(&mut s.ks, &[b"hexists".to_vec(), key, field]);
+                let held = trace::exec(
+                    &mut s.ks,
+                    &[b"hexists".to_vec(), key, self.field(client, o)],
+                );
                 if held == Reply::Int(0) {
                     end_cycle(&mut s, client);
                 } else if let Phase::Holding { revoked, .. } = &mut s.clients[client] {

@@ -15,11 +15,7 @@ impl LockModel {
     /// Whether client `client`'s hold of owner `o` is on the server (its field in the lock
     /// hash, as `HEXISTS` finds it).
     pub(super) fn held(&self, s: &State, client: usize, o: u32) -> bool {
-        let field = self
-            .raw(client)
-            .field(&owner(client, o))
-            .as_bytes()
-            .to_vec();
+        let field = self.field(client, o);
         let key = self.names(client).key.as_bytes().to_vec();
         s.ks.entry(&key)
             .is_some_and(|e| matches!(&e.val, Val::Hash(h) if h.iter().any(|(f, _)| *f == field)))
@@ -72,7 +68,7 @@ impl LockModel {
             _ => None,
         };
         let queued = |st: &State, c: usize, o: u32| {
-            let field = self.raw(c).field(&owner(c, o)).as_bytes().to_vec();
+            let field = self.field(c, o);
             let queue = keys::fair_queue(&self.names(c).key).into_bytes();
             st.ks
                 .entry(&queue)
