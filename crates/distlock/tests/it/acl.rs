@@ -85,9 +85,6 @@ async fn acquire_without_pexpire_is_refused_and_leaves_no_key() {
     assert_eq!(exists(&server, "acl-held"), 0);
 }
 
-/// A user without channel rights (Redis 7 grants none by default: no `&*`) can still take
-/// and release locks: the release's wake-up is best effort, and the release is reported
-/// done instead of failing after the key was deleted.
 /// Every record set left on the server has a TTL (none for good).
 fn record_sets_have_ttls(server: &RedisServer) -> usize {
     let sets: Vec<String> = cmd(server, &["KEYS", "distlock_*"]);
@@ -170,6 +167,9 @@ async fn semaphore_and_latch_users_without_the_record_rights_change_nothing() {
     }
 }
 
+/// A user without channel rights (Redis 7 grants none by default: no `&*`) can still take
+/// and release locks: the release's wake-up is best effort, and the release is reported
+/// done instead of failing after the key was deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_without_channel_rights_is_reported_done() {
     let server = RedisServer::start();
