@@ -147,7 +147,7 @@ impl CountDownLatch {
             scripts::Invocation::at_first_send(&scripts::LATCH_COUNT_DOWN, &self.key, move || {
                 let record =
                     client.record(keys::RecordKind::CountDown, &key, client.latch_ttl_ms());
-                count_down_call(&key, &record, crate::client::record_clock_ms())
+                count_down_call(&key, &record, crate::client::process_ms())
             });
         // Idempotent through its request record: resent until answered within the resend
         // window (never counted down twice).

@@ -252,7 +252,7 @@ impl Client {
             key,
             &self.inner.id_str,
             seq,
-            record_clock_ms(),
+            process_ms(),
             self.latch_ttl_ms(),
             lifetime_ms,
         )
@@ -498,9 +498,10 @@ impl redis::aio::ConnectionLike for RedisConnection {
     }
 }
 
-/// The clock request records' epochs are counted on (ms): monotonic, from this process's
-/// first reading (a client's records are named by its id, fresh in every process).
-pub(crate) fn record_clock_ms() -> u64 {
+/// Milliseconds since this process's first reading, monotonic: the clock request records'
+/// epochs are counted on (a client's records are named by its id, fresh in every process)
+/// and a lock handle's contention is remembered by.
+pub(crate) fn process_ms() -> u64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     START
         .get_or_init(std::time::Instant::now)

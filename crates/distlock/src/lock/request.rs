@@ -313,9 +313,9 @@ pub(crate) struct Contention {
 }
 
 impl Contention {
+    /// [`process_ms`](crate::client::process_ms) plus 1: 0 in `at` means never.
     fn now_ms() -> u64 {
-        static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
-        START.elapsed().as_millis() as u64 + 1
+        crate::client::process_ms() + 1
     }
 
     /// Contention was met now.

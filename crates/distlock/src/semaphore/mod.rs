@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::acquire::{acquire, not_acquired};
-use crate::client::{record_clock_ms, Client};
+use crate::client::{process_ms, Client};
 use crate::conn::Resend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{self, RecordKind, MAX_PERMITS};
@@ -121,13 +121,7 @@ impl Names {
         let call = Invocation::at_first_send(&scripts::SEMAPHORE_RELEASE, &self.key, move || {
             let c = &names.client;
             let record = c.record(RecordKind::Release, &names.key, c.latch_ttl_ms());
-            calls::release_call(
-                &names.key,
-                &names.channel,
-                &record,
-                permits,
-                record_clock_ms(),
-            )
+            calls::release_call(&names.key, &names.channel, &record, permits, process_ms())
         });
         ReleaseRequest::new(self.context("release"), call)
     }

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::{calls, Names, GRANT_LATCH_LIFETIMES, RECHECK};
 use crate::acquire::{confirm_grant, Acquire, Step};
-use crate::client::record_clock_ms;
+use crate::client::process_ms;
 use crate::conn::pubsub::Wake;
 use crate::conn::{Resend, Sent};
 use crate::error::Result;
@@ -84,7 +84,7 @@ impl PermitRequest {
             &n.channel,
             record,
             self.permits,
-            record_clock_ms(),
+            process_ms(),
         )
     }
 }
@@ -111,7 +111,7 @@ impl Acquire for PermitRequest {
         // unknown, the wait stops, and the give-back returns what a send may have got.
         let n = &self.names;
         let record = self.record.lock().unwrap().clone();
-        let inv = calls::acquire(&n.key, &record, self.permits, record_clock_ms());
+        let inv = calls::acquire(&n.key, &record, self.permits, process_ms());
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.backend().for_grant(&n.key).await?;
