@@ -9,27 +9,27 @@ impl Error {
     pub(crate) fn from_redis(context: &str, err: redis::RedisError) -> Self {
         use redis::ErrorKind as K;
         let code = err.code().unwrap_or("");
-        let kind = if code == "WRONGTYPE" || err.to_string().contains("WRONGTYPE") {
+        // The reply's whole text, read once (the checks below look for the server's and the
+        // scripts' wordings in it).
+        let text = err.to_string();
+        let kind = if code == "WRONGTYPE" || text.contains("WRONGTYPE") {
             ErrorKind::WrongType
         } else if code == "NOAUTH" || code == "WRONGPASS" {
             ErrorKind::Auth
         } else if code == "NOPERM"
-            || err.to_string().contains("NOPERM")
+            || text.contains("NOPERM")
             // Redis < 7.2 words an ACL refusal inside a script this way, Valkey 8 the other.
-            || err.to_string().contains("The user executing the script can't")
-            || err.to_string().contains("ACL failure in script")
+            || text.contains("The user executing the script can't")
+            || text.contains("ACL failure in script")
         {
             ErrorKind::NoPermission
-        } else if code == "OOM" || err.to_string().contains("OOM command not allowed") {
+        } else if code == "OOM" || text.contains("OOM command not allowed") {
             ErrorKind::OutOfMemory
-        } else if err.to_string().contains("distlock-limit: ") {
+        } else if text.contains("distlock-limit: ") {
             // A script's refusal of a call over one of distlock's limits (an owner's read
             // holds): bad input, nothing written.
             ErrorKind::InvalidInput
-        } else if err
-            .to_string()
-            .contains("value is not an integer or out of range")
-        {
+        } else if text.contains("value is not an integer or out of range") {
             // INCRBY / DECRBY on a string that is no integer count: not distlock's data.
             ErrorKind::WrongType
         } else {
@@ -59,7 +59,6 @@ impl Error {
                 ),
             },
             ErrorKind::InvalidInput => {
-                let text = err.to_string();
                 let why = text
                     .split_once("distlock-limit: ")
                     .map(|(_, w)| {
