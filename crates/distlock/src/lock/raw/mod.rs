@@ -467,7 +467,8 @@ pub(crate) fn parse_inspect(r: &[String]) -> Option<(u32, u128, i64)> {
 /// neither, or the sequence is not below 2^64.
 pub(crate) fn parse_token(s: &str) -> Option<u128> {
     // The common token, a bare sequence (no generation, no replication ID: a single
-    // server's), read in one pass: `u64`'s parse stops at the first ':' or '@'.
+    // server's), read in one pass; `u64`'s parse refuses any ':' or '@', and such a token is
+    // read below (as the slow path alone would read a bare one: the same digits accepted).
     if let Ok(sequence) = s.parse::<u64>() {
         return Some(u128::from(sequence));
     }
