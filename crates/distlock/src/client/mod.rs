@@ -78,7 +78,7 @@ pub(crate) struct ClientInner {
     /// The request sequences of the semaphore's and the latch's records, one per
     /// [`crate::keys::RecordKind`] (a record set holds a block of one kind's numbers: dense
     /// whatever else the client sends).
-    record_seqs: [AtomicU64; 3],
+    record_seqs: [AtomicU64; crate::keys::RecordKind::COUNT],
     /// The latest job-lock value time this client wrote, in ms since the epoch
     /// ([`Client::job_stamp`]).
     job_stamp: AtomicU64,

@@ -31,6 +31,9 @@ pub(crate) enum RecordKind {
 }
 
 impl RecordKind {
+    /// How many kinds there are: a client keeps one request sequence per kind.
+    pub(crate) const COUNT: usize = 3;
+
     /// The prefix of the kind's record sets (as [`super::semaphore_grant_latch`] and its
     /// siblings name them): `<prefix>:{key}:<client-id>:<epoch>:<block>`.
     fn prefix(self) -> &'static str {
@@ -43,6 +46,7 @@ impl RecordKind {
 
     /// The index of the kind's sequence among a client's record sequences.
     pub(crate) fn index(self) -> usize {
+        const { assert!(RecordKind::CountDown as usize + 1 == RecordKind::COUNT) };
         self as usize
     }
 }
