@@ -73,7 +73,23 @@ impl FastPath {
     }
 }
 
-impl Later<'_> {
+impl<'a> Later<'a> {
+    /// A request not sent yet whose full call `build` builds (once, for every clone), tried
+    /// first as `fast` where there is one.
+    pub(super) fn new(
+        fast: Option<FastPath>,
+        build: impl Fn() -> Invocation<'static> + Send + Sync + 'a,
+    ) -> Later<'a> {
+        Later {
+            fast,
+            shared: Arc::new(Shared {
+                state: AtomicU8::new(UNSENT),
+                built: std::sync::OnceLock::new(),
+                build,
+            }),
+        }
+    }
+
     /// The fast script's answer `v` in the full script's shape (recorded as answered), or
     /// `None` (recorded as deferred) when it is nil and the full script must run.
     pub(super) fn answer<T: FromRedisValue>(

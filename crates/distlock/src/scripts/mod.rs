@@ -39,15 +39,15 @@
 //! counts on its lease, nobody queued): about 103,000 instructions per pair against 186,000
 //! through the full scripts.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::atomic::Ordering;
+use std::sync::LazyLock;
 
 #[cfg(test)]
 use redis::Value;
 use redis::{Cmd, ToRedisArgs};
 
 pub(crate) use later::FastPath;
-use later::{Later, Shared, ANSWERED, DEFERRED, SENT, UNSENT};
+use later::{Later, ANSWERED, DEFERRED, SENT, UNSENT};
 use packed::{Call, Packed, PackedWriter};
 
 /// How scripts publish wake-ups: which variant of each script a client runs.
@@ -186,8 +186,8 @@ pub(crate) struct Invocation<'a> {
 impl<'a> Invocation<'a> {
     /// A request that tries `fast` on its first send and builds its full call with `build`
     /// only when a send needs it (the fast path answered nil, or a resend). Clones of the
-    /// invocation are one request: only the first send of any of them tries the fast path.
-    /// `build` must give the same call every time: each clone builds its own.
+    /// invocation are one request: only the first send of any of them tries the fast path,
+    /// and the full call is built once for all of them.
     pub(crate) fn later(
         build: impl Fn() -> Invocation<'static> + Send + Sync + 'a,
         fast: FastPath,
@@ -196,14 +196,7 @@ impl<'a> Invocation<'a> {
             // Not sent: the built call carries its own script.
             script: fast.script,
             packed: Packed::default(),
-            later: Some(Later {
-                fast: Some(fast),
-                shared: Arc::new(Shared {
-                    state: AtomicU8::new(UNSENT),
-                    built: std::sync::OnceLock::new(),
-                    build,
-                }),
-            }),
+            later: Some(Later::new(Some(fast), build)),
         }
     }
 
@@ -215,24 +208,11 @@ impl<'a> Invocation<'a> {
         route: &str,
         build: impl Fn() -> Invocation<'static> + Send + Sync + 'a,
     ) -> Invocation<'a> {
-        let mut packed = Packed::default();
-        route.write_redis_args(&mut PackedWriter {
-            packed: &mut packed,
-            arg: false,
-        });
-        Invocation {
-            // Not sent: the built call carries its own; `packed` holds the route key only.
-            script,
-            packed,
-            later: Some(Later {
-                fast: None,
-                shared: Arc::new(Shared {
-                    state: AtomicU8::new(UNSENT),
-                    built: std::sync::OnceLock::new(),
-                    build,
-                }),
-            }),
-        }
+        // Not sent: the built call carries its own; this one holds the route key only.
+        let mut inv: Invocation<'a> = script.prepare_invoke();
+        inv.key(route);
+        inv.later = Some(Later::new(None, build));
+        inv
     }
 
     /// The full call: this call, or the call built for it.
