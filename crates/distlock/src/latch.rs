@@ -142,13 +142,15 @@ impl CountDownLatch {
     pub async fn count_down(&self) -> Result<u64> {
         self.check_name()?;
         // The record is taken at the first send (its set's epoch is the send's).
-        let (client, key) = (self.client.clone(), self.key.clone());
-        let inv =
-            scripts::Invocation::at_first_send(&scripts::LATCH_COUNT_DOWN, &self.key, move || {
-                let record =
-                    client.record(keys::RecordKind::CountDown, &key, client.latch_ttl_ms());
-                count_down_call(&key, &record, crate::client::process_ms())
-            });
+        let inv = scripts::Invocation::at_first_send(&scripts::LATCH_COUNT_DOWN, &self.key, || {
+            let client = &self.client;
+            let record = client.record(
+                keys::RecordKind::CountDown,
+                &self.key,
+                client.latch_ttl_ms(),
+            );
+            count_down_call(&self.key, &record, crate::client::process_ms())
+        });
         // Idempotent through its request record: resent until answered within the resend
         // window (never counted down twice).
         let left: i64 = self
