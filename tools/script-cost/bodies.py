@@ -6,17 +6,16 @@ set Redisson's body, the bare commands a distlock script cannot do without, and 
 script itself side by side, so that what a script costs above its commands is its own logic,
 and what its commands cost above Redisson's is the guarantee they keep (bodies.sh counts them).
 
-A distlock script is loaded as the library loads it: kinds.lua and publish.lua, which it joins
-in front, defined once in the library, not on every call.
+A distlock script is loaded as the library loads it (scripts.py): the helpers a library defines
+once come before the functions, the rest of its helpers stay in its body.
 
-usage: bodies.py BODY N PORT    (BODY: a key of BODIES; prints `errors: N` at the end)"""
-import os, sys
+usage: bodies.py BODY N PORT    (BODY: a key of BODIES; prints `errors: N` at the end)
+       bodies.py               (the keys of BODIES, one a line)"""
+import sys
 
+import scripts
 from resp import Conn
 
-SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../crates/distlock/src/scripts')
-def script(name):
-    return open(os.path.join(SCRIPTS, name)).read()
 
 OWNER = 'ae901363-43c5-4ff7-b666-e3c16e6aa114:1'
 CLIENT = 'fb4f16be-5fca-43f0-8fd3-a5bf4daa868e'
@@ -44,7 +43,7 @@ BODIES = {
     'renew-commands': ("local h = redis.call('hmget', KEYS[1], ARGV[2], 'mode') "
                        "if h[1] and not h[2] then redis.call('pexpire', KEYS[1], ARGV[1]) "
                        "return 1 end return 0", HELD, RENEW_KEYS, RENEW_ARGS),
-    'renew-distlock': (script('lock_renew_one.lua'), HELD, RENEW_KEYS, RENEW_ARGS),
+    'renew-distlock': (scripts.own_part('lock_renew_one.lua'), HELD, RENEW_KEYS, RENEW_ARGS),
     # Not distlock's: a renewal that knows its grant by the fencing token alone (one HGET,
     # no kind check), for comparison.
     'renew-token': ("if redis.call('hget', KEYS[1], 'distlock:fencing-token') == ARGV[3] then "
@@ -61,15 +60,18 @@ BODIES = {
                        "KEYS[2], '0', ARGV[2], -(v * 64 + ARGV[2])) if a == 3 then "
                        "redis.call('pexpire', KEYS[2], ARGV[1]) end return v",
                        COUNT, latch_keys, latch_args),
-    'latch-distlock': (script('latch_count_down.lua'), COUNT, latch_keys, latch_args),
+    'latch-distlock': (scripts.own_part('latch_count_down.lua'), COUNT, latch_keys, latch_args),
 }
 
 def main():
+    if len(sys.argv) == 1:
+        print('\n'.join(BODIES))
+        return
     body, n, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     conn = Conn(port, show_errors=True)
     cmd = conn.cmd
     code, setup, keys, args = BODIES[body]
-    helpers = script('kinds.lua') + script('publish.lua')
+    helpers = ''.join(scripts.read(h) for h in scripts.shared())
     cmd('FUNCTION', 'LOAD', 'REPLACE', f'#!lua name=bodies\n{helpers}\n'
         f"redis.register_function('body', function(KEYS, ARGV)\n{code}\nend)\n")
     for c in setup:

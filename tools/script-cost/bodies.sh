@@ -17,7 +17,7 @@ feed() {
   python3 "$HERE/bodies.py" "$1" "$2" "$3" > $T/run.log
   grep -q "^errors: 0" $T/run.log || { echo "$1: $(cat $T/run.log)" >&2; exit 1; }
 }
-for b in ${@:-renew-redisson renew-commands renew-distlock renew-token latch-redisson latch-commands latch-distlock}; do
+for b in ${@:-$(python3 "$HERE/bodies.py")}; do
   per_pair $N1 $N2 feed $b
   echo "$b: $PER instructions per call"
 done

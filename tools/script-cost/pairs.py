@@ -16,22 +16,16 @@ MODE pair sends what a client sends for an uncontended pair: the fast paths
 full scripts.
 
 usage: pairs.py SCRIPTS_DIR N [pair|full|bare|triv1|coalesced<B>|fcall]"""
-import sys, hashlib, os, itertools, re
+import sys, hashlib, os, itertools
+import scripts
+from resp import encode
 src = sys.argv[1]; n = int(sys.argv[2]); mode = sys.argv[3] if len(sys.argv) > 3 else 'pair'
-def rd(f): return open(f"{src}/{f}").read()
-def joined(f):
-    # The script as the library runs it: publish.lua, then the helpers its `with` clause in
-    # scripts/mod.rs names, then the file.
-    m = re.search(r'=> "%s"((?:\s+with)?(?:\s+"[^"]+")*)\s*,' % re.escape(f), rd('mod.rs'))
-    helpers = re.findall(r'"([^"]+)"', m.group(1)) if m else sys.exit(f"{f}: not in mod.rs")
-    return rd('publish.lua') + ''.join(rd(h) for h in helpers) + rd(f)
+def rd(f): return scripts.read(f, src)
+def joined(f): return scripts.joined(f, src)
 acq = joined('lock_acquire.lua')
 rel = joined('lock_release.lua')
 out = sys.stdout.buffer
-def cmd(*a):
-    b = [x if isinstance(x, bytes) else str(x).encode() for x in a]
-    out.write(b"*%d\r\n" % len(b))
-    for x in b: out.write(b"$%d\r\n%s\r\n" % (len(x), x))
+def cmd(*a): out.write(encode(*a))
 sa = hashlib.sha1(acq.encode()).hexdigest(); sr = hashlib.sha1(rel.encode()).hexdigest()
 cmd('SCRIPT', 'LOAD', acq); cmd('SCRIPT', 'LOAD', rel)
 bare = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
