@@ -36,6 +36,27 @@ pub fn cmd<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
         .unwrap_or_else(|e| panic!("{args:?} on port {}: {e}", server.port()))
 }
 
+/// Make `user` an ACL user of `server` with the password `pw` and exactly `rules` (`ACL
+/// SETUSER user reset resetchannels on >pw rules…`): `resetchannels` because Redis 6.2's
+/// `reset` leaves a user every channel (`acl-pubsub-default allchannels`) and then refuses a
+/// channel pattern.
+///
+/// # Panics
+/// As [`cmd`], when the server refuses a rule.
+pub fn acl_user(server: &RedisServer, user: &str, rules: &[&str]) {
+    let mut args = vec![
+        "ACL",
+        "SETUSER",
+        user,
+        "reset",
+        "resetchannels",
+        "on",
+        ">pw",
+    ];
+    args.extend_from_slice(rules);
+    let _: () = cmd(server, &args);
+}
+
 /// Every key of the server's database 0, sorted (`KEYS *`; for small test data sets only).
 pub fn keys(server: &RedisServer) -> Vec<String> {
     let mut k: Vec<String> = cmd(server, &["KEYS", "*"]);

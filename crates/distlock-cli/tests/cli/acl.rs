@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use distlock_test::testing::{cmd, wait_until};
+use distlock_test::testing::{acl_user, cmd, wait_until};
 use distlock_test::RedisServer;
 
 use super::{hold, output};
@@ -29,11 +29,7 @@ const UNLOCK: &str = "+type +hgetall +del +publish";
 
 /// `distlock` as the ACL user `user` with `rules` besides [`COMMON`].
 fn as_user(server: &RedisServer, user: &str, rules: &[&str]) -> Command {
-    // `resetchannels`: Redis 6.2's users have every channel until told otherwise.
-    let mut setuser = vec!["ACL", "SETUSER", user, "resetchannels", "on", ">pw"];
-    setuser.extend_from_slice(COMMON);
-    setuser.extend_from_slice(rules);
-    let _: () = cmd(server, &setuser);
+    acl_user(server, user, &[COMMON, rules].concat());
     let mut c = Command::new(env!("CARGO_BIN_EXE_distlock"));
     c.env(
         "DISTLOCK_URL",

@@ -8,21 +8,10 @@ use distlock::{Client, ErrorKind};
 use crate::util::*;
 use distlock::Lease;
 
-/// Create `user` with password `pw` and the given ACL rules; a client logged in as it.
-/// `resetchannels` first: Redis 6.2's `reset` leaves a user every channel
-/// (`acl-pubsub-default allchannels`), and refuses a channel pattern after that.
+/// Make `user` an ACL user with password `pw` and the given rules ([`acl_user`]); a client
+/// logged in as it.
 async fn client_as(server: &RedisServer, user: &str, rules: &[&str]) -> Client {
-    let mut args = vec![
-        "ACL",
-        "SETUSER",
-        user,
-        "reset",
-        "resetchannels",
-        "on",
-        ">pw",
-    ];
-    args.extend_from_slice(rules);
-    let _: () = cmd(server, &args);
+    acl_user(server, user, rules);
     Client::builder()
         .url(format!("redis://{user}:pw@127.0.0.1:{}/", server.port()))
         .build()

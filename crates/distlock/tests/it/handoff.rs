@@ -613,20 +613,10 @@ pub(crate) async fn timed_out_waiters_leave_no_lock<L: Queued>(
 async fn a_hand_off_message_that_never_arrives_is_found_by_the_next_attempt() {
     let server = RedisServer::start();
     // A user who may use the wake channel but not the grant channels.
-    let _: () = cmd(
+    acl_user(
         &server,
-        &[
-            "ACL",
-            "SETUSER",
-            "nogrant",
-            // Redis 6.2's users have every channel until told otherwise.
-            "resetchannels",
-            "on",
-            ">pw",
-            "~*",
-            "&redisson_lock__channel:*",
-            "+@all",
-        ],
+        "nogrant",
+        &["~*", "&redisson_lock__channel:*", "+@all"],
     );
     let client = client_for(&server).await;
     let deaf = distlock::Client::connect(&server.url().replace("redis://", "redis://nogrant:pw@"))

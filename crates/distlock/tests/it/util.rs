@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use distlock::Client;
-pub use distlock_test::testing::{cmd, eventually, keys, numsub, responds_within, server_time_ms};
+pub use distlock_test::testing::{
+    acl_user, cmd, eventually, keys, numsub, responds_within, server_time_ms,
+};
 pub use distlock_test::RedisServer;
 
 /// A fresh server and a client on it.
