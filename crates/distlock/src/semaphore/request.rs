@@ -67,8 +67,8 @@ impl PermitRequest {
     /// send still queued on a stalled server does nothing when it runs. Tracked like a
     /// release, so it is sent even when the runtime is shutting down.
     fn give_back_in_background(&self) {
-        let record = self.record.lock().unwrap().clone();
-        let (request, client) = (self.give_back_request(&record), &self.names.client);
+        let request = self.give_back_request(&self.record.lock().unwrap());
+        let client = &self.names.client;
         let horizon = client.latch_ttl() * GRANT_LATCH_LIFETIMES as u32;
         client
             .registry()
@@ -110,8 +110,12 @@ impl Acquire for PermitRequest {
         // the resend window only (as every latched request is); past it the outcome is
         // unknown, the wait stops, and the give-back returns what a send may have got.
         let n = &self.names;
-        let record = self.record.lock().unwrap().clone();
-        let inv = calls::acquire(&n.key, &record, self.permits, process_ms());
+        let inv = calls::acquire(
+            &n.key,
+            &self.record.lock().unwrap(),
+            self.permits,
+            process_ms(),
+        );
         let context = n.context("acquire");
         // Where replicas confirm grants, over a connection set aside for it (see `for_grant`).
         let mut grant = n.client.backend().for_grant(&n.key).await?;
@@ -136,9 +140,9 @@ impl Acquire for PermitRequest {
             return Ok(Step::Wait(None));
         }
         confirm_grant(grant, &context, || async {
-            // A new record whatever the give-back's fate: this one holds a grant or its
-            // tombstone.
-            *self.record.lock().unwrap() = grant_record(n);
+            // A new record whatever the give-back's fate: this one (the attempt's: attempts
+            // run one at a time) holds a grant or its tombstone.
+            let record = std::mem::replace(&mut *self.record.lock().unwrap(), grant_record(n));
             let request = self.give_back_request(&record);
             // Not confirmed itself: the replicas may be what is missing.
             let rule = n.client.latched_unconfirmed();
