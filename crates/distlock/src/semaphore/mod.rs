@@ -117,11 +117,11 @@ impl Names {
     /// first send (a release built now and sent later, in the background or at shutdown,
     /// names the record set of the epoch it is sent in, whose TTL covers its resends).
     fn add_request(&self, permits: u64) -> ReleaseRequest {
-        let names = self.clone();
+        // What the call needs, not the whole names (the user's name stays behind).
+        let (c, key, channel) = (self.client.clone(), self.key.clone(), self.channel.clone());
         let call = Invocation::at_first_send(&scripts::SEMAPHORE_RELEASE, &self.key, move || {
-            let c = &names.client;
-            let record = c.record(RecordKind::Release, &names.key, c.latch_ttl_ms());
-            calls::release_call(&names.key, &names.channel, &record, permits, process_ms())
+            let record = c.record(RecordKind::Release, &key, c.latch_ttl_ms());
+            calls::release_call(&key, &channel, &record, permits, process_ms())
         });
         ReleaseRequest::new(self.context("release"), call)
     }
