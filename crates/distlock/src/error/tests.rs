@@ -50,21 +50,6 @@ fn display_does_not_repeat_the_source() {
     assert!(!e.to_string().contains("READONLY"), "{e}");
     assert_eq!(format!("{e:#}").matches("READONLY").count(), 1, "{e:#}");
 
-    // An ACL refusal inside a script, as each server words it: NoPermission.
-    for text in [
-        "NOPERM User u has no permissions to run the 'pexpire' command",
-        "Error running script: The user executing the script can't run this command or subcommand",
-        "ACL failure in script: User u has no permissions to run the 'pexpire' command",
-    ] {
-        let err = redis::RedisError::from((
-            redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError),
-            "script refused",
-            text.to_string(),
-        ));
-        let e = Error::from_redis("acquire \"x\"", err);
-        assert_eq!(e.kind(), ErrorKind::NoPermission, "{text}");
-    }
-
     // Errors without a source, unknown outcomes and node failures keep their text.
     let e = Error::new(ErrorKind::Connection, "release \"x\": no answer").outcome_unknown();
     assert_eq!(e.to_string(), format!("{e:#}"));
@@ -115,4 +100,23 @@ fn wrongtype_is_classified() {
         "WRONGTYPE Operation against a key holding the wrong kind of value",
     ));
     assert_eq!(Error::from_redis("x", err).kind(), ErrorKind::WrongType);
+}
+
+/// An ACL refusal inside a script, as each server words it (Redis 7's NOPERM, Redis < 7.2's
+/// "can't run this command", Valkey 8's "ACL failure in script"): NoPermission.
+#[test]
+fn an_acl_refusal_inside_a_script_is_no_permission() {
+    for text in [
+        "NOPERM User u has no permissions to run the 'pexpire' command",
+        "Error running script: The user executing the script can't run this command or subcommand",
+        "ACL failure in script: User u has no permissions to run the 'pexpire' command",
+    ] {
+        let err = redis::RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+            "script refused",
+            text.to_string(),
+        ));
+        let e = Error::from_redis("acquire \"x\"", err);
+        assert_eq!(e.kind(), ErrorKind::NoPermission, "{text}");
+    }
 }
