@@ -168,13 +168,9 @@ fn mint(s: &mut State) -> u32 {
 }
 
 impl SemaphoreModel {
-    /// `at`: when this attempt was first sent; `since`: when the request was.
+    /// `since`: when this attempt was first sent (a resend's is its first send's).
     fn acquire(&self, s: &mut State, client: usize, req: u32, since: u64, lost: bool) {
-        let at = match s.clients[client] {
-            Phase::Acquiring { since, .. } => since,
-            _ => s.ks.now_ms(),
-        };
-        let inv = acquire_call(s, client, req, at);
+        let inv = acquire_call(s, client, req, since);
         let r = counts::send(&mut s.ks, &inv, false);
         match r {
             Reply::Int(1) => {
@@ -376,13 +372,12 @@ impl Model for SemaphoreModel {
                 }
             }
             Action::Deliver => {
-                let (client, held, _) = s.stalled.take()?;
+                let (client, held, at) = s.stalled.take()?;
                 let before = counts::count(&s.ks, KEY.as_bytes());
                 // Its reply reaches no one: what it did is what the count says (a request
                 // answered from its record takes and gives back nothing).
                 match held {
                     HeldUp::Acquire { req } => {
-                        let at = last.stalled.map_or(now, |(_, _, at)| at);
                         let inv = acquire_call(&s, client, req, at);
                         match counts::send(&mut s.ks, &inv, false) {
                             Reply::Int(1 | 0 | CANCELLED) => {
